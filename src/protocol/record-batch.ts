@@ -1,0 +1,308 @@
+/**
+ * Kafka RecordBatch v2 (magic 2) codec. Layout, all fixed-width fields big-endian:
+ *
+ * ```
+ * baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 | crc uint32 |
+ * attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 | maxTimestamp int64 |
+ * producerId int64 | producerEpoch int16 | baseSequence int32 | recordCount int32 | records...
+ * ```
+ *
+ * `batchLength` counts the bytes after itself; `crc` is CRC-32C over `[attributes, end)`, so the
+ * broker can stamp `baseOffset` into an encoded batch without recomputing it. Each record is
+ * `length varint | attributes int8 | timestampDelta varlong | offsetDelta varint | keyLength varint | key |
+ * valueLength varint | value | headerCount varint | (keyLength varint | key | valueLength varint | value)*`,
+ * all varints zigzag-encoded and -1 meaning null.
+ */
+import { crc32c } from './crc32c.js';
+import { OnelogError } from './errors.js';
+import type { RecordHeader, RecordInput, StoredRecord } from './types.js';
+
+/** Size of the fixed batch header, in bytes. */
+export const BATCH_HEADER_BYTES = 61;
+/** Bytes before `batchLength` ends: baseOffset + batchLength. A batch occupies `LOG_OVERHEAD + batchLength`. */
+export const LOG_OVERHEAD = 12;
+const MAGIC = 2;
+const CRC_OFFSET = 17;
+const ATTRIBUTES_OFFSET = 21;
+const TWO_32 = 0x1_0000_0000;
+
+/** The fixed fields of a batch header. */
+export interface BatchHeader {
+  baseOffset: number;
+  /** Bytes after the length field; the whole batch is `LOG_OVERHEAD + batchLength` bytes. */
+  batchLength: number;
+  partitionLeaderEpoch: number;
+  magic: number;
+  crc: number;
+  attributes: number;
+  lastOffsetDelta: number;
+  baseTimestamp: number;
+  maxTimestamp: number;
+  producerId: number;
+  producerEpoch: number;
+  baseSequence: number;
+  recordCount: number;
+}
+
+/** Producer fields stamped into a batch; defaults are those of a non-idempotent Java producer (-1). */
+export interface BatchProducer {
+  producerId: number;
+  producerEpoch: number;
+  baseSequence: number;
+}
+const NO_PRODUCER: BatchProducer = { producerId: -1, producerEpoch: -1, baseSequence: -1 };
+
+// ---- varints -------------------------------------------------------------------------------------
+
+function zigzag(n: number): number {
+  // Works for every safe integer: values past 32 bits would overflow bitwise operators.
+  return n >= 0 ? n * 2 : -n * 2 - 1;
+}
+
+function unzigzag(n: number): number {
+  return n % 2 === 0 ? n / 2 : -(n + 1) / 2;
+}
+
+/** Bytes an unsigned varint of `n` takes. */
+function uvarintSize(n: number): number {
+  let size = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 128);
+    size++;
+  }
+  return size;
+}
+
+function varintSize(n: number): number {
+  return uvarintSize(zigzag(n));
+}
+
+function writeUvarint(buf: Buffer, pos: number, n: number): number {
+  while (n >= 0x80) {
+    buf[pos++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[pos++] = n;
+  return pos;
+}
+
+function writeVarint(buf: Buffer, pos: number, n: number): number {
+  return writeUvarint(buf, pos, zigzag(n));
+}
+
+/** A reader over one buffer; `pos` advances as fields are read. */
+class Reader {
+  constructor(
+    readonly buf: Buffer,
+    public pos: number,
+    readonly end: number,
+  ) {}
+
+  varint(): number {
+    let result = 0;
+    let scale = 1;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw corrupt('varint runs past the end of the batch');
+      const b = this.buf[this.pos++]!;
+      result += (b & 0x7f) * scale;
+      if (b < 0x80) return unzigzag(result);
+      scale *= 128;
+    }
+    throw corrupt('varint longer than 10 bytes');
+  }
+
+  bytes(len: number): Buffer | null {
+    if (len === -1) return null;
+    if (len < 0 || this.pos + len > this.end) throw corrupt(`field of ${len} bytes runs past the end of the batch`);
+    const out = this.buf.subarray(this.pos, this.pos + len);
+    this.pos += len;
+    return out;
+  }
+}
+
+function corrupt(why: string): OnelogError {
+  return new OnelogError('CORRUPT_MESSAGE', `record batch is corrupt: ${why}`);
+}
+
+// ---- 64-bit fields as safe numbers ----------------------------------------------------------------
+
+function writeInt64(buf: Buffer, pos: number, n: number): void {
+  const hi = Math.floor(n / TWO_32);
+  buf.writeInt32BE(hi, pos);
+  buf.writeUInt32BE(n - hi * TWO_32, pos + 4);
+}
+
+function readInt64(buf: Buffer, pos: number): number {
+  return buf.readInt32BE(pos) * TWO_32 + buf.readUInt32BE(pos + 4);
+}
+
+// ---- encode ---------------------------------------------------------------------------------------
+
+function recordBodySize(r: RecordInput, timestampDelta: number, offsetDelta: number): number {
+  let size = 1 + varintSize(timestampDelta) + varintSize(offsetDelta);
+  size += r.key === null ? 1 : varintSize(r.key.length) + r.key.length;
+  size += r.value === null ? 1 : varintSize(r.value.length) + r.value.length;
+  const headers = r.headers ?? [];
+  size += varintSize(headers.length);
+  for (const h of headers) {
+    const keyBytes = Buffer.byteLength(h.key);
+    size += varintSize(keyBytes) + keyBytes;
+    size += h.value === null ? 1 : varintSize(h.value.length) + h.value.length;
+  }
+  return size;
+}
+
+/**
+ * Encodes records into one uncompressed RecordBatch v2.
+ * @param records at least one record; a record without `timestamp` gets `defaultTimestamp`
+ * @param baseOffset offset of the first record (the broker restamps it with {@link setBaseOffset})
+ * @param defaultTimestamp ms since the epoch, used for records without a timestamp
+ * @param producer producer id, epoch and base sequence; default -1 for each (no idempotence)
+ * @returns the batch bytes, CRC included
+ * @throws OnelogError `INVALID_RECORD` if `records` is empty
+ */
+export function encodeBatch(
+  records: readonly RecordInput[],
+  baseOffset: number,
+  defaultTimestamp: number,
+  producer: BatchProducer = NO_PRODUCER,
+): Buffer {
+  if (records.length === 0) throw new OnelogError('INVALID_RECORD', 'a record batch needs at least one record');
+  let baseTimestamp = Infinity;
+  let maxTimestamp = -Infinity;
+  for (const r of records) {
+    const ts = r.timestamp ?? defaultTimestamp;
+    if (ts < baseTimestamp) baseTimestamp = ts;
+    if (ts > maxTimestamp) maxTimestamp = ts;
+  }
+  const bodySizes = new Array<number>(records.length);
+  let total = BATCH_HEADER_BYTES;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    const body = recordBodySize(r, (r.timestamp ?? defaultTimestamp) - baseTimestamp, i);
+    bodySizes[i] = body;
+    total += varintSize(body) + body;
+  }
+  const buf = Buffer.allocUnsafe(total);
+  writeInt64(buf, 0, baseOffset);
+  buf.writeInt32BE(total - LOG_OVERHEAD, 8);
+  buf.writeInt32BE(0, 12); // partitionLeaderEpoch: one writer per partition on the embedded broker
+  buf.writeInt8(MAGIC, 16);
+  buf.writeInt16BE(0, ATTRIBUTES_OFFSET); // no compression, CreateTime, not transactional, not control
+  buf.writeInt32BE(records.length - 1, 23);
+  writeInt64(buf, 27, baseTimestamp);
+  writeInt64(buf, 35, maxTimestamp);
+  writeInt64(buf, 43, producer.producerId);
+  buf.writeInt16BE(producer.producerEpoch, 51);
+  buf.writeInt32BE(producer.baseSequence, 53);
+  buf.writeInt32BE(records.length, 57);
+  let pos = BATCH_HEADER_BYTES;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    pos = writeVarint(buf, pos, bodySizes[i]!);
+    buf[pos++] = 0; // record attributes: unused
+    pos = writeVarint(buf, pos, (r.timestamp ?? defaultTimestamp) - baseTimestamp);
+    pos = writeVarint(buf, pos, i);
+    pos = writeBytes(buf, pos, r.key);
+    pos = writeBytes(buf, pos, r.value);
+    const headers = r.headers ?? [];
+    pos = writeVarint(buf, pos, headers.length);
+    for (const h of headers) {
+      const keyBytes = Buffer.byteLength(h.key);
+      pos = writeVarint(buf, pos, keyBytes);
+      pos += buf.write(h.key, pos, 'utf8');
+      pos = writeBytes(buf, pos, h.value);
+    }
+  }
+  buf.writeUInt32BE(crc32c(buf, ATTRIBUTES_OFFSET, total), CRC_OFFSET);
+  return buf;
+}
+
+function writeBytes(buf: Buffer, pos: number, bytes: Buffer | null): number {
+  if (bytes === null) return writeVarint(buf, pos, -1);
+  pos = writeVarint(buf, pos, bytes.length);
+  bytes.copy(buf, pos);
+  return pos + bytes.length;
+}
+
+/** Stamps a new base offset into an encoded batch. The CRC does not cover it, so it stays valid. */
+export function setBaseOffset(batch: Buffer, baseOffset: number): void {
+  writeInt64(batch, 0, baseOffset);
+}
+
+// ---- decode ---------------------------------------------------------------------------------------
+
+/**
+ * Reads the fixed header of the batch starting at `pos`.
+ * @throws OnelogError `CORRUPT_MESSAGE` if fewer than {@link BATCH_HEADER_BYTES} bytes remain
+ */
+export function readBatchHeader(buf: Buffer, pos = 0): BatchHeader {
+  if (buf.length - pos < BATCH_HEADER_BYTES) throw corrupt(`header needs ${BATCH_HEADER_BYTES} bytes`);
+  return {
+    baseOffset: readInt64(buf, pos),
+    batchLength: buf.readInt32BE(pos + 8),
+    partitionLeaderEpoch: buf.readInt32BE(pos + 12),
+    magic: buf.readInt8(pos + 16),
+    crc: buf.readUInt32BE(pos + CRC_OFFSET),
+    attributes: buf.readInt16BE(pos + ATTRIBUTES_OFFSET),
+    lastOffsetDelta: buf.readInt32BE(pos + 23),
+    baseTimestamp: readInt64(buf, pos + 27),
+    maxTimestamp: readInt64(buf, pos + 35),
+    producerId: readInt64(buf, pos + 43),
+    producerEpoch: buf.readInt16BE(pos + 51),
+    baseSequence: buf.readInt32BE(pos + 53),
+    recordCount: buf.readInt32BE(pos + 57),
+  };
+}
+
+/**
+ * Checks the batch at `pos` of `buf` whole: length within `buf`, magic 2, CRC-32C matches.
+ * @returns the batch size in bytes (`LOG_OVERHEAD + batchLength`), or a reason string if it is torn or corrupt
+ */
+export function validateBatch(buf: Buffer, pos = 0): number | string {
+  const remaining = buf.length - pos;
+  if (remaining < BATCH_HEADER_BYTES) return `only ${remaining} bytes left, a batch header needs ${BATCH_HEADER_BYTES}`;
+  const size = LOG_OVERHEAD + buf.readInt32BE(pos + 8);
+  if (size < BATCH_HEADER_BYTES) return `batch length ${size} is below the header size`;
+  if (size > remaining) return `batch of ${size} bytes is cut off after ${remaining}`;
+  const magic = buf.readInt8(pos + 16);
+  if (magic !== MAGIC) return `magic ${magic}, expected ${MAGIC}`;
+  const stored = buf.readUInt32BE(pos + CRC_OFFSET);
+  const actual = crc32c(buf, pos + ATTRIBUTES_OFFSET, pos + size);
+  if (stored !== actual) return `CRC-32C ${actual.toString(16)} does not match stored ${stored.toString(16)}`;
+  return size;
+}
+
+/**
+ * Decodes every record of the batch at `pos`. Key, value and header values are views into `buf`
+ * (no copy): copy them if `buf` is reused.
+ * @throws OnelogError `CORRUPT_MESSAGE` if a record runs past the batch, or `UNSUPPORTED_COMPRESSION`
+ */
+export function decodeRecords(buf: Buffer, pos = 0): StoredRecord[] {
+  const h = readBatchHeader(buf, pos);
+  if ((h.attributes & 0x07) !== 0) {
+    throw new OnelogError('UNSUPPORTED_COMPRESSION', `compression codec ${h.attributes & 0x07} is not supported yet`);
+  }
+  const end = pos + LOG_OVERHEAD + h.batchLength;
+  const reader = new Reader(buf, pos + BATCH_HEADER_BYTES, end);
+  const out = new Array<StoredRecord>(h.recordCount);
+  for (let i = 0; i < h.recordCount; i++) {
+    const length = reader.varint();
+    const recordEnd = reader.pos + length;
+    reader.pos++; // attributes
+    const timestamp = h.baseTimestamp + reader.varint();
+    const offset = h.baseOffset + reader.varint();
+    const key = reader.bytes(reader.varint());
+    const value = reader.bytes(reader.varint());
+    const headerCount = reader.varint();
+    const headers: RecordHeader[] = [];
+    for (let j = 0; j < headerCount; j++) {
+      const hk = reader.bytes(reader.varint());
+      if (hk === null) throw corrupt('header key is null');
+      headers.push({ key: hk.toString('utf8'), value: reader.bytes(reader.varint()) });
+    }
+    if (reader.pos !== recordEnd) throw corrupt(`record ${i} length ${length} does not match its fields`);
+    out[i] = { offset, timestamp, key, value, headers };
+  }
+  return out;
+}

@@ -1,0 +1,47 @@
+/**
+ * Shapes shared by every layer: records as producers hand them in and as consumers get them back.
+ *
+ * Offsets and timestamps are JavaScript numbers. The format stores them as 64-bit integers; onelog keeps
+ * them as `number` and bounds them to `Number.MAX_SAFE_INTEGER` (2^53 − 1), converting at the codec edge
+ * (see docs/architecture.md).
+ */
+
+/** One record header. As in Kafka, keys are UTF-8 strings, may repeat, and values are bytes or null. */
+export interface RecordHeader {
+  key: string;
+  value: Buffer | null;
+}
+
+/** A record to append. The broker assigns its offset. */
+export interface RecordInput {
+  /** Key bytes, or null. Keys choose the partition (murmur2) and are what compaction keeps the latest of. */
+  key: Buffer | null;
+  /** Value bytes, or null (a tombstone). */
+  value: Buffer | null;
+  /** Headers, in order. Default: none. */
+  headers?: RecordHeader[];
+  /** Create time, in ms since the Unix epoch. Default: the broker's clock at append. */
+  timestamp?: number;
+}
+
+/** A record read back from a partition. */
+export interface StoredRecord {
+  offset: number;
+  /** ms since the Unix epoch */
+  timestamp: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: RecordHeader[];
+}
+
+/** Where a consume position starts when a group has no committed offset (as Kafka's auto.offset.reset). */
+export type StartPolicy = 'earliest' | 'latest';
+export const START_POLICIES: readonly StartPolicy[] = ['earliest', 'latest'];
+
+/** How a subscription gets its records: the consumer fetches (pull) or the broker sends (push). */
+export type DeliveryMode = 'pull' | 'push';
+export const DELIVERY_MODES: readonly DeliveryMode[] = ['pull', 'push'];
+
+/** What retention does with old records (Kafka's cleanup.policy). */
+export type CleanupPolicy = 'delete' | 'compact' | 'compact,delete';
+export const CLEANUP_POLICIES: readonly CleanupPolicy[] = ['delete', 'compact', 'compact,delete'];

@@ -1,0 +1,8 @@
+/** The slice of a pino logger the storage layer uses, so it can log without depending on pino. */
+export interface Logger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** A logger that drops everything; the default for tests and embedded use without logging. */
+export const silentLogger: Logger = { info: () => {}, warn: () => {} };

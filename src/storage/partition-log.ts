@@ -1,0 +1,325 @@
+/**
+ * One partition's log (Kafka's Log/UnifiedLog on one replica): an ordered list of {@link LogSegment}s, the
+ * log start offset (persisted in a checkpoint, with the reason for its last move), the log end offset and
+ * the high watermark. Appends are durable before they are acknowledged: each append writes its batch to
+ * the page cache and waits for an fdatasync that covers it; appends that arrive while one fdatasync runs
+ * share the next one (group commit). Only synced records are visible to readers (`highWatermark`).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Clock } from '../clock.js';
+import { OnelogError } from '../protocol/errors.js';
+import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
+import type { RecordInput, StoredRecord } from '../protocol/types.js';
+import type { Logger } from './logger.js';
+import { LogSegment } from './segment.js';
+
+const LOG_START_CHECKPOINT = 'log-start-offset.json';
+
+/** Why the log start offset moved (as Kafka's LogStartOffsetIncrementReason). */
+export type LogStartReason = 'delete-records' | 'retention-time' | 'retention-size' | 'compaction';
+
+/** Options of a partition log. */
+export interface PartitionLogOptions {
+  /** Roll to a new segment when the active one would pass this size, in bytes. @default 1 GiB (Kafka's segment.bytes) */
+  segmentBytes: number;
+  /** Bytes of log between two offset index entries. @default 4096 */
+  indexIntervalBytes: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** Where an append landed. */
+export interface AppendResult {
+  baseOffset: number;
+  lastOffset: number;
+}
+
+/** Limits of one read. */
+export interface ReadLimits {
+  /** Stop adding batches past this many bytes (the first batch is returned whatever its size). */
+  maxBytes: number;
+  /** Return at most this many records. */
+  maxRecords: number;
+}
+
+export class PartitionLog {
+  private segments: LogSegment[];
+  private logStart: number;
+  private logEnd: number;
+  private hw: number;
+  private syncInFlight: Promise<void> | null = null;
+  private waiters = new Set<() => void>();
+  private closed = false;
+
+  private constructor(
+    readonly dir: string,
+    readonly topic: string,
+    readonly partition: number,
+    private readonly options: PartitionLogOptions,
+    segments: LogSegment[],
+    logStartOffset: number,
+  ) {
+    this.segments = segments;
+    this.logEnd = Math.max(segments[segments.length - 1]!.nextOffset, logStartOffset);
+    this.hw = this.logEnd;
+    this.logStart = Math.min(logStartOffset, this.logEnd);
+  }
+
+  /**
+   * Opens (or creates) the log in `dir`. The active (last) segment is validated batch by batch: a torn or
+   * corrupt tail is truncated to the last whole batch and logged.
+   */
+  static open(dir: string, topic: string, partition: number, options: PartitionLogOptions): PartitionLog {
+    fs.mkdirSync(dir, { recursive: true });
+    const bases = fs
+      .readdirSync(dir)
+      .filter((f) => /^\d{20}\.log$/.test(f))
+      .map((f) => Number(f.slice(0, 20)))
+      .sort((a, b) => a - b);
+    const checkpoint = readLogStartCheckpoint(dir);
+    const segOptions = { indexIntervalBytes: options.indexIntervalBytes, logger: options.logger };
+    const segments =
+      bases.length === 0
+        ? [LogSegment.create(dir, checkpoint, segOptions)]
+        : bases.map((base, i) => LogSegment.open(dir, base, i === bases.length - 1, segOptions));
+    return new PartitionLog(dir, topic, partition, options, segments, checkpoint);
+  }
+
+  /** The first offset still readable. */
+  get logStartOffset(): number {
+    return this.logStart;
+  }
+
+  /** The offset the next appended record gets. */
+  get logEndOffset(): number {
+    return this.logEnd;
+  }
+
+  /** The end of what is durable and readable: consumers read below it. Equal to the LEO once synced. */
+  get highWatermark(): number {
+    return this.hw;
+  }
+
+  private get active(): LogSegment {
+    return this.segments[this.segments.length - 1]!;
+  }
+
+  /**
+   * Appends records as one batch and resolves once they are on disk (fdatasync).
+   * @param records at least one
+   * @returns the offsets the records got
+   * @throws OnelogError `BROKER_CLOSED` after close, `STORAGE_ERROR` if the write or sync fails
+   */
+  async append(records: readonly RecordInput[]): Promise<AppendResult> {
+    return this.appendBatch(encodeBatch(records, 0, this.options.clock.now()));
+  }
+
+  /**
+   * Appends one encoded batch (its base offset is replaced by the log end offset) and resolves once it is
+   * on disk. The batch is not decoded: the caller vouches for it.
+   */
+  async appendBatch(batch: Buffer): Promise<AppendResult> {
+    if (this.closed) throw new OnelogError('BROKER_CLOSED', 'the partition log is closed', this.where());
+    const header = readBatchHeader(batch);
+    const baseOffset = this.logEnd;
+    setBaseOffset(batch, baseOffset);
+    if (this.active.size > 0 && this.active.size + batch.length > this.options.segmentBytes) this.roll();
+    try {
+      this.active.append(batch, { ...header, baseOffset });
+    } catch (err) {
+      throw new OnelogError('STORAGE_ERROR', `append failed: ${(err as Error).message}`, this.where());
+    }
+    const lastOffset = baseOffset + header.lastOffsetDelta;
+    this.logEnd = lastOffset + 1;
+    await this.syncTo(this.logEnd);
+    return { baseOffset, lastOffset };
+  }
+
+  private roll(): void {
+    this.active.datasyncNow();
+    const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
+    this.segments.push(LogSegment.create(this.dir, this.logEnd, segOptions));
+    this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
+  }
+
+  /** Waits until everything below `target` is synced; concurrent callers share one fdatasync. */
+  private async syncTo(target: number): Promise<void> {
+    while (this.hw < target) {
+      if (this.syncInFlight === null) this.syncInFlight = this.runSync();
+      await this.syncInFlight;
+    }
+  }
+
+  private async runSync(): Promise<void> {
+    const upTo = this.logEnd;
+    try {
+      await this.active.datasync();
+    } catch (err) {
+      throw new OnelogError('STORAGE_ERROR', `fdatasync failed: ${(err as Error).message}`, this.where());
+    } finally {
+      this.syncInFlight = null;
+    }
+    if (upTo > this.hw) {
+      this.hw = upTo;
+      for (const wake of this.waiters) wake();
+      this.waiters.clear();
+    }
+  }
+
+  /**
+   * Reads records from `offset` on, below the high watermark.
+   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `offset` is below the log start offset or above the high watermark
+   */
+  read(offset: number, limits: ReadLimits): StoredRecord[] {
+    this.checkReadable(offset);
+    const out: StoredRecord[] = [];
+    let i = this.segmentFor(offset);
+    for (; i < this.segments.length && out.length === 0; i++) {
+      const buf = this.segments[i]!.read(offset, limits.maxBytes, this.hw);
+      if (buf === null) continue;
+      for (let pos = 0; pos < buf.length && out.length < limits.maxRecords; ) {
+        for (const r of decodeRecords(buf, pos)) {
+          if (r.offset >= offset && r.offset < this.hw && out.length < limits.maxRecords) out.push(r);
+        }
+        pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8);
+      }
+    }
+    return out;
+  }
+
+  private checkReadable(offset: number): void {
+    if (offset < this.logStart || offset > this.hw) {
+      throw new OnelogError(
+        'OFFSET_OUT_OF_RANGE',
+        `offset ${offset} is outside ${this.topic}/${this.partition}: readable offsets are ${this.logStart} to ${this.hw}`,
+        { ...this.where(), offset, logStartOffset: this.logStart, highWatermark: this.hw },
+      );
+    }
+  }
+
+  /** Index of the last segment whose base offset is <= `offset` (0 if none). */
+  private segmentFor(offset: number): number {
+    let lo = 0;
+    let hi = this.segments.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.segments[mid]!.baseOffset <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /**
+   * The first readable offset whose record timestamp is >= `timestamp` (ms), or the high watermark when
+   * every record is older (as Kafka's ListOffsets by timestamp).
+   */
+  offsetForTimestamp(timestamp: number): number {
+    for (let i = this.segmentFor(this.logStart); i < this.segments.length; i++) {
+      const segment = this.segments[i]!;
+      if (segment.maxTimestamp < timestamp) continue;
+      let found = -1;
+      segment.forEachBatch((header, batch) => {
+        if (header.baseOffset >= this.hw) return false;
+        if (header.maxTimestamp < timestamp || header.baseOffset + header.lastOffsetDelta < this.logStart) return true;
+        for (const r of decodeRecords(batch)) {
+          if (r.timestamp >= timestamp && r.offset >= this.logStart && r.offset < this.hw) {
+            found = r.offset;
+            return false;
+          }
+        }
+        return true;
+      });
+      if (found >= 0) return found;
+    }
+    return this.hw;
+  }
+
+  /**
+   * Moves the log start offset forward to `offset` (Kafka's DeleteRecords): records below it are never
+   * served again; segments wholly below it are deleted. The new log start offset is checkpointed before
+   * this returns.
+   * @returns the log start offset after the call (unchanged if `offset` is not past it)
+   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `offset` is above the high watermark
+   */
+  deleteRecordsBefore(offset: number, reason: LogStartReason): number {
+    if (offset > this.hw) {
+      throw new OnelogError(
+        'OFFSET_OUT_OF_RANGE',
+        `cannot delete records before ${offset} in ${this.topic}/${this.partition}: the high watermark is ${this.hw}`,
+        { ...this.where(), offset, logStartOffset: this.logStart, highWatermark: this.hw },
+      );
+    }
+    if (offset <= this.logStart) return this.logStart;
+    const previous = this.logStart;
+    writeLogStartCheckpoint(this.dir, offset, reason, this.options.clock.now());
+    this.logStart = offset;
+    while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.segments.shift()!.delete();
+    this.options.logger.info(
+      { ...this.where(), previousLogStartOffset: previous, logStartOffset: offset, reason },
+      'moved the log start offset',
+    );
+    return offset;
+  }
+
+  /**
+   * Resolves when the high watermark passes `offset`, or after `maxWaitMs`, whichever is first
+   * (the long-poll of a fetch).
+   */
+  waitForData(offset: number, maxWaitMs: number): Promise<void> {
+    if (this.hw > offset || maxWaitMs <= 0 || this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, maxWaitMs);
+      this.waiters.add(wake);
+    });
+  }
+
+  /** Waits for pending syncs, wakes waiting fetches and closes every segment. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.syncInFlight?.catch(() => {});
+    for (const wake of [...this.waiters]) wake();
+    for (const s of this.segments) s.close();
+  }
+
+  private where(): { topic: string; partition: number } {
+    return { topic: this.topic, partition: this.partition };
+  }
+}
+
+function readLogStartCheckpoint(dir: string): number {
+  const file = path.join(dir, LOG_START_CHECKPOINT);
+  if (!fs.existsSync(file)) return 0;
+  const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { logStartOffset?: unknown };
+  if (typeof parsed.logStartOffset !== 'number' || parsed.logStartOffset < 0) {
+    throw new OnelogError('CORRUPT_MESSAGE', `log start offset checkpoint ${file} is invalid`);
+  }
+  return parsed.logStartOffset;
+}
+
+/** Writes the checkpoint atomically: a synced temp file renamed over the old one, then the directory synced. */
+function writeLogStartCheckpoint(dir: string, offset: number, reason: LogStartReason, now: number): void {
+  const file = path.join(dir, LOG_START_CHECKPOINT);
+  const tmp = `${file}.tmp`;
+  const body = JSON.stringify({ logStartOffset: offset, reason, updatedAt: new Date(now).toISOString() });
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    fs.writeSync(fd, body);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+  const dirFd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(dirFd);
+  } finally {
+    fs.closeSync(dirFd);
+  }
+}
