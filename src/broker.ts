@@ -1,0 +1,325 @@
+/**
+ * The embedded broker: opens a data directory and offers every onelog operation in-process
+ * ({@link OnelogApi}). It composes the three stores, split by access pattern:
+ *
+ * - log store: `<dataDir>/log/<topic>-<partition>/` segment files ({@link LogManager});
+ * - offset store: `<dataDir>/offsets/` (LMDB, {@link LmdbOffsetStore});
+ * - catalog: `<dataDir>/catalog.sqlite` (SQLite through Kysely, {@link Catalog}).
+ *
+ * Durability: a produce resolves after an fdatasync covering its records (concurrent appends to a
+ * partition share one fdatasync); a commit resolves after LMDB's synced write transaction; a catalog change
+ * after SQLite's FULL-synchronous commit. All three survive kill -9 and power loss once acknowledged.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { systemClock } from './clock.js';
+import type { Clock } from './clock.js';
+import type { Catalog } from './catalog/catalog.js';
+import { openSqliteCatalog } from './catalog/sqlite.js';
+import { GroupCoordinator } from './coordinator/group-coordinator.js';
+import { offsetOutOfRange } from './coordinator/out-of-range.js';
+import { fetchPartitions } from './delivery/fetch.js';
+import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
+import type { OffsetStore } from './offsets/offset-store.js';
+import type {
+  CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
+  GroupDescription, GroupSummary, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ResetOffsetsRequest,
+  ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicConfig, TopicDescription, TopicSummary,
+} from './protocol/api.js';
+import { OnelogError } from './protocol/errors.js';
+import { partitionForKey } from './protocol/murmur2.js';
+import { encodeBatch } from './protocol/record-batch.js';
+import { CLEANUP_POLICIES } from './protocol/types.js';
+import { checkGroupId, checkInteger, checkOneOf, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
+import { LogManager } from './storage/log-manager.js';
+import { silentLogger } from './storage/logger.js';
+import type { Logger } from './storage/logger.js';
+
+/** Options of the embedded broker. */
+export interface BrokerOptions {
+  /** Directory holding the log, the offset store and the catalog; created if missing. */
+  dataDir: string;
+  /** @default the system clock */
+  clock?: Clock;
+  /** @default no logging */
+  logger?: Logger;
+  /** Largest record accepted (key + value + headers), bytes. @default 1048576 (1 MiB, as Kafka's max.message.bytes) */
+  maxRecordBytes?: number;
+  /** Produce splits a partition's records into batches of about this size, bytes. @default 1048576 */
+  maxBatchBytes?: number;
+}
+
+/** Defaults of a new topic: Kafka's. */
+export const DEFAULT_TOPIC_CONFIG: TopicConfig = {
+  cleanupPolicy: 'delete',
+  retentionMs: 7 * 24 * 3600 * 1000,
+  retentionBytes: -1,
+  segmentBytes: 1024 * 1024 * 1024,
+};
+
+const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
+const MAX_WAIT_MS = 30_000;
+const RECORD_OVERHEAD_BYTES = 24;
+
+export class Broker implements OnelogApi {
+  private readonly nextSpreadPartition = new Map<string, number>();
+  private closed = false;
+
+  private constructor(
+    private readonly catalog: Catalog,
+    private readonly offsets: OffsetStore,
+    private readonly logs: LogManager,
+    private readonly groups: GroupCoordinator,
+    private readonly clock: Clock,
+    private readonly maxRecordBytes: number,
+    private readonly maxBatchBytes: number,
+  ) {}
+
+  /**
+   * Opens the broker on `options.dataDir`: migrates the catalog, opens the offset store, and opens every
+   * topic's partitions, recovering torn log tails.
+   */
+  static async open(options: BrokerOptions): Promise<Broker> {
+    const clock = options.clock ?? systemClock;
+    const logger = options.logger ?? silentLogger;
+    fs.mkdirSync(options.dataDir, { recursive: true });
+    const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
+    const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
+    const logs = new LogManager(path.join(options.dataDir, 'log'), {
+      clock, logger, segmentBytes: DEFAULT_TOPIC_CONFIG.segmentBytes, indexIntervalBytes: 4096,
+    });
+    for (const t of await catalog.listTopics()) logs.openTopic(t.name, t.partitions, t.segmentBytes);
+    const groups = new GroupCoordinator(catalog, offsets, logs, clock);
+    return new Broker(
+      catalog, offsets, logs, groups, clock,
+      options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
+    );
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new OnelogError('BROKER_CLOSED', 'the broker is closed');
+  }
+
+  /**
+   * Creates a topic and its partitions.
+   * @throws OnelogError `INVALID_TOPIC`, `INVALID_PARTITIONS`, `INVALID_CONFIG`, `TOPIC_ALREADY_EXISTS`
+   */
+  async createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
+    this.checkOpen();
+    const topic = checkTopicName(request.topic);
+    const partitions = checkInteger(request.partitions, 'partitions', 1, MAX_PARTITIONS, 'INVALID_PARTITIONS');
+    const config = topicConfig(request.config ?? {});
+    await this.catalog.createTopic({ name: topic, partitions, ...config, createdAt: this.clock.now() });
+    this.logs.openTopic(topic, partitions, config.segmentBytes);
+    return this.describeTopic(topic);
+  }
+
+  async listTopics(): Promise<TopicSummary[]> {
+    this.checkOpen();
+    return (await this.catalog.listTopics()).map((t) => ({ topic: t.name, partitions: t.partitions }));
+  }
+
+  /** @throws OnelogError `UNKNOWN_TOPIC` */
+  async describeTopic(topic: string): Promise<TopicDescription> {
+    this.checkOpen();
+    const t = await this.catalog.getTopic(topic);
+    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    const { cleanupPolicy, retentionMs, retentionBytes, segmentBytes } = t;
+    return {
+      topic,
+      partitions: this.logs.partitions(topic).map((log) => ({
+        partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark,
+      })),
+      config: { cleanupPolicy, retentionMs, retentionBytes, segmentBytes },
+      createdAt: t.createdAt,
+    };
+  }
+
+  /**
+   * Moves a partition's log start offset forward: records below `beforeOffset` are never served again.
+   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `beforeOffset` is above the high watermark
+   */
+  async deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
+    this.checkOpen();
+    const log = this.logs.get(request.topic, request.partition);
+    const beforeOffset = checkInteger(request.beforeOffset, 'beforeOffset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
+    const previousLogStartOffset = log.logStartOffset;
+    const logStartOffset = log.deleteRecordsBefore(beforeOffset, 'delete-records');
+    return { topic: request.topic, partition: log.partition, previousLogStartOffset, logStartOffset };
+  }
+
+  /**
+   * Appends records; each goes to its `partition`, else to murmur2(key) % partitions, else (null key) to the
+   * next partition in turn. Every record is checked before any is written, so a refused request stores
+   * nothing. Resolves once every record is durable.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `INVALID_RECORD`
+   */
+  async produce(request: ProduceRequest): Promise<ProduceResult> {
+    this.checkOpen();
+    const { topic, records } = request;
+    const logs = this.logs.partitions(topic);
+    if (!Array.isArray(records) || records.length === 0) {
+      throw new OnelogError('INVALID_RECORD', 'a produce request needs at least one record', { topic });
+    }
+    const byPartition = logs.map(() => [] as number[]);
+    records.forEach((r, index) => {
+      const size = recordBytes(r);
+      if (size > this.maxRecordBytes) {
+        throw new OnelogError(
+          'RECORD_TOO_LARGE',
+          `record ${index} is ${size} bytes, above the limit of ${this.maxRecordBytes} bytes; nothing was written`,
+          { topic, index, recordBytes: size, maxRecordBytes: this.maxRecordBytes },
+        );
+      }
+      byPartition[this.choosePartition(topic, r, logs.length)]!.push(index);
+    });
+    const offsets = new Array<{ partition: number; offset: number }>(records.length);
+    const now = this.clock.now();
+    await Promise.all(
+      byPartition.map((indexes, partition) => {
+        const appends: Array<Promise<unknown>> = [];
+        for (const chunk of this.chunks(records, indexes)) {
+          const batch = encodeBatch(chunk.map((i) => records[i]!), 0, now);
+          appends.push(
+            logs[partition]!.appendBatch(batch).then(({ baseOffset }) => {
+              chunk.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
+            }),
+          );
+        }
+        return Promise.all(appends);
+      }),
+    );
+    return { topic, offsets };
+  }
+
+  private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
+    if (r.partition !== undefined) return this.logs.get(topic, r.partition).partition;
+    if (r.key !== null && r.key !== undefined) return partitionForKey(r.key, partitions);
+    const next = this.nextSpreadPartition.get(topic) ?? 0;
+    this.nextSpreadPartition.set(topic, (next + 1) % partitions);
+    return next;
+  }
+
+  /** Splits one partition's record indexes into batches of about `maxBatchBytes`. */
+  private *chunks(records: readonly ProduceRecord[], indexes: number[]): Generator<number[]> {
+    let chunk: number[] = [];
+    let bytes = 0;
+    for (const i of indexes) {
+      const size = recordBytes(records[i]!);
+      if (chunk.length > 0 && bytes + size > this.maxBatchBytes) {
+        yield chunk;
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(i);
+      bytes += size;
+    }
+    if (chunk.length > 0) yield chunk;
+  }
+
+  /**
+   * Reads partitions of a topic from given offsets (long-poll up to `maxWaitMs`). A partition whose offset is
+   * outside its log answers with `OFFSET_OUT_OF_RANGE` as a value, naming the group when one is given.
+   */
+  async fetch(request: FetchRequest): Promise<FetchResult> {
+    this.checkOpen();
+    const { topic, groupId } = request;
+    const targets = request.partitions.map((p) => ({
+      log: this.logs.get(topic, p.partition),
+      offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
+    }));
+    const partitions = await fetchPartitions(targets, {
+      maxRecords: checkInteger(request.maxRecords ?? FETCH_DEFAULTS.maxRecords, 'maxRecords', 1),
+      maxBytes: checkInteger(request.maxBytes ?? FETCH_DEFAULTS.maxBytes, 'maxBytes', 1),
+      maxWaitMs: checkInteger(request.maxWaitMs ?? FETCH_DEFAULTS.maxWaitMs, 'maxWaitMs', 0, MAX_WAIT_MS),
+    });
+    if (groupId !== undefined) {
+      partitions.forEach((p, i) => {
+        if (p.error?.code !== 'OFFSET_OUT_OF_RANGE') return;
+        // The position the group fetched from is its committed offset or what it read since.
+        p.error = offsetOutOfRange({
+          groupId, topic, partition: p.partition, committedOffset: targets[i]!.offset,
+          logStartOffset: p.logStartOffset, highWatermark: p.highWatermark,
+        }).toJSON();
+      });
+    }
+    return { topic, partitions };
+  }
+
+  /** @see GroupCoordinator.subscribe */
+  async subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    this.logs.partitions(request.topic);
+    if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', ['earliest', 'latest']);
+    if (request.deliveryMode !== undefined) checkOneOf(request.deliveryMode, 'deliveryMode', ['pull', 'push']);
+    return this.groups.subscribe(request);
+  }
+
+  /** @see GroupCoordinator.commit */
+  async commitOffsets(request: CommitRequest): Promise<void> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    return this.groups.commit(request);
+  }
+
+  async listGroups(): Promise<GroupSummary[]> {
+    this.checkOpen();
+    return this.groups.listGroups();
+  }
+
+  /** @see GroupCoordinator.describeGroup */
+  async describeGroup(groupId: string): Promise<GroupDescription> {
+    this.checkOpen();
+    return this.groups.describeGroup(checkGroupId(groupId));
+  }
+
+  /** @see GroupCoordinator.resetOffsets */
+  async resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    const spec = request.spec;
+    checkOneOf(spec?.to, 'spec.to', ['earliest', 'latest', 'offset', 'datetime', 'shift']);
+    if (spec.to === 'offset') checkInteger(spec.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
+    if (spec.to === 'datetime') checkInteger(spec.timestamp, 'timestamp', Number.MIN_SAFE_INTEGER);
+    if (spec.to === 'shift') checkInteger(spec.shiftBy, 'shiftBy', Number.MIN_SAFE_INTEGER);
+    return this.groups.resetOffsets(request);
+  }
+
+  /** Waits for pending appends to sync, then closes the logs, the offset store and the catalog. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.logs.close();
+    await this.offsets.close();
+    await this.catalog.close();
+  }
+}
+
+/** Bytes a record takes against `maxRecordBytes`: key, value, header keys and values, plus fixed overhead. */
+function recordBytes(r: ProduceRecord): number {
+  let size = RECORD_OVERHEAD_BYTES + (r.key?.length ?? 0) + (r.value?.length ?? 0);
+  for (const h of r.headers ?? []) size += Buffer.byteLength(h.key) + (h.value?.length ?? 0);
+  return size;
+}
+
+/**
+ * A full topic configuration from a partial one, each value checked.
+ * @throws OnelogError `INVALID_CONFIG` naming the setting and what is allowed
+ */
+export function topicConfig(partial: Partial<TopicConfig>): TopicConfig {
+  const known = Object.keys(DEFAULT_TOPIC_CONFIG);
+  for (const name of Object.keys(partial)) {
+    if (!known.includes(name)) {
+      throw new OnelogError('INVALID_CONFIG', `unknown topic setting ${name}: valid settings are ${known.join(', ')}`, {
+        setting: name,
+      });
+    }
+  }
+  const c = { ...DEFAULT_TOPIC_CONFIG, ...partial };
+  checkOneOf(c.cleanupPolicy, 'cleanupPolicy', CLEANUP_POLICIES, 'INVALID_CONFIG');
+  checkInteger(c.retentionMs, 'retentionMs', -1, Number.MAX_SAFE_INTEGER, 'INVALID_CONFIG');
+  checkInteger(c.retentionBytes, 'retentionBytes', -1, Number.MAX_SAFE_INTEGER, 'INVALID_CONFIG');
+  checkInteger(c.segmentBytes, 'segmentBytes', 14, 2 ** 31 - 1, 'INVALID_CONFIG');
+  return c;
+}

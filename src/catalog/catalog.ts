@@ -1,0 +1,186 @@
+/**
+ * The catalog: the relational store of topics (partition count, retention and cleanup settings), consumer
+ * groups and subscriptions (group, topic, delivery mode, start policy). Low volume, relational queries,
+ * integrity by foreign keys. Written against Kysely, so the same code runs on SQLite (embedded default,
+ * see {@link openSqliteCatalog}) and PostgreSQL.
+ */
+import { Kysely, Migrator } from 'kysely';
+import type { Dialect, MigrationProvider, Selectable } from 'kysely';
+import { OnelogError } from '../protocol/errors.js';
+import type { CleanupPolicy, DeliveryMode, StartPolicy } from '../protocol/types.js';
+import { migrations } from './migrations.js';
+import type { CatalogSchema, SubscriptionsTable, TopicsTable } from './schema.js';
+
+/** A topic as the catalog keeps it. */
+export interface TopicRecord {
+  name: string;
+  partitions: number;
+  /** Kafka's cleanup.policy. */
+  cleanupPolicy: CleanupPolicy;
+  /** Kafka's retention.ms; -1 = unlimited. */
+  retentionMs: number;
+  /** Kafka's retention.bytes, per partition; -1 = unlimited. */
+  retentionBytes: number;
+  /** Kafka's segment.bytes. */
+  segmentBytes: number;
+  /** ms since the epoch */
+  createdAt: number;
+}
+
+/** A group's binding to a topic. */
+export interface SubscriptionRecord {
+  groupId: string;
+  topic: string;
+  deliveryMode: DeliveryMode;
+  startPolicy: StartPolicy;
+  /** ms since the epoch */
+  createdAt: number;
+}
+
+/** A consumer group as the catalog keeps it. */
+export interface GroupRecord {
+  groupId: string;
+  /** ms since the epoch */
+  createdAt: number;
+}
+
+const toTopic = (r: Selectable<TopicsTable>): TopicRecord => ({
+  name: r.name,
+  partitions: Number(r.partitions),
+  cleanupPolicy: r.cleanup_policy,
+  retentionMs: Number(r.retention_ms),
+  retentionBytes: Number(r.retention_bytes),
+  segmentBytes: Number(r.segment_bytes),
+  createdAt: Number(r.created_at),
+});
+
+const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord => ({
+  groupId: r.group_id,
+  topic: r.topic,
+  deliveryMode: r.delivery_mode,
+  startPolicy: r.start_policy,
+  createdAt: Number(r.created_at),
+});
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export class Catalog {
+  private constructor(private readonly db: Kysely<CatalogSchema>) {}
+
+  /**
+   * Opens the catalog over a Kysely dialect and applies pending migrations.
+   * @throws Error if a migration fails (the catalog is left at the last applied migration)
+   */
+  static async open(dialect: Dialect): Promise<Catalog> {
+    const db = new Kysely<CatalogSchema>({ dialect });
+    const { error } = await new Migrator({ db, provider }).migrateToLatest();
+    if (error) {
+      await db.destroy();
+      throw error instanceof Error ? error : new Error(String(error));
+    }
+    return new Catalog(db);
+  }
+
+  /**
+   * Adds a topic.
+   * @throws OnelogError `TOPIC_ALREADY_EXISTS`
+   */
+  async createTopic(topic: TopicRecord): Promise<TopicRecord> {
+    const existing = await this.getTopic(topic.name);
+    if (existing) {
+      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic.name} already exists`, {
+        topic: topic.name, partitions: existing.partitions,
+      });
+    }
+    await this.db
+      .insertInto('topics')
+      .values({
+        name: topic.name,
+        partitions: topic.partitions,
+        cleanup_policy: topic.cleanupPolicy,
+        retention_ms: topic.retentionMs,
+        retention_bytes: topic.retentionBytes,
+        segment_bytes: topic.segmentBytes,
+        created_at: topic.createdAt,
+      })
+      .execute();
+    return topic;
+  }
+
+  /** The topic named `name`, or undefined. */
+  async getTopic(name: string): Promise<TopicRecord | undefined> {
+    const row = await this.db.selectFrom('topics').selectAll().where('name', '=', name).executeTakeFirst();
+    return row && toTopic(row);
+  }
+
+  /** Every topic, by name. */
+  async listTopics(): Promise<TopicRecord[]> {
+    return (await this.db.selectFrom('topics').selectAll().orderBy('name').execute()).map(toTopic);
+  }
+
+  /** The group `groupId`, or undefined. */
+  async getGroup(groupId: string): Promise<GroupRecord | undefined> {
+    const row = await this.db.selectFrom('groups').selectAll().where('group_id', '=', groupId).executeTakeFirst();
+    return row && { groupId: row.group_id, createdAt: Number(row.created_at) };
+  }
+
+  /** Every group, by id. */
+  async listGroups(): Promise<GroupRecord[]> {
+    const rows = await this.db.selectFrom('groups').selectAll().orderBy('group_id').execute();
+    return rows.map((r) => ({ groupId: r.group_id, createdAt: Number(r.created_at) }));
+  }
+
+  /**
+   * Creates the subscription of `groupId` to `topic` (and the group, if new), or updates its delivery mode
+   * and start policy. One transaction.
+   */
+  async upsertSubscription(sub: SubscriptionRecord): Promise<SubscriptionRecord> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx
+        .insertInto('groups')
+        .values({ group_id: sub.groupId, created_at: sub.createdAt })
+        .onConflict((oc) => oc.column('group_id').doNothing())
+        .execute();
+      await tx
+        .insertInto('subscriptions')
+        .values({
+          group_id: sub.groupId,
+          topic: sub.topic,
+          delivery_mode: sub.deliveryMode,
+          start_policy: sub.startPolicy,
+          created_at: sub.createdAt,
+        })
+        .onConflict((oc) =>
+          oc.columns(['group_id', 'topic']).doUpdateSet({ delivery_mode: sub.deliveryMode, start_policy: sub.startPolicy }),
+        )
+        .execute();
+    });
+    return (await this.getSubscription(sub.groupId, sub.topic))!;
+  }
+
+  /** The subscription of `groupId` to `topic`, or undefined. */
+  async getSubscription(groupId: string, topic: string): Promise<SubscriptionRecord | undefined> {
+    const row = await this.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('group_id', '=', groupId)
+      .where('topic', '=', topic)
+      .executeTakeFirst();
+    return row && toSubscription(row);
+  }
+
+  /** Every subscription of a group, by topic. */
+  async listSubscriptions(groupId: string): Promise<SubscriptionRecord[]> {
+    const rows = await this.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('group_id', '=', groupId)
+      .orderBy('topic')
+      .execute();
+    return rows.map(toSubscription);
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+}

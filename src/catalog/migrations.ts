@@ -1,0 +1,38 @@
+/**
+ * Catalog migrations, in order. Written with Kysely's schema builder so the same steps run on SQLite and
+ * PostgreSQL. Never edit a released migration: add the next one.
+ */
+import { sql } from 'kysely';
+import type { Kysely, Migration } from 'kysely';
+
+export const migrations: Record<string, Migration> = {
+  '0001-topics-groups-subscriptions': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('topics')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('partitions', 'integer', (c) => c.notNull().check(sql.raw('partitions >= 1')))
+        .addColumn('cleanup_policy', 'text', (c) => c.notNull())
+        .addColumn('retention_ms', 'bigint', (c) => c.notNull())
+        .addColumn('retention_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('segment_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('groups')
+        .addColumn('group_id', 'text', (c) => c.primaryKey())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('subscriptions')
+        .addColumn('group_id', 'text', (c) => c.notNull().references('groups.group_id').onDelete('cascade'))
+        .addColumn('topic', 'text', (c) => c.notNull().references('topics.name').onDelete('cascade'))
+        .addColumn('delivery_mode', 'text', (c) => c.notNull().check(sql.raw("delivery_mode in ('pull', 'push')")))
+        .addColumn('start_policy', 'text', (c) => c.notNull().check(sql.raw("start_policy in ('earliest', 'latest')")))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('subscriptions_pk', ['group_id', 'topic'])
+        .execute();
+      await db.schema.createIndex('subscriptions_by_topic').on('subscriptions').column('topic').execute();
+    },
+  },
+};

@@ -1,0 +1,55 @@
+/**
+ * Pull delivery: reads several partitions of one topic from given offsets, long-polling when nothing is
+ * ready. Per-partition failures (an offset out of range) are returned as values so the other partitions
+ * still deliver.
+ */
+import type { FetchedPartition } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { PartitionLog } from '../storage/partition-log.js';
+
+/** Limits of one fetch. */
+export interface FetchLimits {
+  /** Most records over all partitions. */
+  maxRecords: number;
+  /** Byte budget over all partitions; each partition read gets what is left (its first batch always fits). */
+  maxBytes: number;
+  /** Longest wait for new records when none is ready, ms. */
+  maxWaitMs: number;
+}
+
+/** One partition to read and where from. */
+export interface FetchTarget {
+  log: PartitionLog;
+  offset: number;
+}
+
+function isReady(t: FetchTarget): boolean {
+  return t.offset !== t.log.highWatermark;
+}
+
+/**
+ * Reads records from each target. Waits up to `maxWaitMs` when every target is at its high watermark;
+ * a target outside `[logStartOffset, highWatermark]` counts as ready, and answers with its error at once.
+ * Partitions are served in the given order until the budget is spent: callers rotate the order so none starves.
+ */
+export async function fetchPartitions(targets: readonly FetchTarget[], limits: FetchLimits): Promise<FetchedPartition[]> {
+  if (!targets.some(isReady) && limits.maxWaitMs > 0) {
+    const waits = targets.map((t) => t.log.waitForData(t.offset, limits.maxWaitMs));
+    await Promise.race(waits);
+  }
+  let recordsLeft = limits.maxRecords;
+  let bytesLeft = limits.maxBytes;
+  return targets.map(({ log, offset }) => {
+    const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
+    try {
+      if (recordsLeft <= 0 || bytesLeft <= 0 || offset === log.highWatermark) return { ...state, records: [] };
+      const records = log.read(offset, { maxRecords: recordsLeft, maxBytes: bytesLeft });
+      recordsLeft -= records.length;
+      for (const r of records) bytesLeft -= (r.key?.length ?? 0) + (r.value?.length ?? 0);
+      return { ...state, records };
+    } catch (err) {
+      if (err instanceof OnelogError) return { ...state, records: [], error: err.toJSON() };
+      throw err;
+    }
+  });
+}
