@@ -34,6 +34,8 @@ export const ERRORS = {
   STORAGE_ERROR: { wireCode: 56, httpStatus: 500, retriable: true },
   BROKER_CLOSED: { wireCode: 1001, httpStatus: 503, retriable: true },
   NETWORK_ERROR: { wireCode: 1002, httpStatus: 503, retriable: true },
+  REQUEST_TOO_LARGE: { wireCode: 1005, httpStatus: 413, retriable: false },
+  NOT_FOUND: { wireCode: 1006, httpStatus: 404, retriable: false },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -283,7 +283,16 @@ export class PartitionLog {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.syncInFlight?.catch(() => {});
+    // Appends accepted before close may need a sync round after the one in flight: sync until all are
+    // durable, so none of them finds its file closed (EBADF) and fails after its bytes were written.
+    while (this.hw < this.logEnd) {
+      this.syncInFlight ??= this.runSync();
+      try {
+        await this.syncInFlight;
+      } catch {
+        break; // the appends waiting on this sync get its error
+      }
+    }
     for (const wake of [...this.waiters]) wake();
     for (const s of this.segments) s.close();
   }

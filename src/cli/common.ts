@@ -1,0 +1,58 @@
+/**
+ * What every CLI command shares: the server address (`--server URL`, env `ONELOG_URL`, default
+ * `http://127.0.0.1:7070`), flag parsing with clear errors, tables, and error output (code, message and
+ * context on stderr, exit code 1).
+ */
+import type { Command } from 'commander';
+import { HttpApi, defaultServerUrl } from '../client/http-api.js';
+import { OnelogError } from '../protocol/errors.js';
+
+/** The API of the server named by `--server` (or `ONELOG_URL`). */
+export function apiFor(command: Command): HttpApi {
+  const { server } = command.optsWithGlobals<{ server?: string }>();
+  return new HttpApi(server ?? defaultServerUrl());
+}
+
+/**
+ * An integer flag value.
+ * @throws OnelogError `INVALID_REQUEST` naming the flag
+ */
+export function parseInteger(flag: string, min = Number.MIN_SAFE_INTEGER) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
+      const range = min === Number.MIN_SAFE_INTEGER ? 'an integer' : `an integer >= ${min}`;
+      throw new OnelogError('INVALID_REQUEST', `${flag} must be ${range}, got ${JSON.stringify(value)}`);
+    }
+    return n;
+  };
+}
+
+/** Prints rows as an aligned table with a header line; `null` shows as `-`. */
+export function printTable(headers: string[], rows: Array<Array<string | number | null>>): void {
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
+  for (const r of cells) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+}
+
+/** Prints an error with its code and context on stderr. */
+export function reportError(err: unknown): void {
+  if (err instanceof OnelogError) {
+    process.stderr.write(`error ${err.code}: ${err.message}\n`);
+    if (Object.keys(err.context).length > 0) process.stderr.write(`  context: ${JSON.stringify(err.context)}\n`);
+  } else {
+    process.stderr.write(`error: ${(err as Error)?.stack ?? String(err)}\n`);
+  }
+}
+
+/** Wraps a command action: errors are reported and set exit code 1. */
+export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    try {
+      await fn(...args);
+    } catch (err) {
+      reportError(err);
+      process.exitCode = 1;
+    }
+  };
+}

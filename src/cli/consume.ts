@@ -1,0 +1,78 @@
+/**
+ * `onelog consume TOPIC --group G`: prints one JSON object per record
+ * `{topic, partition, offset, timestamp, key, value, headers}` (key, value and header values as UTF-8 text)
+ * and commits after printing (at-least-once). Stops after `--max-records N`, after `--idle-timeout-ms MS`
+ * with nothing new, or on SIGINT/SIGTERM, committing what was printed.
+ */
+import type { Command } from 'commander';
+import { Consumer } from '../client/consumer.js';
+import { headersToJson } from '../protocol/json-records.js';
+import { START_POLICIES } from '../protocol/types.js';
+import type { StartPolicy } from '../protocol/types.js';
+import { OnelogError } from '../protocol/errors.js';
+import { action, apiFor, parseInteger } from './common.js';
+
+interface ConsumeOptions {
+  group: string;
+  from?: string;
+  maxRecords?: number;
+  idleTimeoutMs?: number;
+}
+
+/** Writes a line to stdout, waiting when the pipe is full. */
+function writeLine(line: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    process.stdout.write(line, (err) => (err ? reject(err) : resolve()));
+  });
+}
+
+export function registerConsume(program: Command): void {
+  program
+    .command('consume <topic>')
+    .description('read a topic as a consumer group, printing one JSON object per record and committing after printing')
+    .requiredOption('--group <group>', 'consumer group id')
+    .option('--from <policy>', 'where a new group starts: earliest | latest (default: the subscription\'s, else latest)')
+    .option('--max-records <n>', 'exit after N records', parseInteger('--max-records', 1))
+    .option('--idle-timeout-ms <ms>', 'exit after MS ms with no new record', parseInteger('--idle-timeout-ms', 0))
+    .action(action(async (topic: string, o: ConsumeOptions, cmd: Command) => {
+      if (o.from !== undefined && !START_POLICIES.includes(o.from as StartPolicy)) {
+        throw new OnelogError('INVALID_REQUEST', `--from must be earliest or latest, got ${JSON.stringify(o.from)}`);
+      }
+      const consumer = new Consumer(apiFor(cmd), {
+        groupId: o.group,
+        ...(o.from ? { startPolicy: o.from as StartPolicy } : {}),
+        ...(o.maxRecords ? { maxRecords: Math.min(o.maxRecords, 500) } : {}),
+        maxWaitMs: Math.min(500, Math.max(o.idleTimeoutMs ?? 500, 10)),
+      });
+      consumer.subscribe({ topic });
+      let printed = 0;
+      let idleTimer: NodeJS.Timeout | undefined;
+      const armIdle = () => {
+        if (o.idleTimeoutMs === undefined) return;
+        clearTimeout(idleTimer);
+        idleTimer = setTimeout(() => void consumer.stop(), o.idleTimeoutMs);
+      };
+      const onSignal = () => void consumer.stop();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      armIdle();
+      try {
+        await consumer.run({
+          eachMessage: async ({ partition, message: m }) => {
+            armIdle();
+            await writeLine(JSON.stringify({
+              topic, partition, offset: m.offset, timestamp: m.timestamp,
+              key: m.key?.toString('utf8') ?? null, value: m.value?.toString('utf8') ?? null,
+              headers: headersToJson(m.headers, 'utf8'),
+            }) + '\n');
+            printed++;
+            if (o.maxRecords !== undefined && printed >= o.maxRecords) void consumer.stop();
+          },
+        });
+      } finally {
+        clearTimeout(idleTimer);
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    }));
+}

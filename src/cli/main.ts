@@ -1,0 +1,29 @@
+/**
+ * The `onelog` command line. Every command but `serve` talks to a server: `--server URL`, else env
+ * `ONELOG_URL`, else `http://127.0.0.1:7070`. Errors print their code and context on stderr and exit 1.
+ */
+import { Command } from 'commander';
+import { registerConsume } from './consume.js';
+import { reportError } from './common.js';
+import { registerGroups } from './groups.js';
+import { registerOffsets } from './offsets.js';
+import { registerProduce } from './produce.js';
+import { registerServe } from './serve.js';
+import { registerTopics } from './topics.js';
+
+const program = new Command('onelog')
+  .description('onelog: a durable, log-based publish/subscribe broker. One log, many cursors.')
+  .option('--server <url>', 'onelog server address (default: env ONELOG_URL, else http://127.0.0.1:7070)')
+  .showHelpAfterError();
+
+registerServe(program);
+registerTopics(program);
+registerProduce(program);
+registerConsume(program);
+registerGroups(program);
+registerOffsets(program);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  reportError(err);
+  process.exitCode = 1;
+});

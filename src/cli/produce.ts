@@ -1,0 +1,124 @@
+/**
+ * `onelog produce TOPIC --file F`: appends every row of an NDJSON or CSV file (plain or gzip, or stdin) as
+ * a record, in order, in batches; shows a progress bar on a terminal and prints a summary (`--json` for
+ * machine output). If a row is bad, the rows before it stay produced and the error names the line.
+ */
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import cliProgress from 'cli-progress';
+import type { OnelogApi, ProduceRecord } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { action, apiFor, parseInteger } from './common.js';
+import { readRecords } from './input.js';
+import type { InputFormat } from './input.js';
+
+interface ProduceOptions {
+  file?: string;
+  keyField: string[];
+  timestampField?: string;
+  format?: InputFormat;
+  gzip?: boolean;
+  batchRecords: number;
+  json?: boolean;
+}
+
+/** Per-partition counts of a produce run. */
+interface PartitionSummary {
+  partition: number;
+  records: number;
+  firstOffset: number;
+  lastOffset: number;
+}
+
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+export function registerProduce(program: Command): void {
+  program
+    .command('produce <topic>')
+    .description('append the rows of an NDJSON or CSV file (plain or .gz; stdin without --file) as records')
+    .option('--file <path>', 'input file; - or none reads stdin')
+    .option('--key-field <field>', 'field whose value is the key; repeat to join several with |',
+      (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--timestamp-field <field>', 'field holding the record time: ISO-8601 or epoch ms')
+    .option('--format <format>', 'ndjson | csv (default: from the file extension; ndjson for stdin)')
+    .option('--gzip', 'stdin is gzip-compressed')
+    .option('--batch-records <n>', 'records per request', parseInteger('--batch-records', 1), 5000)
+    .option('--json', 'print the summary as JSON')
+    .action(action(async (topic: string, o: ProduceOptions, cmd: Command) => {
+      if (o.format !== undefined && o.format !== 'ndjson' && o.format !== 'csv') {
+        throw new OnelogError('INVALID_REQUEST', `--format must be ndjson or csv, got ${JSON.stringify(o.format)}`);
+      }
+      await produce(apiFor(cmd), topic, o);
+    }));
+}
+
+async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promise<void> {
+  await api.describeTopic(topic); // fail fast on an unknown topic, before reading anything
+  const started = Date.now();
+  const fileBytes = o.file && o.file !== '-' ? fs.statSync(o.file).size : 0;
+  const bar = process.stderr.isTTY && fileBytes > 0
+    ? new cliProgress.SingleBar({ format: 'producing [{bar}] {percentage}% | {records} records | {eta}s left', stream: process.stderr },
+      cliProgress.Presets.shades_classic)
+    : undefined;
+  let bytesRead = 0;
+  bar?.start(fileBytes, 0, { records: 0 });
+
+  const partitions = new Map<number, PartitionSummary>();
+  let records = 0;
+  let valueBytes = 0;
+  const send = async (batch: ProduceRecord[]) => {
+    const result = await api.produce({ topic, records: batch });
+    for (const { partition, offset } of result.offsets) {
+      const s = partitions.get(partition) ?? { partition, records: 0, firstOffset: offset, lastOffset: offset };
+      s.records++;
+      s.lastOffset = offset;
+      partitions.set(partition, s);
+    }
+    records += batch.length;
+    bar?.update(bytesRead, { records });
+  };
+
+  let batch: ProduceRecord[] = [];
+  let batchBytes = 0;
+  try {
+    const input = readRecords({
+      keyFields: o.keyField,
+      ...(o.file === undefined ? {} : { file: o.file }),
+      ...(o.timestampField === undefined ? {} : { timestampField: o.timestampField }),
+      ...(o.format === undefined ? {} : { format: o.format }),
+      ...(o.gzip === undefined ? {} : { gzip: o.gzip }),
+      onBytes: (b) => (bytesRead = b),
+    });
+    for await (const record of input) {
+      batch.push(record);
+      const size = (record.key?.length ?? 0) + (record.value?.length ?? 0);
+      batchBytes += size;
+      valueBytes += size;
+      if (batch.length >= o.batchRecords || batchBytes >= BATCH_BYTES) {
+        await send(batch);
+        batch = [];
+        batchBytes = 0;
+      }
+    }
+    if (batch.length > 0) await send(batch);
+  } catch (err) {
+    bar?.stop();
+    if (err instanceof OnelogError) {
+      throw new OnelogError(err.code, `${err.message} (${records} records before it were produced and are kept)`, {
+        ...err.context, producedRecords: records,
+      });
+    }
+    throw err;
+  }
+  bar?.stop();
+
+  const durationMs = Date.now() - started;
+  const perPartition = [...partitions.values()].sort((a, b) => a.partition - b.partition);
+  if (o.json) {
+    console.log(JSON.stringify({ topic, records, bytes: valueBytes, durationMs, partitions: perPartition }));
+    return;
+  }
+  const rate = durationMs > 0 ? Math.round((records * 1000) / durationMs) : records;
+  console.log(`produced ${records} records (${(valueBytes / 1e6).toFixed(1)} MB) to ${topic} in ${(durationMs / 1000).toFixed(1)} s (${rate} records/s)`);
+  for (const p of perPartition) console.log(`  partition ${p.partition}: ${p.records} records, offsets ${p.firstOffset}..${p.lastOffset}`);
+}

@@ -1,0 +1,47 @@
+/** `onelog serve`: the broker on a data directory, behind the HTTP/JSON API. */
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { action, parseInteger } from './common.js';
+
+interface ServeOptions {
+  dataDir: string;
+  port: number;
+  host: string;
+  logLevel: string;
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('run the broker: HTTP/JSON API over a data directory (embedded default: no other server needed)')
+    .option('--data-dir <dir>', 'directory for the log, offsets and catalog', './data')
+    .option('--port <n>', 'TCP port (0 = any free port)', parseInteger('--port', 0), 7070)
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--log-level <level>', 'pino log level: trace, debug, info, warn, error', 'info')
+    .action(action(serve));
+}
+
+async function serve(options: ServeOptions): Promise<void> {
+  // Loaded here, not at the top: other commands must not load the storage engine.
+  const { Broker } = await import('../broker.js');
+  const { createHttpServer } = await import('../server/http-server.js');
+  const logger = pino({ level: options.logLevel });
+  const broker = await Broker.open({ dataDir: options.dataDir, logger });
+  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }) });
+  const address = await app.listen({ port: options.port, host: options.host });
+  logger.info({ url: address, dataDir: options.dataDir }, 'onelog is listening');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    await app.close();
+    await broker.close();
+    logger.info('stopped');
+    logger.flush();
+  };
+  await new Promise<void>((resolve) => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stop(signal).then(resolve));
+  });
+}

@@ -1,0 +1,44 @@
+/**
+ * The admin client: topics, groups and offset resets. A thin, typed layer over {@link OnelogApi}.
+ */
+import type {
+  CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi,
+  ResetOffsetsRequest, ResetOffsetsResult, TopicDescription, TopicSummary,
+} from '../protocol/api.js';
+
+export class Admin {
+  constructor(private readonly api: OnelogApi) {}
+
+  /** @throws OnelogError `TOPIC_ALREADY_EXISTS`, `INVALID_TOPIC`, `INVALID_PARTITIONS`, `INVALID_CONFIG` */
+  createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
+    return this.api.createTopic(request);
+  }
+
+  listTopics(): Promise<TopicSummary[]> {
+    return this.api.listTopics();
+  }
+
+  /** Per partition: log start offset and high watermark. @throws OnelogError `UNKNOWN_TOPIC` */
+  describeTopic(topic: string): Promise<TopicDescription> {
+    return this.api.describeTopic(topic);
+  }
+
+  /** Moves a partition's log start offset forward (Kafka's DeleteRecords). */
+  deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
+    return this.api.deleteRecords(request);
+  }
+
+  listGroups(): Promise<GroupSummary[]> {
+    return this.api.listGroups();
+  }
+
+  /** Per partition: committed offset, log start offset, high watermark, lag. @throws OnelogError `UNKNOWN_GROUP` */
+  describeGroup(groupId: string): Promise<GroupDescription> {
+    return this.api.describeGroup(groupId);
+  }
+
+  /** Plans a reset (dry run) or, with `execute: true`, applies it. */
+  resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
+    return this.api.resetOffsets(request);
+  }
+}

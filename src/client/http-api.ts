@@ -1,0 +1,120 @@
+/**
+ * {@link OnelogApi} over HTTP/JSON: what the TypeScript client uses to reach `onelog serve`. Bytes travel
+ * base64-encoded so any key, value or header round-trips. Error answers become {@link OnelogError}s with
+ * the server's code and context; a connection failure is `NETWORK_ERROR` (retriable).
+ */
+import type {
+  CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
+  GroupDescription, GroupSummary, OnelogApi, ProduceRequest, ProduceResult, ResetOffsetsRequest,
+  ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
+} from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
+import type { JsonRecord } from '../protocol/json-records.js';
+
+/** The server address used when none is given: env `ONELOG_URL`, else `http://127.0.0.1:7070`. */
+export function defaultServerUrl(): string {
+  return process.env.ONELOG_URL ?? 'http://127.0.0.1:7070';
+}
+
+export class HttpApi implements OnelogApi {
+  private readonly base: string;
+
+  /** @param url server address, e.g. `http://127.0.0.1:7070` */
+  constructor(url: string = defaultServerUrl()) {
+    this.base = url.replace(/\/+$/, '');
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const url = `${this.base}${path}`;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? null : JSON.stringify(body),
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      throw new OnelogError(
+        'NETWORK_ERROR',
+        `cannot reach the onelog server at ${this.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}` +
+          ' (start it with `onelog serve`, or set --server / ONELOG_URL)',
+        { url },
+      );
+    }
+    if (response.status === 204) return undefined as T;
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new OnelogError('INTERNAL_ERROR', `the server answered ${response.status} with non-JSON: ${text.slice(0, 200)}`, { url });
+    }
+    if (!response.ok) throw OnelogError.fromJSON(parsed as { code?: unknown; message?: unknown });
+    return parsed as T;
+  }
+
+  createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
+    return this.call('POST', '/topics', request);
+  }
+
+  async listTopics(): Promise<TopicSummary[]> {
+    return (await this.call<{ topics: TopicSummary[] }>('GET', '/topics')).topics;
+  }
+
+  describeTopic(topic: string): Promise<TopicDescription> {
+    return this.call('GET', `/topics/${encodeURIComponent(topic)}`);
+  }
+
+  deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
+    const { topic, ...body } = request;
+    return this.call('POST', `/topics/${encodeURIComponent(topic)}/delete-records`, body);
+  }
+
+  produce(request: ProduceRequest): Promise<ProduceResult> {
+    const records = request.records.map((r) => ({
+      key: bytesToJson(r.key, 'base64'),
+      value: bytesToJson(r.value, 'base64'),
+      ...(r.headers?.length ? { headers: headersToJson(r.headers, 'base64') } : {}),
+      ...(r.timestamp === undefined ? {} : { timestamp: r.timestamp }),
+      ...(r.partition === undefined ? {} : { partition: r.partition }),
+    }));
+    return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/records`, { encoding: 'base64', records });
+  }
+
+  async fetch(request: FetchRequest): Promise<FetchResult> {
+    const { topic, ...body } = request;
+    type JsonPartition = Omit<FetchResult['partitions'][number], 'records'> & { records: JsonRecord[] };
+    const result = await this.call<{ topic: string; partitions: JsonPartition[] }>(
+      'POST', `/topics/${encodeURIComponent(topic)}/fetch`, { ...body, encoding: 'base64' },
+    );
+    return {
+      topic: result.topic,
+      partitions: result.partitions.map((p) => ({ ...p, records: p.records.map((r) => jsonToRecord(r, 'base64')) })),
+    };
+  }
+
+  subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
+    const { groupId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/subscriptions`, body);
+  }
+
+  commitOffsets(request: CommitRequest): Promise<void> {
+    const { groupId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/offsets`, body);
+  }
+
+  async listGroups(): Promise<GroupSummary[]> {
+    return (await this.call<{ groups: GroupSummary[] }>('GET', '/groups')).groups;
+  }
+
+  describeGroup(groupId: string): Promise<GroupDescription> {
+    return this.call('GET', `/groups/${encodeURIComponent(groupId)}`);
+  }
+
+  resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
+    const { groupId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/offsets/reset`, body);
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The onelog client: `new Onelog({ url })` talks to `onelog serve` over HTTP; `new Onelog({ api: broker })`
+ * runs the same producer, consumer and admin code on an embedded broker (`onelog/broker`). Importing this
+ * module loads no storage engine and no native module.
+ *
+ * ```ts
+ * const onelog = new Onelog({ url: 'http://127.0.0.1:7070' });
+ * await onelog.producer().send({ topic: 'edits', messages: [{ key: 'k', value: 'v' }] });
+ * const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest' });
+ * consumer.subscribe({ topic: 'edits' });
+ * await consumer.run({ eachMessage: async ({ message }) => { ... } });
+ * ```
+ */
+import type { OnelogApi } from '../protocol/api.js';
+import { Admin } from './admin.js';
+import { Consumer } from './consumer.js';
+import type { ConsumerOptions } from './consumer.js';
+import { defaultServerUrl, HttpApi } from './http-api.js';
+import { Producer } from './producer.js';
+
+export { Admin } from './admin.js';
+export { Consumer } from './consumer.js';
+export type { ConsumerOptions, EachMessagePayload, RunOptions } from './consumer.js';
+export { HttpApi, defaultServerUrl } from './http-api.js';
+export { Producer } from './producer.js';
+export type { BytesLike, Message } from './producer.js';
+export { OnelogError, ERRORS } from '../protocol/errors.js';
+export type { ErrorCode } from '../protocol/errors.js';
+export type * from '../protocol/api.js';
+export type * from '../protocol/types.js';
+
+/** Where the client connects: a server URL, or any {@link OnelogApi} such as an embedded Broker. */
+export type OnelogOptions = { url?: string } | { api: OnelogApi };
+
+export class Onelog {
+  /** The API every producer, consumer and admin of this client uses. */
+  readonly api: OnelogApi;
+
+  /** @param options `{ url }` (default env `ONELOG_URL`, else `http://127.0.0.1:7070`) or `{ api }` */
+  constructor(options: OnelogOptions = {}) {
+    this.api = 'api' in options ? options.api : new HttpApi(options.url ?? defaultServerUrl());
+  }
+
+  producer(): Producer {
+    return new Producer(this.api);
+  }
+
+  consumer(options: ConsumerOptions): Consumer {
+    return new Consumer(this.api, options);
+  }
+
+  admin(): Admin {
+    return new Admin(this.api);
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * The HTTP/JSON face of a broker (fastify). Routes map one to one onto {@link OnelogApi}; docs/http-api.md
+ * lists them. Errors answer `{ code, message, ...context }` with the registry's HTTP status; fastify's own
+ * failures (malformed JSON, schema violations, oversized bodies, unknown routes) are mapped to registry
+ * codes too, so every error a client sees has a stable code.
+ */
+import Fastify from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
+import type { OnelogApi, ProduceRecord, ResetSpec } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import {
+  BYTES_ENCODINGS, jsonToBytes, jsonToHeaders, parseTimestamp, recordToJson,
+} from '../protocol/json-records.js';
+import type { BytesEncoding, JsonProduceRecord } from '../protocol/json-records.js';
+
+/** Options of the HTTP server. */
+export interface HttpServerOptions {
+  /** Largest request body, bytes. @default 67108864 (64 MiB) */
+  bodyLimitBytes?: number;
+  /** A pino logger for request logs. @default none (no request logging) */
+  logger?: FastifyBaseLogger;
+}
+
+const encodingSchema = { type: 'string', enum: BYTES_ENCODINGS } as const;
+const nonNegInt = { type: 'integer', minimum: 0 } as const;
+const partitionOffsets = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['partition', 'offset'],
+    properties: { partition: nonNegInt, offset: nonNegInt, metadata: { type: 'string' } },
+  },
+} as const;
+
+/**
+ * Builds the fastify app over `api` (not yet listening): `await app.listen({ port, host })` to serve,
+ * `app.inject()` to test.
+ */
+export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}): FastifyInstance {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    bodyLimit: options.bodyLimitBytes ?? 64 * 1024 * 1024,
+    ajv: { customOptions: { coerceTypes: false, allErrors: false } },
+  });
+
+  app.setErrorHandler((err: FastifyError | OnelogError, request, reply) => {
+    const e = toOnelogError(err);
+    if (e.httpStatus >= 500) request.log.error({ err }, 'request failed');
+    void reply.status(e.httpStatus).send(e.toJSON());
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const e = new OnelogError('NOT_FOUND', `no route ${request.method} ${request.url}; see docs/http-api.md`);
+    void reply.status(e.httpStatus).send(e.toJSON());
+  });
+
+  app.get('/health', async () => ({ status: 'ok' }));
+
+  app.post<{ Body: { topic: string; partitions: number; config?: Record<string, unknown> } }>(
+    '/topics',
+    { schema: { body: { type: 'object', required: ['topic', 'partitions'], properties: { config: { type: 'object' } } } } },
+    async (request, reply) => {
+      const created = await api.createTopic(request.body);
+      return reply.status(201).send(created);
+    },
+  );
+  app.get('/topics', async () => ({ topics: await api.listTopics() }));
+  app.get<{ Params: { topic: string } }>('/topics/:topic', async (request) => api.describeTopic(request.params.topic));
+
+  app.post<{ Params: { topic: string }; Body: { partition: number; beforeOffset: number } }>(
+    '/topics/:topic/delete-records',
+    { schema: { body: { type: 'object', required: ['partition', 'beforeOffset'], properties: { partition: nonNegInt, beforeOffset: nonNegInt } } } },
+    async (request) => api.deleteRecords({ topic: request.params.topic, ...request.body }),
+  );
+
+  app.post<{ Params: { topic: string }; Body: { records: JsonProduceRecord[]; encoding?: BytesEncoding } }>(
+    '/topics/:topic/records',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['records'],
+          properties: {
+            encoding: encodingSchema,
+            records: {
+              type: 'array',
+              minItems: 1,
+              items: {
+                type: 'object',
+                properties: {
+                  key: { type: ['string', 'null'] },
+                  headers: { type: 'object', additionalProperties: { type: ['string', 'null'] } },
+                  timestamp: { type: ['integer', 'string'] },
+                  partition: nonNegInt,
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const encoding = request.body.encoding ?? 'utf8';
+      const records = request.body.records.map((r, i) => produceRecord(r, i, encoding));
+      return api.produce({ topic: request.params.topic, records });
+    },
+  );
+
+  app.post<{
+    Params: { topic: string };
+    Body: {
+      groupId?: string; partitions: Array<{ partition: number; offset: number }>; maxRecords?: number;
+      maxBytes?: number; maxWaitMs?: number; encoding?: BytesEncoding;
+    };
+  }>(
+    '/topics/:topic/fetch',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['partitions'],
+          properties: {
+            groupId: { type: 'string' }, partitions: partitionOffsets, maxRecords: { type: 'integer', minimum: 1 },
+            maxBytes: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt, encoding: encodingSchema,
+          },
+        },
+      },
+    },
+    async (request) => {
+      const { encoding = 'utf8', ...rest } = request.body;
+      const result = await api.fetch({ topic: request.params.topic, ...rest });
+      return {
+        topic: result.topic,
+        partitions: result.partitions.map((p) => ({ ...p, records: p.records.map((r) => recordToJson(r, encoding)) })),
+      };
+    },
+  );
+
+  app.get('/groups', async () => ({ groups: await api.listGroups() }));
+  app.get<{ Params: { groupId: string } }>('/groups/:groupId', async (request) => api.describeGroup(request.params.groupId));
+
+  app.post<{ Params: { groupId: string }; Body: { topic: string; startPolicy?: 'earliest' | 'latest'; deliveryMode?: 'pull' | 'push' } }>(
+    '/groups/:groupId/subscriptions',
+    { schema: { body: { type: 'object', required: ['topic'], properties: { topic: { type: 'string' } } } } },
+    async (request) => api.subscribe({ groupId: request.params.groupId, ...request.body }),
+  );
+
+  app.post<{ Params: { groupId: string }; Body: { topic: string; offsets: Array<{ partition: number; offset: number; metadata?: string }> } }>(
+    '/groups/:groupId/offsets',
+    { schema: { body: { type: 'object', required: ['topic', 'offsets'], properties: { topic: { type: 'string' }, offsets: partitionOffsets } } } },
+    async (request, reply) => {
+      await api.commitOffsets({ groupId: request.params.groupId, ...request.body });
+      return reply.status(204).send();
+    },
+  );
+
+  app.post<{ Params: { groupId: string }; Body: { topic: string; partition?: number; spec: ResetSpec; execute?: boolean } }>(
+    '/groups/:groupId/offsets/reset',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['topic', 'spec'],
+          properties: { topic: { type: 'string' }, partition: nonNegInt, spec: { type: 'object', required: ['to'] }, execute: { type: 'boolean' } },
+        },
+      },
+    },
+    async (request) => api.resetOffsets({ groupId: request.params.groupId, ...request.body }),
+  );
+
+  return app;
+}
+
+function produceRecord(r: JsonProduceRecord, i: number, encoding: BytesEncoding): ProduceRecord {
+  const out: ProduceRecord = {
+    key: jsonToBytes(r.key, encoding, `records[${i}].key`),
+    value: jsonToBytes(r.value, encoding, `records[${i}].value`, true),
+    headers: jsonToHeaders(r.headers, encoding, `records[${i}].headers`),
+  };
+  if (r.timestamp !== undefined) out.timestamp = parseTimestamp(r.timestamp, `records[${i}].timestamp`);
+  if (r.partition !== undefined) out.partition = r.partition;
+  return out;
+}
+
+/** Maps any error a route can meet to a registry error. */
+function toOnelogError(err: FastifyError | OnelogError): OnelogError {
+  if (err instanceof OnelogError) return err;
+  if (err.validation) {
+    const where = err.validationContext ?? 'request';
+    return new OnelogError('INVALID_REQUEST', `invalid ${where}: ${err.message}`);
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new OnelogError('INVALID_REQUEST', `malformed JSON body: ${err.message}`);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new OnelogError('REQUEST_TOO_LARGE', `request body is larger than the server's limit: ${err.message}`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new OnelogError('INVALID_REQUEST', `send JSON with content-type application/json: ${err.message}`);
+  }
+  if (err instanceof SyntaxError || err.statusCode === 400) {
+    return new OnelogError('INVALID_REQUEST', `malformed request: ${err.message}`);
+  }
+  return new OnelogError('INTERNAL_ERROR', err.message);
+}
