@@ -1,0 +1,66 @@
+/**
+ * Real processes for integration tests: the onelog server (`bin/onelog.js serve`, the built CLI) on port 0
+ * with a data directory, and CLI runs. Requires `npm run build` first (the test script does it).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+
+export const BIN = path.resolve(import.meta.dirname, '../../bin/onelog.js');
+
+/** A running server. */
+export interface ServerProcess {
+  url: string;
+  proc: ChildProcess;
+  /** Ends the process with `signal` and resolves with its exit code (null when killed by the signal). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `onelog serve --data-dir DIR --port 0` and resolves once it logs its address. */
+export function startServer(dataDir: string): Promise<ServerProcess> {
+  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    const lines = readline.createInterface({ input: proc.stdout! });
+    lines.on('line', (line) => {
+      const entry = JSON.parse(line) as { msg?: string; url?: string };
+      if (entry.msg === 'onelog is listening' && entry.url) {
+        resolve({
+          url: entry.url,
+          proc,
+          stop: (signal = 'SIGTERM') => {
+            proc.kill(signal);
+            return exited;
+          },
+        });
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`server exited with ${code} before listening: ${stderr}`)));
+  });
+}
+
+/** What a CLI run printed and how it ended. */
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `onelog ARGS...` against `url` (via ONELOG_URL) and collects its output. */
+export function runCli(url: string, args: string[], input?: Buffer): Promise<CliResult> {
+  const proc = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ONELOG_URL: url },
+    stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  if (input) proc.stdin!.end(input);
+  return new Promise((resolve) => proc.once('close', (code) => resolve({ code, stdout, stderr })));
+}
