@@ -37,6 +37,7 @@ export class Consumer {
   private topic: string | undefined;
   private stopping = false;
   private running: Promise<void> | null = null;
+  private inHandler = false;
   private readonly options: ConsumerOptions;
 
   constructor(
@@ -65,10 +66,14 @@ export class Consumer {
     return this.running;
   }
 
-  /** Stops after the record being processed, commits, and waits for {@link run} to finish. */
+  /**
+   * Stops after the record being processed, commits, and waits for {@link run} to finish. Called from inside
+   * a handler it returns at once (waiting there would wait for the handler itself); `run` then resolves
+   * after the handler returns and the commit is done.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
-    await this.running?.catch(() => {});
+    if (!this.inHandler) await this.running?.catch(() => {});
   }
 
   private async loop(handlers: RunOptions): Promise<void> {
@@ -113,7 +118,12 @@ export class Consumer {
   private async process(topic: string, p: FetchedPartition, handlers: RunOptions, advanced: Map<number, number>): Promise<void> {
     for (const message of p.records) {
       if (this.stopping) return;
-      await handlers.eachMessage({ topic, partition: p.partition, message });
+      this.inHandler = true;
+      try {
+        await handlers.eachMessage({ topic, partition: p.partition, message });
+      } finally {
+        this.inHandler = false;
+      }
       advanced.set(p.partition, message.offset + 1);
     }
   }

@@ -40,7 +40,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: options.bodyLimitBytes ?? 64 * 1024 * 1024,
-    ajv: { customOptions: { coerceTypes: false, allErrors: false } },
+    ajv: { customOptions: { coerceTypes: false, allErrors: false, allowUnionTypes: true } },
   });
 
   app.setErrorHandler((err: FastifyError | OnelogError, request, reply) => {

@@ -1,0 +1,90 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { Broker } from '../../src/broker.js';
+import { createHttpServer } from '../../src/server/http-server.js';
+import { Onelog } from '../../src/client/index.js';
+import { OnelogError } from '../../src/protocol/errors.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+let broker: Broker;
+let app: FastifyInstance;
+
+beforeEach(async () => {
+  broker = await Broker.open({ dataDir: tmpDir(), maxRecordBytes: 1000 });
+  app = createHttpServer(broker);
+  await broker.createTopic({ topic: 't', partitions: 2 });
+});
+afterEach(async () => {
+  await app.close();
+  await broker.close();
+});
+
+const post = (url: string, payload: unknown) => app.inject({ method: 'POST', url, payload: payload as object });
+
+describe('HTTP API', () => {
+  it('produces JSON values as their text and reads them back in utf8', async () => {
+    const res = await post('/topics/t/records', {
+      records: [
+        { key: 'k', value: { a: 1 }, partition: 1, headers: { h: 'x' }, timestamp: '2015-09-12T00:00:00Z' },
+        { value: 'plain', partition: 1, timestamp: 5 },
+      ],
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ topic: 't', offsets: [{ partition: 1, offset: 0 }, { partition: 1, offset: 1 }] });
+    const fetched = await post('/topics/t/fetch', { partitions: [{ partition: 1, offset: 0 }] });
+    expect(fetched.json().partitions[0].records).toEqual([
+      { offset: 0, timestamp: Date.parse('2015-09-12T00:00:00Z'), key: 'k', value: '{"a":1}', headers: { h: 'x' } },
+      { offset: 1, timestamp: 5, key: null, value: 'plain', headers: {} },
+    ]);
+  });
+
+  it('answers errors as { code, message, ...context } with the registry status, keeping what was stored', async () => {
+    await post('/topics/t/records', { records: [{ value: 'kept', partition: 0 }] });
+    const cases: Array<[Promise<{ statusCode: number; json(): { code: string; message: string } }>, number, string]> = [
+      [post('/topics/nope/records', { records: [{ value: 'x' }] }), 404, 'UNKNOWN_TOPIC'],
+      [post('/topics/t/records', { records: [{ value: 'x', partition: -1 }] }), 400, 'INVALID_REQUEST'],
+      [post('/topics/t/records', { records: [{ value: 'x', partition: 7 }] }), 404, 'UNKNOWN_PARTITION'],
+      [post('/topics/t/records', { records: [{ value: 'x', partition: 0 }, { value: 'y'.repeat(2000) }] }), 413, 'RECORD_TOO_LARGE'],
+      [post('/topics/t/records', { records: [] }), 400, 'INVALID_REQUEST'],
+      [post('/topics/t/records', { records: [{ value: 'x', timestamp: 'yesterday' }] }), 400, 'INVALID_RECORD'],
+      [app.inject({ method: 'POST', url: '/topics/t/records', headers: { 'content-type': 'application/json' }, payload: '{"records": [' }), 400, 'INVALID_REQUEST'],
+      [app.inject({ method: 'GET', url: '/nowhere' }), 404, 'NOT_FOUND'],
+      [post('/topics', { topic: 't', partitions: 1 }), 409, 'TOPIC_ALREADY_EXISTS'],
+      [post('/topics/t/delete-records', { partition: 0, beforeOffset: 99 }), 409, 'OFFSET_OUT_OF_RANGE'],
+      [post('/groups/g/offsets', { topic: 't', offsets: [{ partition: 0, offset: 5 }] }), 409, 'OFFSET_OUT_OF_RANGE'],
+      [post('/groups/g/offsets/reset', { topic: 't', spec: { to: 'sideways' } }), 400, 'INVALID_REQUEST'],
+      [app.inject({ method: 'GET', url: '/groups/unknown' }), 404, 'UNKNOWN_GROUP'],
+    ];
+    for (const [pending, status, code] of cases) {
+      const res = await pending;
+      expect(res.statusCode, code).toBe(status);
+      expect(res.json().code).toBe(code);
+      expect(res.json().message.length).toBeGreaterThan(10);
+    }
+    const tooLarge = (await post('/topics/t/records', { records: [{ value: 'y'.repeat(2000) }] })).json();
+    expect(tooLarge).toMatchObject({ topic: 't', index: 0, maxRecordBytes: 1000 });
+    const d = (await app.inject({ method: 'GET', url: '/topics/t' })).json();
+    expect(d.partitions.map((p: { highWatermark: number }) => p.highWatermark)).toEqual([1, 0]);
+  });
+
+  it('serves the typed client over a real socket, bytes intact', async () => {
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    const onelog = new Onelog({ url: address });
+    const binary = Buffer.from([0, 255, 1, 254, 10, 13]);
+    await onelog.producer().send({ topic: 't', messages: [{ key: binary, value: binary, headers: { b: binary }, partition: 0 }] });
+    const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxWaitMs: 50 });
+    consumer.subscribe({ topic: 't' });
+    const seen: Buffer[] = [];
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        seen.push(message.value!, message.key!, message.headers[0]!.value!);
+        await consumer.stop();
+      },
+    });
+    expect(seen).toEqual([binary, binary, binary]);
+    const g = await onelog.admin().describeGroup('g');
+    expect(g.subscriptions[0]!.partitions[0]!.committedOffset).toBe(1);
+    await expect(onelog.admin().describeTopic('missing')).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC' });
+    await expect(new Onelog({ url: 'http://127.0.0.1:1' }).admin().listTopics()).rejects.toBeInstanceOf(OnelogError);
+  });
+});
