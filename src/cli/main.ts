@@ -2,6 +2,7 @@
  * The `onelog` command line. Every command but `serve` talks to a server: `--server URL`, else env
  * `ONELOG_URL`, else `http://127.0.0.1:7070`. Errors print their code and context on stderr and exit 1.
  */
+import fs from 'node:fs';
 import { Command } from 'commander';
 import { registerConsume } from './consume.js';
 import { reportError } from './common.js';
@@ -13,6 +14,7 @@ import { registerTopics } from './topics.js';
 
 const program = new Command('onelog')
   .description('onelog: a durable, log-based publish/subscribe broker. One log, many cursors.')
+  .version((JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version)
   .option('--server <url>', 'onelog server address (default: env ONELOG_URL, else http://127.0.0.1:7070)')
   .showHelpAfterError();
 

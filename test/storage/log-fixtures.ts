@@ -1,0 +1,104 @@
+/** Shared helpers of the storage tests: opening logs on temp dirs, records, reading a whole log back. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ManualClock } from '../../src/clock.js';
+import { OnelogError } from '../../src/protocol/errors.js';
+import { LOG_OVERHEAD, readBatchHeader } from '../../src/protocol/record-batch.js';
+import type { RecordInput, StoredRecord } from '../../src/protocol/types.js';
+import type { Logger } from '../../src/storage/logger.js';
+import { PartitionLog } from '../../src/storage/partition-log.js';
+import type { PartitionLogOptions } from '../../src/storage/partition-log.js';
+
+export const T0 = 1_700_000_000_000;
+
+/** A logger that keeps what it is told, so tests can check what recovery reported. */
+export class RecordingLogger implements Logger {
+  readonly infos: { obj: object; msg: string }[] = [];
+  readonly warns: { obj: object; msg: string }[] = [];
+  info(obj: object, msg: string): void {
+    this.infos.push({ obj, msg });
+  }
+  warn(obj: object, msg: string): void {
+    this.warns.push({ obj, msg });
+  }
+}
+
+/** Options with large defaults; override `segmentBytes` / `indexIntervalBytes` to force rolls and index entries. */
+export function logOptions(overrides: Partial<PartitionLogOptions> = {}): PartitionLogOptions {
+  return {
+    segmentBytes: 1 << 30,
+    indexIntervalBytes: 4096,
+    clock: new ManualClock(T0),
+    logger: new RecordingLogger(),
+    ...overrides,
+  };
+}
+
+export function openLog(dir: string, overrides: Partial<PartitionLogOptions> = {}): PartitionLog {
+  return PartitionLog.open(dir, 't', 0, logOptions(overrides));
+}
+
+/** A record with a null key and a UTF-8 value. */
+export function rec(value: string, timestamp?: number): RecordInput {
+  return { key: null, value: Buffer.from(value), ...(timestamp === undefined ? {} : { timestamp }) };
+}
+
+/** `[offset, value]` pairs: compact to compare. */
+export function pairs(records: readonly StoredRecord[]): [number, string | undefined][] {
+  return records.map((r) => [r.offset, r.value?.toString()]);
+}
+
+/** Reads every record from `from` up to the high watermark, one small read at a time. */
+export function readAll(log: PartitionLog, from = log.logStartOffset, maxRecords = 1000): StoredRecord[] {
+  const out: StoredRecord[] = [];
+  let next = from;
+  while (next < log.highWatermark) {
+    const got = log.read(next, { maxBytes: 1 << 20, maxRecords });
+    if (got.length === 0) throw new Error(`read at ${next} returned nothing below the high watermark ${log.highWatermark}`);
+    out.push(...got);
+    next = got[got.length - 1]!.offset + 1;
+  }
+  return out;
+}
+
+/** Segment `.log` files of a partition directory, sorted. */
+export function logFiles(dir: string): string[] {
+  return fs.readdirSync(dir).filter((f) => f.endsWith('.log')).sort();
+}
+
+/** Path of the last (active) segment's `.log` file. */
+export function activeLogPath(dir: string): string {
+  const files = logFiles(dir);
+  return path.join(dir, files[files.length - 1]!);
+}
+
+/** Where each batch of a segment file lies, parsed from the file itself. */
+export interface BatchSpan {
+  position: number;
+  bytes: number;
+  baseOffset: number;
+  lastOffset: number;
+}
+
+export function batchSpans(file: string): BatchSpan[] {
+  const data = fs.readFileSync(file);
+  const out: BatchSpan[] = [];
+  for (let pos = 0; pos < data.length; ) {
+    const h = readBatchHeader(data, pos);
+    const bytes = LOG_OVERHEAD + h.batchLength;
+    out.push({ position: pos, bytes, baseOffset: h.baseOffset, lastOffset: h.baseOffset + h.lastOffsetDelta });
+    pos += bytes;
+  }
+  return out;
+}
+
+/** The error code a call throws, or 'no error'. Rethrows anything that is not an OnelogError. */
+export function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof OnelogError) return e.code;
+    throw e;
+  }
+  return 'no error';
+}

@@ -1,0 +1,200 @@
+/**
+ * A storage fuzzer in the manner of Redpanda's: random sequences of append / concurrent append / read /
+ * close-reopen / crash / delete-records / offset-for-timestamp against a partition log, checked after
+ * every step against a simple in-memory model.
+ *
+ * Appends are fdatasync'd before they resolve, so a crash here is modelled as: close, cut the active
+ * segment's `.log` file at a random byte, reopen. Everything from the first batch the cut touches onwards
+ * is lost; every whole batch before it must survive, exactly.
+ */
+import fs from 'node:fs';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import type { StoredRecord } from '../../src/protocol/types.js';
+import type { PartitionLog } from '../../src/storage/partition-log.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { activeLogPath, batchSpans, codeOf, openLog, readAll, T0 } from './log-fixtures.js';
+
+interface ModelRecord {
+  offset: number;
+  value: string;
+  timestamp: number;
+  /** Last offset of the batch the record was appended in. */
+  batchLast: number;
+}
+
+interface Model {
+  records: ModelRecord[];
+  logStart: number;
+  logEnd: number;
+  /** Every offset ever acknowledged and not lost to a crash, with its value: never to be given to another record. */
+  acked: Map<number, string>;
+}
+
+const recordSpec = fc.record({
+  pad: fc.nat({ max: 60 }),
+  /** An explicit timestamp (ms after T0), or the clock's time. */
+  timestamp: fc.option(fc.integer({ min: -1000, max: 1000 }), { nil: undefined }),
+});
+const batchSpec = fc.array(recordSpec, { minLength: 1, maxLength: 5 });
+
+const opSpec = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('append' as const), batch: batchSpec }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('appendConcurrent' as const), batches: fc.array(batchSpec, { minLength: 2, maxLength: 8 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('read' as const),
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      maxRecords: fc.integer({ min: 1, max: 40 }),
+      maxBytes: fc.integer({ min: 1, max: 3000 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('readOutOfRange' as const), below: fc.boolean(), by: fc.integer({ min: 1, max: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('reopen' as const) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('crash' as const), cut: fc.nat(), atBoundary: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('deleteBefore' as const), at: fc.double({ min: -0.2, max: 1.2, noNaN: true }) }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.nat({ max: 500 }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('offsetForTimestamp' as const), t: fc.integer({ min: -1200, max: 2000 }) }) },
+);
+type Op = typeof opSpec extends fc.Arbitrary<infer T> ? T : never;
+
+const configSpec = fc.record({
+  segmentBytes: fc.constantFrom(200, 600, 1 << 20),
+  indexIntervalBytes: fc.constantFrom(64, 4096),
+});
+
+function checkAgainstModel(log: PartitionLog, model: Model): void {
+  expect([log.logStartOffset, log.logEndOffset, log.highWatermark]).toEqual([model.logStart, model.logEnd, model.logEnd]);
+  const got = readAll(log, model.logStart, 7).map((r) => [r.offset, r.value!.toString(), r.timestamp]);
+  expect(got).toEqual(model.records.map((r) => [r.offset, r.value, r.timestamp]));
+}
+
+async function run(config: { segmentBytes: number; indexIntervalBytes: number }, ops: Op[]): Promise<void> {
+  const dir = tmpDir('onelog-fuzz-');
+  const clock = new ManualClock(T0);
+  const options = { ...config, clock };
+  let log = openLog(dir, options);
+  const model: Model = { records: [], logStart: 0, logEnd: 0, acked: new Map() };
+  let seq = 0;
+
+  const append = (batch: { pad: number; timestamp: number | undefined }[]) => {
+    const inputs = batch.map((r) => ({
+      value: `r${seq++}.${'x'.repeat(r.pad)}`,
+      timestamp: r.timestamp === undefined ? undefined : T0 + r.timestamp,
+    }));
+    const now = clock.now();
+    const promise = log.append(inputs.map((r) => ({ key: null, value: Buffer.from(r.value), ...(r.timestamp === undefined ? {} : { timestamp: r.timestamp }) })));
+    // Offsets are given when append is called, in call order, from the log end offset.
+    const base = model.logEnd;
+    const last = base + inputs.length - 1;
+    inputs.forEach((r, i) => {
+      expect(model.acked.has(base + i)).toBe(false);
+      model.records.push({ offset: base + i, value: r.value, timestamp: r.timestamp ?? now, batchLast: last });
+      model.acked.set(base + i, r.value);
+    });
+    model.logEnd = last + 1;
+    return promise.then((result) => expect(result).toEqual({ baseOffset: base, lastOffset: last }));
+  };
+
+  const reopen = () => {
+    log = openLog(dir, options);
+  };
+
+  try {
+    for (const op of ops) {
+      switch (op.kind) {
+        case 'append':
+          await append(op.batch);
+          break;
+        case 'appendConcurrent':
+          await Promise.all(op.batches.map(append));
+          break;
+        case 'read': {
+          const from = Math.min(model.logEnd, model.logStart + Math.floor(op.at * (model.logEnd - model.logStart + 1)));
+          const got: StoredRecord[] = log.read(from, { maxRecords: op.maxRecords, maxBytes: op.maxBytes });
+          const want = model.records.filter((r) => r.offset >= from);
+          expect(got.length).toBeLessThanOrEqual(op.maxRecords);
+          // Never less than the rest of the first batch (up to maxRecords), whatever maxBytes says.
+          if (want.length > 0) expect(got.length).toBeGreaterThanOrEqual(Math.min(op.maxRecords, want[0]!.batchLast - from + 1));
+          expect(got.map((r) => [r.offset, r.value!.toString(), r.timestamp])).toEqual(
+            want.slice(0, got.length).map((r) => [r.offset, r.value, r.timestamp]),
+          );
+          break;
+        }
+        case 'readOutOfRange': {
+          if (op.below && model.logStart === 0) break;
+          const at = op.below ? model.logStart - op.by : model.logEnd + op.by;
+          expect(codeOf(() => log.read(at, { maxRecords: 10, maxBytes: 1000 }))).toBe('OFFSET_OUT_OF_RANGE');
+          break;
+        }
+        case 'reopen':
+          await log.close();
+          reopen();
+          checkAgainstModel(log, model);
+          break;
+        case 'crash': {
+          await log.close();
+          const file = activeLogPath(dir);
+          const spans = batchSpans(file);
+          const size = fs.statSync(file).size;
+          let cut = op.cut % (size + 1);
+          if (op.atBoundary && spans.length > 0) cut = spans[op.cut % spans.length]!.position;
+          fs.truncateSync(file, cut);
+          const lost = spans.find((s) => s.position + s.bytes > cut);
+          if (lost) {
+            model.records = model.records.filter((r) => r.offset < lost.baseOffset);
+            for (const o of [...model.acked.keys()]) if (o >= lost.baseOffset) model.acked.delete(o);
+            // The log never restarts below its start offset, even when what lay above it was lost.
+            model.logEnd = Math.max(lost.baseOffset, model.logStart);
+          }
+          reopen();
+          checkAgainstModel(log, model);
+          break;
+        }
+        case 'deleteBefore': {
+          const target = model.logStart + Math.round(op.at * (model.logEnd - model.logStart));
+          if (target > model.logEnd) {
+            expect(codeOf(() => log.deleteRecordsBefore(target, 'delete-records'))).toBe('OFFSET_OUT_OF_RANGE');
+          } else {
+            expect(log.deleteRecordsBefore(target, 'delete-records')).toBe(Math.max(target, model.logStart));
+            if (target > model.logStart) {
+              model.logStart = target;
+              model.records = model.records.filter((r) => r.offset >= target);
+            }
+          }
+          break;
+        }
+        case 'advance':
+          clock.advance(op.ms);
+          break;
+        case 'offsetForTimestamp': {
+          const t = T0 + op.t;
+          const want = model.records.find((r) => r.timestamp >= t)?.offset ?? model.logEnd;
+          expect(log.offsetForTimestamp(t)).toBe(want);
+          break;
+        }
+      }
+      expect([log.logStartOffset, log.logEndOffset, log.highWatermark]).toEqual([model.logStart, model.logEnd, model.logEnd]);
+    }
+    checkAgainstModel(log, model);
+    await log.close();
+    reopen();
+    checkAgainstModel(log, model);
+  } finally {
+    await log.close();
+  }
+}
+
+describe('PartitionLog against a model', () => {
+  it('keeps every acknowledged record through random appends, reads, reopens, crashes and deletes', async () => {
+    await fc.assert(
+      fc.asyncProperty(configSpec, fc.array(opSpec, { minLength: 1, maxLength: 50 }), run),
+      { numRuns: Number(process.env.ONELOG_FUZZ_RUNS ?? 100) },
+    );
+  });
+});
