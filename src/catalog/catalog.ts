@@ -86,13 +86,8 @@ export class Catalog {
    * @throws OnelogError `TOPIC_ALREADY_EXISTS`
    */
   async createTopic(topic: TopicRecord): Promise<TopicRecord> {
-    const existing = await this.getTopic(topic.name);
-    if (existing) {
-      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic.name} already exists`, {
-        topic: topic.name, partitions: existing.partitions,
-      });
-    }
-    await this.db
+    // One statement decides, so two concurrent creates cannot both pass a check and then collide.
+    const inserted = await this.db
       .insertInto('topics')
       .values({
         name: topic.name,
@@ -103,7 +98,14 @@ export class Catalog {
         segment_bytes: topic.segmentBytes,
         created_at: topic.createdAt,
       })
-      .execute();
+      .onConflict((oc) => oc.column('name').doNothing())
+      .executeTakeFirst();
+    if (inserted.numInsertedOrUpdatedRows === 0n) {
+      const existing = await this.getTopic(topic.name);
+      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic.name} already exists`, {
+        topic: topic.name, partitions: existing?.partitions,
+      });
+    }
     return topic;
   }
 

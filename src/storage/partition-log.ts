@@ -180,7 +180,7 @@ export class PartitionLog {
       if (buf === null) continue;
       for (let pos = 0; pos < buf.length && out.length < limits.maxRecords; ) {
         for (const r of decodeRecords(buf, pos)) {
-          if (r.offset < this.hw && out.length < limits.maxRecords) out.push(r);
+          if (r.offset >= offset && r.offset < this.hw && out.length < limits.maxRecords) out.push(r);
         }
         pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8);
       }

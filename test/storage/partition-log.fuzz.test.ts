@@ -14,7 +14,7 @@ import { ManualClock } from '../../src/clock.js';
 import type { StoredRecord } from '../../src/protocol/types.js';
 import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { activeLogPath, batchSpans, codeOf, openLog, readAll, T0 } from './log-fixtures.js';
+import { activeLogPath, batchSpans, codeOf, logFiles, openLog, readAll, T0 } from './log-fixtures.js';
 
 interface ModelRecord {
   offset: number;
@@ -46,7 +46,8 @@ const opSpec = fc.oneof(
     weight: 4,
     arbitrary: fc.record({
       kind: fc.constant('read' as const),
-      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      /** Picks the offset: log start + at % (readable offsets + 1). */
+      at: fc.nat(),
       maxRecords: fc.integer({ min: 1, max: 40 }),
       maxBytes: fc.integer({ min: 1, max: 3000 }),
     }),
@@ -55,11 +56,24 @@ const opSpec = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reopen' as const) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('crash' as const), cut: fc.nat(), atBoundary: fc.boolean() }) },
   {
-    weight: 1,
-    arbitrary: fc.record({ kind: fc.constant('deleteBefore' as const), at: fc.double({ min: -0.2, max: 1.2, noNaN: true }) }),
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('deleteBefore' as const),
+      where: fc.constantFrom('below' as const, 'within' as const, 'end' as const, 'above' as const, 'segmentEdge' as const),
+      n: fc.nat(),
+      segment: fc.nat(),
+    }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.nat({ max: 500 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('offsetForTimestamp' as const), t: fc.integer({ min: -1200, max: 2000 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('offsetForTimestamp' as const),
+      /** A time in ms after T0, or (when `near` is set) one within 1 ms of a stored record's timestamp. */
+      t: fc.integer({ min: -1200, max: 2000 }),
+      near: fc.option(fc.record({ pick: fc.nat(), delta: fc.integer({ min: -1, max: 1 }) }), { nil: undefined }),
+    }),
+  },
 );
 type Op = typeof opSpec extends fc.Arbitrary<infer T> ? T : never;
 
@@ -115,7 +129,7 @@ async function run(config: { segmentBytes: number; indexIntervalBytes: number },
           await Promise.all(op.batches.map(append));
           break;
         case 'read': {
-          const from = Math.min(model.logEnd, model.logStart + Math.floor(op.at * (model.logEnd - model.logStart + 1)));
+          const from = model.logStart + (op.at % (model.logEnd - model.logStart + 1));
           const got: StoredRecord[] = log.read(from, { maxRecords: op.maxRecords, maxBytes: op.maxBytes });
           const want = model.records.filter((r) => r.offset >= from);
           expect(got.length).toBeLessThanOrEqual(op.maxRecords);
@@ -157,7 +171,15 @@ async function run(config: { segmentBytes: number; indexIntervalBytes: number },
           break;
         }
         case 'deleteBefore': {
-          const target = model.logStart + Math.round(op.at * (model.logEnd - model.logStart));
+          const segmentBases = logFiles(dir).map((f) => Number(f.slice(0, 20)));
+          const target = {
+            below: model.logStart - 1 - (op.n % (model.logStart + 1)), // may be -1: nothing to delete
+            within: model.logStart + (op.n % (model.logEnd - model.logStart + 1)),
+            end: model.logEnd,
+            above: model.logEnd + 1 + (op.n % 3),
+            // Just before, at or just after the base offset of a segment on disk.
+            segmentEdge: segmentBases[op.segment % segmentBases.length]! + (op.n % 3) - 1,
+          }[op.where];
           if (target > model.logEnd) {
             expect(codeOf(() => log.deleteRecordsBefore(target, 'delete-records'))).toBe('OFFSET_OUT_OF_RANGE');
           } else {
@@ -173,7 +195,8 @@ async function run(config: { segmentBytes: number; indexIntervalBytes: number },
           clock.advance(op.ms);
           break;
         case 'offsetForTimestamp': {
-          const t = T0 + op.t;
+          const near = op.near && model.records[op.near.pick % Math.max(1, model.records.length)];
+          const t = near && op.near ? near.timestamp + op.near.delta : T0 + op.t;
           const want = model.records.find((r) => r.timestamp >= t)?.offset ?? model.logEnd;
           expect(log.offsetForTimestamp(t)).toBe(want);
           break;
@@ -194,7 +217,7 @@ describe('PartitionLog against a model', () => {
   it('keeps every acknowledged record through random appends, reads, reopens, crashes and deletes', async () => {
     await fc.assert(
       fc.asyncProperty(configSpec, fc.array(opSpec, { minLength: 1, maxLength: 50 }), run),
-      { numRuns: Number(process.env.ONELOG_FUZZ_RUNS ?? 100) },
+      { numRuns: Number(process.env.ONELOG_FUZZ_RUNS ?? 200) },
     );
   });
 });

@@ -1,0 +1,185 @@
+/**
+ * The contract every offset store engine must pass (as BullMQ runs one suite against each backend). Call
+ * {@link offsetStoreContract} from an engine's test file with a factory for that engine.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { OffsetStore } from '../../src/offsets/offset-store.js';
+
+/** A fresh, empty place to keep offsets, and a way to open a store over it (again and again). */
+export interface OffsetStoreFixture {
+  /** Opens a store over this fixture's place; called again after close to check what survived. */
+  open(): Promise<OffsetStore>;
+  /** Removes the place, if the engine needs it (temp dirs are removed by the test helper). */
+  dispose?(): Promise<void>;
+}
+
+const T = 1_700_000_000_000;
+
+/**
+ * Registers the offset store contract tests under `describe(name)`.
+ * @param factory makes a new, empty fixture for each test
+ */
+export function offsetStoreContract(name: string, factory: () => OffsetStoreFixture | Promise<OffsetStoreFixture>): void {
+  describe(`offset store contract: ${name}`, () => {
+    const stores = new Set<OffsetStore>();
+    const fixtures: OffsetStoreFixture[] = [];
+
+    afterEach(async () => {
+      for (const s of stores) await s.close();
+      stores.clear();
+      for (const f of fixtures.splice(0)) await f.dispose?.();
+    });
+
+    async function fresh(): Promise<{ store: OffsetStore; fixture: OffsetStoreFixture }> {
+      const fixture = await factory();
+      fixtures.push(fixture);
+      const store = await fixture.open();
+      stores.add(store);
+      return { store, fixture };
+    }
+
+    async function reopen(fixture: OffsetStoreFixture, store: OffsetStore): Promise<OffsetStore> {
+      stores.delete(store);
+      await store.close();
+      const again = await fixture.open();
+      stores.add(again);
+      return again;
+    }
+
+    it('get of a key never committed is undefined', async () => {
+      const { store } = await fresh();
+      expect(await store.get('g', 't', 0)).toBeUndefined();
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 5 }], T);
+      expect(await store.get('g', 't', 1)).toBeUndefined();
+      expect(await store.get('g', 'u', 0)).toBeUndefined();
+      expect(await store.get('h', 't', 0)).toBeUndefined();
+      expect(await store.list('h')).toEqual([]);
+    });
+
+    it('commits many offsets in one call, and gets and lists them', async () => {
+      const { store } = await fresh();
+      const commits = [
+        { topic: 'b', partition: 2, offset: 20 },
+        { topic: 'a.b', partition: 0, offset: 0 },
+        { topic: 'a', partition: 10, offset: 110 },
+        { topic: 'b', partition: 0, offset: 22 },
+        { topic: 'a', partition: 2, offset: 102 },
+        { topic: 'a', partition: 256, offset: 1256 },
+        { topic: 'a-b', partition: 1, offset: 7, metadata: 'm' },
+        { topic: 'B', partition: 0, offset: 9 },
+        { topic: 'a', partition: 1, offset: 101 },
+      ];
+      await store.commit('g', commits, T);
+      for (const c of commits) {
+        expect(await store.get('g', c.topic, c.partition)).toEqual({ offset: c.offset, metadata: c.metadata ?? '', commitTimestamp: T });
+      }
+      const listed = await store.list('g');
+      // Ordered by topic, then partition as a number (2 before 10 before 256).
+      expect(listed.map((o) => [o.topic, o.partition, o.offset])).toEqual([
+        ['B', 0, 9],
+        ['a', 1, 101],
+        ['a', 2, 102],
+        ['a', 10, 110],
+        ['a', 256, 1256],
+        ['a-b', 1, 7],
+        ['a.b', 0, 0],
+        ['b', 0, 22],
+        ['b', 2, 20],
+      ]);
+      expect(listed[5]).toEqual({ topic: 'a-b', partition: 1, offset: 7, metadata: 'm', commitTimestamp: T });
+    });
+
+    it('lists and deletes only the group asked, not one whose id extends it', async () => {
+      const { store } = await fresh();
+      const groups = ['g', 'g2', 'g.x', 'gg', 'f', 'h', 'grüße'];
+      for (const [i, g] of groups.entries()) {
+        await store.commit(g, [{ topic: 't', partition: 0, offset: i }, { topic: 'u', partition: 3, offset: 100 + i }], T + i);
+      }
+      for (const [i, g] of groups.entries()) {
+        expect(await store.list(g)).toEqual([
+          { topic: 't', partition: 0, offset: i, metadata: '', commitTimestamp: T + i },
+          { topic: 'u', partition: 3, offset: 100 + i, metadata: '', commitTimestamp: T + i },
+        ]);
+      }
+      await store.deleteGroup('g');
+      expect(await store.list('g')).toEqual([]);
+      expect(await store.get('g', 't', 0)).toBeUndefined();
+      expect(await store.get('g', 'u', 3)).toBeUndefined();
+      for (const [i, g] of groups.entries()) {
+        if (g === 'g') continue;
+        expect((await store.list(g)).map((o) => o.offset)).toEqual([i, 100 + i]);
+        expect(await store.get(g, 't', 0)).toMatchObject({ offset: i });
+      }
+      await store.deleteGroup('never-committed');
+      expect((await store.list('g2')).length).toBe(2);
+    });
+
+    it('a topic that is a prefix of another is a different key', async () => {
+      const { store } = await fresh();
+      await store.commit('g', [{ topic: 'ab', partition: 0, offset: 2 }, { topic: 'a', partition: 0, offset: 1 }], T);
+      expect(await store.get('g', 'a', 0)).toMatchObject({ offset: 1 });
+      expect(await store.get('g', 'ab', 0)).toMatchObject({ offset: 2 });
+      expect((await store.list('g')).map((o) => [o.topic, o.offset])).toEqual([['a', 1], ['ab', 2]]);
+    });
+
+    it('a later commit overwrites offset, metadata and commit timestamp', async () => {
+      const { store } = await fresh();
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 5, metadata: 'first' }], T);
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 3 }, { topic: 't', partition: 1, offset: 1 }], T + 10);
+      // A commit may move an offset back (a reset), and a commit without metadata stores ''.
+      expect(await store.get('g', 't', 0)).toEqual({ offset: 3, metadata: '', commitTimestamp: T + 10 });
+      expect(await store.list('g')).toEqual([
+        { topic: 't', partition: 0, offset: 3, metadata: '', commitTimestamp: T + 10 },
+        { topic: 't', partition: 1, offset: 1, metadata: '', commitTimestamp: T + 10 },
+      ]);
+    });
+
+    it('keeps metadata and the commit timestamp as given, and offsets up to 2^53 - 1', async () => {
+      const { store } = await fresh();
+      const metadata = 'consumer-7 at host "x"; ünïcode ✓ ' + 'y'.repeat(2000);
+      await store.commit('g', [
+        { topic: 't', partition: 0, offset: Number.MAX_SAFE_INTEGER, metadata },
+        { topic: 't', partition: 2_147_483_647, offset: 0, metadata: '' },
+      ], 123);
+      expect(await store.get('g', 't', 0)).toEqual({ offset: Number.MAX_SAFE_INTEGER, metadata, commitTimestamp: 123 });
+      expect(await store.get('g', 't', 2_147_483_647)).toEqual({ offset: 0, metadata: '', commitTimestamp: 123 });
+    });
+
+    it('an empty commit changes nothing', async () => {
+      const { store } = await fresh();
+      await store.commit('g', [], T);
+      expect(await store.list('g')).toEqual([]);
+    });
+
+    it('concurrent commits of different groups and partitions all land', async () => {
+      const { store } = await fresh();
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) => store.commit(`g${i % 5}`, [{ topic: 't', partition: i, offset: i * 10 }], T + i)),
+      );
+      for (let g = 0; g < 5; g++) {
+        const listed = await store.list(`g${g}`);
+        expect(listed.map((o) => o.partition)).toEqual(Array.from({ length: 10 }, (_, k) => g + 5 * k));
+        for (const o of listed) expect(o).toMatchObject({ offset: o.partition * 10, commitTimestamp: T + o.partition });
+      }
+    });
+
+    it('everything committed survives close and reopen; deletes too', async () => {
+      const { store, fixture } = await fresh();
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 5, metadata: 'm' }, { topic: 't', partition: 1, offset: 6 }], T);
+      await store.commit('g2', [{ topic: 't', partition: 0, offset: 50 }], T + 1);
+      await store.commit('gone', [{ topic: 't', partition: 0, offset: 1 }], T + 2);
+      await store.deleteGroup('gone');
+      const again = await reopen(fixture, store);
+      expect(await again.get('g', 't', 0)).toEqual({ offset: 5, metadata: 'm', commitTimestamp: T });
+      expect(await again.list('g')).toEqual([
+        { topic: 't', partition: 0, offset: 5, metadata: 'm', commitTimestamp: T },
+        { topic: 't', partition: 1, offset: 6, metadata: '', commitTimestamp: T },
+      ]);
+      expect(await again.list('g2')).toEqual([{ topic: 't', partition: 0, offset: 50, metadata: '', commitTimestamp: T + 1 }]);
+      expect(await again.list('gone')).toEqual([]);
+      await again.commit('g', [{ topic: 't', partition: 0, offset: 8 }], T + 3);
+      const third = await reopen(fixture, again);
+      expect(await third.get('g', 't', 0)).toEqual({ offset: 8, metadata: '', commitTimestamp: T + 3 });
+    });
+  });
+}
