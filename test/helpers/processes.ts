@@ -57,10 +57,15 @@ export function runCli(url: string, args: string[], input?: Buffer): Promise<Cli
     env: { ...process.env, ONELOG_URL: url },
     stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  // Keep bytes until the end: decoding chunk by chunk would split multi-byte UTF-8 characters.
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  proc.stdout!.on('data', (d: Buffer) => stdout.push(d));
+  proc.stderr!.on('data', (d: Buffer) => stderr.push(d));
   if (input) proc.stdin!.end(input);
-  return new Promise((resolve) => proc.once('close', (code) => resolve({ code, stdout, stderr })));
+  return new Promise((resolve) =>
+    proc.once('close', (code) =>
+      resolve({ code, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') }),
+    ),
+  );
 }

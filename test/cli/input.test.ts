@@ -1,0 +1,89 @@
+/** `onelog produce` input reading, on the real data files and small written ones. */
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { formatOf, readRecords } from '../../src/cli/input.js';
+import type { ProduceRecord } from '../../src/protocol/api.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { readEdits, WIKITICKER } from '../helpers/wikiticker.js';
+
+const SP500 = path.resolve(import.meta.dirname, '../../examples/data/sp500-daily-2013-2018.csv.gz');
+
+async function all(gen: AsyncGenerator<ProduceRecord>): Promise<ProduceRecord[]> {
+  const out: ProduceRecord[] = [];
+  for await (const r of gen) out.push(r);
+  return out;
+}
+
+describe('produce input', () => {
+  it('reads the gzip NDJSON Wikipedia edits with keys joined by | and ISO timestamps', async () => {
+    const records = await all(readRecords({ file: WIKITICKER, keyFields: ['channel', 'page'], timestampField: 'time' }));
+    const edits = readEdits();
+    expect(records).toHaveLength(39244);
+    records.forEach((r, i) => {
+      expect(r.key!.toString()).toBe(edits[i]!.key);
+      expect(r.value!.toString()).toBe(edits[i]!.value);
+      expect(r.timestamp).toBe(edits[i]!.timestamp);
+    });
+    expect(new Set(records.map((r) => r.key!.toString())).size).toBe(35278);
+  });
+
+  it('reads the gzip CSV S&P 500 file: every row as a JSON object, keyed by ticker, dated at UTC midnight', async () => {
+    let count = 0;
+    let first: ProduceRecord | undefined;
+    let emptyOpen = 0;
+    const tickers = new Set<string>();
+    for await (const r of readRecords({ file: SP500, keyFields: ['Name'], timestampField: 'date' })) {
+      first ??= r;
+      count++;
+      tickers.add(r.key!.toString());
+      if ((JSON.parse(r.value!.toString()) as { open: string }).open === '') emptyOpen++;
+    }
+    expect(count).toBe(619040);
+    expect(tickers.size).toBe(505);
+    expect(emptyOpen).toBe(11);
+    const row = JSON.parse(first!.value!.toString()) as Record<string, string>;
+    expect(Object.keys(row)).toEqual(['date', 'open', 'high', 'low', 'close', 'volume', 'Name']);
+    expect(first!.timestamp).toBe(Date.parse('2013-02-08T00:00:00Z'));
+    expect(first!.key!.toString()).toBe(row.Name);
+  });
+
+  it('reads plain files, epoch-ms timestamps and skips blank lines', async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'in.ndjson');
+    fs.writeFileSync(file, '{"id":1,"ts":1000}\n\n{"id":2,"ts":"2000"}\r\n');
+    const records = await all(readRecords({ file, keyFields: ['id'], timestampField: 'ts' }));
+    expect(records.map((r) => [r.key!.toString(), r.value!.toString(), r.timestamp])).toEqual([
+      ['1', '{"id":1,"ts":1000}', 1000],
+      ['2', '{"id":2,"ts":"2000"}', 2000],
+    ]);
+    const gz = path.join(dir, 'in.csv.gz');
+    fs.writeFileSync(gz, zlib.gzipSync('a,b\n1,x\n2,y\n'));
+    expect((await all(readRecords({ file: gz, keyFields: [] }))).map((r) => [r.key, r.value!.toString()])).toEqual([
+      [null, '{"a":"1","b":"x"}'],
+      [null, '{"a":"2","b":"y"}'],
+    ]);
+  });
+
+  it('names the line of a bad row after yielding the rows before it', async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'bad.jsonl');
+    fs.writeFileSync(file, '{"k":"a"}\n{"k":"b"}\n{"nok":1}\n');
+    const seen: string[] = [];
+    await expect(async () => {
+      for await (const r of readRecords({ file, keyFields: ['k'] })) seen.push(r.key!.toString());
+    }).rejects.toMatchObject({ code: 'INVALID_RECORD', context: { line: 3, field: 'k' } });
+    expect(seen).toEqual(['a', 'b']);
+    fs.writeFileSync(file, '{"k":"a"}\nnot json\n');
+    await expect(all(readRecords({ file, keyFields: [] }))).rejects.toMatchObject({ code: 'INVALID_RECORD', context: { line: 2 } });
+    fs.writeFileSync(file, '{"t":"yesterday"}\n');
+    await expect(all(readRecords({ file, keyFields: [], timestampField: 't' }))).rejects.toMatchObject({ code: 'INVALID_RECORD' });
+  });
+
+  it('tells formats by extension and refuses unknown ones', () => {
+    expect(formatOf('x.json.gz')).toEqual({ format: 'ndjson', gzip: true });
+    expect(formatOf('x.CSV')).toEqual({ format: 'csv', gzip: false });
+    expect(() => formatOf('x.parquet')).toThrow(/cannot tell the format/);
+  });
+});
