@@ -22,14 +22,14 @@ import { fetchPartitions } from './delivery/fetch.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
 import type { OffsetStore } from './offsets/offset-store.js';
 import type {
-  CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
+  AlterTopicRequest, CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
   GroupDescription, GroupSummary, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ResetOffsetsRequest,
-  ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicConfig, TopicDescription, TopicSummary,
+  ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
 } from './protocol/api.js';
 import { OnelogError } from './protocol/errors.js';
 import { partitionForKey } from './protocol/murmur2.js';
 import { encodeBatch } from './protocol/record-batch.js';
-import { CLEANUP_POLICIES } from './protocol/types.js';
+import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
 import { checkGroupId, checkInteger, checkOneOf, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
 import { LogManager } from './storage/log-manager.js';
 import { silentLogger } from './storage/logger.js';
@@ -48,14 +48,6 @@ export interface BrokerOptions {
   /** Produce splits a partition's records into batches of about this size, bytes. @default 1048576 */
   maxBatchBytes?: number;
 }
-
-/** Defaults of a new topic: Kafka's. */
-export const DEFAULT_TOPIC_CONFIG: TopicConfig = {
-  cleanupPolicy: 'delete',
-  retentionMs: 7 * 24 * 3600 * 1000,
-  retentionBytes: -1,
-  segmentBytes: 1024 * 1024 * 1024,
-};
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
 const MAX_WAIT_MS = 30_000;
@@ -85,10 +77,8 @@ export class Broker implements OnelogApi {
     fs.mkdirSync(options.dataDir, { recursive: true });
     const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
     const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
-    const logs = new LogManager(path.join(options.dataDir, 'log'), {
-      clock, logger, segmentBytes: DEFAULT_TOPIC_CONFIG.segmentBytes, indexIntervalBytes: 4096,
-    });
-    for (const t of await catalog.listTopics()) logs.openTopic(t.name, t.partitions, t.segmentBytes);
+    const logs = new LogManager(path.join(options.dataDir, 'log'), { clock, logger, indexIntervalBytes: 4096 });
+    for (const t of await catalog.listTopics()) logs.openTopic(t.name, t.partitions, t);
     const groups = new GroupCoordinator(catalog, offsets, logs, clock);
     return new Broker(
       catalog, offsets, logs, groups, clock,
@@ -108,10 +98,24 @@ export class Broker implements OnelogApi {
     this.checkOpen();
     const topic = checkTopicName(request.topic);
     const partitions = checkInteger(request.partitions, 'partitions', 1, MAX_PARTITIONS, 'INVALID_PARTITIONS');
-    const config = topicConfig(request.config ?? {});
+    const config = resolveTopicConfig(request.config ?? {});
     await this.catalog.createTopic({ name: topic, partitions, ...config, createdAt: this.clock.now() });
-    this.logs.openTopic(topic, partitions, config.segmentBytes);
+    this.logs.openTopic(topic, partitions, config);
     return this.describeTopic(topic);
+  }
+
+  /**
+   * Changes settings of a topic; the others keep their values. Takes effect at once on every partition.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG`
+   */
+  async alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
+    this.checkOpen();
+    const current = await this.catalog.getTopic(request.topic);
+    if (!current) throw new OnelogError('UNKNOWN_TOPIC', `topic ${request.topic} does not exist`, { topic: request.topic });
+    const config = resolveTopicConfig(request.config ?? {}, pickTopicConfig(current));
+    await this.catalog.updateTopicConfig(request.topic, config);
+    for (const log of this.logs.partitions(request.topic)) log.setConfig(config);
+    return this.describeTopic(request.topic);
   }
 
   async listTopics(): Promise<TopicSummary[]> {
@@ -124,13 +128,12 @@ export class Broker implements OnelogApi {
     this.checkOpen();
     const t = await this.catalog.getTopic(topic);
     if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
-    const { cleanupPolicy, retentionMs, retentionBytes, segmentBytes } = t;
     return {
       topic,
       partitions: this.logs.partitions(topic).map((log) => ({
         partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark,
       })),
-      config: { cleanupPolicy, retentionMs, retentionBytes, segmentBytes },
+      config: pickTopicConfig(t),
       createdAt: t.createdAt,
     };
   }
@@ -301,25 +304,4 @@ function recordBytes(r: ProduceRecord): number {
   let size = RECORD_OVERHEAD_BYTES + (r.key?.length ?? 0) + (r.value?.length ?? 0);
   for (const h of r.headers ?? []) size += Buffer.byteLength(h.key) + (h.value?.length ?? 0);
   return size;
-}
-
-/**
- * A full topic configuration from a partial one, each value checked.
- * @throws OnelogError `INVALID_CONFIG` naming the setting and what is allowed
- */
-export function topicConfig(partial: Partial<TopicConfig>): TopicConfig {
-  const known = Object.keys(DEFAULT_TOPIC_CONFIG);
-  for (const name of Object.keys(partial)) {
-    if (!known.includes(name)) {
-      throw new OnelogError('INVALID_CONFIG', `unknown topic setting ${name}: valid settings are ${known.join(', ')}`, {
-        setting: name,
-      });
-    }
-  }
-  const c = { ...DEFAULT_TOPIC_CONFIG, ...partial };
-  checkOneOf(c.cleanupPolicy, 'cleanupPolicy', CLEANUP_POLICIES, 'INVALID_CONFIG');
-  checkInteger(c.retentionMs, 'retentionMs', -1, Number.MAX_SAFE_INTEGER, 'INVALID_CONFIG');
-  checkInteger(c.retentionBytes, 'retentionBytes', -1, Number.MAX_SAFE_INTEGER, 'INVALID_CONFIG');
-  checkInteger(c.segmentBytes, 'segmentBytes', 14, 2 ** 31 - 1, 'INVALID_CONFIG');
-  return c;
 }

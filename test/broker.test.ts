@@ -36,12 +36,30 @@ describe('Broker', () => {
     expect(await b.listTopics()).toEqual([{ topic: 'edits', partitions: 3 }]);
     const d = await b.describeTopic('edits');
     expect(d.partitions).toEqual([0, 1, 2].map((p) => ({ partition: p, logStartOffset: 0, highWatermark: 0 })));
-    expect(d.config).toEqual({ cleanupPolicy: 'delete', retentionMs: 604800000, retentionBytes: -1, segmentBytes: 1073741824 });
+    expect(d.config).toEqual({
+      cleanupPolicy: 'delete', retentionMs: 604800000, retentionBytes: -1, segmentBytes: 1073741824, segmentMs: 604800000,
+      deleteRetentionMs: 86400000, minCompactionLagMs: 0, flushPolicy: 'interval', flushMs: 50, flushMessages: -1,
+      compressionType: 'producer',
+    });
     expect(await codeOf(b.createTopic({ topic: 'edits', partitions: 1 }))).toBe('TOPIC_ALREADY_EXISTS');
     expect(await codeOf(b.createTopic({ topic: 'bad name', partitions: 1 }))).toBe('INVALID_TOPIC');
     expect(await codeOf(b.createTopic({ topic: 'x', partitions: 0 }))).toBe('INVALID_PARTITIONS');
     expect(await codeOf(b.createTopic({ topic: 'x', partitions: 1, config: { nope: 1 } as never }))).toBe('INVALID_CONFIG');
     expect(await codeOf(b.describeTopic('missing'))).toBe('UNKNOWN_TOPIC');
+  });
+
+  it('alters topic settings, keeping the others, and survives a reopen', async () => {
+    const dir = tmpDir();
+    let b = await broker(dir);
+    await b.createTopic({ topic: 't', partitions: 1, config: { retentionMs: 1000 } });
+    const altered = await b.alterTopic({ topic: 't', config: { flushPolicy: 'always', segmentBytes: 4096 } });
+    expect(altered.config).toMatchObject({ retentionMs: 1000, flushPolicy: 'always', segmentBytes: 4096 });
+    expect(await codeOf(b.alterTopic({ topic: 't', config: { flushPolicy: 'sometimes' } as never }))).toBe('INVALID_CONFIG');
+    expect(await codeOf(b.alterTopic({ topic: 'nope', config: {} }))).toBe('UNKNOWN_TOPIC');
+    await b.close();
+    open.length = 0;
+    b = await broker(dir);
+    expect((await b.describeTopic('t')).config).toMatchObject({ retentionMs: 1000, flushPolicy: 'always', segmentBytes: 4096 });
   });
 
   it('partitions by explicit partition, by murmur2 of the key, and spreads null keys', async () => {

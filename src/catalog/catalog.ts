@@ -7,24 +7,36 @@
 import { Kysely, Migrator } from 'kysely';
 import type { Dialect, MigrationProvider, Selectable } from 'kysely';
 import { OnelogError } from '../protocol/errors.js';
-import type { CleanupPolicy, DeliveryMode, StartPolicy } from '../protocol/types.js';
+import type { TopicConfig } from '../protocol/topic-config.js';
+import type { DeliveryMode, StartPolicy } from '../protocol/types.js';
 import { migrations } from './migrations.js';
 import type { CatalogSchema, SubscriptionsTable, TopicsTable } from './schema.js';
 
-/** A topic as the catalog keeps it. */
-export interface TopicRecord {
+/** A topic as the catalog keeps it: its partition count and settings. */
+export interface TopicRecord extends TopicConfig {
   name: string;
   partitions: number;
-  /** Kafka's cleanup.policy. */
-  cleanupPolicy: CleanupPolicy;
-  /** Kafka's retention.ms; -1 = unlimited. */
-  retentionMs: number;
-  /** Kafka's retention.bytes, per partition; -1 = unlimited. */
-  retentionBytes: number;
-  /** Kafka's segment.bytes. */
-  segmentBytes: number;
   /** ms since the epoch */
   createdAt: number;
+}
+
+/** The settings columns of a topics row. */
+type SettingsColumns = Omit<TopicsTable, 'name' | 'partitions' | 'created_at'>;
+
+function toColumns(c: TopicConfig): SettingsColumns {
+  return {
+    cleanup_policy: c.cleanupPolicy,
+    retention_ms: c.retentionMs,
+    retention_bytes: c.retentionBytes,
+    segment_bytes: c.segmentBytes,
+    segment_ms: c.segmentMs,
+    delete_retention_ms: c.deleteRetentionMs,
+    min_compaction_lag_ms: c.minCompactionLagMs,
+    flush_policy: c.flushPolicy,
+    flush_ms: c.flushMs,
+    flush_messages: c.flushMessages,
+    compression_type: c.compressionType,
+  };
 }
 
 /** A group's binding to a topic. */
@@ -44,14 +56,22 @@ export interface GroupRecord {
   createdAt: number;
 }
 
+// Integer columns come back as bigint-typed numbers on PostgreSQL: Number() them all.
 const toTopic = (r: Selectable<TopicsTable>): TopicRecord => ({
   name: r.name,
   partitions: Number(r.partitions),
+  createdAt: Number(r.created_at),
   cleanupPolicy: r.cleanup_policy,
   retentionMs: Number(r.retention_ms),
   retentionBytes: Number(r.retention_bytes),
   segmentBytes: Number(r.segment_bytes),
-  createdAt: Number(r.created_at),
+  segmentMs: Number(r.segment_ms),
+  deleteRetentionMs: Number(r.delete_retention_ms),
+  minCompactionLagMs: Number(r.min_compaction_lag_ms),
+  flushPolicy: r.flush_policy,
+  flushMs: Number(r.flush_ms),
+  flushMessages: Number(r.flush_messages),
+  compressionType: r.compression_type,
 });
 
 const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord => ({
@@ -89,15 +109,7 @@ export class Catalog {
     // One statement decides, so two concurrent creates cannot both pass a check and then collide.
     const inserted = await this.db
       .insertInto('topics')
-      .values({
-        name: topic.name,
-        partitions: topic.partitions,
-        cleanup_policy: topic.cleanupPolicy,
-        retention_ms: topic.retentionMs,
-        retention_bytes: topic.retentionBytes,
-        segment_bytes: topic.segmentBytes,
-        created_at: topic.createdAt,
-      })
+      .values({ name: topic.name, partitions: topic.partitions, created_at: topic.createdAt, ...toColumns(topic) })
       .onConflict((oc) => oc.column('name').doNothing())
       .executeTakeFirst();
     if (inserted.numInsertedOrUpdatedRows === 0n) {
@@ -107,6 +119,15 @@ export class Catalog {
       });
     }
     return topic;
+  }
+
+  /**
+   * Replaces a topic's settings.
+   * @throws OnelogError `UNKNOWN_TOPIC`
+   */
+  async updateTopicConfig(name: string, config: TopicConfig): Promise<void> {
+    const result = await this.db.updateTable('topics').set(toColumns(config)).where('name', '=', name).executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw new OnelogError('UNKNOWN_TOPIC', `topic ${name} does not exist`, { topic: name });
   }
 
   /** The topic named `name`, or undefined. */

@@ -35,4 +35,21 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('subscriptions_by_topic').on('subscriptions').column('topic').execute();
     },
   },
+  '0002-topic-settings': {
+    // Defaults here are the values of the day, frozen with the migration.
+    async up(db: Kysely<unknown>): Promise<void> {
+      const columns: Array<[string, 'bigint' | 'text', number | string]> = [
+        ['segment_ms', 'bigint', 604800000],
+        ['delete_retention_ms', 'bigint', 86400000],
+        ['min_compaction_lag_ms', 'bigint', 0],
+        ['flush_policy', 'text', 'interval'],
+        ['flush_ms', 'bigint', 50],
+        ['flush_messages', 'bigint', -1],
+        ['compression_type', 'text', 'producer'],
+      ];
+      for (const [name, type, value] of columns) {
+        await db.schema.alterTable('topics').addColumn(name, type, (c) => c.notNull().defaultTo(value)).execute();
+      }
+    },
+  },
 };

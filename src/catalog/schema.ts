@@ -1,4 +1,5 @@
 /** Table shapes of the catalog, as the query layer (Kysely) sees them. Times are ms since the epoch. */
+import type { CompressionType, FlushPolicy } from '../protocol/topic-config.js';
 import type { CleanupPolicy, DeliveryMode, StartPolicy } from '../protocol/types.js';
 
 export interface TopicsTable {
@@ -11,6 +12,13 @@ export interface TopicsTable {
   retention_bytes: number;
   segment_bytes: number;
   created_at: number;
+  segment_ms: number;
+  delete_retention_ms: number;
+  min_compaction_lag_ms: number;
+  flush_policy: FlushPolicy;
+  flush_ms: number;
+  flush_messages: number;
+  compression_type: CompressionType;
 }
 
 export interface GroupsTable {

@@ -1,38 +1,20 @@
 /** `onelog topics ...`: create, list, describe, delete-records. */
 import type { Command } from 'commander';
-import type { TopicConfig } from '../protocol/api.js';
-import { OnelogError } from '../protocol/errors.js';
+import type { TopicDescription } from '../protocol/api.js';
+import { parseKafkaConfig, TOPIC_SETTINGS } from '../protocol/topic-config.js';
 import { action, apiFor, parseInteger, printTable } from './common.js';
 
-/** Kafka's topic setting names and the API's camelCased ones. */
-const CONFIG_NAMES: Record<string, keyof TopicConfig> = {
-  'cleanup.policy': 'cleanupPolicy',
-  'retention.ms': 'retentionMs',
-  'retention.bytes': 'retentionBytes',
-  'segment.bytes': 'segmentBytes',
-};
+const SETTING_NAMES = TOPIC_SETTINGS.map((s) => s.kafkaName).join(', ');
+const collect = (v: string, acc: string[]) => [...acc, v];
 
-/**
- * `NAME=VALUE` pairs with Kafka's names to a partial topic config.
- * @throws OnelogError `INVALID_CONFIG` for an unknown name or a malformed pair, listing the valid names
- */
-export function parseConfig(pairs: string[]): Partial<TopicConfig> {
-  const out: Record<string, string | number> = {};
-  for (const pair of pairs) {
-    const eq = pair.indexOf('=');
-    const name = eq < 0 ? pair : pair.slice(0, eq);
-    const key = CONFIG_NAMES[name];
-    if (eq < 0 || key === undefined) {
-      throw new OnelogError(
-        'INVALID_CONFIG',
-        `${eq < 0 ? `expected NAME=VALUE, got ${JSON.stringify(pair)}` : `unknown setting ${name}`}: valid names are ${Object.keys(CONFIG_NAMES).join(', ')}`,
-        { setting: name },
-      );
-    }
-    const value = pair.slice(eq + 1);
-    out[key] = key === 'cleanupPolicy' ? value : /^-?\d+$/.test(value) ? Number(value) : value;
-  }
-  return out as Partial<TopicConfig>;
+/** Prints a topic's settings with Kafka's names, then a table of its partitions. */
+function printTopic(d: TopicDescription): void {
+  const settings = TOPIC_SETTINGS.map((s) => `${s.kafkaName}=${String(d.config[s.name])}`);
+  console.log(`topic ${d.topic}: ${settings.join(' ')}`);
+  printTable(
+    ['PARTITION', 'LOG-START-OFFSET', 'HIGH-WATERMARK', 'RECORDS'],
+    d.partitions.map((p) => [p.partition, p.logStartOffset, p.highWatermark, p.highWatermark - p.logStartOffset]),
+  );
 }
 
 export function registerTopics(program: Command): void {
@@ -42,11 +24,10 @@ export function registerTopics(program: Command): void {
     .command('create <topic>')
     .description('create a topic')
     .requiredOption('--partitions <n>', 'number of partitions (1 to 10000)', parseInteger('--partitions', 1))
-    .option('--config <name=value>', `topic setting, repeatable: ${Object.keys(CONFIG_NAMES).join(', ')}`,
-      (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--config <name=value>', `topic setting, repeatable: ${SETTING_NAMES}`, collect, [] as string[])
     .option('--json', 'print the topic as JSON')
     .action(action(async (topic: string, opts: { partitions: number; config: string[]; json?: boolean }, cmd: Command) => {
-      const created = await apiFor(cmd).createTopic({ topic, partitions: opts.partitions, config: parseConfig(opts.config) });
+      const created = await apiFor(cmd).createTopic({ topic, partitions: opts.partitions, config: parseKafkaConfig(opts.config) });
       if (opts.json) console.log(JSON.stringify(created));
       else console.log(`created topic ${created.topic} with ${created.partitions.length} partitions`);
     }));
@@ -71,13 +52,18 @@ export function registerTopics(program: Command): void {
         console.log(JSON.stringify(d));
         return;
       }
-      const c = d.config;
-      console.log(`topic ${d.topic}: cleanup.policy=${c.cleanupPolicy} retention.ms=${c.retentionMs} ` +
-        `retention.bytes=${c.retentionBytes} segment.bytes=${c.segmentBytes}`);
-      printTable(
-        ['PARTITION', 'LOG-START-OFFSET', 'HIGH-WATERMARK', 'RECORDS'],
-        d.partitions.map((p) => [p.partition, p.logStartOffset, p.highWatermark, p.highWatermark - p.logStartOffset]),
-      );
+      printTopic(d);
+    }));
+
+  topics
+    .command('alter <topic>')
+    .description('change topic settings; the others keep their values')
+    .requiredOption('--config <name=value>', `setting to change, repeatable: ${SETTING_NAMES}`, collect, [] as string[])
+    .option('--json', 'print the topic as JSON')
+    .action(action(async (topic: string, opts: { config: string[]; json?: boolean }, cmd: Command) => {
+      const d = await apiFor(cmd).alterTopic({ topic, config: parseKafkaConfig(opts.config) });
+      if (opts.json) console.log(JSON.stringify(d));
+      else printTopic(d);
     }));
 
   topics

@@ -2,7 +2,7 @@
  * The admin client: topics, groups and offset resets. A thin, typed layer over {@link OnelogApi}.
  */
 import type {
-  CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi,
+  AlterTopicRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi,
   ResetOffsetsRequest, ResetOffsetsResult, TopicDescription, TopicSummary,
 } from '../protocol/api.js';
 
@@ -21,6 +21,11 @@ export class Admin {
   /** Per partition: log start offset and high watermark. @throws OnelogError `UNKNOWN_TOPIC` */
   describeTopic(topic: string): Promise<TopicDescription> {
     return this.api.describeTopic(topic);
+  }
+
+  /** Changes topic settings; the others keep their values. @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG` */
+  alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
+    return this.api.alterTopic(request);
   }
 
   /** Moves a partition's log start offset forward (Kafka's DeleteRecords). */

@@ -4,7 +4,7 @@
  * the server's code and context; a connection failure is `NETWORK_ERROR` (retriable).
  */
 import type {
-  CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
+  AlterTopicRequest, CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
   GroupDescription, GroupSummary, OnelogApi, ProduceRequest, ProduceResult, ResetOffsetsRequest,
   ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
 } from '../protocol/api.js';
@@ -65,6 +65,10 @@ export class HttpApi implements OnelogApi {
 
   describeTopic(topic: string): Promise<TopicDescription> {
     return this.call('GET', `/topics/${encodeURIComponent(topic)}`);
+  }
+
+  alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
+    return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/config`, { config: request.config });
   }
 
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {

@@ -3,25 +3,23 @@
  * the HTTP client implements it over the network, so producers, consumers and admin code run on either.
  * Pure types: importing this loads nothing.
  */
-import type { CleanupPolicy, DeliveryMode, RecordInput, StartPolicy, StoredRecord } from './types.js';
+import type { TopicConfig } from './topic-config.js';
+import type { DeliveryMode, RecordInput, StartPolicy, StoredRecord } from './types.js';
 
-/** Per-topic settings, with Kafka's names camelCased. */
-export interface TopicConfig {
-  /** Kafka's cleanup.policy. @default 'delete' */
-  cleanupPolicy: CleanupPolicy;
-  /** Kafka's retention.ms, ms; -1 = unlimited. @default 604800000 (7 days) */
-  retentionMs: number;
-  /** Kafka's retention.bytes, bytes per partition; -1 = unlimited. @default -1 */
-  retentionBytes: number;
-  /** Kafka's segment.bytes: roll to a new segment past this size. @default 1073741824 (1 GiB) */
-  segmentBytes: number;
-}
+export type { TopicConfig } from './topic-config.js';
 
 export interface CreateTopicRequest {
   topic: string;
   /** 1 to 10,000 */
   partitions: number;
+  /** Settings that differ from the defaults (`DEFAULT_TOPIC_CONFIG`). */
   config?: Partial<TopicConfig>;
+}
+
+export interface AlterTopicRequest {
+  topic: string;
+  /** Settings to change; the others keep their values. */
+  config: Partial<TopicConfig>;
 }
 
 /** Where a partition's log begins and ends. */
@@ -194,6 +192,7 @@ export interface OnelogApi {
   createTopic(request: CreateTopicRequest): Promise<TopicDescription>;
   listTopics(): Promise<TopicSummary[]>;
   describeTopic(topic: string): Promise<TopicDescription>;
+  alterTopic(request: AlterTopicRequest): Promise<TopicDescription>;
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult>;
   produce(request: ProduceRequest): Promise<ProduceResult>;
   fetch(request: FetchRequest): Promise<FetchResult>;

@@ -66,6 +66,12 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   app.get('/topics', async () => ({ topics: await api.listTopics() }));
   app.get<{ Params: { topic: string } }>('/topics/:topic', async (request) => api.describeTopic(request.params.topic));
 
+  app.post<{ Params: { topic: string }; Body: { config: Record<string, unknown> } }>(
+    '/topics/:topic/config',
+    { schema: { body: { type: 'object', required: ['config'], properties: { config: { type: 'object' } } } } },
+    async (request) => api.alterTopic({ topic: request.params.topic, config: request.body.config }),
+  );
+
   app.post<{ Params: { topic: string }; Body: { partition: number; beforeOffset: number } }>(
     '/topics/:topic/delete-records',
     { schema: { body: { type: 'object', required: ['partition', 'beforeOffset'], properties: { partition: nonNegInt, beforeOffset: nonNegInt } } } },

@@ -6,27 +6,27 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from '../protocol/errors.js';
 import { PartitionLog } from './partition-log.js';
-import type { PartitionLogOptions } from './partition-log.js';
+import type { LogConfig, PartitionLogOptions } from './partition-log.js';
 
 export class LogManager {
   private readonly logs = new Map<string, PartitionLog[]>();
 
   /**
    * @param dir directory holding one folder per partition
-   * @param options shared by every log; `segmentBytes` can be set per topic in {@link openTopic}
+   * @param options shared by every log; each topic brings its own settings in {@link openTopic}
    */
   constructor(
     readonly dir: string,
-    private readonly options: PartitionLogOptions,
+    private readonly options: Omit<PartitionLogOptions, 'config'>,
   ) {
     fs.mkdirSync(dir, { recursive: true });
   }
 
-  /** Opens (creating if needed) the logs of every partition of a topic. */
-  openTopic(topic: string, partitions: number, segmentBytes: number): PartitionLog[] {
+  /** Opens (creating if needed) the logs of every partition of a topic, with the topic's settings. */
+  openTopic(topic: string, partitions: number, config: LogConfig): PartitionLog[] {
     const opened: PartitionLog[] = [];
     for (let p = 0; p < partitions; p++) {
-      const options = { ...this.options, segmentBytes };
+      const options = { ...this.options, config };
       opened.push(PartitionLog.open(path.join(this.dir, `${topic}-${p}`), topic, p, options));
     }
     this.logs.set(topic, opened);

@@ -1,13 +1,20 @@
 /**
  * One partition's log (Kafka's Log/UnifiedLog on one replica): an ordered list of {@link LogSegment}s, the
  * log start offset (persisted in a checkpoint, with the reason for its last move), the log end offset and
- * the high watermark. Appends are durable before they are acknowledged: each append writes its batch to
- * the page cache and waits for an fdatasync that covers it; appends that arrive while one fdatasync runs
- * share the next one (group commit). Only synced records are visible to readers (`highWatermark`).
+ * the high watermark. Every append writes its batch to the page cache before it is acknowledged, so an
+ * acknowledged record survives a crash of the process under every flush policy; when it reaches the disk
+ * depends on the topic's `flushPolicy`:
+ *
+ * - `always`: the append resolves after an fdatasync that covers it; appends that arrive while one runs
+ *   share the next one (group commit). Readers see only synced records: the high watermark follows the sync.
+ * - `interval`: the append resolves at once; an fdatasync runs `flushMs` after the first unsynced append, or
+ *   as soon as `flushMessages` records are unsynced. A power loss can take the last `flushMs` of records.
+ * - `never`: the append resolves at once; the OS writes the pages back when it decides.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../clock.js';
+import type { TopicConfig } from '../protocol/topic-config.js';
 import { OnelogError } from '../protocol/errors.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
@@ -19,10 +26,16 @@ const LOG_START_CHECKPOINT = 'log-start-offset.json';
 /** Why the log start offset moved (as Kafka's LogStartOffsetIncrementReason). */
 export type LogStartReason = 'delete-records' | 'retention-time' | 'retention-size' | 'compaction';
 
+/**
+ * The settings a log reads from its topic's configuration (segment size, flush policy; later retention and
+ * cleanup): see {@link TopicConfig} for units and defaults.
+ */
+export type LogConfig = TopicConfig;
+
 /** Options of a partition log. */
 export interface PartitionLogOptions {
-  /** Roll to a new segment when the active one would pass this size, in bytes. @default 1 GiB (Kafka's segment.bytes) */
-  segmentBytes: number;
+  /** The topic's settings; {@link PartitionLog.setConfig} changes them on a running log. */
+  config: LogConfig;
   /** Bytes of log between two offset index entries. @default 4096 */
   indexIntervalBytes: number;
   clock: Clock;
@@ -48,7 +61,11 @@ export class PartitionLog {
   private logStart: number;
   private logEnd: number;
   private hw: number;
+  /** Everything below this offset is on disk (fdatasync returned). */
+  private synced: number;
   private syncInFlight: Promise<void> | null = null;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private config: LogConfig;
   private waiters = new Set<() => void>();
   private closed = false;
 
@@ -63,7 +80,19 @@ export class PartitionLog {
     this.segments = segments;
     this.logEnd = Math.max(segments[segments.length - 1]!.nextOffset, logStartOffset);
     this.hw = this.logEnd;
+    this.synced = this.logEnd;
     this.logStart = Math.min(logStartOffset, this.logEnd);
+    this.config = options.config;
+  }
+
+  /** Applies new topic settings (segment size, flush policy, ...) from the next append on. */
+  setConfig(config: LogConfig): void {
+    this.config = config;
+    if (config.flushPolicy !== 'interval' && this.flushTimer) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    if (config.flushPolicy === 'always' && this.synced < this.logEnd) this.flushInBackground();
   }
 
   /**
@@ -106,7 +135,8 @@ export class PartitionLog {
   }
 
   /**
-   * Appends records as one batch and resolves once they are on disk (fdatasync).
+   * Appends records as one batch. Resolves once they are acknowledged under the flush policy: on disk
+   * (`always`) or in the page cache (`interval`, `never`).
    * @param records at least one
    * @returns the offsets the records got
    * @throws OnelogError `BROKER_CLOSED` after close, `STORAGE_ERROR` if the write or sync fails
@@ -116,15 +146,15 @@ export class PartitionLog {
   }
 
   /**
-   * Appends one encoded batch (its base offset is replaced by the log end offset) and resolves once it is
-   * on disk. The batch is not decoded: the caller vouches for it.
+   * Appends one encoded batch (its base offset is replaced by the log end offset); resolves as
+   * {@link append}. The batch is not decoded: the caller vouches for it.
    */
   async appendBatch(batch: Buffer): Promise<AppendResult> {
     if (this.closed) throw new OnelogError('BROKER_CLOSED', 'the partition log is closed', this.where());
     const header = readBatchHeader(batch);
     const baseOffset = this.logEnd;
     setBaseOffset(batch, baseOffset);
-    if (this.active.size > 0 && this.active.size + batch.length > this.options.segmentBytes) this.roll();
+    if (this.active.size > 0 && this.active.size + batch.length > this.config.segmentBytes) this.roll();
     try {
       this.active.append(batch, { ...header, baseOffset });
     } catch (err) {
@@ -132,12 +162,47 @@ export class PartitionLog {
     }
     const lastOffset = baseOffset + header.lastOffsetDelta;
     this.logEnd = lastOffset + 1;
-    await this.syncTo(this.logEnd);
+    switch (this.config.flushPolicy) {
+      case 'always':
+        await this.syncTo(this.logEnd);
+        break;
+      case 'interval':
+        this.advanceHighWatermark(this.logEnd);
+        if (this.config.flushMessages > 0 && this.logEnd - this.synced >= this.config.flushMessages) this.flushInBackground();
+        else this.flushTimer ??= setTimeout(() => this.flushInBackground(), this.config.flushMs).unref();
+        break;
+      case 'never':
+        this.advanceHighWatermark(this.logEnd);
+    }
     return { baseOffset, lastOffset };
+  }
+
+  /** Syncs everything appended so far without making anyone wait; a failure is logged (the data stays in the page cache). */
+  private flushInBackground(): void {
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    this.syncTo(this.logEnd).catch((err: unknown) =>
+      this.options.logger.warn({ ...this.where(), err: (err as Error).message }, 'background fdatasync failed'));
+  }
+
+  /** Syncs every segment's writes to disk and resolves when done, whatever the flush policy. */
+  flush(): Promise<void> {
+    return this.syncTo(this.logEnd);
+  }
+
+  private advanceHighWatermark(offset: number): void {
+    if (offset <= this.hw) return;
+    this.hw = offset;
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
   }
 
   private roll(): void {
     this.active.datasyncNow();
+    this.synced = this.logEnd;
+    this.advanceHighWatermark(this.logEnd);
     const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
     this.segments.push(LogSegment.create(this.dir, this.logEnd, segOptions));
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
@@ -145,7 +210,7 @@ export class PartitionLog {
 
   /** Waits until everything below `target` is synced; concurrent callers share one fdatasync. */
   private async syncTo(target: number): Promise<void> {
-    while (this.hw < target) {
+    while (this.synced < target) {
       if (this.syncInFlight === null) this.syncInFlight = this.runSync();
       await this.syncInFlight;
     }
@@ -160,11 +225,8 @@ export class PartitionLog {
     } finally {
       this.syncInFlight = null;
     }
-    if (upTo > this.hw) {
-      this.hw = upTo;
-      for (const wake of this.waiters) wake();
-      this.waiters.clear();
-    }
+    if (upTo > this.synced) this.synced = upTo;
+    this.advanceHighWatermark(upTo);
   }
 
   /**
@@ -283,9 +345,10 @@ export class PartitionLog {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
     // Appends accepted before close may need a sync round after the one in flight: sync until all are
     // durable, so none of them finds its file closed (EBADF) and fails after its bytes were written.
-    while (this.hw < this.logEnd) {
+    while (this.synced < this.logEnd) {
       this.syncInFlight ??= this.runSync();
       try {
         await this.syncInFlight;

@@ -1,3 +1,4 @@
+import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -41,10 +42,7 @@ function topic(name: string, overrides: Partial<TopicRecord> = {}): TopicRecord 
   return {
     name,
     partitions: 3,
-    cleanupPolicy: 'delete',
-    retentionMs: 604_800_000,
-    retentionBytes: -1,
-    segmentBytes: 1_073_741_824,
+    ...DEFAULT_TOPIC_CONFIG,
     createdAt: T,
     ...overrides,
   };
@@ -77,7 +75,7 @@ describe('Catalog on SQLite', () => {
     await shut(c);
     c = await catalog(file);
     const applied = raw(file).prepare('select name from kysely_migration order by name').all();
-    expect(applied).toEqual([{ name: '0001-topics-groups-subscriptions' }]);
+    expect(applied).toEqual([{ name: '0001-topics-groups-subscriptions' }, { name: '0002-topic-settings' }]);
     expect(await c.listTopics()).toEqual([topic('edits')]);
   });
 

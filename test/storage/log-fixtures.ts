@@ -7,7 +7,8 @@ import { LOG_OVERHEAD, readBatchHeader } from '../../src/protocol/record-batch.j
 import type { RecordInput, StoredRecord } from '../../src/protocol/types.js';
 import type { Logger } from '../../src/storage/logger.js';
 import { PartitionLog } from '../../src/storage/partition-log.js';
-import type { PartitionLogOptions } from '../../src/storage/partition-log.js';
+import type { LogConfig, PartitionLogOptions } from '../../src/storage/partition-log.js';
+import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 
 export const T0 = 1_700_000_000_000;
 
@@ -23,18 +24,24 @@ export class RecordingLogger implements Logger {
   }
 }
 
-/** Options with large defaults; override `segmentBytes` / `indexIntervalBytes` to force rolls and index entries. */
-export function logOptions(overrides: Partial<PartitionLogOptions> = {}): PartitionLogOptions {
-  return {
-    segmentBytes: 1 << 30,
-    indexIntervalBytes: 4096,
-    clock: new ManualClock(T0),
-    logger: new RecordingLogger(),
-    ...overrides,
-  };
+/** Log options and topic settings, flat, as the tests override them. */
+export type LogOverrides = Partial<Omit<PartitionLogOptions, 'config'>> & Partial<LogConfig>;
+
+/** A topic's settings for tests: defaults, 1 GiB segments, flush policy `always`, then `overrides`. */
+export function logConfig(overrides: Partial<LogConfig> = {}): LogConfig {
+  return { ...DEFAULT_TOPIC_CONFIG, segmentBytes: 1 << 30, flushPolicy: 'always', ...overrides };
 }
 
-export function openLog(dir: string, overrides: Partial<PartitionLogOptions> = {}): PartitionLog {
+/**
+ * Options with large defaults and the flush policy `always`; override `segmentBytes` / `indexIntervalBytes`
+ * to force rolls and index entries, or any other setting.
+ */
+export function logOptions(overrides: LogOverrides = {}): PartitionLogOptions {
+  const { indexIntervalBytes = 4096, clock = new ManualClock(T0), logger = new RecordingLogger(), ...config } = overrides;
+  return { indexIntervalBytes, clock, logger, config: logConfig(config) };
+}
+
+export function openLog(dir: string, overrides: LogOverrides = {}): PartitionLog {
   return PartitionLog.open(dir, 't', 0, logOptions(overrides));
 }
 

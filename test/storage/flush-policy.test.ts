@@ -1,0 +1,99 @@
+/** The three flush policies: when an append is acknowledged, when fdatasync runs, what readers see. */
+import fs from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { tmpDir } from '../helpers/tmp.js';
+import { logConfig, openLog, pairs, rec } from './log-fixtures.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+/** Counts fdatasync calls and lets each finish only when released. */
+function holdSyncs() {
+  const real = fs.fdatasync;
+  const pending: Array<() => void> = [];
+  vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+    pending.push(() => real(fd, cb));
+  }) as typeof fs.fdatasync);
+  return {
+    get count() {
+      return (fs.fdatasync as unknown as { mock: { calls: unknown[] } }).mock.calls.length;
+    },
+    releaseAll() {
+      for (const go of pending.splice(0)) go();
+    },
+  };
+}
+
+describe('flush policy', () => {
+  it('interval: acknowledges before fdatasync, shows the record at once, syncs after flushMs', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const syncs = holdSyncs();
+    const log = openLog(tmpDir(), { flushPolicy: 'interval', flushMs: 50 });
+    await log.append([rec('a')]);
+    await log.append([rec('b')]);
+    expect(log.highWatermark).toBe(2);
+    expect(pairs(log.read(0, { maxBytes: 1 << 20, maxRecords: 10 }))).toEqual([[0, 'a'], [1, 'b']]);
+    expect(syncs.count).toBe(0);
+    vi.advanceTimersByTime(49);
+    expect(syncs.count).toBe(0);
+    vi.advanceTimersByTime(1);
+    expect(syncs.count).toBe(1);
+    syncs.releaseAll();
+    const flushed = log.flush();
+    syncs.releaseAll();
+    await flushed;
+    await log.close();
+  });
+
+  it('interval: flushMessages unsynced records start an fdatasync without waiting for the timer', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const syncs = holdSyncs();
+    const log = openLog(tmpDir(), { flushPolicy: 'interval', flushMs: 60_000, flushMessages: 3 });
+    await log.append([rec('a'), rec('b')]);
+    expect(syncs.count).toBe(0);
+    await log.append([rec('c')]);
+    expect(syncs.count).toBe(1);
+    syncs.releaseAll();
+    await log.close();
+  });
+
+  it('never: acknowledges and shows records without any fdatasync until close', async () => {
+    const syncs = holdSyncs();
+    const log = openLog(tmpDir(), { flushPolicy: 'never' });
+    for (let i = 0; i < 20; i++) await log.append([rec(`v${i}`)]);
+    expect(log.highWatermark).toBe(20);
+    expect(syncs.count).toBe(0);
+    const closing = log.close();
+    await new Promise((r) => setImmediate(r));
+    syncs.releaseAll();
+    await closing;
+    expect(syncs.count).toBe(1);
+  });
+
+  it('always: an append resolves only after the fdatasync covering it', async () => {
+    const syncs = holdSyncs();
+    const log = openLog(tmpDir(), { flushPolicy: 'always' });
+    let done = false;
+    const pending = log.append([rec('a')]).then(() => (done = true));
+    await new Promise((r) => setImmediate(r));
+    expect(done).toBe(false);
+    expect(log.highWatermark).toBe(0);
+    syncs.releaseAll();
+    await pending;
+    expect(log.highWatermark).toBe(1);
+    await log.close();
+  });
+
+  it('switching to always syncs what interval left unsynced', async () => {
+    const syncs = holdSyncs();
+    const log = openLog(tmpDir(), { flushPolicy: 'interval', flushMs: 60_000 });
+    await log.append([rec('a')]);
+    expect(syncs.count).toBe(0);
+    log.setConfig(logConfig({ flushPolicy: 'always' }));
+    expect(syncs.count).toBe(1);
+    syncs.releaseAll();
+    await log.close();
+  });
+});
