@@ -76,6 +76,11 @@ export class OffsetIndex {
     return this.count;
   }
 
+  /** File position of the last entry, or 0 when empty. */
+  get lastPosition(): number {
+    return this.count === 0 ? 0 : this.positions[this.count - 1]!;
+  }
+
   /** Adds an entry for the batch starting at `position` whose base offset is `offset`. */
   append(offset: number, position: number): void {
     const rel = offset - this.baseOffset;
@@ -103,6 +108,11 @@ export class OffsetIndex {
       } else hi = mid - 1;
     }
     return found < 0 ? 0 : this.positions[found]!;
+  }
+
+  /** Flushes the file to disk. */
+  sync(): void {
+    fs.fdatasyncSync(this.fd);
   }
 
   /** Closes the file. */

@@ -19,9 +19,11 @@ import { OnelogError } from '../protocol/errors.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import type { Logger } from './logger.js';
+import { readCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { LogSegment } from './segment.js';
 
 const LOG_START_CHECKPOINT = 'log-start-offset.json';
+const RECOVERY_CHECKPOINT = 'recovery-point.json';
 
 /** Why the log start offset moved (as Kafka's LogStartOffsetIncrementReason). */
 export type LogStartReason = 'delete-records' | 'retention-time' | 'retention-size' | 'compaction';
@@ -96,8 +98,11 @@ export class PartitionLog {
   }
 
   /**
-   * Opens (or creates) the log in `dir`. The active (last) segment is validated batch by batch: a torn or
-   * corrupt tail is truncated to the last whole batch and logged.
+   * Opens (or creates) the log in `dir` (Kafka's LogLoader). Segments wholly below the recovery point
+   * checkpoint are trusted: their indexes are loaded and nothing else is read. After a clean close the last
+   * segment is trusted too, and only its batches after the last index entry are validated. Every other
+   * segment is recovered: validated batch by batch, a torn or corrupt tail truncated to the last whole batch
+   * (and logged), its indexes rebuilt. The checkpoint is then marked unclean until the next clean close.
    */
   static open(dir: string, topic: string, partition: number, options: PartitionLogOptions): PartitionLog {
     fs.mkdirSync(dir, { recursive: true });
@@ -106,13 +111,23 @@ export class PartitionLog {
       .filter((f) => /^\d{20}\.log$/.test(f))
       .map((f) => Number(f.slice(0, 20)))
       .sort((a, b) => a - b);
-    const checkpoint = readLogStartCheckpoint(dir);
+    const logStart = readLogStartCheckpoint(dir);
+    const recovery = readRecoveryCheckpoint(dir);
     const segOptions = { indexIntervalBytes: options.indexIntervalBytes, logger: options.logger };
     const segments =
       bases.length === 0
-        ? [LogSegment.create(dir, checkpoint, segOptions)]
-        : bases.map((base, i) => LogSegment.open(dir, base, i === bases.length - 1, segOptions));
-    return new PartitionLog(dir, topic, partition, options, segments, checkpoint);
+        ? [LogSegment.create(dir, logStart, segOptions)]
+        : bases.map((base, i) => {
+          const next = bases[i + 1];
+          if (next !== undefined && recovery && next <= recovery.recoveryPoint) {
+            return LogSegment.open(dir, base, false, segOptions, next);
+          }
+          const trustedTail = next === undefined && recovery?.clean === true && recovery.recoveryPoint >= base;
+          return LogSegment.open(dir, base, !trustedTail, segOptions);
+        });
+    const log = new PartitionLog(dir, topic, partition, options, segments, logStart);
+    writeRecoveryCheckpoint(dir, { recoveryPoint: log.active.baseOffset, clean: false });
+    return log;
   }
 
   /** The first offset still readable. */
@@ -199,12 +214,15 @@ export class PartitionLog {
     this.waiters.clear();
   }
 
+  /** Seals and syncs the active segment, starts a new one at the log end offset, and moves the recovery point to it. */
   private roll(): void {
+    this.active.seal();
     this.active.datasyncNow();
     this.synced = this.logEnd;
     this.advanceHighWatermark(this.logEnd);
     const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
     this.segments.push(LogSegment.create(this.dir, this.logEnd, segOptions));
+    writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: false });
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
   }
 
@@ -281,7 +299,8 @@ export class PartitionLog {
       const segment = this.segments[i]!;
       if (segment.maxTimestamp < timestamp) continue;
       let found = -1;
-      segment.forEachBatch((header, batch) => {
+      const from = Math.max(segment.offsetForTimestampLowerBound(timestamp), this.logStart);
+      segment.forEachBatch(from, (header, batch) => {
         if (header.baseOffset >= this.hw) return false;
         if (header.maxTimestamp < timestamp || header.baseOffset + header.lastOffsetDelta < this.logStart) return true;
         for (const r of decodeRecords(batch)) {
@@ -314,7 +333,9 @@ export class PartitionLog {
     }
     if (offset <= this.logStart) return this.logStart;
     const previous = this.logStart;
-    writeLogStartCheckpoint(this.dir, offset, reason, this.options.clock.now());
+    writeCheckpoint(path.join(this.dir, LOG_START_CHECKPOINT), {
+      logStartOffset: offset, reason, updatedAt: new Date(this.options.clock.now()).toISOString(),
+    });
     this.logStart = offset;
     while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.segments.shift()!.delete();
     this.options.logger.info(
@@ -358,6 +379,7 @@ export class PartitionLog {
     }
     for (const wake of [...this.waiters]) wake();
     for (const s of this.segments) s.close();
+    if (this.synced === this.logEnd) writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: true });
   }
 
   private where(): { topic: string; partition: number } {
@@ -367,31 +389,27 @@ export class PartitionLog {
 
 function readLogStartCheckpoint(dir: string): number {
   const file = path.join(dir, LOG_START_CHECKPOINT);
-  if (!fs.existsSync(file)) return 0;
-  const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { logStartOffset?: unknown };
+  const parsed = readCheckpoint<{ logStartOffset?: unknown }>(file);
+  if (parsed === undefined) return 0;
   if (typeof parsed.logStartOffset !== 'number' || parsed.logStartOffset < 0) {
-    throw new OnelogError('CORRUPT_MESSAGE', `log start offset checkpoint ${file} is invalid`);
+    throw new OnelogError('CORRUPT_MESSAGE', `log start offset checkpoint ${file} is invalid`, { file });
   }
   return parsed.logStartOffset;
 }
 
-/** Writes the checkpoint atomically: a synced temp file renamed over the old one, then the directory synced. */
-function writeLogStartCheckpoint(dir: string, offset: number, reason: LogStartReason, now: number): void {
-  const file = path.join(dir, LOG_START_CHECKPOINT);
-  const tmp = `${file}.tmp`;
-  const body = JSON.stringify({ logStartOffset: offset, reason, updatedAt: new Date(now).toISOString() });
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    fs.writeSync(fd, body);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-  const dirFd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(dirFd);
-  } finally {
-    fs.closeSync(dirFd);
-  }
+/** The recovery point: offsets below it are on disk in segments that were synced and sealed. */
+interface RecoveryCheckpoint {
+  recoveryPoint: number;
+  /** Written by a clean close: the last segment too is whole, up to `recoveryPoint`. */
+  clean: boolean;
+}
+
+function readRecoveryCheckpoint(dir: string): RecoveryCheckpoint | undefined {
+  const parsed = readCheckpoint<Partial<RecoveryCheckpoint>>(path.join(dir, RECOVERY_CHECKPOINT));
+  if (parsed === undefined || typeof parsed.recoveryPoint !== 'number' || typeof parsed.clean !== 'boolean') return undefined;
+  return { recoveryPoint: parsed.recoveryPoint, clean: parsed.clean };
+}
+
+function writeRecoveryCheckpoint(dir: string, checkpoint: RecoveryCheckpoint): void {
+  writeCheckpoint(path.join(dir, RECOVERY_CHECKPOINT), checkpoint);
 }

@@ -1,13 +1,15 @@
 /**
  * One segment of a partition's log (Kafka's LogSegment): a `.log` file of whole RecordBatch v2 batches,
- * named by the segment's base offset (20 digits), with its sparse {@link OffsetIndex} beside it.
- * Appends go to the end with positional writes; reads are `pread`s served from the page cache.
+ * named by the segment's base offset (20 digits), with its sparse {@link OffsetIndex} (`.index`) and
+ * {@link TimeIndex} (`.timeindex`) beside it. Appends go to the end with positional writes; reads are
+ * `pread`s served from the page cache.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { BATCH_HEADER_BYTES, LOG_OVERHEAD, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
 import { OffsetIndex } from './offset-index.js';
+import { TimeIndex } from './time-index.js';
 import type { Logger } from './logger.js';
 
 const CHUNK_BYTES = 256 * 1024;
@@ -70,6 +72,8 @@ export class LogSegment {
   nextOffset: number;
   /** Largest record timestamp in this segment (ms), or -1 when empty. */
   maxTimestamp = -1;
+  /** Base offset of the last batch appended, for the closing time index entry. */
+  private lastBatchOffset: number;
   private bytesSinceIndexEntry = 0;
 
   private constructor(
@@ -77,10 +81,12 @@ export class LogSegment {
     readonly baseOffset: number,
     private readonly fd: number,
     private index: OffsetIndex,
+    private timeIndex: TimeIndex,
     private readonly options: SegmentOptions,
   ) {
     this.size = fs.fstatSync(fd).size;
     this.nextOffset = baseOffset;
+    this.lastBatchOffset = baseOffset;
   }
 
   /** Path of the `.log` file. */
@@ -92,45 +98,71 @@ export class LogSegment {
     return path.join(dir, `${segmentStem(baseOffset)}.index`);
   }
 
+  private static timeIndexPath(dir: string, baseOffset: number): string {
+    return path.join(dir, `${segmentStem(baseOffset)}.timeindex`);
+  }
+
   /** Creates a new, empty segment (fails if its file exists). */
   static create(dir: string, baseOffset: number, options: SegmentOptions): LogSegment {
     const fd = fs.openSync(path.join(dir, `${segmentStem(baseOffset)}.log`), 'wx+');
     const index = OffsetIndex.create(LogSegment.indexPath(dir, baseOffset), baseOffset);
-    return new LogSegment(dir, baseOffset, fd, index, options);
+    const timeIndex = TimeIndex.create(LogSegment.timeIndexPath(dir, baseOffset), baseOffset);
+    return new LogSegment(dir, baseOffset, fd, index, timeIndex, options);
   }
 
   /**
-   * Opens an existing segment.
+   * Opens an existing segment (Kafka's LogLoader, one segment at a time).
    * @param recover validate every batch by length and CRC-32C, truncate a torn or corrupt tail and rebuild
-   *   the index (done for the active segment, the only one a crash can leave torn). Otherwise the index file
-   *   is loaded, and rebuilt only if it is missing or invalid.
+   *   both indexes: for segments after the recovery point, where a crash may have left a torn tail.
+   *   Otherwise the segment is trusted: its indexes are loaded (and rebuilt by a full recovery if missing or
+   *   invalid), and only the batches after the last offset index entry are read and validated.
+   * @param nextOffset for a trusted segment that is not the last: the next segment's base offset, so
+   *   nothing of it needs reading at all
    */
-  static open(dir: string, baseOffset: number, recover: boolean, options: SegmentOptions): LogSegment {
+  static open(dir: string, baseOffset: number, recover: boolean, options: SegmentOptions, nextOffset?: number): LogSegment {
     const logPath = path.join(dir, `${segmentStem(baseOffset)}.log`);
     const fd = fs.openSync(logPath, 'r+');
     const size = fs.fstatSync(fd).size;
     const indexPath = LogSegment.indexPath(dir, baseOffset);
-    const loaded = !recover && fs.existsSync(indexPath) ? OffsetIndex.load(indexPath, baseOffset, size) : null;
-    const index = loaded ?? OffsetIndex.create(indexPath, baseOffset);
-    const segment = new LogSegment(dir, baseOffset, fd, index, options);
-    const result = segment.scan(loaded === null, recover);
-    if (result.truncatedBytes > 0) {
-      options.logger.warn(
-        { segment: logPath, keptBytes: result.validBytes, truncatedBytes: result.truncatedBytes,
-          nextOffset: segment.nextOffset, reason: result.reason },
-        'truncated a torn or corrupt tail of the log',
-      );
+    const timeIndexPath = LogSegment.timeIndexPath(dir, baseOffset);
+    const index = recover || !fs.existsSync(indexPath) ? null : OffsetIndex.load(indexPath, baseOffset, size);
+    const timeIndex = index === null ? null : TimeIndex.load(timeIndexPath, baseOffset, nextOffset ?? Infinity);
+    if (index === null || timeIndex === null) {
+      index?.close();
+      const segment = new LogSegment(dir, baseOffset, fd, OffsetIndex.create(indexPath, baseOffset),
+        TimeIndex.create(timeIndexPath, baseOffset), options);
+      segment.reportTruncation(segment.scan(0, true, true));
+      return segment;
+    }
+    const segment = new LogSegment(dir, baseOffset, fd, index, timeIndex, options);
+    segment.maxTimestamp = timeIndex.lastTimestamp;
+    if (nextOffset !== undefined) {
+      segment.nextOffset = nextOffset;
+      segment.lastBatchOffset = -1;
+    } else {
+      segment.reportTruncation(segment.scan(index.lastPosition, false, true));
     }
     return segment;
   }
 
+  private reportTruncation(result: RecoveryResult): void {
+    if (result.truncatedBytes > 0) {
+      this.options.logger.warn(
+        { segment: this.logPath, keptBytes: result.validBytes, truncatedBytes: result.truncatedBytes,
+          nextOffset: this.nextOffset, reason: result.reason },
+        'truncated a torn or corrupt tail of the log',
+      );
+    }
+  }
+
   /**
-   * Walks the batches from the start: finds `nextOffset` and `maxTimestamp`, rebuilds the index when
-   * asked, and with `validate` checks each batch's CRC and cuts the file at the first bad one.
+   * Walks the batches from byte `from` (a batch start) to the end: finds `nextOffset` and `maxTimestamp`,
+   * rebuilds the indexes when asked, and with `validate` checks each batch's length and CRC and cuts the
+   * file at the first bad one.
    */
-  private scan(rebuildIndex: boolean, validate: boolean): RecoveryResult {
+  private scan(from: number, rebuildIndexes: boolean, validate: boolean): RecoveryResult {
     const reader = new ChunkReader(this.fd, this.size);
-    let pos = 0;
+    let pos = from;
     let reason: string | undefined;
     while (pos < this.size) {
       let off = reader.ensure(pos, BATCH_HEADER_BYTES);
@@ -153,9 +185,10 @@ export class LogSegment {
           break;
         }
       }
-      if (rebuildIndex) this.maybeIndex(header.baseOffset, pos, batchBytes);
-      this.nextOffset = header.baseOffset + header.lastOffsetDelta + 1;
       if (header.maxTimestamp > this.maxTimestamp) this.maxTimestamp = header.maxTimestamp;
+      if (rebuildIndexes) this.maybeIndex(header.baseOffset, pos, batchBytes);
+      this.nextOffset = header.baseOffset + header.lastOffsetDelta + 1;
+      this.lastBatchOffset = header.baseOffset;
       pos += batchBytes;
     }
     const truncatedBytes = this.size - pos;
@@ -167,10 +200,12 @@ export class LogSegment {
     return { validBytes: pos, truncatedBytes, ...(reason === undefined ? {} : { reason }) };
   }
 
+  /** Indexes the batch at `position` if enough bytes passed; `maxTimestamp` already includes the batch. */
   private maybeIndex(baseOffset: number, position: number, batchBytes: number): void {
     // Position 0 needs no entry: a lookup that finds none starts from the beginning.
     if (position > 0 && this.bytesSinceIndexEntry >= this.options.indexIntervalBytes) {
       this.index.append(baseOffset, position);
+      this.timeIndex.maybeAppend(this.maxTimestamp, baseOffset);
       this.bytesSinceIndexEntry = 0;
     }
     this.bytesSinceIndexEntry += batchBytes;
@@ -183,10 +218,31 @@ export class LogSegment {
   append(batch: Buffer, header: Pick<BatchHeader, 'baseOffset' | 'lastOffsetDelta' | 'maxTimestamp'>): void {
     const written = fs.writeSync(this.fd, batch, 0, batch.length, this.size);
     if (written !== batch.length) throw new Error(`short write: ${written} of ${batch.length} bytes`);
+    if (header.maxTimestamp > this.maxTimestamp) this.maxTimestamp = header.maxTimestamp;
     this.maybeIndex(header.baseOffset, this.size, batch.length);
     this.size += batch.length;
     this.nextOffset = header.baseOffset + header.lastOffsetDelta + 1;
-    if (header.maxTimestamp > this.maxTimestamp) this.maxTimestamp = header.maxTimestamp;
+    this.lastBatchOffset = header.baseOffset;
+  }
+
+  /**
+   * The offset from which to scan for the first record with timestamp >= `timestamp` (time index lookup).
+   */
+  offsetForTimestampLowerBound(timestamp: number): number {
+    return this.timeIndex.lookup(timestamp);
+  }
+
+  /**
+   * Marks the segment as closed for appends: adds the final time index entry, so the index's last entry is
+   * the segment's largest timestamp, and syncs both indexes, so a trusted reopen after a power loss finds
+   * them whole.
+   */
+  seal(): void {
+    if (this.lastBatchOffset < 0) return;
+    this.timeIndex.maybeAppend(this.maxTimestamp, this.lastBatchOffset);
+    this.index.sync();
+    this.timeIndex.sync();
+    this.lastBatchOffset = -1;
   }
 
   /**
@@ -222,12 +278,13 @@ export class LogSegment {
   }
 
   /**
-   * Visits each batch header from the start, in order, until `visit` returns false.
+   * Visits each batch in order, from the one the offset index points at for `fromOffset` (at or before the
+   * batch holding it), until `visit` returns false.
    * @param visit gets the header and the batch bytes (a view valid only during the call)
    */
-  forEachBatch(visit: (header: BatchHeader, batch: Buffer) => boolean): void {
+  forEachBatch(fromOffset: number, visit: (header: BatchHeader, batch: Buffer) => boolean): void {
     const reader = new ChunkReader(this.fd, this.size);
-    let pos = 0;
+    let pos = this.index.lookup(fromOffset);
     while (pos < this.size) {
       let off = reader.ensure(pos, BATCH_HEADER_BYTES);
       if (off < 0) return;
@@ -250,9 +307,11 @@ export class LogSegment {
     fs.fdatasyncSync(this.fd);
   }
 
-  /** Closes the files. */
+  /** Seals and closes the files. */
   close(): void {
+    this.seal();
     this.index.close();
+    this.timeIndex.close();
     fs.closeSync(this.fd);
   }
 
@@ -261,5 +320,6 @@ export class LogSegment {
     this.close();
     fs.rmSync(this.logPath, { force: true });
     fs.rmSync(LogSegment.indexPath(this.dir, this.baseOffset), { force: true });
+    fs.rmSync(LogSegment.timeIndexPath(this.dir, this.baseOffset), { force: true });
   }
 }

@@ -69,7 +69,7 @@ describe('LogSegment', () => {
     const dir = tmpDir();
     const s = create(dir, 42);
     expect(path.basename(s.logPath)).toBe('00000000000000000042.log');
-    expect(fs.readdirSync(dir).sort()).toEqual(['00000000000000000042.index', '00000000000000000042.log']);
+    expect(fs.readdirSync(dir).sort()).toEqual(['00000000000000000042.index', '00000000000000000042.log', '00000000000000000042.timeindex']);
     expect(() => LogSegment.create(dir, 42, options())).toThrow(/EEXIST/);
   });
 
@@ -315,7 +315,7 @@ describe('LogSegment', () => {
     const s = create(dir, 0);
     fill(s, 5, 2);
     const seen: number[] = [];
-    s.forEachBatch((h, batch) => {
+    s.forEachBatch(s.baseOffset, (h, batch) => {
       seen.push(h.baseOffset);
       expect(batch.length).toBe(LOG_OVERHEAD + h.batchLength);
       return h.baseOffset < 4;

@@ -1,0 +1,66 @@
+/** The recovery point checkpoint: what a clean and an unclean reopen read, and that both give the same log. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { tmpDir } from '../helpers/tmp.js';
+import { logFiles, openLog, pairs, readAll, rec } from './log-fixtures.js';
+
+afterEach(() => vi.restoreAllMocks());
+
+async function buildLog(dir: string): Promise<void> {
+  const log = openLog(dir, { segmentBytes: 20_000 });
+  for (let b = 0; b < 200; b++) await log.append(Array.from({ length: 5 }, (_, i) => rec(`value-${b}-${i}-`.padEnd(100, 'x'), 1000 + b)));
+  await log.close();
+}
+
+/** Bytes read from `.log` files while `fn` runs. */
+function logBytesRead(fn: () => void): number {
+  let bytes = 0;
+  const real = fs.readSync;
+  vi.spyOn(fs, 'readSync').mockImplementation(((fd: number, buf: NodeJS.ArrayBufferView, ...rest: unknown[]) => {
+    const n = (real as (...a: unknown[]) => number)(fd, buf, ...rest);
+    bytes += n;
+    return n;
+  }) as typeof fs.readSync);
+  fn();
+  vi.restoreAllMocks();
+  return bytes;
+}
+
+describe('recovery point', () => {
+  it('after a clean close, reopening reads only the tail of the last segment', async () => {
+    const dir = tmpDir();
+    await buildLog(dir);
+    expect(logFiles(dir).length).toBeGreaterThan(5);
+    const totalBytes = logFiles(dir).reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0);
+    let log!: ReturnType<typeof openLog>;
+    const read = logBytesRead(() => (log = openLog(dir, { segmentBytes: 20_000 })));
+    expect(read).toBeLessThan(totalBytes / 10);
+    expect(log.logEndOffset).toBe(1000);
+    expect(log.offsetForTimestamp(1150)).toBe(750);
+    expect(pairs(readAll(log))).toHaveLength(1000);
+    await log.close();
+  });
+
+  it('after a crash, trusts the segments below the recovery point and recovers the rest', async () => {
+    const dir = tmpDir();
+    await buildLog(dir);
+    // A crash leaves the checkpoint unclean (opening marks it so) and the active segment maybe torn.
+    const checkpoint = path.join(dir, 'recovery-point.json');
+    const { recoveryPoint } = JSON.parse(fs.readFileSync(checkpoint, 'utf8')) as { recoveryPoint: number };
+    fs.writeFileSync(checkpoint, JSON.stringify({ recoveryPoint, clean: false }));
+    const files = logFiles(dir);
+    const active = path.join(dir, files[files.length - 1]!);
+    fs.truncateSync(active, fs.statSync(active).size - 7);
+    const activeBytes = fs.statSync(active).size;
+    let log!: ReturnType<typeof openLog>;
+    const read = logBytesRead(() => (log = openLog(dir, { segmentBytes: 20_000 })));
+    expect(read).toBeGreaterThanOrEqual(activeBytes - 8192);
+    expect(read).toBeLessThan(activeBytes + 300_000);
+    expect(log.logEndOffset).toBeLessThan(1000);
+    expect(pairs(readAll(log)).map(([o]) => o)).toEqual(Array.from({ length: log.logEndOffset }, (_, i) => i));
+    expect(JSON.parse(fs.readFileSync(checkpoint, 'utf8'))).toMatchObject({ clean: false });
+    await log.close();
+    expect(JSON.parse(fs.readFileSync(checkpoint, 'utf8'))).toEqual({ recoveryPoint: log.logEndOffset, clean: true });
+  });
+});
