@@ -76,6 +76,11 @@ export class OffsetIndex {
     return this.count;
   }
 
+  /** Offset of the last entry, or the base offset when empty. */
+  get lastOffset(): number {
+    return this.baseOffset + (this.count === 0 ? 0 : this.relOffsets[this.count - 1]!);
+  }
+
   /** File position of the last entry, or 0 when empty. */
   get lastPosition(): number {
     return this.count === 0 ? 0 : this.positions[this.count - 1]!;

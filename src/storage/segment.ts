@@ -140,6 +140,8 @@ export class LogSegment {
       segment.nextOffset = nextOffset;
       segment.lastBatchOffset = -1;
     } else {
+      // The batch at the last index entry starts the tail; if it is gone, the log ends where it began.
+      segment.nextOffset = index.lastOffset;
       segment.reportTruncation(segment.scan(index.lastPosition, false, true));
     }
     return segment;

@@ -63,4 +63,19 @@ describe('recovery point', () => {
     await log.close();
     expect(JSON.parse(fs.readFileSync(checkpoint, 'utf8'))).toEqual({ recoveryPoint: log.logEndOffset, clean: true });
   });
+
+  it('ends the log at the batch of the last index entry when a cut goes through it (fuzzer counterexample)', async () => {
+    const dir = tmpDir();
+    let log = openLog(dir, { segmentBytes: 200, indexIntervalBytes: 64 });
+    await log.append([rec('')]);
+    await log.append([rec('')]);
+    await log.close();
+    const file = path.join(dir, logFiles(dir)[0]!);
+    const size = fs.statSync(file).size;
+    fs.truncateSync(file, size - 10); // through the second batch, which the index points at
+    log = openLog(dir, { segmentBytes: 200, indexIntervalBytes: 64 });
+    expect(log.logEndOffset).toBe(1);
+    expect(pairs(readAll(log))).toEqual([[0, '']]);
+    await log.close();
+  });
 });
