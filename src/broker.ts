@@ -24,7 +24,7 @@ import type { OffsetStore } from './offsets/offset-store.js';
 import type {
   AlterTopicRequest, CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
   GroupDescription, GroupSummary, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ResetOffsetsRequest,
-  ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
+  ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
 } from './protocol/api.js';
 import { OnelogError } from './protocol/errors.js';
 import { partitionForKey } from './protocol/murmur2.js';
@@ -47,6 +47,11 @@ export interface BrokerOptions {
   maxRecordBytes?: number;
   /** Produce splits a partition's records into batches of about this size, bytes. @default 1048576 */
   maxBatchBytes?: number;
+  /**
+   * How often retention runs over every topic, ms; 0 = never on a schedule (only on demand).
+   * @default 300000 (Kafka's log.retention.check.interval.ms)
+   */
+  retentionCheckIntervalMs?: number;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -56,6 +61,7 @@ const RECORD_OVERHEAD_BYTES = 24;
 export class Broker implements OnelogApi {
   private readonly nextSpreadPartition = new Map<string, number>();
   private closed = false;
+  private retentionTimer: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly catalog: Catalog,
@@ -63,6 +69,7 @@ export class Broker implements OnelogApi {
     private readonly logs: LogManager,
     private readonly groups: GroupCoordinator,
     private readonly clock: Clock,
+    private readonly logger: Logger,
     private readonly maxRecordBytes: number,
     private readonly maxBatchBytes: number,
   ) {}
@@ -80,10 +87,40 @@ export class Broker implements OnelogApi {
     const logs = new LogManager(path.join(options.dataDir, 'log'), { clock, logger, indexIntervalBytes: 4096 });
     for (const t of await catalog.listTopics()) logs.openTopic(t.name, t.partitions, t);
     const groups = new GroupCoordinator(catalog, offsets, logs, clock);
-    return new Broker(
-      catalog, offsets, logs, groups, clock,
+    const broker = new Broker(
+      catalog, offsets, logs, groups, clock, logger,
       options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
     );
+    const every = options.retentionCheckIntervalMs ?? 300_000;
+    if (every > 0) broker.retentionTimer = setInterval(() => void broker.enforceRetentionEverywhere(), every).unref();
+    return broker;
+  }
+
+  /** Runs retention on every topic; failures are logged, never thrown (it runs on a timer). */
+  private async enforceRetentionEverywhere(): Promise<void> {
+    for (const t of await this.catalog.listTopics().catch(() => [])) {
+      try {
+        await this.enforceRetention(t.name);
+      } catch (err) {
+        this.logger.warn({ topic: t.name, err: (err as Error).message }, 'retention failed');
+      }
+    }
+  }
+
+  /**
+   * Applies the topic's retention now (also run every `retentionCheckIntervalMs`): on each partition, the
+   * log start offset moves past every expired record and fully expired segments are deleted.
+   * @throws OnelogError `UNKNOWN_TOPIC`
+   */
+  async enforceRetention(topic: string): Promise<RetentionResult> {
+    this.checkOpen();
+    return {
+      topic,
+      partitions: this.logs.partitions(topic).map((log) => {
+        const unchanged = { previousLogStartOffset: log.logStartOffset, logStartOffset: log.logStartOffset, reason: null };
+        return { partition: log.partition, ...(log.enforceRetention() ?? unchanged) };
+      }),
+    };
   }
 
   private checkOpen(): void {
@@ -293,6 +330,7 @@ export class Broker implements OnelogApi {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.retentionTimer) clearInterval(this.retentionTimer);
     await this.logs.close();
     await this.offsets.close();
     await this.catalog.close();

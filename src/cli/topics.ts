@@ -67,6 +67,22 @@ export function registerTopics(program: Command): void {
     }));
 
   topics
+    .command('enforce-retention <topic>')
+    .description('apply the topic\'s retention now: move each partition\'s log start offset past expired records')
+    .option('--json', 'print JSON')
+    .action(action(async (topic: string, opts: { json?: boolean }, cmd: Command) => {
+      const r = await apiFor(cmd).enforceRetention(topic);
+      if (opts.json) {
+        console.log(JSON.stringify(r));
+        return;
+      }
+      printTable(
+        ['PARTITION', 'PREVIOUS-LOG-START-OFFSET', 'LOG-START-OFFSET', 'REASON'],
+        r.partitions.map((p) => [p.partition, p.previousLogStartOffset, p.logStartOffset, p.reason ?? 'nothing expired']),
+      );
+    }));
+
+  topics
     .command('delete-records <topic>')
     .description('move a partition\'s log start offset forward: records before OFFSET are never served again')
     .requiredOption('--partition <p>', 'partition', parseInteger('--partition', 0))

@@ -3,7 +3,7 @@
  */
 import type {
   AlterTopicRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi,
-  ResetOffsetsRequest, ResetOffsetsResult, TopicDescription, TopicSummary,
+  ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, TopicDescription, TopicSummary,
 } from '../protocol/api.js';
 
 export class Admin {
@@ -31,6 +31,11 @@ export class Admin {
   /** Moves a partition's log start offset forward (Kafka's DeleteRecords). */
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
     return this.api.deleteRecords(request);
+  }
+
+  /** Applies the topic's retention now. @throws OnelogError `UNKNOWN_TOPIC` */
+  enforceRetention(topic: string): Promise<RetentionResult> {
+    return this.api.enforceRetention(topic);
   }
 
   listGroups(): Promise<GroupSummary[]> {

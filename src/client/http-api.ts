@@ -6,7 +6,7 @@
 import type {
   AlterTopicRequest, CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
   GroupDescription, GroupSummary, OnelogApi, ProduceRequest, ProduceResult, ResetOffsetsRequest,
-  ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
+  ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
@@ -69,6 +69,10 @@ export class HttpApi implements OnelogApi {
 
   alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
     return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/config`, { config: request.config });
+  }
+
+  enforceRetention(topic: string): Promise<RetentionResult> {
+    return this.call('POST', `/topics/${encodeURIComponent(topic)}/enforce-retention`, {});
   }
 
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {

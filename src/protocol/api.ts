@@ -56,6 +56,18 @@ export interface DeleteRecordsResult {
   logStartOffset: number;
 }
 
+/** What one retention pass did to each partition of a topic. */
+export interface RetentionResult {
+  topic: string;
+  partitions: Array<{
+    partition: number;
+    previousLogStartOffset: number;
+    logStartOffset: number;
+    /** Why the log start offset moved (`retention-time`, `retention-size`), or null when nothing expired. */
+    reason: string | null;
+  }>;
+}
+
 /** A record to produce; without `partition` the broker picks one (murmur2 of the key, or spread if null). */
 export interface ProduceRecord extends RecordInput {
   partition?: number;
@@ -194,6 +206,7 @@ export interface OnelogApi {
   describeTopic(topic: string): Promise<TopicDescription>;
   alterTopic(request: AlterTopicRequest): Promise<TopicDescription>;
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult>;
+  enforceRetention(topic: string): Promise<RetentionResult>;
   produce(request: ProduceRequest): Promise<ProduceResult>;
   fetch(request: FetchRequest): Promise<FetchResult>;
   subscribe(request: SubscribeRequest): Promise<SubscribeResult>;

@@ -72,6 +72,9 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     async (request) => api.alterTopic({ topic: request.params.topic, config: request.body.config }),
   );
 
+  app.post<{ Params: { topic: string } }>('/topics/:topic/enforce-retention', async (request) =>
+    api.enforceRetention(request.params.topic));
+
   app.post<{ Params: { topic: string }; Body: { partition: number; beforeOffset: number } }>(
     '/topics/:topic/delete-records',
     { schema: { body: { type: 'object', required: ['partition', 'beforeOffset'], properties: { partition: nonNegInt, beforeOffset: nonNegInt } } } },

@@ -20,6 +20,7 @@ import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffse
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import type { Logger } from './logger.js';
 import { readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { retentionTarget } from './retention.js';
 import { LogSegment } from './segment.js';
 
 const LOG_START_CHECKPOINT = 'log-start-offset.json';
@@ -67,6 +68,8 @@ export class PartitionLog {
   private synced: number;
   private syncInFlight: Promise<void> | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
+  /** When the active segment was created or, after a restart, opened (ms); segment.ms counts from here. */
+  private activeSince: number;
   private config: LogConfig;
   private waiters = new Set<() => void>();
   private closed = false;
@@ -85,6 +88,7 @@ export class PartitionLog {
     this.synced = this.logEnd;
     this.logStart = Math.min(logStartOffset, this.logEnd);
     this.config = options.config;
+    this.activeSince = options.clock.now();
   }
 
   /** Applies new topic settings (segment size, flush policy, ...) from the next append on. */
@@ -169,7 +173,8 @@ export class PartitionLog {
     const header = readBatchHeader(batch);
     const baseOffset = this.logEnd;
     setBaseOffset(batch, baseOffset);
-    if (this.active.size > 0 && this.active.size + batch.length > this.config.segmentBytes) this.roll();
+    if (this.active.size > 0 && (this.active.size + batch.length > this.config.segmentBytes ||
+      this.options.clock.now() - this.activeSince >= this.config.segmentMs)) this.roll();
     try {
       this.active.append(batch, { ...header, baseOffset });
     } catch (err) {
@@ -222,6 +227,7 @@ export class PartitionLog {
     this.advanceHighWatermark(this.logEnd);
     const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
     this.segments.push(LogSegment.create(this.dir, this.logEnd, segOptions));
+    this.activeSince = this.options.clock.now();
     writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: false });
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
   }
@@ -331,18 +337,50 @@ export class PartitionLog {
         { ...this.where(), offset, logStartOffset: this.logStart, highWatermark: this.hw },
       );
     }
+    return this.moveLogStart(offset, reason);
+  }
+
+  /**
+   * Applies retention at the clock's time: moves the log start offset past every expired record (exact
+   * boundary, see retention.ts) and deletes the segments wholly below it.
+   * @returns the move made, or null when nothing expired
+   */
+  enforceRetention(): { previousLogStartOffset: number; logStartOffset: number; reason: LogStartReason } | null {
+    const view = {
+      segments: this.segments, logStartOffset: this.logStart, highWatermark: this.hw,
+      offsetForTimestamp: (t: number) => this.offsetForTimestamp(t),
+    };
+    const target = retentionTarget(view, this.config, this.options.clock.now());
+    if (target === null) return null;
+    const previousLogStartOffset = this.logStart;
+    return { previousLogStartOffset, logStartOffset: this.moveLogStart(target.offset, target.reason), reason: target.reason };
+  }
+
+  /**
+   * Moves the log start offset forward (never back), checkpoints it with its reason, logs the move, and
+   * deletes every segment wholly below it. When no readable record is left, the active segment rolls first
+   * so its file can go too.
+   */
+  private moveLogStart(offset: number, reason: LogStartReason): number {
     if (offset <= this.logStart) return this.logStart;
     const previous = this.logStart;
     writeCheckpoint(path.join(this.dir, LOG_START_CHECKPOINT), {
       logStartOffset: offset, reason, updatedAt: new Date(this.options.clock.now()).toISOString(),
     });
     this.logStart = offset;
-    while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.segments.shift()!.delete();
+    if (offset === this.logEnd && this.active.size > 0 && !this.closed) this.roll();
+    while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.retire(this.segments.shift()!);
     this.options.logger.info(
       { ...this.where(), previousLogStartOffset: previous, logStartOffset: offset, reason },
       'moved the log start offset',
     );
     return offset;
+  }
+
+  /** Deletes a segment's files; after the sync in flight, if any, since it may be syncing that file. */
+  private retire(segment: LogSegment): void {
+    if (this.syncInFlight === null) segment.delete();
+    else void this.syncInFlight.catch(() => {}).then(() => segment.delete());
   }
 
   /**

@@ -67,6 +67,20 @@ describe('HTTP API', () => {
     expect(d.partitions.map((p: { highWatermark: number }) => p.highWatermark)).toEqual([1, 0]);
   });
 
+  it('alters a topic and enforces its retention on demand', async () => {
+    await post('/topics/t/records', { records: [{ value: 'old', partition: 0, timestamp: 1000 }, { value: 'new', partition: 0 }] });
+    const altered = await post('/topics/t/config', { config: { retentionMs: 60_000 } });
+    expect(altered.statusCode).toBe(200);
+    expect(altered.json().config.retentionMs).toBe(60_000);
+    const bad = await post('/topics/t/config', { config: { retentionMs: 'soon' } });
+    expect([bad.statusCode, bad.json().code]).toEqual([400, 'INVALID_CONFIG']);
+    const r = await post('/topics/t/enforce-retention', {});
+    expect(r.json().partitions).toEqual([
+      { partition: 0, previousLogStartOffset: 0, logStartOffset: 1, reason: 'retention-time' },
+      { partition: 1, previousLogStartOffset: 0, logStartOffset: 0, reason: null },
+    ]);
+  });
+
   it('serves the typed client over a real socket, bytes intact', async () => {
     const address = await app.listen({ port: 0, host: '127.0.0.1' });
     const onelog = new Onelog({ url: address });
