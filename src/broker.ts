@@ -22,7 +22,7 @@ import { fetchPartitions } from './delivery/fetch.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
 import type { OffsetStore } from './offsets/offset-store.js';
 import type {
-  AlterTopicRequest, CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
+  AlterTopicRequest, CommitRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
   GroupDescription, GroupSummary, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ResetOffsetsRequest,
   ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
 } from './protocol/api.js';
@@ -52,6 +52,8 @@ export interface BrokerOptions {
    * @default 300000 (Kafka's log.retention.check.interval.ms)
    */
   retentionCheckIntervalMs?: number;
+  /** How often compacted topics are compacted in the background, ms; 0 = only on demand. @default 15000 */
+  compactionIntervalMs?: number;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -61,7 +63,7 @@ const RECORD_OVERHEAD_BYTES = 24;
 export class Broker implements OnelogApi {
   private readonly nextSpreadPartition = new Map<string, number>();
   private closed = false;
-  private retentionTimer: NodeJS.Timeout | null = null;
+  private readonly timers: NodeJS.Timeout[] = [];
 
   private constructor(
     private readonly catalog: Catalog,
@@ -91,20 +93,51 @@ export class Broker implements OnelogApi {
       catalog, offsets, logs, groups, clock, logger,
       options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
     );
-    const every = options.retentionCheckIntervalMs ?? 300_000;
-    if (every > 0) broker.retentionTimer = setInterval(() => void broker.enforceRetentionEverywhere(), every).unref();
+    broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', (topic) => broker.enforceRetention(topic));
+    broker.every(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
+      Promise.all(broker.logs.partitions(topic).map((log) => log.compact())));
     return broker;
   }
 
-  /** Runs retention on every topic; failures are logged, never thrown (it runs on a timer). */
-  private async enforceRetentionEverywhere(): Promise<void> {
-    for (const t of await this.catalog.listTopics().catch(() => [])) {
-      try {
-        await this.enforceRetention(t.name);
-      } catch (err) {
-        this.logger.warn({ topic: t.name, err: (err as Error).message }, 'retention failed');
+  /**
+   * Runs `task` on every topic every `ms` (0 = never); failures are logged, never thrown, and a run starts
+   * only after the previous one ended.
+   */
+  private every(ms: number, what: string, task: (topic: string) => Promise<unknown>): void {
+    if (ms <= 0) return;
+    let running = false;
+    const timer = setInterval(async () => {
+      if (running || this.closed) return;
+      running = true;
+      for (const t of await this.catalog.listTopics().catch(() => [])) {
+        await task(t.name).catch((err: unknown) => this.logger.warn({ topic: t.name, err: (err as Error).message }, `${what} failed`));
       }
+      running = false;
+    }, ms).unref();
+    this.timers.push(timer);
+  }
+
+  /**
+   * Compacts every partition of a topic now, sealing each active segment first so everything appended so
+   * far is eligible (background compaction leaves active segments alone).
+   * @param request `wait: false` starts the pass and answers at once (`completed: false`)
+   * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG` if the topic's cleanup policy lacks `compact`
+   */
+  async compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+    this.checkOpen();
+    const { topic } = request;
+    const logs = this.logs.partitions(topic);
+    if (!logs[0]!.settings.cleanupPolicy.includes('compact')) {
+      throw new OnelogError('INVALID_CONFIG', `topic ${topic} has cleanup.policy=${logs[0]!.settings.cleanupPolicy}; ` +
+        `compaction needs compact or compact,delete (onelog topics alter ${topic} --config cleanup.policy=compact)`, { topic });
     }
+    const passes = logs.map((log) => log.compact(true));
+    if (request.wait === false) {
+      void Promise.all(passes).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error).message }, 'compaction failed'));
+      return { topic, completed: false, partitions: [] };
+    }
+    const stats = await Promise.all(passes);
+    return { topic, completed: true, partitions: stats.map((s, i) => ({ partition: logs[i]!.partition, ...s! })) };
   }
 
   /**
@@ -202,7 +235,12 @@ export class Broker implements OnelogApi {
       throw new OnelogError('INVALID_RECORD', 'a produce request needs at least one record', { topic });
     }
     const byPartition = logs.map(() => [] as number[]);
+    const compacted = logs[0]!.settings.cleanupPolicy.includes('compact');
     records.forEach((r, index) => {
+      if (compacted && (r.key === null || r.key === undefined)) {
+        throw new OnelogError('INVALID_RECORD', `record ${index} has no key: topic ${topic} is compacted, ` +
+          'and compaction keeps the latest record per key; nothing was written', { topic, index });
+      }
       const size = recordBytes(r);
       if (size > this.maxRecordBytes) {
         throw new OnelogError(
@@ -330,7 +368,7 @@ export class Broker implements OnelogApi {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.retentionTimer) clearInterval(this.retentionTimer);
+    for (const timer of this.timers) clearInterval(timer);
     await this.logs.close();
     await this.offsets.close();
     await this.catalog.close();

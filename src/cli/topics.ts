@@ -83,6 +83,23 @@ export function registerTopics(program: Command): void {
     }));
 
   topics
+    .command('compact <topic>')
+    .description('compact a topic now (cleanup.policy compact): keep the latest record per key')
+    .option('--wait', 'wait for the pass to finish and print what it did')
+    .option('--json', 'print JSON')
+    .action(action(async (topic: string, opts: { wait?: boolean; json?: boolean }, cmd: Command) => {
+      const r = await apiFor(cmd).compactTopic({ topic, wait: opts.wait === true });
+      if (opts.json) console.log(JSON.stringify(r));
+      else if (!r.completed) console.log(`compaction of ${topic} started; add --wait to wait for it`);
+      else {
+        printTable(
+          ['PARTITION', 'SEGMENTS', 'RECORDS-BEFORE', 'RECORDS-AFTER', 'TOMBSTONES-REMOVED', 'BYTES-BEFORE', 'BYTES-AFTER'],
+          r.partitions.map((p) => [p.partition, p.segments, p.recordsBefore, p.recordsAfter, p.tombstonesRemoved, p.bytesBefore, p.bytesAfter]),
+        );
+      }
+    }));
+
+  topics
     .command('delete-records <topic>')
     .description('move a partition\'s log start offset forward: records before OFFSET are never served again')
     .requiredOption('--partition <p>', 'partition', parseInteger('--partition', 0))

@@ -2,7 +2,7 @@
  * The admin client: topics, groups and offset resets. A thin, typed layer over {@link OnelogApi}.
  */
 import type {
-  AlterTopicRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi,
+  AlterTopicRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi,
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, TopicDescription, TopicSummary,
 } from '../protocol/api.js';
 
@@ -36,6 +36,11 @@ export class Admin {
   /** Applies the topic's retention now. @throws OnelogError `UNKNOWN_TOPIC` */
   enforceRetention(topic: string): Promise<RetentionResult> {
     return this.api.enforceRetention(topic);
+  }
+
+  /** Compacts a compacted topic now; `wait: false` only starts it. @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG` */
+  compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+    return this.api.compactTopic(request);
   }
 
   listGroups(): Promise<GroupSummary[]> {

@@ -4,7 +4,7 @@
  * the server's code and context; a connection failure is `NETWORK_ERROR` (retriable).
  */
 import type {
-  AlterTopicRequest, CommitRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
+  AlterTopicRequest, CommitRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
   GroupDescription, GroupSummary, OnelogApi, ProduceRequest, ProduceResult, ResetOffsetsRequest,
   ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
 } from '../protocol/api.js';
@@ -73,6 +73,10 @@ export class HttpApi implements OnelogApi {
 
   enforceRetention(topic: string): Promise<RetentionResult> {
     return this.call('POST', `/topics/${encodeURIComponent(topic)}/enforce-retention`, {});
+  }
+
+  compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+    return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/compact`, { wait: request.wait ?? true });
   }
 
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {

@@ -68,6 +68,22 @@ export interface RetentionResult {
   }>;
 }
 
+/** What a compaction pass did to each partition of a topic. */
+export interface CompactionResult {
+  topic: string;
+  /** False when the pass was only started (not waited for). */
+  completed: boolean;
+  partitions: Array<{
+    partition: number;
+    segments: number;
+    recordsBefore: number;
+    recordsAfter: number;
+    tombstonesRemoved: number;
+    bytesBefore: number;
+    bytesAfter: number;
+  }>;
+}
+
 /** A record to produce; without `partition` the broker picks one (murmur2 of the key, or spread if null). */
 export interface ProduceRecord extends RecordInput {
   partition?: number;
@@ -207,6 +223,8 @@ export interface OnelogApi {
   alterTopic(request: AlterTopicRequest): Promise<TopicDescription>;
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult>;
   enforceRetention(topic: string): Promise<RetentionResult>;
+  /** Compacts a topic now (its active segments sealed first); with `wait: false` only starts it. */
+  compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult>;
   produce(request: ProduceRequest): Promise<ProduceResult>;
   fetch(request: FetchRequest): Promise<FetchResult>;
   subscribe(request: SubscribeRequest): Promise<SubscribeResult>;

@@ -152,12 +152,27 @@ function recordBodySize(r: RecordInput, timestampDelta: number, offsetDelta: num
   return size;
 }
 
+/** Attribute bit: `baseTimestamp` holds the delete horizon of the batch's tombstones (KIP-534). */
+export const DELETE_HORIZON_FLAG = 0x40;
+
+/**
+ * How a rewritten batch keeps its records' offsets (compaction): each record's offset delta, the batch's
+ * last offset delta, and optionally the time from which its tombstones may be removed.
+ */
+export interface BatchLayout {
+  offsetDeltas: readonly number[];
+  lastOffsetDelta: number;
+  /** ms since the epoch; sets {@link DELETE_HORIZON_FLAG} and stores it as `baseTimestamp`, as Kafka does. */
+  deleteHorizonMs?: number;
+}
+
 /**
  * Encodes records into one uncompressed RecordBatch v2.
  * @param records at least one record; a record without `timestamp` gets `defaultTimestamp`
  * @param baseOffset offset of the first record (the broker restamps it with {@link setBaseOffset})
  * @param defaultTimestamp ms since the epoch, used for records without a timestamp
  * @param producer producer id, epoch and base sequence; default -1 for each (no idempotence)
+ * @param layout offsets with gaps and a delete horizon, for compaction; default: consecutive offsets
  * @returns the batch bytes, CRC included
  * @throws OnelogError `INVALID_RECORD` if `records` is empty
  */
@@ -166,6 +181,7 @@ export function encodeBatch(
   baseOffset: number,
   defaultTimestamp: number,
   producer: BatchProducer = NO_PRODUCER,
+  layout?: BatchLayout,
 ): Buffer {
   if (records.length === 0) throw new OnelogError('INVALID_RECORD', 'a record batch needs at least one record');
   let baseTimestamp = Infinity;
@@ -175,11 +191,13 @@ export function encodeBatch(
     if (ts < baseTimestamp) baseTimestamp = ts;
     if (ts > maxTimestamp) maxTimestamp = ts;
   }
+  if (layout?.deleteHorizonMs !== undefined) baseTimestamp = layout.deleteHorizonMs;
+  const offsetDelta = (i: number) => layout?.offsetDeltas[i] ?? i;
   const bodySizes = new Array<number>(records.length);
   let total = BATCH_HEADER_BYTES;
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
-    const body = recordBodySize(r, (r.timestamp ?? defaultTimestamp) - baseTimestamp, i);
+    const body = recordBodySize(r, (r.timestamp ?? defaultTimestamp) - baseTimestamp, offsetDelta(i));
     bodySizes[i] = body;
     total += varintSize(body) + body;
   }
@@ -188,8 +206,9 @@ export function encodeBatch(
   buf.writeInt32BE(total - LOG_OVERHEAD, 8);
   buf.writeInt32BE(0, 12); // partitionLeaderEpoch: one writer per partition on the embedded broker
   buf.writeInt8(MAGIC, 16);
-  buf.writeInt16BE(0, ATTRIBUTES_OFFSET); // no compression, CreateTime, not transactional, not control
-  buf.writeInt32BE(records.length - 1, 23);
+  // no compression, CreateTime, not transactional, not control; the delete horizon flag when given
+  buf.writeInt16BE(layout?.deleteHorizonMs === undefined ? 0 : DELETE_HORIZON_FLAG, ATTRIBUTES_OFFSET);
+  buf.writeInt32BE(layout?.lastOffsetDelta ?? records.length - 1, 23);
   writeInt64(buf, 27, baseTimestamp);
   writeInt64(buf, 35, maxTimestamp);
   writeInt64(buf, 43, producer.producerId);
@@ -202,7 +221,7 @@ export function encodeBatch(
     pos = writeVarint(buf, pos, bodySizes[i]!);
     buf[pos++] = 0; // record attributes: unused
     pos = writeVarint(buf, pos, (r.timestamp ?? defaultTimestamp) - baseTimestamp);
-    pos = writeVarint(buf, pos, i);
+    pos = writeVarint(buf, pos, offsetDelta(i));
     pos = writeBytes(buf, pos, r.key);
     pos = writeBytes(buf, pos, r.value);
     const headers = r.headers ?? [];

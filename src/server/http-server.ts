@@ -72,6 +72,12 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     async (request) => api.alterTopic({ topic: request.params.topic, config: request.body.config }),
   );
 
+  app.post<{ Params: { topic: string }; Body: { wait?: boolean } }>(
+    '/topics/:topic/compact',
+    { schema: { body: { type: 'object', properties: { wait: { type: 'boolean' } } } } },
+    async (request) => api.compactTopic({ topic: request.params.topic, wait: request.body?.wait ?? true }),
+  );
+
   app.post<{ Params: { topic: string } }>('/topics/:topic/enforce-retention', async (request) =>
     api.enforceRetention(request.params.topic));
 

@@ -28,10 +28,15 @@ export function writeCheckpoint(file: string, content: unknown): void {
     fs.closeSync(fd);
   }
   fs.renameSync(tmp, file);
-  const dirFd = fs.openSync(path.dirname(file), 'r');
+  syncDirectory(path.dirname(file));
+}
+
+/** fsyncs a directory, so renames and deletions in it are durable. */
+export function syncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
   try {
-    fs.fsyncSync(dirFd);
+    fs.fsyncSync(fd);
   } finally {
-    fs.closeSync(dirFd);
+    fs.closeSync(fd);
   }
 }

@@ -19,15 +19,17 @@ import { OnelogError } from '../protocol/errors.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import type { Logger } from './logger.js';
-import { readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { readCheckpoint, syncDirectory, writeCheckpoint } from './checkpoint.js';
+import { compactLog } from './log-cleaner.js';
+import type { CompactionStats } from './log-cleaner.js';
+import type { LogStartReason } from './log-start-reason.js';
 import { retentionTarget } from './retention.js';
 import { LogSegment } from './segment.js';
 
 const LOG_START_CHECKPOINT = 'log-start-offset.json';
 const RECOVERY_CHECKPOINT = 'recovery-point.json';
 
-/** Why the log start offset moved (as Kafka's LogStartOffsetIncrementReason). */
-export type LogStartReason = 'delete-records' | 'retention-time' | 'retention-size' | 'compaction';
+export type { LogStartReason } from './log-start-reason.js';
 
 /**
  * The settings a log reads from its topic's configuration (segment size, flush policy; later retention and
@@ -67,6 +69,7 @@ export class PartitionLog {
   /** Everything below this offset is on disk (fdatasync returned). */
   private synced: number;
   private syncInFlight: Promise<void> | null = null;
+  private compacting: Promise<CompactionStats> | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
   /** When the active segment was created or, after a restart, opened (ms); segment.ms counts from here. */
   private activeSince: number;
@@ -110,8 +113,10 @@ export class PartitionLog {
    */
   static open(dir: string, topic: string, partition: number, options: PartitionLogOptions): PartitionLog {
     fs.mkdirSync(dir, { recursive: true });
-    const bases = fs
-      .readdirSync(dir)
+    const files = fs.readdirSync(dir);
+    // A compaction that crashed before its rename left its output beside the intact segment: drop it.
+    for (const f of files.filter((f) => f.endsWith('.log.cleaned'))) fs.rmSync(path.join(dir, f));
+    const bases = files
       .filter((f) => /^\d{20}\.log$/.test(f))
       .map((f) => Number(f.slice(0, 20)))
       .sort((a, b) => a - b);
@@ -129,6 +134,8 @@ export class PartitionLog {
           const trustedTail = next === undefined && recovery?.clean === true && recovery.recoveryPoint >= base;
           return LogSegment.open(dir, base, !trustedTail, segOptions);
         });
+    // Closed segments whose indexes were just rebuilt get them synced, so the next open can trust them.
+    for (const s of segments.slice(0, -1)) s.seal();
     const log = new PartitionLog(dir, topic, partition, options, segments, logStart);
     writeRecoveryCheckpoint(dir, { recoveryPoint: log.active.baseOffset, clean: false });
     return log;
@@ -375,6 +382,69 @@ export class PartitionLog {
       'moved the log start offset',
     );
     return offset;
+  }
+
+  /** The topic settings the log runs with. */
+  get settings(): LogConfig {
+    return this.config;
+  }
+
+  /**
+   * Runs one compaction pass (see log-cleaner.ts) if the cleanup policy includes `compact`; concurrent calls
+   * share the pass in progress.
+   * @param rollActive seal the active segment first, so everything appended so far can be compacted
+   *   (on-demand compaction; the background never does this)
+   * @returns what the pass did, or null when the topic is not compacted
+   */
+  compact(rollActive = false): Promise<CompactionStats | null> {
+    if (!this.config.cleanupPolicy.split(',').includes('compact')) return Promise.resolve(null);
+    this.compacting ??= (async () => {
+      try {
+        if (rollActive && this.active.size > 0 && !this.closed) this.roll();
+        return await compactLog(this, {
+          now: this.options.clock.now(),
+          minCompactionLagMs: this.config.minCompactionLagMs,
+          deleteRetentionMs: this.config.deleteRetentionMs,
+        });
+      } finally {
+        this.compacting = null;
+      }
+    })();
+    return this.compacting;
+  }
+
+  /** For the log cleaner: every segment, oldest first (the last is the active one). */
+  get segmentsForCleaning(): readonly LogSegment[] {
+    return this.segments;
+  }
+
+  /**
+   * For the log cleaner: swaps the cleaned file in for a closed segment (atomic rename over the `.log`,
+   * indexes rebuilt). A segment left empty is deleted. Returns false, removing the file, if the segment is no
+   * longer in the log or the log closed.
+   */
+  async replaceSegment(segment: LogSegment, cleanedPath: string): Promise<boolean> {
+    await this.syncInFlight?.catch(() => {});
+    const i = this.segments.indexOf(segment);
+    if (this.closed || i < 0 || i === this.segments.length - 1) {
+      fs.rmSync(cleanedPath, { force: true });
+      return false;
+    }
+    const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
+    if (fs.statSync(cleanedPath).size === 0) {
+      fs.rmSync(cleanedPath);
+      this.segments.splice(i, 1);
+      segment.delete();
+      return true;
+    }
+    segment.deleteIndexes();
+    fs.renameSync(cleanedPath, segment.logPath);
+    syncDirectory(this.dir);
+    segment.close();
+    const cleaned = LogSegment.open(this.dir, segment.baseOffset, true, segOptions);
+    cleaned.seal();
+    this.segments[i] = cleaned;
+    return true;
   }
 
   /** Deletes a segment's files; after the sync in flight, if any, since it may be syncing that file. */

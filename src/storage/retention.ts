@@ -8,7 +8,7 @@
  *
  * The caller moves the log start offset there (with the reason) and deletes the segments wholly below it.
  */
-import type { LogStartReason } from './partition-log.js';
+import type { LogStartReason } from './log-start-reason.js';
 import type { LogSegment } from './segment.js';
 
 /** What retention reads of a partition log. */

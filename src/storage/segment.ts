@@ -317,11 +317,16 @@ export class LogSegment {
     fs.closeSync(this.fd);
   }
 
+  /** Deletes the index files (they are rebuilt when the segment is next opened). */
+  deleteIndexes(): void {
+    fs.rmSync(LogSegment.indexPath(this.dir, this.baseOffset), { force: true });
+    fs.rmSync(LogSegment.timeIndexPath(this.dir, this.baseOffset), { force: true });
+  }
+
   /** Closes and deletes the segment's files. */
   delete(): void {
     this.close();
     fs.rmSync(this.logPath, { force: true });
-    fs.rmSync(LogSegment.indexPath(this.dir, this.baseOffset), { force: true });
-    fs.rmSync(LogSegment.timeIndexPath(this.dir, this.baseOffset), { force: true });
+    this.deleteIndexes();
   }
 }
