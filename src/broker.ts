@@ -26,10 +26,12 @@ import type {
   GroupDescription, GroupSummary, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ResetOffsetsRequest,
   ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
 } from './protocol/api.js';
+import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
 import { partitionForKey } from './protocol/murmur2.js';
 import { encodeBatch } from './protocol/record-batch.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
+import type { CompressionType } from './protocol/topic-config.js';
 import { checkGroupId, checkInteger, checkOneOf, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
 import { LogManager } from './storage/log-manager.js';
 import { silentLogger } from './storage/logger.js';
@@ -224,7 +226,8 @@ export class Broker implements OnelogApi {
   /**
    * Appends records; each goes to its `partition`, else to murmur2(key) % partitions, else (null key) to the
    * next partition in turn. Every record is checked before any is written, so a refused request stores
-   * nothing. Resolves once every record is durable.
+   * nothing. Batches are compressed with the topic's `compressionType` (`producer` and `none`: uncompressed).
+   * Resolves once every record is durable.
    * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `INVALID_RECORD`
    */
   async produce(request: ProduceRequest): Promise<ProduceResult> {
@@ -256,8 +259,9 @@ export class Broker implements OnelogApi {
     await Promise.all(
       byPartition.map((indexes, partition) => {
         const appends: Array<Promise<unknown>> = [];
+        const compression = batchCodec(logs[partition]!.settings.compressionType);
         for (const chunk of this.chunks(records, indexes)) {
-          const batch = encodeBatch(chunk.map((i) => records[i]!), 0, now);
+          const batch = encodeBatch(chunk.map((i) => records[i]!), 0, now, undefined, { compression });
           appends.push(
             logs[partition]!.appendBatch(batch).then(({ baseOffset }) => {
               chunk.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
@@ -380,4 +384,12 @@ function recordBytes(r: ProduceRecord): number {
   let size = RECORD_OVERHEAD_BYTES + (r.key?.length ?? 0) + (r.value?.length ?? 0);
   for (const h of r.headers ?? []) size += Buffer.byteLength(h.key) + (h.value?.length ?? 0);
   return size;
+}
+
+/**
+ * The codec produce writes a topic's batches with. `producer` keeps the producer's codec in Kafka; the JSON
+ * produce path carries none, so it writes them uncompressed, as `none` does.
+ */
+function batchCodec(compressionType: CompressionType): CompressionCodec {
+  return compressionType === 'producer' ? 'none' : compressionType;
 }

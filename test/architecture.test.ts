@@ -50,7 +50,7 @@ describe('architecture', () => {
     const rel = closure.map((f) => (f.startsWith(SRC) ? path.relative(SRC, f) : f));
     expect(rel).toContain('client/http-api.ts');
     const forbidden = rel.filter((f) =>
-      /^(storage|offsets|catalog|coordinator|delivery|server|cli)\/|^broker\.ts$|^(lmdb|better-sqlite3|kysely|fastify|msgpackr)/.test(f),
+      /^(storage|offsets|catalog|coordinator|delivery|server|cli)\/|^broker\.ts$|^protocol\/compression\.ts$|^(lmdb|better-sqlite3|kysely|fastify|msgpackr|snappy|lz4-napi|@toondepauw)/.test(f),
     );
     expect(forbidden).toEqual([]);
   });

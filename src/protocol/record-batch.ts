@@ -8,11 +8,16 @@
  * ```
  *
  * `batchLength` counts the bytes after itself; `crc` is CRC-32C over `[attributes, end)`, so the
- * broker can stamp `baseOffset` into an encoded batch without recomputing it. Each record is
+ * broker can stamp `baseOffset` into an encoded batch without recomputing it. Attribute bits 0-2 name the
+ * compression codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd: see ./compression.ts): the records section (all
+ * after the 61-byte header) is then one compressed blob, the header stays as it is, and the CRC covers the
+ * compressed bytes. Each record is
  * `length varint | attributes int8 | timestampDelta varlong | offsetDelta varint | keyLength varint | key |
  * valueLength varint | value | headerCount varint | (keyLength varint | key | valueLength varint | value)*`,
  * all varints zigzag-encoded and -1 meaning null.
  */
+import { codecId, codecOf, compress, decompress } from './compression.js';
+import type { CompressionCodec } from './compression.js';
 import { crc32c } from './crc32c.js';
 import { OnelogError } from './errors.js';
 import type { RecordHeader, RecordInput, StoredRecord } from './types.js';
@@ -166,24 +171,34 @@ export interface BatchLayout {
   deleteHorizonMs?: number;
 }
 
+/** How {@link encodeBatch} lays out and compresses a batch. */
+export interface BatchOptions {
+  /** Codec of the records section (attribute bits 0-2). @default 'none' */
+  compression?: CompressionCodec;
+  /** Offsets with gaps and a delete horizon, for compaction. @default consecutive offsets, no horizon */
+  layout?: BatchLayout;
+}
+
 /**
- * Encodes records into one uncompressed RecordBatch v2.
+ * Encodes records into one RecordBatch v2, its records section compressed with `options.compression`.
  * @param records at least one record; a record without `timestamp` gets `defaultTimestamp`
  * @param baseOffset offset of the first record (the broker restamps it with {@link setBaseOffset})
  * @param defaultTimestamp ms since the epoch, used for records without a timestamp
  * @param producer producer id, epoch and base sequence; default -1 for each (no idempotence)
- * @param layout offsets with gaps and a delete horizon, for compaction; default: consecutive offsets
+ * @param options compression codec (default none) and offset layout (default consecutive offsets)
  * @returns the batch bytes, CRC included
- * @throws OnelogError `INVALID_RECORD` if `records` is empty
+ * @throws OnelogError `INVALID_RECORD` if `records` is empty, `UNSUPPORTED_COMPRESSION` if the codec cannot be
+ *   loaded on this platform
  */
 export function encodeBatch(
   records: readonly RecordInput[],
   baseOffset: number,
   defaultTimestamp: number,
   producer: BatchProducer = NO_PRODUCER,
-  layout?: BatchLayout,
+  options: BatchOptions = {},
 ): Buffer {
   if (records.length === 0) throw new OnelogError('INVALID_RECORD', 'a record batch needs at least one record');
+  const { layout, compression = 'none' } = options;
   let baseTimestamp = Infinity;
   let maxTimestamp = -Infinity;
   for (const r of records) {
@@ -203,11 +218,11 @@ export function encodeBatch(
   }
   const buf = Buffer.allocUnsafe(total);
   writeInt64(buf, 0, baseOffset);
-  buf.writeInt32BE(total - LOG_OVERHEAD, 8);
   buf.writeInt32BE(0, 12); // partitionLeaderEpoch: one writer per partition on the embedded broker
   buf.writeInt8(MAGIC, 16);
-  // no compression, CreateTime, not transactional, not control; the delete horizon flag when given
-  buf.writeInt16BE(layout?.deleteHorizonMs === undefined ? 0 : DELETE_HORIZON_FLAG, ATTRIBUTES_OFFSET);
+  // the codec, CreateTime, not transactional, not control; the delete horizon flag when given
+  const horizonFlag = layout?.deleteHorizonMs === undefined ? 0 : DELETE_HORIZON_FLAG;
+  buf.writeInt16BE(codecId(compression) | horizonFlag, ATTRIBUTES_OFFSET);
   buf.writeInt32BE(layout?.lastOffsetDelta ?? records.length - 1, 23);
   writeInt64(buf, 27, baseTimestamp);
   writeInt64(buf, 35, maxTimestamp);
@@ -233,8 +248,19 @@ export function encodeBatch(
       pos = writeBytes(buf, pos, h.value);
     }
   }
-  buf.writeUInt32BE(crc32c(buf, ATTRIBUTES_OFFSET, total), CRC_OFFSET);
-  return buf;
+  const out = compression === 'none' ? buf : withCompressedRecords(buf, compression);
+  out.writeInt32BE(out.length - LOG_OVERHEAD, 8);
+  out.writeUInt32BE(crc32c(out, ATTRIBUTES_OFFSET, out.length), CRC_OFFSET);
+  return out;
+}
+
+/** The header of `batch` followed by its records section compressed with `codec`. */
+function withCompressedRecords(batch: Buffer, codec: CompressionCodec): Buffer {
+  const compressed = compress(codec, batch.subarray(BATCH_HEADER_BYTES));
+  const out = Buffer.allocUnsafe(BATCH_HEADER_BYTES + compressed.length);
+  batch.copy(out, 0, 0, BATCH_HEADER_BYTES);
+  compressed.copy(out, BATCH_HEADER_BYTES);
+  return out;
 }
 
 function writeBytes(buf: Buffer, pos: number, bytes: Buffer | null): number {
@@ -292,18 +318,26 @@ export function validateBatch(buf: Buffer, pos = 0): number | string {
   return size;
 }
 
+/** The compression codec of a batch, from its attributes (bits 0-2). @throws OnelogError `UNSUPPORTED_COMPRESSION` for 5-7 */
+export function batchCompression(header: Pick<BatchHeader, 'attributes'>): CompressionCodec {
+  return codecOf(header.attributes);
+}
+
 /**
- * Decodes every record of the batch at `pos`. Key, value and header values are views into `buf`
- * (no copy): copy them if `buf` is reused.
- * @throws OnelogError `CORRUPT_MESSAGE` if a record runs past the batch, or `UNSUPPORTED_COMPRESSION`
+ * Decodes every record of the batch at `pos`, decompressing its records section if it is compressed. Key,
+ * value and header values are views into `buf` (no copy) for an uncompressed batch, or into a fresh buffer
+ * for a compressed one: copy them if `buf` is reused.
+ * @throws OnelogError `CORRUPT_MESSAGE` if a record runs past the batch or the compressed section does not
+ *   decompress to exactly the records, `UNSUPPORTED_COMPRESSION` for codec values 5-7 (or a codec whose
+ *   package cannot be loaded on this platform)
  */
 export function decodeRecords(buf: Buffer, pos = 0): StoredRecord[] {
   const h = readBatchHeader(buf, pos);
-  if ((h.attributes & 0x07) !== 0) {
-    throw new OnelogError('UNSUPPORTED_COMPRESSION', `compression codec ${h.attributes & 0x07} is not supported yet`);
-  }
+  const codec = batchCompression(h);
   const end = pos + LOG_OVERHEAD + h.batchLength;
-  const reader = new Reader(buf, pos + BATCH_HEADER_BYTES, end);
+  const reader = codec === 'none'
+    ? new Reader(buf, pos + BATCH_HEADER_BYTES, end)
+    : readerOver(decompress(codec, buf.subarray(pos + BATCH_HEADER_BYTES, end)));
   const out = new Array<StoredRecord>(h.recordCount);
   for (let i = 0; i < h.recordCount; i++) {
     const length = reader.varint();
@@ -323,5 +357,12 @@ export function decodeRecords(buf: Buffer, pos = 0): StoredRecord[] {
     if (reader.pos !== recordEnd) throw corrupt(`record ${i} length ${length} does not match its fields`);
     out[i] = { offset, timestamp, key, value, headers };
   }
+  if (codec !== 'none' && reader.pos !== reader.end) {
+    throw corrupt(`${reader.end - reader.pos} bytes left after the last of ${h.recordCount} records in the ${codec} section`);
+  }
   return out;
+}
+
+function readerOver(records: Buffer): Reader {
+  return new Reader(records, 0, records.length);
 }

@@ -6,7 +6,7 @@
  * 2. Clean the closed segments, oldest first, while their largest timestamp is at least
  *    `minCompactionLagMs` old: a record stays if it is its key's latest. A kept tombstone (null value) gets a
  *    delete horizon (`now + deleteRetentionMs`, stored in its batch as KIP-534 does); once the horizon passed,
- *    a later pass removes it. Each batch keeps its base offset and last offset delta.
+ *    a later pass removes it. Each batch keeps its base offset, last offset delta and compression codec.
  * 3. Swap each cleaned segment in: the new file is written beside the old as `.cleaned`, fsynced, then
  *    renamed over the `.log` (atomic), and its indexes rebuilt. A crash before the rename leaves the old
  *    segment (the `.cleaned` file is removed on open); after it, the new one. Either is a correct log.
@@ -15,7 +15,7 @@
  * that retention deleted meanwhile is skipped.
  */
 import fs from 'node:fs';
-import { decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader } from '../protocol/record-batch.js';
+import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
 import type { LogSegment } from './segment.js';
 
@@ -124,9 +124,12 @@ async function cleanSegment(
       if (kept.length > 0) {
         const hasTombstone = kept.some((r) => r.value === null);
         const rewritten = encodeBatch(kept, header.baseOffset, 0, header, {
-          offsetDeltas: kept.map((r) => r.offset - header.baseOffset),
-          lastOffsetDelta: header.lastOffsetDelta,
-          ...(hasTombstone ? { deleteHorizonMs: horizon ?? now + deleteRetentionMs } : {}),
+          compression: batchCompression(header), // as Kafka's cleaner: a batch keeps its codec
+          layout: {
+            offsetDeltas: kept.map((r) => r.offset - header.baseOffset),
+            lastOffsetDelta: header.lastOffsetDelta,
+            ...(hasTombstone ? { deleteHorizonMs: horizon ?? now + deleteRetentionMs } : {}),
+          },
         });
         fs.writeSync(fd, rewritten);
         out.bytes += rewritten.length;

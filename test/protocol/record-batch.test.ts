@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import zlib from 'node:zlib';
 import fc from 'fast-check';
+import { COMPRESSION_CODECS } from '../../src/protocol/compression.js';
+import { OnelogError } from '../../src/protocol/errors.js';
 import {
-  decodeRecords, encodeBatch, readBatchHeader, setBaseOffset, validateBatch,
+  batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader, setBaseOffset, validateBatch,
 } from '../../src/protocol/record-batch.js';
 import type { RecordInput } from '../../src/protocol/types.js';
+import { crc32c } from '../../src/protocol/crc32c.js';
+import { readEdits } from '../helpers/wikiticker.js';
 
 // IBM/sarama record_test.go, recordBatchTestCases(), "uncompressed record"
 const SARAMA_UNCOMPRESSED = Buffer.from(
@@ -22,7 +27,54 @@ const KAFKAJS_BATCH = Buffer.from(
   'hex',
 );
 
+// IBM/sarama record_test.go, recordBatchTestCases(): the same record as SARAMA_UNCOMPRESSED in a gzip, a
+// snappy (raw, unframed) and an lz4 (LZ4 frame with content checksum) batch, exact bytes with their CRCs.
+/** sarama's batch: baseOffset 0 .. magic 2, then `crc`, then attributes (`codec`) .. recordCount 1, then `records`. */
+const saramaBatch = (length: string, crc: string, codec: string, records: string) => Buffer.from(
+  `0000000000000000${length}0000000002${crc}${codec}00000000000001588dcd5938` +
+    '0000000000000000' + '0000000000000000' + '0000' + '00000000' + '00000001' + records,
+  'hex',
+);
+const SARAMA_COMPRESSED = {
+  gzip: saramaBatch('0000005f', 'e74acea5', '0001',
+    '1f8b080000096e8800ff001500eaff28000a00080102030406050607020608090a040b0c0300adc9586715000000'),
+  snappy: saramaBatch('00000048', '15009f61', '0002', '155028000a00080102030406050607020608090a040b0c'),
+  lz4: saramaBatch('00000059', 'a94a77c5', '0003',
+    '04224d186470b91500008028000a00080102030406050607020608090a040b0c000000000c3bef92'),
+};
+const SARAMA_RECORD = {
+  offset: 0,
+  timestamp: 1479847795005,
+  key: Buffer.from([1, 2, 3, 4]),
+  value: Buffer.from([5, 6, 7]),
+  headers: [{ key: '\x08\x09\x0a', value: Buffer.from([11, 12]) }],
+};
+
 const hdr = (key: string, value: string) => ({ key, value: Buffer.from(value) });
+const CODECS = COMPRESSION_CODECS.filter((c) => c !== 'none');
+
+function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof OnelogError) return e.code;
+    throw e;
+  }
+  return 'no error';
+}
+
+/** Recomputes the CRC of an edited batch, so only the edit (not the checksum) is under test. */
+function restampCrc(batch: Buffer): Buffer {
+  batch.writeUInt32BE(crc32c(batch, 21, batch.length), 17);
+  return batch;
+}
+
+let editRecords: RecordInput[] | undefined;
+/** The first 500 Wikipedia edits as records keyed by channel and page. */
+function edits(): RecordInput[] {
+  editRecords ??= readEdits().slice(0, 500).map((e) => ({ key: Buffer.from(e.key), value: Buffer.from(e.value), timestamp: e.timestamp }));
+  return editRecords;
+}
 
 describe('record batch codec', () => {
   it('decodes sarama golden bytes', () => {
@@ -102,6 +154,106 @@ describe('record batch codec', () => {
         expect(back).toEqual(rs.map((r, i) => ({ ...r, offset: base + i })));
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe('record batch compression', () => {
+  it.each(Object.entries(SARAMA_COMPRESSED))('decodes sarama\'s %s golden batch to the expected record', (codec, batch) => {
+    expect(validateBatch(batch)).toBe(batch.length);
+    const h = readBatchHeader(batch);
+    expect(batchCompression(h)).toBe(codec);
+    expect(h).toMatchObject({ recordCount: 1, lastOffsetDelta: 0, baseTimestamp: 1479847795000 });
+    expect(decodeRecords(batch)).toEqual([SARAMA_RECORD]);
+  });
+
+  it.each(CODECS)('%s: sets the codec bits, keeps the header uncompressed and round-trips real records', (codec) => {
+    const records = edits();
+    const plain = encodeBatch(records, 1000, 0, { producerId: 7, producerEpoch: 1, baseSequence: 3 });
+    const packed = encodeBatch(records, 1000, 0, { producerId: 7, producerEpoch: 1, baseSequence: 3 }, { compression: codec });
+    expect(validateBatch(packed)).toBe(packed.length);
+    expect(packed.length).toBeLessThan(plain.length / 2);
+    const [hp, hc] = [readBatchHeader(plain), readBatchHeader(packed)];
+    expect(hc.attributes & 0x07).toBe(COMPRESSION_CODECS.indexOf(codec));
+    expect(hc.attributes & ~0x07).toBe(0);
+    expect(hc.batchLength).toBe(packed.length - 12);
+    // Everything but the length, the CRC and the codec bits is the uncompressed batch's header.
+    const same = (h: typeof hp) => ({ ...h, batchLength: 0, crc: 0, attributes: h.attributes & ~0x07 });
+    expect(same(hc)).toEqual(same(hp));
+    expect(hc).toMatchObject({ recordCount: 500, lastOffsetDelta: 499, producerId: 7, baseSequence: 3 });
+    // Flattened: a deep comparison of 500 records with Buffers takes a second.
+    const flat = (b: Buffer) => decodeRecords(b).map((r) => `${r.offset} ${r.timestamp} ${r.key!.toString()} ${r.value!.toString()}`);
+    expect(flat(packed)).toEqual(flat(plain));
+    expect(flat(packed)[499]).toBe(`1499 ${records[499]!.timestamp} ${records[499]!.key!.toString()} ${records[499]!.value!.toString()}`);
+  });
+
+  it.each(CODECS)('%s: a flipped byte in the compressed section fails the CRC; one under a restamped CRC fails to decode', (codec) => {
+    const batch = encodeBatch(edits().slice(0, 50), 0, 0, undefined, { compression: codec });
+    const flipped = Buffer.from(batch);
+    flipped[61 + Math.floor((batch.length - 61) / 2)]! ^= 0x10;
+    expect(validateBatch(flipped)).toMatch(/CRC-32C/);
+    // Past the CRC (a bad write the checksum happens to cover), decoding still refuses a cut section.
+    const cut = Buffer.from(batch.subarray(0, batch.length - 20));
+    cut.writeInt32BE(cut.length - 12, 8);
+    restampCrc(cut);
+    expect(validateBatch(cut)).toBe(cut.length);
+    expect(codeOf(() => decodeRecords(cut))).toBe('CORRUPT_MESSAGE');
+  });
+
+  it('refuses a compressed section that holds more bytes than its records', () => {
+    const batch = encodeBatch([{ key: null, value: Buffer.from('v') }], 0, 0, undefined, { compression: 'gzip' });
+    const records = zlib.gunzipSync(batch.subarray(61));
+    const padded = Buffer.concat([batch.subarray(0, 61), zlib.gzipSync(Buffer.concat([records, Buffer.from([0, 0])]))]);
+    padded.writeInt32BE(padded.length - 12, 8);
+    expect(codeOf(() => decodeRecords(restampCrc(padded)))).toBe('CORRUPT_MESSAGE');
+  });
+
+  it('refuses codec values 5-7 as UNSUPPORTED_COMPRESSION', () => {
+    for (const id of [5, 6, 7]) {
+      const batch = encodeBatch([{ key: null, value: Buffer.from('v') }], 0, 0);
+      batch.writeInt16BE(id, 21);
+      expect(codeOf(() => decodeRecords(restampCrc(batch)))).toBe('UNSUPPORTED_COMPRESSION');
+    }
+  });
+
+  it('keeps a compacted layout (offset gaps, delete horizon) under compression, and a restamped base offset', () => {
+    const kept = [
+      { key: Buffer.from('a'), value: null, timestamp: 5000 },
+      { key: Buffer.from('b'), value: Buffer.from('x'.repeat(200)), timestamp: 5001 },
+    ];
+    const layout = { offsetDeltas: [3, 9], lastOffsetDelta: 12, deleteHorizonMs: 90_000 };
+    for (const codec of CODECS) {
+      const batch = encodeBatch(kept, 100, 0, undefined, { compression: codec, layout });
+      expect(validateBatch(batch)).toBe(batch.length);
+      const h = readBatchHeader(batch);
+      expect(h.attributes).toBe(DELETE_HORIZON_FLAG | COMPRESSION_CODECS.indexOf(codec));
+      expect(h).toMatchObject({ baseTimestamp: 90_000, lastOffsetDelta: 12, recordCount: 2, maxTimestamp: 5001 });
+      expect(decodeRecords(batch).map((r) => [r.offset, r.timestamp, r.value?.length ?? null])).toEqual([[103, 5000, null], [109, 5001, 200]]);
+      setBaseOffset(batch, 2 ** 40);
+      expect(validateBatch(batch)).toBe(batch.length);
+      expect(decodeRecords(batch)[1]!.offset).toBe(2 ** 40 + 9);
+    }
+  });
+
+  it('round-trips any records under every codec (property)', () => {
+    const bytesOrNull = fc.option(fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)), { nil: null });
+    const record = fc.record({
+      key: bytesOrNull,
+      value: bytesOrNull,
+      timestamp: fc.integer({ min: 0, max: 2 ** 45 }),
+      headers: fc.array(fc.record({ key: fc.string({ maxLength: 20 }), value: bytesOrNull }), { maxLength: 4 }),
+    });
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...COMPRESSION_CODECS), fc.array(record, { minLength: 1, maxLength: 30 }), fc.integer({ min: 0, max: 2 ** 50 }),
+        (compression, rs, base) => {
+          const batch = encodeBatch(rs, base, 0, undefined, { compression });
+          expect(validateBatch(batch)).toBe(batch.length);
+          expect(batchCompression(readBatchHeader(batch))).toBe(compression);
+          expect(decodeRecords(batch)).toEqual(rs.map((r, i) => ({ ...r, offset: base + i })));
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });

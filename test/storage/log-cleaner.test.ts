@@ -3,15 +3,29 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { COMPRESSION_CODECS } from '../../src/protocol/compression.js';
+import type { CompressionCodec } from '../../src/protocol/compression.js';
+import { batchCompression, encodeBatch, readBatchHeader } from '../../src/protocol/record-batch.js';
 import type { RecordInput } from '../../src/protocol/types.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { logFiles, openLog, readAll, T0 } from './log-fixtures.js';
+import { batchSpans, logFiles, openLog, readAll, T0 } from './log-fixtures.js';
 
 const kv = (key: string, value: string | null, timestamp?: number): RecordInput => ({
   key: Buffer.from(key), value: value === null ? null : Buffer.from(value), ...(timestamp === undefined ? {} : { timestamp }),
 });
 const view = (log: ReturnType<typeof openLog>) =>
   readAll(log).map((r) => [r.offset, r.key!.toString(), r.value === null ? null : r.value.toString()]);
+
+/** Every batch of the log's segment files: base offset, codec, whether it has a delete horizon. */
+function batchesOf(dir: string): { baseOffset: number; codec: CompressionCodec; horizon: boolean }[] {
+  return logFiles(dir).flatMap((f) => {
+    const data = fs.readFileSync(path.join(dir, f));
+    return batchSpans(path.join(dir, f)).map((span) => {
+      const h = readBatchHeader(data, span.position);
+      return { baseOffset: h.baseOffset, codec: batchCompression(h), horizon: (h.attributes & 0x40) !== 0 };
+    });
+  });
+}
 
 describe('log compaction', () => {
   it('keeps the latest record per key in closed segments, at its original offset', async () => {
@@ -105,6 +119,56 @@ describe('log compaction', () => {
     log = openLog(dir, { segmentBytes: 4096, cleanupPolicy: 'compact' });
     expect(view(log)).toEqual(before);
     expect(before.at(-1)).toEqual([3000, 'k0', 'during']);
+    await log.close();
+  });
+
+  it('compacts gzip batches into gzip batches, tombstones and their horizon included', async () => {
+    const clock = new ManualClock(T0);
+    const dir = tmpDir();
+    const log = openLog(dir, { clock, segmentBytes: 400, cleanupPolicy: 'compact', deleteRetentionMs: 60_000 });
+    const keys = ['a', 'b', 'c', 'd', 'e'];
+    for (let i = 0; i < 60; i++) {
+      const batch = [kv(keys[i % 5]!, `value ${i} `.repeat(8)), kv(keys[(i + 2) % 5]!, i === 58 ? null : `other ${i} `.repeat(8))];
+      await log.appendBatch(encodeBatch(batch, 0, clock.now(), undefined, { compression: 'gzip' }));
+    }
+    expect(batchesOf(dir).every((b) => b.codec === 'gzip')).toBe(true);
+    const stats = await log.compact(true);
+    expect(stats).toMatchObject({ recordsBefore: 120, recordsAfter: 5 });
+    // The latest record of each key, as an uncompressed log keeps them; a's is the tombstone at offset 117.
+    const latest = new Map<string, [number, string | null]>();
+    for (let i = 0; i < 60; i++) {
+      latest.set(keys[i % 5]!, [2 * i, `value ${i} `.repeat(8)]);
+      latest.set(keys[(i + 2) % 5]!, [2 * i + 1, i === 58 ? null : `other ${i} `.repeat(8)]);
+    }
+    const expected = [...latest].map(([k, [o, v]]) => [o, k, v]).sort((x, y) => (x[0] as number) - (y[0] as number));
+    expect(view(log)).toEqual(expected);
+    const after = batchesOf(dir);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.map((b) => b.codec)).toEqual(after.map(() => 'gzip'));
+    expect(after.filter((b) => b.horizon).length).toBe(1); // the batch keeping the tombstone
+    clock.advance(60_000);
+    expect((await log.compact(true))!.tombstonesRemoved).toBe(1);
+    expect(view(log)).toEqual(expected.filter(([, , v]) => v !== null));
+    expect(batchesOf(dir).every((b) => b.codec === 'gzip' && !b.horizon)).toBe(true);
+    await log.close();
+  });
+
+  it('keeps each batch\'s own codec in a log that mixes codecs', async () => {
+    const dir = tmpDir();
+    const log = openLog(dir, { segmentBytes: 1 << 20, cleanupPolicy: 'compact' });
+    const codecOfBatch = new Map<number, CompressionCodec>();
+    for (let i = 0; i < 40; i++) {
+      const compression = COMPRESSION_CODECS[i % COMPRESSION_CODECS.length]!;
+      const { baseOffset } = await log.appendBatch(
+        encodeBatch([kv(`k${i % 7}`, `v${i}`), kv(`k${(i + 3) % 7}`, `w${i}`)], 0, T0, undefined, { compression }),
+      );
+      codecOfBatch.set(baseOffset, compression);
+    }
+    await log.compact(true);
+    expect(view(log).length).toBe(7);
+    const after = batchesOf(dir);
+    for (const b of after) expect(b.codec).toBe(codecOfBatch.get(b.baseOffset));
+    expect(new Set(after.map((b) => b.codec)).size).toBeGreaterThan(1);
     await log.close();
   });
 
