@@ -100,7 +100,8 @@ export class Consumer {
       try {
         for (const p of fetched.partitions) {
           if (p.error) throw OnelogError.fromJSON(p.error);
-          await this.process(topic, p, handlers, advanced);
+          const from = positions.find((pos) => pos.partition === p.partition)!.offset;
+          await this.process(topic, p, from, handlers, advanced);
           if (this.stopping) break;
         }
       } catch (err) {
@@ -115,7 +116,10 @@ export class Consumer {
     }
   }
 
-  private async process(topic: string, p: FetchedPartition, handlers: RunOptions, advanced: Map<number, number>): Promise<void> {
+  /** Hands a partition's records to the handler; once all are done, the position moves to `nextOffset`. */
+  private async process(
+    topic: string, p: FetchedPartition, from: number, handlers: RunOptions, advanced: Map<number, number>,
+  ): Promise<void> {
     for (const message of p.records) {
       if (this.stopping) return;
       this.inHandler = true;
@@ -126,5 +130,6 @@ export class Consumer {
       }
       advanced.set(p.partition, message.offset + 1);
     }
+    if (p.nextOffset > from) advanced.set(p.partition, p.nextOffset);
   }
 }

@@ -42,13 +42,13 @@ export async function fetchPartitions(targets: readonly FetchTarget[], limits: F
   return targets.map(({ log, offset }) => {
     const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
     try {
-      if (recordsLeft <= 0 || bytesLeft <= 0 || offset === log.highWatermark) return { ...state, records: [] };
-      const records = log.read(offset, { maxRecords: recordsLeft, maxBytes: bytesLeft });
+      if (recordsLeft <= 0 || bytesLeft <= 0 || offset === log.highWatermark) return { ...state, records: [], nextOffset: offset };
+      const { records, nextOffset } = log.fetch(offset, { maxRecords: recordsLeft, maxBytes: bytesLeft });
       recordsLeft -= records.length;
       for (const r of records) bytesLeft -= (r.key?.length ?? 0) + (r.value?.length ?? 0);
-      return { ...state, records };
+      return { ...state, records, nextOffset };
     } catch (err) {
-      if (err instanceof OnelogError) return { ...state, records: [], error: err.toJSON() };
+      if (err instanceof OnelogError) return { ...state, records: [], nextOffset: offset, error: err.toJSON() };
       throw err;
     }
   });

@@ -123,6 +123,11 @@ export interface PartitionError {
 
 export interface FetchedPartition extends PartitionState {
   records: StoredRecord[];
+  /**
+   * Where the next fetch of this partition starts: after the last record, or further when compaction left
+   * offsets empty after it. Equal to the requested offset when nothing was read.
+   */
+  nextOffset: number;
   error?: PartitionError;
 }
 

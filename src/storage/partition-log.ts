@@ -265,20 +265,39 @@ export class PartitionLog {
    * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `offset` is below the log start offset or above the high watermark
    */
   read(offset: number, limits: ReadLimits): StoredRecord[] {
+    return this.fetch(offset, limits).records;
+  }
+
+  /**
+   * Reads records from `offset` on, below the high watermark, and says where the next read starts:
+   * after the last record returned when `maxRecords` cut a batch, else after the last batch read. So a
+   * reader moves past offsets that compaction left empty, even at the end of the log, where no record
+   * follows to show the way. Batches that hold no record at or after `offset` are read past until one does.
+   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `offset` is below the log start offset or above the high watermark
+   */
+  fetch(offset: number, limits: ReadLimits): { records: StoredRecord[]; nextOffset: number } {
     this.checkReadable(offset);
-    const out: StoredRecord[] = [];
+    const records: StoredRecord[] = [];
+    let next = offset;
     let i = this.segmentFor(offset);
-    for (; i < this.segments.length && out.length === 0; i++) {
-      const buf = this.segments[i]!.read(offset, limits.maxBytes, this.hw);
-      if (buf === null) continue;
-      for (let pos = 0; pos < buf.length && out.length < limits.maxRecords; ) {
+    while (records.length === 0 && next < this.hw && i < this.segments.length) {
+      const buf = this.segments[i]!.read(next, limits.maxBytes, this.hw);
+      if (buf === null) {
+        i++;
+        next = Math.max(next, this.segments[i]?.baseOffset ?? this.hw);
+        continue;
+      }
+      for (let pos = 0; pos < buf.length; pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8)) {
+        const batchEnd = readBatchHeader(buf, pos).baseOffset + buf.readInt32BE(pos + 23) + 1;
         for (const r of decodeRecords(buf, pos)) {
-          if (r.offset >= offset && r.offset < this.hw && out.length < limits.maxRecords) out.push(r);
+          if (r.offset < next || r.offset >= this.hw) continue;
+          if (records.length === limits.maxRecords) return { records, nextOffset: r.offset };
+          records.push(r);
         }
-        pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8);
+        next = Math.min(batchEnd, this.hw);
       }
     }
-    return out;
+    return { records, nextOffset: Math.min(next, this.hw) };
   }
 
   private checkReadable(offset: number): void {

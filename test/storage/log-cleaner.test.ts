@@ -178,4 +178,33 @@ describe('log compaction', () => {
     expect(await log.compact(true)).toBeNull();
     await log.close();
   });
+
+  it('lets readers move past offsets compaction emptied, at the end of the log and between batches', async () => {
+    const clock = new ManualClock(T0);
+    const log = openLog(tmpDir(), { clock, cleanupPolicy: 'compact', deleteRetentionMs: 0 });
+    await log.append([kv('a', '1')]);
+    await log.append([kv('b', '1'), kv('b', '2'), kv('b', '3')]);
+    await log.append([kv('c', '1')]);
+    await log.append([kv('c', null)]);
+    await log.compact(true); // the tombstone gets its horizon (now + 0)
+    await log.compact(true); // and goes: offsets 3 and 4 are now empty, at the end
+    expect(view(log)).toEqual([[0, 'a', '1'], [3, 'b', '3']]);
+    expect(log.highWatermark).toBe(6);
+    expect(log.fetch(4, { maxBytes: 1, maxRecords: 10 })).toEqual({ records: [], nextOffset: 6 });
+    // A one-byte budget returns one batch at a time: the reader still reaches every record.
+    const first = log.fetch(1, { maxBytes: 1, maxRecords: 10 });
+    expect([first.records.map((r) => r.offset), first.nextOffset]).toEqual([[3], 4]);
+    expect(readAll(log, 0, 1, 1).map((r) => r.offset)).toEqual([0, 3]);
+    await log.close();
+  });
+
+  it('reads on within a segment past a batch whose surviving records lie before the offset asked for', async () => {
+    const log = openLog(tmpDir(), { cleanupPolicy: 'compact' });
+    await log.append([kv('p', '0'), kv('q', '1'), kv('q', '2')]);
+    await log.append([kv('q', '3')]);
+    await log.compact(true);
+    expect(view(log)).toEqual([[0, 'p', '0'], [3, 'q', '3']]);
+    expect(log.fetch(1, { maxBytes: 1, maxRecords: 10 }).records.map((r) => r.offset)).toEqual([3]);
+    await log.close();
+  });
 });

@@ -56,14 +56,15 @@ export function pairs(records: readonly StoredRecord[]): [number, string | undef
 }
 
 /** Reads every record from `from` up to the high watermark, one small read at a time. */
-export function readAll(log: PartitionLog, from = log.logStartOffset, maxRecords = 1000): StoredRecord[] {
+export function readAll(log: PartitionLog, from = log.logStartOffset, maxRecords = 1000, maxBytes = 1 << 20): StoredRecord[] {
   const out: StoredRecord[] = [];
   let next = from;
   while (next < log.highWatermark) {
-    const got = log.read(next, { maxBytes: 1 << 20, maxRecords });
-    if (got.length === 0) throw new Error(`read at ${next} returned nothing below the high watermark ${log.highWatermark}`);
-    out.push(...got);
-    next = got[got.length - 1]!.offset + 1;
+    const { records, nextOffset } = log.fetch(next, { maxBytes, maxRecords });
+    if (nextOffset <= next) throw new Error(`fetch at ${next} did not move on, below the high watermark ${log.highWatermark}`);
+    if (records.length > 0 && nextOffset <= records.at(-1)!.offset) throw new Error(`nextOffset ${nextOffset} is not past the last record`);
+    out.push(...records);
+    next = nextOffset;
   }
   return out;
 }
