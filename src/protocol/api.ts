@@ -68,20 +68,24 @@ export interface RetentionResult {
   }>;
 }
 
+/** What one compaction pass did to one partition. */
+export interface CompactionStats {
+  /** Segments rewritten. */
+  segments: number;
+  recordsBefore: number;
+  recordsAfter: number;
+  /** Tombstones removed because their delete horizon passed. */
+  tombstonesRemoved: number;
+  bytesBefore: number;
+  bytesAfter: number;
+}
+
 /** What a compaction pass did to each partition of a topic. */
 export interface CompactionResult {
   topic: string;
   /** False when the pass was only started (not waited for). */
   completed: boolean;
-  partitions: Array<{
-    partition: number;
-    segments: number;
-    recordsBefore: number;
-    recordsAfter: number;
-    tombstonesRemoved: number;
-    bytesBefore: number;
-    bytesAfter: number;
-  }>;
+  partitions: Array<{ partition: number } & CompactionStats>;
 }
 
 /** A record to produce; without `partition` the broker picks one (murmur2 of the key, or spread if null). */

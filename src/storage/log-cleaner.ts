@@ -16,20 +16,11 @@
  */
 import fs from 'node:fs';
 import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader } from '../protocol/record-batch.js';
+import type { CompactionStats } from '../protocol/api.js';
 import type { StoredRecord } from '../protocol/types.js';
 import type { LogSegment } from './segment.js';
 
-/** What one compaction pass did. */
-export interface CompactionStats {
-  /** Segments rewritten. */
-  segments: number;
-  recordsBefore: number;
-  recordsAfter: number;
-  /** Tombstones removed because their delete horizon passed. */
-  tombstonesRemoved: number;
-  bytesBefore: number;
-  bytesAfter: number;
-}
+export type { CompactionStats } from '../protocol/api.js';
 
 /** What the cleaner needs of a partition log. */
 export interface CleanableLog {
