@@ -69,4 +69,23 @@ describe('Consumer (at-least-once)', () => {
     });
     expect(first).toBe(4);
   });
+
+  it('moves past offsets compaction emptied at the end of a partition, leaving no lag', async () => {
+    await broker.createTopic({ topic: 'state', partitions: 1, config: { cleanupPolicy: 'compact', deleteRetentionMs: 0 } });
+    await onelog.producer().send({ topic: 'state', messages: [{ key: 'a', value: '1' }, { key: 'b', value: '1' }, { key: 'b', value: null }] });
+    await broker.compactTopic({ topic: 'state' });
+    await broker.compactTopic({ topic: 'state' }); // the tombstone's horizon (now + 0) has passed: it goes
+    const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxWaitMs: 0 });
+    consumer.subscribe({ topic: 'state' });
+    const seen: string[] = [];
+    await consumer.run({
+      eachMessage: ({ message }) => {
+        seen.push(`${message.key}=${message.value}`);
+        void consumer.stop();
+      },
+    });
+    expect(seen).toEqual(['a=1']);
+    const partition = (await broker.describeGroup('g')).subscriptions.find((s) => s.topic === 'state')!.partitions[0]!;
+    expect(partition).toMatchObject({ committedOffset: 3, highWatermark: 3, lag: 0 });
+  });
 });
