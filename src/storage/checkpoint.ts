@@ -1,14 +1,18 @@
 /**
- * Small JSON checkpoint files (log start offset, recovery point), replaced atomically: the new content goes
+ * A partition's small JSON checkpoint files (`log-start-offset.json`, `recovery-point.json`), replaced atomically: the new content goes
  * to a temp file that is fsynced, renamed over the old one, and the directory is fsynced, so after a crash
  * the file holds either the old or the new content, whole.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from '../protocol/errors.js';
+import type { LogStartReason } from './log-start-reason.js';
+
+const LOG_START_CHECKPOINT = 'log-start-offset.json';
+const RECOVERY_CHECKPOINT = 'recovery-point.json';
 
 /** The checkpoint's content, or undefined if the file does not exist. @throws OnelogError `CORRUPT_MESSAGE` if it is not JSON */
-export function readCheckpoint<T>(file: string): T | undefined {
+function readCheckpoint<T>(file: string): T | undefined {
   if (!fs.existsSync(file)) return undefined;
   try {
     return JSON.parse(fs.readFileSync(file, 'utf8')) as T;
@@ -18,7 +22,7 @@ export function readCheckpoint<T>(file: string): T | undefined {
 }
 
 /** Replaces the checkpoint atomically and durably. */
-export function writeCheckpoint(file: string, content: unknown): void {
+function writeCheckpoint(file: string, content: unknown): void {
   const tmp = `${file}.tmp`;
   const fd = fs.openSync(tmp, 'w');
   try {
@@ -39,4 +43,39 @@ export function syncDirectory(dir: string): void {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The log start offset of the partition in `dir` (0 when never moved). @throws OnelogError `CORRUPT_MESSAGE` */
+export function readLogStartCheckpoint(dir: string): number {
+  const file = path.join(dir, LOG_START_CHECKPOINT);
+  const parsed = readCheckpoint<{ logStartOffset?: unknown }>(file);
+  if (parsed === undefined) return 0;
+  if (typeof parsed.logStartOffset !== 'number' || parsed.logStartOffset < 0) {
+    throw new OnelogError('CORRUPT_MESSAGE', `log start offset checkpoint ${file} is invalid`, { file });
+  }
+  return parsed.logStartOffset;
+}
+
+/** Checkpoints a new log start offset with the reason it moved. */
+export function writeLogStartCheckpoint(dir: string, offset: number, reason: LogStartReason, now: number): void {
+  writeCheckpoint(path.join(dir, LOG_START_CHECKPOINT), {
+    logStartOffset: offset, reason, updatedAt: new Date(now).toISOString(),
+  });
+}
+
+/** The recovery point: offsets below it are on disk in segments that were synced and sealed. */
+export interface RecoveryCheckpoint {
+  recoveryPoint: number;
+  /** Written by a clean close: the last segment too is whole, up to `recoveryPoint`. */
+  clean: boolean;
+}
+
+export function readRecoveryCheckpoint(dir: string): RecoveryCheckpoint | undefined {
+  const parsed = readCheckpoint<Partial<RecoveryCheckpoint>>(path.join(dir, RECOVERY_CHECKPOINT));
+  if (parsed === undefined || typeof parsed.recoveryPoint !== 'number' || typeof parsed.clean !== 'boolean') return undefined;
+  return { recoveryPoint: parsed.recoveryPoint, clean: parsed.clean };
+}
+
+export function writeRecoveryCheckpoint(dir: string, checkpoint: RecoveryCheckpoint): void {
+  writeCheckpoint(path.join(dir, RECOVERY_CHECKPOINT), checkpoint);
 }

@@ -19,15 +19,15 @@ import { OnelogError } from '../protocol/errors.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import type { Logger } from './logger.js';
-import { readCheckpoint, syncDirectory, writeCheckpoint } from './checkpoint.js';
+import {
+  readLogStartCheckpoint, readRecoveryCheckpoint, syncDirectory, writeLogStartCheckpoint, writeRecoveryCheckpoint,
+} from './checkpoint.js';
 import { compactLog } from './log-cleaner.js';
 import type { CompactionStats } from './log-cleaner.js';
 import type { LogStartReason } from './log-start-reason.js';
 import { retentionTarget } from './retention.js';
 import { LogSegment } from './segment.js';
 
-const LOG_START_CHECKPOINT = 'log-start-offset.json';
-const RECOVERY_CHECKPOINT = 'recovery-point.json';
 
 export type { LogStartReason } from './log-start-reason.js';
 
@@ -390,9 +390,7 @@ export class PartitionLog {
   private moveLogStart(offset: number, reason: LogStartReason): number {
     if (offset <= this.logStart) return this.logStart;
     const previous = this.logStart;
-    writeCheckpoint(path.join(this.dir, LOG_START_CHECKPOINT), {
-      logStartOffset: offset, reason, updatedAt: new Date(this.options.clock.now()).toISOString(),
-    });
+    writeLogStartCheckpoint(this.dir, offset, reason, this.options.clock.now());
     this.logStart = offset;
     if (offset === this.logEnd && this.active.size > 0 && !this.closed) this.roll();
     while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.retire(this.segments.shift()!);
@@ -512,31 +510,4 @@ export class PartitionLog {
   private where(): { topic: string; partition: number } {
     return { topic: this.topic, partition: this.partition };
   }
-}
-
-function readLogStartCheckpoint(dir: string): number {
-  const file = path.join(dir, LOG_START_CHECKPOINT);
-  const parsed = readCheckpoint<{ logStartOffset?: unknown }>(file);
-  if (parsed === undefined) return 0;
-  if (typeof parsed.logStartOffset !== 'number' || parsed.logStartOffset < 0) {
-    throw new OnelogError('CORRUPT_MESSAGE', `log start offset checkpoint ${file} is invalid`, { file });
-  }
-  return parsed.logStartOffset;
-}
-
-/** The recovery point: offsets below it are on disk in segments that were synced and sealed. */
-interface RecoveryCheckpoint {
-  recoveryPoint: number;
-  /** Written by a clean close: the last segment too is whole, up to `recoveryPoint`. */
-  clean: boolean;
-}
-
-function readRecoveryCheckpoint(dir: string): RecoveryCheckpoint | undefined {
-  const parsed = readCheckpoint<Partial<RecoveryCheckpoint>>(path.join(dir, RECOVERY_CHECKPOINT));
-  if (parsed === undefined || typeof parsed.recoveryPoint !== 'number' || typeof parsed.clean !== 'boolean') return undefined;
-  return { recoveryPoint: parsed.recoveryPoint, clean: parsed.clean };
-}
-
-function writeRecoveryCheckpoint(dir: string, checkpoint: RecoveryCheckpoint): void {
-  writeCheckpoint(path.join(dir, RECOVERY_CHECKPOINT), checkpoint);
 }
