@@ -6,9 +6,11 @@
  * - offset store: `<dataDir>/offsets/` (LMDB, {@link LmdbOffsetStore});
  * - catalog: `<dataDir>/catalog.sqlite` (SQLite through Kysely, {@link Catalog}).
  *
- * Durability: a produce resolves after an fdatasync covering its records (concurrent appends to a
- * partition share one fdatasync); a commit resolves after LMDB's synced write transaction; a catalog change
- * after SQLite's FULL-synchronous commit. All three survive kill -9 and power loss once acknowledged.
+ * One broker per data directory: `<dataDir>/broker.lock` refuses a second live one (`DATA_DIR_LOCKED`).
+ *
+ * Durability: a produce resolves once its records are written, and synced as the topic's flush.policy says
+ * (see docs/storage-format.md): it survives kill -9 always, power loss under `always`. A commit resolves
+ * after LMDB's synced write transaction; a catalog change after SQLite's FULL-synchronous commit.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,6 +18,7 @@ import { systemClock } from './clock.js';
 import type { Clock } from './clock.js';
 import type { Catalog } from './catalog/catalog.js';
 import { openSqliteCatalog } from './catalog/sqlite.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { GroupCoordinator } from './coordinator/group-coordinator.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
 import { fetchPartitions } from './delivery/fetch.js';
@@ -74,6 +77,7 @@ export class Broker implements OnelogApi {
     private readonly groups: GroupCoordinator,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly unlock: () => void,
     private readonly maxRecordBytes: number,
     private readonly maxBatchBytes: number,
   ) {}
@@ -86,13 +90,23 @@ export class Broker implements OnelogApi {
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? silentLogger;
     fs.mkdirSync(options.dataDir, { recursive: true });
+    const unlock = lockDataDir(options.dataDir);
+    try {
+      return await Broker.openLocked(options, clock, logger, unlock);
+    } catch (err) {
+      unlock();
+      throw err;
+    }
+  }
+
+  private static async openLocked(options: BrokerOptions, clock: Clock, logger: Logger, unlock: () => void): Promise<Broker> {
     const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
     const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
     const logs = new LogManager(path.join(options.dataDir, 'log'), { clock, logger, indexIntervalBytes: 4096 });
     for (const t of await catalog.listTopics()) logs.openTopic(t.name, t.partitions, t);
     const groups = new GroupCoordinator(catalog, offsets, logs, clock);
     const broker = new Broker(
-      catalog, offsets, logs, groups, clock, logger,
+      catalog, offsets, logs, groups, clock, logger, unlock,
       options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
     );
     broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', (topic) => broker.enforceRetention(topic));
@@ -376,6 +390,7 @@ export class Broker implements OnelogApi {
     await this.logs.close();
     await this.offsets.close();
     await this.catalog.close();
+    this.unlock();
   }
 }
 

@@ -262,3 +262,25 @@ describe('Broker', () => {
       .toEqual(Array.from({ length: 8 }, (_, k) => [152 + k, `k${k}`, `value of k${k} in round 19 `.repeat(4)]));
   });
 });
+
+describe('data directory lock', () => {
+  it('refuses a second broker on a directory in use, and lets one in after close', async () => {
+    const dir = tmpDir();
+    const first = await broker(dir);
+    await expect(Broker.open({ dataDir: dir })).rejects.toMatchObject({ code: 'DATA_DIR_LOCKED', context: { pid: process.pid } });
+    await first.close();
+    open.length = 0;
+    await (await broker(dir)).close();
+    open.length = 0;
+  });
+
+  it('takes over a lock left by a process that is gone', async () => {
+    const dir = tmpDir();
+    const fs = await import('node:fs');
+    fs.writeFileSync(`${dir}/broker.lock`, '999999999');
+    const b = await broker(dir);
+    expect(fs.readFileSync(`${dir}/broker.lock`, 'utf8')).toBe(String(process.pid));
+    await b.close();
+    open.length = 0;
+  });
+});

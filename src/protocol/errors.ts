@@ -36,6 +36,7 @@ export const ERRORS = {
   NETWORK_ERROR: { wireCode: 1002, httpStatus: 503, retriable: true },
   REQUEST_TOO_LARGE: { wireCode: 1005, httpStatus: 413, retriable: false },
   NOT_FOUND: { wireCode: 1006, httpStatus: 404, retriable: false },
+  DATA_DIR_LOCKED: { wireCode: 1007, httpStatus: 503, retriable: false },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 

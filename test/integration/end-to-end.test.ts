@@ -57,7 +57,7 @@ describe('onelog end to end on the Wikipedia edits', () => {
     const dataDir = tmpDir();
     let server = await serve(dataDir);
 
-    await cli(server.url, ['topics', 'create', 'edits', '--partitions', '4']);
+    await cli(server.url, ['topics', 'create', 'edits', '--partitions', '4', '--config', 'retention.ms=-1']);
     const summary = JSON.parse(await cli(server.url, [
       'produce', 'edits', '--file', WIKITICKER, '--key-field', 'channel', '--key-field', 'page',
       '--timestamp-field', 'time', '--json',
