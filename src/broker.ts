@@ -382,6 +382,14 @@ export class Broker implements OnelogApi {
     return this.groups.resetOffsets(request);
   }
 
+  /**
+   * Answers every waiting long-poll fetch now, and lets no new one wait: the first step of a shutdown, so
+   * the HTTP server can drain at once.
+   */
+  endWaits(): void {
+    this.logs.endWaits();
+  }
+
   /** Waits for pending appends to sync, then closes the logs, the offset store and the catalog. */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -205,6 +205,16 @@ describe('Broker', () => {
     expect((await b.describeGroup('g')).subscriptions[0]!.partitions[0]!.committedOffset).toBe(4);
   });
 
+  it('ends waiting long-polls at once when shutting down', async () => {
+    const b = await broker();
+    await b.createTopic({ topic: 't', partitions: 1 });
+    const pending = b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }], maxWaitMs: 30_000 });
+    b.endWaits();
+    expect((await pending).partitions[0]!.records).toEqual([]);
+    const next = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }], maxWaitMs: 30_000 });
+    expect(next.partitions[0]!.records).toEqual([]);
+  });
+
   it('long-polls: a fetch at the high watermark returns as soon as a record arrives', async () => {
     const b = await broker();
     await b.createTopic({ topic: 't', partitions: 1 });

@@ -35,11 +35,17 @@ export function printTable(headers: string[], rows: Array<Array<string | number 
   for (const r of cells) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
 }
 
-/** Prints an error with its code and context on stderr. */
+/**
+ * Prints an error with its code and context on stderr. System and library errors that carry a code (ENOENT,
+ * EADDRINUSE, Z_DATA_ERROR, CSV_...) print as `error CODE: message` too; only an error without a code shows
+ * its stack, since that is a bug to report.
+ */
 export function reportError(err: unknown): void {
   if (err instanceof OnelogError) {
     process.stderr.write(`error ${err.code}: ${err.message}\n`);
     if (Object.keys(err.context).length > 0) process.stderr.write(`  context: ${JSON.stringify(err.context)}\n`);
+  } else if (typeof (err as { code?: unknown })?.code === 'string') {
+    process.stderr.write(`error ${(err as { code: string }).code}: ${(err as Error).message}\n`);
   } else {
     process.stderr.write(`error: ${(err as Error)?.stack ?? String(err)}\n`);
   }

@@ -19,12 +19,15 @@ interface ConsumeOptions {
   idleTimeoutMs?: number;
 }
 
-/** Writes a line to stdout, waiting when the pipe is full. */
+/** Writes a line to stdout, waiting when the pipe is full; rejects if the reader went away (EPIPE). */
 function writeLine(line: string): Promise<void> {
   return new Promise((resolve, reject) => {
     process.stdout.write(line, (err) => (err ? reject(err) : resolve()));
   });
 }
+
+/** Set when stdout's reader went away (`onelog consume ... | head`): stop, committing what was printed. */
+let stdoutClosed = false;
 
 export function registerConsume(program: Command): void {
   program
@@ -53,6 +56,12 @@ export function registerConsume(program: Command): void {
         idleTimer = setTimeout(() => void consumer.stop(), o.idleTimeoutMs);
       };
       const onSignal = () => void consumer.stop();
+      // A closed pipe ends consuming like a signal: the record whose line failed is not committed.
+      process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EPIPE') throw err;
+        stdoutClosed = true;
+        void consumer.stop();
+      });
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       armIdle();
@@ -69,6 +78,9 @@ export function registerConsume(program: Command): void {
             if (o.maxRecords !== undefined && printed >= o.maxRecords) void consumer.stop();
           },
         });
+      } catch (err) {
+        // The reader went away: the record being written is not committed; the ones before it are.
+        if (!stdoutClosed && (err as NodeJS.ErrnoException).code !== 'EPIPE') throw err;
       } finally {
         clearTimeout(idleTimer);
         process.off('SIGINT', onSignal);

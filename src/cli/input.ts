@@ -8,9 +8,9 @@
  * - timestamp: the `--timestamp-field` value, ISO-8601 or epoch ms; default: the broker's clock.
  */
 import fs from 'node:fs';
-import readline from 'node:readline';
-import { Transform } from 'node:stream';
+import { pipeline, Transform } from 'node:stream';
 import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import zlib from 'node:zlib';
 import { parse } from 'csv-parse';
 import type { ProduceRecord } from '../protocol/api.js';
@@ -47,15 +47,19 @@ export function formatOf(file: string): { format: InputFormat; gzip: boolean } {
   );
 }
 
+/**
+ * The input as one stream of plain bytes. Built with `pipeline`, so a failure anywhere (a missing file, bad
+ * gzip) ends iteration with that error instead of leaving an unhandled `error` event.
+ */
 function open(spec: InputSpec): { stream: Readable; format: InputFormat } {
   const fromStdin = spec.file === undefined || spec.file === '-';
-  const implied = fromStdin ? { format: spec.format ?? 'ndjson', gzip: spec.gzip ?? false } : formatOf(spec.file!);
-  const format = spec.format ?? implied.format;
-  let raw: Readable = fromStdin ? process.stdin : fs.createReadStream(spec.file!);
+  const gzip = fromStdin ? spec.gzip ?? false : spec.file!.endsWith('.gz');
+  const format = spec.format ?? (fromStdin ? 'ndjson' : formatOf(spec.file!).format);
+  const stages: Array<NodeJS.ReadableStream | NodeJS.ReadWriteStream> = [fromStdin ? process.stdin : fs.createReadStream(spec.file!)];
   if (spec.onBytes) {
     let bytes = 0;
     const report = spec.onBytes;
-    raw = raw.pipe(new Transform({
+    stages.push(new Transform({
       transform(chunk: Buffer, _enc, done) {
         bytes += chunk.length;
         report(bytes);
@@ -63,7 +67,10 @@ function open(spec: InputSpec): { stream: Readable; format: InputFormat } {
       },
     }));
   }
-  return { stream: implied.gzip ? raw.pipe(zlib.createGunzip()) : raw, format };
+  if (gzip) stages.push(zlib.createGunzip());
+  if (stages.length === 1) return { stream: stages[0] as Readable, format };
+  const stream = (pipeline as (...args: unknown[]) => Readable)(...stages, () => {});
+  return { stream, format };
 }
 
 /** One input row, before it becomes a record. */
@@ -73,10 +80,26 @@ interface Row {
   fields: Record<string, unknown>;
 }
 
-async function* ndjsonRows(stream: Readable): AsyncGenerator<Row> {
+/** Lines of a byte stream (UTF-8, `\n` or `\r\n`), each with its 1-based number; a stream error is thrown. */
+async function* lines(stream: Readable): AsyncGenerator<{ line: number; text: string }> {
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
   let line = 0;
-  for await (const text of readline.createInterface({ input: stream, crlfDelay: Infinity })) {
-    line++;
+  const emit = (text: string) => ({ line: ++line, text: text.endsWith('\r') ? text.slice(0, -1) : text });
+  for await (const chunk of stream) {
+    pending += decoder.write(chunk as Buffer);
+    let nl: number;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      yield emit(pending.slice(0, nl));
+      pending = pending.slice(nl + 1);
+    }
+  }
+  pending += decoder.end();
+  if (pending !== '') yield emit(pending);
+}
+
+async function* ndjsonRows(stream: Readable): AsyncGenerator<Row> {
+  for await (const { line, text } of lines(stream)) {
     if (text.trim() === '') continue;
     let fields: unknown;
     try {
@@ -90,7 +113,7 @@ async function* ndjsonRows(stream: Readable): AsyncGenerator<Row> {
 }
 
 async function* csvRows(stream: Readable): AsyncGenerator<Row> {
-  const parser = stream.pipe(parse({ columns: true, info: true, skip_empty_lines: true, bom: true }));
+  const parser = pipeline(stream, parse({ columns: true, info: true, skip_empty_lines: true, bom: true }), () => {});
   for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
     yield { line: info.lines, value: JSON.stringify(record), fields: record };
   }
@@ -112,7 +135,13 @@ function fieldText(row: Row, field: string, flag: string): string {
  * @throws OnelogError `INVALID_RECORD` naming the line of a row that is not JSON, lacks a key field or has
  *   a bad timestamp; rows before it have already been yielded
  */
-export async function* readRecords(spec: InputSpec): AsyncGenerator<ProduceRecord> {
+/** A record read from the input and the line it came from. */
+export interface InputRecord {
+  record: ProduceRecord;
+  line: number;
+}
+
+export async function* readRecords(spec: InputSpec): AsyncGenerator<InputRecord> {
   const { stream, format } = open(spec);
   const rows = format === 'csv' ? csvRows(stream) : ndjsonRows(stream);
   for await (const row of rows) {
@@ -121,6 +150,6 @@ export async function* readRecords(spec: InputSpec): AsyncGenerator<ProduceRecor
     if (spec.timestampField !== undefined) {
       record.timestamp = parseTimestamp(row.fields[spec.timestampField], `line ${row.line} field ${spec.timestampField}`);
     }
-    yield record;
+    yield { record, line: row.line };
   }
 }

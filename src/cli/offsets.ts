@@ -23,7 +23,7 @@ function resetSpec(o: ResetOptions): ResetSpec {
   if (o.toEarliest) specs.push({ to: 'earliest' });
   if (o.toLatest) specs.push({ to: 'latest' });
   if (o.toOffset !== undefined) specs.push({ to: 'offset', offset: o.toOffset });
-  if (o.toDatetime !== undefined) specs.push({ to: 'datetime', timestamp: parseTimestamp(o.toDatetime, '--to-datetime') });
+  if (o.toDatetime !== undefined) specs.push({ to: 'datetime', timestamp: parseTimestamp(o.toDatetime, '--to-datetime', 'INVALID_REQUEST') });
   if (o.shiftBy !== undefined) specs.push({ to: 'shift', shiftBy: o.shiftBy });
   if (specs.length !== 1) {
     throw new OnelogError(

@@ -6,11 +6,11 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
-import type { OnelogApi, ProduceRecord } from '../protocol/api.js';
+import type { OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { action, apiFor, parseInteger } from './common.js';
 import { readRecords } from './input.js';
-import type { InputFormat } from './input.js';
+import type { InputFormat, InputRecord } from './input.js';
 
 interface ProduceOptions {
   file?: string;
@@ -66,19 +66,31 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
   const partitions = new Map<number, PartitionSummary>();
   let records = 0;
   let valueBytes = 0;
-  const send = async (batch: ProduceRecord[]) => {
-    const result = await api.produce({ topic, records: batch });
+  const store = async (items: InputRecord[]) => {
+    const result = await api.produce({ topic, records: items.map((i) => i.record) });
     for (const { partition, offset } of result.offsets) {
       const s = partitions.get(partition) ?? { partition, records: 0, firstOffset: offset, lastOffset: offset };
       s.records++;
       s.lastOffset = offset;
       partitions.set(partition, s);
     }
-    records += batch.length;
+    records += items.length;
     bar?.update(bytesRead, { records });
   };
+  /** Sends a batch; if the broker refuses one record, the ones before it are sent alone, then the error names its line. */
+  const send = async (items: InputRecord[]) => {
+    try {
+      await store(items);
+    } catch (err) {
+      const index = err instanceof OnelogError ? err.context.index : undefined;
+      if (typeof index !== 'number' || items[index] === undefined) throw err;
+      if (index > 0) await store(items.slice(0, index));
+      const e = err as OnelogError;
+      throw new OnelogError(e.code, `line ${items[index].line}: ${e.message}`, { ...e.context, line: items[index].line });
+    }
+  };
 
-  let batch: ProduceRecord[] = [];
+  let batch: InputRecord[] = [];
   let batchBytes = 0;
   try {
     const input = readRecords({
@@ -89,9 +101,20 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
       ...(o.gzip === undefined ? {} : { gzip: o.gzip }),
       onBytes: (b) => (bytesRead = b),
     });
-    for await (const record of input) {
-      batch.push(record);
-      const size = (record.key?.length ?? 0) + (record.value?.length ?? 0);
+    const rows = input[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<InputRecord>;
+      try {
+        next = await rows.next();
+      } catch (inputError) {
+        // The rows read before a bad one are kept: send them, then report it.
+        if (batch.length > 0) await send(batch);
+        throw inputError;
+      }
+      if (next.done) break;
+      const item = next.value;
+      batch.push(item);
+      const size = (item.record.key?.length ?? 0) + (item.record.value?.length ?? 0);
       batchBytes += size;
       valueBytes += size;
       if (batch.length >= o.batchRecords || batchBytes >= BATCH_BYTES) {
@@ -103,12 +126,12 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
     if (batch.length > 0) await send(batch);
   } catch (err) {
     bar?.stop();
-    if (err instanceof OnelogError) {
-      throw new OnelogError(err.code, `${err.message} (${records} records before it were produced and are kept)`, {
-        ...err.context, producedRecords: records,
-      });
-    }
-    throw err;
+    const kept = `${records} records before it were produced and are kept`;
+    if (err instanceof OnelogError) throw new OnelogError(err.code, `${err.message} (${kept})`, { ...err.context, producedRecords: records });
+    const code = (err as { code?: unknown }).code;
+    throw new OnelogError('INVALID_RECORD', `cannot read the input: ${(err as Error).message}${typeof code === 'string' ? ` (${code})` : ''} (${kept})`, {
+      producedRecords: records,
+    });
   }
   bar?.stop();
 

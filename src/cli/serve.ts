@@ -36,7 +36,9 @@ async function serve(options: ServeOptions): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
-    await app.close();
+    const draining = app.close();
+    broker.endWaits();
+    await draining;
     await broker.close();
     logger.info('stopped');
     logger.flush();

@@ -34,6 +34,8 @@ export interface JsonProduceRecord {
   partition?: number;
 }
 
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 /** Bytes as a JSON string (null stays null). */
 export function bytesToJson(bytes: Buffer | null, encoding: BytesEncoding): string | null {
   return bytes === null ? null : bytes.toString(encoding);
@@ -46,7 +48,13 @@ export function bytesToJson(bytes: Buffer | null, encoding: BytesEncoding): stri
  */
 export function jsonToBytes(value: unknown, encoding: BytesEncoding, field: string, allowJson = false): Buffer | null {
   if (value === undefined || value === null) return null;
-  if (typeof value === 'string') return Buffer.from(value, encoding);
+  if (typeof value === 'string') {
+    // Node's base64 decoder skips what it cannot read: check first, so bad input is refused, not stored changed.
+    if (encoding === 'base64' && !BASE64.test(value)) {
+      throw new OnelogError('INVALID_RECORD', `${field} is not valid base64 (encoding base64)`, { field });
+    }
+    return Buffer.from(value, encoding);
+  }
   if (allowJson && encoding === 'utf8') return Buffer.from(JSON.stringify(value), 'utf8');
   throw new OnelogError('INVALID_RECORD', `${field} must be a string or null with encoding ${encoding}`, { field });
 }
@@ -91,9 +99,11 @@ export function jsonToRecord(r: JsonRecord, encoding: BytesEncoding): StoredReco
 
 /**
  * A timestamp given as epoch ms or as an ISO-8601 string, to epoch ms.
- * @throws OnelogError `INVALID_RECORD` naming the field and the value
+ * @param code the error code for a bad value: `INVALID_RECORD` for a record's timestamp (default),
+ *   `INVALID_REQUEST` for a flag
+ * @throws OnelogError naming the field and the value
  */
-export function parseTimestamp(value: unknown, field: string): number {
+export function parseTimestamp(value: unknown, field: string, code: 'INVALID_RECORD' | 'INVALID_REQUEST' = 'INVALID_RECORD'): number {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
   if (typeof value === 'string') {
     if (/^-?\d+$/.test(value)) return Number(value);
@@ -101,7 +111,7 @@ export function parseTimestamp(value: unknown, field: string): number {
     if (!Number.isNaN(ms)) return ms;
   }
   throw new OnelogError(
-    'INVALID_RECORD',
+    code,
     `${field} must be epoch milliseconds or an ISO-8601 date-time, got ${JSON.stringify(value)}`,
     { field, value },
   );

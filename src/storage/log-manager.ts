@@ -59,6 +59,11 @@ export class LogManager {
     return log;
   }
 
+  /** Ends every long-poll fetch waiting on any log (shutdown). */
+  endWaits(): void {
+    for (const logs of this.logs.values()) for (const log of logs) log.endWaits();
+  }
+
   /** Closes every log after its pending syncs. */
   async close(): Promise<void> {
     for (const logs of this.logs.values()) await Promise.all(logs.map((l) => l.close()));

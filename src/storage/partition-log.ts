@@ -76,6 +76,7 @@ export class PartitionLog {
   private config: LogConfig;
   private waiters = new Set<() => void>();
   private closed = false;
+  private waitsEnded = false;
 
   private constructor(
     readonly dir: string,
@@ -475,7 +476,7 @@ export class PartitionLog {
    * (the long-poll of a fetch).
    */
   waitForData(offset: number, maxWaitMs: number): Promise<void> {
-    if (this.hw > offset || maxWaitMs <= 0 || this.closed) return Promise.resolve();
+    if (this.hw > offset || maxWaitMs <= 0 || this.closed || this.waitsEnded) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
@@ -485,6 +486,12 @@ export class PartitionLog {
       const timer = setTimeout(wake, maxWaitMs);
       this.waiters.add(wake);
     });
+  }
+
+  /** Ends every long-poll now and lets no new one wait: for a shutdown that should not wait out fetches. */
+  endWaits(): void {
+    this.waitsEnded = true;
+    for (const wake of [...this.waiters]) wake();
   }
 
   /** Waits for pending syncs, wakes waiting fetches and closes every segment. */

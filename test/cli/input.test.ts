@@ -4,15 +4,16 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { formatOf, readRecords } from '../../src/cli/input.js';
+import type { InputRecord } from '../../src/cli/input.js';
 import type { ProduceRecord } from '../../src/protocol/api.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { readEdits, WIKITICKER } from '../helpers/wikiticker.js';
 
 const SP500 = path.resolve(import.meta.dirname, '../../examples/data/sp500-daily-2013-2018.csv.gz');
 
-async function all(gen: AsyncGenerator<ProduceRecord>): Promise<ProduceRecord[]> {
+async function all(gen: AsyncGenerator<InputRecord>): Promise<ProduceRecord[]> {
   const out: ProduceRecord[] = [];
-  for await (const r of gen) out.push(r);
+  for await (const r of gen) out.push(r.record);
   return out;
 }
 
@@ -34,7 +35,8 @@ describe('produce input', () => {
     let first: ProduceRecord | undefined;
     let emptyOpen = 0;
     const tickers = new Set<string>();
-    for await (const r of readRecords({ file: SP500, keyFields: ['Name'], timestampField: 'date' })) {
+    for await (const { record: r, line } of readRecords({ file: SP500, keyFields: ['Name'], timestampField: 'date' })) {
+      expect(line).toBe(count + 2); // after the header line
       first ??= r;
       count++;
       tickers.add(r.key!.toString());
@@ -72,7 +74,7 @@ describe('produce input', () => {
     fs.writeFileSync(file, '{"k":"a"}\n{"k":"b"}\n{"nok":1}\n');
     const seen: string[] = [];
     await expect(async () => {
-      for await (const r of readRecords({ file, keyFields: ['k'] })) seen.push(r.key!.toString());
+      for await (const { record: r } of readRecords({ file, keyFields: ['k'] })) seen.push(r.key!.toString());
     }).rejects.toMatchObject({ code: 'INVALID_RECORD', context: { line: 3, field: 'k' } });
     expect(seen).toEqual(['a', 'b']);
     fs.writeFileSync(file, '{"k":"a"}\nnot json\n');
@@ -85,5 +87,26 @@ describe('produce input', () => {
     expect(formatOf('x.json.gz')).toEqual({ format: 'ndjson', gzip: true });
     expect(formatOf('x.CSV')).toEqual({ format: 'csv', gzip: false });
     expect(() => formatOf('x.parquet')).toThrow(/cannot tell the format/);
+  });
+
+  it('ends with the stream error for a missing file or bad gzip, instead of crashing', async () => {
+    const dir = tmpDir();
+    await expect(all(readRecords({ file: path.join(dir, 'missing.json'), keyFields: [] }))).rejects.toMatchObject({ code: 'ENOENT' });
+    const fake = path.join(dir, 'fake.json.gz');
+    fs.writeFileSync(fake, '{"not":"gzip"}\n');
+    await expect(all(readRecords({ file: fake, keyFields: [] }))).rejects.toMatchObject({ code: 'Z_DATA_ERROR' });
+    const cut = path.join(dir, 'cut.json.gz');
+    fs.writeFileSync(cut, fs.readFileSync(WIKITICKER).subarray(0, 100_000));
+    const seen: number[] = [];
+    await expect(async () => {
+      for await (const { line } of readRecords({ file: cut, keyFields: [] })) seen.push(line);
+    }).rejects.toMatchObject({ code: 'Z_BUF_ERROR' });
+    expect(seen.length).toBeGreaterThan(0);
+  });
+
+  it('takes --format over an unknown extension', async () => {
+    const file = path.join(tmpDir(), 'data.txt');
+    fs.writeFileSync(file, '{"a":1}\n');
+    expect(await all(readRecords({ file, format: 'ndjson', keyFields: [] }))).toHaveLength(1);
   });
 });

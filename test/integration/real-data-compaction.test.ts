@@ -19,7 +19,7 @@ describe('compaction of the Wikipedia edits', () => {
       topic: 'pages', partitions: 3, config: { cleanupPolicy: 'compact', segmentBytes: 1024 * 1024 },
     });
     const records: ProduceRecord[] = [];
-    for await (const r of readRecords({ file: WIKITICKER, keyFields: ['channel', 'page'], timestampField: 'time' })) records.push(r);
+    for await (const { record } of readRecords({ file: WIKITICKER, keyFields: ['channel', 'page'], timestampField: 'time' })) records.push(record);
     for (let i = 0; i < records.length; i += 5000) await broker.produce({ topic: 'pages', records: records.slice(i, i + 5000) });
 
     const result = await broker.compactTopic({ topic: 'pages', wait: true });

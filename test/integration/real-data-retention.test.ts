@@ -26,7 +26,7 @@ describe('retention on the S&P 500 file', () => {
     let total = 0;
     let keptExpected = 0;
     let batch: ProduceRecord[] = [];
-    for await (const r of readRecords({ file: SP500, keyFields: ['Name'], timestampField: 'date' })) {
+    for await (const { record: r } of readRecords({ file: SP500, keyFields: ['Name'], timestampField: 'date' })) {
       total++;
       if (r.timestamp! >= cutoff) keptExpected++;
       batch.push(r);

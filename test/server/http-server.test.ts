@@ -47,6 +47,8 @@ describe('HTTP API', () => {
       [post('/topics/t/records', { records: [{ value: 'x', partition: 0 }, { value: 'y'.repeat(2000) }] }), 413, 'RECORD_TOO_LARGE'],
       [post('/topics/t/records', { records: [] }), 400, 'INVALID_REQUEST'],
       [post('/topics/t/records', { records: [{ value: 'x', timestamp: 'yesterday' }] }), 400, 'INVALID_RECORD'],
+      [post('/topics/t/records', { encoding: 'base64', records: [{ value: 'aGVsbG8=!!!garbage' }] }), 400, 'INVALID_RECORD'],
+      [post('/topics/t/records', { encoding: 'base64', records: [{ value: '%%%' }] }), 400, 'INVALID_RECORD'],
       [app.inject({ method: 'POST', url: '/topics/t/records', headers: { 'content-type': 'application/json' }, payload: '{"records": [' }), 400, 'INVALID_REQUEST'],
       [app.inject({ method: 'GET', url: '/nowhere' }), 404, 'NOT_FOUND'],
       [post('/topics', { topic: 't', partitions: 1 }), 409, 'TOPIC_ALREADY_EXISTS'],
