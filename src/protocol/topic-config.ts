@@ -117,7 +117,7 @@ export function resolveTopicConfig(changes: Record<string, unknown>, base: Topic
     }
   }
   const config = { ...base, ...changes } as TopicConfig;
-  for (const s of TOPIC_SETTINGS) s.check(config[s.name], s.name);
+  for (const s of TOPIC_SETTINGS) s.check(config[s.name], `${s.name} (${s.kafkaName})`);
   return config;
 }
 

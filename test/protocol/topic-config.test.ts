@@ -14,9 +14,9 @@ describe('topic settings', () => {
   });
 
   it('checks every value and says what is allowed', () => {
-    expect(() => resolveTopicConfig({ retentionMs: -2 })).toThrow(/retentionMs must be an integer >= -1, got -2/);
-    expect(() => resolveTopicConfig({ flushPolicy: 'sometimes' })).toThrow(/flushPolicy must be one of always, interval, never/);
-    expect(() => resolveTopicConfig(parseKafkaConfig(['flush.ms=soon']))).toThrow(/flushMs must be an integer >= 1, got "soon"/);
+    expect(() => resolveTopicConfig({ retentionMs: -2 })).toThrow(/retentionMs \(retention.ms\) must be an integer >= -1, got -2/);
+    expect(() => resolveTopicConfig({ flushPolicy: 'sometimes' })).toThrow(/flushPolicy \(flush.policy\) must be one of always, interval, never/);
+    expect(() => resolveTopicConfig(parseKafkaConfig(['flush.ms=soon']))).toThrow(/flushMs \(flush.ms\) must be an integer >= 1, got "soon"/);
     expect(() => resolveTopicConfig({ compressionType: 'brotli' })).toThrow(/producer, none, gzip, snappy, lz4, zstd/);
   });
 
