@@ -9,6 +9,7 @@ import { partitionForKey } from '../src/protocol/murmur2.js';
 import { batchCompression, LOG_OVERHEAD, readBatchHeader } from '../src/protocol/record-batch.js';
 import type { CompressionType } from '../src/protocol/topic-config.js';
 import { tmpDir } from './helpers/tmp.js';
+import { asyncCodeOf } from './helpers/errors.js';
 
 const open: Broker[] = [];
 async function broker(dataDir = tmpDir(), clock = new ManualClock(1_700_000_000_000)) {
@@ -37,16 +38,6 @@ function storedBatches(dataDir: string, topic: string, partition = 0): { codecs:
   return { codecs, bytes };
 }
 
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof OnelogError) return e.code;
-    throw e;
-  }
-  return 'no error';
-}
-
 describe('Broker', () => {
   it('creates, lists and describes topics with Kafka defaults', async () => {
     const b = await broker();
@@ -59,11 +50,11 @@ describe('Broker', () => {
       deleteRetentionMs: 86400000, minCompactionLagMs: 0, flushPolicy: 'interval', flushMs: 50, flushMessages: -1,
       compressionType: 'producer',
     });
-    expect(await codeOf(b.createTopic({ topic: 'edits', partitions: 1 }))).toBe('TOPIC_ALREADY_EXISTS');
-    expect(await codeOf(b.createTopic({ topic: 'bad name', partitions: 1 }))).toBe('INVALID_TOPIC');
-    expect(await codeOf(b.createTopic({ topic: 'x', partitions: 0 }))).toBe('INVALID_PARTITIONS');
-    expect(await codeOf(b.createTopic({ topic: 'x', partitions: 1, config: { nope: 1 } as never }))).toBe('INVALID_CONFIG');
-    expect(await codeOf(b.describeTopic('missing'))).toBe('UNKNOWN_TOPIC');
+    expect(await asyncCodeOf(b.createTopic({ topic: 'edits', partitions: 1 }))).toBe('TOPIC_ALREADY_EXISTS');
+    expect(await asyncCodeOf(b.createTopic({ topic: 'bad name', partitions: 1 }))).toBe('INVALID_TOPIC');
+    expect(await asyncCodeOf(b.createTopic({ topic: 'x', partitions: 0 }))).toBe('INVALID_PARTITIONS');
+    expect(await asyncCodeOf(b.createTopic({ topic: 'x', partitions: 1, config: { nope: 1 } as never }))).toBe('INVALID_CONFIG');
+    expect(await asyncCodeOf(b.describeTopic('missing'))).toBe('UNKNOWN_TOPIC');
   });
 
   it('alters topic settings, keeping the others, and survives a reopen', async () => {
@@ -72,8 +63,8 @@ describe('Broker', () => {
     await b.createTopic({ topic: 't', partitions: 1, config: { retentionMs: 1000 } });
     const altered = await b.alterTopic({ topic: 't', config: { flushPolicy: 'always', segmentBytes: 4096 } });
     expect(altered.config).toMatchObject({ retentionMs: 1000, flushPolicy: 'always', segmentBytes: 4096 });
-    expect(await codeOf(b.alterTopic({ topic: 't', config: { flushPolicy: 'sometimes' } as never }))).toBe('INVALID_CONFIG');
-    expect(await codeOf(b.alterTopic({ topic: 'nope', config: {} }))).toBe('UNKNOWN_TOPIC');
+    expect(await asyncCodeOf(b.alterTopic({ topic: 't', config: { flushPolicy: 'sometimes' } as never }))).toBe('INVALID_CONFIG');
+    expect(await asyncCodeOf(b.alterTopic({ topic: 'nope', config: {} }))).toBe('UNKNOWN_TOPIC');
     await b.close();
     open.length = 0;
     b = await broker(dir);
@@ -97,10 +88,10 @@ describe('Broker', () => {
     await b.createTopic({ topic: 't', partitions: 2 });
     await b.produce({ topic: 't', records: [rec('kept', null, { partition: 0 })] });
     const big = { key: null, value: Buffer.alloc(2 * 1024 * 1024) };
-    expect(await codeOf(b.produce({ topic: 't', records: [rec('x', null, { partition: 0 }), big] }))).toBe('RECORD_TOO_LARGE');
-    expect(await codeOf(b.produce({ topic: 't', records: [rec('x', null, { partition: 0 }), rec('y', null, { partition: 9 })] }))).toBe('UNKNOWN_PARTITION');
-    expect(await codeOf(b.produce({ topic: 't', records: [rec('x', null, { partition: -1 })] }))).toBe('INVALID_REQUEST');
-    expect(await codeOf(b.produce({ topic: 'nope', records: [rec('x')] }))).toBe('UNKNOWN_TOPIC');
+    expect(await asyncCodeOf(b.produce({ topic: 't', records: [rec('x', null, { partition: 0 }), big] }))).toBe('RECORD_TOO_LARGE');
+    expect(await asyncCodeOf(b.produce({ topic: 't', records: [rec('x', null, { partition: 0 }), rec('y', null, { partition: 9 })] }))).toBe('UNKNOWN_PARTITION');
+    expect(await asyncCodeOf(b.produce({ topic: 't', records: [rec('x', null, { partition: -1 })] }))).toBe('INVALID_REQUEST');
+    expect(await asyncCodeOf(b.produce({ topic: 'nope', records: [rec('x')] }))).toBe('UNKNOWN_TOPIC');
     const d = await b.describeTopic('t');
     expect(d.partitions.map((p) => p.highWatermark)).toEqual([1, 0]);
   });
@@ -143,8 +134,8 @@ describe('Broker', () => {
     const b = await broker();
     await b.createTopic({ topic: 't', partitions: 1 });
     await b.produce({ topic: 't', records: [rec('x')] });
-    expect(await codeOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 2 }] }))).toBe('OFFSET_OUT_OF_RANGE');
-    expect(await codeOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: -1 }] }))).toBe('INVALID_OFFSET');
+    expect(await asyncCodeOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 2 }] }))).toBe('OFFSET_OUT_OF_RANGE');
+    expect(await asyncCodeOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: -1 }] }))).toBe('INVALID_OFFSET');
     await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 1 }] });
   });
 
@@ -170,7 +161,7 @@ describe('Broker', () => {
     expect(fetched.partitions[0]!.error).toMatchObject({ code: 'OFFSET_OUT_OF_RANGE', recordsLost: 5, committedOffset: 3 });
     expect((await b.describeGroup('g')).subscriptions[0]!.partitions[0]!.committedOffset).toBe(3);
     // Deleted records are never served, even though their segment file still exists.
-    expect(await codeOf(b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 7 }] }).then((r) => {
+    expect(await asyncCodeOf(b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 7 }] }).then((r) => {
       if (r.partitions[0]!.error) throw OnelogError.fromJSON(r.partitions[0]!.error);
     }))).toBe('OFFSET_OUT_OF_RANGE');
     const plan = await b.resetOffsets({ groupId: 'g', topic: 't', partition: 0, spec: { to: 'earliest' } });

@@ -7,6 +7,7 @@ import { openSqliteCatalog } from '../../src/catalog/sqlite.js';
 import { OnelogError } from '../../src/protocol/errors.js';
 import type { DeliveryMode, StartPolicy } from '../../src/protocol/types.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { asyncCodeOf } from '../helpers/errors.js';
 
 const T = 1_700_000_000_000;
 
@@ -50,16 +51,6 @@ function topic(name: string, overrides: Partial<TopicRecord> = {}): TopicRecord 
 
 function sub(groupId: string, topicName: string, deliveryMode: DeliveryMode = 'pull', startPolicy: StartPolicy = 'latest', createdAt = T): SubscriptionRecord {
   return { groupId, topic: topicName, deliveryMode, startPolicy, createdAt };
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof OnelogError) return e.code;
-    throw e;
-  }
-  return 'no error';
 }
 
 describe('Catalog on SQLite', () => {
@@ -125,8 +116,8 @@ describe('Catalog on SQLite', () => {
     it('two concurrent creates of the same topic: one wins, the other gets TOPIC_ALREADY_EXISTS', async () => {
       const c = await catalog(path.join(tmpDir(), 'catalog.db'));
       const results = await Promise.all([
-        codeOf(c.createTopic(topic('t', { partitions: 2 }))),
-        codeOf(c.createTopic(topic('t', { partitions: 5 }))),
+        asyncCodeOf(c.createTopic(topic('t', { partitions: 2 }))),
+        asyncCodeOf(c.createTopic(topic('t', { partitions: 5 }))),
       ]);
       expect(results.sort()).toEqual(['TOPIC_ALREADY_EXISTS', 'no error']);
       expect(await c.listTopics()).toHaveLength(1);

@@ -6,8 +6,8 @@ import {
   codecId, codecOf, COMPRESSION_CODECS, compress, decompress,
 } from '../../src/protocol/compression.js';
 import type { CompressionCodec } from '../../src/protocol/compression.js';
-import { OnelogError } from '../../src/protocol/errors.js';
 import { readEdits } from '../helpers/wikiticker.js';
+import { codeOf } from '../helpers/errors.js';
 
 const CODECS = COMPRESSION_CODECS.filter((c) => c !== 'none');
 
@@ -16,16 +16,6 @@ let edits: string[] | undefined;
 function editLines(n: number): Buffer {
   edits ??= readEdits().slice(0, 2000).map((e) => e.value);
   return Buffer.from(edits.slice(0, n).join('\n'), 'utf8');
-}
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OnelogError) return e.code;
-    throw e;
-  }
-  return 'no error';
 }
 
 // IBM/sarama message_test.go, emptyBulkSnappyMessage: the value of a v0 message as a Kafka broker wrote it,

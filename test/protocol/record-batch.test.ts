@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { COMPRESSION_CODECS } from '../../src/protocol/compression.js';
-import { OnelogError } from '../../src/protocol/errors.js';
 import {
   batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader, setBaseOffset, validateBatch,
 } from '../../src/protocol/record-batch.js';
 import type { RecordInput } from '../../src/protocol/types.js';
 import { crc32c } from '../../src/protocol/crc32c.js';
 import { readEdits } from '../helpers/wikiticker.js';
+import { codeOf } from '../helpers/errors.js';
 
 // IBM/sarama record_test.go, recordBatchTestCases(), "uncompressed record"
 const SARAMA_UNCOMPRESSED = Buffer.from(
@@ -52,16 +52,6 @@ const SARAMA_RECORD = {
 
 const hdr = (key: string, value: string) => ({ key, value: Buffer.from(value) });
 const CODECS = COMPRESSION_CODECS.filter((c) => c !== 'none');
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OnelogError) return e.code;
-    throw e;
-  }
-  return 'no error';
-}
 
 /** Recomputes the CRC of an edited batch, so only the edit (not the checksum) is under test. */
 function restampCrc(batch: Buffer): Buffer {

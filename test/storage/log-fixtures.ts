@@ -2,7 +2,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ManualClock } from '../../src/clock.js';
-import { OnelogError } from '../../src/protocol/errors.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../../src/protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../../src/protocol/types.js';
 import type { Logger } from '../../src/storage/logger.js';
@@ -100,13 +99,4 @@ export function batchSpans(file: string): BatchSpan[] {
   return out;
 }
 
-/** The error code a call throws, or 'no error'. Rethrows anything that is not an OnelogError. */
-export function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OnelogError) return e.code;
-    throw e;
-  }
-  return 'no error';
-}
+export { codeOf } from '../helpers/errors.js';

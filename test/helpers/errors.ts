@@ -1,0 +1,23 @@
+import { OnelogError } from '../../src/protocol/errors.js';
+
+/** The error code `fn` throws, or 'no error'. Rethrows anything that is not an OnelogError. */
+export function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof OnelogError) return e.code;
+    throw e;
+  }
+  return 'no error';
+}
+
+/** The error code `p` rejects with, or 'no error'. Rethrows anything that is not an OnelogError. */
+export async function asyncCodeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof OnelogError) return e.code;
+    throw e;
+  }
+  return 'no error';
+}
