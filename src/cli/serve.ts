@@ -1,6 +1,7 @@
 /** `onelog serve`: the broker on a data directory, behind the HTTP/JSON API. */
 import type { Command } from 'commander';
 import { pino } from 'pino';
+import { OnelogError } from '../protocol/errors.js';
 import { action, parseInteger } from './common.js';
 
 interface ServeOptions {
@@ -17,11 +18,16 @@ export function registerServe(program: Command): void {
     .option('--data-dir <dir>', 'directory for the log, offsets and catalog', './data')
     .option('--port <n>', 'TCP port (0 = any free port)', parseInteger('--port', 0), 7070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
-    .option('--log-level <level>', 'pino log level: trace, debug, info, warn, error', 'info')
+    .option('--log-level <level>', 'log level: fatal, error, warn, info, debug, trace, silent', 'info')
     .action(action(serve));
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 async function serve(options: ServeOptions): Promise<void> {
+  if (!LOG_LEVELS.includes(options.logLevel)) {
+    throw new OnelogError('INVALID_REQUEST', `--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(options.logLevel)}`);
+  }
   // Loaded here, not at the top: other commands must not load the storage engine.
   const { Broker } = await import('../broker.js');
   const { createHttpServer } = await import('../server/http-server.js');
