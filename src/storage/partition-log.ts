@@ -289,7 +289,7 @@ export class PartitionLog {
         continue;
       }
       for (let pos = 0; pos < buf.length; pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8)) {
-        const batchEnd = readBatchHeader(buf, pos).baseOffset + buf.readInt32BE(pos + 23) + 1;
+        const batchEnd = buf.readInt32BE(pos) * 0x1_0000_0000 + buf.readUInt32BE(pos + 4) + buf.readInt32BE(pos + 23) + 1;
         for (const r of decodeRecords(buf, pos)) {
           if (r.offset < next || r.offset >= this.hw) continue;
           if (records.length === limits.maxRecords) return { records, nextOffset: r.offset };

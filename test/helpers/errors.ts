@@ -21,3 +21,14 @@ export async function asyncCodeOf(p: Promise<unknown>): Promise<string> {
   }
   return 'no error';
 }
+
+/** The OnelogError `fn` throws; fails if it throws none. Rethrows anything that is not an OnelogError. */
+export function errorOf(fn: () => unknown): OnelogError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof OnelogError) return e;
+    throw e;
+  }
+  throw new Error('expected an OnelogError, got none');
+}

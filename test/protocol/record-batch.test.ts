@@ -51,6 +51,15 @@ const SARAMA_RECORD = {
 };
 
 const hdr = (key: string, value: string) => ({ key, value: Buffer.from(value) });
+
+/** Any record: null or arbitrary key, value and header values, timestamps up to 2^45. */
+const bytesOrNull = fc.option(fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)), { nil: null });
+const record = fc.record({
+  key: bytesOrNull,
+  value: bytesOrNull,
+  timestamp: fc.integer({ min: 0, max: 2 ** 45 }),
+  headers: fc.array(fc.record({ key: fc.string({ maxLength: 20 }), value: bytesOrNull }), { maxLength: 4 }),
+});
 const CODECS = COMPRESSION_CODECS.filter((c) => c !== 'none');
 
 /** Recomputes the CRC of an edited batch, so only the edit (not the checksum) is under test. */
@@ -129,13 +138,6 @@ describe('record batch codec', () => {
   });
 
   it('round-trips any records (property)', () => {
-    const bytesOrNull = fc.option(fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)), { nil: null });
-    const record = fc.record({
-      key: bytesOrNull,
-      value: bytesOrNull,
-      timestamp: fc.integer({ min: 0, max: 2 ** 45 }),
-      headers: fc.array(fc.record({ key: fc.string({ maxLength: 20 }), value: bytesOrNull }), { maxLength: 4 }),
-    });
     fc.assert(
       fc.property(fc.array(record, { minLength: 1, maxLength: 30 }), fc.integer({ min: 0, max: 2 ** 50 }), (rs, base) => {
         const batch = encodeBatch(rs, base, 0);
@@ -226,13 +228,6 @@ describe('record batch compression', () => {
   });
 
   it('round-trips any records under every codec (property)', () => {
-    const bytesOrNull = fc.option(fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)), { nil: null });
-    const record = fc.record({
-      key: bytesOrNull,
-      value: bytesOrNull,
-      timestamp: fc.integer({ min: 0, max: 2 ** 45 }),
-      headers: fc.array(fc.record({ key: fc.string({ maxLength: 20 }), value: bytesOrNull }), { maxLength: 4 }),
-    });
     fc.assert(
       fc.property(
         fc.constantFrom(...COMPRESSION_CODECS), fc.array(record, { minLength: 1, maxLength: 30 }), fc.integer({ min: 0, max: 2 ** 50 }),

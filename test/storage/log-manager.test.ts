@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { OnelogError } from '../../src/protocol/errors.js';
 import { LogManager } from '../../src/storage/log-manager.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { logConfig, logFiles, logOptions, pairs, readAll, rec } from './log-fixtures.js';
+import { errorOf } from '../helpers/errors.js';
 
 const managers = new Set<LogManager>();
 afterEach(async () => {
@@ -16,16 +16,6 @@ function manager(dir: string): LogManager {
   const m = new LogManager(dir, logOptions());
   managers.add(m);
   return m;
-}
-
-function errorOf(fn: () => unknown): OnelogError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OnelogError) return e;
-    throw e;
-  }
-  throw new Error('expected an OnelogError, got none');
 }
 
 describe('LogManager', () => {

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { OnelogError } from '../../src/protocol/errors.js';
 import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { errorOf } from '../helpers/errors.js';
 import {
   activeLogPath, batchSpans, codeOf, logFiles, openLog, pairs, readAll, rec, RecordingLogger, T0,
 } from './log-fixtures.js';
@@ -39,17 +39,6 @@ async function fill(log: PartitionLog, batches: number, perBatch = 1): Promise<v
 
 const expected = (from: number, to: number): [number, string][] =>
   Array.from({ length: to - from }, (_, i) => [from + i, `v${from + i}`]);
-
-/** The OnelogError a call throws. */
-function errorOf(fn: () => unknown): OnelogError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OnelogError) return e;
-    throw e;
-  }
-  throw new Error('expected an OnelogError, got none');
-}
 
 describe('PartitionLog', () => {
   describe('append, close, reopen', () => {
