@@ -37,6 +37,15 @@ export const ERRORS = {
   REQUEST_TOO_LARGE: { wireCode: 1005, httpStatus: 413, retriable: false },
   NOT_FOUND: { wireCode: 1006, httpStatus: 404, retriable: false },
   DATA_DIR_LOCKED: { wireCode: 1007, httpStatus: 503, retriable: false },
+  UNKNOWN_MEMBER_ID: { wireCode: 25, httpStatus: 409, retriable: false },
+  ILLEGAL_GENERATION: { wireCode: 22, httpStatus: 409, retriable: false },
+  NOT_ASSIGNED: { wireCode: 1008, httpStatus: 409, retriable: false },
+  INCONSISTENT_GROUP_PROTOCOL: { wireCode: 23, httpStatus: 409, retriable: false },
+  NON_EMPTY_GROUP: { wireCode: 68, httpStatus: 409, retriable: false },
+  UNKNOWN_CHECKPOINT: { wireCode: 1009, httpStatus: 404, retriable: false },
+  OUT_OF_ORDER_SEQUENCE: { wireCode: 45, httpStatus: 409, retriable: false },
+  INVALID_PRODUCER_EPOCH: { wireCode: 47, httpStatus: 409, retriable: false },
+  UNKNOWN_PRODUCER_ID: { wireCode: 59, httpStatus: 409, retriable: false },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 
