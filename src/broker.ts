@@ -25,9 +25,11 @@ import { fetchPartitions } from './delivery/fetch.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
 import type { OffsetStore } from './offsets/offset-store.js';
 import type {
-  AlterTopicRequest, CommitRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
-  GroupDescription, GroupSummary, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ResetOffsetsRequest,
-  ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
+  AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
+  DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
+  JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult,
+  ProducerIdempotence, ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
+  TopicDescription, TopicSummary,
 } from './protocol/api.js';
 import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
@@ -35,6 +37,8 @@ import { partitionForKey } from './protocol/murmur2.js';
 import { encodeBatch } from './protocol/record-batch.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
 import type { CompressionType } from './protocol/topic-config.js';
+import { ASSIGNOR_NAMES } from './coordinator/assignor.js';
+import { COMMIT_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from './protocol/types.js';
 import { checkGroupId, checkInteger, checkOneOf, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
 import { LogManager } from './storage/log-manager.js';
 import { silentLogger } from './storage/logger.js';
@@ -59,6 +63,8 @@ export interface BrokerOptions {
   retentionCheckIntervalMs?: number;
   /** How often compacted topics are compacted in the background, ms; 0 = only on demand. @default 15000 */
   compactionIntervalMs?: number;
+  /** How often members past their session timeout are removed, ms; 0 = only when their group is next used. @default 500 */
+  sessionCheckIntervalMs?: number;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -104,7 +110,7 @@ export class Broker implements OnelogApi {
     const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
     const logs = new LogManager(path.join(options.dataDir, 'log'), { clock, logger, indexIntervalBytes: 4096 });
     for (const t of await catalog.listTopics()) logs.openTopic(t.name, t.partitions, t);
-    const groups = new GroupCoordinator(catalog, offsets, logs, clock);
+    const groups = new GroupCoordinator(catalog, offsets, logs, clock, logger);
     const broker = new Broker(
       catalog, offsets, logs, groups, clock, logger, unlock,
       options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
@@ -112,6 +118,7 @@ export class Broker implements OnelogApi {
     broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', (topic) => broker.enforceRetention(topic));
     broker.every(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.partitions(topic).map((log) => log.compact())));
+    broker.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
     return broker;
   }
 
@@ -120,14 +127,21 @@ export class Broker implements OnelogApi {
    * only after the previous one ended.
    */
   private every(ms: number, what: string, task: (topic: string) => Promise<unknown>): void {
+    this.repeat(ms, what, async () => {
+      for (const t of await this.catalog.listTopics().catch(() => [])) {
+        await task(t.name).catch((err: unknown) => this.logger.warn({ topic: t.name, err: (err as Error).message }, `${what} failed`));
+      }
+    });
+  }
+
+  /** Runs `task` every `ms` (0 = never); a failure is logged, and a run starts only after the previous one ended. */
+  private repeat(ms: number, what: string, task: () => Promise<unknown>): void {
     if (ms <= 0) return;
     let running = false;
     const timer = setInterval(async () => {
       if (running || this.closed) return;
       running = true;
-      for (const t of await this.catalog.listTopics().catch(() => [])) {
-        await task(t.name).catch((err: unknown) => this.logger.warn({ topic: t.name, err: (err as Error).message }, `${what} failed`));
-      }
+      await task().catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, `${what} failed`));
       running = false;
     }, ms).unref();
     this.timers.push(timer);
@@ -246,7 +260,7 @@ export class Broker implements OnelogApi {
    */
   async produce(request: ProduceRequest): Promise<ProduceResult> {
     this.checkOpen();
-    const { topic, records } = request;
+    const { topic, records, idempotence } = request;
     const logs = this.logs.partitions(topic);
     if (!Array.isArray(records) || records.length === 0) {
       throw new OnelogError('INVALID_RECORD', 'a produce request needs at least one record', { topic });
@@ -266,16 +280,27 @@ export class Broker implements OnelogApi {
           { topic, index, recordBytes: size, maxRecordBytes: this.maxRecordBytes },
         );
       }
+      if (idempotence && r.partition === undefined) {
+        throw new OnelogError('INVALID_RECORD', `record ${index} has no partition: an idempotent produce names each record's partition`, {
+          topic, index,
+        });
+      }
       byPartition[this.choosePartition(topic, r, logs.length)]!.push(index);
     });
+    if (idempotence) checkIdempotence(idempotence, byPartition, topic);
     const offsets = new Array<{ partition: number; offset: number }>(records.length);
     const now = this.clock.now();
     await Promise.all(
       byPartition.map((indexes, partition) => {
         const appends: Array<Promise<unknown>> = [];
         const compression = batchCodec(logs[partition]!.settings.compressionType);
+        let sequence = idempotence?.baseSequences[partition] ?? 0;
         for (const chunk of this.chunks(records, indexes)) {
-          const batch = encodeBatch(chunk.map((i) => records[i]!), 0, now, undefined, { compression });
+          const producer = idempotence && {
+            producerId: idempotence.producerId, producerEpoch: idempotence.producerEpoch, baseSequence: sequence,
+          };
+          sequence = (sequence + chunk.length) % 2 ** 31;
+          const batch = encodeBatch(chunk.map((i) => records[i]!), 0, now, producer || undefined, { compression });
           appends.push(
             logs[partition]!.appendBatch(batch).then(({ baseOffset }) => {
               chunk.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
@@ -286,6 +311,12 @@ export class Broker implements OnelogApi {
       }),
     );
     return { topic, offsets };
+  }
+
+  /** Issues a new idempotent producer identity: a never reused id (from the catalog) at epoch 0. */
+  async initProducerId(): Promise<ProducerIdentity> {
+    this.checkOpen();
+    return { producerId: await this.catalog.newProducerId(this.clock.now()), producerEpoch: 0 };
   }
 
   private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
@@ -315,11 +346,18 @@ export class Broker implements OnelogApi {
 
   /**
    * Reads partitions of a topic from given offsets (long-poll up to `maxWaitMs`). A partition whose offset is
-   * outside its log answers with `OFFSET_OUT_OF_RANGE` as a value, naming the group when one is given.
+   * outside its log answers with `OFFSET_OUT_OF_RANGE` as a value, naming the group when one is given. A
+   * member's fetch is fenced (see {@link GroupCoordinator.checkFetch}), and an offset below the log start
+   * applies the subscription's out-of-range policy (pause, or jump via `nextOffset`).
+   * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED` for a member's fetch
    */
   async fetch(request: FetchRequest): Promise<FetchResult> {
     this.checkOpen();
-    const { topic, groupId } = request;
+    const { topic, groupId, memberId } = request;
+    if (memberId !== undefined && groupId === undefined) {
+      throw new OnelogError('INVALID_REQUEST', 'a fetch with memberId needs its groupId', { memberId });
+    }
+    const generationId = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
     const targets = request.partitions.map((p) => ({
       log: this.logs.get(topic, p.partition),
       offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
@@ -329,6 +367,10 @@ export class Broker implements OnelogApi {
       maxBytes: checkInteger(request.maxBytes ?? FETCH_DEFAULTS.maxBytes, 'maxBytes', 1),
       maxWaitMs: checkInteger(request.maxWaitMs ?? FETCH_DEFAULTS.maxWaitMs, 'maxWaitMs', 0, MAX_WAIT_MS),
     });
+    if (memberId !== undefined) {
+      await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
+      return { topic, partitions, generationId: generationId! };
+    }
     if (groupId !== undefined) {
       partitions.forEach((p, i) => {
         if (p.error?.code !== 'OFFSET_OUT_OF_RANGE') return;
@@ -349,7 +391,57 @@ export class Broker implements OnelogApi {
     this.logs.partitions(request.topic);
     if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', ['earliest', 'latest']);
     if (request.deliveryMode !== undefined) checkOneOf(request.deliveryMode, 'deliveryMode', ['pull', 'push']);
+    if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
     return this.groups.subscribe(request);
+  }
+
+  /**
+   * @see GroupCoordinator.joinGroup
+   * @throws OnelogError `INVALID_REQUEST` for a bad option (naming the allowed values)
+   */
+  async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    if (!Array.isArray(request.topics) || request.topics.length === 0) {
+      throw new OnelogError('INVALID_REQUEST', 'topics must be a non-empty array of topic names', { groupId: request.groupId });
+    }
+    for (const topic of request.topics) this.logs.partitions(topic);
+    if (request.sessionTimeoutMs !== undefined) checkInteger(request.sessionTimeoutMs, 'sessionTimeoutMs', 1000, 3_600_000);
+    if (request.assignor !== undefined) checkOneOf(request.assignor, 'assignor', ASSIGNOR_NAMES);
+    if (request.commitMode !== undefined) checkOneOf(request.commitMode, 'commitMode', COMMIT_MODES);
+    if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', START_POLICIES);
+    if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
+    if (request.clientId !== undefined && (typeof request.clientId !== 'string' || request.clientId.length > 200)) {
+      throw new OnelogError('INVALID_REQUEST', 'clientId must be a string of at most 200 characters', { groupId: request.groupId });
+    }
+    return this.groups.joinGroup(request);
+  }
+
+  /** @see GroupCoordinator.heartbeat */
+  async heartbeat(request: HeartbeatRequest): Promise<MemberAssignment> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    if (!Array.isArray(request.owned)) throw new OnelogError('INVALID_REQUEST', 'owned must be an array of { topic, partition }');
+    return this.groups.heartbeat(request);
+  }
+
+  /** @see GroupCoordinator.leaveGroup */
+  async leaveGroup(request: LeaveGroupRequest): Promise<void> {
+    this.checkOpen();
+    return this.groups.leaveGroup({ groupId: checkGroupId(request.groupId), memberId: request.memberId });
+  }
+
+  /** @see GroupCoordinator.deleteGroup */
+  async deleteGroup(groupId: string): Promise<void> {
+    this.checkOpen();
+    return this.groups.deleteGroup(checkGroupId(groupId));
+  }
+
+  /** @see GroupCoordinator.saveCheckpoint */
+  async saveCheckpoint(request: CheckpointRequest): Promise<CheckpointDescription> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    return this.groups.saveCheckpoint(request);
   }
 
   /** @see GroupCoordinator.commit */
@@ -375,7 +467,8 @@ export class Broker implements OnelogApi {
     this.checkOpen();
     checkGroupId(request.groupId);
     const spec = request.spec;
-    checkOneOf(spec?.to, 'spec.to', ['earliest', 'latest', 'offset', 'datetime', 'shift']);
+    checkOneOf(spec?.to, 'spec.to', ['earliest', 'latest', 'offset', 'datetime', 'shift', 'checkpoint']);
+    if (spec.to === 'checkpoint' && typeof spec.name !== 'string') throw new OnelogError('INVALID_REQUEST', 'spec.name must name a checkpoint');
     if (spec.to === 'offset') checkInteger(spec.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
     if (spec.to === 'datetime') checkInteger(spec.timestamp, 'timestamp', Number.MIN_SAFE_INTEGER);
     if (spec.to === 'shift') checkInteger(spec.shiftBy, 'shiftBy', Number.MIN_SAFE_INTEGER);
@@ -400,6 +493,23 @@ export class Broker implements OnelogApi {
     await this.catalog.close();
     this.unlock();
   }
+}
+
+/**
+ * Checks an idempotent produce's identity and that every partition written has a base sequence.
+ * @throws OnelogError `INVALID_REQUEST`
+ */
+function checkIdempotence(idempotence: ProducerIdempotence, byPartition: number[][], topic: string): void {
+  checkInteger(idempotence.producerId, 'producerId', 0);
+  checkInteger(idempotence.producerEpoch, 'producerEpoch', 0, 32767);
+  byPartition.forEach((indexes, partition) => {
+    if (indexes.length === 0) return;
+    const base = idempotence.baseSequences?.[partition];
+    if (base === undefined) {
+      throw new OnelogError('INVALID_REQUEST', `idempotence.baseSequences has no entry for partition ${partition}`, { topic, partition });
+    }
+    checkInteger(base, `baseSequences[${partition}]`, 0, 2 ** 31 - 1);
+  });
 }
 
 /** Bytes a record takes against `maxRecordBytes`: key, value, header keys and values, plus fixed overhead. */

@@ -8,7 +8,8 @@ import { Kysely, Migrator } from 'kysely';
 import type { Dialect, MigrationProvider, Selectable } from 'kysely';
 import { OnelogError } from '../protocol/errors.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
-import type { DeliveryMode, StartPolicy } from '../protocol/types.js';
+import type { GroupAlert, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
+import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { migrations } from './migrations.js';
 import type { CatalogSchema, SubscriptionsTable, TopicsTable } from './schema.js';
 
@@ -45,6 +46,7 @@ export interface SubscriptionRecord {
   topic: string;
   deliveryMode: DeliveryMode;
   startPolicy: StartPolicy;
+  onOutOfRange: OutOfRangePolicy;
   /** ms since the epoch */
   createdAt: number;
 }
@@ -79,6 +81,7 @@ const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord =
   topic: r.topic,
   deliveryMode: r.delivery_mode,
   startPolicy: r.start_policy,
+  onOutOfRange: r.on_out_of_range,
   createdAt: Number(r.created_at),
 });
 
@@ -171,10 +174,13 @@ export class Catalog {
           topic: sub.topic,
           delivery_mode: sub.deliveryMode,
           start_policy: sub.startPolicy,
+          on_out_of_range: sub.onOutOfRange,
           created_at: sub.createdAt,
         })
         .onConflict((oc) =>
-          oc.columns(['group_id', 'topic']).doUpdateSet({ delivery_mode: sub.deliveryMode, start_policy: sub.startPolicy }),
+          oc.columns(['group_id', 'topic']).doUpdateSet({
+            delivery_mode: sub.deliveryMode, start_policy: sub.startPolicy, on_out_of_range: sub.onOutOfRange,
+          }),
         )
         .execute();
     });
@@ -201,6 +207,99 @@ export class Catalog {
       .orderBy('topic')
       .execute();
     return rows.map(toSubscription);
+  }
+
+  /** Deletes a group and, by cascade, its subscriptions, pauses, alerts, reset history and checkpoints. */
+  async deleteGroup(groupId: string): Promise<void> {
+    await this.db.deleteFrom('groups').where('group_id', '=', groupId).execute();
+  }
+
+  /** Marks a partition paused for a group, with the error that paused it (replacing an earlier one). */
+  async pausePartition(groupId: string, tp: TopicPartition, error: PartitionError, pausedAt: number): Promise<void> {
+    await this.db
+      .insertInto('paused_partitions')
+      .values({ group_id: groupId, topic: tp.topic, partition: tp.partition, error: JSON.stringify(error), paused_at: pausedAt })
+      .onConflict((oc) => oc.columns(['group_id', 'topic', 'partition']).doUpdateSet({ error: JSON.stringify(error), paused_at: pausedAt }))
+      .execute();
+  }
+
+  /** Lifts a partition's pause (an executed reset does). */
+  async resumePartition(groupId: string, tp: TopicPartition): Promise<void> {
+    await this.db.deleteFrom('paused_partitions')
+      .where('group_id', '=', groupId).where('topic', '=', tp.topic).where('partition', '=', tp.partition).execute();
+  }
+
+  /** The group's paused partitions, keyed `topic/partition`, with the error that paused each. */
+  async listPauses(groupId: string): Promise<Map<string, PartitionError>> {
+    const rows = await this.db.selectFrom('paused_partitions').selectAll().where('group_id', '=', groupId).execute();
+    return new Map(rows.map((r) => [`${r.topic}/${Number(r.partition)}`, JSON.parse(r.error) as PartitionError]));
+  }
+
+  /** Records an alert for a group's partition. */
+  async addAlert(groupId: string, alert: GroupAlert): Promise<void> {
+    await this.db.insertInto('group_alerts').values({
+      group_id: groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition, message: alert.message,
+      context: JSON.stringify(alert.context), created_at: alert.createdAt,
+    }).execute();
+  }
+
+  /** The group's alerts, most recent first. */
+  async listAlerts(groupId: string, limit: number): Promise<GroupAlert[]> {
+    const rows = await this.db.selectFrom('group_alerts').selectAll().where('group_id', '=', groupId)
+      .orderBy('id', 'desc').limit(limit).execute();
+    return rows.map((r) => ({
+      kind: r.kind, topic: r.topic, partition: Number(r.partition), message: r.message,
+      context: JSON.parse(r.context) as Record<string, unknown>, createdAt: Number(r.created_at),
+    }));
+  }
+
+  /** Records executed offset resets. */
+  async recordResets(groupId: string, resets: readonly OffsetResetRecord[]): Promise<void> {
+    if (resets.length === 0) return;
+    await this.db.insertInto('offset_resets').values(resets.map((r) => ({
+      group_id: groupId, topic: r.topic, partition: r.partition, old_offset: r.oldOffset, new_offset: r.newOffset,
+      spec: r.spec, requested_by: r.requestedBy, executed_at: r.executedAt,
+    }))).execute();
+  }
+
+  /** The group's executed resets, most recent first. */
+  async listResets(groupId: string, limit: number): Promise<OffsetResetRecord[]> {
+    const rows = await this.db.selectFrom('offset_resets').selectAll().where('group_id', '=', groupId)
+      .orderBy('id', 'desc').limit(limit).execute();
+    return rows.map((r) => ({
+      topic: r.topic, partition: Number(r.partition), oldOffset: r.old_offset === null ? null : Number(r.old_offset),
+      newOffset: Number(r.new_offset), spec: r.spec, requestedBy: r.requested_by, executedAt: Number(r.executed_at),
+    }));
+  }
+
+  /** Saves (or replaces) a named checkpoint of a group's offsets, in one transaction. */
+  async saveCheckpoint(groupId: string, name: string, offsets: ReadonlyArray<TopicPartition & { offset: number }>, createdAt: number): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('offset_checkpoints').where('group_id', '=', groupId).where('name', '=', name).execute();
+      if (offsets.length === 0) return;
+      await tx.insertInto('offset_checkpoints').values(offsets.map((o) => ({
+        group_id: groupId, name, topic: o.topic, partition: o.partition, offset: o.offset, created_at: createdAt,
+      }))).execute();
+    });
+  }
+
+  /** Every checkpoint of a group with its offsets, by name. */
+  async listCheckpoints(groupId: string): Promise<Array<{ name: string; createdAt: number; offsets: Array<TopicPartition & { offset: number }> }>> {
+    const rows = await this.db.selectFrom('offset_checkpoints').selectAll().where('group_id', '=', groupId)
+      .orderBy('name').orderBy('topic').orderBy('partition').execute();
+    const byName = new Map<string, { name: string; createdAt: number; offsets: Array<TopicPartition & { offset: number }> }>();
+    for (const r of rows) {
+      const entry = byName.get(r.name) ?? { name: r.name, createdAt: Number(r.created_at), offsets: [] };
+      entry.offsets.push({ topic: r.topic, partition: Number(r.partition), offset: Number(r.offset) });
+      byName.set(r.name, entry);
+    }
+    return [...byName.values()];
+  }
+
+  /** Issues a new producer id (never reused). */
+  async newProducerId(createdAt: number): Promise<number> {
+    const row = await this.db.insertInto('producer_ids').values({ created_at: createdAt }).returning('producer_id').executeTakeFirstOrThrow();
+    return Number(row.producer_id);
   }
 
   async close(): Promise<void> {

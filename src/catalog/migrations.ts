@@ -3,7 +3,7 @@
  * PostgreSQL. Never edit a released migration: add the next one.
  */
 import { sql } from 'kysely';
-import type { Kysely, Migration } from 'kysely';
+import type { ColumnDefinitionBuilder, Kysely, Migration } from 'kysely';
 
 export const migrations: Record<string, Migration> = {
   '0001-topics-groups-subscriptions': {
@@ -50,6 +50,65 @@ export const migrations: Record<string, Migration> = {
       for (const [name, type, value] of columns) {
         await db.schema.alterTable('topics').addColumn(name, type, (c) => c.notNull().defaultTo(value)).execute();
       }
+    },
+  },
+  '0003-group-operations': {
+    // Pauses, alerts, reset history and checkpoints of consumer groups; producer ids.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .alterTable('subscriptions')
+        .addColumn('on_out_of_range', 'text', (c) => c.notNull().defaultTo('pause').check(sql.raw("on_out_of_range in ('pause', 'earliest', 'latest')")))
+        .execute();
+      const groupId = (c: ColumnDefinitionBuilder) => c.notNull().references('groups.group_id').onDelete('cascade');
+      await db.schema
+        .createTable('paused_partitions')
+        .addColumn('group_id', 'text', groupId)
+        .addColumn('topic', 'text', (c) => c.notNull())
+        .addColumn('partition', 'integer', (c) => c.notNull())
+        .addColumn('error', 'text', (c) => c.notNull())
+        .addColumn('paused_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('paused_partitions_pk', ['group_id', 'topic', 'partition'])
+        .execute();
+      await db.schema
+        .createTable('group_alerts')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('group_id', 'text', groupId)
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('topic', 'text', (c) => c.notNull())
+        .addColumn('partition', 'integer', (c) => c.notNull())
+        .addColumn('message', 'text', (c) => c.notNull())
+        .addColumn('context', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('group_alerts_by_group').on('group_alerts').columns(['group_id', 'id']).execute();
+      await db.schema
+        .createTable('offset_resets')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('group_id', 'text', groupId)
+        .addColumn('topic', 'text', (c) => c.notNull())
+        .addColumn('partition', 'integer', (c) => c.notNull())
+        .addColumn('old_offset', 'bigint')
+        .addColumn('new_offset', 'bigint', (c) => c.notNull())
+        .addColumn('spec', 'text', (c) => c.notNull())
+        .addColumn('requested_by', 'text', (c) => c.notNull())
+        .addColumn('executed_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('offset_resets_by_group').on('offset_resets').columns(['group_id', 'id']).execute();
+      await db.schema
+        .createTable('offset_checkpoints')
+        .addColumn('group_id', 'text', groupId)
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('topic', 'text', (c) => c.notNull())
+        .addColumn('partition', 'integer', (c) => c.notNull())
+        .addColumn('offset', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('offset_checkpoints_pk', ['group_id', 'name', 'topic', 'partition'])
+        .execute();
+      await db.schema
+        .createTable('producer_ids')
+        .addColumn('producer_id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
     },
   },
 };

@@ -1,6 +1,7 @@
 /** Table shapes of the catalog, as the query layer (Kysely) sees them. Times are ms since the epoch. */
 import type { CompressionType, FlushPolicy } from '../protocol/topic-config.js';
-import type { CleanupPolicy, DeliveryMode, StartPolicy } from '../protocol/types.js';
+import type { Generated } from 'kysely';
+import type { CleanupPolicy, DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 
 export interface TopicsTable {
   name: string;
@@ -32,10 +33,63 @@ export interface SubscriptionsTable {
   delivery_mode: DeliveryMode;
   start_policy: StartPolicy;
   created_at: number;
+  on_out_of_range: OutOfRangePolicy;
+}
+
+/** A partition a group stopped reading until an explicit reset; `error` is the error's JSON body. */
+export interface PausedPartitionsTable {
+  group_id: string;
+  topic: string;
+  partition: number;
+  error: string;
+  paused_at: number;
+}
+
+export interface GroupAlertsTable {
+  id: Generated<number>;
+  group_id: string;
+  kind: 'offset-out-of-range' | 'offset-jump';
+  topic: string;
+  partition: number;
+  message: string;
+  /** JSON object */
+  context: string;
+  created_at: number;
+}
+
+export interface OffsetResetsTable {
+  id: Generated<number>;
+  group_id: string;
+  topic: string;
+  partition: number;
+  old_offset: number | null;
+  new_offset: number;
+  spec: string;
+  requested_by: string;
+  executed_at: number;
+}
+
+export interface OffsetCheckpointsTable {
+  group_id: string;
+  name: string;
+  topic: string;
+  partition: number;
+  offset: number;
+  created_at: number;
+}
+
+export interface ProducerIdsTable {
+  producer_id: Generated<number>;
+  created_at: number;
 }
 
 export interface CatalogSchema {
   topics: TopicsTable;
   groups: GroupsTable;
   subscriptions: SubscriptionsTable;
+  paused_partitions: PausedPartitionsTable;
+  group_alerts: GroupAlertsTable;
+  offset_resets: OffsetResetsTable;
+  offset_checkpoints: OffsetCheckpointsTable;
+  producer_ids: ProducerIdsTable;
 }

@@ -4,9 +4,10 @@
  * the server's code and context; a connection failure is `NETWORK_ERROR` (retriable).
  */
 import type {
-  AlterTopicRequest, CommitRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult,
-  GroupDescription, GroupSummary, OnelogApi, ProduceRequest, ProduceResult, ResetOffsetsRequest,
-  ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
+  AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
+  DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
+  JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
+  ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
@@ -25,7 +26,7 @@ export class HttpApi implements OnelogApi {
     this.base = url.replace(/\/+$/, '');
   }
 
-  private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
     const url = `${this.base}${path}`;
     let response: Response;
     try {
@@ -92,7 +93,9 @@ export class HttpApi implements OnelogApi {
       ...(r.timestamp === undefined ? {} : { timestamp: r.timestamp }),
       ...(r.partition === undefined ? {} : { partition: r.partition }),
     }));
-    return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/records`, { encoding: 'base64', records });
+    return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/records`, {
+      encoding: 'base64', records, ...(request.idempotence ? { idempotence: request.idempotence } : {}),
+    });
   }
 
   async fetch(request: FetchRequest): Promise<FetchResult> {
@@ -102,7 +105,7 @@ export class HttpApi implements OnelogApi {
       'POST', `/topics/${encodeURIComponent(topic)}/fetch`, { ...body, encoding: 'base64' },
     );
     return {
-      topic: result.topic,
+      ...result,
       partitions: result.partitions.map((p) => ({ ...p, records: p.records.map((r) => jsonToRecord(r, 'base64')) })),
     };
   }
@@ -128,5 +131,31 @@ export class HttpApi implements OnelogApi {
   resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
     const { groupId, ...body } = request;
     return this.call('POST', `/groups/${encodeURIComponent(groupId)}/offsets/reset`, body);
+  }
+
+  joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
+    const { groupId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/members`, body);
+  }
+
+  heartbeat(request: HeartbeatRequest): Promise<MemberAssignment> {
+    const { groupId, memberId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/members/${encodeURIComponent(memberId)}/heartbeat`, body);
+  }
+
+  leaveGroup(request: LeaveGroupRequest): Promise<void> {
+    return this.call('DELETE', `/groups/${encodeURIComponent(request.groupId)}/members/${encodeURIComponent(request.memberId)}`);
+  }
+
+  deleteGroup(groupId: string): Promise<void> {
+    return this.call('DELETE', `/groups/${encodeURIComponent(groupId)}`);
+  }
+
+  saveCheckpoint(request: CheckpointRequest): Promise<CheckpointDescription> {
+    return this.call('POST', `/groups/${encodeURIComponent(request.groupId)}/checkpoints`, { name: request.name });
+  }
+
+  initProducerId(): Promise<ProducerIdentity> {
+    return this.call('POST', '/producers', {});
   }
 }

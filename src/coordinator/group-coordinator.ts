@@ -1,83 +1,243 @@
 /**
- * Consumer groups' positions: subscriptions (catalog), committed offsets (offset store) and where a group
- * resumes in each partition's log. Resolves start policies, refuses positions outside the log (never a
- * silent jump), validates commits, plans and applies offset resets, and describes lag.
+ * The group coordinator: consumer groups' membership (join, heartbeat, leave, session timeouts, server-side
+ * assignment with incremental rebalances, see {@link GroupMembership}), fencing of fetches and commits,
+ * subscriptions (catalog), committed offsets (offset store), where each partition resumes ({@link Positions}),
+ * offset resets (applied at a safe point while members are live, each recorded), named checkpoints, and
+ * describing groups with their lag.
+ *
+ * Every operation on one group runs in order (a per-group queue), so a commit, a heartbeat and a reset never
+ * interleave halfway.
  */
 import type { Clock } from '../clock.js';
-import type { Catalog } from '../catalog/catalog.js';
+import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type {
-  CommitRequest, GroupDescription, GroupSummary, ResetOffsetsRequest, ResetOffsetsResult, ResetSpec,
-  SubscribeRequest, SubscribeResult, SubscriptionInfo,
+  AssignedPartition, CheckpointDescription, CheckpointRequest, CommitRequest, FetchedPartition, FetchRequest,
+  GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment,
+  ResetOffsetsRequest, ResetOffsetsResult, SubscribeRequest, SubscribeResult, SubscriptionInfo, TopicPartition,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { StartPolicy } from '../protocol/types.js';
+import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { PartitionLog } from '../storage/partition-log.js';
+import type { Logger } from '../storage/logger.js';
+import { assignorFor } from './assignors/index.js';
+import { GroupMembership, parsePartitionKey, partitionKey } from './group-membership.js';
+import type { Member, PartitionKey } from './group-membership.js';
+import { describeSpec, planReset } from './offset-resets.js';
 import { offsetOutOfRange } from './out-of-range.js';
+import { Positions } from './positions.js';
 
-const DEFAULT_START_POLICY: StartPolicy = 'latest';
+const DEFAULTS = {
+  startPolicy: 'latest' as StartPolicy,
+  onOutOfRange: 'pause' as OutOfRangePolicy,
+  sessionTimeoutMs: 45_000,
+};
+/** How many alerts and resets `describeGroup` shows. */
+const HISTORY_LIMIT = 20;
+
+/** An offset reset waiting for its partitions to be released by their owners. */
+interface PendingReset {
+  request: ResetOffsetsRequest;
+  keys: Set<PartitionKey>;
+  resolve: (result: ResetOffsetsResult) => void;
+  reject: (err: unknown) => void;
+}
 
 export class GroupCoordinator {
-  /** `groupId \0 topic` of subscriptions known to exist, so commits skip the catalog. */
-  private readonly knownSubscriptions = new Set<string>();
+  private readonly groups = new Map<string, GroupMembership>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+  /** `groupId \0 topic` -> subscription, so commits and grants skip the catalog. */
+  private readonly subscriptions = new Map<string, SubscriptionRecord>();
+  private readonly pendingResets = new Map<string, PendingReset[]>();
+  private readonly positions: Positions;
 
   constructor(
     private readonly catalog: Catalog,
     private readonly offsets: OffsetStore,
     private readonly logs: LogManager,
     private readonly clock: Clock,
-  ) {}
+    private readonly logger: Logger,
+  ) {
+    this.positions = new Positions(catalog, offsets, clock);
+  }
+
+  /** Runs `task` after every earlier task of the same group. */
+  private locked<T>(groupId: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(groupId) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    const tail = next.catch(() => {});
+    this.queues.set(groupId, tail);
+    void tail.then(() => {
+      if (this.queues.get(groupId) === tail) this.queues.delete(groupId);
+    });
+    return next;
+  }
+
+  private membership(groupId: string): GroupMembership {
+    let group = this.groups.get(groupId);
+    if (!group) {
+      group = new GroupMembership(groupId, (topic) => this.logs.partitions(topic).length);
+      this.groups.set(groupId, group);
+    }
+    return group;
+  }
 
   /**
-   * Creates or updates the group's subscription and returns where each partition resumes: the committed
-   * offset, or for a partition never committed, the start policy. A `latest` start is committed at once,
-   * so the group's starting point is fixed when it subscribes (as a Pub/Sub subscription's is).
+   * The subscription of a group to a topic, created (with the group) if missing, and updated when `wanted`
+   * names a different policy.
+   */
+  private async subscription(
+    groupId: string, topic: string, wanted: Partial<Pick<SubscriptionRecord, 'startPolicy' | 'deliveryMode' | 'onOutOfRange'>> = {},
+  ): Promise<SubscriptionRecord> {
+    const key = `${groupId}\0${topic}`;
+    const existing = this.subscriptions.get(key) ?? (await this.catalog.getSubscription(groupId, topic));
+    const next = {
+      startPolicy: wanted.startPolicy ?? existing?.startPolicy ?? DEFAULTS.startPolicy,
+      deliveryMode: wanted.deliveryMode ?? existing?.deliveryMode ?? 'pull',
+      onOutOfRange: wanted.onOutOfRange ?? existing?.onOutOfRange ?? DEFAULTS.onOutOfRange,
+    };
+    const same = existing && existing.startPolicy === next.startPolicy && existing.deliveryMode === next.deliveryMode &&
+      existing.onOutOfRange === next.onOutOfRange;
+    const record = same ? existing : await this.catalog.upsertSubscription({ groupId, topic, ...next, createdAt: this.clock.now() });
+    this.subscriptions.set(key, record);
+    return record;
+  }
+
+  /**
+   * Creates or updates a group's subscription and returns where each partition resumes, for a standalone
+   * consumer that tracks its own positions (no membership).
    * @throws OnelogError `OFFSET_OUT_OF_RANGE` if a committed offset lies outside the log: nothing is
    *   delivered and no offset moves until a reset is executed
    */
   async subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
     const { groupId, topic } = request;
-    const logs = this.logs.partitions(topic);
-    const existing = await this.catalog.getSubscription(groupId, topic);
-    const wanted = {
-      startPolicy: request.startPolicy ?? existing?.startPolicy ?? DEFAULT_START_POLICY,
-      deliveryMode: request.deliveryMode ?? existing?.deliveryMode ?? 'pull',
-    };
-    const subscription =
-      existing && existing.startPolicy === wanted.startPolicy && existing.deliveryMode === wanted.deliveryMode
-        ? existing
-        : await this.catalog.upsertSubscription({ groupId, topic, ...wanted, createdAt: this.clock.now() });
-    this.knownSubscriptions.add(`${groupId}\0${topic}`);
-
-    const committed = await this.committedByPartition(groupId, topic);
-    const positions: SubscribeResult['positions'] = [];
-    const fresh: Array<{ topic: string; partition: number; offset: number }> = [];
-    for (const log of logs) {
-      const c = committed.get(log.partition);
-      if (c !== undefined) {
-        if (c.offset < log.logStartOffset || c.offset > log.highWatermark) {
+    return this.locked(groupId, async () => {
+      const logs = this.logs.partitions(topic);
+      const subscription = await this.subscription(groupId, topic, definedOnly(request));
+      const committed = await this.committedByPartition(groupId, topic);
+      const positions: SubscribeResult['positions'] = [];
+      for (const log of logs) {
+        const c = committed.get(log.partition);
+        if (c !== undefined && (c.offset < log.logStartOffset || c.offset > log.highWatermark)) {
           throw offsetOutOfRange({
             groupId, topic, partition: log.partition, committedOffset: c.offset,
             logStartOffset: log.logStartOffset, highWatermark: log.highWatermark,
           });
         }
-        positions.push({ partition: log.partition, offset: c.offset });
-      } else if (subscription.startPolicy === 'latest') {
-        positions.push({ partition: log.partition, offset: log.highWatermark });
-        fresh.push({ topic, partition: log.partition, offset: log.highWatermark });
-      } else {
-        positions.push({ partition: log.partition, offset: log.logStartOffset });
+        const position = await this.positions.resolve(groupId, subscription, log, new Map());
+        positions.push({ partition: log.partition, offset: position.offset! });
       }
-    }
-    if (fresh.length > 0) await this.offsets.commit(groupId, fresh, this.clock.now());
-    return { subscription: info(subscription), positions };
+      return { subscription: info(subscription), positions };
+    });
   }
 
   /**
-   * Commits offsets (each the NEXT offset to read) in one durable write.
+   * Adds a member to a group and answers its first assignment (partitions nobody else holds; the rest
+   * follows in heartbeats as their owners release them).
+   * @throws OnelogError `UNKNOWN_TOPIC`, `INCONSISTENT_GROUP_PROTOCOL`
+   */
+  async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
+    const { groupId } = request;
+    for (const topic of request.topics) this.logs.partitions(topic);
+    return this.locked(groupId, async () => {
+      for (const topic of request.topics) await this.subscription(groupId, topic, definedOnly(request));
+      const group = this.membership(groupId);
+      this.expire(group);
+      const member = group.join({
+        clientId: request.clientId ?? 'consumer',
+        topics: request.topics,
+        sessionTimeoutMs: request.sessionTimeoutMs ?? DEFAULTS.sessionTimeoutMs,
+        commitMode: request.commitMode ?? 'after-processing',
+        assignor: assignorFor(request.assignor ?? 'sticky'),
+      }, this.clock.now());
+      this.logger.info({ groupId, memberId: member.memberId, generationId: group.generationId }, 'member joined');
+      return this.answer(group, member);
+    });
+  }
+
+  /**
+   * Records a member's heartbeat and what it still holds, applies resets whose partitions are now free, and
+   * answers the member's assignment.
+   * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`: the client rejoins
+   */
+  async heartbeat(request: HeartbeatRequest): Promise<MemberAssignment> {
+    return this.locked(request.groupId, async () => {
+      const group = this.liveGroup(request.groupId, request.memberId);
+      this.expire(group);
+      const member = group.member(request.memberId, request.generationId);
+      group.release(member, request.owned, this.clock.now());
+      await this.applyResets(group);
+      return this.answer(group, member);
+    });
+  }
+
+  /** Removes a member now; its partitions move at once. Unknown members are ignored (leaving twice is fine). */
+  async leaveGroup(request: LeaveGroupRequest): Promise<void> {
+    await this.locked(request.groupId, async () => {
+      const group = this.groups.get(request.groupId);
+      if (group?.remove(request.memberId)) {
+        this.logger.info({ groupId: request.groupId, memberId: request.memberId }, 'member left');
+        await this.applyResets(group);
+      }
+    });
+  }
+
+  /** Removes members past their session timeout (or release deadline) in every group; run on a timer. */
+  async expireMembers(): Promise<void> {
+    await Promise.all([...this.groups.keys()].map((groupId) =>
+      this.locked(groupId, async () => {
+        const group = this.groups.get(groupId);
+        if (group && this.expire(group)) await this.applyResets(group);
+      })));
+  }
+
+  private expire(group: GroupMembership): boolean {
+    const expired = group.expired(this.clock.now());
+    for (const m of expired) {
+      group.remove(m.memberId);
+      this.logger.warn({ groupId: group.groupId, memberId: m.memberId, sessionTimeoutMs: m.sessionTimeoutMs }, 'member expired');
+    }
+    return expired.length > 0;
+  }
+
+  private liveGroup(groupId: string, memberId: string): GroupMembership {
+    const group = this.groups.get(groupId);
+    if (!group) {
+      throw new OnelogError('UNKNOWN_MEMBER_ID', `group ${groupId} has no live members (or the broker restarted); join again`, {
+        groupId, memberId,
+      });
+    }
+    return group;
+  }
+
+  /** Grants the member what is free in its target, resolving where each new partition starts. */
+  private async answer(group: GroupMembership, member: Member): Promise<MemberAssignment> {
+    const granted = group.grantable(member);
+    const paused = granted.length > 0 ? await this.catalog.listPauses(group.groupId) : new Map();
+    const entries = new Map<PartitionKey, AssignedPartition>();
+    for (const tp of granted) {
+      const subscription = await this.subscription(group.groupId, tp.topic);
+      const position = await this.positions.resolve(group.groupId, subscription, this.logs.get(tp.topic, tp.partition), paused);
+      entries.set(partitionKey(tp), { ...tp, ...(position.error ? { error: position.error } : { offset: position.offset }) });
+    }
+    group.grant(member, granted, this.clock.now());
+    return {
+      groupId: group.groupId,
+      memberId: member.memberId,
+      generationId: member.generationId,
+      assignment: [...member.assigned].sort().map((key) => entries.get(key) ?? parsePartitionKey(key)),
+      heartbeatIntervalMs: Math.floor(member.sessionTimeoutMs / 3),
+      state: group.state,
+    };
+  }
+
+  /**
+   * Commits offsets (each the NEXT offset to read) in one durable write. With a member id, the member and its
+   * generation must be current and every partition its own (fencing).
    * @throws OnelogError `INVALID_OFFSET` for a negative offset, `OFFSET_OUT_OF_RANGE` above the high watermark,
-   *   `UNKNOWN_TOPIC` / `UNKNOWN_PARTITION`; nothing is committed if any entry is refused
+   *   `UNKNOWN_TOPIC` / `UNKNOWN_PARTITION`, `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`;
+   *   nothing is committed if any entry is refused
    */
   async commit(request: CommitRequest): Promise<void> {
     const { groupId, topic } = request;
@@ -96,27 +256,80 @@ export class GroupCoordinator {
         );
       }
     }
-    await this.ensureSubscription(groupId, topic);
-    await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now());
+    await this.locked(groupId, async () => {
+      const group = this.groups.get(groupId);
+      if (group) this.expire(group);
+      if (request.memberId !== undefined) {
+        const member = this.liveGroup(groupId, request.memberId).member(request.memberId, request.generationId ?? -1);
+        for (const o of request.offsets) this.checkAssigned(groupId, member, { topic, partition: o.partition }, member.owned);
+      } else if (group && group.members.size > 0) {
+        throw new OnelogError(
+          'UNKNOWN_MEMBER_ID',
+          `group ${groupId} has ${group.members.size} live members: only a member may commit (send memberId and generationId)`,
+          { groupId },
+        );
+      }
+      await this.subscription(groupId, topic);
+      await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now());
+    });
   }
 
-  private async ensureSubscription(groupId: string, topic: string): Promise<void> {
-    const key = `${groupId}\0${topic}`;
-    if (this.knownSubscriptions.has(key)) return;
-    if (!(await this.catalog.getSubscription(groupId, topic))) {
-      await this.catalog.upsertSubscription({
-        groupId, topic, startPolicy: DEFAULT_START_POLICY, deliveryMode: 'pull', createdAt: this.clock.now(),
-      });
+  private checkAssigned(groupId: string, member: Member, tp: TopicPartition, set: ReadonlySet<PartitionKey>): void {
+    if (set.has(partitionKey(tp))) return;
+    throw new OnelogError(
+      'NOT_ASSIGNED',
+      `${tp.topic}/${tp.partition} is not assigned to member ${member.memberId} of group ${groupId}; ` +
+        'it moved to another member or never was this one\'s',
+      { groupId, memberId: member.memberId, ...tp },
+    );
+  }
+
+  /**
+   * Fences a member's fetch: the member and its generation must be current and every partition assigned to
+   * it. Synchronous, so a fetch costs no queueing.
+   * @returns the group's generation (the member should heartbeat when it is above its own)
+   * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`
+   */
+  checkFetch(request: FetchRequest & { memberId: string }): number {
+    const group = this.liveGroup(request.groupId ?? '', request.memberId);
+    const member = group.member(request.memberId, request.generationId ?? -1);
+    for (const p of request.partitions) {
+      this.checkAssigned(group.groupId, member, { topic: request.topic, partition: p.partition }, member.assigned);
     }
-    this.knownSubscriptions.add(key);
+    return group.generationId;
   }
 
-  /** Every group with the topics it subscribes to. */
+  /**
+   * Applies the subscription's out-of-range policy to partitions of a member's fetch that fell off the log:
+   * the partition pauses for the group (its error says so) or the position jumps (`nextOffset` moves there).
+   */
+  async afterFetch(request: FetchRequest & { groupId: string }, partitions: FetchedPartition[]): Promise<void> {
+    const fallen = partitions.filter((p) => p.error?.code === 'OFFSET_OUT_OF_RANGE');
+    if (fallen.length === 0) return;
+    const { groupId, topic } = request;
+    await this.locked(groupId, async () => {
+      const subscription = await this.subscription(groupId, topic);
+      for (const p of fallen) {
+        const from = request.partitions.find((r) => r.partition === p.partition)!.offset;
+        const position = await this.positions.outOfRange(groupId, subscription, this.logs.get(topic, p.partition), from);
+        if (position.error) {
+          p.error = position.error;
+        } else {
+          delete p.error;
+          p.nextOffset = position.offset;
+        }
+      }
+    });
+  }
+
+  /** Every group with its state, member count and the topics it subscribes to. */
   async listGroups(): Promise<GroupSummary[]> {
     const groups = await this.catalog.listGroups();
     return Promise.all(
       groups.map(async (g) => ({
         groupId: g.groupId,
+        state: this.groups.get(g.groupId)?.state ?? 'Empty',
+        members: this.groups.get(g.groupId)?.members.size ?? 0,
         createdAt: g.createdAt,
         topics: (await this.catalog.listSubscriptions(g.groupId)).map((s) => s.topic),
       })),
@@ -124,17 +337,21 @@ export class GroupCoordinator {
   }
 
   /**
-   * Per subscribed topic and partition: committed offset, log start offset, high watermark and lag.
+   * The group's state, members and, per subscribed partition: committed offset, log start offset, high
+   * watermark, lag, owner and pause; its recent alerts, executed resets and checkpoints.
    * @throws OnelogError `UNKNOWN_GROUP`
    */
   async describeGroup(groupId: string): Promise<GroupDescription> {
     const group = await this.catalog.getGroup(groupId);
     if (!group) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+    const membership = this.groups.get(groupId);
     const committed = await this.offsets.list(groupId);
+    const paused = await this.catalog.listPauses(groupId);
     const subscriptions = (await this.catalog.listSubscriptions(groupId)).map((s) => ({
       ...info(s),
       partitions: this.logs.partitions(s.topic).map((log) => {
         const c = committed.find((o) => o.topic === s.topic && o.partition === log.partition);
+        const key = partitionKey({ topic: s.topic, partition: log.partition });
         return {
           partition: log.partition,
           committedOffset: c?.offset ?? null,
@@ -142,37 +359,149 @@ export class GroupCoordinator {
           highWatermark: log.highWatermark,
           lag: c === undefined ? null : log.highWatermark - c.offset,
           commitTimestamp: c?.commitTimestamp ?? null,
+          memberId: membership?.holder(key)?.memberId ?? null,
+          paused: paused.get(key) ?? null,
         };
       }),
     }));
-    return { groupId, createdAt: group.createdAt, subscriptions };
+    const members = [...(membership?.members.values() ?? [])].map((m) => ({
+      memberId: m.memberId, clientId: m.clientId, commitMode: m.commitMode, generationId: m.generationId,
+      sessionTimeoutMs: m.sessionTimeoutMs, lastHeartbeatAt: m.lastHeartbeatAt,
+      assignment: [...m.owned].sort().map(parsePartitionKey),
+    }));
+    const checkpoints = (await this.catalog.listCheckpoints(groupId)).map((c) => ({
+      name: c.name, createdAt: c.createdAt, topics: [...new Set(c.offsets.map((o) => o.topic))],
+    }));
+    return {
+      groupId, createdAt: group.createdAt, state: membership?.state ?? 'Empty', generationId: membership?.generationId ?? 0,
+      assignor: membership?.assignorName ?? null, members, subscriptions,
+      alerts: await this.catalog.listAlerts(groupId, HISTORY_LIMIT),
+      resets: await this.catalog.listResets(groupId, HISTORY_LIMIT),
+      checkpoints,
+    };
+  }
+
+  /**
+   * Deletes a group with no live members: committed offsets, subscriptions, pauses, alerts, resets, checkpoints.
+   * @throws OnelogError `UNKNOWN_GROUP`, `NON_EMPTY_GROUP`
+   */
+  async deleteGroup(groupId: string): Promise<void> {
+    await this.locked(groupId, async () => {
+      const group = this.groups.get(groupId);
+      if (group) {
+        this.expire(group);
+        group.kill();
+      }
+      if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+      await this.offsets.deleteGroup(groupId);
+      await this.catalog.deleteGroup(groupId);
+      this.groups.delete(groupId);
+      for (const key of this.subscriptions.keys()) if (key.startsWith(`${groupId}\0`)) this.subscriptions.delete(key);
+      this.logger.info({ groupId }, 'group deleted');
+    });
+  }
+
+  /**
+   * Saves the group's committed offsets (every subscribed topic) under `name`, replacing one of that name.
+   * @throws OnelogError `UNKNOWN_GROUP`, `INVALID_REQUEST` for an empty or over-long name
+   */
+  async saveCheckpoint(request: CheckpointRequest): Promise<CheckpointDescription> {
+    const { groupId, name } = request;
+    if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
+      throw new OnelogError('INVALID_REQUEST', `a checkpoint name is 1 to 200 characters, got ${JSON.stringify(name)}`, { groupId });
+    }
+    return this.locked(groupId, async () => {
+      if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+      const offsets = (await this.offsets.list(groupId)).map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
+      const createdAt = this.clock.now();
+      await this.catalog.saveCheckpoint(groupId, name, offsets, createdAt);
+      return { groupId, name, createdAt, offsets };
+    });
   }
 
   /**
    * Plans an offset reset and, with `execute`, applies it (Kafka's `kafka-consumer-groups --reset-offsets`).
-   * Targets outside `[logStartOffset, highWatermark]` are clamped to it and marked. Executing creates the
-   * group's subscription if it has none.
-   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `INVALID_REQUEST`
+   * Targets outside `[logStartOffset, highWatermark]` are clamped and marked. With live members, the
+   * partitions are first revoked; the reset is applied once no member holds them (each owner commits and
+   * lets go at its next heartbeat, or is removed past its session timeout), then they are assigned again
+   * and members resume from the new offsets. Each executed reset is recorded; it lifts the partitions' pauses.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `INVALID_REQUEST`, `UNKNOWN_CHECKPOINT`
    */
   async resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
-    const { groupId, topic } = request;
-    const logs = request.partition === undefined ? this.logs.partitions(topic) : [this.logs.get(topic, request.partition)];
-    const committed = await this.committedByPartition(groupId, topic);
-    const partitions = logs.map((log): ResetOffsetsResult['partitions'][number] => {
-      const currentOffset = committed.get(log.partition)?.offset ?? null;
-      const target = resetTarget(request.spec, log, currentOffset);
-      const newOffset = Math.min(Math.max(target, log.logStartOffset), log.highWatermark);
-      const row = { partition: log.partition, currentOffset, newOffset };
-      if (target < log.logStartOffset) return { ...row, clamped: 'logStartOffset' };
-      if (target > log.highWatermark) return { ...row, clamped: 'highWatermark' };
-      return row;
+    const { groupId } = request;
+    this.resetLogs(request); // refuses an unknown topic or partition before queueing
+    const waiting = await this.locked(groupId, async () => {
+      const plan = await this.plan(request);
+      const group = this.groups.get(groupId);
+      if (request.execute !== true) return { result: { groupId, topic: request.topic, executed: false, partitions: plan } };
+      if (!group || group.members.size === 0) return { result: await this.executeReset(request) };
+      const keys = new Set(plan.map((p) => partitionKey({ topic: request.topic, partition: p.partition })));
+      return {
+        wait: new Promise<ResetOffsetsResult>((resolve, reject) => {
+          const list = this.pendingResets.get(groupId) ?? [];
+          list.push({ request, keys, resolve, reject });
+          this.pendingResets.set(groupId, list);
+          for (const key of keys) group.withheld.add(key);
+          group.rebalance();
+          void this.applyResets(group).catch(reject);
+        }),
+      };
     });
-    const execute = request.execute === true;
-    if (execute) {
-      await this.ensureSubscription(groupId, topic);
-      await this.offsets.commit(groupId, partitions.map((p) => ({ topic, partition: p.partition, offset: p.newOffset })), this.clock.now());
+    return waiting.result ?? waiting.wait!;
+  }
+
+  private resetLogs(request: ResetOffsetsRequest): PartitionLog[] {
+    return request.partition === undefined ? this.logs.partitions(request.topic) : [this.logs.get(request.topic, request.partition)];
+  }
+
+  private async plan(request: ResetOffsetsRequest): Promise<ResetOffsetsResult['partitions']> {
+    const committed = new Map([...(await this.committedByPartition(request.groupId, request.topic))].map(([p, c]) => [p, c.offset]));
+    let checkpoint: Map<string, number> | undefined;
+    if (request.spec.to === 'checkpoint') {
+      const name = request.spec.name;
+      const saved = (await this.catalog.listCheckpoints(request.groupId)).find((c) => c.name === name);
+      if (!saved) {
+        throw new OnelogError('UNKNOWN_CHECKPOINT', `group ${request.groupId} has no checkpoint named ${name}`, {
+          groupId: request.groupId, name,
+        });
+      }
+      checkpoint = new Map(saved.offsets.map((o) => [partitionKey(o), o.offset]));
     }
-    return { groupId, topic, executed: execute, partitions };
+    return planReset(request.spec, this.resetLogs(request), committed, checkpoint);
+  }
+
+  /** Plans again (positions may have moved while waiting), commits, records the reset and lifts pauses. */
+  private async executeReset(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
+    const { groupId, topic } = request;
+    const partitions = await this.plan(request);
+    await this.subscription(groupId, topic);
+    const now = this.clock.now();
+    await this.offsets.commit(groupId, partitions.map((p) => ({ topic, partition: p.partition, offset: p.newOffset })), now);
+    const spec = describeSpec(request.spec);
+    await this.catalog.recordResets(groupId, partitions.map((p) => ({
+      topic, partition: p.partition, oldOffset: p.currentOffset, newOffset: p.newOffset, spec,
+      requestedBy: request.requestedBy ?? 'unknown', executedAt: now,
+    })));
+    for (const p of partitions) await this.catalog.resumePartition(groupId, { topic, partition: p.partition });
+    this.logger.info({ groupId, topic, spec, requestedBy: request.requestedBy, partitions: partitions.length }, 'offsets reset');
+    return { groupId, topic, executed: true, partitions };
+  }
+
+  /** Executes every pending reset of the group whose partitions no member holds, then reassigns them. */
+  private async applyResets(group: GroupMembership): Promise<void> {
+    const pending = this.pendingResets.get(group.groupId) ?? [];
+    const ready = pending.filter((r) => [...r.keys].every((key) => group.holder(key) === undefined));
+    if (ready.length === 0) return;
+    this.pendingResets.set(group.groupId, pending.filter((r) => !ready.includes(r)));
+    for (const r of ready) {
+      try {
+        r.resolve(await this.executeReset(r.request));
+      } catch (err) {
+        r.reject(err);
+      }
+      for (const key of r.keys) group.withheld.delete(key);
+    }
+    if (group.members.size > 0) group.rebalance();
   }
 
   private async committedByPartition(groupId: string, topic: string): Promise<Map<number, CommittedOffset>> {
@@ -181,23 +510,15 @@ export class GroupCoordinator {
   }
 }
 
-/** The unclamped offset a reset spec points at in one partition. */
-function resetTarget(spec: ResetSpec, log: PartitionLog, currentOffset: number | null): number {
-  switch (spec.to) {
-    case 'earliest':
-      return log.logStartOffset;
-    case 'latest':
-      return log.highWatermark;
-    case 'offset':
-      return spec.offset;
-    case 'datetime':
-      return log.offsetForTimestamp(spec.timestamp);
-    case 'shift':
-      // Without a committed offset, shift from where the group would start: the log start.
-      return (currentOffset ?? log.logStartOffset) + spec.shiftBy;
-  }
+/** The request's subscription policies that are set. */
+function definedOnly(r: { startPolicy?: StartPolicy; deliveryMode?: SubscriptionRecord['deliveryMode']; onOutOfRange?: OutOfRangePolicy }) {
+  return {
+    ...(r.startPolicy === undefined ? {} : { startPolicy: r.startPolicy }),
+    ...(r.deliveryMode === undefined ? {} : { deliveryMode: r.deliveryMode }),
+    ...(r.onOutOfRange === undefined ? {} : { onOutOfRange: r.onOutOfRange }),
+  };
 }
 
-function info(s: SubscriptionInfo): SubscriptionInfo {
-  return { groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy };
+function info(s: SubscriptionRecord): SubscriptionInfo {
+  return { groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange };
 }

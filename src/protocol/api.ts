@@ -4,7 +4,7 @@
  * Pure types: importing this loads nothing.
  */
 import type { TopicConfig } from './topic-config.js';
-import type { DeliveryMode, RecordInput, StartPolicy, StoredRecord } from './types.js';
+import type { CommitMode, DeliveryMode, OutOfRangePolicy, RecordInput, StartPolicy, StoredRecord } from './types.js';
 
 export type { TopicConfig } from './topic-config.js';
 
@@ -96,6 +96,28 @@ export interface ProduceRecord extends RecordInput {
 export interface ProduceRequest {
   topic: string;
   records: ProduceRecord[];
+  /**
+   * Makes the produce idempotent (Kafka's enable.idempotence): every record must name its `partition`;
+   * a partition's records get consecutive sequences from `baseSequences[partition]`. A retry of the same
+   * request is acknowledged with the original offsets and stored once; a sequence gap is refused with
+   * `OUT_OF_ORDER_SEQUENCE`.
+   */
+  idempotence?: ProducerIdempotence;
+}
+
+/** A producer's identity and where its sequences stand, per partition. */
+export interface ProducerIdempotence {
+  /** From {@link OnelogApi.initProducerId}. */
+  producerId: number;
+  producerEpoch: number;
+  /** partition -> sequence of the request's first record in that partition (int32, wraps to 0) */
+  baseSequences: Record<number, number>;
+}
+
+/** A producer id and epoch issued by the broker. */
+export interface ProducerIdentity {
+  producerId: number;
+  producerEpoch: number;
 }
 
 /** Where each record of a produce request landed, in request order. */
@@ -108,6 +130,13 @@ export interface FetchRequest {
   topic: string;
   /** The group fetching, if any: named in errors (e.g. its committed offset when out of range). */
   groupId?: string;
+  /**
+   * The group member fetching, with its generation: then every partition must be assigned to it
+   * (`UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED` otherwise), and an offset below the log start
+   * pauses the partition for the group (or jumps, if the subscription's `onOutOfRange` says so).
+   */
+  memberId?: string;
+  generationId?: number;
   /** Partitions to read and the offset to read each from. */
   partitions: Array<{ partition: number; offset: number }>;
   /** Most records in the answer, over all partitions. @default 500 (Kafka's max.poll.records) */
@@ -138,6 +167,8 @@ export interface FetchedPartition extends PartitionState {
 export interface FetchResult {
   topic: string;
   partitions: FetchedPartition[];
+  /** For a member's fetch: the group's current generation; above the member's, it should heartbeat now. */
+  generationId?: number;
 }
 
 export interface SubscribeRequest {
@@ -147,6 +178,8 @@ export interface SubscribeRequest {
   startPolicy?: StartPolicy;
   /** @default the stored one, else 'pull' */
   deliveryMode?: DeliveryMode;
+  /** What to do when the committed offset falls below the log start. @default the stored one, else 'pause' */
+  onOutOfRange?: OutOfRangePolicy;
 }
 
 export interface SubscriptionInfo {
@@ -154,6 +187,7 @@ export interface SubscriptionInfo {
   topic: string;
   deliveryMode: DeliveryMode;
   startPolicy: StartPolicy;
+  onOutOfRange: OutOfRangePolicy;
 }
 
 /** The subscription and the offset each partition resumes from. */
@@ -165,12 +199,139 @@ export interface SubscribeResult {
 export interface CommitRequest {
   groupId: string;
   topic: string;
+  /**
+   * The committing member and its generation. Without them the commit is accepted only while the group has
+   * no live member (a standalone consumer, as Kafka's); with them, every partition must be the member's.
+   */
+  memberId?: string;
+  generationId?: number;
   /** Each `offset` is the NEXT offset to read (last processed + 1), between 0 and the high watermark. */
   offsets: Array<{ partition: number; offset: number; metadata?: string }>;
 }
 
+/** Consumer group states, as Kafka's KIP-848 protocol (docs/consumer-groups.md: how each answers requests). */
+export type GroupState = 'Empty' | 'Reconciling' | 'Stable' | 'Dead';
+
+/** A topic partition. */
+export interface TopicPartition {
+  topic: string;
+  partition: number;
+}
+
+/** Partition assignors the coordinator offers (as Kafka's range, round-robin and sticky/uniform). */
+export type AssignorName = 'range' | 'round-robin' | 'sticky';
+
+export interface JoinGroupRequest {
+  groupId: string;
+  /** Topics the member consumes; each gets (or keeps) a subscription of the group. */
+  topics: string[];
+  /** A member that sends no heartbeat for this long is removed, ms. @default 45000 (Kafka's session.timeout.ms); 1000 to 3600000 */
+  sessionTimeoutMs?: number;
+  /** Every live member must use the same one. @default 'sticky' */
+  assignor?: AssignorName;
+  /** Shown in `groups describe`. @default 'after-processing' */
+  commitMode?: CommitMode;
+  /** Free text naming the client, shown in `groups describe` and used as the member id's prefix. @default 'consumer' */
+  clientId?: string;
+  /** Start policy for subscriptions this join creates or changes. @default the stored one, else 'latest' */
+  startPolicy?: StartPolicy;
+  /** Out-of-range policy for subscriptions this join creates or changes. @default the stored one, else 'pause' */
+  onOutOfRange?: OutOfRangePolicy;
+}
+
+/** A partition of a member's assignment. */
+export interface AssignedPartition extends TopicPartition {
+  /** Present when the partition is new to the member in this answer: where it starts reading. */
+  offset?: number;
+  /** Present when the partition is paused for the group (e.g. `OFFSET_OUT_OF_RANGE`): do not fetch it. */
+  error?: PartitionError;
+}
+
+/** What the coordinator tells a member after a join or heartbeat. */
+export interface MemberAssignment {
+  groupId: string;
+  memberId: string;
+  /** The generation the member now belongs to: send it with every fetch, commit and heartbeat. */
+  generationId: number;
+  /**
+   * The partitions the member may consume now. A partition it held before and that is missing here is
+   * revoked: stop it, commit what was processed, then heartbeat without it.
+   */
+  assignment: AssignedPartition[];
+  /** Heartbeat at least this often, ms (a third of the session timeout). */
+  heartbeatIntervalMs: number;
+  state: GroupState;
+}
+
+export interface HeartbeatRequest {
+  groupId: string;
+  memberId: string;
+  generationId: number;
+  /** Every partition the member still holds (revoked partitions it finished with are left out). */
+  owned: TopicPartition[];
+}
+
+export interface LeaveGroupRequest {
+  groupId: string;
+  memberId: string;
+}
+
+/** A live member as `groups describe` shows it. */
+export interface MemberDescription {
+  memberId: string;
+  clientId: string;
+  commitMode: CommitMode;
+  generationId: number;
+  sessionTimeoutMs: number;
+  /** ms since the epoch */
+  lastHeartbeatAt: number;
+  /** Partitions it holds now (being revoked included). */
+  assignment: TopicPartition[];
+}
+
+/** Something the coordinator recorded for operators: a partition paused out of range, or an offset jump. */
+export interface GroupAlert {
+  kind: 'offset-out-of-range' | 'offset-jump';
+  topic: string;
+  partition: number;
+  message: string;
+  context: Record<string, unknown>;
+  /** ms since the epoch */
+  createdAt: number;
+}
+
+/** One executed offset reset. */
+export interface OffsetResetRecord {
+  topic: string;
+  partition: number;
+  oldOffset: number | null;
+  newOffset: number;
+  /** The reset spec, as text (e.g. `to-earliest`, `to-checkpoint before-deploy`). */
+  spec: string;
+  /** Who asked (free text the caller gave, e.g. `alice@host`). */
+  requestedBy: string;
+  /** ms since the epoch */
+  executedAt: number;
+}
+
+export interface CheckpointRequest {
+  groupId: string;
+  /** 1 to 200 characters. */
+  name: string;
+}
+
+export interface CheckpointDescription {
+  groupId: string;
+  name: string;
+  /** ms since the epoch */
+  createdAt: number;
+  offsets: Array<TopicPartition & { offset: number }>;
+}
+
 export interface GroupSummary {
   groupId: string;
+  state: GroupState;
+  members: number;
   topics: string[];
   /** ms since the epoch */
   createdAt: number;
@@ -183,13 +344,26 @@ export interface GroupPartition extends PartitionState {
   lag: number | null;
   /** ms since the epoch, or null */
   commitTimestamp: number | null;
+  /** The member holding the partition, or null. */
+  memberId: string | null;
+  /** Set while the partition is paused for the group: why, and what to do. */
+  paused: PartitionError | null;
 }
 
 export interface GroupDescription {
   groupId: string;
   /** ms since the epoch */
   createdAt: number;
+  state: GroupState;
+  generationId: number;
+  assignor: AssignorName | null;
+  members: MemberDescription[];
   subscriptions: Array<SubscriptionInfo & { partitions: GroupPartition[] }>;
+  /** Most recent first, at most 20. */
+  alerts: GroupAlert[];
+  /** Executed offset resets, most recent first, at most 20. */
+  resets: OffsetResetRecord[];
+  checkpoints: Array<{ name: string; createdAt: number; topics: string[] }>;
 }
 
 /** Where an offset reset moves a group (Kafka's kafka-consumer-groups --reset-offsets). */
@@ -199,7 +373,9 @@ export type ResetSpec =
   | { to: 'offset'; offset: number }
   /** first record with timestamp >= `timestamp` (ms since the epoch); the high watermark if none */
   | { to: 'datetime'; timestamp: number }
-  | { to: 'shift'; shiftBy: number };
+  | { to: 'shift'; shiftBy: number }
+  /** the offset a named checkpoint saved for the partition (partitions it lacks keep their offset) */
+  | { to: 'checkpoint'; name: string };
 
 export interface ResetOffsetsRequest {
   groupId: string;
@@ -207,8 +383,14 @@ export interface ResetOffsetsRequest {
   /** One partition; default: every partition of the topic. */
   partition?: number;
   spec: ResetSpec;
-  /** Apply the plan; without it the call is a dry run. @default false */
+  /**
+   * Apply the plan; without it the call is a dry run. With live members the coordinator first revokes the
+   * partitions (their owners commit and let go), applies the reset, then assigns them again: the call
+   * resolves once applied. @default false
+   */
   execute?: boolean;
+  /** Who asks, recorded with the executed reset. @default 'unknown' */
+  requestedBy?: string;
 }
 
 export interface ResetOffsetsResult {
@@ -241,4 +423,16 @@ export interface OnelogApi {
   listGroups(): Promise<GroupSummary[]>;
   describeGroup(groupId: string): Promise<GroupDescription>;
   resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult>;
+  /** Becomes a member of a group; the answer carries the member id, generation and first assignment. */
+  joinGroup(request: JoinGroupRequest): Promise<MemberAssignment>;
+  /** Keeps the membership alive, reports what the member still holds, and answers its current assignment. */
+  heartbeat(request: HeartbeatRequest): Promise<MemberAssignment>;
+  /** Leaves at once (its partitions move now, not after the session timeout). */
+  leaveGroup(request: LeaveGroupRequest): Promise<void>;
+  /** Deletes a group with no live members: its committed offsets, subscriptions, pauses, checkpoints, history. */
+  deleteGroup(groupId: string): Promise<void>;
+  /** Saves the group's committed offsets under a name, for `resetOffsets({ spec: { to: 'checkpoint' } })`. */
+  saveCheckpoint(request: CheckpointRequest): Promise<CheckpointDescription>;
+  /** Issues a new idempotent producer identity. */
+  initProducerId(): Promise<ProducerIdentity>;
 }

@@ -45,3 +45,16 @@ export const DELIVERY_MODES: readonly DeliveryMode[] = ['pull', 'push'];
 /** What retention does with old records (Kafka's cleanup.policy). */
 export type CleanupPolicy = 'delete' | 'compact' | 'compact,delete';
 export const CLEANUP_POLICIES: readonly CleanupPolicy[] = ['delete', 'compact', 'compact,delete'];
+
+/** What a group does when its committed offset falls below the log start: stop and wait for a reset (the
+ * default, never a silent jump), or jump to the log start / end and record the records skipped. */
+export type OutOfRangePolicy = 'pause' | 'earliest' | 'latest';
+export const OUT_OF_RANGE_POLICIES: readonly OutOfRangePolicy[] = ['pause', 'earliest', 'latest'];
+
+/**
+ * When a consumer commits: after its handler resolved (at-least-once, the default: a crash redelivers what
+ * was processed but not committed) or before it runs (at-most-once: a crash drops what was committed but not
+ * processed).
+ */
+export type CommitMode = 'after-processing' | 'before-processing';
+export const COMMIT_MODES: readonly CommitMode[] = ['after-processing', 'before-processing'];

@@ -6,7 +6,9 @@
  */
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
-import type { OnelogApi, ProduceRecord, ResetSpec } from '../protocol/api.js';
+import type {
+  CommitRequest, HeartbeatRequest, JoinGroupRequest, OnelogApi, SubscribeRequest, ProduceRecord, ProducerIdempotence, ResetSpec,
+} from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import {
   BYTES_ENCODINGS, jsonToBytes, jsonToHeaders, parseTimestamp, recordToJson,
@@ -87,7 +89,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     async (request) => api.deleteRecords({ topic: request.params.topic, ...request.body }),
   );
 
-  app.post<{ Params: { topic: string }; Body: { records: JsonProduceRecord[]; encoding?: BytesEncoding } }>(
+  app.post<{ Params: { topic: string }; Body: { records: JsonProduceRecord[]; encoding?: BytesEncoding; idempotence?: ProducerIdempotence } }>(
     '/topics/:topic/records',
     {
       schema: {
@@ -96,6 +98,11 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
           required: ['records'],
           properties: {
             encoding: encodingSchema,
+            idempotence: {
+              type: 'object',
+              required: ['producerId', 'producerEpoch', 'baseSequences'],
+              properties: { producerId: nonNegInt, producerEpoch: nonNegInt, baseSequences: { type: 'object', additionalProperties: nonNegInt } },
+            },
             records: {
               type: 'array',
               minItems: 1,
@@ -116,14 +123,15 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     async (request) => {
       const encoding = request.body.encoding ?? 'utf8';
       const records = request.body.records.map((r, i) => produceRecord(r, i, encoding));
-      return api.produce({ topic: request.params.topic, records });
+      const { idempotence } = request.body;
+      return api.produce({ topic: request.params.topic, records, ...(idempotence ? { idempotence } : {}) });
     },
   );
 
   app.post<{
     Params: { topic: string };
     Body: {
-      groupId?: string; partitions: Array<{ partition: number; offset: number }>; maxRecords?: number;
+      groupId?: string; memberId?: string; generationId?: number; partitions: Array<{ partition: number; offset: number }>; maxRecords?: number;
       maxBytes?: number; maxWaitMs?: number; encoding?: BytesEncoding;
     };
   }>(
@@ -134,7 +142,8 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
           type: 'object',
           required: ['partitions'],
           properties: {
-            groupId: { type: 'string' }, partitions: partitionOffsets, maxRecords: { type: 'integer', minimum: 1 },
+            groupId: { type: 'string' }, memberId: { type: 'string' }, generationId: { type: 'integer' },
+            partitions: partitionOffsets, maxRecords: { type: 'integer', minimum: 1 },
             maxBytes: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt, encoding: encodingSchema,
           },
         },
@@ -144,7 +153,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
       const { encoding = 'utf8', ...rest } = request.body;
       const result = await api.fetch({ topic: request.params.topic, ...rest });
       return {
-        topic: result.topic,
+        ...result,
         partitions: result.partitions.map((p) => ({ ...p, records: p.records.map((r) => recordToJson(r, encoding)) })),
       };
     },
@@ -153,34 +162,91 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   app.get('/groups', async () => ({ groups: await api.listGroups() }));
   app.get<{ Params: { groupId: string } }>('/groups/:groupId', async (request) => api.describeGroup(request.params.groupId));
 
-  app.post<{ Params: { groupId: string }; Body: { topic: string; startPolicy?: 'earliest' | 'latest'; deliveryMode?: 'pull' | 'push' } }>(
+  app.post<{ Params: { groupId: string }; Body: Omit<SubscribeRequest, 'groupId'> }>(
     '/groups/:groupId/subscriptions',
     { schema: { body: { type: 'object', required: ['topic'], properties: { topic: { type: 'string' } } } } },
     async (request) => api.subscribe({ groupId: request.params.groupId, ...request.body }),
   );
 
-  app.post<{ Params: { groupId: string }; Body: { topic: string; offsets: Array<{ partition: number; offset: number; metadata?: string }> } }>(
+  app.post<{ Params: { groupId: string }; Body: Omit<CommitRequest, 'groupId'> }>(
     '/groups/:groupId/offsets',
-    { schema: { body: { type: 'object', required: ['topic', 'offsets'], properties: { topic: { type: 'string' }, offsets: partitionOffsets } } } },
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['topic', 'offsets'],
+          properties: { topic: { type: 'string' }, offsets: partitionOffsets, memberId: { type: 'string' }, generationId: { type: 'integer' } },
+        },
+      },
+    },
     async (request, reply) => {
       await api.commitOffsets({ groupId: request.params.groupId, ...request.body });
       return reply.status(204).send();
     },
   );
 
-  app.post<{ Params: { groupId: string }; Body: { topic: string; partition?: number; spec: ResetSpec; execute?: boolean } }>(
+  app.post<{ Params: { groupId: string }; Body: { topic: string; partition?: number; spec: ResetSpec; execute?: boolean; requestedBy?: string } }>(
     '/groups/:groupId/offsets/reset',
     {
       schema: {
         body: {
           type: 'object',
           required: ['topic', 'spec'],
-          properties: { topic: { type: 'string' }, partition: nonNegInt, spec: { type: 'object', required: ['to'] }, execute: { type: 'boolean' } },
+          properties: {
+            topic: { type: 'string' }, partition: nonNegInt, spec: { type: 'object', required: ['to'] }, execute: { type: 'boolean' },
+            requestedBy: { type: 'string', maxLength: 200 },
+          },
         },
       },
     },
-    async (request) => api.resetOffsets({ groupId: request.params.groupId, ...request.body }),
+    async (request) => api.resetOffsets({
+      groupId: request.params.groupId, ...request.body, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
+    }),
   );
+
+  app.delete<{ Params: { groupId: string } }>('/groups/:groupId', async (request, reply) => {
+    await api.deleteGroup(request.params.groupId);
+    return reply.status(204).send();
+  });
+
+  app.post<{ Params: { groupId: string }; Body: { name: string } }>(
+    '/groups/:groupId/checkpoints',
+    { schema: { body: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } } },
+    async (request) => api.saveCheckpoint({ groupId: request.params.groupId, name: request.body.name }),
+  );
+
+  app.post<{ Params: { groupId: string }; Body: Omit<JoinGroupRequest, 'groupId'> }>(
+    '/groups/:groupId/members',
+    { schema: { body: { type: 'object', required: ['topics'], properties: { topics: { type: 'array', items: { type: 'string' } } } } } },
+    async (request) => api.joinGroup({ groupId: request.params.groupId, ...request.body }),
+  );
+
+  app.post<{ Params: { groupId: string; memberId: string }; Body: Omit<HeartbeatRequest, 'groupId' | 'memberId'> }>(
+    '/groups/:groupId/members/:memberId/heartbeat',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['generationId', 'owned'],
+          properties: {
+            generationId: { type: 'integer' },
+            owned: {
+              type: 'array',
+              items: { type: 'object', required: ['topic', 'partition'], properties: { topic: { type: 'string' }, partition: nonNegInt } },
+            },
+          },
+        },
+      },
+    },
+    async (request) => api.heartbeat({ ...request.params, ...request.body }),
+  );
+
+  app.delete<{ Params: { groupId: string; memberId: string } }>('/groups/:groupId/members/:memberId', async (request, reply) => {
+    await api.leaveGroup(request.params);
+    return reply.status(204).send();
+  });
+
+  app.post('/producers', async () => api.initProducerId());
 
   return app;
 }

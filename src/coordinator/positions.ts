@@ -1,0 +1,76 @@
+/**
+ * Where a group resumes in a partition, decided when the partition is assigned or a fetch falls off the log:
+ * the committed offset; for a partition never committed, the subscription's start policy (a `latest`
+ * start is committed at once, so the starting point is fixed when first assigned, as a Pub/Sub
+ * subscription's is); for a committed offset outside the log, the subscription's out-of-range policy:
+ * `pause` (the default: the partition stops for this group, an alert is recorded, and only an explicit reset
+ * resumes it) or a jump to `earliest` / `latest`, recorded as an alert with the number of records skipped.
+ */
+import type { Clock } from '../clock.js';
+import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { PartitionError, TopicPartition } from '../protocol/api.js';
+import type { OffsetStore } from '../offsets/offset-store.js';
+import type { PartitionLog } from '../storage/partition-log.js';
+import { offsetOutOfRange } from './out-of-range.js';
+
+/** Where a partition starts for a group: an offset, or the error that paused it. */
+export type Position = { offset: number; error?: undefined } | { offset?: undefined; error: PartitionError };
+
+export class Positions {
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly offsets: OffsetStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Resolves where `groupId` starts reading `log`.
+   * @param paused the group's paused partitions (`topic/partition` -> error), from {@link Catalog.listPauses}
+   */
+  async resolve(groupId: string, subscription: SubscriptionRecord, log: PartitionLog, paused: ReadonlyMap<string, PartitionError>): Promise<Position> {
+    const tp = { topic: log.topic, partition: log.partition };
+    const pause = paused.get(`${tp.topic}/${tp.partition}`);
+    if (pause) return { error: pause };
+    const committed = await this.offsets.get(groupId, tp.topic, tp.partition);
+    if (committed === undefined) {
+      if (subscription.startPolicy === 'earliest') return { offset: log.logStartOffset };
+      await this.offsets.commit(groupId, [{ ...tp, offset: log.highWatermark }], this.clock.now());
+      return { offset: log.highWatermark };
+    }
+    if (committed.offset >= log.logStartOffset && committed.offset <= log.highWatermark) return { offset: committed.offset };
+    return this.outOfRange(groupId, subscription, log, committed.offset);
+  }
+
+  /**
+   * Applies the subscription's out-of-range policy to a position outside `log`: pauses the partition for
+   * the group (recording the error and an alert) or jumps (committing the new offset, recording an alert
+   * with the records skipped).
+   */
+  async outOfRange(groupId: string, subscription: SubscriptionRecord, log: PartitionLog, position: number): Promise<Position> {
+    const tp: TopicPartition = { topic: log.topic, partition: log.partition };
+    const facts = {
+      groupId, ...tp, committedOffset: position, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark,
+    };
+    const now = this.clock.now();
+    if (subscription.onOutOfRange === 'pause') {
+      const error = { ...offsetOutOfRange(facts).toJSON(), paused: true };
+      await this.catalog.pausePartition(groupId, tp, error, now);
+      await this.catalog.addAlert(groupId, {
+        kind: 'offset-out-of-range', ...tp, message: error.message, context: facts, createdAt: now,
+      });
+      return { error };
+    }
+    const offset = subscription.onOutOfRange === 'earliest' ? log.logStartOffset : log.highWatermark;
+    // Offsets, not records, when compaction left gaps: the count is an upper bound there.
+    const recordsSkipped = Math.max(0, offset - position);
+    await this.offsets.commit(groupId, [{ ...tp, offset }], now);
+    await this.catalog.addAlert(groupId, {
+      kind: 'offset-jump', ...tp,
+      message: `group ${groupId} jumped from offset ${position} to ${offset} in ${tp.topic}/${tp.partition} ` +
+        `(onOutOfRange: ${subscription.onOutOfRange}): ${recordsSkipped} records skipped`,
+      context: { ...facts, newOffset: offset, recordsSkipped, policy: subscription.onOutOfRange },
+      createdAt: now,
+    });
+    return { offset };
+  }
+}
