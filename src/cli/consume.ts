@@ -1,22 +1,26 @@
 /**
- * `onelog consume TOPIC --group G`: prints one JSON object per record
- * `{topic, partition, offset, timestamp, key, value, headers}` (key, value and header values as UTF-8 text)
- * and commits after printing (at-least-once). Stops after `--max-records N`, after `--idle-timeout-ms MS`
- * with nothing new, or on SIGINT/SIGTERM, committing what was printed.
+ * `onelog consume TOPIC --group G`: joins the group as a member and prints one JSON object per record
+ * `{topic, partition, offset, timestamp, key, value, headers}` (key, value and header values as UTF-8 text),
+ * committing after printing (at-least-once; `--commit-mode before-processing` for at-most-once). Stops after
+ * `--max-records N`, after `--idle-timeout-ms MS` with nothing new, or on SIGINT/SIGTERM, committing what was
+ * printed. A partition that stops for the group (e.g. `OFFSET_OUT_OF_RANGE`) is reported on stderr with its
+ * code and context while the other partitions keep flowing; the exit code is then 1.
  */
 import type { Command } from 'commander';
 import { Consumer } from '../client/consumer.js';
 import { headersToJson } from '../protocol/json-records.js';
-import { START_POLICIES } from '../protocol/types.js';
-import type { StartPolicy } from '../protocol/types.js';
+import { COMMIT_MODES, START_POLICIES } from '../protocol/types.js';
+import type { CommitMode, StartPolicy } from '../protocol/types.js';
 import { OnelogError } from '../protocol/errors.js';
-import { action, apiFor, parseInteger } from './common.js';
+import { action, apiFor, parseInteger, reportError } from './common.js';
 
 interface ConsumeOptions {
   group: string;
   from?: string;
   maxRecords?: number;
   idleTimeoutMs?: number;
+  commitMode: string;
+  sessionTimeoutMs?: number;
 }
 
 /** Writes a line to stdout, waiting when the pipe is full; rejects if the reader went away (EPIPE). */
@@ -37,12 +41,20 @@ export function registerConsume(program: Command): void {
     .option('--from <policy>', 'where a new group starts: earliest | latest (default: the subscription\'s, else latest)')
     .option('--max-records <n>', 'exit after N records', parseInteger('--max-records', 1))
     .option('--idle-timeout-ms <ms>', 'exit after MS ms with no new record', parseInteger('--idle-timeout-ms', 0))
+    .option('--commit-mode <mode>', 'after-processing (at-least-once) | before-processing (at-most-once)', 'after-processing')
+    .option('--session-timeout-ms <ms>', 'leave the group after MS ms without a heartbeat (default 45000)', parseInteger('--session-timeout-ms', 1000))
     .action(action(async (topic: string, o: ConsumeOptions, cmd: Command) => {
       if (o.from !== undefined && !START_POLICIES.includes(o.from as StartPolicy)) {
         throw new OnelogError('INVALID_REQUEST', `--from must be earliest or latest, got ${JSON.stringify(o.from)}`);
       }
+      if (!COMMIT_MODES.includes(o.commitMode as CommitMode)) {
+        throw new OnelogError('INVALID_REQUEST', `--commit-mode must be ${COMMIT_MODES.join(' or ')}, got ${JSON.stringify(o.commitMode)}`);
+      }
       const consumer = new Consumer(apiFor(cmd), {
         groupId: o.group,
+        clientId: 'onelog-cli',
+        commitMode: o.commitMode as CommitMode,
+        ...(o.sessionTimeoutMs ? { sessionTimeoutMs: o.sessionTimeoutMs } : {}),
         ...(o.from ? { startPolicy: o.from as StartPolicy } : {}),
         ...(o.maxRecords ? { maxRecords: Math.min(o.maxRecords, 500) } : {}),
         maxWaitMs: Math.min(500, Math.max(o.idleTimeoutMs ?? 500, 10)),
@@ -65,8 +77,13 @@ export function registerConsume(program: Command): void {
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       armIdle();
+      let partitionErrors = 0;
       try {
         await consumer.run({
+          onPartitionError: (err) => {
+            partitionErrors++;
+            reportError(err);
+          },
           eachMessage: async ({ partition, message: m }) => {
             armIdle();
             await writeLine(JSON.stringify({
@@ -86,5 +103,6 @@ export function registerConsume(program: Command): void {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       }
+      if (partitionErrors > 0) process.exitCode = 1;
     }));
 }

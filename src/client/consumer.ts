@@ -1,17 +1,46 @@
 /**
- * The consumer: reads a topic as a member of a consumer group, pulling batches from the group's positions
- * and committing after processing (at-least-once, the default commit mode): a record is committed only
- * after its handler resolved, so a crash re-delivers at most the records processed since the last commit.
+ * The consumer: a member of a consumer group. It joins, gets partitions from the coordinator (which
+ * rebalances incrementally as members come and go), pulls batches from its positions and commits as its
+ * commit mode says:
+ *
+ * - `'after-processing'` (default, at-least-once): after the handlers of a fetched batch resolved. A crash
+ *   redelivers the records processed since the last commit; a handler that throws never has its record
+ *   committed.
+ * - `'before-processing'` (at-most-once): a fetched batch is committed before its first handler runs. A
+ *   crash drops the records of that batch not yet processed (at most `maxRecords`).
+ * - with an `offsetStore` (exactly-once effect): each handler runs inside a transaction of the user's
+ *   database, which also stores the partition's next offset; onelog's committed offset follows for lag.
+ *
+ * `commit(message)` commits `message.offset + 1` at once, in any mode. A fencing error (`UNKNOWN_MEMBER_ID`,
+ * `ILLEGAL_GENERATION`, `NOT_ASSIGNED`) never leads to a silent commit: the consumer drops what it has not
+ * committed and joins again.
  */
-import type { FetchedPartition, OnelogApi } from '../protocol/api.js';
+import type { AssignorName, FetchedPartition, OnelogApi, PartitionError } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { StartPolicy, StoredRecord } from '../protocol/types.js';
+import type { CommitMode, OutOfRangePolicy, StartPolicy, StoredRecord } from '../protocol/types.js';
+import type { ExternalOffsetStore } from './external-offsets.js';
+import { MemberSession } from './member-session.js';
+import type { HeldPartition } from './member-session.js';
 
 /** Consumer settings; units in the names. */
-export interface ConsumerOptions {
+export interface ConsumerOptions<Tx = undefined> {
   groupId: string;
   /** Where a new group starts (as Kafka's auto.offset.reset); stored on the subscription. @default the subscription's, else 'latest' */
   startPolicy?: StartPolicy;
+  /** What the group does when its committed offset falls below the log start; stored on the subscription. @default the subscription's, else 'pause' */
+  onOutOfRange?: OutOfRangePolicy;
+  /** @default 'after-processing' (at-least-once) */
+  commitMode?: CommitMode;
+  /** Commit each fetched batch as `commitMode` says; false: only {@link Consumer.commit} commits. @default true */
+  autoCommit?: boolean;
+  /** Keeps offsets in the user's database, committed in the handler's transaction (exactly-once effect). */
+  offsetStore?: ExternalOffsetStore<Tx>;
+  /** Removed from the group after this long without a heartbeat, ms. @default 45000 (Kafka's session.timeout.ms); 1000 to 3600000 */
+  sessionTimeoutMs?: number;
+  /** @default 'sticky' */
+  assignor?: AssignorName;
+  /** Shown in `groups describe`; the member id's prefix. @default 'consumer' */
+  clientId?: string;
   /** Most records per fetch. @default 500 */
   maxRecords?: number;
   /** Byte budget per fetch. @default 1048576 */
@@ -20,116 +49,252 @@ export interface ConsumerOptions {
   maxWaitMs?: number;
 }
 
-/** What a handler receives. */
-export interface EachMessagePayload {
+/** A record as a handler gets it: where it comes from, and the record. */
+export interface ConsumedMessage extends StoredRecord {
   topic: string;
   partition: number;
-  message: StoredRecord;
+}
+
+/** What a handler receives. */
+export interface EachMessagePayload<Tx = undefined> {
+  topic: string;
+  partition: number;
+  message: ConsumedMessage;
+  /** With an `offsetStore`: the transaction to write with (its commit stores the offset too). */
+  tx: Tx;
 }
 
 /** Handlers for {@link Consumer.run}. */
-export interface RunOptions {
-  /** Called for each record in order per partition; a record is committed only after this resolves. */
-  eachMessage: (payload: EachMessagePayload) => Promise<void> | void;
+export interface RunOptions<Tx = undefined> {
+  /** Called for each record in order per partition. */
+  eachMessage: (payload: EachMessagePayload<Tx>) => Promise<void> | void;
+  /**
+   * Called when a partition stops for the group (e.g. `OFFSET_OUT_OF_RANGE`: paused until a reset); the
+   * other partitions keep flowing. @default a process warning (`process.emitWarning`) with the error's code
+   */
+  onPartitionError?: (error: OnelogError, where: { topic: string; partition: number }) => void;
 }
 
-export class Consumer {
-  private topic: string | undefined;
+export class Consumer<Tx = undefined> {
+  private readonly topics: string[] = [];
   private stopping = false;
   private running: Promise<void> | null = null;
   private inHandler = false;
-  private readonly options: ConsumerOptions;
+  private session: MemberSession | null = null;
+  private readonly options: ConsumerOptions<Tx>;
 
   constructor(
     private readonly api: OnelogApi,
-    options: ConsumerOptions,
+    options: ConsumerOptions<Tx>,
   ) {
     this.options = { ...options };
   }
 
-  /** Chooses the topic to read; `fromBeginning` sets the start policy to earliest (kafkajs style). */
+  /** Adds a topic to read; `fromBeginning` sets the start policy to earliest (kafkajs style). */
   subscribe(request: { topic: string; fromBeginning?: boolean }): void {
-    this.topic = request.topic;
+    if (!this.topics.includes(request.topic)) this.topics.push(request.topic);
     if (request.fromBeginning !== undefined) this.options.startPolicy = request.fromBeginning ? 'earliest' : 'latest';
   }
 
+  /** The member id while running (shown by `groups describe`), else ''. */
+  get memberId(): string {
+    return this.session?.memberId ?? '';
+  }
+
   /**
-   * Consumes until {@link stop} is called. Resolves once stopped with every processed record committed;
-   * rejects with the handler's error (records before it committed, it and later ones not) or with an
-   * `OFFSET_OUT_OF_RANGE` error naming the group, partition, committed offset and records lost (nothing of
-   * that partition delivered, its committed offset not moved).
+   * Consumes until {@link stop} is called. Resolves once stopped with every processed record committed and
+   * the group left; rejects with the handler's error (in after-processing mode the records before it are
+   * committed, it and later ones not).
    */
-  run(handlers: RunOptions): Promise<void> {
+  run(handlers: RunOptions<Tx>): Promise<void> {
     if (this.running) throw new OnelogError('INVALID_REQUEST', 'this consumer is already running');
+    if (this.topics.length === 0) throw new OnelogError('INVALID_REQUEST', 'call subscribe({ topic }) before run()');
     this.stopping = false;
     this.running = this.loop(handlers).finally(() => (this.running = null));
     return this.running;
   }
 
   /**
-   * Stops after the record being processed, commits, and waits for {@link run} to finish. Called from inside
-   * a handler it returns at once (waiting there would wait for the handler itself); `run` then resolves
-   * after the handler returns and the commit is done.
+   * Stops after the record being processed, commits, leaves the group, and waits for {@link run} to finish.
+   * Called from inside a handler it returns at once (waiting there would wait for the handler itself).
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.session?.wakeUp();
     if (!this.inHandler) await this.running?.catch(() => {});
   }
 
-  private async loop(handlers: RunOptions): Promise<void> {
-    const topic = this.topic;
-    if (topic === undefined) throw new OnelogError('INVALID_REQUEST', 'call subscribe({ topic }) before run()');
+  /**
+   * Commits `message.offset + 1` for the message's partition now: the group resumes after it.
+   * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED` when the member was fenced
+   *   (then nothing is committed and the consumer rejoins)
+   */
+  async commit(message: Pick<ConsumedMessage, 'topic' | 'partition' | 'offset'>): Promise<void> {
+    const session = this.session;
+    if (!session) throw new OnelogError('INVALID_REQUEST', 'commit() works while the consumer runs');
+    await this.commitOffsets(session, new Map([[`${message.topic}/${message.partition}`, {
+      topic: message.topic, partition: message.partition, offset: message.offset + 1,
+    }]]));
+  }
+
+  private async loop(handlers: RunOptions<Tx>): Promise<void> {
     const { groupId } = this.options;
-    const joined = await this.api.subscribe({
-      groupId, topic, ...(this.options.startPolicy ? { startPolicy: this.options.startPolicy } : {}),
+    const store = this.options.offsetStore;
+    const report = handlers.onPartitionError ?? ((error) => process.emitWarning(error.message, { code: error.code }));
+    const session: MemberSession = new MemberSession(this.api, {
+      groupId, topics: [...this.topics], clientId: this.options.clientId ?? 'consumer',
+      commitMode: this.options.commitMode ?? 'after-processing',
+      ...definedOptions(this.options),
+    }, {
+      onAssigned: async (p): Promise<number | undefined> =>
+        store ? (await store.claim(groupId, session.memberId, p.topic, p.partition)) ?? undefined : undefined,
+      onPaused: (p, error) => report(OnelogError.fromJSON(error), { topic: p.topic, partition: p.partition }),
     });
-    const positions = joined.positions.map((p) => ({ ...p }));
+    this.session = session;
     let rotation = 0;
-    while (!this.stopping) {
-      // Rotate the order so one partition's backlog cannot take every fetch's byte budget.
-      const order = positions.map((_, i) => positions[(i + rotation) % positions.length]!);
-      rotation++;
-      const fetched = await this.api.fetch({
-        topic, groupId, partitions: order,
+    try {
+      await session.start();
+      while (!this.stopping) {
+        if (session.fenced) {
+          await session.start();
+          continue;
+        }
+        await this.releaseRevoked(session);
+        const fetchable = session.fetchable();
+        if (fetchable.length === 0) {
+          await session.waitForChange(this.options.maxWaitMs ?? 500);
+          continue;
+        }
+        const topics = [...new Set(fetchable.map((p) => p.topic))];
+        const topic = topics[rotation++ % topics.length]!;
+        const fetched = await this.fetch(session, topic, fetchable.filter((p) => p.topic === topic), rotation);
+        if (!fetched) continue;
+        if ((fetched.generationId ?? 0) > session.generationId) void session.heartbeat().catch(() => {});
+        await this.handleBatch(session, topic, fetched.partitions, handlers, report);
+      }
+      await this.releaseRevoked(session);
+    } finally {
+      this.session = null;
+      await session.leave().catch(() => {});
+    }
+  }
+
+  /** Commits and lets go of revoked partitions, then tells the coordinator at once. */
+  private async releaseRevoked(session: MemberSession): Promise<void> {
+    const revoked = [...session.held.values()].filter((p) => p.revoked);
+    if (revoked.length === 0) return;
+    for (const p of revoked) session.release(p);
+    await session.heartbeat().catch(() => {});
+  }
+
+  private async fetch(session: MemberSession, topic: string, partitions: HeldPartition[], rotation: number) {
+    // Rotate the order so one partition's backlog cannot take every fetch's byte budget.
+    const order = partitions.map((_, i) => partitions[(i + rotation) % partitions.length]!);
+    try {
+      return await this.api.fetch({
+        topic, groupId: this.options.groupId, memberId: session.memberId, generationId: session.generationId,
+        partitions: order.map((p) => ({ partition: p.partition, offset: p.position })),
         maxRecords: this.options.maxRecords ?? 500,
         maxBytes: this.options.maxBytes ?? 1024 * 1024,
         maxWaitMs: this.options.maxWaitMs ?? 500,
       });
-      const advanced = new Map<number, number>();
-      let failure: unknown;
-      try {
-        for (const p of fetched.partitions) {
-          if (p.error) throw OnelogError.fromJSON(p.error);
-          const from = positions.find((pos) => pos.partition === p.partition)!.offset;
-          await this.process(topic, p, from, handlers, advanced);
-          if (this.stopping) break;
-        }
-      } catch (err) {
-        failure = err;
-      }
-      if (advanced.size > 0) {
-        const offsets = [...advanced].map(([partition, offset]) => ({ partition, offset }));
-        await this.api.commitOffsets({ groupId, topic, offsets });
-        for (const pos of positions) pos.offset = advanced.get(pos.partition) ?? pos.offset;
-      }
-      if (failure !== undefined) throw failure;
+    } catch (err) {
+      if (session.noteFencing(err)) return null;
+      throw err;
     }
   }
 
-  /** Hands a partition's records to the handler; once all are done, the position moves to `nextOffset`. */
-  private async process(
-    topic: string, p: FetchedPartition, from: number, handlers: RunOptions, advanced: Map<number, number>,
+  /** Processes one fetched batch as the commit mode says; positions move as records are processed. */
+  private async handleBatch(
+    session: MemberSession, topic: string, partitions: FetchedPartition[], handlers: RunOptions<Tx>,
+    report: NonNullable<RunOptions<Tx>['onPartitionError']>,
   ): Promise<void> {
-    for (const message of p.records) {
-      if (this.stopping) return;
+    const beforeProcessing = this.options.commitMode === 'before-processing';
+    const autoCommit = this.options.autoCommit !== false && !this.options.offsetStore;
+    const held = (p: FetchedPartition) => session.held.get(`${topic}/${p.partition}`);
+    for (const p of partitions) {
+      const h = held(p);
+      if (!h) continue;
+      if (p.error) {
+        h.paused = p.error as PartitionError;
+        report(OnelogError.fromJSON(p.error), { topic, partition: p.partition });
+      }
+    }
+    if (beforeProcessing && autoCommit) {
+      const upTo = new Map(partitions.filter((p) => !p.error && p.nextOffset > (held(p)?.position ?? p.nextOffset))
+        .map((p) => [`${topic}/${p.partition}`, { topic, partition: p.partition, offset: p.nextOffset }]));
+      if (!(await this.commitOffsets(session, upTo))) return;
+    }
+    const started = new Map(partitions.map((p) => [p.partition, held(p)?.position ?? 0]));
+    let failure: unknown;
+    try {
+      for (const p of partitions) {
+        const h = held(p);
+        if (!h || p.error) continue;
+        await this.process(session, h, p, handlers);
+        if (this.stopping || session.fenced) break;
+      }
+    } catch (err) {
+      failure = err;
+    }
+    const progress = new Map<string, { topic: string; partition: number; offset: number }>();
+    for (const p of partitions) {
+      const h = held(p);
+      if (h && h.position > started.get(p.partition)!) progress.set(`${topic}/${p.partition}`, { topic, partition: p.partition, offset: h.position });
+    }
+    if (!beforeProcessing && (autoCommit || this.options.offsetStore)) await this.commitOffsets(session, progress);
+    if (failure !== undefined) throw failure;
+  }
+
+  /** Runs the handler on a partition's records; its position follows each one, then moves to `nextOffset`. */
+  private async process(session: MemberSession, h: HeldPartition, p: FetchedPartition, handlers: RunOptions<Tx>): Promise<void> {
+    const store = this.options.offsetStore;
+    for (const record of p.records) {
+      if (this.stopping || h.revoked || session.fenced) return;
+      if (record.offset < h.position) continue;
+      const payload = { topic: h.topic, partition: h.partition, message: { ...record, topic: h.topic, partition: h.partition } };
       this.inHandler = true;
       try {
-        await handlers.eachMessage({ topic, partition: p.partition, message });
+        if (store) {
+          await store.transaction(this.options.groupId, session.memberId, { topic: h.topic, partition: h.partition, offset: record.offset + 1 },
+            (tx) => Promise.resolve(handlers.eachMessage({ ...payload, tx })));
+        } else {
+          await handlers.eachMessage({ ...payload, tx: undefined as Tx });
+        }
+      } catch (err) {
+        if (session.noteFencing(err)) return;
+        throw err;
       } finally {
         this.inHandler = false;
       }
-      advanced.set(p.partition, message.offset + 1);
+      h.position = record.offset + 1;
     }
-    if (p.nextOffset > from) advanced.set(p.partition, p.nextOffset);
+    if (p.nextOffset > h.position) h.position = p.nextOffset; // every record handled: skip what compaction emptied
   }
+
+  /** Commits in the member's queue; a fencing error marks the session for a rejoin and answers false. */
+  private async commitOffsets(session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>): Promise<boolean> {
+    const byTopic = new Map<string, Array<{ partition: number; offset: number }>>();
+    for (const o of offsets.values()) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset }]);
+    try {
+      for (const [topic, list] of byTopic) {
+        await session.serial(() => this.api.commitOffsets({
+          groupId: this.options.groupId, topic, memberId: session.memberId, generationId: session.generationId, offsets: list,
+        }));
+      }
+      return true;
+    } catch (err) {
+      if (session.noteFencing(err)) return false;
+      throw err;
+    }
+  }
+}
+
+function definedOptions(o: ConsumerOptions<unknown>) {
+  return {
+    ...(o.startPolicy ? { startPolicy: o.startPolicy } : {}),
+    ...(o.onOutOfRange ? { onOutOfRange: o.onOutOfRange } : {}),
+    ...(o.sessionTimeoutMs ? { sessionTimeoutMs: o.sessionTimeoutMs } : {}),
+    ...(o.assignor ? { assignor: o.assignor } : {}),
+  };
 }

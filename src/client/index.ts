@@ -20,7 +20,8 @@ import { Producer } from './producer.js';
 
 export { Admin } from './admin.js';
 export { Consumer } from './consumer.js';
-export type { ConsumerOptions, EachMessagePayload, RunOptions } from './consumer.js';
+export type { ConsumedMessage, ConsumerOptions, EachMessagePayload, RunOptions } from './consumer.js';
+export type { ExternalOffsetStore, ExternalPosition } from './external-offsets.js';
 export { HttpApi, defaultServerUrl } from './http-api.js';
 export { Producer } from './producer.js';
 export type { BytesLike, Message } from './producer.js';
@@ -45,8 +46,9 @@ export class Onelog {
     return new Producer(this.api);
   }
 
-  consumer(options: ConsumerOptions): Consumer {
-    return new Consumer(this.api, options);
+  /** A consumer group member; `Tx` is the transaction type of `options.offsetStore`, if any. */
+  consumer<Tx = undefined>(options: ConsumerOptions<Tx>): Consumer<Tx> {
+    return new Consumer<Tx>(this.api, options);
   }
 
   admin(): Admin {

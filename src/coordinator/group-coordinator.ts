@@ -285,16 +285,17 @@ export class GroupCoordinator {
   }
 
   /**
-   * Fences a member's fetch: the member and its generation must be current and every partition assigned to
-   * it. Synchronous, so a fetch costs no queueing.
+   * Fences a member's fetch: the member must be live, its generation current (or the one before: a fetch may
+   * cross the heartbeat answer that moved it on), and every partition held by it (a partition being revoked
+   * is still held until the member releases it). Synchronous, so a fetch costs no queueing.
    * @returns the group's generation (the member should heartbeat when it is above its own)
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`
    */
   checkFetch(request: FetchRequest & { memberId: string }): number {
     const group = this.liveGroup(request.groupId ?? '', request.memberId);
-    const member = group.member(request.memberId, request.generationId ?? -1);
+    const member = group.member(request.memberId, request.generationId ?? -1, true);
     for (const p of request.partitions) {
-      this.checkAssigned(group.groupId, member, { topic: request.topic, partition: p.partition }, member.assigned);
+      this.checkAssigned(group.groupId, member, { topic: request.topic, partition: p.partition }, member.owned);
     }
     return group.generationId;
   }

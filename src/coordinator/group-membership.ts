@@ -45,6 +45,8 @@ export interface Member {
   lastHeartbeatAt: number;
   /** The generation of the last answer this member got; its requests must carry it. */
   generationId: number;
+  /** The generation before that: a fetch sent just before the last answer still carries it. */
+  previousGenerationId: number;
   /** What the assignor wants it to own. */
   target: Set<PartitionKey>;
   /** What it may consume now (told in its last answer). */
@@ -120,6 +122,7 @@ export class GroupMembership {
       commitMode: options.commitMode,
       lastHeartbeatAt: now,
       generationId: 0,
+      previousGenerationId: 0,
       target: new Set(),
       assigned: new Set(),
       owned: new Set(),
@@ -132,9 +135,11 @@ export class GroupMembership {
 
   /**
    * The member a request comes from, checked against its generation.
+   * @param acceptPrevious also accept the member's previous generation (for fetches, which a client sends
+   *   concurrently with its heartbeats; commits and heartbeats are sent one at a time and must be current)
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`
    */
-  member(memberId: string, generationId: number): Member {
+  member(memberId: string, generationId: number, acceptPrevious = false): Member {
     const member = this.members.get(memberId);
     if (!member) {
       throw new OnelogError(
@@ -143,7 +148,7 @@ export class GroupMembership {
         { groupId: this.groupId, memberId },
       );
     }
-    if (generationId !== member.generationId) {
+    if (generationId !== member.generationId && !(acceptPrevious && generationId === member.previousGenerationId)) {
       throw new OnelogError(
         'ILLEGAL_GENERATION',
         `member ${memberId} of group ${this.groupId} sent generation ${generationId}, but its generation is ${member.generationId}; join again`,
@@ -201,7 +206,10 @@ export class GroupMembership {
     const revoking = member.owned.size > member.assigned.size;
     if (!revoking) member.releaseDeadline = null;
     else member.releaseDeadline ??= now + member.sessionTimeoutMs;
-    member.generationId = this.generation;
+    if (member.generationId !== this.generation) {
+      member.previousGenerationId = member.generationId;
+      member.generationId = this.generation;
+    }
     this.settle();
   }
 

@@ -1,0 +1,162 @@
+/**
+ * A consumer's membership in its group: joins, heartbeats every `heartbeatIntervalMs` (on a timer, so a
+ * slow handler does not cost the membership), tracks the assignment the coordinator answers, and sends
+ * commits and heartbeats one at a time, so a commit always carries the generation of the last answer.
+ *
+ * Revocation (incremental rebalance): when an answer leaves out a partition the member holds, the
+ * partition is marked `revoked`; the consumer stops it after the record in hand, commits what it
+ * processed, then {@link release}s it, and the next heartbeat tells the coordinator it let go.
+ */
+import type { AssignedPartition, JoinGroupRequest, MemberAssignment, OnelogApi, PartitionError } from '../protocol/api.js';
+
+/** A partition the member holds, and where it stands. */
+export interface HeldPartition {
+  topic: string;
+  partition: number;
+  /** The next offset to read. */
+  position: number;
+  /** Set when the coordinator paused it for the group: not fetched until a reset reassigns it. */
+  paused: PartitionError | null;
+  /** Set when the coordinator took it away: finish the record in hand, commit, release. */
+  revoked: boolean;
+}
+
+/** Hooks the session calls when the assignment changes. */
+export interface SessionHooks {
+  /** A partition was granted; may replace its start position (e.g. from an external offset store). */
+  onAssigned(p: AssignedPartition): Promise<number | undefined>;
+  /** A granted partition is paused for the group. */
+  onPaused(p: HeldPartition, error: PartitionError): void;
+}
+
+const key = (topic: string, partition: number) => `${topic}/${partition}`;
+
+export class MemberSession {
+  memberId = '';
+  generationId = -1;
+  readonly held = new Map<string, HeldPartition>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+  private wake: (() => void) | null = null;
+  /** Set by a fencing error: the consumer must rejoin. */
+  fenced: Error | null = null;
+
+  constructor(
+    private readonly api: OnelogApi,
+    private readonly join: JoinGroupRequest,
+    private readonly hooks: SessionHooks,
+  ) {}
+
+  /** Joins the group (again, after fencing: as a new member, holding nothing) and starts heartbeating. */
+  async start(): Promise<void> {
+    this.stopTimer();
+    this.held.clear();
+    this.fenced = null;
+    const answer = await this.api.joinGroup(this.join);
+    this.memberId = answer.memberId;
+    await this.apply(answer);
+    this.timer = setInterval(() => void this.heartbeat().catch(() => {}), answer.heartbeatIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Runs `task` after every earlier commit and heartbeat of this member. */
+  serial<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(task, task);
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  /** Sends a heartbeat (queued) reporting what the member holds; applies the answer. */
+  heartbeat(): Promise<void> {
+    return this.serial(async () => {
+      if (this.fenced || !this.memberId) return;
+      const owned = [...this.held.values()].map((p) => ({ topic: p.topic, partition: p.partition }));
+      try {
+        await this.apply(await this.api.heartbeat({
+          groupId: this.join.groupId, memberId: this.memberId, generationId: this.generationId, owned,
+        }));
+      } catch (err) {
+        this.noteFencing(err);
+        throw err;
+      }
+    });
+  }
+
+  /** Records a fencing error (the member must rejoin); other errors pass. */
+  noteFencing(err: unknown): boolean {
+    const code = (err as { code?: string }).code;
+    if (code === 'UNKNOWN_MEMBER_ID' || code === 'ILLEGAL_GENERATION' || code === 'NOT_ASSIGNED') {
+      this.fenced = err as Error;
+      this.stopTimer();
+      this.wakeUp();
+      return true;
+    }
+    return false;
+  }
+
+  private async apply(answer: MemberAssignment): Promise<void> {
+    const assigned = new Set<string>();
+    let changed = false;
+    for (const p of answer.assignment) {
+      const k = key(p.topic, p.partition);
+      assigned.add(k);
+      if (this.held.has(k)) continue;
+      const override = p.error ? undefined : await this.hooks.onAssigned(p);
+      const held: HeldPartition = {
+        topic: p.topic, partition: p.partition, position: override ?? p.offset ?? 0, paused: p.error ?? null, revoked: false,
+      };
+      this.held.set(k, held);
+      if (p.error) this.hooks.onPaused(held, p.error);
+      changed = true;
+    }
+    for (const [k, p] of this.held) {
+      if (!assigned.has(k) && !p.revoked) {
+        p.revoked = true;
+        changed = true;
+      }
+    }
+    this.generationId = answer.generationId;
+    if (changed) this.wakeUp();
+  }
+
+  /** Lets go of a revoked partition (after its progress was committed); the next heartbeat reports it. */
+  release(p: HeldPartition): void {
+    this.held.delete(key(p.topic, p.partition));
+  }
+
+  /** Partitions to fetch now: held, not paused, not revoked. */
+  fetchable(): HeldPartition[] {
+    return [...this.held.values()].filter((p) => !p.paused && !p.revoked);
+  }
+
+  /** Waits until the assignment changes or `ms` pass. */
+  waitForChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  wakeUp(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  /** Stops heartbeating and leaves the group (its partitions move at once). */
+  async leave(): Promise<void> {
+    this.stopTimer();
+    if (!this.memberId || this.fenced) return;
+    await this.serial(() => this.api.leaveGroup({ groupId: this.join.groupId, memberId: this.memberId }));
+    this.memberId = '';
+  }
+
+  private stopTimer(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+}
