@@ -28,12 +28,13 @@ import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
   DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult,
-  ProducerIdempotence, ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
+  ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
   TopicDescription, TopicSummary,
 } from './protocol/api.js';
 import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
 import { partitionForKey } from './protocol/murmur2.js';
+import { planProduce } from './protocol/produce-plan.js';
 import { encodeBatch } from './protocol/record-batch.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
 import type { CompressionType } from './protocol/topic-config.js';
@@ -69,7 +70,6 @@ export interface BrokerOptions {
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
 const MAX_WAIT_MS = 30_000;
-const RECORD_OVERHEAD_BYTES = 24;
 
 export class Broker implements OnelogApi {
   private readonly nextSpreadPartition = new Map<string, number>();
@@ -256,60 +256,31 @@ export class Broker implements OnelogApi {
    * next partition in turn. Every record is checked before any is written, so a refused request stores
    * nothing. Batches are compressed with the topic's `compressionType` (`producer` and `none`: uncompressed).
    * Resolves once every record is durable.
-   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `INVALID_RECORD`
+   * With `idempotence`, a retried request is stored once and answers the original offsets.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `INVALID_RECORD`,
+   *   `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
    */
   async produce(request: ProduceRequest): Promise<ProduceResult> {
     this.checkOpen();
-    const { topic, records, idempotence } = request;
+    const { topic, records } = request;
     const logs = this.logs.partitions(topic);
-    if (!Array.isArray(records) || records.length === 0) {
-      throw new OnelogError('INVALID_RECORD', 'a produce request needs at least one record', { topic });
-    }
-    const byPartition = logs.map(() => [] as number[]);
-    const compacted = logs[0]!.settings.cleanupPolicy.includes('compact');
-    records.forEach((r, index) => {
-      if (compacted && (r.key === null || r.key === undefined)) {
-        throw new OnelogError('INVALID_RECORD', `record ${index} has no key: topic ${topic} is compacted, ` +
-          'and compaction keeps the latest record per key; nothing was written', { topic, index });
-      }
-      const size = recordBytes(r);
-      if (size > this.maxRecordBytes) {
-        throw new OnelogError(
-          'RECORD_TOO_LARGE',
-          `record ${index} is ${size} bytes, above the limit of ${this.maxRecordBytes} bytes; nothing was written`,
-          { topic, index, recordBytes: size, maxRecordBytes: this.maxRecordBytes },
-        );
-      }
-      if (idempotence && r.partition === undefined) {
-        throw new OnelogError('INVALID_RECORD', `record ${index} has no partition: an idempotent produce names each record's partition`, {
-          topic, index,
-        });
-      }
-      byPartition[this.choosePartition(topic, r, logs.length)]!.push(index);
+    const batches = planProduce(request, {
+      partitions: logs.length,
+      compacted: logs[0]!.settings.cleanupPolicy.includes('compact'),
+      maxRecordBytes: this.maxRecordBytes,
+      maxBatchBytes: this.maxBatchBytes,
+      choosePartition: (r) => this.choosePartition(topic, r, logs.length),
     });
-    if (idempotence) checkIdempotence(idempotence, byPartition, topic);
     const offsets = new Array<{ partition: number; offset: number }>(records.length);
     const now = this.clock.now();
-    await Promise.all(
-      byPartition.map((indexes, partition) => {
-        const appends: Array<Promise<unknown>> = [];
-        const compression = batchCodec(logs[partition]!.settings.compressionType);
-        let sequence = idempotence?.baseSequences[partition] ?? 0;
-        for (const chunk of this.chunks(records, indexes)) {
-          const producer = idempotence && {
-            producerId: idempotence.producerId, producerEpoch: idempotence.producerEpoch, baseSequence: sequence,
-          };
-          sequence = (sequence + chunk.length) % 2 ** 31;
-          const batch = encodeBatch(chunk.map((i) => records[i]!), 0, now, producer || undefined, { compression });
-          appends.push(
-            logs[partition]!.appendBatch(batch).then(({ baseOffset }) => {
-              chunk.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
-            }),
-          );
-        }
-        return Promise.all(appends);
-      }),
-    );
+    // Batches of one partition are appended in order (their sequences follow each other).
+    await Promise.all(batches.map(({ partition, indexes, producer }) => {
+      const compression = batchCodec(logs[partition]!.settings.compressionType);
+      const batch = encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { compression });
+      return logs[partition]!.appendBatch(batch).then(({ baseOffset }) => {
+        indexes.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
+      });
+    }));
     return { topic, offsets };
   }
 
@@ -325,23 +296,6 @@ export class Broker implements OnelogApi {
     const next = this.nextSpreadPartition.get(topic) ?? 0;
     this.nextSpreadPartition.set(topic, (next + 1) % partitions);
     return next;
-  }
-
-  /** Splits one partition's record indexes into batches of about `maxBatchBytes`. */
-  private *chunks(records: readonly ProduceRecord[], indexes: number[]): Generator<number[]> {
-    let chunk: number[] = [];
-    let bytes = 0;
-    for (const i of indexes) {
-      const size = recordBytes(records[i]!);
-      if (chunk.length > 0 && bytes + size > this.maxBatchBytes) {
-        yield chunk;
-        chunk = [];
-        bytes = 0;
-      }
-      chunk.push(i);
-      bytes += size;
-    }
-    if (chunk.length > 0) yield chunk;
   }
 
   /**
@@ -493,30 +447,6 @@ export class Broker implements OnelogApi {
     await this.catalog.close();
     this.unlock();
   }
-}
-
-/**
- * Checks an idempotent produce's identity and that every partition written has a base sequence.
- * @throws OnelogError `INVALID_REQUEST`
- */
-function checkIdempotence(idempotence: ProducerIdempotence, byPartition: number[][], topic: string): void {
-  checkInteger(idempotence.producerId, 'producerId', 0);
-  checkInteger(idempotence.producerEpoch, 'producerEpoch', 0, 32767);
-  byPartition.forEach((indexes, partition) => {
-    if (indexes.length === 0) return;
-    const base = idempotence.baseSequences?.[partition];
-    if (base === undefined) {
-      throw new OnelogError('INVALID_REQUEST', `idempotence.baseSequences has no entry for partition ${partition}`, { topic, partition });
-    }
-    checkInteger(base, `baseSequences[${partition}]`, 0, 2 ** 31 - 1);
-  });
-}
-
-/** Bytes a record takes against `maxRecordBytes`: key, value, header keys and values, plus fixed overhead. */
-function recordBytes(r: ProduceRecord): number {
-  let size = RECORD_OVERHEAD_BYTES + (r.key?.length ?? 0) + (r.value?.length ?? 0);
-  for (const h of r.headers ?? []) size += Buffer.byteLength(h.key) + (h.value?.length ?? 0);
-  return size;
 }
 
 /**

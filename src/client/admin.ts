@@ -2,8 +2,9 @@
  * The admin client: topics, groups and offset resets. A thin, typed layer over {@link OnelogApi}.
  */
 import type {
-  AlterTopicRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi,
-  ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, TopicDescription, TopicSummary,
+  AlterTopicRequest, CheckpointDescription, CheckpointRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest,
+  DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult,
+  TopicDescription, TopicSummary,
 } from '../protocol/api.js';
 
 export class Admin {
@@ -52,8 +53,21 @@ export class Admin {
     return this.api.describeGroup(groupId);
   }
 
-  /** Plans a reset (dry run) or, with `execute: true`, applies it. */
+  /**
+   * Plans a reset (dry run) or, with `execute: true`, applies it; with live members it resolves once the
+   * coordinator applied it at a safe point. @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_CHECKPOINT`
+   */
   resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
     return this.api.resetOffsets(request);
+  }
+
+  /** Deletes a group with no live members. @throws OnelogError `UNKNOWN_GROUP`, `NON_EMPTY_GROUP` */
+  deleteGroup(groupId: string): Promise<void> {
+    return this.api.deleteGroup(groupId);
+  }
+
+  /** Saves the group's committed offsets under a name. @throws OnelogError `UNKNOWN_GROUP` */
+  saveCheckpoint(request: CheckpointRequest): Promise<CheckpointDescription> {
+    return this.api.saveCheckpoint(request);
   }
 }

@@ -17,6 +17,7 @@ import { Consumer } from './consumer.js';
 import type { ConsumerOptions } from './consumer.js';
 import { defaultServerUrl, HttpApi } from './http-api.js';
 import { Producer } from './producer.js';
+import type { ProducerOptions } from './producer.js';
 
 export { Admin } from './admin.js';
 export { Consumer } from './consumer.js';
@@ -24,7 +25,9 @@ export type { ConsumedMessage, ConsumerOptions, EachMessagePayload, RunOptions }
 export type { ExternalOffsetStore, ExternalPosition } from './external-offsets.js';
 export { HttpApi, defaultServerUrl } from './http-api.js';
 export { Producer } from './producer.js';
-export type { BytesLike, Message } from './producer.js';
+export type { BytesLike, Message, ProducerOptions } from './producer.js';
+export { MemoryDedupe, recordIdKey, recordKey } from './dedupe.js';
+export type { Dedupe, MemoryDedupeOptions, OnceResult } from './dedupe.js';
 export { OnelogError, ERRORS } from '../protocol/errors.js';
 export type { ErrorCode } from '../protocol/errors.js';
 export type * from '../protocol/api.js';
@@ -42,8 +45,9 @@ export class Onelog {
     this.api = 'api' in options ? options.api : new HttpApi(options.url ?? defaultServerUrl());
   }
 
-  producer(): Producer {
-    return new Producer(this.api);
+  /** A producer; `{ idempotent: true }` stores each send once even when retried. */
+  producer(options: ProducerOptions = {}): Producer {
+    return new Producer(this.api, options);
   }
 
   /** A consumer group member; `Tx` is the transaction type of `options.offsetStore`, if any. */

@@ -1,9 +1,16 @@
 /**
  * The producer: turns friendly messages (strings or bytes) into records and appends them. Without a
- * `partition`, the broker picks one: murmur2 of the key (Kafka's default partitioner), or the next partition
- * in turn for a null key.
+ * `partition`, a message goes to murmur2 of its key (Kafka's default partitioner) or, with no key, to the next
+ * partition in turn.
+ *
+ * With `idempotent: true` (Kafka's enable.idempotence) the producer gets a producer id and epoch from the
+ * broker, picks partitions itself, and numbers each partition's records with consecutive sequences; a send
+ * that fails with a retriable error is retried with the same sequences, so the broker stores it once and
+ * answers the original offsets. Sends then go one at a time (at most one request in flight), in call order.
  */
-import type { OnelogApi, ProduceRecord, ProduceResult } from '../protocol/api.js';
+import type { OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { partitionForKey } from '../protocol/murmur2.js';
 import type { RecordHeader } from '../protocol/types.js';
 
 /** Bytes given as a string (UTF-8) or a Buffer. */
@@ -20,6 +27,16 @@ export interface Message {
   partition?: number;
 }
 
+/** Producer settings. */
+export interface ProducerOptions {
+  /** Store each send once even when retried; a sequence gap is refused (`OUT_OF_ORDER_SEQUENCE`). @default false */
+  idempotent?: boolean;
+  /** Retries of a send that failed with a retriable error (network, timeout, storage), idempotent mode only. @default 5 */
+  retries?: number;
+  /** Wait before the first retry, ms; doubles each time. @default 100 */
+  retryBackoffMs?: number;
+}
+
 function toBytes(v: BytesLike | null | undefined): Buffer | null {
   if (v === null || v === undefined) return null;
   return typeof v === 'string' ? Buffer.from(v, 'utf8') : v;
@@ -34,15 +51,83 @@ export function toProduceRecord(m: Message): ProduceRecord {
   return record;
 }
 
+const SEQUENCE_WRAP = 2 ** 31;
+
 export class Producer {
-  constructor(private readonly api: OnelogApi) {}
+  private identity: Promise<ProducerIdentity> | null = null;
+  /** `topic/partition` -> next sequence */
+  private readonly sequences = new Map<string, number>();
+  private readonly partitionCounts = new Map<string, number>();
+  private readonly nextSpread = new Map<string, number>();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly api: OnelogApi,
+    private readonly options: ProducerOptions = {},
+  ) {}
 
   /**
    * Appends messages to a topic in one request; resolves when they are durable on the broker.
    * @returns each message's partition and offset, in order
-   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE` (then none is stored)
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE` (then none is stored);
+   *   idempotent: `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, or the last retriable error after the retries
    */
   send(request: { topic: string; messages: readonly Message[] }): Promise<ProduceResult> {
-    return this.api.produce({ topic: request.topic, records: request.messages.map(toProduceRecord) });
+    const records = request.messages.map(toProduceRecord);
+    if (!this.options.idempotent) return this.api.produce({ topic: request.topic, records });
+    const next = this.queue.then(() => this.sendIdempotent(request.topic, records));
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  private async sendIdempotent(topic: string, records: ProduceRecord[]): Promise<ProduceResult> {
+    this.identity ??= this.api.initProducerId();
+    const { producerId, producerEpoch } = await this.identity.catch((err: unknown) => {
+      this.identity = null;
+      throw err;
+    });
+    const partitions = await this.partitionCount(topic);
+    const counts = new Map<number, number>();
+    for (const r of records) {
+      r.partition ??= this.choosePartition(topic, r, partitions);
+      counts.set(r.partition, (counts.get(r.partition) ?? 0) + 1);
+    }
+    const baseSequences: Record<number, number> = {};
+    for (const p of counts.keys()) baseSequences[p] = this.sequences.get(`${topic}/${p}`) ?? 0;
+    const request: ProduceRequest = { topic, records, idempotence: { producerId, producerEpoch, baseSequences } };
+    const result = await this.withRetries(() => this.api.produce(request));
+    for (const [p, n] of counts) this.sequences.set(`${topic}/${p}`, (baseSequences[p]! + n) % SEQUENCE_WRAP);
+    return result;
+  }
+
+  private async withRetries<T>(call: () => Promise<T>): Promise<T> {
+    const retries = this.options.retries ?? 5;
+    let backoffMs = this.options.retryBackoffMs ?? 100;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!(err instanceof OnelogError) || !err.retriable || attempt >= retries) throw err;
+        await new Promise((resolve) => setTimeout(resolve, backoffMs));
+        backoffMs *= 2;
+      }
+    }
+  }
+
+  private async partitionCount(topic: string): Promise<number> {
+    let n = this.partitionCounts.get(topic);
+    if (n === undefined) {
+      n = (await this.api.describeTopic(topic)).partitions.length;
+      this.partitionCounts.set(topic, n);
+    }
+    return n;
+  }
+
+  /** The broker's partitioner, on the client: murmur2 of the key, else the next partition in turn. */
+  private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
+    if (r.key !== null && r.key !== undefined) return partitionForKey(r.key, partitions);
+    const next = this.nextSpread.get(topic) ?? 0;
+    this.nextSpread.set(topic, (next + 1) % partitions);
+    return next;
   }
 }

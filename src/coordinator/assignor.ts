@@ -6,13 +6,10 @@
  * The assignors themselves live in `./assignors/` (`assignorFor(name)`); this module holds the interface
  * and what they share.
  */
+import type { AssignorName, TopicPartition } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 
-/** A topic partition. */
-export interface TopicPartition {
-  topic: string;
-  partition: number;
-}
+export type { AssignorName, TopicPartition } from '../protocol/api.js';
 
 /** A member as an assignor sees it. */
 export interface AssignorMember {
@@ -41,11 +38,6 @@ export interface Assignor {
   assign(members: readonly AssignorMember[], partitionCounts: ReadonlyMap<string, number>): Map<string, TopicPartition[]>;
 }
 
-/**
- * The assignors a group may use: `range` and `round-robin` as Kafka's RangeAssignor and RoundRobinAssignor,
- * `sticky` as Kafka's StickyAssignor / KIP-848 `uniform` assignor (moves as few partitions as balance allows).
- */
-export type AssignorName = 'range' | 'round-robin' | 'sticky';
 /** Every {@link AssignorName}, e.g. to validate configuration or list the choices in an error. */
 export const ASSIGNOR_NAMES: readonly AssignorName[] = ['range', 'round-robin', 'sticky'];
 
