@@ -1,7 +1,8 @@
 /**
- * A partition's small JSON checkpoint files (`log-start-offset.json`, `recovery-point.json`), replaced atomically: the new content goes
- * to a temp file that is fsynced, renamed over the old one, and the directory is fsynced, so after a crash
- * the file holds either the old or the new content, whole.
+ * A partition's small JSON checkpoint files (`log-start-offset.json`, `recovery-point.json`, and the producer
+ * state snapshots `<offset>.snapshot`), replaced atomically: the new content goes to a temp file that is
+ * fsynced, renamed over the old one, and the directory is fsynced, so after a crash the file holds either
+ * the old or the new content, whole.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -78,4 +79,47 @@ export function readRecoveryCheckpoint(dir: string): RecoveryCheckpoint | undefi
 
 export function writeRecoveryCheckpoint(dir: string, checkpoint: RecoveryCheckpoint): void {
   writeCheckpoint(path.join(dir, RECOVERY_CHECKPOINT), checkpoint);
+}
+
+const SNAPSHOT_FILE = /^(\d{20})\.snapshot$/;
+
+/** Path of the producer state snapshot taken at `offset` (20-digit zero-padded, as segment files). */
+function producerSnapshotPath(dir: string, offset: number): string {
+  return path.join(dir, `${String(offset).padStart(20, '0')}.snapshot`);
+}
+
+/**
+ * Offsets of the producer state snapshots among `files` (names in a partition directory), ascending.
+ * @param files the directory's entries, when the caller already listed it
+ */
+export function producerSnapshotOffsets(files: readonly string[]): number[] {
+  const out: number[] = [];
+  for (const f of files) {
+    const m = SNAPSHOT_FILE.exec(f);
+    if (m) out.push(Number(m[1]));
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/** The content of the snapshot at `offset`, parsed. @throws OnelogError `CORRUPT_MESSAGE` if missing or not JSON */
+export function readProducerSnapshot(dir: string, offset: number): unknown {
+  const file = producerSnapshotPath(dir, offset);
+  const parsed = readCheckpoint<unknown>(file);
+  if (parsed === undefined) throw new OnelogError('CORRUPT_MESSAGE', `producer snapshot ${file} is missing`, { file });
+  return parsed;
+}
+
+/** Writes the snapshot at `offset` atomically and durably (replacing one at the same offset). */
+export function writeProducerSnapshot(dir: string, offset: number, content: unknown): void {
+  writeCheckpoint(producerSnapshotPath(dir, offset), content);
+}
+
+/** Deletes the snapshot at `offset` (no error if it is gone); the caller syncs the directory when it matters. */
+export function deleteProducerSnapshot(dir: string, offset: number): void {
+  fs.rmSync(producerSnapshotPath(dir, offset), { force: true });
+}
+
+/** Removes temp files a crash left from a snapshot write (`<offset>.snapshot.tmp`). */
+export function removeProducerSnapshotTemps(dir: string, files: readonly string[]): void {
+  for (const f of files) if (/^\d{20}\.snapshot\.tmp$/.test(f)) fs.rmSync(path.join(dir, f), { force: true });
 }

@@ -25,6 +25,8 @@ import {
 import { compactLog } from './log-cleaner.js';
 import type { CompactionStats } from './log-cleaner.js';
 import type { LogStartReason } from './log-start-reason.js';
+import { DEFAULT_MAX_PRODUCERS, ProducerStateManager } from './producer-state.js';
+import type { DuplicateBatch, ProducerStateView } from './producer-state.js';
 import { retentionTarget } from './retention.js';
 import { LogSegment } from './segment.js';
 
@@ -45,12 +47,22 @@ export interface PartitionLogOptions {
   indexIntervalBytes: number;
   clock: Clock;
   logger: Logger;
+  /**
+   * Idempotent producers remembered per partition (>= 1); past it, the one that appended least recently
+   * is forgotten, and its next batch needs sequence 0 (see producer-state.ts). @default 10000
+   */
+  maxProducers?: number;
 }
 
 /** Where an append landed. */
 export interface AppendResult {
   baseOffset: number;
   lastOffset: number;
+  /**
+   * True when the batch was a retry of an idempotent producer's batch already stored: nothing was written,
+   * and the offsets are those of the stored copy.
+   */
+  duplicate?: boolean;
 }
 
 /** Limits of one read. */
@@ -77,6 +89,8 @@ export class PartitionLog {
   private waiters = new Set<() => void>();
   private closed = false;
   private waitsEnded = false;
+  /** Idempotent producers' epochs and last batches; set by {@link open}. */
+  private producers!: ProducerStateManager;
 
   private constructor(
     readonly dir: string,
@@ -138,7 +152,11 @@ export class PartitionLog {
     // Closed segments whose indexes were just rebuilt get them synced, so the next open can trust them.
     for (const s of segments.slice(0, -1)) s.seal();
     const log = new PartitionLog(dir, topic, partition, options, segments, logStart);
+    log.producers = ProducerStateManager.load(dir, segments, files, {
+      recoveryPoint: recovery?.recoveryPoint, logStartOffset: log.logStart, logEndOffset: log.logEnd,
+    }, { maxProducers: options.maxProducers ?? DEFAULT_MAX_PRODUCERS, logger: options.logger, topic, partition });
     writeRecoveryCheckpoint(dir, { recoveryPoint: log.active.baseOffset, clean: false });
+    log.producers.opened();
     return log;
   }
 
@@ -175,19 +193,32 @@ export class PartitionLog {
   /**
    * Appends one encoded batch (its base offset is replaced by the log end offset); resolves as
    * {@link append}. The batch is not decoded: the caller vouches for it.
+   *
+   * A batch with a producer id >= 0 is idempotent: it is checked against that producer's state first (see
+   * producer-state.ts). A retry of one of the producer's last 5 batches writes nothing and resolves, once the
+   * stored copy is acknowledged, with its offsets and `duplicate: true`.
+   * @throws OnelogError `INVALID_PRODUCER_EPOCH`, `OUT_OF_ORDER_SEQUENCE`, `UNKNOWN_PRODUCER_ID`,
+   *   `INVALID_RECORD` for an idempotent batch refused (nothing written); as {@link append} otherwise
    */
   async appendBatch(batch: Buffer): Promise<AppendResult> {
     if (this.closed) throw new OnelogError('BROKER_CLOSED', 'the partition log is closed', this.where());
     const header = readBatchHeader(batch);
+    const idempotent = header.producerId >= 0;
+    if (idempotent) {
+      const stored = this.producers.check(header);
+      if (stored !== null) return this.acknowledgeDuplicate(stored);
+    }
     const baseOffset = this.logEnd;
     setBaseOffset(batch, baseOffset);
     if (this.active.size > 0 && (this.active.size + batch.length > this.config.segmentBytes ||
       this.options.clock.now() - this.activeSince >= this.config.segmentMs)) this.roll();
     try {
+      if (idempotent) this.producers.beforeAppend();
       this.active.append(batch, { ...header, baseOffset });
     } catch (err) {
       throw new OnelogError('STORAGE_ERROR', `append failed: ${(err as Error).message}`, this.where());
     }
+    if (idempotent) this.producers.update(header, baseOffset);
     const lastOffset = baseOffset + header.lastOffsetDelta;
     this.logEnd = lastOffset + 1;
     switch (this.config.flushPolicy) {
@@ -203,6 +234,17 @@ export class PartitionLog {
         this.advanceHighWatermark(this.logEnd);
     }
     return { baseOffset, lastOffset };
+  }
+
+  /** Answers a retried batch with its stored copy's offsets, once that copy is acknowledged (synced under `always`). */
+  private async acknowledgeDuplicate(stored: DuplicateBatch): Promise<AppendResult> {
+    if (this.config.flushPolicy === 'always') await this.syncTo(stored.lastOffset + 1);
+    return { baseOffset: stored.baseOffset, lastOffset: stored.lastOffset, duplicate: true };
+  }
+
+  /** What this partition remembers of an idempotent producer (epoch, last batches), or undefined. */
+  producerState(producerId: number): ProducerStateView | undefined {
+    return this.producers.get(producerId);
   }
 
   /** Syncs everything appended so far without making anyone wait; a failure is logged (the data stays in the page cache). */
@@ -227,16 +269,21 @@ export class PartitionLog {
     this.waiters.clear();
   }
 
-  /** Seals and syncs the active segment, starts a new one at the log end offset, and moves the recovery point to it. */
+  /**
+   * Seals and syncs the active segment, starts a new one at the log end offset, and moves the recovery point
+   * to it; the producer state is snapshotted there first.
+   */
   private roll(): void {
     this.active.seal();
     this.active.datasyncNow();
     this.synced = this.logEnd;
     this.advanceHighWatermark(this.logEnd);
+    this.producers.snapshotForRoll(this.logEnd);
     const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
     this.segments.push(LogSegment.create(this.dir, this.logEnd, segOptions));
     this.activeSince = this.options.clock.now();
     writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: false });
+    this.producers.rolled(this.logEnd);
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
   }
 
@@ -393,6 +440,7 @@ export class PartitionLog {
     const previous = this.logStart;
     writeLogStartCheckpoint(this.dir, offset, reason, this.options.clock.now());
     this.logStart = offset;
+    this.producers.evictBelow(offset);
     if (offset === this.logEnd && this.active.size > 0 && !this.closed) this.roll();
     while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.retire(this.segments.shift()!);
     this.options.logger.info(
@@ -511,7 +559,10 @@ export class PartitionLog {
     }
     for (const wake of [...this.waiters]) wake();
     for (const s of this.segments) s.close();
-    if (this.synced === this.logEnd) writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: true });
+    if (this.synced === this.logEnd) {
+      this.producers.snapshotForClose(this.logEnd);
+      writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: true });
+    }
   }
 
   private where(): { topic: string; partition: number } {
