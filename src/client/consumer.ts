@@ -134,7 +134,7 @@ export class Consumer<Tx = undefined> {
     if (!session) throw new OnelogError('INVALID_REQUEST', 'commit() works while the consumer runs');
     await this.commitOffsets(session, new Map([[`${message.topic}/${message.partition}`, {
       topic: message.topic, partition: message.partition, offset: message.offset + 1,
-    }]]));
+    }]]), true);
   }
 
   private async loop(handlers: RunOptions<Tx>): Promise<void> {
@@ -272,8 +272,13 @@ export class Consumer<Tx = undefined> {
     if (p.nextOffset > h.position) h.position = p.nextOffset; // every record handled: skip what compaction emptied
   }
 
-  /** Commits in the member's queue; a fencing error marks the session for a rejoin and answers false. */
-  private async commitOffsets(session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>): Promise<boolean> {
+  /**
+   * Commits in the member's queue; a fencing error marks the session for a rejoin and answers false (with
+   * `rethrowFencing`, as for {@link commit}, it is thrown after marking the session).
+   */
+  private async commitOffsets(
+    session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>, rethrowFencing = false,
+  ): Promise<boolean> {
     const byTopic = new Map<string, Array<{ partition: number; offset: number }>>();
     for (const o of offsets.values()) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset }]);
     try {
@@ -284,7 +289,7 @@ export class Consumer<Tx = undefined> {
       }
       return true;
     } catch (err) {
-      if (session.noteFencing(err)) return false;
+      if (session.noteFencing(err) && !rethrowFencing) return false;
       throw err;
     }
   }
