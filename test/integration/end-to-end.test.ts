@@ -9,6 +9,7 @@ import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { editsByPartition, readEdits, WIKITICKER } from '../helpers/wikiticker.js';
+import type { GroupDescription } from '../../src/protocol/api.js';
 
 interface Printed {
   topic: string;
@@ -138,27 +139,33 @@ describe('onelog end to end on the Wikipedia edits', () => {
     expect(replay.every((r) => r.timestamp >= t)).toBe(true);
   });
 
-  it('fails a lagging group with OFFSET_OUT_OF_RANGE after delete-records, until a reset is executed', async () => {
+  it('pauses a lagging group\'s partition with OFFSET_OUT_OF_RANGE after delete-records, until a reset is executed', async () => {
     const server = await serve(tmpDir());
     await cli(server.url, ['topics', 'create', 'edits', '--partitions', '1']);
     await cli(server.url, ['produce', 'edits', '--file', WIKITICKER, '--timestamp-field', 'time']);
     await consume(server.url, 'lagging', ['--from', 'earliest', '--max-records', '10']);
     await cli(server.url, ['topics', 'delete-records', 'edits', '--partition', '0', '--before', '100']);
 
-    const failed = await runCli(server.url, ['consume', 'edits', '--group', 'lagging', '--max-records', '5']);
+    const failed = await runCli(server.url, ['consume', 'edits', '--group', 'lagging', '--max-records', '5', '--idle-timeout-ms', '1000']);
     expect(failed.code).not.toBe(0);
     expect(failed.stdout).toBe('');
     expect(failed.stderr).toContain('OFFSET_OUT_OF_RANGE');
     expect(failed.stderr).toContain('"committedOffset":10');
     expect(failed.stderr).toContain('"logStartOffset":100');
     expect(failed.stderr).toContain('"recordsLost":90');
-    const describe = JSON.parse(await cli(server.url, ['groups', 'describe', 'lagging', '--json'])) as {
-      subscriptions: Array<{ partitions: Array<{ committedOffset: number }> }>;
-    };
-    expect(describe.subscriptions[0]!.partitions[0]!.committedOffset).toBe(10);
+    const describe = JSON.parse(await cli(server.url, ['groups', 'describe', 'lagging', '--json'])) as GroupDescription;
+    expect(describe.subscriptions[0]!.partitions[0]).toMatchObject({
+      committedOffset: 10, paused: { code: 'OFFSET_OUT_OF_RANGE', recordsLost: 90 },
+    });
+    expect(describe.alerts).toMatchObject([{ kind: 'offset-out-of-range', topic: 'edits', partition: 0 }]);
+    expect(await cli(server.url, ['groups', 'describe', 'lagging'])).toContain('paused: OFFSET_OUT_OF_RANGE');
 
     await cli(server.url, ['offsets', 'reset', 'lagging', '--topic', 'edits', '--to-earliest', '--execute']);
     const resumed = await consume(server.url, 'lagging', ['--max-records', '5']);
     expect(resumed.map((r) => r.offset)).toEqual([100, 101, 102, 103, 104]);
+    const after = JSON.parse(await cli(server.url, ['groups', 'describe', 'lagging', '--json'])) as GroupDescription;
+    expect(after.subscriptions[0]!.partitions[0]!.paused).toBeNull();
+    expect(after.resets).toMatchObject([{ topic: 'edits', partition: 0, oldOffset: 10, newOffset: 100, spec: 'to-earliest' }]);
+    expect(after.resets[0]!.requestedBy).toMatch(/.+@.+/);
   });
 });
