@@ -103,4 +103,49 @@ describe('HTTP API', () => {
     await expect(onelog.admin().describeTopic('missing')).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC' });
     await expect(new Onelog({ url: 'http://127.0.0.1:1' }).admin().listTopics()).rejects.toBeInstanceOf(OnelogError);
   });
+
+  it('runs a member through join, fenced commit, heartbeat, leave and group delete over HTTP', async () => {
+    const joined = await post('/groups/g/members', { topics: ['t'], startPolicy: 'earliest', sessionTimeoutMs: 10_000, clientId: 'curl' });
+    expect(joined.statusCode).toBe(200);
+    const member = joined.json();
+    expect(member).toMatchObject({ groupId: 'g', generationId: 1, heartbeatIntervalMs: 3333, state: 'Stable' });
+    expect(member.memberId).toMatch(/^curl-/);
+    expect(member.assignment).toEqual([{ topic: 't', partition: 0, offset: 0 }, { topic: 't', partition: 1, offset: 0 }]);
+    await post('/topics/t/records', { records: [{ value: 'a', partition: 0 }] });
+
+    const stale = await post('/groups/g/offsets', { topic: 't', memberId: member.memberId, generationId: 0, offsets: [{ partition: 0, offset: 1 }] });
+    expect(stale.statusCode).toBe(409);
+    expect(stale.json()).toMatchObject({ code: 'ILLEGAL_GENERATION', currentGenerationId: 1 });
+    const anonymous = await post('/groups/g/offsets', { topic: 't', offsets: [{ partition: 0, offset: 1 }] });
+    expect(anonymous.json().code).toBe('UNKNOWN_MEMBER_ID');
+    const ok = await post('/groups/g/offsets', { topic: 't', memberId: member.memberId, generationId: 1, offsets: [{ partition: 0, offset: 1 }] });
+    expect(ok.statusCode).toBe(204);
+
+    const fetched = await post('/topics/t/fetch', {
+      groupId: 'g', memberId: member.memberId, generationId: 1, partitions: [{ partition: 0, offset: 1 }],
+    });
+    expect(fetched.json()).toMatchObject({ generationId: 1, partitions: [{ partition: 0, records: [] }] });
+    const beat = await post(`/groups/g/members/${member.memberId}/heartbeat`, { generationId: 1, owned: member.assignment });
+    expect(beat.json()).toMatchObject({ generationId: 1, state: 'Stable' });
+
+    expect((await app.inject({ method: 'DELETE', url: '/groups/g' })).json().code).toBe('NON_EMPTY_GROUP');
+    expect((await app.inject({ method: 'DELETE', url: `/groups/g/members/${member.memberId}` })).statusCode).toBe(204);
+    const described = (await app.inject({ method: 'GET', url: '/groups/g' })).json();
+    expect(described).toMatchObject({ state: 'Empty', members: [] });
+    expect(described.subscriptions[0].partitions[0].committedOffset).toBe(1);
+    expect((await app.inject({ method: 'DELETE', url: '/groups/g' })).statusCode).toBe(204);
+    expect((await app.inject({ method: 'GET', url: '/groups/g' })).json().code).toBe('UNKNOWN_GROUP');
+  });
+
+  it('issues producer ids and stores a retried idempotent produce once', async () => {
+    const { producerId, producerEpoch } = (await post('/producers', {})).json();
+    const body = { records: [{ value: 'once', partition: 1 }], idempotence: { producerId, producerEpoch, baseSequences: { 1: 0 } } };
+    const first = await post('/topics/t/records', body);
+    const retry = await post('/topics/t/records', body);
+    expect(retry.json()).toEqual(first.json());
+    const gap = await post('/topics/t/records', { ...body, idempotence: { ...body.idempotence, baseSequences: { 1: 5 } } });
+    expect(gap.json()).toMatchObject({ code: 'OUT_OF_ORDER_SEQUENCE', expectedSequence: 1, baseSequence: 5 });
+    const fetched = await post('/topics/t/fetch', { partitions: [{ partition: 1, offset: 0 }] });
+    expect(fetched.json().partitions[0].records.map((r: { value: string }) => r.value)).toEqual(['once']);
+  });
 });
