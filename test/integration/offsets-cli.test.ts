@@ -1,0 +1,65 @@
+/**
+ * `onelog offsets checkpoint save` / `offsets reset --to-checkpoint` and `onelog groups delete`, on a real
+ * server with the Wikipedia edits.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { GroupDescription } from '../../src/protocol/api.js';
+import { runCli, startServer } from '../helpers/processes.js';
+import type { ServerProcess } from '../helpers/processes.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { WIKITICKER } from '../helpers/wikiticker.js';
+
+let server: ServerProcess | undefined;
+afterEach(async () => {
+  await server?.stop('SIGKILL');
+  server = undefined;
+});
+
+async function cli(args: string[]): Promise<string> {
+  const r = await runCli(server!.url, args);
+  if (r.code !== 0) throw new Error(`onelog ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r.stdout;
+}
+
+const describeGroup = async (group: string) => JSON.parse(await cli(['groups', 'describe', group, '--json'])) as GroupDescription;
+const committed = (d: GroupDescription) => d.subscriptions.flatMap((s) => s.partitions.map((p) => p.committedOffset));
+
+describe('offsets checkpoints and groups delete', () => {
+  it('saves a checkpoint, resets back to it over every topic it holds, records the reset, then deletes the group', async () => {
+    server = await startServer(tmpDir());
+    await cli(['topics', 'create', 'edits', '--partitions', '2', '--config', 'retention.ms=-1']);
+    await cli(['produce', 'edits', '--file', WIKITICKER, '--timestamp-field', 'time']);
+    await cli(['consume', 'edits', '--group', 'indexer', '--from', 'earliest', '--max-records', '1200']);
+    const saved = JSON.parse(await cli(['offsets', 'checkpoint', 'save', 'indexer', 'before-deploy', '--json'])) as {
+      offsets: Array<{ topic: string; partition: number; offset: number }>;
+    };
+    const atCheckpoint = committed(await describeGroup('indexer'));
+    expect(saved.offsets.map((o) => o.offset)).toEqual(atCheckpoint);
+    await cli(['consume', 'edits', '--group', 'indexer', '--max-records', '700']);
+    const moved = committed(await describeGroup('indexer'));
+    expect(moved).not.toEqual(atCheckpoint);
+
+    const dryRun = await cli(['offsets', 'reset', 'indexer', '--to-checkpoint', 'before-deploy']);
+    expect(dryRun).toContain('dry run');
+    expect(committed(await describeGroup('indexer'))).toEqual(moved);
+    await cli(['offsets', 'reset', 'indexer', '--to-checkpoint', 'before-deploy', '--execute']);
+    const after = await describeGroup('indexer');
+    expect(committed(after)).toEqual(atCheckpoint);
+    expect(after.resets.map((r) => ({ partition: r.partition, oldOffset: r.oldOffset, newOffset: r.newOffset, spec: r.spec }))
+      .sort((a, b) => a.partition - b.partition)).toEqual([0, 1].map((p) => ({
+      partition: p, oldOffset: moved[p], newOffset: atCheckpoint[p], spec: 'to-checkpoint before-deploy',
+    })));
+    expect(after.checkpoints).toMatchObject([{ name: 'before-deploy', topics: ['edits'] }]);
+
+    const missing = await runCli(server.url, ['offsets', 'reset', 'indexer', '--to-checkpoint', 'nope', '--execute']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('UNKNOWN_CHECKPOINT');
+
+    expect(await cli(['groups', 'delete', 'indexer'])).toContain('deleted group indexer');
+    const gone = await runCli(server.url, ['groups', 'describe', 'indexer']);
+    expect(gone.stderr).toContain('UNKNOWN_GROUP');
+    // Deleted means gone: the group starts over from its start policy.
+    const again = await cli(['consume', 'edits', '--group', 'indexer', '--from', 'earliest', '--max-records', '1']);
+    expect(JSON.parse(again).offset).toBe(0);
+  });
+});
