@@ -311,7 +311,7 @@ export class Broker implements OnelogApi {
     if (memberId !== undefined && groupId === undefined) {
       throw new OnelogError('INVALID_REQUEST', 'a fetch with memberId needs its groupId', { memberId });
     }
-    const generationId = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
+    const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
     const targets = request.partitions.map((p) => ({
       log: this.logs.get(topic, p.partition),
       offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
@@ -323,7 +323,7 @@ export class Broker implements OnelogApi {
     });
     if (memberId !== undefined) {
       await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
-      return { topic, partitions, generationId: generationId! };
+      return { topic, partitions, ...membership };
     }
     if (groupId !== undefined) {
       partitions.forEach((p, i) => {
@@ -435,6 +435,7 @@ export class Broker implements OnelogApi {
    */
   endWaits(): void {
     this.logs.endWaits();
+    this.groups.close();
   }
 
   /** Waits for pending appends to sync, then closes the logs, the offset store and the catalog. */
@@ -442,6 +443,7 @@ export class Broker implements OnelogApi {
     if (this.closed) return;
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
+    this.groups.close();
     await this.logs.close();
     await this.offsets.close();
     await this.catalog.close();

@@ -162,14 +162,16 @@ export class Consumer<Tx = undefined> {
         await this.releaseRevoked(session);
         const fetchable = session.fetchable();
         if (fetchable.length === 0) {
+          // Idle while the group reconciles: ask for partitions at the fetch pace, not the heartbeat timer's.
           await session.waitForChange(this.options.maxWaitMs ?? 500);
+          if (session.state !== 'Stable' && !this.stopping) await session.heartbeat().catch(() => {});
           continue;
         }
         const topics = [...new Set(fetchable.map((p) => p.topic))];
         const topic = topics[rotation++ % topics.length]!;
         const fetched = await this.fetch(session, topic, fetchable.filter((p) => p.topic === topic), rotation);
         if (!fetched) continue;
-        if ((fetched.generationId ?? 0) > session.generationId) void session.heartbeat().catch(() => {});
+        if (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId) await session.heartbeat().catch(() => {});
         await this.handleBatch(session, topic, fetched.partitions, handlers, report);
       }
       await this.releaseRevoked(session);

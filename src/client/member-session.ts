@@ -7,7 +7,7 @@
  * partition is marked `revoked`; the consumer stops it after the record in hand, commits what it
  * processed, then {@link release}s it, and the next heartbeat tells the coordinator it let go.
  */
-import type { AssignedPartition, JoinGroupRequest, MemberAssignment, OnelogApi, PartitionError } from '../protocol/api.js';
+import type { AssignedPartition, GroupState, JoinGroupRequest, MemberAssignment, OnelogApi, PartitionError } from '../protocol/api.js';
 
 /** A partition the member holds, and where it stands. */
 export interface HeldPartition {
@@ -34,6 +34,8 @@ const key = (topic: string, partition: number) => `${topic}/${partition}`;
 export class MemberSession {
   memberId = '';
   generationId = -1;
+  /** The group's state in the last answer. */
+  state: GroupState = 'Empty';
   readonly held = new Map<string, HeldPartition>();
   private queue: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
@@ -116,6 +118,7 @@ export class MemberSession {
       }
     }
     this.generationId = answer.generationId;
+    this.state = answer.state;
     if (changed) this.wakeUp();
   }
 

@@ -33,6 +33,8 @@ const DEFAULTS = {
   onOutOfRange: 'pause' as OutOfRangePolicy,
   sessionTimeoutMs: 45_000,
 };
+/** Members heartbeat at least this often, ms (Kafka's heartbeat.interval.ms default). */
+const MAX_HEARTBEAT_INTERVAL_MS = 3000;
 /** How many alerts and resets `describeGroup` shows. */
 const HISTORY_LIMIT = 20;
 
@@ -143,7 +145,7 @@ export class GroupCoordinator {
     return this.locked(groupId, async () => {
       for (const topic of request.topics) await this.subscription(groupId, topic, definedOnly(request));
       const group = this.membership(groupId);
-      this.expire(group);
+      if (this.expire(group)) await this.applyResets(group);
       const member = group.join({
         clientId: request.clientId ?? 'consumer',
         topics: request.topics,
@@ -227,7 +229,7 @@ export class GroupCoordinator {
       memberId: member.memberId,
       generationId: member.generationId,
       assignment: [...member.assigned].sort().map((key) => entries.get(key) ?? parsePartitionKey(key)),
-      heartbeatIntervalMs: Math.floor(member.sessionTimeoutMs / 3),
+      heartbeatIntervalMs: Math.min(Math.floor(member.sessionTimeoutMs / 3), MAX_HEARTBEAT_INTERVAL_MS),
       state: group.state,
     };
   }
@@ -258,7 +260,7 @@ export class GroupCoordinator {
     }
     await this.locked(groupId, async () => {
       const group = this.groups.get(groupId);
-      if (group) this.expire(group);
+      if (group && this.expire(group)) await this.applyResets(group);
       if (request.memberId !== undefined) {
         const member = this.liveGroup(groupId, request.memberId).member(request.memberId, request.generationId ?? -1);
         for (const o of request.offsets) this.checkAssigned(groupId, member, { topic, partition: o.partition }, member.owned);
@@ -288,16 +290,24 @@ export class GroupCoordinator {
    * Fences a member's fetch: the member must be live, its generation current (or the one before: a fetch may
    * cross the heartbeat answer that moved it on), and every partition held by it (a partition being revoked
    * is still held until the member releases it). Synchronous, so a fetch costs no queueing.
-   * @returns the group's generation (the member should heartbeat when it is above its own)
+   * @returns the group's generation, and whether a heartbeat now would change the member's assignment
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`
    */
-  checkFetch(request: FetchRequest & { memberId: string }): number {
+  checkFetch(request: FetchRequest & { memberId: string }): { generationId: number; assignmentChanged: boolean } {
     const group = this.liveGroup(request.groupId ?? '', request.memberId);
     const member = group.member(request.memberId, request.generationId ?? -1, true);
     for (const p of request.partitions) {
       this.checkAssigned(group.groupId, member, { topic: request.topic, partition: p.partition }, member.owned);
     }
-    return group.generationId;
+    return { generationId: group.generationId, assignmentChanged: group.assignmentChanged(member) };
+  }
+
+  /** Refuses every reset still waiting for a safe point: the broker is shutting down. */
+  close(): void {
+    for (const list of this.pendingResets.values()) {
+      for (const r of list) r.reject(new OnelogError('BROKER_CLOSED', 'the broker shut down before the reset reached a safe point; nothing was reset'));
+    }
+    this.pendingResets.clear();
   }
 
   /**
@@ -390,7 +400,7 @@ export class GroupCoordinator {
     await this.locked(groupId, async () => {
       const group = this.groups.get(groupId);
       if (group) {
-        this.expire(group);
+        if (this.expire(group)) await this.applyResets(group);
         group.kill();
       }
       if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });

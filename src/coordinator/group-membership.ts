@@ -170,6 +170,13 @@ export class GroupMembership {
     return true;
   }
 
+  /** Whether a heartbeat now would change the member's assignment: a partition waits to be granted or revoked. */
+  assignmentChanged(member: Member): boolean {
+    if (this.currentState === 'Stable') return false;
+    for (const key of member.assigned) if (!member.target.has(key)) return true;
+    return this.grantable(member).length > 0;
+  }
+
   /** Members whose session timed out, or that held a revoked partition past their deadline, at `now`. */
   expired(now: number): Member[] {
     return [...this.members.values()].filter((m) =>

@@ -169,6 +169,8 @@ export interface FetchResult {
   partitions: FetchedPartition[];
   /** For a member's fetch: the group's current generation; above the member's, it should heartbeat now. */
   generationId?: number;
+  /** For a member's fetch: true when a heartbeat now would change its assignment (a grant or revocation waits). */
+  assignmentChanged?: boolean;
 }
 
 export interface SubscribeRequest {
@@ -258,7 +260,7 @@ export interface MemberAssignment {
    * revoked: stop it, commit what was processed, then heartbeat without it.
    */
   assignment: AssignedPartition[];
-  /** Heartbeat at least this often, ms (a third of the session timeout). */
+  /** Heartbeat at least this often, ms: a third of the session timeout, at most 3000 (Kafka's heartbeat.interval.ms). */
   heartbeatIntervalMs: number;
   state: GroupState;
 }

@@ -108,7 +108,7 @@ describe('HTTP API', () => {
     const joined = await post('/groups/g/members', { topics: ['t'], startPolicy: 'earliest', sessionTimeoutMs: 10_000, clientId: 'curl' });
     expect(joined.statusCode).toBe(200);
     const member = joined.json();
-    expect(member).toMatchObject({ groupId: 'g', generationId: 1, heartbeatIntervalMs: 3333, state: 'Stable' });
+    expect(member).toMatchObject({ groupId: 'g', generationId: 1, heartbeatIntervalMs: 3000, state: 'Stable' });
     expect(member.memberId).toMatch(/^curl-/);
     expect(member.assignment).toEqual([{ topic: 't', partition: 0, offset: 0 }, { topic: 't', partition: 1, offset: 0 }]);
     await post('/topics/t/records', { records: [{ value: 'a', partition: 0 }] });
