@@ -28,6 +28,8 @@ import type { LogStartReason } from './log-start-reason.js';
 import { DEFAULT_MAX_PRODUCERS, ProducerStateManager } from './producer-state.js';
 import type { DuplicateBatch, ProducerStateView } from './producer-state.js';
 import { retentionTarget } from './retention.js';
+import { LogFlusher } from './log-flusher.js';
+import { LongPoll } from './long-poll.js';
 import { LogSegment } from './segment.js';
 
 
@@ -78,17 +80,13 @@ export class PartitionLog {
   private logStart: number;
   private logEnd: number;
   private hw: number;
-  /** Everything below this offset is on disk (fdatasync returned). */
-  private synced: number;
-  private syncInFlight: Promise<void> | null = null;
+  private readonly flusher: LogFlusher;
   private compacting: Promise<CompactionStats> | null = null;
-  private flushTimer: NodeJS.Timeout | null = null;
   /** When the active segment was created or, after a restart, opened (ms); segment.ms counts from here. */
   private activeSince: number;
   private config: LogConfig;
-  private waiters = new Set<() => void>();
+  private readonly longPoll = new LongPoll();
   private closed = false;
-  private waitsEnded = false;
   /** Idempotent producers' epochs and last batches; set by {@link open}. */
   private producers!: ProducerStateManager;
 
@@ -103,7 +101,13 @@ export class PartitionLog {
     this.segments = segments;
     this.logEnd = Math.max(segments[segments.length - 1]!.nextOffset, logStartOffset);
     this.hw = this.logEnd;
-    this.synced = this.logEnd;
+    this.flusher = new LogFlusher(this.logEnd, {
+      end: () => this.logEnd,
+      datasync: () => this.active.datasync(),
+      onSynced: (offset) => this.advanceHighWatermark(offset),
+      onBackgroundError: (err) => this.options.logger.warn({ ...this.where(), err: err.message }, 'background fdatasync failed'),
+      where: this.where(),
+    });
     this.logStart = Math.min(logStartOffset, this.logEnd);
     this.config = options.config;
     this.activeSince = options.clock.now();
@@ -112,11 +116,8 @@ export class PartitionLog {
   /** Applies new topic settings (segment size, flush policy, ...) from the next append on. */
   setConfig(config: LogConfig): void {
     this.config = config;
-    if (config.flushPolicy !== 'interval' && this.flushTimer) {
-      clearTimeout(this.flushTimer);
-      this.flushTimer = null;
-    }
-    if (config.flushPolicy === 'always' && this.synced < this.logEnd) this.flushInBackground();
+    if (config.flushPolicy !== 'interval') this.flusher.cancelTimer();
+    if (config.flushPolicy === 'always' && this.flusher.synced < this.logEnd) this.flusher.flushInBackground();
   }
 
   /**
@@ -223,12 +224,12 @@ export class PartitionLog {
     this.logEnd = lastOffset + 1;
     switch (this.config.flushPolicy) {
       case 'always':
-        await this.syncTo(this.logEnd);
+        await this.flusher.syncTo(this.logEnd);
         break;
       case 'interval':
         this.advanceHighWatermark(this.logEnd);
-        if (this.config.flushMessages > 0 && this.logEnd - this.synced >= this.config.flushMessages) this.flushInBackground();
-        else this.flushTimer ??= setTimeout(() => this.flushInBackground(), this.config.flushMs).unref();
+        if (this.config.flushMessages > 0 && this.logEnd - this.flusher.synced >= this.config.flushMessages) this.flusher.flushInBackground();
+        else this.flusher.schedule(this.config.flushMs);
         break;
       case 'never':
         this.advanceHighWatermark(this.logEnd);
@@ -238,7 +239,7 @@ export class PartitionLog {
 
   /** Answers a retried batch with its stored copy's offsets, once that copy is acknowledged (synced under `always`). */
   private async acknowledgeDuplicate(stored: DuplicateBatch): Promise<AppendResult> {
-    if (this.config.flushPolicy === 'always') await this.syncTo(stored.lastOffset + 1);
+    if (this.config.flushPolicy === 'always') await this.flusher.syncTo(stored.lastOffset + 1);
     return { baseOffset: stored.baseOffset, lastOffset: stored.lastOffset, duplicate: true };
   }
 
@@ -247,26 +248,15 @@ export class PartitionLog {
     return this.producers.get(producerId);
   }
 
-  /** Syncs everything appended so far without making anyone wait; a failure is logged (the data stays in the page cache). */
-  private flushInBackground(): void {
-    if (this.flushTimer) {
-      clearTimeout(this.flushTimer);
-      this.flushTimer = null;
-    }
-    this.syncTo(this.logEnd).catch((err: unknown) =>
-      this.options.logger.warn({ ...this.where(), err: (err as Error).message }, 'background fdatasync failed'));
-  }
-
   /** Syncs every segment's writes to disk and resolves when done, whatever the flush policy. */
   flush(): Promise<void> {
-    return this.syncTo(this.logEnd);
+    return this.flusher.syncTo(this.logEnd);
   }
 
   private advanceHighWatermark(offset: number): void {
     if (offset <= this.hw) return;
     this.hw = offset;
-    for (const wake of this.waiters) wake();
-    this.waiters.clear();
+    this.longPoll.wakeAll();
   }
 
   /**
@@ -276,7 +266,7 @@ export class PartitionLog {
   private roll(): void {
     this.active.seal();
     this.active.datasyncNow();
-    this.synced = this.logEnd;
+    this.flusher.markSynced(this.logEnd);
     this.advanceHighWatermark(this.logEnd);
     this.producers.snapshotForRoll(this.logEnd);
     const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
@@ -285,27 +275,6 @@ export class PartitionLog {
     writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: false });
     this.producers.rolled(this.logEnd);
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
-  }
-
-  /** Waits until everything below `target` is synced; concurrent callers share one fdatasync. */
-  private async syncTo(target: number): Promise<void> {
-    while (this.synced < target) {
-      if (this.syncInFlight === null) this.syncInFlight = this.runSync();
-      await this.syncInFlight;
-    }
-  }
-
-  private async runSync(): Promise<void> {
-    const upTo = this.logEnd;
-    try {
-      await this.active.datasync();
-    } catch (err) {
-      throw new OnelogError('STORAGE_ERROR', `fdatasync failed: ${(err as Error).message}`, this.where());
-    } finally {
-      this.syncInFlight = null;
-    }
-    if (upTo > this.synced) this.synced = upTo;
-    this.advanceHighWatermark(upTo);
   }
 
   /**
@@ -490,7 +459,7 @@ export class PartitionLog {
    * longer in the log or the log closed.
    */
   async replaceSegment(segment: LogSegment, cleanedPath: string): Promise<boolean> {
-    await this.syncInFlight?.catch(() => {});
+    await this.flusher.settled();
     const i = this.segments.indexOf(segment);
     if (this.closed || i < 0 || i === this.segments.length - 1) {
       fs.rmSync(cleanedPath, { force: true });
@@ -515,8 +484,7 @@ export class PartitionLog {
 
   /** Deletes a segment's files; after the sync in flight, if any, since it may be syncing that file. */
   private retire(segment: LogSegment): void {
-    if (this.syncInFlight === null) segment.delete();
-    else void this.syncInFlight.catch(() => {}).then(() => segment.delete());
+    this.flusher.afterInFlight(() => segment.delete());
   }
 
   /**
@@ -524,42 +492,25 @@ export class PartitionLog {
    * (the long-poll of a fetch).
    */
   waitForData(offset: number, maxWaitMs: number): Promise<void> {
-    if (this.hw > offset || maxWaitMs <= 0 || this.closed || this.waitsEnded) return Promise.resolve();
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.waiters.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, maxWaitMs);
-      this.waiters.add(wake);
-    });
+    if (this.hw > offset || this.closed) return Promise.resolve();
+    return this.longPoll.wait(maxWaitMs);
   }
 
   /** Ends every long-poll now and lets no new one wait: for a shutdown that should not wait out fetches. */
   endWaits(): void {
-    this.waitsEnded = true;
-    for (const wake of [...this.waiters]) wake();
+    this.longPoll.end();
   }
 
   /** Waits for pending syncs, wakes waiting fetches and closes every segment. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.flushTimer) clearTimeout(this.flushTimer);
     // Appends accepted before close may need a sync round after the one in flight: sync until all are
     // durable, so none of them finds its file closed (EBADF) and fails after its bytes were written.
-    while (this.synced < this.logEnd) {
-      this.syncInFlight ??= this.runSync();
-      try {
-        await this.syncInFlight;
-      } catch {
-        break; // the appends waiting on this sync get its error
-      }
-    }
-    for (const wake of [...this.waiters]) wake();
+    await this.flusher.drain();
+    this.longPoll.wakeAll();
     for (const s of this.segments) s.close();
-    if (this.synced === this.logEnd) {
+    if (this.flusher.synced === this.logEnd) {
       this.producers.snapshotForClose(this.logEnd);
       writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: true });
     }

@@ -1,0 +1,107 @@
+/**
+ * What of a partition's log is on disk, and the fdatasyncs that move it forward: callers waiting for the
+ * same range share one fdatasync (group commit), a timer runs the `interval` flush policy, and a background
+ * flush syncs without making anyone wait.
+ */
+import { OnelogError } from '../protocol/errors.js';
+
+/** What the flusher needs from its log. */
+export interface FlushTarget {
+  /** The log end offset now: a sync started now covers everything below it. */
+  end(): number;
+  /** fdatasyncs the active segment. */
+  datasync(): Promise<void>;
+  /** Everything below `offset` is on disk. */
+  onSynced(offset: number): void;
+  /** A background flush failed (the data stays in the page cache). */
+  onBackgroundError(err: Error): void;
+  /** Names the partition in errors. */
+  where: { topic: string; partition: number };
+}
+
+export class LogFlusher {
+  /** Everything below this offset is on disk (fdatasync returned). */
+  private syncedOffset: number;
+  private inFlight: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  /** @param synced the offset below which everything is known to be on disk */
+  constructor(synced: number, private readonly target: FlushTarget) {
+    this.syncedOffset = synced;
+  }
+
+  get synced(): number {
+    return this.syncedOffset;
+  }
+
+  /**
+   * Waits until everything below `offset` is on disk; concurrent callers share one fdatasync.
+   * @throws OnelogError `STORAGE_ERROR` if the fdatasync fails
+   */
+  async syncTo(offset: number): Promise<void> {
+    while (this.syncedOffset < offset) {
+      this.inFlight ??= this.run();
+      await this.inFlight;
+    }
+  }
+
+  private async run(): Promise<void> {
+    const upTo = this.target.end();
+    try {
+      await this.target.datasync();
+    } catch (err) {
+      throw new OnelogError('STORAGE_ERROR', `fdatasync failed: ${(err as Error).message}`, this.target.where);
+    } finally {
+      this.inFlight = null;
+    }
+    if (upTo > this.syncedOffset) this.syncedOffset = upTo;
+    this.target.onSynced(upTo);
+  }
+
+  /** Syncs everything appended so far without making anyone wait; a failure goes to `onBackgroundError`. */
+  flushInBackground(): void {
+    this.cancelTimer();
+    this.syncTo(this.target.end()).catch((err: unknown) => this.target.onBackgroundError(err as Error));
+  }
+
+  /** Flushes in the background `ms` from now, unless a flush is already scheduled. */
+  schedule(ms: number): void {
+    this.timer ??= setTimeout(() => this.flushInBackground(), ms).unref();
+  }
+
+  cancelTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** Records that everything below `offset` reached the disk by other means (a segment roll synced it). */
+  markSynced(offset: number): void {
+    if (offset > this.syncedOffset) this.syncedOffset = offset;
+  }
+
+  /** Resolves once the fdatasync in flight, if any, ended (whatever its outcome). */
+  async settled(): Promise<void> {
+    await this.inFlight?.catch(() => {});
+  }
+
+  /** Runs `task` now, or after the fdatasync in flight (which may be syncing a file `task` deletes). */
+  afterInFlight(task: () => void): void {
+    if (this.inFlight === null) task();
+    else void this.inFlight.catch(() => {}).then(task);
+  }
+
+  /**
+   * For a close: syncs until everything appended is durable, so no append waiting on a sync finds its file
+   * closed; stops at the first failed sync (its waiters get the error).
+   */
+  async drain(): Promise<void> {
+    this.cancelTimer();
+    while (this.syncedOffset < this.target.end()) {
+      try {
+        await this.syncTo(this.target.end());
+      } catch {
+        return;
+      }
+    }
+  }
+}
