@@ -166,7 +166,8 @@ export class GroupCoordinator {
   async heartbeat(request: HeartbeatRequest): Promise<MemberAssignment> {
     return this.locked(request.groupId, async () => {
       const group = this.liveGroup(request.groupId, request.memberId);
-      this.expire(group);
+      // Applied before the member check: the expired member may be the one heartbeating.
+      if (this.expire(group)) await this.applyResets(group);
       const member = group.member(request.memberId, request.generationId);
       group.release(member, request.owned, this.clock.now());
       await this.applyResets(group);
