@@ -448,16 +448,16 @@ export class GroupCoordinator {
       if (request.execute !== true) return { result: { groupId, topic: request.topic, executed: false, partitions: plan } };
       if (!group || group.members.size === 0) return { result: await this.executeReset(request) };
       const keys = new Set(plan.map((p) => partitionKey({ topic: request.topic, partition: p.partition })));
-      return {
-        wait: new Promise<ResetOffsetsResult>((resolve, reject) => {
-          const list = this.pendingResets.get(groupId) ?? [];
-          list.push({ request, keys, resolve, reject });
-          this.pendingResets.set(groupId, list);
-          for (const key of keys) group.withheld.add(key);
-          group.rebalance();
-          void this.applyResets(group).catch(reject);
-        }),
-      };
+      const wait = new Promise<ResetOffsetsResult>((resolve, reject) => {
+        const list = this.pendingResets.get(groupId) ?? [];
+        list.push({ request, keys, resolve, reject });
+        this.pendingResets.set(groupId, list);
+      });
+      for (const key of keys) group.withheld.add(key);
+      group.rebalance();
+      // Inside the group's queue: partitions nobody holds are reset before the group's next request runs.
+      await this.applyResets(group);
+      return { wait };
     });
     return waiting.result ?? waiting.wait!;
   }
