@@ -116,7 +116,9 @@ export class Consumer<Tx = undefined> {
 
   /**
    * Stops after the record being processed, commits, leaves the group, and waits for {@link run} to finish.
-   * Called from inside a handler it returns at once (waiting there would wait for the handler itself).
+   * In `'before-processing'` mode it first processes the rest of the batch in hand, which is committed
+   * already (only a crash drops those records). Called from inside a handler it returns at once (waiting
+   * there would wait for the handler itself).
    */
   async stop(): Promise<void> {
     this.stopping = true;
@@ -227,14 +229,16 @@ export class Consumer<Tx = undefined> {
         .map((p) => [`${topic}/${p.partition}`, { topic, partition: p.partition, offset: p.nextOffset }]));
       if (!(await this.commitOffsets(session, upTo))) return;
     }
+    // Committed before processing: stopping or a revocation must not skip these records (it would lose them).
+    const committedAhead = beforeProcessing && autoCommit;
     const started = new Map(partitions.map((p) => [p.partition, held(p)?.position ?? 0]));
     let failure: unknown;
     try {
       for (const p of partitions) {
         const h = held(p);
         if (!h || p.error) continue;
-        await this.process(session, h, p, handlers);
-        if (this.stopping || session.fenced) break;
+        await this.process(session, h, p, handlers, committedAhead);
+        if (session.fenced || (this.stopping && !committedAhead)) break;
       }
     } catch (err) {
       failure = err;
@@ -248,11 +252,16 @@ export class Consumer<Tx = undefined> {
     if (failure !== undefined) throw failure;
   }
 
-  /** Runs the handler on a partition's records; its position follows each one, then moves to `nextOffset`. */
-  private async process(session: MemberSession, h: HeldPartition, p: FetchedPartition, handlers: RunOptions<Tx>): Promise<void> {
+  /**
+   * Runs the handler on a partition's records; its position follows each one, then moves to `nextOffset`.
+   * Stopping or a revocation ends it after the record in hand, unless the records are `committedAhead`.
+   */
+  private async process(
+    session: MemberSession, h: HeldPartition, p: FetchedPartition, handlers: RunOptions<Tx>, committedAhead: boolean,
+  ): Promise<void> {
     const store = this.options.offsetStore;
     for (const record of p.records) {
-      if (this.stopping || h.revoked || session.fenced) return;
+      if (session.fenced || (!committedAhead && (this.stopping || h.revoked))) return;
       if (record.offset < h.position) continue;
       const payload = { topic: h.topic, partition: h.partition, message: { ...record, topic: h.topic, partition: h.partition } };
       this.inHandler = true;
