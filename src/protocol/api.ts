@@ -245,7 +245,11 @@ export interface JoinGroupRequest {
 export interface AssignedPartition extends TopicPartition {
   /** Present when the partition is new to the member in this answer: where it starts reading. */
   offset?: number;
-  /** Present when the partition is paused for the group (e.g. `OFFSET_OUT_OF_RANGE`): do not fetch it. */
+  /**
+   * Present, instead of `offset`, when the partition is new to the member in this answer and paused for the
+   * group (e.g. `OFFSET_OUT_OF_RANGE`): do not fetch it. Later answers list it without repeating the error;
+   * an executed reset revokes it and grants it again with an offset.
+   */
   error?: PartitionError;
 }
 
