@@ -75,6 +75,9 @@ export interface RunOptions<Tx = undefined> {
   onPartitionError?: (error: OnelogError, where: { topic: string; partition: number }) => void;
 }
 
+/** Kafka's session.timeout.ms default, as the coordinator's. */
+const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
+
 export class Consumer<Tx = undefined> {
   private readonly topics: string[] = [];
   private stopping = false;
@@ -104,7 +107,9 @@ export class Consumer<Tx = undefined> {
   /**
    * Consumes until {@link stop} is called. Resolves once stopped with every processed record committed and
    * the group left; rejects with the handler's error (in after-processing mode the records before it are
-   * committed, it and later ones not).
+   * committed, it and later ones not), or with the broker's error when it cannot be reached: a fetch or
+   * commit fails (e.g. `NETWORK_ERROR`), or, with nothing to fetch, no heartbeat got through for a session
+   * timeout.
    */
   run(handlers: RunOptions<Tx>): Promise<void> {
     if (this.running) throw new OnelogError('INVALID_REQUEST', 'this consumer is already running');
@@ -167,6 +172,7 @@ export class Consumer<Tx = undefined> {
           // Idle while the group reconciles: ask for partitions at the fetch pace, not the heartbeat timer's.
           await session.waitForChange(this.options.maxWaitMs ?? 500);
           if (session.state !== 'Stable' && !this.stopping) await session.heartbeat().catch(() => {});
+          session.checkContact(this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
           continue;
         }
         const topics = [...new Set(fetchable.map((p) => p.topic))];

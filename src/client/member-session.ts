@@ -42,6 +42,9 @@ export class MemberSession {
   private wake: (() => void) | null = null;
   /** Set by a fencing error: the consumer must rejoin. */
   fenced: Error | null = null;
+  /** When the coordinator last answered a join or heartbeat (ms since the epoch), and the last heartbeat failure since. */
+  private lastContactAt = 0;
+  private lastFailure: Error | null = null;
 
   constructor(
     private readonly api: OnelogApi,
@@ -55,6 +58,7 @@ export class MemberSession {
     this.held.clear();
     this.fenced = null;
     const answer = await this.api.joinGroup(this.join);
+    this.contact();
     this.memberId = answer.memberId;
     await this.apply(answer);
     this.timer = setInterval(() => void this.heartbeat().catch(() => {}), answer.heartbeatIntervalMs);
@@ -77,11 +81,26 @@ export class MemberSession {
         await this.apply(await this.api.heartbeat({
           groupId: this.join.groupId, memberId: this.memberId, generationId: this.generationId, owned,
         }));
+        this.contact();
       } catch (err) {
-        this.noteFencing(err);
+        if (!this.noteFencing(err)) this.lastFailure = err as Error;
         throw err;
       }
     });
+  }
+
+  private contact(): void {
+    this.lastContactAt = Date.now();
+    this.lastFailure = null;
+  }
+
+  /**
+   * @throws the last heartbeat failure (e.g. `NETWORK_ERROR`) once no heartbeat got through for a whole
+   *   session timeout: the membership is gone, and a consumer that cannot reach the broker stops rather
+   *   than wait forever
+   */
+  checkContact(sessionTimeoutMs: number): void {
+    if (this.lastFailure && Date.now() - this.lastContactAt > sessionTimeoutMs) throw this.lastFailure;
   }
 
   /** Records a fencing error (the member must rejoin); other errors pass. */

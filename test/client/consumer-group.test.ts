@@ -268,6 +268,19 @@ describe('Consumer in a group', () => {
     expect(d.resets[0]).toMatchObject({ partition: 0, oldOffset: 1, newOffset: 4, requestedBy: 'test' });
   });
 
+  it('stops with the broker\'s error when no heartbeat gets through for a session timeout while it has nothing to fetch', async () => {
+    await topic('t', 1, 2);
+    await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 0 }] });
+    await broker.deleteRecords({ topic: 't', partition: 0, beforeOffset: 2 });
+    const paused: number[] = [];
+    const c = consumer('t', { sessionTimeoutMs: 1000 });
+    const run = c.run({ eachMessage: () => {}, onPartitionError: (_error, where) => void paused.push(where.partition) });
+    await waitFor(() => paused.length === 1, 'the only partition paused');
+    await broker.close(); // every later request answers BROKER_CLOSED
+    await expect(run).rejects.toMatchObject({ code: 'BROKER_CLOSED' });
+    broker = await Broker.open({ dataDir: tmpDir() }); // for afterEach
+  });
+
   it('seeks by timestamp: a datetime newer than every record lands at the log end; an older one replays, even while running', async () => {
     const t0 = Date.UTC(2020, 0, 1);
     await broker.createTopic({ topic: 't', partitions: 2 });
