@@ -13,7 +13,7 @@ import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type {
   AssignedPartition, CheckpointDescription, CheckpointRequest, CommitRequest, FetchedPartition, FetchRequest,
   GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment,
-  ResetOffsetsRequest, ResetOffsetsResult, SubscribeRequest, SubscribeResult, SubscriptionInfo, TopicPartition,
+  ResetOffsetsRequest, ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicPartition,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
@@ -24,6 +24,7 @@ import type { Logger } from '../storage/logger.js';
 import { assignorFor } from './assignors/index.js';
 import { GroupMembership, parsePartitionKey, partitionKey } from './group-membership.js';
 import type { Member, PartitionKey } from './group-membership.js';
+import { describeGroup, listGroups, subscriptionInfo } from './group-description.js';
 import { describeSpec, planReset } from './offset-resets.js';
 import { offsetOutOfRange } from './out-of-range.js';
 import { Positions } from './positions.js';
@@ -35,8 +36,6 @@ const DEFAULTS = {
 };
 /** Members heartbeat at least this often, ms (Kafka's heartbeat.interval.ms default). */
 const MAX_HEARTBEAT_INTERVAL_MS = 3000;
-/** How many alerts and resets `describeGroup` shows. */
-const HISTORY_LIMIT = 20;
 
 /** An offset reset waiting for its partitions to be released by their owners. */
 interface PendingReset {
@@ -130,7 +129,7 @@ export class GroupCoordinator {
         const position = await this.positions.resolve(groupId, subscription, log, new Map());
         positions.push({ partition: log.partition, offset: position.offset! });
       }
-      return { subscription: info(subscription), positions };
+      return { subscription: subscriptionInfo(subscription), positions };
     });
   }
 
@@ -336,16 +335,7 @@ export class GroupCoordinator {
 
   /** Every group with its state, member count and the topics it subscribes to. */
   async listGroups(): Promise<GroupSummary[]> {
-    const groups = await this.catalog.listGroups();
-    return Promise.all(
-      groups.map(async (g) => ({
-        groupId: g.groupId,
-        state: this.groups.get(g.groupId)?.state ?? 'Empty',
-        members: this.groups.get(g.groupId)?.members.size ?? 0,
-        createdAt: g.createdAt,
-        topics: (await this.catalog.listSubscriptions(g.groupId)).map((s) => s.topic),
-      })),
-    );
+    return listGroups(this.catalog, this.groups);
   }
 
   /**
@@ -354,43 +344,7 @@ export class GroupCoordinator {
    * @throws OnelogError `UNKNOWN_GROUP`
    */
   async describeGroup(groupId: string): Promise<GroupDescription> {
-    const group = await this.catalog.getGroup(groupId);
-    if (!group) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
-    const membership = this.groups.get(groupId);
-    const committed = await this.offsets.list(groupId);
-    const paused = await this.catalog.listPauses(groupId);
-    const subscriptions = (await this.catalog.listSubscriptions(groupId)).map((s) => ({
-      ...info(s),
-      partitions: this.logs.partitions(s.topic).map((log) => {
-        const c = committed.find((o) => o.topic === s.topic && o.partition === log.partition);
-        const key = partitionKey({ topic: s.topic, partition: log.partition });
-        return {
-          partition: log.partition,
-          committedOffset: c?.offset ?? null,
-          logStartOffset: log.logStartOffset,
-          highWatermark: log.highWatermark,
-          lag: c === undefined ? null : log.highWatermark - c.offset,
-          commitTimestamp: c?.commitTimestamp ?? null,
-          memberId: membership?.holder(key)?.memberId ?? null,
-          paused: paused.get(key) ?? null,
-        };
-      }),
-    }));
-    const members = [...(membership?.members.values() ?? [])].map((m) => ({
-      memberId: m.memberId, clientId: m.clientId, commitMode: m.commitMode, generationId: m.generationId,
-      sessionTimeoutMs: m.sessionTimeoutMs, lastHeartbeatAt: m.lastHeartbeatAt,
-      assignment: [...m.owned].sort().map(parsePartitionKey),
-    }));
-    const checkpoints = (await this.catalog.listCheckpoints(groupId)).map((c) => ({
-      name: c.name, createdAt: c.createdAt, topics: [...new Set(c.offsets.map((o) => o.topic))],
-    }));
-    return {
-      groupId, createdAt: group.createdAt, state: membership?.state ?? 'Empty', generationId: membership?.generationId ?? 0,
-      assignor: membership?.assignorName ?? null, members, subscriptions,
-      alerts: await this.catalog.listAlerts(groupId, HISTORY_LIMIT),
-      resets: await this.catalog.listResets(groupId, HISTORY_LIMIT),
-      checkpoints,
-    };
+    return describeGroup({ catalog: this.catalog, offsets: this.offsets, logs: this.logs }, groupId, this.groups.get(groupId));
   }
 
   /**
@@ -529,8 +483,4 @@ function definedOnly(r: { startPolicy?: StartPolicy; deliveryMode?: Subscription
     ...(r.deliveryMode === undefined ? {} : { deliveryMode: r.deliveryMode }),
     ...(r.onOutOfRange === undefined ? {} : { onOutOfRange: r.onOutOfRange }),
   };
-}
-
-function info(s: SubscriptionRecord): SubscriptionInfo {
-  return { groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange };
 }

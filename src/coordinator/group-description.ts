@@ -1,0 +1,85 @@
+/**
+ * What `groups list` and `groups describe` show: a group's state and members (from its membership in
+ * memory) beside its subscriptions, committed offsets, lag, pauses, alerts, reset history and checkpoints
+ * (from the stores). Reads only.
+ */
+import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { GroupDescription, GroupSummary, SubscriptionInfo } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { OffsetStore } from '../offsets/offset-store.js';
+import type { LogManager } from '../storage/log-manager.js';
+import type { GroupMembership } from './group-membership.js';
+import { parsePartitionKey, partitionKey } from './group-membership.js';
+
+/** How many alerts and resets a description shows, most recent first. */
+const HISTORY_LIMIT = 20;
+
+/** The stores a description reads. */
+export interface DescriptionSources {
+  catalog: Catalog;
+  offsets: OffsetStore;
+  logs: LogManager;
+}
+
+/** Every group with its state, member count and the topics it subscribes to. */
+export async function listGroups(catalog: Catalog, memberships: ReadonlyMap<string, GroupMembership>): Promise<GroupSummary[]> {
+  const groups = await catalog.listGroups();
+  return Promise.all(groups.map(async (g) => ({
+    groupId: g.groupId,
+    state: memberships.get(g.groupId)?.state ?? 'Empty',
+    members: memberships.get(g.groupId)?.members.size ?? 0,
+    createdAt: g.createdAt,
+    topics: (await catalog.listSubscriptions(g.groupId)).map((s) => s.topic),
+  })));
+}
+
+/**
+ * Describes one group.
+ * @param membership the group's live membership, if it has one
+ * @throws OnelogError `UNKNOWN_GROUP`
+ */
+export async function describeGroup(
+  { catalog, offsets, logs }: DescriptionSources, groupId: string, membership: GroupMembership | undefined,
+): Promise<GroupDescription> {
+  const group = await catalog.getGroup(groupId);
+  if (!group) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+  const committed = await offsets.list(groupId);
+  const paused = await catalog.listPauses(groupId);
+  const subscriptions = (await catalog.listSubscriptions(groupId)).map((s) => ({
+    ...subscriptionInfo(s),
+    partitions: logs.partitions(s.topic).map((log) => {
+      const c = committed.find((o) => o.topic === s.topic && o.partition === log.partition);
+      const key = partitionKey({ topic: s.topic, partition: log.partition });
+      return {
+        partition: log.partition,
+        committedOffset: c?.offset ?? null,
+        logStartOffset: log.logStartOffset,
+        highWatermark: log.highWatermark,
+        lag: c === undefined ? null : log.highWatermark - c.offset,
+        commitTimestamp: c?.commitTimestamp ?? null,
+        memberId: membership?.holder(key)?.memberId ?? null,
+        paused: paused.get(key) ?? null,
+      };
+    }),
+  }));
+  const members = [...(membership?.members.values() ?? [])].map((m) => ({
+    memberId: m.memberId, clientId: m.clientId, commitMode: m.commitMode, generationId: m.generationId,
+    sessionTimeoutMs: m.sessionTimeoutMs, lastHeartbeatAt: m.lastHeartbeatAt,
+    assignment: [...m.owned].sort().map(parsePartitionKey),
+  }));
+  const checkpoints = (await catalog.listCheckpoints(groupId)).map((c) => ({
+    name: c.name, createdAt: c.createdAt, topics: [...new Set(c.offsets.map((o) => o.topic))],
+  }));
+  return {
+    groupId, createdAt: group.createdAt, state: membership?.state ?? 'Empty', generationId: membership?.generationId ?? 0,
+    assignor: membership?.assignorName ?? null, members, subscriptions,
+    alerts: await catalog.listAlerts(groupId, HISTORY_LIMIT),
+    resets: await catalog.listResets(groupId, HISTORY_LIMIT),
+    checkpoints,
+  };
+}
+
+/** A subscription as the API shows it. */
+export function subscriptionInfo(s: SubscriptionRecord): SubscriptionInfo {
+  return { groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange };
+}
