@@ -1,35 +1,173 @@
 /**
  * The embedded offset store on LMDB (`lmdb` package): a memory-mapped B+tree, so a lookup is a read of
- * mapped pages and a commit of many offsets is one write transaction. Keys are binary and sort by group,
- * then topic, then partition: `utf8(groupId) 0x00 utf8(topic) 0x00 uint32be(partition)`, so a group's
- * offsets are one key range. Commits are synced to disk before they resolve (LMDB's default durability).
+ * mapped pages and a commit of many offsets is one write transaction. Commits are synced to disk before they
+ * resolve (LMDB's default durability; lmdb-js joins the writes of one event turn in one synced transaction).
+ *
+ * Keys are binary and sort by group, then topic, then partition:
+ * `utf8(groupId) 0x00 utf8(topic) 0x00 uint32be(partition)`, so a group's offsets are one key range.
+ *
+ * Values are a fixed binary record, not MessagePack (format 1, 17 bytes + metadata):
+ * `0x01 float64le(offset) float64le(commitTimestamp) utf8(metadata)`. A float64 keeps every JS number as given
+ * (offsets up to 2^53 - 1 exactly). Offsets kept by an older build as MessagePack objects, in the sub-database
+ * `committed-offsets`, are moved into this format (sub-database `committed-offsets-v1`) when the store opens.
  */
 import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import type { CommittedOffset, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
-function groupPrefix(groupId: string): Buffer {
-  return Buffer.concat([Buffer.from(groupId, 'utf8'), Buffer.from([0])]);
+/** The sub-database of the binary value format 1. */
+const DB_NAME = 'committed-offsets-v1';
+/** The sub-database of the older MessagePack values, migrated on open. */
+const LEGACY_DB_NAME = 'committed-offsets';
+
+/** lmdb-js's key size limit with the default page size. */
+const MAX_KEY_BYTES = 1978;
+
+const VALUE_FORMAT = 1;
+/** Format byte, offset, commit timestamp. */
+const VALUE_HEADER_BYTES = 17;
+
+/**
+ * Writes `s` as UTF-8 into `buf` at `at` and returns where it ends. ASCII (group ids and topic names, almost
+ * always) is copied code unit by code unit, cheaper for short strings than a call into Buffer.write; anything
+ * else is written by Buffer.write. `buf` must have room for `3 * s.length` bytes from `at`.
+ */
+function writeUtf8(buf: Buffer, s: string, at: number): number {
+  const start = at;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) return start + buf.write(s, start, 'utf8');
+    buf[at++] = c;
+  }
+  return at;
+}
+
+/**
+ * Builds keys into one reused buffer: no Buffer per part, no concat. A key it returns is a view of that
+ * buffer, valid until the next key is built; lmdb-js copies a key when it is given one (puts are queued with
+ * their key bytes), so a view can be handed to `get`, `put` and `remove` and then forgotten.
+ */
+class KeyBuilder {
+  private buf = Buffer.allocUnsafeSlow(1024);
+  /** Length of the group prefix (`utf8(groupId) 0x00`) now at the start of the buffer. */
+  private prefixBytes = 0;
+
+  /** Writes `utf8(groupId) 0x00` at the start; {@link key} then appends topic and partition to it. */
+  group(groupId: string, maxTopicLength: number): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit; 2 separators and 4 partition bytes.
+    const worst = 3 * (groupId.length + maxTopicLength) + 6;
+    if (worst > this.buf.length) this.buf = Buffer.allocUnsafeSlow(Math.max(worst, 2 * this.buf.length));
+    const end = writeUtf8(this.buf, groupId, 0);
+    this.buf[end] = 0;
+    this.prefixBytes = end + 1;
+  }
+
+  /** The key of `topic`, `partition` in the group last given to {@link group}. */
+  key(topic: string, partition: number): Buffer {
+    const buf = this.buf;
+    let at = writeUtf8(buf, topic, this.prefixBytes);
+    buf[at++] = 0;
+    at = buf.writeUInt32BE(partition, at);
+    return buf.subarray(0, at);
+  }
+
+  /** One whole key, for lookups. */
+  full(groupId: string, topic: string, partition: number): Buffer {
+    this.group(groupId, topic.length);
+    return this.key(topic, partition);
+  }
+}
+
+/**
+ * Checks a commit before anything of it is queued (what the key builder or LMDB would otherwise throw
+ * halfway through, leaving part of the commit queued), and returns the longest topic name, in code units.
+ */
+function checkCommit(groupId: string, offsets: readonly OffsetCommit[]): number {
+  let maxTopicLength = 0;
+  for (const o of offsets) {
+    if (!Number.isInteger(o.partition) || o.partition < 0 || o.partition > 0xffffffff) {
+      throw new RangeError(`offset store: partition ${o.partition} of topic '${o.topic}' is not an integer in 0..2^32-1`);
+    }
+    if (o.topic.length > maxTopicLength) maxTopicLength = o.topic.length;
+    if (3 * (groupId.length + o.topic.length) + 6 > MAX_KEY_BYTES) {
+      const bytes = Buffer.byteLength(groupId) + Buffer.byteLength(o.topic) + 6;
+      if (bytes > MAX_KEY_BYTES) {
+        throw new RangeError(`offset store: key of group '${groupId}', topic '${o.topic}' is ${bytes} bytes, over ${MAX_KEY_BYTES}`);
+      }
+    }
+  }
+  return maxTopicLength;
 }
 
 /** The key range holding every offset of one group: the prefix, up to the prefix with its 0x00 made 0x01. */
 function groupRange(groupId: string): { start: Buffer; end: Buffer } {
-  const start = groupPrefix(groupId);
+  const id = Buffer.from(groupId, 'utf8');
+  const start = Buffer.alloc(id.length + 1);
+  id.copy(start);
   const end = Buffer.from(start);
   end[end.length - 1] = 1;
   return { start, end };
 }
 
-function encodeKey(groupId: string, topic: string, partition: number): Buffer {
-  const tail = Buffer.allocUnsafe(4);
-  tail.writeUInt32BE(partition);
-  return Buffer.concat([groupPrefix(groupId), Buffer.from(topic, 'utf8'), Buffer.from([0]), tail]);
+/**
+ * The values of one commit, each a view of one buffer allocated for the commit (lmdb-js keeps a pointer to a
+ * queued value until the write is done, so values are not built in a reused buffer).
+ */
+function encodeValues(offsets: readonly OffsetCommit[], now: number): Buffer[] {
+  let total = 0;
+  for (const o of offsets) total += VALUE_HEADER_BYTES + (o.metadata ? 3 * o.metadata.length : 0);
+  const buf = Buffer.allocUnsafe(total);
+  const values: Buffer[] = new Array<Buffer>(offsets.length);
+  let at = 0;
+  for (let i = 0; i < offsets.length; i++) {
+    const o = offsets[i]!;
+    const start = at;
+    buf[at] = VALUE_FORMAT;
+    buf.writeDoubleLE(o.offset, at + 1);
+    buf.writeDoubleLE(now, at + 9);
+    at += VALUE_HEADER_BYTES;
+    if (o.metadata) at = writeUtf8(buf, o.metadata, at);
+    values[i] = buf.subarray(start, at);
+  }
+  return values;
+}
+
+function encodeValue(value: CommittedOffset): Buffer {
+  return encodeValues([{ topic: '', partition: 0, offset: value.offset, metadata: value.metadata }], value.commitTimestamp)[0]!;
+}
+
+function decodeValue(bytes: Uint8Array): CommittedOffset {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buf.length < VALUE_HEADER_BYTES || buf[0] !== VALUE_FORMAT) {
+    throw new Error(`offset store: unknown value format ${buf[0]} (${buf.length} bytes)`);
+  }
+  return {
+    offset: buf.readDoubleLE(1),
+    metadata: buf.length > VALUE_HEADER_BYTES ? buf.toString('utf8', VALUE_HEADER_BYTES) : '',
+    commitTimestamp: buf.readDoubleLE(9),
+  };
+}
+
+/** Moves offsets kept as MessagePack objects by an older build into the binary format, in one transaction. */
+function migrateLegacy(root: RootDatabase, db: Database<Buffer, Buffer>): void {
+  // `create: false` (not in lmdb's typings): openDB returns undefined when the sub-database does not exist.
+  const options = { name: LEGACY_DB_NAME, keyEncoding: 'binary', create: false } as const;
+  const legacy = root.openDB<CommittedOffset, Buffer>(options) as Database<CommittedOffset, Buffer> | undefined;
+  if (legacy === undefined) return;
+  root.transactionSync(() => {
+    for (const { key, value } of legacy.getRange()) {
+      db.putSync(key, encodeValue({ offset: value.offset, metadata: value.metadata ?? '', commitTimestamp: value.commitTimestamp }));
+    }
+    legacy.dropSync();
+  });
 }
 
 export class LmdbOffsetStore implements OffsetStore {
+  private readonly keys = new KeyBuilder();
+
   private constructor(
     private readonly root: RootDatabase,
-    private readonly db: Database<CommittedOffset, Buffer>,
+    private readonly db: Database<Buffer, Buffer>,
   ) {}
 
   /**
@@ -38,19 +176,32 @@ export class LmdbOffsetStore implements OffsetStore {
    */
   static open(path: string): LmdbOffsetStore {
     const root = open({ path, name: undefined });
-    const db = root.openDB<CommittedOffset, Buffer>({ name: 'committed-offsets', keyEncoding: 'binary' });
+    // strictAsyncOrder: deleteGroup's transaction callback runs in call order with the puts commits queue (by
+    // default lmdb-js runs queued transaction callbacks after the queued puts of the same batch).
+    const db = root.openDB<Buffer, Buffer>({ name: DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
+    migrateLegacy(root, db);
     return new LmdbOffsetStore(root, db);
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
-    return this.db.get(encodeKey(groupId, topic, partition));
+    // getBinaryFast returns a view of a buffer the next read reuses: decoded at once.
+    const bytes = this.db.getBinaryFast(this.keys.full(groupId, topic, partition));
+    return bytes === undefined ? undefined : decodeValue(bytes);
   }
 
   async commit(groupId: string, offsets: readonly OffsetCommit[], now: number): Promise<void> {
-    await this.db.transaction(() => {
-      for (const o of offsets) {
-        const value: CommittedOffset = { offset: o.offset, metadata: o.metadata ?? '', commitTimestamp: now };
-        void this.db.put(encodeKey(groupId, o.topic, o.partition), value);
+    if (offsets.length === 0) return;
+    const maxTopicLength = checkCommit(groupId, offsets);
+    const values = encodeValues(offsets, now);
+    const keys = this.keys;
+    const db = this.db;
+    // One block of queued puts: lmdb-js writes them in one transaction (with whatever else this event turn
+    // queued) on its write thread and resolves once that transaction is committed and synced.
+    await db.batch(() => {
+      keys.group(groupId, maxTopicLength);
+      for (let i = 0; i < offsets.length; i++) {
+        const o = offsets[i]!;
+        void db.put(keys.key(o.topic, o.partition), values[i]!);
       }
     });
   }
@@ -61,12 +212,13 @@ export class LmdbOffsetStore implements OffsetStore {
     for (const { key, value } of this.db.getRange(range)) {
       const rest = key.subarray(range.start.length);
       const topic = rest.subarray(0, rest.length - 5).toString('utf8');
-      out.push({ topic, partition: rest.readUInt32BE(rest.length - 4), ...value });
+      out.push({ topic, partition: rest.readUInt32BE(rest.length - 4), ...decodeValue(value) });
     }
     return out;
   }
 
   async deleteGroup(groupId: string): Promise<void> {
+    // A transaction callback runs inside the write transaction, so it sees (and removes) every earlier commit.
     await this.db.transaction(() => {
       for (const key of this.db.getKeys(groupRange(groupId))) void this.db.remove(key);
     });

@@ -28,6 +28,11 @@ export interface GroupOffset extends CommittedOffset {
   partition: number;
 }
 
+/**
+ * The operations of one store take effect in the order they are called, also when the caller does not await
+ * each before calling the next (a commit called after deleteGroup survives it; of two commits of one key, the
+ * later call wins).
+ */
 export interface OffsetStore {
   /** The committed offset of one partition for a group, or undefined when the group never committed it. */
   get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined>;

@@ -145,6 +145,48 @@ export function offsetStoreContract(name: string, factory: () => OffsetStoreFixt
       expect(await store.get('g', 't', 2_147_483_647)).toEqual({ offset: 0, metadata: '', commitTimestamp: 123 });
     });
 
+    it('unicode group ids, topics and metadata, and offsets across the safe integer range, round-trip', async () => {
+      const { store, fixture } = await fresh();
+      const group = 'grüße-日本-🚀';
+      const commits = [
+        { topic: 'tópico', partition: 0, offset: 0, metadata: '🚀 four-byte, ✓ three-byte, ü two-byte, and a \u0000 NUL' },
+        { topic: 'tópico', partition: 1, offset: 1, metadata: '日本語のメタデータ' },
+        { topic: 'tópico', partition: 2, offset: 2 ** 32, metadata: 'a'.repeat(5000) + '✓' },
+        { topic: '🚀', partition: 4_294_967_295, offset: Number.MAX_SAFE_INTEGER, metadata: 'ascii only' },
+        { topic: 'ascii', partition: 7, offset: 2 ** 53 - 2 },
+      ];
+      await store.commit(group, commits, T);
+      const expected = commits.map((c) => ({ offset: c.offset, metadata: c.metadata ?? '', commitTimestamp: T }));
+      for (const [i, c] of commits.entries()) expect(await store.get(group, c.topic, c.partition)).toEqual(expected[i]);
+      const listed = [...commits].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
+      const asListed = listed.map((c) => ({ topic: c.topic, partition: c.partition, offset: c.offset, metadata: c.metadata ?? '', commitTimestamp: T }));
+      expect(await store.list(group)).toEqual(asListed);
+      // Neither the ASCII form of the group nor its prefix sees these offsets.
+      expect(await store.list('grüße')).toEqual([]);
+      expect(await store.get('grusse-日本-🚀', 'tópico', 0)).toBeUndefined();
+      const again = await reopen(fixture, store);
+      expect(await again.list(group)).toEqual(asListed);
+    });
+
+    it('applies operations in call order: a commit queued after deleteGroup survives it', async () => {
+      const { store } = await fresh();
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 1 }, { topic: 't', partition: 1, offset: 1 }], T);
+      // No await between the calls: an engine that batches writes must still apply them in this order.
+      const first = store.commit('g', [{ topic: 't', partition: 2, offset: 2 }], T + 1);
+      const deleted = store.deleteGroup('g');
+      const last = store.commit('g', [{ topic: 't', partition: 3, offset: 3 }], T + 2);
+      const other = store.commit('h', [{ topic: 't', partition: 0, offset: 4 }], T + 3);
+      await Promise.all([first, deleted, last, other]);
+      expect(await store.list('g')).toEqual([{ topic: 't', partition: 3, offset: 3, metadata: '', commitTimestamp: T + 2 }]);
+      expect(await store.list('h')).toEqual([{ topic: 't', partition: 0, offset: 4, metadata: '', commitTimestamp: T + 3 }]);
+    });
+
+    it('the last of several queued commits of one key wins', async () => {
+      const { store } = await fresh();
+      await Promise.all(Array.from({ length: 20 }, (_, i) => store.commit('g', [{ topic: 't', partition: 0, offset: i, metadata: `m${i}` }], T + i)));
+      expect(await store.get('g', 't', 0)).toEqual({ offset: 19, metadata: 'm19', commitTimestamp: T + 19 });
+    });
+
     it('an empty commit changes nothing', async () => {
       const { store } = await fresh();
       await store.commit('g', [], T);
