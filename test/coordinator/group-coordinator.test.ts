@@ -10,8 +10,8 @@ import { ManualClock } from '../../src/clock.js';
 import type {
   AssignedPartition, AssignorName, FetchResult, GroupDescription, JoinGroupRequest, MemberAssignment, ResetOffsetsResult, TopicPartition,
 } from '../../src/protocol/api.js';
-import { OnelogError } from '../../src/protocol/errors.js';
-import { asyncCodeOf } from '../helpers/errors.js';
+import type { OnelogError } from '../../src/protocol/errors.js';
+import { asyncCodeOf, asyncErrorOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const T0 = Date.UTC(2024, 0, 1);
@@ -71,16 +71,6 @@ function fetch(m: MemberAssignment, t: string, partitions: Record<number, number
     topic: t, groupId: m.groupId, memberId: m.memberId, generationId,
     partitions: Object.entries(partitions).map(([p, offset]) => ({ partition: Number(p), offset })),
   });
-}
-
-async function errorOfAsync(p: Promise<unknown>): Promise<OnelogError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof OnelogError) return e;
-    throw e;
-  }
-  throw new Error('expected an OnelogError, got none');
 }
 
 /** Whether `p` has settled by the time every group request queued before now has run. */
@@ -310,10 +300,10 @@ describe('group coordinator', () => {
       const before = await committed('g', 'six');
 
       expect(await asyncCodeOf(commit({ ...a2, memberId: 'nobody' }, 'six', { [mine[0]!]: 2 }))).toBe('UNKNOWN_MEMBER_ID');
-      const stale = await errorOfAsync(commit(a2, 'six', { [mine[0]!]: 2 }, a.generationId));
+      const stale = await asyncErrorOf(commit(a2, 'six', { [mine[0]!]: 2 }, a.generationId));
       expect(stale.code).toBe('ILLEGAL_GENERATION');
       expect(stale.context).toMatchObject({ groupId: 'g', memberId: a.memberId, generationId: 1, currentGenerationId: 2 });
-      const notMine = await errorOfAsync(commit(a2, 'six', { [mine[0]!]: 2, [theirs[0]!]: 2 }));
+      const notMine = await asyncErrorOf(commit(a2, 'six', { [mine[0]!]: 2, [theirs[0]!]: 2 }));
       expect(notMine.code).toBe('NOT_ASSIGNED');
       expect(notMine.context).toMatchObject({ groupId: 'g', memberId: a.memberId, topic: 'six', partition: theirs[0] });
       expect(await asyncCodeOf(commit(null, 'six', { [mine[0]!]: 2 }))).toBe('UNKNOWN_MEMBER_ID');
@@ -340,7 +330,7 @@ describe('group coordinator', () => {
       await topic('t', 2, 5);
       const a = await join('g', ['t']);
       await commit(a, 't', { 0: 5, 1: 2 }); // the high watermark itself is fine
-      const above = await errorOfAsync(commit(a, 't', { 0: 4, 1: 6 }));
+      const above = await asyncErrorOf(commit(a, 't', { 0: 4, 1: 6 }));
       expect(above.code).toBe('OFFSET_OUT_OF_RANGE');
       expect(above.context).toMatchObject({ topic: 't', partition: 1, offset: 6, highWatermark: 5 });
       expect(await asyncCodeOf(commit(a, 't', { 0: 4, 1: -1 }))).toBe('INVALID_OFFSET');

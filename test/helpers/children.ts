@@ -8,7 +8,9 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
+import type { HttpApi } from '../../src/client/index.js';
+import type { GroupDescription } from '../../src/protocol/api.js';
 
 export const FIXTURES = path.resolve(import.meta.dirname, '../fixtures');
 
@@ -96,4 +98,20 @@ export function processedRecords(file: string): Array<{ partition: number; offse
     const [partition, offset] = l.split(':').map(Number);
     return { partition: partition!, offset: offset! };
   });
+}
+
+/** Waits until every partition's committed offset equals its high watermark (the group's first topic). */
+export function waitForAllCommitted(api: HttpApi, groupId: string, timeoutMs = 20_000): Promise<GroupDescription> {
+  return waitFor(`group ${groupId} committed up to every high watermark`, async () => {
+    const d = await api.describeGroup(groupId);
+    return d.subscriptions[0]!.partitions.every((p) => p.committedOffset === p.highWatermark) && d;
+  }, timeoutMs);
+}
+
+/** SIGTERMs a child and checks it stopped cleanly (run() resolved, exit code 0). */
+export async function stopCleanly(child: Child): Promise<void> {
+  child.proc.kill('SIGTERM');
+  const { code, signal } = await child.exited;
+  expect({ code, signal, lines: child.lines.filter((l) => !l.startsWith('member ')) }).toMatchObject({ code: 0, signal: null });
+  expect(child.lines).toContain('stopped');
 }

@@ -32,3 +32,14 @@ export function errorOf(fn: () => unknown): OnelogError {
   }
   throw new Error('expected an OnelogError, got none');
 }
+
+/** The OnelogError `p` rejects with; fails if it rejects with none. Rethrows anything that is not an OnelogError. */
+export async function asyncErrorOf(p: Promise<unknown>): Promise<OnelogError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof OnelogError) return e;
+    throw e;
+  }
+  throw new Error('expected an OnelogError, got none');
+}

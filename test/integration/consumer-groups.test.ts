@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpApi, Producer } from '../../src/client/index.js';
 import type { GroupDescription } from '../../src/protocol/api.js';
-import { processedRecords, startChild, waitFor } from '../helpers/children.js';
+import { processedRecords, startChild, stopCleanly, waitFor, waitForAllCommitted } from '../helpers/children.js';
 import type { Child } from '../helpers/children.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
@@ -53,22 +53,6 @@ function committedOf(d: GroupDescription): Array<number | null> {
 
 function assignmentOf(d: GroupDescription, memberId: string): number[] | undefined {
   return d.members.find((m) => m.memberId === memberId)?.assignment.map((tp) => tp.partition).sort((a, b) => a - b);
-}
-
-/** Waits until every partition's committed offset equals its high watermark. */
-function waitForAllCommitted(api: HttpApi, groupId: string, timeoutMs = 20_000): Promise<GroupDescription> {
-  return waitFor(`group ${groupId} committed up to every high watermark`, async () => {
-    const d = await api.describeGroup(groupId);
-    return d.subscriptions[0]!.partitions.every((p) => p.committedOffset === p.highWatermark) && d;
-  }, timeoutMs);
-}
-
-/** SIGTERMs a child and checks it stopped cleanly (run() resolved, exit code 0). */
-async function stopCleanly(child: Child): Promise<void> {
-  child.proc.kill('SIGTERM');
-  const { code, signal } = await child.exited;
-  expect({ code, signal, lines: child.lines.filter((l) => !l.startsWith('member ')) }).toMatchObject({ code: 0, signal: null });
-  expect(child.lines).toContain('stopped');
 }
 
 const memberLine = (l: string) => l.startsWith('member ');

@@ -13,8 +13,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpApi, Producer } from '../../src/client/index.js';
 import { PostgresOffsetStore } from '../../src/client/postgres/index.js';
-import { processedRecords, startChild, waitFor } from '../helpers/children.js';
-import type { Child } from '../helpers/children.js';
+import { processedRecords, startChild, stopCleanly, waitFor, waitForAllCommitted } from '../helpers/children.js';
 import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -43,22 +42,6 @@ async function setup(topic: string, partitions: number, records: number) {
   }
   const highWatermarks = (await api.describeTopic(topic)).partitions.map((p) => p.highWatermark);
   return { server, api, highWatermarks, values, dir: tmpDir('onelog-consumers-') };
-}
-
-/** Waits until onelog's committed offset is the high watermark in every partition of the group's topic. */
-function waitForAllCommitted(api: HttpApi, groupId: string, timeoutMs = 20_000) {
-  return waitFor(`group ${groupId} committed up to every high watermark`, async () => {
-    const d = await api.describeGroup(groupId);
-    return d.subscriptions[0]!.partitions.every((p) => p.committedOffset === p.highWatermark) && d;
-  }, timeoutMs);
-}
-
-/** SIGTERMs a child and checks it stopped cleanly (run() resolved, exit code 0). */
-async function stopCleanly(child: Child): Promise<void> {
-  child.proc.kill('SIGTERM');
-  const { code, signal } = await child.exited;
-  expect({ code, signal, lines: child.lines.filter((l) => !l.startsWith('member ')) }).toMatchObject({ code: 0, signal: null });
-  expect(child.lines).toContain('stopped');
 }
 
 /** How many times each `partition:offset` was processed. */

@@ -11,7 +11,6 @@ import readline from 'node:readline';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { OnelogError } from '../../src/protocol/errors.js';
 import { encodeBatch, readBatchHeader } from '../../src/protocol/record-batch.js';
 import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { PartitionLog as Log } from '../../src/storage/partition-log.js';
@@ -19,7 +18,7 @@ import {
   lastSequenceOf, MAX_SEQUENCE, nextSequence, ProducerStateManager,
 } from '../../src/storage/producer-state.js';
 import { LogSegment } from '../../src/storage/segment.js';
-import { asyncCodeOf } from '../helpers/errors.js';
+import { asyncCodeOf, asyncErrorOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
 import type { LogOverrides } from './log-fixtures.js';
 import { activeLogPath, batchSpans, logFiles, logOptions, readAll, RecordingLogger, T0 } from './log-fixtures.js';
@@ -68,16 +67,6 @@ function values(log: PartitionLog): string[] {
 
 const seqs = (from: number, to: number, epoch = 0) => Array.from({ length: to - from }, (_, i) => `${epoch}:${from + i}`);
 
-async function errorFrom(p: Promise<unknown>): Promise<OnelogError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof OnelogError) return e;
-    throw e;
-  }
-  throw new Error('expected an OnelogError, got none');
-}
-
 function snapshotFiles(dir: string): string[] {
   return fs.readdirSync(dir).filter((f) => f.endsWith('.snapshot')).sort();
 }
@@ -121,7 +110,7 @@ describe('idempotent producer: appends', () => {
     for (let s = 0; s < 7; s++) await log.appendBatch(batch(s));
     expect(await log.appendBatch(batch(2))).toEqual({ baseOffset: 2, lastOffset: 2, duplicate: true });
     expect(await log.appendBatch(batch(4))).toEqual({ baseOffset: 4, lastOffset: 4, duplicate: true });
-    const err = await errorFrom(log.appendBatch(batch(1)));
+    const err = await asyncErrorOf(log.appendBatch(batch(1)));
     expect(err.code).toBe('OUT_OF_ORDER_SEQUENCE');
     expect(err.context).toMatchObject({ expectedSequence: 7, baseSequence: 1 });
     // Same base sequence, different range: not a retry.
@@ -135,7 +124,7 @@ describe('idempotent producer: appends', () => {
     const log = open(dir);
     await log.appendBatch(batch(0, 2));
     const bytes = fs.statSync(activeLogPath(dir)).size;
-    const err = await errorFrom(log.appendBatch(batch(3)));
+    const err = await asyncErrorOf(log.appendBatch(batch(3)));
     expect(err.code).toBe('OUT_OF_ORDER_SEQUENCE');
     expect(err.context).toEqual({ topic: 't', partition: 0, producerId: PID, producerEpoch: 0, expectedSequence: 2, baseSequence: 3 });
     expect(err.message).toContain('expected 2');
@@ -148,7 +137,7 @@ describe('idempotent producer: appends', () => {
     const log = open(tmpDir());
     await log.appendBatch(batch(0, 1, 0));
     await log.appendBatch(batch(0, 1, 1));
-    const err = await errorFrom(log.appendBatch(batch(1, 1, 0)));
+    const err = await asyncErrorOf(log.appendBatch(batch(1, 1, 0)));
     expect(err.code).toBe('INVALID_PRODUCER_EPOCH');
     expect(err.context).toMatchObject({ topic: 't', partition: 0, producerId: PID, producerEpoch: 0, currentEpoch: 1 });
     // Even a retry of a batch the old epoch stored is fenced.
@@ -159,7 +148,7 @@ describe('idempotent producer: appends', () => {
   it('a new epoch restarts at sequence 0', async () => {
     const log = open(tmpDir());
     await log.appendBatch(batch(0, 5, 0));
-    const err = await errorFrom(log.appendBatch(batch(5, 1, 1)));
+    const err = await asyncErrorOf(log.appendBatch(batch(5, 1, 1)));
     expect(err.code).toBe('OUT_OF_ORDER_SEQUENCE');
     expect(err.context).toMatchObject({ producerEpoch: 1, expectedSequence: 0, baseSequence: 5 });
     expect(await log.appendBatch(batch(0, 2, 1))).toEqual({ baseOffset: 5, lastOffset: 6 });
@@ -171,7 +160,7 @@ describe('idempotent producer: appends', () => {
 
   it('refuses an unknown producer whose first batch does not start at 0 with UNKNOWN_PRODUCER_ID', async () => {
     const log = open(tmpDir());
-    const err = await errorFrom(log.appendBatch(batch(3)));
+    const err = await asyncErrorOf(log.appendBatch(batch(3)));
     expect(err.code).toBe('UNKNOWN_PRODUCER_ID');
     expect(err.context).toMatchObject({ topic: 't', partition: 0, producerId: PID, baseSequence: 3 });
     expect(log.logEndOffset).toBe(0);
