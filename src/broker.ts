@@ -73,6 +73,8 @@ const MAX_WAIT_MS = 30_000;
 
 export class Broker implements OnelogApi {
   private readonly nextSpreadPartition = new Map<string, number>();
+  /** The highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`). */
+  private lastProducerId = 0;
   private closed = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
@@ -111,10 +113,12 @@ export class Broker implements OnelogApi {
     const logs = new LogManager(path.join(options.dataDir, 'log'), { clock, logger, indexIntervalBytes: 4096 });
     for (const t of await catalog.listTopics()) logs.openTopic(t.name, t.partitions, t);
     const groups = new GroupCoordinator(catalog, offsets, logs, clock, logger);
+    const lastProducerId = await catalog.lastProducerId();
     const broker = new Broker(
       catalog, offsets, logs, groups, clock, logger, unlock,
       options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
     );
+    broker.lastProducerId = lastProducerId;
     broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', (topic) => broker.enforceRetention(topic));
     broker.every(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.partitions(topic).map((log) => log.compact())));
@@ -271,23 +275,39 @@ export class Broker implements OnelogApi {
       maxBatchBytes: this.maxBatchBytes,
       choosePartition: (r) => this.choosePartition(topic, r, logs.length),
     });
+    if (request.idempotence && request.idempotence.producerId > this.lastProducerId) {
+      throw new OnelogError('UNKNOWN_PRODUCER_ID', `producer id ${request.idempotence.producerId} was never issued by this broker; ` +
+        'get one from initProducerId (POST /producers)', { topic, producerId: request.idempotence.producerId });
+    }
     const offsets = new Array<{ partition: number; offset: number }>(records.length);
     const now = this.clock.now();
-    // Batches of one partition are appended in order (their sequences follow each other).
-    await Promise.all(batches.map(({ partition, indexes, producer }) => {
-      const compression = batchCodec(logs[partition]!.settings.compressionType);
-      const batch = encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { compression });
-      return logs[partition]!.appendBatch(batch).then(({ baseOffset }) => {
-        indexes.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
-      });
+    const encoded = batches.map(({ partition, indexes, producer }) => ({
+      partition, indexes, producer,
+      batch: encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { compression: batchCodec(logs[partition]!.settings.compressionType) }),
     }));
+    // An idempotent request is refused whole: each partition's first batch is checked before any is written
+    // (the partition's later batches follow on from it). Nothing awaits in between, so no other append interleaves.
+    const checked = new Set<number>();
+    for (const { partition, producer, batch } of encoded) {
+      if (producer && !checked.has(partition)) {
+        logs[partition]!.checkIdempotentBatch(batch);
+        checked.add(partition);
+      }
+    }
+    // Batches of one partition are appended in order (their sequences follow each other).
+    await Promise.all(encoded.map(({ partition, indexes, batch }) =>
+      logs[partition]!.appendBatch(batch).then(({ baseOffset }) => {
+        indexes.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
+      })));
     return { topic, offsets };
   }
 
   /** Issues a new idempotent producer identity: a never reused id (from the catalog) at epoch 0. */
   async initProducerId(): Promise<ProducerIdentity> {
     this.checkOpen();
-    return { producerId: await this.catalog.newProducerId(this.clock.now()), producerEpoch: 0 };
+    const producerId = await this.catalog.newProducerId(this.clock.now());
+    this.lastProducerId = Math.max(this.lastProducerId, producerId);
+    return { producerId, producerEpoch: 0 };
   }
 
   private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {

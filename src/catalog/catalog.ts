@@ -296,6 +296,12 @@ export class Catalog {
     return [...byName.values()];
   }
 
+  /** The highest producer id issued so far, 0 if none. */
+  async lastProducerId(): Promise<number> {
+    const row = await this.db.selectFrom('producer_ids').select((eb) => eb.fn.max('producer_id').as('last')).executeTakeFirst();
+    return Number(row?.last ?? 0);
+  }
+
   /** Issues a new producer id (never reused). */
   async newProducerId(createdAt: number): Promise<number> {
     const row = await this.db.insertInto('producer_ids').values({ created_at: createdAt }).returning('producer_id').executeTakeFirstOrThrow();

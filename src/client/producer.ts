@@ -70,7 +70,9 @@ export class Producer {
    * Appends messages to a topic in one request; resolves when they are durable on the broker.
    * @returns each message's partition and offset, in order
    * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE` (then none is stored);
-   *   idempotent: `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, or the last retriable error after the retries
+   *   idempotent: `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, or the last retriable error after the
+   *   retries. A send refused with `UNKNOWN_PRODUCER_ID` (the broker forgot the producer after its records
+   *   expired) is sent again once under a new producer id.
    */
   send(request: { topic: string; messages: readonly Message[] }): Promise<ProduceResult> {
     const records = request.messages.map(toProduceRecord);
@@ -81,6 +83,19 @@ export class Producer {
   }
 
   private async sendIdempotent(topic: string, records: ProduceRecord[]): Promise<ProduceResult> {
+    try {
+      return await this.sendWithIdentity(topic, records);
+    } catch (err) {
+      // The broker forgot this producer (its batches all expired): start over as a new producer, once.
+      // A refused request stored nothing, so sending it again under a new id cannot store it twice.
+      if ((err as OnelogError).code !== 'UNKNOWN_PRODUCER_ID') throw err;
+      this.identity = null;
+      this.sequences.clear();
+      return this.sendWithIdentity(topic, records);
+    }
+  }
+
+  private async sendWithIdentity(topic: string, records: ProduceRecord[]): Promise<ProduceResult> {
     this.identity ??= this.api.initProducerId();
     const { producerId, producerEpoch } = await this.identity.catch((err: unknown) => {
       this.identity = null;

@@ -243,6 +243,16 @@ export class PartitionLog {
     return { baseOffset: stored.baseOffset, lastOffset: stored.lastOffset, duplicate: true };
   }
 
+  /**
+   * Checks an idempotent batch against the producer state without writing anything, so a request spanning
+   * partitions can be refused whole before any of it is appended.
+   * @returns true when the batch is a retry of one already stored
+   * @throws OnelogError as {@link appendBatch} refuses it
+   */
+  checkIdempotentBatch(batch: Buffer): boolean {
+    return this.producers.check(readBatchHeader(batch)) !== null;
+  }
+
   /** What this partition remembers of an idempotent producer (epoch, last batches), or undefined. */
   producerState(producerId: number): ProducerStateView | undefined {
     return this.producers.get(producerId);

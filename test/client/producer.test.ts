@@ -24,15 +24,22 @@ async function values(partition: number): Promise<string[]> {
 
 /** An API whose produce stores the request on the broker, then loses the answer `failures` times. */
 function losingAnswers(api: OnelogApi, failures: number): OnelogApi & { attempts: number } {
-  const wrapper = Object.create(api) as OnelogApi & { attempts: number };
-  wrapper.attempts = 0;
-  wrapper.produce = async (request: ProduceRequest): Promise<ProduceResult> => {
-    wrapper.attempts++;
+  let attempts = 0;
+  const produce = async (request: ProduceRequest): Promise<ProduceResult> => {
+    attempts++;
     const result = await api.produce(request);
-    if (wrapper.attempts <= failures) throw new OnelogError('NETWORK_ERROR', 'connection reset after the request was sent');
+    if (attempts <= failures) throw new OnelogError('NETWORK_ERROR', 'connection reset after the request was sent');
     return result;
   };
-  return wrapper;
+  // Every other call goes to the broker itself (bound, so it sees its own state).
+  return new Proxy(api, {
+    get: (target, name) => {
+      if (name === 'produce') return produce;
+      if (name === 'attempts') return attempts;
+      const value = Reflect.get(target, name) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  }) as OnelogApi & { attempts: number };
 }
 
 describe('idempotent producer', () => {
@@ -82,5 +89,41 @@ describe('idempotent producer', () => {
     expect(await asyncCodeOf(broker.produce({ topic: 't', records: [{ key: null, value: null, partition: 1 }], idempotence })))
       .toBe('INVALID_REQUEST');
     expect(await values(0)).toEqual([]);
+  });
+
+  it('refuses a request spanning partitions whole when one partition refuses its batch: nothing of it is stored', async () => {
+    const { producerId, producerEpoch } = await broker.initProducerId();
+    const send = (seq0: number, seq1: number, tag: string) => broker.produce({
+      topic: 't',
+      records: [{ key: null, value: Buffer.from(`${tag}-0`), partition: 0 }, { key: null, value: Buffer.from(`${tag}-1`), partition: 1 }],
+      idempotence: { producerId, producerEpoch, baseSequences: { 0: seq0, 1: seq1 } },
+    });
+    await send(0, 0, 'first');
+    expect(await asyncCodeOf(send(1, 5, 'gap'))).toBe('OUT_OF_ORDER_SEQUENCE');
+    expect(await values(0)).toEqual(['first-0']);
+    await send(1, 1, 'second');
+    expect(await values(0)).toEqual(['first-0', 'second-0']);
+    expect(await values(1)).toEqual(['first-1', 'second-1']);
+  });
+
+  it('refuses a producer id the broker never issued, so it cannot collide with one issued later', async () => {
+    const { producerId } = await broker.initProducerId();
+    const request = { topic: 't', records: [{ key: null, value: Buffer.from('x'), partition: 0 }] };
+    expect(await asyncCodeOf(broker.produce({ ...request, idempotence: { producerId: producerId + 1, producerEpoch: 0, baseSequences: { 0: 0 } } })))
+      .toBe('UNKNOWN_PRODUCER_ID');
+    expect(await values(0)).toEqual([]);
+  });
+
+  it('starts over as a new producer when the broker forgot it after its records expired, storing the send once', async () => {
+    const onelog = new Onelog({ api: broker });
+    const producer = onelog.producer({ idempotent: true });
+    await producer.send({ topic: 't', messages: [{ value: 'a', partition: 0 }, { value: 'b', partition: 1 }] });
+    await broker.deleteRecords({ topic: 't', partition: 1, beforeOffset: 1 }); // partition 1 forgets the producer
+    const result = await producer.send({ topic: 't', messages: [{ value: 'c', partition: 0 }, { value: 'd', partition: 1 }] });
+    expect(result.offsets).toEqual([{ partition: 0, offset: 1 }, { partition: 1, offset: 1 }]);
+    await producer.send({ topic: 't', messages: [{ value: 'e', partition: 0 }] });
+    expect(await values(0)).toEqual(['a', 'c', 'e']);
+    const fetched = await broker.fetch({ topic: 't', partitions: [{ partition: 1, offset: 1 }] });
+    expect(fetched.partitions[0]!.records.map((r) => r.value!.toString())).toEqual(['d']);
   });
 });
