@@ -1,8 +1,8 @@
 /**
  * Where a group resumes in a partition, decided when the partition is assigned or a fetch falls off the log:
- * the committed offset; for a partition never committed, the subscription's start policy (a `latest`
- * start is committed at once, so the starting point is fixed when first assigned, as a Pub/Sub
- * subscription's is); for a committed offset outside the log, the subscription's out-of-range policy:
+ * the committed offset; for a partition never committed, the subscription's start policy, committed at once
+ * (so the starting point is fixed when the partition is first assigned, as a Pub/Sub subscription's is, and
+ * records deleted before the group reads them pause it like any other); for a committed offset outside the log, the subscription's out-of-range policy:
  * `pause` (the default: the partition stops for this group, an alert is recorded, and only an explicit reset
  * resumes it) or a jump to `earliest` / `latest`, recorded as an alert with the number of records skipped.
  */
@@ -33,9 +33,11 @@ export class Positions {
     if (pause) return { error: pause };
     const committed = await this.offsets.get(groupId, tp.topic, tp.partition);
     if (committed === undefined) {
-      if (subscription.startPolicy === 'earliest') return { offset: log.logStartOffset };
-      await this.offsets.commit(groupId, [{ ...tp, offset: log.highWatermark }], this.clock.now());
-      return { offset: log.highWatermark };
+      // The start is committed at once, whatever the policy: from then on the group owns that position, so
+      // records deleted before it reads them are an error, not silently skipped.
+      const offset = subscription.startPolicy === 'earliest' ? log.logStartOffset : log.highWatermark;
+      await this.offsets.commit(groupId, [{ ...tp, offset }], this.clock.now());
+      return { offset };
     }
     if (committed.offset >= log.logStartOffset && committed.offset <= log.highWatermark) return { offset: committed.offset };
     return this.outOfRange(groupId, subscription, log, committed.offset);
@@ -56,7 +58,7 @@ export class Positions {
       const error = { ...offsetOutOfRange(facts).toJSON(), paused: true };
       await this.catalog.pausePartition(groupId, tp, error, now);
       await this.catalog.addAlert(groupId, {
-        kind: 'offset-out-of-range', ...tp, message: error.message, context: facts, createdAt: now,
+        kind: 'offset-out-of-range', ...tp, message: error.message, context: { ...facts, recordsLost: error.recordsLost }, createdAt: now,
       });
       return { error };
     }

@@ -341,16 +341,27 @@ describe('group coordinator', () => {
   });
 
   describe('positions', () => {
-    it('starts a new group at earliest (the log start) or latest (the high watermark, committed at once)', async () => {
+    it('starts a new group at earliest (the log start) or latest (the high watermark), committed at once', async () => {
       await topic('t', 2, 5);
       await broker.deleteRecords({ topic: 't', partition: 0, beforeOffset: 2 });
       const e = await join('early', ['t'], { startPolicy: 'earliest' });
       expect(e.assignment).toEqual([{ topic: 't', partition: 0, offset: 2 }, { topic: 't', partition: 1, offset: 0 }]);
-      expect(await committed('early', 't')).toEqual([null, null]);
+      expect(await committed('early', 't')).toEqual([2, 0]);
       const l = await join('late', ['t'], { startPolicy: 'latest' });
       expect(l.assignment).toEqual([{ topic: 't', partition: 0, offset: 5 }, { topic: 't', partition: 1, offset: 5 }]);
       expect(await committed('late', 't')).toEqual([5, 5]);
       expect((await broker.describeGroup('late')).subscriptions[0]).toMatchObject({ startPolicy: 'latest', onOutOfRange: 'pause' });
+    });
+
+    it('pauses a partition the group never read when records are deleted before it reads them (its start was fixed when assigned)', async () => {
+      await topic('t', 2, 6);
+      const a = await join('g', ['t'], { startPolicy: 'earliest' });
+      await broker.leaveGroup({ groupId: 'g', memberId: a.memberId }); // read nothing, committed nothing by hand
+      await broker.deleteRecords({ topic: 't', partition: 0, beforeOffset: 4 });
+      const b = await join('g', ['t']);
+      expect(entry(b, 0)!.error).toMatchObject({ code: 'OFFSET_OUT_OF_RANGE', committedOffset: 0, logStartOffset: 4, recordsLost: 4 });
+      expect(entry(b, 1)).toEqual({ topic: 't', partition: 1, offset: 0 });
+      expect((await broker.describeGroup('g')).alerts[0]).toMatchObject({ kind: 'offset-out-of-range', context: { recordsLost: 4 } });
     });
 
     it('pauses a partition whose committed offset fell below the log start; only an executed reset resumes it', async () => {
