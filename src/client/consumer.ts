@@ -77,6 +77,8 @@ export interface RunOptions<Tx = undefined> {
 
 /** Kafka's session.timeout.ms default, as the coordinator's. */
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
+/** Pause before trying again after the broker could not be reached, ms. */
+const RETRY_BACKOFF_MS = 250;
 
 export class Consumer<Tx = undefined> {
   private readonly topics: string[] = [];
@@ -84,6 +86,8 @@ export class Consumer<Tx = undefined> {
   private running: Promise<void> | null = null;
   private inHandler = false;
   private session: MemberSession | null = null;
+  /** The retriable error of the last commit, while no later commit got through. */
+  private commitPending: OnelogError | null = null;
   private readonly options: ConsumerOptions<Tx>;
 
   constructor(
@@ -107,9 +111,10 @@ export class Consumer<Tx = undefined> {
   /**
    * Consumes until {@link stop} is called. Resolves once stopped with every processed record committed and
    * the group left; rejects with the handler's error (in after-processing mode the records before it are
-   * committed, it and later ones not), or with the broker's error when it cannot be reached: a fetch or
-   * commit fails (e.g. `NETWORK_ERROR`), or, with nothing to fetch, no heartbeat got through for a session
-   * timeout.
+   * committed, it and later ones not), or with the broker's error when nothing got through to it for a
+   * whole session timeout (`NETWORK_ERROR`, `BROKER_CLOSED`: shorter outages, such as a broker restart, are
+   * ridden out: the member rejoins and resumes from the committed offsets), or when it stopped while its
+   * last commit could not be sent.
    */
   run(handlers: RunOptions<Tx>): Promise<void> {
     if (this.running) throw new OnelogError('INVALID_REQUEST', 'this consumer is already running');
@@ -158,12 +163,16 @@ export class Consumer<Tx = undefined> {
       onPaused: (p, error) => report(OnelogError.fromJSON(error), { topic: p.topic, partition: p.partition }),
     });
     this.session = session;
+    this.commitPending = null;
+    const sessionTimeoutMs = this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS;
     let rotation = 0;
     try {
       await session.start();
       while (!this.stopping) {
+        // Rides out a broker restart or network blip; stops once nothing got through for a session timeout.
+        session.checkContact(sessionTimeoutMs);
         if (session.fenced) {
-          await session.start();
+          await session.start().catch((err: unknown) => this.retryLater(session, err));
           continue;
         }
         await this.releaseRevoked(session);
@@ -172,7 +181,6 @@ export class Consumer<Tx = undefined> {
           // Idle while the group reconciles: ask for partitions at the fetch pace, not the heartbeat timer's.
           await session.waitForChange(this.options.maxWaitMs ?? 500);
           if (session.state !== 'Stable' && !this.stopping) await session.heartbeat().catch(() => {});
-          session.checkContact(this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
           continue;
         }
         const topics = [...new Set(fetchable.map((p) => p.topic))];
@@ -187,6 +195,14 @@ export class Consumer<Tx = undefined> {
       this.session = null;
       await session.leave().catch(() => {});
     }
+    // Stopped while the broker was unreachable: what was processed since the last commit is not committed.
+    if (this.commitPending) throw this.commitPending;
+  }
+
+  /** Waits a moment after a retriable failure (the loop then tries again); rethrows any other error. */
+  private async retryLater(session: MemberSession, err: unknown): Promise<void> {
+    if (!session.noteFailure(err)) throw err;
+    await new Promise((resolve) => setTimeout(resolve, RETRY_BACKOFF_MS));
   }
 
   /** Commits and lets go of revoked partitions, then tells the coordinator at once. */
@@ -207,10 +223,13 @@ export class Consumer<Tx = undefined> {
         maxRecords: this.options.maxRecords ?? 500,
         maxBytes: this.options.maxBytes ?? 1024 * 1024,
         maxWaitMs: this.options.maxWaitMs ?? 500,
+      }).then((fetched) => {
+        session.contact();
+        return fetched;
       });
     } catch (err) {
-      if (session.noteFencing(err)) return null;
-      throw err;
+      if (!session.noteFencing(err)) await this.retryLater(session, err);
+      return null;
     }
   }
 
@@ -295,11 +314,12 @@ export class Consumer<Tx = undefined> {
   }
 
   /**
-   * Commits in the member's queue; a fencing error marks the session for a rejoin and answers false (with
-   * `rethrowFencing`, as for {@link commit}, it is thrown after marking the session).
+   * Commits in the member's queue and answers whether it got through. A fencing error marks the session for
+   * a rejoin; a retriable one (broker unreachable) is remembered, and the next commit carries the same
+   * progress (offsets are absolute). With `rethrow`, as for {@link commit}, the error is thrown after that.
    */
   private async commitOffsets(
-    session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>, rethrowFencing = false,
+    session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>, rethrow = false,
   ): Promise<boolean> {
     const byTopic = new Map<string, Array<{ partition: number; offset: number }>>();
     for (const o of offsets.values()) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset }]);
@@ -309,10 +329,15 @@ export class Consumer<Tx = undefined> {
           groupId: this.options.groupId, topic, memberId: session.memberId, generationId: session.generationId, offsets: list,
         }));
       }
+      session.contact();
+      this.commitPending = null;
       return true;
     } catch (err) {
-      if (session.noteFencing(err) && !rethrowFencing) return false;
-      throw err;
+      const fenced = session.noteFencing(err);
+      if (!fenced && !session.noteFailure(err)) throw err;
+      if (!fenced) this.commitPending = err as OnelogError;
+      if (rethrow) throw err;
+      return false;
     }
   }
 }

@@ -8,6 +8,7 @@
  * processed, then {@link release}s it, and the next heartbeat tells the coordinator it let go.
  */
 import type { AssignedPartition, GroupState, JoinGroupRequest, MemberAssignment, OnelogApi, PartitionError } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
 
 /** A partition the member holds, and where it stands. */
 export interface HeldPartition {
@@ -44,7 +45,7 @@ export class MemberSession {
   fenced: Error | null = null;
   /** When the coordinator last answered a join or heartbeat (ms since the epoch), and the last heartbeat failure since. */
   private lastContactAt = 0;
-  private lastFailure: Error | null = null;
+  private lastFailure: OnelogError | null = null;
 
   constructor(
     private readonly api: OnelogApi,
@@ -83,15 +84,27 @@ export class MemberSession {
         }));
         this.contact();
       } catch (err) {
-        if (!this.noteFencing(err)) this.lastFailure = err as Error;
+        if (!this.noteFencing(err)) this.noteFailure(err);
         throw err;
       }
     });
   }
 
-  private contact(): void {
+  /** Records that the broker answered (a join, heartbeat, fetch or commit got through). */
+  contact(): void {
     this.lastContactAt = Date.now();
     this.lastFailure = null;
+  }
+
+  /**
+   * Records a retriable failure (the broker is unreachable or restarting: `NETWORK_ERROR`, `BROKER_CLOSED`,
+   * ...): the consumer retries until {@link checkContact} says a whole session timeout passed.
+   * @returns whether `err` was retriable
+   */
+  noteFailure(err: unknown): boolean {
+    if (!(err instanceof OnelogError) || !err.retriable) return false;
+    this.lastFailure = err;
+    return true;
   }
 
   /**

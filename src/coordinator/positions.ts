@@ -55,10 +55,11 @@ export class Positions {
     };
     const now = this.clock.now();
     if (subscription.onOutOfRange === 'pause') {
-      const error = { ...offsetOutOfRange(facts).toJSON(), paused: true };
+      const outOfRange = offsetOutOfRange(facts);
+      const error = { ...outOfRange.toJSON(), paused: true };
       await this.catalog.pausePartition(groupId, tp, error, now);
       await this.catalog.addAlert(groupId, {
-        kind: 'offset-out-of-range', ...tp, message: error.message, context: { ...facts, recordsLost: error.recordsLost }, createdAt: now,
+        kind: 'offset-out-of-range', ...tp, message: outOfRange.message, context: outOfRange.context, createdAt: now,
       });
       return { error };
     }

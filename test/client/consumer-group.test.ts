@@ -282,6 +282,34 @@ describe('Consumer in a group', () => {
     broker = await Broker.open({ dataDir: tmpDir() }); // for afterEach
   });
 
+  it('rides out a broker restart shorter than its session timeout: it rejoins and resumes from the committed offsets', async () => {
+    const dataDir = tmpDir();
+    await broker.close();
+    broker = await Broker.open({ dataDir, sessionCheckIntervalMs: 100 });
+    let current = broker;
+    // The client's view of "the broker at this address": calls go to whichever broker runs now.
+    const api = new Proxy({} as OnelogApi, {
+      get: (_target, name) => (...args: unknown[]) => (Reflect.get(current, name) as (...a: unknown[]) => unknown).apply(current, args),
+    });
+    await broker.createTopic({ topic: 't', partitions: 2 });
+    await new Onelog({ api }).producer().send({ topic: 't', messages: Array.from({ length: 10 }, (_, i) => ({ value: `a${i}`, partition: i % 2 })) });
+    const seen: string[] = [];
+    const c = consumer('t', {}, new Onelog({ api }));
+    const run = c.run({ eachMessage: ({ message }) => void seen.push(message.value!.toString()) });
+    await waitFor(async () => seen.length === 10 && (await committed('t')).every((o) => o === 5), 'the first 10 committed');
+
+    await broker.close(); // the consumer's requests now fail with BROKER_CLOSED (retriable)
+    await new Promise((resolve) => setTimeout(resolve, 300)); // an outage, well under the session timeout
+    broker = await Broker.open({ dataDir, sessionCheckIntervalMs: 100 });
+    current = broker;
+    await new Onelog({ api }).producer().send({ topic: 't', messages: Array.from({ length: 10 }, (_, i) => ({ value: `b${i}`, partition: i % 2 })) });
+    await waitFor(async () => seen.length === 20 && (await committed('t')).every((o) => o === 10), 'the next 10 after the restart');
+    await c.stop();
+    await run;
+    expect(seen.slice(10).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`));
+    expect((await broker.describeGroup('g')).state).toBe('Empty');
+  });
+
   it('seeks by timestamp: a datetime newer than every record lands at the log end; an older one replays, even while running', async () => {
     const t0 = Date.UTC(2020, 0, 1);
     await broker.createTopic({ topic: 't', partitions: 2 });
