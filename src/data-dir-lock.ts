@@ -7,12 +7,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from './protocol/errors.js';
 
+/** Whether process `pid` runs. A zombie (killed, not yet reaped by its parent) does not: it holds no files. */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  return !zombie(pid);
+}
+
+/** On Linux, /proc/PID/stat's state field (after the parenthesised command name) is `Z` for a zombie. */
+function zombie(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return false; // no /proc here: trust kill(pid, 0)
   }
 }
 

@@ -275,6 +275,26 @@ describe('data directory lock', () => {
     open.length = 0;
   });
 
+  it('takes over a lock held by a zombie (a killed broker its parent has not reaped yet)', async () => {
+    const dir = tmpDir();
+    const fs = await import('node:fs');
+    const { spawn } = await import('node:child_process');
+    // `true` exits at once; its parent then execs `sleep`, which never reaps it: a zombie while sleep runs.
+    const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const pid = await new Promise<string>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(d.toString().trim())));
+    try {
+      for (let i = 0; i < 200 && !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '); i++) await new Promise((r) => setTimeout(r, 5));
+      expect(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')).toContain(') Z ');
+      fs.writeFileSync(`${dir}/broker.lock`, pid);
+      const b = await broker(dir);
+      expect(fs.readFileSync(`${dir}/broker.lock`, 'utf8')).toBe(String(process.pid));
+      await b.close();
+      open.length = 0;
+    } finally {
+      parent.kill('SIGKILL');
+    }
+  });
+
   it('takes over a lock left by a process that is gone', async () => {
     const dir = tmpDir();
     const fs = await import('node:fs');
