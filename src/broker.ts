@@ -331,6 +331,7 @@ export class Broker implements OnelogApi {
     if (memberId !== undefined && groupId === undefined) {
       throw new OnelogError('INVALID_REQUEST', 'a fetch with memberId needs its groupId', { memberId });
     }
+    checkMember(request);
     const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
     const targets = request.partitions.map((p) => ({
       log: this.logs.get(topic, p.partition),
@@ -422,6 +423,7 @@ export class Broker implements OnelogApi {
   async commitOffsets(request: CommitRequest): Promise<void> {
     this.checkOpen();
     checkGroupId(request.groupId);
+    checkMember(request);
     return this.groups.commit(request);
   }
 
@@ -443,9 +445,9 @@ export class Broker implements OnelogApi {
     const spec = request.spec;
     checkOneOf(spec?.to, 'spec.to', ['earliest', 'latest', 'offset', 'datetime', 'shift', 'checkpoint']);
     if (spec.to === 'checkpoint' && typeof spec.name !== 'string') throw new OnelogError('INVALID_REQUEST', 'spec.name must name a checkpoint');
-    if (spec.to === 'offset') checkInteger(spec.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
-    if (spec.to === 'datetime') checkInteger(spec.timestamp, 'timestamp', Number.MIN_SAFE_INTEGER);
-    if (spec.to === 'shift') checkInteger(spec.shiftBy, 'shiftBy', Number.MIN_SAFE_INTEGER);
+    if (spec.to === 'offset') checkInteger(spec.offset, 'spec.offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
+    if (spec.to === 'datetime') checkInteger(spec.timestamp, 'spec.timestamp', Number.MIN_SAFE_INTEGER);
+    if (spec.to === 'shift') checkInteger(spec.shiftBy, 'spec.shiftBy', Number.MIN_SAFE_INTEGER);
     return this.groups.resetOffsets(request);
   }
 
@@ -468,6 +470,25 @@ export class Broker implements OnelogApi {
     await this.offsets.close();
     await this.catalog.close();
     this.unlock();
+  }
+}
+
+/**
+ * A request from a group member names its generation too.
+ * @throws OnelogError `INVALID_REQUEST`
+ */
+function checkMember(request: { memberId?: string; generationId?: number }): void {
+  if (request.memberId === undefined) return;
+  if (typeof request.memberId !== 'string' || request.memberId.length === 0) {
+    throw new OnelogError('INVALID_REQUEST', 'memberId must be the member id a join answered', { memberId: request.memberId });
+  }
+  const { generationId } = request;
+  if (typeof generationId !== 'number' || !Number.isSafeInteger(generationId) || generationId < 0) {
+    throw new OnelogError(
+      'INVALID_REQUEST',
+      `generationId must be the integer from the member's last join or heartbeat answer (sent with memberId), got ${JSON.stringify(generationId)}`,
+      { memberId: request.memberId, generationId },
+    );
   }
 }
 

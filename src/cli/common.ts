@@ -17,11 +17,11 @@ export function apiFor(command: Command): HttpApi {
  * An integer flag value.
  * @throws OnelogError `INVALID_REQUEST` naming the flag
  */
-export function parseInteger(flag: string, min = Number.MIN_SAFE_INTEGER) {
+export function parseInteger(flag: string, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
     const n = Number(value);
-    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
-      const range = min === Number.MIN_SAFE_INTEGER ? 'an integer' : `an integer >= ${min}`;
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      const range = min === Number.MIN_SAFE_INTEGER ? 'an integer' : max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
       throw new OnelogError('INVALID_REQUEST', `${flag} must be ${range}, got ${JSON.stringify(value)}`);
     }
     return n;

@@ -42,7 +42,7 @@ export function registerConsume(program: Command): void {
     .option('--max-records <n>', 'exit after N records', parseInteger('--max-records', 1))
     .option('--idle-timeout-ms <ms>', 'exit after MS ms with no new record', parseInteger('--idle-timeout-ms', 0))
     .option('--commit-mode <mode>', 'after-processing (at-least-once) | before-processing (at-most-once)', 'after-processing')
-    .option('--session-timeout-ms <ms>', 'leave the group after MS ms without a heartbeat (default 45000)', parseInteger('--session-timeout-ms', 1000))
+    .option('--session-timeout-ms <ms>', 'leave the group after MS ms without a heartbeat (default 45000)', parseInteger('--session-timeout-ms', 1000, 3_600_000))
     .action(action(async (topic: string, o: ConsumeOptions, cmd: Command) => {
       if (o.from !== undefined && !START_POLICIES.includes(o.from as StartPolicy)) {
         throw new OnelogError('INVALID_REQUEST', `--from must be earliest or latest, got ${JSON.stringify(o.from)}`);

@@ -42,7 +42,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: options.bodyLimitBytes ?? 64 * 1024 * 1024,
-    ajv: { customOptions: { coerceTypes: false, allErrors: false, allowUnionTypes: true } },
+    ajv: { customOptions: { coerceTypes: false, allErrors: false, allowUnionTypes: true, removeAdditional: false } },
   });
 
   app.setErrorHandler((err: FastifyError | OnelogError, request, reply) => {
@@ -164,7 +164,16 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
   app.post<{ Params: { groupId: string }; Body: Omit<SubscribeRequest, 'groupId'> }>(
     '/groups/:groupId/subscriptions',
-    { schema: { body: { type: 'object', required: ['topic'], properties: { topic: { type: 'string' } } } } },
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['topic'],
+          additionalProperties: false,
+          properties: { topic: { type: 'string' }, startPolicy: { type: 'string' }, deliveryMode: { type: 'string' }, onOutOfRange: { type: 'string' } },
+        },
+      },
+    },
     async (request) => api.subscribe({ groupId: request.params.groupId, ...request.body }),
   );
 
@@ -175,6 +184,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
         body: {
           type: 'object',
           required: ['topic', 'offsets'],
+          additionalProperties: false,
           properties: { topic: { type: 'string' }, offsets: partitionOffsets, memberId: { type: 'string' }, generationId: { type: 'integer' } },
         },
       },
@@ -192,6 +202,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
         body: {
           type: 'object',
           required: ['topic', 'spec'],
+          additionalProperties: false,
           properties: {
             topic: { type: 'string' }, partition: nonNegInt, spec: { type: 'object', required: ['to'] }, execute: { type: 'boolean' },
             requestedBy: { type: 'string', maxLength: 200 },
@@ -211,13 +222,25 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
   app.post<{ Params: { groupId: string }; Body: { name: string } }>(
     '/groups/:groupId/checkpoints',
-    { schema: { body: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } } },
+    { schema: { body: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string' } } } } },
     async (request) => api.saveCheckpoint({ groupId: request.params.groupId, name: request.body.name }),
   );
 
   app.post<{ Params: { groupId: string }; Body: Omit<JoinGroupRequest, 'groupId'> }>(
     '/groups/:groupId/members',
-    { schema: { body: { type: 'object', required: ['topics'], properties: { topics: { type: 'array', items: { type: 'string' } } } } } },
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['topics'],
+          additionalProperties: false,
+          properties: {
+            topics: { type: 'array', items: { type: 'string' } }, sessionTimeoutMs: { type: 'integer' }, assignor: { type: 'string' },
+            commitMode: { type: 'string' }, clientId: { type: 'string' }, startPolicy: { type: 'string' }, onOutOfRange: { type: 'string' },
+          },
+        },
+      },
+    },
     async (request) => api.joinGroup({ groupId: request.params.groupId, ...request.body }),
   );
 
@@ -228,6 +251,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
         body: {
           type: 'object',
           required: ['generationId', 'owned'],
+          additionalProperties: false,
           properties: {
             generationId: { type: 'integer' },
             owned: {
@@ -267,6 +291,11 @@ function toOnelogError(err: FastifyError | OnelogError): OnelogError {
   if (err instanceof OnelogError) return err;
   if (err.validation) {
     const where = err.validationContext ?? 'request';
+    const unknown = err.validation.find((v) => v.keyword === 'additionalProperties');
+    if (unknown) {
+      const field = (unknown.params as { additionalProperty?: string }).additionalProperty;
+      return new OnelogError('INVALID_REQUEST', `unknown field ${JSON.stringify(field)} in the ${where}; see docs/http-api.md for the fields allowed`, { field });
+    }
     return new OnelogError('INVALID_REQUEST', `invalid ${where}: ${err.message}`);
   }
   switch (err.code) {

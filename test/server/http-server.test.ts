@@ -148,4 +148,14 @@ describe('HTTP API', () => {
     const fetched = await post('/topics/t/fetch', { partitions: [{ partition: 1, offset: 0 }] });
     expect(fetched.json().partitions[0].records.map((r: { value: string }) => r.value)).toEqual(['once']);
   });
+
+  it('refuses a misspelt field of a group request, naming it, instead of ignoring it', async () => {
+    const res = await post('/groups/g/members', { topics: ['t'], onOutofRange: 'earliest' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'onOutofRange' });
+    expect(res.json().message).toContain('unknown field "onOutofRange"');
+    const commit = await post('/groups/g/offsets', { topic: 't', memberId: 'm', offsets: [{ partition: 0, offset: 0 }] });
+    expect(commit.json()).toMatchObject({ code: 'INVALID_REQUEST' });
+    expect(commit.json().message).toContain('generationId must be the integer from the member\'s last join or heartbeat answer');
+  });
 });
