@@ -367,6 +367,8 @@ export class Broker implements OnelogApi {
     if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', ['earliest', 'latest']);
     if (request.deliveryMode !== undefined) checkOneOf(request.deliveryMode, 'deliveryMode', ['pull', 'push']);
     if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
+    if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) checkEndpoint(request.pushEndpoint);
+    if (request.maxInFlight !== undefined) checkInteger(request.maxInFlight, 'maxInFlight', 1, 100);
     return this.groups.subscribe(request);
   }
 
@@ -470,6 +472,24 @@ export class Broker implements OnelogApi {
     await this.offsets.close();
     await this.catalog.close();
     this.unlock();
+  }
+}
+
+/**
+ * A webhook endpoint: an absolute http or https URL.
+ * @throws OnelogError `INVALID_REQUEST`
+ */
+function checkEndpoint(endpoint: unknown): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(String(endpoint));
+  } catch {
+    url = undefined;
+  }
+  if (typeof endpoint !== 'string' || !url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new OnelogError('INVALID_REQUEST', `pushEndpoint must be an absolute http:// or https:// URL (or null), got ${JSON.stringify(endpoint)}`, {
+      pushEndpoint: endpoint,
+    });
   }
 }
 

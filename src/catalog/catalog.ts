@@ -47,6 +47,10 @@ export interface SubscriptionRecord {
   deliveryMode: DeliveryMode;
   startPolicy: StartPolicy;
   onOutOfRange: OutOfRangePolicy;
+  /** Push: the webhook URL the broker POSTs batches to; null: pushed over WebSocket (or pull). */
+  pushEndpoint: string | null;
+  /** Push: most requests in flight per partition. */
+  maxInFlight: number;
   /** ms since the epoch */
   createdAt: number;
 }
@@ -82,6 +86,8 @@ const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord =
   deliveryMode: r.delivery_mode,
   startPolicy: r.start_policy,
   onOutOfRange: r.on_out_of_range,
+  pushEndpoint: r.push_endpoint,
+  maxInFlight: Number(r.max_in_flight),
   createdAt: Number(r.created_at),
 });
 
@@ -175,16 +181,26 @@ export class Catalog {
           delivery_mode: sub.deliveryMode,
           start_policy: sub.startPolicy,
           on_out_of_range: sub.onOutOfRange,
+          push_endpoint: sub.pushEndpoint,
+          max_in_flight: sub.maxInFlight,
           created_at: sub.createdAt,
         })
         .onConflict((oc) =>
           oc.columns(['group_id', 'topic']).doUpdateSet({
             delivery_mode: sub.deliveryMode, start_policy: sub.startPolicy, on_out_of_range: sub.onOutOfRange,
+            push_endpoint: sub.pushEndpoint, max_in_flight: sub.maxInFlight,
           }),
         )
         .execute();
     });
     return (await this.getSubscription(sub.groupId, sub.topic))!;
+  }
+
+  /** Every push subscription with a webhook endpoint (the broker delivers those itself). */
+  async listWebhookSubscriptions(): Promise<SubscriptionRecord[]> {
+    const rows = await this.db.selectFrom('subscriptions').selectAll()
+      .where('delivery_mode', '=', 'push').where('push_endpoint', 'is not', null).orderBy('group_id').orderBy('topic').execute();
+    return rows.map(toSubscription);
   }
 
   /** The subscription of `groupId` to `topic`, or undefined. */

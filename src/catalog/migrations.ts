@@ -111,4 +111,15 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004-push-subscriptions': {
+    // Where a push subscription delivers (an HTTP endpoint: webhook; none: WebSocket members) and how many
+    // requests per partition may be in flight.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('subscriptions').addColumn('push_endpoint', 'text').execute();
+      await db.schema
+        .alterTable('subscriptions')
+        .addColumn('max_in_flight', 'integer', (c) => c.notNull().defaultTo(1).check(sql.raw('max_in_flight >= 1')))
+        .execute();
+    },
+  },
 };

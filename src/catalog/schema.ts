@@ -34,6 +34,9 @@ export interface SubscriptionsTable {
   start_policy: StartPolicy;
   created_at: number;
   on_out_of_range: OutOfRangePolicy;
+  /** A push subscription's webhook URL; null: pushed to WebSocket members (or a pull subscription). */
+  push_endpoint: string | null;
+  max_in_flight: number;
 }
 
 /** A partition a group stopped reading until an explicit reset; `error` is the error's JSON body. */

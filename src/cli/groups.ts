@@ -1,10 +1,102 @@
-/** `onelog groups ...`: list, describe and delete consumer groups. */
+/** `onelog groups ...`: create and alter subscriptions (delivery mode), list, describe and delete consumer groups. */
 import type { Command } from 'commander';
-import type { GroupDescription } from '../protocol/api.js';
-import { action, apiFor, printTable } from './common.js';
+import type { GroupDescription, SubscribeRequest, SubscribeResult } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { DELIVERY_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from '../protocol/types.js';
+import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
+import { action, apiFor, parseInteger, printTable } from './common.js';
+
+interface SubscriptionOptions {
+  topic: string;
+  delivery?: string;
+  start?: string;
+  onOutOfRange?: string;
+  pushEndpoint?: string;
+  maxInFlight?: number;
+  json?: boolean;
+}
+
+/** Checks a flag's value against the allowed ones. @throws OnelogError `INVALID_REQUEST` */
+function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (!allowed.includes(value as T)) {
+    throw new OnelogError('INVALID_REQUEST', `${flag} must be ${allowed.join(' | ')}, got ${JSON.stringify(value)}`);
+  }
+  return value as T;
+}
+
+/** The subscription request the flags describe (only what they set). */
+function subscriptionRequest(groupId: string, o: SubscriptionOptions): SubscribeRequest {
+  const deliveryMode = oneOf<DeliveryMode>('--delivery', o.delivery, DELIVERY_MODES);
+  const startPolicy = oneOf<StartPolicy>('--start', o.start, START_POLICIES);
+  const onOutOfRange = oneOf<OutOfRangePolicy>('--on-out-of-range', o.onOutOfRange, OUT_OF_RANGE_POLICIES);
+  return {
+    groupId, topic: o.topic,
+    ...(deliveryMode ? { deliveryMode } : {}),
+    ...(startPolicy ? { startPolicy } : {}),
+    ...(onOutOfRange ? { onOutOfRange } : {}),
+    ...(o.pushEndpoint !== undefined ? { pushEndpoint: o.pushEndpoint === '' ? null : o.pushEndpoint } : {}),
+    ...(o.maxInFlight !== undefined ? { maxInFlight: o.maxInFlight } : {}),
+  };
+}
+
+/** Adds the subscription flags `groups create` and `groups alter` share. */
+function subscriptionFlags(command: Command): Command {
+  return command
+    .requiredOption('--topic <topic>', 'topic the group subscribes to')
+    .option('--start <policy>', 'where a new group starts: earliest | latest')
+    .option('--on-out-of-range <policy>', 'committed offset below the log start: pause (default) | earliest | latest')
+    .option('--push-endpoint <url>', 'push: the http(s) URL the broker POSTs batches to (a webhook); "" to clear (WebSocket push)')
+    .option('--max-in-flight <n>', 'webhook: most requests in flight per partition (1 to 100, default 1)', parseInteger('--max-in-flight', 1, 100))
+    .option('--json', 'print JSON');
+}
+
+function printSubscription(result: SubscribeResult, json?: boolean): void {
+  if (json) {
+    console.log(JSON.stringify(result));
+    return;
+  }
+  const s = result.subscription;
+  printTable(['GROUP', 'TOPIC', 'DELIVERY', 'START', 'ON-OUT-OF-RANGE', 'PUSH-ENDPOINT', 'MAX-IN-FLIGHT'],
+    [[s.groupId, s.topic, s.deliveryMode, s.startPolicy, s.onOutOfRange, s.pushEndpoint, s.maxInFlight]]);
+}
 
 export function registerGroups(program: Command): void {
-  const groups = program.command('groups').description('list, inspect and delete consumer groups');
+  const groups = program.command('groups').description('create, alter, list, inspect and delete consumer groups');
+
+  subscriptionFlags(groups
+    .command('create <group>')
+    .description('subscribe a new group to a topic, with its delivery mode (push or pull) and start policy')
+    .requiredOption('--delivery <mode>', 'push | pull'))
+    .action(action(async (groupId: string, o: SubscriptionOptions, cmd: Command) => {
+      const api = apiFor(cmd);
+      const request = subscriptionRequest(groupId, o);
+      const existing = await api.describeGroup(groupId).catch((err: unknown) => {
+        if ((err as OnelogError).code === 'UNKNOWN_GROUP') return undefined;
+        throw err;
+      });
+      if (existing?.subscriptions.some((s) => s.topic === o.topic)) {
+        throw new OnelogError('INVALID_REQUEST', `group ${groupId} already subscribes to ${o.topic}; change it with 'onelog groups alter ${groupId} --topic ${o.topic} ...'`, {
+          groupId, topic: o.topic,
+        });
+      }
+      printSubscription(await api.subscribe(request), o.json);
+    }));
+
+  subscriptionFlags(groups
+    .command('alter <group>')
+    .description('change a group\'s subscription to a topic: delivery mode, start policy, out-of-range policy, push endpoint')
+    .option('--delivery <mode>', 'push | pull'))
+    .action(action(async (groupId: string, o: SubscriptionOptions, cmd: Command) => {
+      const api = apiFor(cmd);
+      const group = await api.describeGroup(groupId);
+      if (!group.subscriptions.some((s) => s.topic === o.topic)) {
+        throw new OnelogError('INVALID_REQUEST', `group ${groupId} does not subscribe to ${o.topic}; create it with 'onelog groups create ${groupId} --topic ${o.topic} --delivery pull|push'`, {
+          groupId, topic: o.topic,
+        });
+      }
+      printSubscription(await api.subscribe(subscriptionRequest(groupId, o)), o.json);
+    }));
 
   groups
     .command('list')
@@ -47,7 +139,7 @@ function printDescription(d: GroupDescription): void {
   const rows = d.subscriptions.flatMap((s) =>
     s.partitions.map((p) => [
       s.topic, p.partition, p.committedOffset, p.logStartOffset, p.highWatermark, p.lag, p.memberId,
-      p.paused ? `paused: ${p.paused.code}` : 'ok', s.deliveryMode, s.startPolicy, s.onOutOfRange,
+      p.paused ? `paused: ${p.paused.code}` : 'ok', s.pushEndpoint ? `push ${s.pushEndpoint}` : s.deliveryMode, s.startPolicy, s.onOutOfRange,
     ]),
   );
   printTable(['TOPIC', 'PARTITION', 'COMMITTED-OFFSET', 'LOG-START-OFFSET', 'HIGH-WATERMARK', 'LAG', 'MEMBER', 'STATUS', 'DELIVERY', 'START', 'ON-OUT-OF-RANGE'], rows);

@@ -26,7 +26,6 @@ import { GroupMembership, parsePartitionKey, partitionKey } from './group-member
 import type { Member, PartitionKey } from './group-membership.js';
 import { describeGroup, listGroups, subscriptionInfo } from './group-description.js';
 import { describeSpec, planReset } from './offset-resets.js';
-import { offsetOutOfRange } from './out-of-range.js';
 import { Positions } from './positions.js';
 
 const DEFAULTS = {
@@ -86,48 +85,40 @@ export class GroupCoordinator {
 
   /**
    * The subscription of a group to a topic, created (with the group) if missing, and updated when `wanted`
-   * names a different policy.
+   * names a different setting.
    */
-  private async subscription(
-    groupId: string, topic: string, wanted: Partial<Pick<SubscriptionRecord, 'startPolicy' | 'deliveryMode' | 'onOutOfRange'>> = {},
-  ): Promise<SubscriptionRecord> {
+  private async subscription(groupId: string, topic: string, wanted: SubscriptionPolicies = {}): Promise<SubscriptionRecord> {
     const key = `${groupId}\0${topic}`;
     const existing = this.subscriptions.get(key) ?? (await this.catalog.getSubscription(groupId, topic));
     const next = {
       startPolicy: wanted.startPolicy ?? existing?.startPolicy ?? DEFAULTS.startPolicy,
       deliveryMode: wanted.deliveryMode ?? existing?.deliveryMode ?? 'pull',
       onOutOfRange: wanted.onOutOfRange ?? existing?.onOutOfRange ?? DEFAULTS.onOutOfRange,
+      pushEndpoint: wanted.pushEndpoint !== undefined ? wanted.pushEndpoint : existing?.pushEndpoint ?? null,
+      maxInFlight: wanted.maxInFlight ?? existing?.maxInFlight ?? 1,
     };
-    const same = existing && existing.startPolicy === next.startPolicy && existing.deliveryMode === next.deliveryMode &&
-      existing.onOutOfRange === next.onOutOfRange;
+    const same = existing && (Object.keys(next) as Array<keyof typeof next>).every((k) => existing[k] === next[k]);
     const record = same ? existing : await this.catalog.upsertSubscription({ groupId, topic, ...next, createdAt: this.clock.now() });
     this.subscriptions.set(key, record);
     return record;
   }
 
   /**
-   * Creates or updates a group's subscription and returns where each partition resumes, for a standalone
-   * consumer that tracks its own positions (no membership).
-   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if a committed offset lies outside the log: nothing is
-   *   delivered and no offset moves until a reset is executed
+   * Creates or updates a group's subscription (delivery mode, policies, push endpoint) and returns where each
+   * partition resumes, for a standalone consumer that tracks its own positions (no membership). A partition
+   * whose committed offset fell below the log start is paused for the group, as for a member, and answers
+   * its error instead of an offset (or jumps, if the subscription's `onOutOfRange` says so).
    */
   async subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
     const { groupId, topic } = request;
     return this.locked(groupId, async () => {
       const logs = this.logs.partitions(topic);
       const subscription = await this.subscription(groupId, topic, definedOnly(request));
-      const committed = await this.committedByPartition(groupId, topic);
+      const paused = await this.catalog.listPauses(groupId);
       const positions: SubscribeResult['positions'] = [];
       for (const log of logs) {
-        const c = committed.get(log.partition);
-        if (c !== undefined && (c.offset < log.logStartOffset || c.offset > log.highWatermark)) {
-          throw offsetOutOfRange({
-            groupId, topic, partition: log.partition, committedOffset: c.offset,
-            logStartOffset: log.logStartOffset, highWatermark: log.highWatermark,
-          });
-        }
-        const position = await this.positions.resolve(groupId, subscription, log, new Map());
-        positions.push({ partition: log.partition, offset: position.offset! });
+        const position = await this.positions.resolve(groupId, subscription, log, paused);
+        positions.push(position.error ? { partition: log.partition, error: position.error } : { partition: log.partition, offset: position.offset });
       }
       return { subscription: subscriptionInfo(subscription), positions };
     });
@@ -477,10 +468,12 @@ export class GroupCoordinator {
 }
 
 /** The request's subscription policies that are set. */
-function definedOnly(r: { startPolicy?: StartPolicy; deliveryMode?: SubscriptionRecord['deliveryMode']; onOutOfRange?: OutOfRangePolicy }) {
-  return {
-    ...(r.startPolicy === undefined ? {} : { startPolicy: r.startPolicy }),
-    ...(r.deliveryMode === undefined ? {} : { deliveryMode: r.deliveryMode }),
-    ...(r.onOutOfRange === undefined ? {} : { onOutOfRange: r.onOutOfRange }),
-  };
+/** The subscription settings a request may set. */
+type SubscriptionPolicies = Partial<Pick<SubscriptionRecord, 'startPolicy' | 'deliveryMode' | 'onOutOfRange' | 'pushEndpoint' | 'maxInFlight'>>;
+
+/** The request's subscription settings that are set. */
+function definedOnly(r: SubscriptionPolicies): SubscriptionPolicies {
+  return Object.fromEntries(Object.entries({
+    startPolicy: r.startPolicy, deliveryMode: r.deliveryMode, onOutOfRange: r.onOutOfRange, pushEndpoint: r.pushEndpoint, maxInFlight: r.maxInFlight,
+  }).filter(([, v]) => v !== undefined));
 }

@@ -81,5 +81,8 @@ export async function describeGroup(
 
 /** A subscription as the API shows it. */
 export function subscriptionInfo(s: SubscriptionRecord): SubscriptionInfo {
-  return { groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange };
+  return {
+    groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange,
+    pushEndpoint: s.pushEndpoint, maxInFlight: s.maxInFlight,
+  };
 }

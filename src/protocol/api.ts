@@ -182,6 +182,13 @@ export interface SubscribeRequest {
   deliveryMode?: DeliveryMode;
   /** What to do when the committed offset falls below the log start. @default the stored one, else 'pause' */
   onOutOfRange?: OutOfRangePolicy;
+  /**
+   * For push: the http(s) URL the broker POSTs batches to (as a Pub/Sub push subscription); null: records
+   * are pushed to the group's WebSocket members. @default the stored one, else null
+   */
+  pushEndpoint?: string | null;
+  /** For a webhook: most requests in flight per partition (order is kept). @default the stored one, else 1; 1 to 100 */
+  maxInFlight?: number;
 }
 
 export interface SubscriptionInfo {
@@ -190,12 +197,15 @@ export interface SubscriptionInfo {
   deliveryMode: DeliveryMode;
   startPolicy: StartPolicy;
   onOutOfRange: OutOfRangePolicy;
+  pushEndpoint: string | null;
+  maxInFlight: number;
 }
 
 /** The subscription and the offset each partition resumes from. */
 export interface SubscribeResult {
   subscription: SubscriptionInfo;
-  positions: Array<{ partition: number; offset: number }>;
+  /** Per partition: where to read from, or (paused for the group, e.g. `OFFSET_OUT_OF_RANGE`) the error instead. */
+  positions: Array<{ partition: number; offset?: number; error?: PartitionError }>;
 }
 
 export interface CommitRequest {

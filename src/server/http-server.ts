@@ -170,7 +170,10 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
           type: 'object',
           required: ['topic'],
           additionalProperties: false,
-          properties: { topic: { type: 'string' }, startPolicy: { type: 'string' }, deliveryMode: { type: 'string' }, onOutOfRange: { type: 'string' } },
+          properties: {
+            topic: { type: 'string' }, startPolicy: { type: 'string' }, deliveryMode: { type: 'string' }, onOutOfRange: { type: 'string' },
+            pushEndpoint: { type: ['string', 'null'] }, maxInFlight: { type: 'integer' },
+          },
         },
       },
     },

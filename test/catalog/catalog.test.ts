@@ -51,7 +51,7 @@ function topic(name: string, overrides: Partial<TopicRecord> = {}): TopicRecord 
 }
 
 function sub(groupId: string, topicName: string, deliveryMode: DeliveryMode = 'pull', startPolicy: StartPolicy = 'latest', createdAt = T): SubscriptionRecord {
-  return { groupId, topic: topicName, deliveryMode, startPolicy, onOutOfRange: 'pause', createdAt };
+  return { groupId, topic: topicName, deliveryMode, startPolicy, onOutOfRange: 'pause', pushEndpoint: null, maxInFlight: 1, createdAt };
 }
 
 describe('Catalog on SQLite', () => {

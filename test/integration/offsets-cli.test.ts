@@ -63,3 +63,31 @@ describe('offsets checkpoints and groups delete', () => {
     expect(JSON.parse(again).offset).toBe(0);
   });
 });
+
+describe('groups create and alter', () => {
+  it('creates a subscription with its delivery mode, refuses to create it twice, alters it, and shows it', async () => {
+    server = await startServer(tmpDir());
+    await cli(['topics', 'create', 'edits', '--partitions', '2']);
+    const created = JSON.parse(await cli(['groups', 'create', 'live', '--topic', 'edits', '--delivery', 'push', '--start', 'earliest', '--json']));
+    expect(created.subscription).toEqual({
+      groupId: 'live', topic: 'edits', deliveryMode: 'push', startPolicy: 'earliest', onOutOfRange: 'pause', pushEndpoint: null, maxInFlight: 1,
+    });
+    await cli(['groups', 'create', 'batch', '--topic', 'edits', '--delivery', 'pull']);
+    const twice = await runCli(server.url, ['groups', 'create', 'live', '--topic', 'edits', '--delivery', 'pull']);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toContain('already subscribes to edits');
+    const bad = await runCli(server.url, ['groups', 'create', 'x', '--topic', 'edits', '--delivery', 'stream']);
+    expect(bad.stderr).toContain('--delivery must be pull | push');
+    const badUrl = await runCli(server.url, ['groups', 'alter', 'live', '--topic', 'edits', '--push-endpoint', 'ftp://x']);
+    expect(badUrl.stderr).toContain('pushEndpoint must be an absolute http:// or https:// URL');
+
+    await cli(['groups', 'alter', 'live', '--topic', 'edits', '--push-endpoint', 'http://127.0.0.1:9/hook', '--max-in-flight', '4']);
+    const live = await describeGroup('live');
+    expect(live.subscriptions[0]).toMatchObject({ deliveryMode: 'push', pushEndpoint: 'http://127.0.0.1:9/hook', maxInFlight: 4, startPolicy: 'earliest' });
+    await cli(['groups', 'alter', 'live', '--topic', 'edits', '--delivery', 'pull', '--push-endpoint', '']);
+    expect((await describeGroup('live')).subscriptions[0]).toMatchObject({ deliveryMode: 'pull', pushEndpoint: null });
+    expect((await describeGroup('batch')).subscriptions[0]).toMatchObject({ deliveryMode: 'pull' });
+    const missing = await runCli(server.url, ['groups', 'alter', 'batch', '--topic', 'nope', '--delivery', 'push']);
+    expect(missing.stderr).toContain('does not subscribe to nope');
+  });
+});
