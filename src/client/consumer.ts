@@ -15,7 +15,7 @@
  * `ILLEGAL_GENERATION`, `NOT_ASSIGNED`) never leads to a silent commit: the consumer drops what it has not
  * committed and joins again.
  */
-import type { AssignorName, FetchedPartition, OnelogApi, PartitionError } from '../protocol/api.js';
+import type { AssignorName, FetchedPartition, OnelogApi, PartitionError, TopicPartition } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CommitMode, OutOfRangePolicy, StartPolicy, StoredRecord } from '../protocol/types.js';
 import type { ExternalOffsetStore } from './external-offsets.js';
@@ -106,6 +106,11 @@ export class Consumer<Tx = undefined> {
   /** The member id while running (shown by `groups describe`), else ''. */
   get memberId(): string {
     return this.session?.memberId ?? '';
+  }
+
+  /** The partitions this member consumes now (held, not being revoked); empty when not running. */
+  get assignment(): TopicPartition[] {
+    return [...(this.session?.held.values() ?? [])].filter((p) => !p.revoked).map((p) => ({ topic: p.topic, partition: p.partition }));
   }
 
   /**

@@ -26,6 +26,11 @@ export class HttpApi implements OnelogApi {
     this.base = url.replace(/\/+$/, '');
   }
 
+  /** The server address this API talks to. */
+  get url(): string {
+    return this.base;
+  }
+
   private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
     const url = `${this.base}${path}`;
     let response: Response;

@@ -16,7 +16,10 @@ import { Admin } from './admin.js';
 import { Consumer } from './consumer.js';
 import type { ConsumerOptions } from './consumer.js';
 import { defaultServerUrl, HttpApi } from './http-api.js';
+import { OnelogError } from '../protocol/errors.js';
 import { Producer } from './producer.js';
+import { PushConsumer } from './push-consumer.js';
+import type { PushConsumerOptions } from './push-consumer.js';
 import type { ProducerOptions } from './producer.js';
 
 export { Admin } from './admin.js';
@@ -25,6 +28,8 @@ export type { ConsumedMessage, ConsumerOptions, EachMessagePayload, RunOptions }
 export type { ExternalOffsetStore, ExternalPosition } from './external-offsets.js';
 export { HttpApi, defaultServerUrl } from './http-api.js';
 export { Producer } from './producer.js';
+export { PushConsumer } from './push-consumer.js';
+export type { PushConsumerOptions } from './push-consumer.js';
 export type { BytesLike, Message, ProducerOptions } from './producer.js';
 export { MemoryDedupe, recordIdKey, recordKey } from './dedupe.js';
 export type { Dedupe, MemoryDedupeOptions, OnceResult } from './dedupe.js';
@@ -53,6 +58,16 @@ export class Onelog {
   /** A consumer group member; `Tx` is the transaction type of `options.offsetStore`, if any. */
   consumer<Tx = undefined>(options: ConsumerOptions<Tx>): Consumer<Tx> {
     return new Consumer<Tx>(this.api, options);
+  }
+
+  /**
+   * A group member that receives records pushed over a WebSocket with credit-based flow control (needs
+   * `{ url }`: push streams are served by `onelog serve`).
+   * @throws OnelogError `INVALID_REQUEST` for a client built on an in-process `{ api }`
+   */
+  pushConsumer(options: PushConsumerOptions): PushConsumer {
+    if (!(this.api instanceof HttpApi)) throw new OnelogError('INVALID_REQUEST', 'push consumers need a server: new Onelog({ url })');
+    return new PushConsumer(this.api.url, options);
   }
 
   admin(): Admin {

@@ -14,6 +14,7 @@ import {
   BYTES_ENCODINGS, jsonToBytes, jsonToHeaders, parseTimestamp, recordToJson,
 } from '../protocol/json-records.js';
 import type { BytesEncoding, JsonProduceRecord } from '../protocol/json-records.js';
+import { attachPushSockets } from './push-socket.js';
 
 /** Options of the HTTP server. */
 export interface HttpServerOptions {
@@ -274,6 +275,11 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   });
 
   app.post('/producers', async () => api.initProducerId());
+
+  // WebSocket push streams, and their counters (what each session holds; docs/delivery.md).
+  const push = attachPushSockets(app, api);
+  app.addHook('onClose', () => push.close());
+  app.get('/push-streams', async () => ({ streams: push.stats() }));
 
   return app;
 }

@@ -1,0 +1,142 @@
+/**
+ * The push consumer: a group member that receives records over a WebSocket (`GET /groups/:group/stream`)
+ * instead of fetching them. Flow control is by credit: it grants a window of `creditRecords` records and
+ * `creditBytes` bytes, and gives credit back as its handler finishes records, so the broker never sends more
+ * than the window and the backlog stays in the log. After each frame's records are handled it acknowledges
+ * the last one (the broker commits its offset + 1: at-least-once); with `commitMode: 'before-processing'`
+ * the broker commits before sending (at-most-once). Protocol: docs/delivery.md.
+ */
+import WebSocket from 'ws';
+import type { RawData } from 'ws';
+import { OnelogError } from '../protocol/errors.js';
+import { jsonToRecord } from '../protocol/json-records.js';
+import type { JsonRecord } from '../protocol/json-records.js';
+import type { CommitMode, StartPolicy } from '../protocol/types.js';
+import type { ConsumedMessage, RunOptions } from './consumer.js';
+
+/** Push consumer settings; units in the names. */
+export interface PushConsumerOptions {
+  groupId: string;
+  /** @default 'after-processing' */
+  commitMode?: CommitMode;
+  /** @default the subscription's, else 'latest' */
+  startPolicy?: StartPolicy;
+  /** @default 45000 */
+  sessionTimeoutMs?: number;
+  /** Records the broker may send ahead of the handler. @default 1000; >= 1 */
+  creditRecords?: number;
+  /** Bytes (keys and values) the broker may send ahead of the handler. @default 1048576; >= 1 */
+  creditBytes?: number;
+  /** @default 'push-consumer' */
+  clientId?: string;
+}
+
+interface RecordsFrame {
+  type: 'records';
+  topic: string;
+  partition: number;
+  records: JsonRecord[];
+}
+
+export class PushConsumer {
+  private readonly topics: string[] = [];
+  private ws: WebSocket | null = null;
+  private stopping = false;
+  private running: Promise<void> | null = null;
+
+  /** @param url the server's HTTP address, e.g. `http://127.0.0.1:7070` */
+  constructor(
+    private readonly url: string,
+    private readonly options: PushConsumerOptions,
+  ) {}
+
+  /** Adds a topic to receive. */
+  subscribe(request: { topic: string }): void {
+    if (!this.topics.includes(request.topic)) this.topics.push(request.topic);
+  }
+
+  /**
+   * Receives until {@link stop}. Resolves once stopped (the group left); rejects with the broker's fatal
+   * error or a handler's error (its record unacknowledged, as those after it).
+   */
+  run(handlers: RunOptions): Promise<void> {
+    if (this.running) throw new OnelogError('INVALID_REQUEST', 'this consumer is already running');
+    if (this.topics.length === 0) throw new OnelogError('INVALID_REQUEST', 'call subscribe({ topic }) before run()');
+    this.stopping = false;
+    this.running = this.loop(handlers).finally(() => (this.running = null));
+    return this.running;
+  }
+
+  /** Stops after the record in hand and leaves the group (unacknowledged records go to the next owner). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.ws?.close(1000, 'consumer stopped');
+    await this.running?.catch(() => {});
+  }
+
+  private loop(handlers: RunOptions): Promise<void> {
+    const creditRecords = this.options.creditRecords ?? 1000;
+    const creditBytes = this.options.creditBytes ?? 1024 * 1024;
+    const streamUrl = `${this.url.replace(/^http/, 'ws').replace(/\/+$/, '')}/groups/${encodeURIComponent(this.options.groupId)}/stream`;
+    return new Promise<void>((resolve, reject) => {
+      const ws = new WebSocket(streamUrl);
+      this.ws = ws;
+      let failure: unknown;
+      let queue: Promise<void> = Promise.resolve();
+      const send = (frame: unknown) => {
+        if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
+      };
+      ws.on('open', () => {
+        send({
+          type: 'subscribe', topics: this.topics, clientId: this.options.clientId ?? 'push-consumer',
+          ...(this.options.commitMode ? { commitMode: this.options.commitMode } : {}),
+          ...(this.options.startPolicy ? { startPolicy: this.options.startPolicy } : {}),
+          ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
+        });
+        send({ type: 'credit', records: creditRecords, bytes: creditBytes });
+      });
+      ws.on('message', (data: RawData) => {
+        const frame = JSON.parse(data.toString()) as RecordsFrame | { type: 'partition-error' | 'error'; [k: string]: unknown };
+        if (frame.type === 'records') {
+          // Frames are handled one after another, in arrival order (the order of each partition).
+          queue = queue.then(() => this.handle(frame as RecordsFrame, handlers, send)).catch((err: unknown) => {
+            failure ??= err;
+            ws.close(1000, 'handler failed');
+          });
+        } else if (frame.type === 'partition-error') {
+          const error = OnelogError.fromJSON(frame.error as { code?: unknown; message?: unknown });
+          const where = { topic: String(frame.topic), partition: Number(frame.partition) };
+          if (handlers.onPartitionError) handlers.onPartitionError(error, where);
+          else process.emitWarning(error.message, { code: error.code });
+        } else {
+          failure ??= OnelogError.fromJSON(frame as { code?: unknown; message?: unknown });
+        }
+      });
+      ws.on('error', (err) => {
+        failure ??= new OnelogError('NETWORK_ERROR', `push stream ${streamUrl}: ${err.message}`, { url: streamUrl });
+      });
+      ws.on('close', () => {
+        this.ws = null;
+        void queue.then(() => (failure === undefined ? resolve() : reject(failure)));
+      });
+    });
+  }
+
+  /** Hands a frame's records to the handler, then acknowledges the last and gives the credit back. */
+  private async handle(frame: RecordsFrame, handlers: RunOptions, send: (frame: unknown) => void): Promise<void> {
+    let bytes = 0;
+    let last: ConsumedMessage | undefined;
+    for (const json of frame.records) {
+      if (this.stopping) break;
+      const record = jsonToRecord(json, 'base64');
+      const message: ConsumedMessage = { ...record, topic: frame.topic, partition: frame.partition };
+      const done = handlers.eachMessage({ topic: frame.topic, partition: frame.partition, message, tx: undefined });
+      if (done) await done;
+      last = message;
+      bytes += (record.key?.length ?? 0) + (record.value?.length ?? 0);
+    }
+    if (!last) return;
+    send({ type: 'ack', topic: frame.topic, partition: frame.partition, offset: last.offset });
+    send({ type: 'credit', records: frame.records.length, bytes });
+  }
+}

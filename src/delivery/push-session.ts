@@ -1,0 +1,193 @@
+/**
+ * Push delivery to one connected member with credit-based flow control (as NATS JetStream's flow control or
+ * Reactive Streams' request(n)): the member grants credits, in records and bytes; the broker sends records
+ * only while both are positive and never beyond them, so a slow member holds at most its credit window and
+ * the rest of the backlog stays in the log. The session is a real group member on the broker's side (the
+ * {@link Consumer} of `src/client`, run over the broker's API in-process): assignment, rebalances, fencing
+ * and `groups describe` apply. The member acknowledges records; an ack of a record commits its offset + 1
+ * (after-processing); with `before-processing` the broker commits each fetched batch before sending it.
+ *
+ * Transport-agnostic: `send` carries frames (JSON text) to the member; the WebSocket face is
+ * `src/server/push-socket.ts`.
+ */
+import { Consumer } from '../client/consumer.js';
+import type { ConsumedMessage } from '../client/consumer.js';
+import type { OnelogApi } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { recordToJson } from '../protocol/json-records.js';
+import type { CommitMode, StartPolicy } from '../protocol/types.js';
+
+/** What a member asks for when it opens a push stream. */
+export interface PushSubscribe {
+  groupId: string;
+  topics: string[];
+  /** @default 'after-processing' */
+  commitMode?: CommitMode;
+  startPolicy?: StartPolicy;
+  /** @default 45000 */
+  sessionTimeoutMs?: number;
+  /** @default 'push-member' */
+  clientId?: string;
+}
+
+/** Frames the broker sends. Bytes are base64. */
+export type PushFrame =
+  | { type: 'records'; topic: string; partition: number; records: ReturnType<typeof recordToJson>[] }
+  | { type: 'partition-error'; topic: string; partition: number; error: Record<string, unknown> }
+  | { type: 'error'; code: string; message: string };
+
+/** The session's own counters: what it holds and what is out with the member. */
+export interface PushStats {
+  /** Credit left, records and bytes. */
+  creditRecords: number;
+  creditBytes: number;
+  /** Records (and their bytes) sent and not yet acknowledged. */
+  unackedRecords: number;
+  unackedBytes: number;
+  /** Records gathered for the next frame, not yet sent (at most one fetch). */
+  bufferedRecords: number;
+  /** Records sent since the session opened. */
+  sentRecords: number;
+}
+
+/** Most records per fetch while pushing: the most a session holds before credit lets it send. */
+const PUSH_FETCH_RECORDS = 500;
+
+export class PushSession {
+  private readonly consumer: Consumer;
+  private readonly running: Promise<void>;
+  private creditRecords = 0;
+  private creditBytes = 0;
+  private readonly unacked = new Map<string, Map<number, number>>(); // `topic/partition` -> offset -> bytes
+  private unackedBytes = 0;
+  private unackedRecords = 0;
+  private sentRecords = 0;
+  private frame: { topic: string; partition: number; records: ReturnType<typeof recordToJson>[]; bytes: number } | null = null;
+  private creditWaiter: (() => void) | null = null;
+  private closed = false;
+
+  /**
+   * Joins the group and starts pushing as credit arrives.
+   * @param send delivers one frame to the member (JSON text)
+   */
+  constructor(api: OnelogApi, private readonly subscribe: PushSubscribe, private readonly send: (frame: string) => void) {
+    this.consumer = new Consumer(api, {
+      groupId: subscribe.groupId,
+      commitMode: subscribe.commitMode ?? 'after-processing',
+      autoCommit: subscribe.commitMode === 'before-processing',
+      clientId: subscribe.clientId ?? 'push-member',
+      maxRecords: PUSH_FETCH_RECORDS,
+      maxWaitMs: 500,
+      ...(subscribe.startPolicy ? { startPolicy: subscribe.startPolicy } : {}),
+      ...(subscribe.sessionTimeoutMs ? { sessionTimeoutMs: subscribe.sessionTimeoutMs } : {}),
+    });
+    for (const topic of subscribe.topics) this.consumer.subscribe({ topic });
+    this.running = this.consumer.run({
+      eachMessage: ({ message }) => this.push(message),
+      onPartitionError: (error, where) => this.emit({ type: 'partition-error', ...where, error: error.toJSON() }),
+    }).catch((err: unknown) => {
+      const e = err instanceof OnelogError ? err : new OnelogError('INTERNAL_ERROR', (err as Error).message);
+      if (!this.closed) this.emit({ type: 'error', code: e.code, message: e.message });
+    });
+  }
+
+  /** The member id of this session's member ('' until joined). */
+  get memberId(): string {
+    return this.consumer.memberId;
+  }
+
+  /**
+   * Adds credit (records and bytes); sending resumes.
+   * @throws OnelogError `INVALID_REQUEST` for counts that are not integers >= 0
+   */
+  grant(records: number, bytes: number): void {
+    for (const [name, n] of [['records', records], ['bytes', bytes]] as const) {
+      if (!Number.isSafeInteger(n) || n < 0) throw new OnelogError('INVALID_REQUEST', `credit ${name} must be an integer >= 0, got ${JSON.stringify(n)}`);
+    }
+    this.creditRecords += records;
+    this.creditBytes += bytes;
+    this.flush();
+    const waiter = this.creditWaiter;
+    this.creditWaiter = null;
+    waiter?.();
+  }
+
+  /**
+   * Acknowledges a record: commits `offset + 1` for its partition (after-processing), covering every earlier
+   * record of the partition that was sent (cumulative, as Kafka's commit). An ack for a partition no longer
+   * assigned to this member is dropped.
+   * @throws OnelogError as the commit does (`UNKNOWN_MEMBER_ID`, ... when the member was fenced)
+   */
+  async ack(topic: string, partition: number, offset: number): Promise<void> {
+    const sent = this.unacked.get(`${topic}/${partition}`);
+    if (sent) {
+      for (const [o, bytes] of sent) {
+        if (o > offset) break;
+        sent.delete(o);
+        this.unackedRecords--;
+        this.unackedBytes -= bytes;
+      }
+    }
+    if (this.subscribe.commitMode === 'before-processing') return;
+    // A late ack of a partition that moved on is dropped: its records are redelivered to the new owner.
+    if (!this.consumer.assignment.some((tp) => tp.topic === topic && tp.partition === partition)) return;
+    await this.consumer.commit({ topic, partition, offset });
+  }
+
+  /** What the session holds now. */
+  stats(): PushStats {
+    return {
+      creditRecords: this.creditRecords, creditBytes: this.creditBytes, unackedRecords: this.unackedRecords,
+      unackedBytes: this.unackedBytes, bufferedRecords: this.frame?.records.length ?? 0, sentRecords: this.sentRecords,
+    };
+  }
+
+  /** Leaves the group; records sent but not acknowledged are redelivered to the partition's next owner. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const waiter = this.creditWaiter;
+    this.creditWaiter = null;
+    waiter?.();
+    await this.consumer.stop();
+    await this.running;
+  }
+
+  /**
+   * The consumer's handler: gathers a record into the frame being built when credit allows, else sends what
+   * is gathered and waits for credit. Synchronous while credit lasts (no microtask per record).
+   */
+  private push(message: ConsumedMessage): Promise<void> | void {
+    if (this.closed) return;
+    const bytes = (message.key?.length ?? 0) + (message.value?.length ?? 0);
+    if (this.creditRecords <= 0 || this.creditBytes < bytes) {
+      this.flush();
+      return new Promise<void>((resolve) => (this.creditWaiter = resolve)).then(() => this.push(message));
+    }
+    if (this.frame && (this.frame.topic !== message.topic || this.frame.partition !== message.partition)) this.flush();
+    this.frame ??= { topic: message.topic, partition: message.partition, records: [], bytes: 0 };
+    this.frame.records.push(recordToJson(message, 'base64'));
+    this.frame.bytes += bytes;
+    this.creditRecords--;
+    this.creditBytes -= bytes;
+    const key = `${message.topic}/${message.partition}`;
+    let sent = this.unacked.get(key);
+    if (!sent) this.unacked.set(key, (sent = new Map()));
+    sent.set(message.offset, bytes);
+    this.unackedRecords++;
+    this.unackedBytes += bytes;
+    if (this.frame.records.length === 1) setImmediate(() => this.flush());
+  }
+
+  /** Sends the frame being built, if any. */
+  private flush(): void {
+    const frame = this.frame;
+    if (!frame || this.closed) return;
+    this.frame = null;
+    this.sentRecords += frame.records.length;
+    this.emit({ type: 'records', topic: frame.topic, partition: frame.partition, records: frame.records });
+  }
+
+  private emit(frame: PushFrame): void {
+    if (!this.closed) this.send(JSON.stringify(frame));
+  }
+}

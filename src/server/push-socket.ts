@@ -1,0 +1,108 @@
+/**
+ * WebSocket push: `GET /groups/:group/stream` upgraded to a WebSocket (the `ws` library) carries one
+ * {@link PushSession} per connection. The member's first text frame subscribes, later ones grant credit and
+ * acknowledge records:
+ *
+ * - `{ "type": "subscribe", "topics": [...], "commitMode"?, "startPolicy"?, "sessionTimeoutMs"?, "clientId"? }`
+ * - `{ "type": "credit", "records": N, "bytes": B }`: adds credit; nothing is sent before the first grant
+ * - `{ "type": "ack", "topic": T, "partition": P, "offset": O }`: commits O + 1 (after-processing)
+ *
+ * The broker sends `records` frames (bytes base64), `partition-error` (a paused partition) and `error`
+ * (a refused frame; fatal ones close the socket with code 1008). Closing the socket leaves the group.
+ * docs/delivery.md describes the protocol.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
+import { PushSession } from '../delivery/push-session.js';
+import type { PushStats, PushSubscribe } from '../delivery/push-session.js';
+import type { OnelogApi } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+
+const STREAM_PATH = /^\/groups\/([^/?]+)\/stream(?:\?.*)?$/;
+
+/** The push streams of one server. */
+export interface PushSockets {
+  /** Every open session's counters, by member id. */
+  stats(): Array<PushStats & { memberId: string; groupId: string }>;
+  /** Closes every stream (members leave their groups). */
+  close(): Promise<void>;
+}
+
+/** Serves push streams on `app`'s HTTP server (call before `listen`). */
+export function attachPushSockets(app: FastifyInstance, api: OnelogApi): PushSockets {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  const sessions = new Map<WebSocket, { groupId: string; session: PushSession | null }>();
+
+  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const match = STREAM_PATH.exec(request.url ?? '');
+    if (!match) {
+      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    const groupId = decodeURIComponent(match[1]!);
+    wss.handleUpgrade(request, socket, head, (ws) => serve(ws, groupId));
+  });
+
+  function serve(ws: WebSocket, groupId: string): void {
+    const entry: { groupId: string; session: PushSession | null } = { groupId, session: null };
+    sessions.set(ws, entry);
+    const refuse = (err: unknown, fatal: boolean) => {
+      const e = err instanceof OnelogError ? err : new OnelogError('INVALID_REQUEST', (err as Error).message);
+      ws.send(JSON.stringify({ type: 'error', ...e.toJSON() }));
+      if (fatal) ws.close(1008, e.code);
+    };
+    ws.on('message', (data, isBinary) => {
+      try {
+        if (isBinary) throw new OnelogError('INVALID_REQUEST', 'send JSON text frames: subscribe, credit, ack');
+        const frame = JSON.parse(data.toString()) as Record<string, unknown>;
+        if (!entry.session) {
+          if (frame.type !== 'subscribe') throw new OnelogError('INVALID_REQUEST', 'the first frame must be { "type": "subscribe", "topics": [...] }');
+          entry.session = new PushSession(api, subscribeRequest(groupId, frame), (text) => ws.send(text));
+          return;
+        }
+        if (frame.type === 'credit') entry.session.grant(Number(frame.records ?? 0), Number(frame.bytes ?? 0));
+        else if (frame.type === 'ack') {
+          entry.session.ack(String(frame.topic), Number(frame.partition), Number(frame.offset)).catch((err: unknown) => refuse(err, false));
+        } else throw new OnelogError('INVALID_REQUEST', `unknown frame type ${JSON.stringify(frame.type)}; allowed: credit, ack`);
+      } catch (err) {
+        refuse(err instanceof SyntaxError ? new OnelogError('INVALID_REQUEST', `malformed JSON frame: ${err.message}`) : err, !entry.session);
+      }
+    });
+    ws.on('close', () => {
+      sessions.delete(ws);
+      void entry.session?.close();
+    });
+  }
+
+  return {
+    stats: () => [...sessions.values()].flatMap(({ groupId, session }) =>
+      session ? [{ groupId, memberId: session.memberId, ...session.stats() }] : []),
+    close: async () => {
+      const closing = [...sessions.entries()].map(([ws, { session }]) => {
+        ws.close(1001, 'server shutting down');
+        return session?.close();
+      });
+      sessions.clear();
+      await Promise.all(closing);
+      wss.close();
+    },
+  };
+}
+
+/** The subscribe frame as a session request. @throws OnelogError `INVALID_REQUEST` */
+function subscribeRequest(groupId: string, frame: Record<string, unknown>): PushSubscribe {
+  const topics = frame.topics;
+  if (!Array.isArray(topics) || topics.length === 0 || !topics.every((t) => typeof t === 'string')) {
+    throw new OnelogError('INVALID_REQUEST', 'subscribe needs "topics": a non-empty array of topic names');
+  }
+  return {
+    groupId, topics: topics as string[],
+    ...(frame.commitMode !== undefined ? { commitMode: frame.commitMode as PushSubscribe['commitMode'] } : {}),
+    ...(frame.startPolicy !== undefined ? { startPolicy: frame.startPolicy as PushSubscribe['startPolicy'] } : {}),
+    ...(frame.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: Number(frame.sessionTimeoutMs) } : {}),
+    ...(frame.clientId !== undefined ? { clientId: String(frame.clientId) } : {}),
+  };
+}

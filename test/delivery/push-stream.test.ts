@@ -1,0 +1,137 @@
+/**
+ * WebSocket push with credit-based flow control, on a real server socket: the broker never sends beyond the
+ * credit granted, holds at most one fetch while the member grants nothing, and delivers everything in order
+ * once credit returns; a push group and a pull group read one topic side by side.
+ */
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { Broker } from '../../src/broker.js';
+import { Onelog } from '../../src/client/index.js';
+import { createHttpServer } from '../../src/server/http-server.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+let broker: Broker;
+let app: FastifyInstance;
+let url: string;
+
+beforeEach(async () => {
+  broker = await Broker.open({ dataDir: tmpDir(), sessionCheckIntervalMs: 100 });
+  app = createHttpServer(broker);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+});
+afterEach(async () => {
+  await app.close();
+  await broker.close();
+});
+
+async function waitFor<T>(what: string, probe: () => Promise<T | false | undefined> | T | false | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== false && value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+type Streams = Array<{ groupId: string; unackedRecords: number; bufferedRecords: number; sentRecords: number; creditRecords: number }>;
+const streams = async () => ((await app.inject({ method: 'GET', url: '/push-streams' })).json() as { streams: Streams }).streams;
+
+describe('WebSocket push', () => {
+  it('never sends beyond the credit granted, holds a bounded amount while the member grants none, and delivers all in order on resume', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/groups/slow/stream`);
+    const received: number[] = [];
+    ws.on('message', (data) => {
+      const frame = JSON.parse(data.toString()) as { type: string; records?: Array<{ offset: number }> };
+      if (frame.type === 'records') received.push(...frame.records!.map((r) => r.offset));
+    });
+    await new Promise((resolve) => ws.once('open', resolve));
+    ws.send(JSON.stringify({ type: 'subscribe', topics: ['t'], startPolicy: 'earliest' }));
+    ws.send(JSON.stringify({ type: 'credit', records: 100, bytes: 1 << 20 }));
+
+    const producer = new Onelog({ api: broker }).producer();
+    const value = Buffer.alloc(100, 'x');
+    for (let i = 0; i < 100; i++) await producer.send({ topic: 't', messages: Array.from({ length: 1000 }, () => ({ value, partition: 0 })) });
+    expect((await broker.describeTopic('t')).partitions[0]!.highWatermark).toBe(100_000);
+
+    await waitFor('the first window', () => received.length === 100);
+    // The member grants nothing more: whatever the broker does, its counters stay within the window + one fetch.
+    for (let i = 0; i < 20; i++) {
+      const [s] = await streams();
+      expect(s!.sentRecords).toBe(100);
+      expect(s!.creditRecords).toBe(0);
+      expect(s!.unackedRecords).toBeLessThanOrEqual(100);
+      expect(s!.bufferedRecords).toBe(0);
+      await producer.send({ topic: 't', messages: [{ value, partition: 0 }] });
+    }
+    expect(received).toHaveLength(100);
+
+    // Resume: ack as it goes and grant credit back; everything arrives, in order, once.
+    let acked = -1;
+    ws.on('message', (data) => {
+      const frame = JSON.parse(data.toString()) as { type: string; topic: string; partition: number; records?: Array<{ offset: number }> };
+      if (frame.type !== 'records') return;
+      const last = frame.records!.at(-1)!.offset;
+      ws.send(JSON.stringify({ type: 'ack', topic: 't', partition: 0, offset: last }));
+      ws.send(JSON.stringify({ type: 'credit', records: frame.records!.length, bytes: frame.records!.length * 100 }));
+      acked = last;
+    });
+    ws.send(JSON.stringify({ type: 'ack', topic: 't', partition: 0, offset: 99 }));
+    ws.send(JSON.stringify({ type: 'credit', records: 5000, bytes: 5000 * 100 }));
+    await waitFor('every record', () => received.length === 100_020);
+    expect(received).toEqual(Array.from({ length: 100_020 }, (_, i) => i));
+    await waitFor('the last ack committed', async () => acked === 100_019 &&
+      (await broker.describeGroup('slow')).subscriptions[0]!.partitions[0]!.committedOffset === 100_020);
+    ws.close();
+    await waitFor('the member left', async () => (await broker.describeGroup('slow')).members.length === 0);
+  });
+
+  it('refuses a first frame that is not a subscribe, naming what is expected', async () => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/groups/g/stream`);
+    await new Promise((resolve) => ws.once('open', resolve));
+    const answer = new Promise<{ frame: Record<string, unknown>; code: number }>((resolve) => {
+      let frame: Record<string, unknown> = {};
+      ws.on('message', (d) => (frame = JSON.parse(d.toString()) as Record<string, unknown>));
+      ws.on('close', (code) => resolve({ frame, code }));
+    });
+    ws.send(JSON.stringify({ type: 'credit', records: 1 }));
+    const { frame, code } = await answer;
+    expect(code).toBe(1008);
+    expect(frame).toMatchObject({ type: 'error', code: 'INVALID_REQUEST' });
+    expect(frame.message).toContain('the first frame must be');
+  });
+
+  it('a push group and a pull group on one topic each receive every record once', async () => {
+    await broker.createTopic({ topic: 'edits', partitions: 3 });
+    const onelog = new Onelog({ url });
+    await onelog.admin().describeTopic('edits');
+    const messages = Array.from({ length: 3000 }, (_, i) => ({ key: `k${i % 97}`, value: `v${i}` }));
+    const produced = await onelog.producer().send({ topic: 'edits', messages });
+    const pushed: string[] = [];
+    const pulled: string[] = [];
+    const push = onelog.pushConsumer({ groupId: 'live', startPolicy: 'earliest', creditRecords: 64, creditBytes: 4096 });
+    push.subscribe({ topic: 'edits' });
+    const pull = onelog.consumer({ groupId: 'batch', startPolicy: 'earliest', maxWaitMs: 50 });
+    pull.subscribe({ topic: 'edits' });
+    const runs = [
+      push.run({ eachMessage: ({ partition, message }) => void pushed.push(`${partition}:${message.offset}`) }),
+      pull.run({ eachMessage: ({ partition, message }) => void pulled.push(`${partition}:${message.offset}`) }),
+    ];
+    await waitFor('both groups', async () => {
+      if (pushed.length < 3000 || pulled.length < 3000) return false;
+      const [a, b] = await Promise.all([broker.describeGroup('live'), broker.describeGroup('batch')]);
+      const done = (d: typeof a) => d.subscriptions[0]!.partitions.every((p) => p.committedOffset === p.highWatermark);
+      return done(a) && done(b);
+    });
+    await push.stop();
+    await pull.stop();
+    await Promise.all(runs);
+    const expected = produced.offsets.map((o) => `${o.partition}:${o.offset}`).sort();
+    expect([...pushed].sort()).toEqual(expected);
+    expect([...pulled].sort()).toEqual(expected);
+  });
+});
