@@ -1,5 +1,6 @@
 /**
- * `onelog consume TOPIC --group G`: joins the group as a member and prints one JSON object per record
+ * `onelog consume TOPIC --group G`: joins the group as a member (fetching, or receiving over a WebSocket
+ * when the group's subscription says push) and prints one JSON object per record
  * `{topic, partition, offset, timestamp, key, value, headers}` (key, value and header values as UTF-8 text),
  * committing after printing (at-least-once; `--commit-mode before-processing` for at-most-once). Stops after
  * `--max-records N`, after `--idle-timeout-ms MS` with nothing new, or on SIGINT/SIGTERM, committing what was
@@ -8,9 +9,11 @@
  */
 import type { Command } from 'commander';
 import { Consumer } from '../client/consumer.js';
+import type { HttpApi } from '../client/http-api.js';
+import { PushConsumer } from '../client/push-consumer.js';
 import { headersToJson } from '../protocol/json-records.js';
 import { COMMIT_MODES, START_POLICIES } from '../protocol/types.js';
-import type { CommitMode, StartPolicy } from '../protocol/types.js';
+import type { CommitMode, DeliveryMode, StartPolicy } from '../protocol/types.js';
 import { OnelogError } from '../protocol/errors.js';
 import { action, apiFor, parseInteger, reportError } from './common.js';
 
@@ -28,6 +31,25 @@ function writeLine(line: string): Promise<void> {
   return new Promise((resolve, reject) => {
     process.stdout.write(line, (err) => (err ? reject(err) : resolve()));
   });
+}
+
+/**
+ * The group's delivery mode for the topic: `push` (over a WebSocket) or `pull` (also for a new group).
+ * @throws OnelogError `INVALID_REQUEST` when the subscription pushes to a webhook: the broker delivers it
+ */
+async function deliveryMode(api: HttpApi, groupId: string, topic: string): Promise<DeliveryMode> {
+  const group = await api.describeGroup(groupId).catch((err: unknown) => {
+    if ((err as OnelogError).code === 'UNKNOWN_GROUP') return undefined;
+    throw err;
+  });
+  const subscription = group?.subscriptions.find((s) => s.topic === topic);
+  if (subscription?.pushEndpoint) {
+    throw new OnelogError('INVALID_REQUEST', `group ${groupId} delivers ${topic} to the webhook ${subscription.pushEndpoint}: the broker ` +
+      `sends its records there. Consume with another group, or 'onelog groups alter ${groupId} --topic ${topic} --push-endpoint ""'`, {
+      groupId, topic,
+    });
+  }
+  return subscription?.deliveryMode ?? 'pull';
 }
 
 /** Set when stdout's reader went away (`onelog consume ... | head`): stop, committing what was printed. */
@@ -50,15 +72,22 @@ export function registerConsume(program: Command): void {
       if (!COMMIT_MODES.includes(o.commitMode as CommitMode)) {
         throw new OnelogError('INVALID_REQUEST', `--commit-mode must be ${COMMIT_MODES.join(' or ')}, got ${JSON.stringify(o.commitMode)}`);
       }
-      const consumer = new Consumer(apiFor(cmd), {
+      const api = apiFor(cmd);
+      const common = {
         groupId: o.group,
-        clientId: 'onelog-cli',
         commitMode: o.commitMode as CommitMode,
         ...(o.sessionTimeoutMs ? { sessionTimeoutMs: o.sessionTimeoutMs } : {}),
         ...(o.from ? { startPolicy: o.from as StartPolicy } : {}),
-        ...(o.maxRecords ? { maxRecords: Math.min(o.maxRecords, 500) } : {}),
-        maxWaitMs: Math.min(500, Math.max(o.idleTimeoutMs ?? 500, 10)),
-      });
+      };
+      // The subscription's delivery mode decides: pull (fetch) or push (a WebSocket stream with credit).
+      const consumer = (await deliveryMode(api, o.group, topic)) === 'push'
+        ? new PushConsumer(api.url, { ...common, clientId: 'onelog-cli', creditRecords: Math.min(o.maxRecords ?? 1000, 1000) })
+        : new Consumer(api, {
+          ...common,
+          clientId: 'onelog-cli',
+          ...(o.maxRecords ? { maxRecords: Math.min(o.maxRecords, 500) } : {}),
+          maxWaitMs: Math.min(500, Math.max(o.idleTimeoutMs ?? 500, 10)),
+        });
       consumer.subscribe({ topic });
       let printed = 0;
       let idleTimer: NodeJS.Timeout | undefined;

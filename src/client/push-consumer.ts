@@ -42,6 +42,7 @@ export class PushConsumer {
   private readonly topics: string[] = [];
   private ws: WebSocket | null = null;
   private stopping = false;
+  private handling = false;
   private running: Promise<void> | null = null;
 
   /** @param url the server's HTTP address, e.g. `http://127.0.0.1:7070` */
@@ -67,9 +68,13 @@ export class PushConsumer {
     return this.running;
   }
 
-  /** Stops after the record in hand and leaves the group (unacknowledged records go to the next owner). */
+  /**
+   * Stops after the record in hand, acknowledges what was handled, and leaves the group (records sent but
+   * not handled go to the partition's next owner). Called from a handler it returns at once.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
+    if (this.handling) return; // the frame in hand acknowledges, then closes
     this.ws?.close(1000, 'consumer stopped');
     await this.running?.catch(() => {});
   }
@@ -126,17 +131,24 @@ export class PushConsumer {
   private async handle(frame: RecordsFrame, handlers: RunOptions, send: (frame: unknown) => void): Promise<void> {
     let bytes = 0;
     let last: ConsumedMessage | undefined;
-    for (const json of frame.records) {
-      if (this.stopping) break;
-      const record = jsonToRecord(json, 'base64');
-      const message: ConsumedMessage = { ...record, topic: frame.topic, partition: frame.partition };
-      const done = handlers.eachMessage({ topic: frame.topic, partition: frame.partition, message, tx: undefined });
-      if (done) await done;
-      last = message;
-      bytes += (record.key?.length ?? 0) + (record.value?.length ?? 0);
+    this.handling = true;
+    try {
+      for (const json of frame.records) {
+        if (this.stopping) break;
+        const record = jsonToRecord(json, 'base64');
+        const message: ConsumedMessage = { ...record, topic: frame.topic, partition: frame.partition };
+        const done = handlers.eachMessage({ topic: frame.topic, partition: frame.partition, message, tx: undefined });
+        if (done) await done;
+        last = message;
+        bytes += (record.key?.length ?? 0) + (record.value?.length ?? 0);
+      }
+    } finally {
+      this.handling = false;
+      if (last) {
+        send({ type: 'ack', topic: frame.topic, partition: frame.partition, offset: last.offset });
+        send({ type: 'credit', records: frame.records.length, bytes });
+      }
+      if (this.stopping) this.ws?.close(1000, 'consumer stopped');
     }
-    if (!last) return;
-    send({ type: 'ack', topic: frame.topic, partition: frame.partition, offset: last.offset });
-    send({ type: 'credit', records: frame.records.length, bytes });
   }
 }

@@ -91,3 +91,24 @@ describe('groups create and alter', () => {
     expect(missing.stderr).toContain('does not subscribe to nope');
   });
 });
+
+describe('consume follows the subscription\'s delivery mode', () => {
+  it('receives a push group\'s records over the WebSocket stream and commits what it printed', async () => {
+    server = await startServer(tmpDir());
+    await cli(['topics', 'create', 'edits', '--partitions', '1', '--config', 'retention.ms=-1']);
+    await cli(['produce', 'edits', '--file', WIKITICKER, '--timestamp-field', 'time']);
+    await cli(['groups', 'create', 'live', '--topic', 'edits', '--delivery', 'push', '--start', 'earliest']);
+    const out = await cli(['consume', 'edits', '--group', 'live', '--max-records', '5']);
+    expect(out.trim().split('\n').map((l) => (JSON.parse(l) as { offset: number }).offset)).toEqual([0, 1, 2, 3, 4]);
+    const d = await describeGroup('live');
+    expect(d.subscriptions[0]!.partitions[0]!.committedOffset).toBe(5);
+    expect(d.members).toEqual([]);
+    const next = await cli(['consume', 'edits', '--group', 'live', '--max-records', '2']);
+    expect(next.trim().split('\n').map((l) => (JSON.parse(l) as { offset: number }).offset)).toEqual([5, 6]);
+
+    await cli(['groups', 'alter', 'live', '--topic', 'edits', '--push-endpoint', 'http://127.0.0.1:9/hook']);
+    const refused = await runCli(server.url, ['consume', 'edits', '--group', 'live', '--max-records', '1']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('delivers edits to the webhook');
+  });
+});
