@@ -1,8 +1,14 @@
 /**
  * `npm run bench`: onelog's benchmarks. Each prints its setup and its figures. Options:
- * `--only client|storage|offsets`, `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
+ * `--only client|storage|offsets|peers`, `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
  * and 100), `--scale X` (storage benchmark sizes, default 1), `--offset-keys N` (offset store benchmark,
  * default 10,000,000).
+ *
+ * `--peers` (or `--only peers`): onelog beside Redis Streams and NATS JetStream instead (bench/peers/), with
+ * `--peer-records N` (per throughput run, default 200,000), `--peer-record-sizes 100,1024`, `--peer-batch N`
+ * (records per request/pipeline/ack batch, default 1,000), `--peer-in-flight K` (default 4), `--latency-rate R`
+ * (records/s, default 10,000), `--latency-seconds S` (default 10), `--latency-warmup-seconds S` (default 1),
+ * `--latency-sending tick|record` (one request per 1 ms tick, default, or one per record).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { clientThroughput } from './client-throughput.js';
 import { offsetStoreBenchmark } from './offset-store.js';
+import { peersBenchmark } from './peers/index.js';
 import { storageBenchmark } from './storage.js';
 
 const { values } = parseArgs({
@@ -19,12 +26,38 @@ const { values } = parseArgs({
     'record-bytes': { type: 'string', default: '100' },
     scale: { type: 'string', default: '1' },
     'offset-keys': { type: 'string', default: '10000000' },
+    peers: { type: 'boolean', default: false },
+    'peer-records': { type: 'string', default: '200000' },
+    'peer-record-sizes': { type: 'string', default: '100,1024' },
+    'peer-batch': { type: 'string', default: '1000' },
+    'peer-in-flight': { type: 'string', default: '4' },
+    'latency-rate': { type: 'string', default: '10000' },
+    'latency-seconds': { type: 'string', default: '10' },
+    'latency-warmup-seconds': { type: 'string', default: '1' },
+    'latency-sending': { type: 'string', default: 'tick' },
   },
 });
 
-if (values.only === undefined || values.only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
-if (values.only === undefined || values.only === 'offsets') await offsetStoreBenchmark({ keys: Number(values['offset-keys']) });
-if (values.only === undefined || values.only === 'client') {
+const only = values.peers ? 'peers' : values.only;
+if (only === 'peers') {
+  const sending = values['latency-sending'];
+  if (sending !== 'tick' && sending !== 'record') throw new Error(`--latency-sending is tick or record, not ${sending}`);
+  await peersBenchmark({
+    records: Number(values['peer-records']),
+    recordSizes: values['peer-record-sizes'].split(',').map(Number),
+    batchRecords: Number(values['peer-batch']),
+    inFlight: Number(values['peer-in-flight']),
+    latencyRate: Number(values['latency-rate']),
+    latencySeconds: Number(values['latency-seconds']),
+    latencyWarmupSeconds: Number(values['latency-warmup-seconds']),
+    latencyRecordBytes: 100,
+    latencySending: sending,
+  });
+}
+
+if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
+if (only === undefined || only === 'offsets') await offsetStoreBenchmark({ keys: Number(values['offset-keys']) });
+if (only === undefined || only === 'client') {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-'));
   try {
     await clientThroughput({
