@@ -22,6 +22,8 @@ import { lockDataDir } from './data-dir-lock.js';
 import { GroupCoordinator } from './coordinator/group-coordinator.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
 import { fetchPartitions } from './delivery/fetch.js';
+import { WebhookDispatcher } from './delivery/webhook.js';
+import type { WebhookOptions } from './delivery/webhook.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
 import type { OffsetStore } from './offsets/offset-store.js';
 import type {
@@ -66,6 +68,8 @@ export interface BrokerOptions {
   compactionIntervalMs?: number;
   /** How often members past their session timeout are removed, ms; 0 = only when their group is next used. @default 500 */
   sessionCheckIntervalMs?: number;
+  /** Webhook delivery (push subscriptions with a pushEndpoint): ack deadline, retry backoff, batch limits. @default see WebhookOptions */
+  webhooks?: WebhookOptions;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -77,6 +81,8 @@ export class Broker implements OnelogApi {
   private lastProducerId = 0;
   private closed = false;
   private readonly timers: NodeJS.Timeout[] = [];
+  /** POSTs the records of webhook subscriptions (docs/delivery.md); set once open. */
+  private webhooks: WebhookDispatcher | null = null;
 
   private constructor(
     private readonly catalog: Catalog,
@@ -119,6 +125,8 @@ export class Broker implements OnelogApi {
       options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
     );
     broker.lastProducerId = lastProducerId;
+    broker.webhooks = new WebhookDispatcher(broker, logger, options.webhooks);
+    await broker.webhooks.start(await catalog.listWebhookSubscriptions());
     broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', (topic) => broker.enforceRetention(topic));
     broker.every(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.partitions(topic).map((log) => log.compact())));
@@ -369,7 +377,9 @@ export class Broker implements OnelogApi {
     if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
     if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) checkEndpoint(request.pushEndpoint);
     if (request.maxInFlight !== undefined) checkInteger(request.maxInFlight, 'maxInFlight', 1, 100);
-    return this.groups.subscribe(request);
+    const result = await this.groups.subscribe(request);
+    await this.webhooks?.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
+    return result;
   }
 
   /**
@@ -458,6 +468,7 @@ export class Broker implements OnelogApi {
    * the HTTP server can drain at once.
    */
   endWaits(): void {
+    void this.webhooks?.stop(); // aborts in-flight POSTs, leaves the groups; close() awaits it
     this.logs.endWaits();
     this.groups.close();
   }
@@ -465,6 +476,12 @@ export class Broker implements OnelogApi {
   /** Waits for pending appends to sync, then closes the logs, the offset store and the catalog. */
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.webhooks) {
+      // Webhook dispatchers leave their groups while the broker still answers (endWaits ends their long-polls).
+      this.endWaits();
+      await this.webhooks.stop();
+      if (this.closed) return;
+    }
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
     this.groups.close();
