@@ -21,12 +21,15 @@ import { openSqliteCatalog } from './catalog/sqlite.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { GroupCoordinator } from './coordinator/group-coordinator.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
-import { fetchPartitions } from './delivery/fetch.js';
+import { prepareClientBatch } from './delivery/data-path.js';
+import { fetchPartitionBatches, fetchPartitions } from './delivery/fetch.js';
+import type { FetchLimits, FetchTarget } from './delivery/fetch.js';
 import { WebhookDispatcher } from './delivery/webhook.js';
 import type { WebhookOptions } from './delivery/webhook.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
 import type { OffsetStore } from './offsets/offset-store.js';
 import type {
+  BatchFetchResult, BinaryDataApi, FetchedPartition, ProduceBatchRequest, ProduceBatchResult,
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
   DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult,
@@ -35,7 +38,7 @@ import type {
 } from './protocol/api.js';
 import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
-import { partitionForKey } from './protocol/murmur2.js';
+import { Partitioner } from './protocol/partitioner.js';
 import { planProduce } from './protocol/produce-plan.js';
 import { encodeBatch } from './protocol/record-batch.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
@@ -75,8 +78,8 @@ export interface BrokerOptions {
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
 const MAX_WAIT_MS = 30_000;
 
-export class Broker implements OnelogApi {
-  private readonly nextSpreadPartition = new Map<string, number>();
+export class Broker implements OnelogApi, BinaryDataApi {
+  private readonly partitioner = new Partitioner();
   /** The highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`). */
   private lastProducerId = 0;
   private closed = false;
@@ -320,10 +323,7 @@ export class Broker implements OnelogApi {
 
   private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
     if (r.partition !== undefined) return this.logs.get(topic, r.partition).partition;
-    if (r.key !== null && r.key !== undefined) return partitionForKey(r.key, partitions);
-    const next = this.nextSpreadPartition.get(topic) ?? 0;
-    this.nextSpreadPartition.set(topic, (next + 1) % partitions);
-    return next;
+    return this.partitioner.partitionOf(topic, r.key, partitions);
   }
 
   /**
@@ -334,6 +334,22 @@ export class Broker implements OnelogApi {
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED` for a member's fetch
    */
   async fetch(request: FetchRequest): Promise<FetchResult> {
+    return this.groupFetch(request, fetchPartitions);
+  }
+
+  /**
+   * As {@link fetch}, but answers each partition's batches as stored, undecoded (the binary data path):
+   * whole batches, so the answer may hold a few records more than `maxRecords` (the reader trims).
+   */
+  async fetchBatches(request: FetchRequest): Promise<BatchFetchResult> {
+    return this.groupFetch(request, fetchPartitionBatches);
+  }
+
+  /** What {@link fetch} and {@link fetchBatches} share: checks, member fencing, long-poll, out-of-range handling. */
+  private async groupFetch<P extends Pick<FetchedPartition, 'partition' | 'error' | 'nextOffset' | 'logStartOffset' | 'highWatermark'>>(
+    request: FetchRequest,
+    read: (targets: FetchTarget[], limits: FetchLimits) => Promise<P[]>,
+  ): Promise<{ topic: string; partitions: P[]; generationId?: number; assignmentChanged?: boolean }> {
     this.checkOpen();
     const { topic, groupId, memberId } = request;
     if (memberId !== undefined && groupId === undefined) {
@@ -345,7 +361,7 @@ export class Broker implements OnelogApi {
       log: this.logs.get(topic, p.partition),
       offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
     }));
-    const partitions = await fetchPartitions(targets, {
+    const partitions = await read(targets, {
       maxRecords: checkInteger(request.maxRecords ?? FETCH_DEFAULTS.maxRecords, 'maxRecords', 1),
       maxBytes: checkInteger(request.maxBytes ?? FETCH_DEFAULTS.maxBytes, 'maxBytes', 1),
       maxWaitMs: checkInteger(request.maxWaitMs ?? FETCH_DEFAULTS.maxWaitMs, 'maxWaitMs', 0, MAX_WAIT_MS),
@@ -365,6 +381,21 @@ export class Broker implements OnelogApi {
       });
     }
     return { topic, partitions };
+  }
+
+  /**
+   * Appends one client-encoded RecordBatch v2 without decoding its records (the binary data path); see
+   * {@link prepareClientBatch} for what is checked. Resolves as {@link produce} does.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `CORRUPT_MESSAGE`, `RECORD_TOO_LARGE`,
+   *   `INVALID_RECORD`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
+   */
+  async produceBatch(request: ProduceBatchRequest): Promise<ProduceBatchResult> {
+    this.checkOpen();
+    const log = this.logs.get(request.topic, request.partition);
+    if (!Buffer.isBuffer(request.batch)) throw new OnelogError('INVALID_REQUEST', 'batch must be the bytes of one RecordBatch v2');
+    const batch = prepareClientBatch(request.batch, log, { maxBatchBytes: Math.max(this.maxBatchBytes, this.maxRecordBytes), lastProducerId: this.lastProducerId });
+    const { baseOffset, lastOffset, duplicate } = await log.appendBatch(batch);
+    return { partition: log.partition, baseOffset, lastOffset, ...(duplicate ? { duplicate } : {}) };
   }
 
   /** @see GroupCoordinator.subscribe */

@@ -2,7 +2,7 @@
  * onelog's side of the peer benchmarks: a child `onelog serve` (fresh data directory, loopback), driven
  * through the TypeScript client. One partition per topic, as Redis and JetStream write one stream.
  *
- * The client is the one thing to swap when the binary WebSocket data path lands: {@link onelogClient}.
+ * The client is one value to swap ({@link onelogClient}): the binary data path by default.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,10 +21,10 @@ export interface OnelogClientChoice {
   connect(url: string): Onelog;
 }
 
-/** The client under test. Swap this one value for the binary data path (WebSocket frames) when it lands. */
+/** The client under test: the binary data path (RecordBatch v2 in WebSocket binary frames). */
 export const onelogClient: OnelogClientChoice = {
-  name: 'TypeScript client over HTTP/JSON (values base64, global fetch keep-alive)',
-  connect: (url) => new Onelog({ url }),
+  name: 'TypeScript client, binary data path (RecordBatch v2 in WebSocket binary frames on GET /data; group operations over HTTP/JSON)',
+  connect: (url) => new Onelog({ url, binary: true }),
 };
 
 /** Long-poll wait of the latency consumer's fetches, ms (a fetch answers as soon as a record arrives). */

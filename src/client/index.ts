@@ -15,6 +15,7 @@ import type { OnelogApi } from '../protocol/api.js';
 import { Admin } from './admin.js';
 import { Consumer } from './consumer.js';
 import type { ConsumerOptions } from './consumer.js';
+import { BinaryApi } from './binary-api.js';
 import { defaultServerUrl, HttpApi } from './http-api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Producer } from './producer.js';
@@ -27,6 +28,7 @@ export { Consumer } from './consumer.js';
 export type { ConsumedMessage, ConsumerOptions, EachMessagePayload, RunOptions } from './consumer.js';
 export type { ExternalOffsetStore, ExternalPosition } from './external-offsets.js';
 export { HttpApi, defaultServerUrl } from './http-api.js';
+export { BinaryApi } from './binary-api.js';
 export { Producer } from './producer.js';
 export { PushConsumer } from './push-consumer.js';
 export type { PushConsumerOptions } from './push-consumer.js';
@@ -38,8 +40,12 @@ export type { ErrorCode } from '../protocol/errors.js';
 export type * from '../protocol/api.js';
 export type * from '../protocol/types.js';
 
-/** Where the client connects: a server URL, or any {@link OnelogApi} such as an embedded Broker. */
-export type OnelogOptions = { url?: string } | { api: OnelogApi };
+/**
+ * Where the client connects: a server URL, or any {@link OnelogApi} such as an embedded Broker. With
+ * `binary: true`, produce and fetch use the binary data path (RecordBatch v2 in WebSocket binary frames,
+ * no JSON or base64 per record); everything else stays HTTP/JSON. @default binary false
+ */
+export type OnelogOptions = { url?: string; binary?: boolean } | { api: OnelogApi };
 
 export class Onelog {
   /** The API every producer, consumer and admin of this client uses. */
@@ -47,7 +53,8 @@ export class Onelog {
 
   /** @param options `{ url }` (default env `ONELOG_URL`, else `http://127.0.0.1:7070`) or `{ api }` */
   constructor(options: OnelogOptions = {}) {
-    this.api = 'api' in options ? options.api : new HttpApi(options.url ?? defaultServerUrl());
+    if ('api' in options) this.api = options.api;
+    else this.api = options.binary ? new BinaryApi(options.url ?? defaultServerUrl()) : new HttpApi(options.url ?? defaultServerUrl());
   }
 
   /** A producer; `{ idempotent: true }` stores each send once even when retried. */

@@ -10,7 +10,7 @@
  */
 import type { OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import { partitionForKey } from '../protocol/murmur2.js';
+import { Partitioner } from '../protocol/partitioner.js';
 import type { RecordHeader } from '../protocol/types.js';
 
 /** Bytes given as a string (UTF-8) or a Buffer. */
@@ -35,6 +35,21 @@ export interface ProducerOptions {
   retries?: number;
   /** Wait before the first retry, ms; doubles each time. @default 100 */
   retryBackoffMs?: number;
+  /**
+   * Gather sends to one topic for up to this long and send them as one request (Kafka's linger.ms); each
+   * `send` still resolves with its own offsets. 0: every send is its own request. @default 0
+   */
+  lingerMs?: number;
+  /** With `lingerMs`: send as soon as the gathered records reach this many bytes (Kafka's batch.size). @default 1048576 */
+  batchBytes?: number;
+}
+
+/** Sends gathered for one topic while lingering. */
+interface Gathered {
+  records: ProduceRecord[];
+  bytes: number;
+  sends: Array<{ from: number; count: number; resolve: (r: ProduceResult) => void; reject: (err: unknown) => void }>;
+  timer: NodeJS.Timeout;
 }
 
 function toBytes(v: BytesLike | null | undefined): Buffer | null {
@@ -58,8 +73,9 @@ export class Producer {
   /** `topic/partition` -> next sequence */
   private readonly sequences = new Map<string, number>();
   private readonly partitionCounts = new Map<string, number>();
-  private readonly nextSpread = new Map<string, number>();
+  private readonly partitioner = new Partitioner();
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly gathered = new Map<string, Gathered>();
 
   constructor(
     private readonly api: OnelogApi,
@@ -68,6 +84,7 @@ export class Producer {
 
   /**
    * Appends messages to a topic in one request; resolves when they are durable on the broker.
+   * With `lingerMs`, the send waits up to that long to go out with others to the same topic.
    * @returns each message's partition and offset, in order
    * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE` (then none is stored);
    *   idempotent: `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, or the last retriable error after the
@@ -76,8 +93,37 @@ export class Producer {
    */
   send(request: { topic: string; messages: readonly Message[] }): Promise<ProduceResult> {
     const records = request.messages.map(toProduceRecord);
-    if (!this.options.idempotent) return this.api.produce({ topic: request.topic, records });
-    const next = this.queue.then(() => this.sendIdempotent(request.topic, records));
+    if (!this.options.lingerMs) return this.produce(request.topic, records);
+    return new Promise((resolve, reject) => {
+      let g = this.gathered.get(request.topic);
+      if (!g) {
+        g = { records: [], bytes: 0, sends: [], timer: setTimeout(() => this.flush(request.topic), this.options.lingerMs) };
+        this.gathered.set(request.topic, g);
+      }
+      g.sends.push({ from: g.records.length, count: records.length, resolve, reject });
+      for (const r of records) {
+        g.records.push(r);
+        g.bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0);
+      }
+      if (g.bytes >= (this.options.batchBytes ?? 1024 * 1024)) this.flush(request.topic);
+    });
+  }
+
+  /** Sends what was gathered for `topic` now, as one request, and answers each send its own offsets. */
+  private flush(topic: string): void {
+    const g = this.gathered.get(topic);
+    if (!g) return;
+    this.gathered.delete(topic);
+    clearTimeout(g.timer);
+    this.produce(topic, g.records).then(
+      (result) => g.sends.forEach((s) => s.resolve({ topic, offsets: result.offsets.slice(s.from, s.from + s.count) })),
+      (err: unknown) => g.sends.forEach((s) => s.reject(err)),
+    );
+  }
+
+  private produce(topic: string, records: ProduceRecord[]): Promise<ProduceResult> {
+    if (!this.options.idempotent) return this.api.produce({ topic, records });
+    const next = this.queue.then(() => this.sendIdempotent(topic, records));
     this.queue = next.catch(() => {});
     return next;
   }
@@ -104,7 +150,7 @@ export class Producer {
     const partitions = await this.partitionCount(topic);
     const counts = new Map<number, number>();
     for (const r of records) {
-      r.partition ??= this.choosePartition(topic, r, partitions);
+      r.partition ??= this.partitioner.partitionOf(topic, r.key, partitions);
       counts.set(r.partition, (counts.get(r.partition) ?? 0) + 1);
     }
     const baseSequences: Record<number, number> = {};
@@ -136,13 +182,5 @@ export class Producer {
       this.partitionCounts.set(topic, n);
     }
     return n;
-  }
-
-  /** The broker's partitioner, on the client: murmur2 of the key, else the next partition in turn. */
-  private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
-    if (r.key !== null && r.key !== undefined) return partitionForKey(r.key, partitions);
-    const next = this.nextSpread.get(topic) ?? 0;
-    this.nextSpread.set(topic, (next + 1) % partitions);
-    return next;
   }
 }

@@ -305,7 +305,7 @@ export class GroupCoordinator {
    * Applies the subscription's out-of-range policy to partitions of a member's fetch that fell off the log:
    * the partition pauses for the group (its error says so) or the position jumps (`nextOffset` moves there).
    */
-  async afterFetch(request: FetchRequest & { groupId: string }, partitions: FetchedPartition[]): Promise<void> {
+  async afterFetch(request: FetchRequest & { groupId: string }, partitions: Array<Pick<FetchedPartition, 'partition' | 'error' | 'nextOffset'>>): Promise<void> {
     const fallen = partitions.filter((p) => p.error?.code === 'OFFSET_OUT_OF_RANGE');
     if (fallen.length === 0) return;
     const { groupId, topic } = request;

@@ -33,10 +33,7 @@ function isReady(t: FetchTarget): boolean {
  * Partitions are served in the given order until the budget is spent: callers rotate the order so none starves.
  */
 export async function fetchPartitions(targets: readonly FetchTarget[], limits: FetchLimits): Promise<FetchedPartition[]> {
-  if (!targets.some(isReady) && limits.maxWaitMs > 0) {
-    const waits = targets.map((t) => t.log.waitForData(t.offset, limits.maxWaitMs));
-    await Promise.race(waits);
-  }
+  await waitForAny(targets, limits.maxWaitMs);
   let recordsLeft = limits.maxRecords;
   let bytesLeft = limits.maxBytes;
   return targets.map(({ log, offset }) => {
@@ -49,6 +46,42 @@ export async function fetchPartitions(targets: readonly FetchTarget[], limits: F
       return { ...state, records, nextOffset };
     } catch (err) {
       if (err instanceof OnelogError) return { ...state, records: [], nextOffset: offset, error: err.toJSON() };
+      throw err;
+    }
+  });
+}
+
+/** Long-poll: waits up to `maxWaitMs` unless some target is ready (has records, or an error to answer). */
+async function waitForAny(targets: readonly FetchTarget[], maxWaitMs: number): Promise<void> {
+  if (targets.some(isReady) || maxWaitMs <= 0) return;
+  await Promise.race(targets.map((t) => t.log.waitForData(t.offset, maxWaitMs)));
+}
+
+/** One partition's part of a binary fetch: whole batches as stored. */
+export interface FetchedBatches extends Omit<FetchedPartition, 'records'> {
+  /** Whole RecordBatch v2 batches; the first may hold records before the requested offset. */
+  batches: Buffer;
+}
+
+/**
+ * As {@link fetchPartitions}, but answers each partition's batches as stored, undecoded (the binary data
+ * path): whole batches, so `maxRecords` is approximate (the reader trims) and the first batch of a partition
+ * always fits `maxBytes`.
+ */
+export async function fetchPartitionBatches(targets: readonly FetchTarget[], limits: FetchLimits): Promise<FetchedBatches[]> {
+  await waitForAny(targets, limits.maxWaitMs);
+  let bytesLeft = limits.maxBytes;
+  let recordsLeft = limits.maxRecords;
+  return targets.map(({ log, offset }) => {
+    const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
+    try {
+      if (bytesLeft <= 0 || recordsLeft <= 0 || offset === log.highWatermark) return { ...state, batches: Buffer.alloc(0), nextOffset: offset };
+      const { batches, nextOffset } = log.readBatches(offset, bytesLeft, recordsLeft);
+      bytesLeft -= batches.length;
+      recordsLeft -= nextOffset - offset;
+      return { ...state, batches, nextOffset };
+    } catch (err) {
+      if (err instanceof OnelogError) return { ...state, batches: Buffer.alloc(0), nextOffset: offset, error: err.toJSON() };
       throw err;
     }
   });

@@ -422,6 +422,33 @@ export interface ResetOffsetsResult {
   }>;
 }
 
+/** A produce of one encoded RecordBatch v2 (the binary data path). */
+export interface ProduceBatchRequest {
+  topic: string;
+  partition: number;
+  /** One whole batch, as a client encoded it (base offset 0; the broker restamps it). */
+  batch: Buffer;
+}
+
+/** Where a produced batch landed; `duplicate` when it was an idempotent retry already stored. */
+export interface ProduceBatchResult {
+  partition: number;
+  baseOffset: number;
+  lastOffset: number;
+  duplicate?: boolean;
+}
+
+/** A binary fetch's answer: each partition's stored batches, undecoded. */
+export interface BatchFetchResult extends Omit<FetchResult, 'partitions'> {
+  partitions: Array<Omit<FetchedPartition, 'records'> & { batches: Buffer }>;
+}
+
+/** The binary data path, offered by the embedded broker (and served by `onelog serve` on `GET /data`). */
+export interface BinaryDataApi {
+  produceBatch(request: ProduceBatchRequest): Promise<ProduceBatchResult>;
+  fetchBatches(request: FetchRequest): Promise<BatchFetchResult>;
+}
+
 /** Everything a client can ask of onelog. */
 export interface OnelogApi {
   createTopic(request: CreateTopicRequest): Promise<TopicDescription>;

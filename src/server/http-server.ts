@@ -4,17 +4,20 @@
  * failures (malformed JSON, schema violations, oversized bodies, unknown routes) are mapped to registry
  * codes too, so every error a client sees has a stable code.
  */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import type {
-  CommitRequest, HeartbeatRequest, JoinGroupRequest, OnelogApi, SubscribeRequest, ProduceRecord, ProducerIdempotence, ResetSpec,
+  BinaryDataApi, CommitRequest, HeartbeatRequest, JoinGroupRequest, OnelogApi, SubscribeRequest, ProduceRecord, ProducerIdempotence, ResetSpec,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import {
   BYTES_ENCODINGS, jsonToBytes, jsonToHeaders, parseTimestamp, recordToJson,
 } from '../protocol/json-records.js';
 import type { BytesEncoding, JsonProduceRecord } from '../protocol/json-records.js';
-import { attachPushSockets } from './push-socket.js';
+import { dataSockets } from './data-socket.js';
+import { pushSockets } from './push-socket.js';
 
 /** Options of the HTTP server. */
 export interface HttpServerOptions {
@@ -276,12 +279,25 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
   app.post('/producers', async () => api.initProducerId());
 
-  // WebSocket push streams, and their counters (what each session holds; docs/delivery.md).
-  const push = attachPushSockets(app, api);
-  app.addHook('onClose', () => push.close());
+  // WebSockets: push streams (and their counters: what each session holds) and the binary data path
+  // (docs/delivery.md). Any other upgrade is answered 404.
+  const push = pushSockets(api);
+  const data = isBinaryDataApi(api) ? dataSockets(api) : null;
+  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (push.upgrade(request, socket, head) || data?.upgrade(request, socket, head)) return;
+    socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
+  });
+  app.addHook('onClose', async () => {
+    data?.close();
+    await push.close();
+  });
   app.get('/push-streams', async () => ({ streams: push.stats() }));
 
   return app;
+}
+
+function isBinaryDataApi(api: OnelogApi): api is OnelogApi & BinaryDataApi {
+  return typeof (api as Partial<BinaryDataApi>).produceBatch === 'function' && typeof (api as Partial<BinaryDataApi>).fetchBatches === 'function';
 }
 
 function produceRecord(r: JsonProduceRecord, i: number, encoding: BytesEncoding): ProduceRecord {

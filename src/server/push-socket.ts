@@ -13,7 +13,6 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { PushSession } from '../delivery/push-session.js';
@@ -25,26 +24,18 @@ const STREAM_PATH = /^\/groups\/([^/?]+)\/stream(?:\?.*)?$/;
 
 /** The push streams of one server. */
 export interface PushSockets {
+  /** Takes an HTTP upgrade for `/groups/:group/stream`; answers false for any other path. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** Every open session's counters, by member id. */
   stats(): Array<PushStats & { memberId: string; groupId: string }>;
   /** Closes every stream (members leave their groups). */
   close(): Promise<void>;
 }
 
-/** Serves push streams on `app`'s HTTP server (call before `listen`). */
-export function attachPushSockets(app: FastifyInstance, api: OnelogApi): PushSockets {
+/** Push streams over `api` (the server routes upgrades to {@link PushSockets.upgrade}). */
+export function pushSockets(api: OnelogApi): PushSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const sessions = new Map<WebSocket, { groupId: string; session: PushSession | null }>();
-
-  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const match = STREAM_PATH.exec(request.url ?? '');
-    if (!match) {
-      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
-      return;
-    }
-    const groupId = decodeURIComponent(match[1]!);
-    wss.handleUpgrade(request, socket, head, (ws) => serve(ws, groupId));
-  });
 
   function serve(ws: WebSocket, groupId: string): void {
     const entry: { groupId: string; session: PushSession | null } = { groupId, session: null };
@@ -78,6 +69,13 @@ export function attachPushSockets(app: FastifyInstance, api: OnelogApi): PushSoc
   }
 
   return {
+    upgrade: (request, socket, head) => {
+      const match = STREAM_PATH.exec(request.url ?? '');
+      if (!match) return false;
+      const groupId = decodeURIComponent(match[1]!);
+      wss.handleUpgrade(request, socket, head, (ws) => serve(ws, groupId));
+      return true;
+    },
     stats: () => [...sessions.values()].flatMap(({ groupId, session }) =>
       session ? [{ groupId, memberId: session.memberId, ...session.stats() }] : []),
     close: async () => {

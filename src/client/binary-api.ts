@@ -1,0 +1,147 @@
+/**
+ * {@link OnelogApi} with a binary data path: produce and fetch travel as RecordBatch v2 bytes in WebSocket
+ * binary frames on `GET /data` (src/protocol/data-frames.ts), encoded and decoded here, so the broker
+ * appends and serves batches without decoding records and no JSON or base64 touches the records. Every
+ * other operation goes over HTTP/JSON as {@link HttpApi}. One socket, opened on first use and again after a
+ * failure; requests on it run concurrently.
+ */
+import WebSocket from 'ws';
+import type { FetchRequest, FetchResult, ProduceRequest, ProduceResult } from '../protocol/api.js';
+import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
+import type { DataFrame, FrameKind } from '../protocol/data-frames.js';
+import { OnelogError } from '../protocol/errors.js';
+import { Partitioner } from '../protocol/partitioner.js';
+import { planProduce } from '../protocol/produce-plan.js';
+import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
+import type { StoredRecord } from '../protocol/types.js';
+import { HttpApi } from './http-api.js';
+
+/** Records per produced batch are cut at about this many bytes. */
+const BATCH_BYTES = 1024 * 1024;
+
+type FetchedJson = Omit<FetchResult, 'partitions'> & {
+  partitions: Array<Omit<FetchResult['partitions'][number], 'records'> & { batchBytes: number }>;
+};
+
+export class BinaryApi extends HttpApi {
+  private socket: Promise<WebSocket> | null = null;
+  private nextRequestId = 1;
+  private readonly pending = new Map<number, { resolve: (frame: DataFrame) => void; reject: (err: Error) => void }>();
+  private readonly partitionCounts = new Map<string, number>();
+  private readonly partitioner = new Partitioner();
+
+  /**
+   * Appends records as one RecordBatch v2 per partition (cut at about 1 MiB), each sent in a binary frame.
+   * Partitions are chosen here as the broker would ({@link Partitioner}).
+   * @throws OnelogError as {@link HttpApi.produce}; `NETWORK_ERROR` when the socket fails
+   */
+  override async produce(request: ProduceRequest): Promise<ProduceResult> {
+    const { topic, records } = request;
+    const partitions = await this.partitionCount(topic);
+    // Record size, keys on compacted topics and partition bounds are the broker's to check, per batch.
+    const batches = planProduce(request, {
+      partitions, compacted: false, maxRecordBytes: Infinity, maxBatchBytes: BATCH_BYTES,
+      choosePartition: (r) => r.partition ?? this.partitioner.partitionOf(topic, r.key, partitions),
+    });
+    const offsets = new Array<{ partition: number; offset: number }>(records.length);
+    const now = Date.now();
+    // A partition's batches go one after another (their sequences follow each other); partitions in parallel.
+    const byPartition = new Map<number, typeof batches>();
+    for (const b of batches) byPartition.set(b.partition, [...(byPartition.get(b.partition) ?? []), b]);
+    await Promise.all([...byPartition].map(async ([partition, list]) => {
+      for (const { indexes, producer } of list) {
+        const batch = encodeBatch(indexes.map((i) => records[i]!), 0, now, producer);
+        const answer = await this.request(FRAME_KIND.PRODUCE, { topic, partition }, batch, FRAME_KIND.PRODUCED);
+        const { baseOffset } = answer.json as { baseOffset: number };
+        indexes.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
+      }
+    }));
+    return { topic, offsets };
+  }
+
+  /**
+   * Fetches stored batches in a binary frame and decodes them here; `maxRecords` is applied here (the
+   * partition's `nextOffset` then points at the first record left out).
+   */
+  override async fetch(request: FetchRequest): Promise<FetchResult> {
+    const answer = await this.request(FRAME_KIND.FETCH, request, Buffer.alloc(0), FRAME_KIND.FETCHED);
+    const json = answer.json as FetchedJson;
+    let pos = 0;
+    let recordsLeft = request.maxRecords ?? 500;
+    const partitions = json.partitions.map(({ batchBytes, ...p }) => {
+      const bytes = answer.payload.subarray(pos, pos + batchBytes);
+      pos += batchBytes;
+      const from = request.partitions.find((r) => r.partition === p.partition)?.offset ?? 0;
+      const records: StoredRecord[] = [];
+      let nextOffset = p.nextOffset;
+      for (let at = 0; at < bytes.length && nextOffset === p.nextOffset; at += LOG_OVERHEAD + bytes.readInt32BE(at + 8)) {
+        for (const r of decodeRecords(bytes, at)) {
+          if (r.offset < from) continue;
+          if (recordsLeft === 0) {
+            nextOffset = r.offset;
+            break;
+          }
+          records.push(r);
+          recordsLeft--;
+        }
+      }
+      return { ...p, records, nextOffset };
+    });
+    return { ...json, partitions };
+  }
+
+  /** Closes the data socket (pending requests fail with `NETWORK_ERROR`). */
+  close(): void {
+    void this.socket?.then((ws) => ws.close(1000, 'client closed')).catch(() => {});
+    this.socket = null;
+  }
+
+  private async request(kind: FrameKind, json: unknown, payload: Buffer, expected: FrameKind): Promise<DataFrame> {
+    const ws = await this.connect();
+    const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
+    const answer = await new Promise<DataFrame>((resolve, reject) => {
+      this.pending.set(requestId, { resolve, reject });
+      ws.send(encodeFrame(kind, requestId, json, payload), (err) => {
+        if (!err) return;
+        this.pending.delete(requestId);
+        reject(new OnelogError('NETWORK_ERROR', `sending to ${this.url}/data failed: ${err.message}`, { url: this.url }));
+      });
+    });
+    if (answer.kind === FRAME_KIND.ERROR) throw OnelogError.fromJSON(answer.json as { code?: unknown; message?: unknown });
+    if (answer.kind !== expected) throw new OnelogError('INTERNAL_ERROR', `the data path answered frame kind ${answer.kind}, expected ${expected}`);
+    return answer;
+  }
+
+  private connect(): Promise<WebSocket> {
+    this.socket ??= new Promise<WebSocket>((resolve, reject) => {
+      const url = `${this.url.replace(/^http/, 'ws')}/data`;
+      const ws = new WebSocket(url);
+      const fail = (message: string) => {
+        this.socket = null;
+        const err = new OnelogError('NETWORK_ERROR', `the data path at ${url}: ${message}`, { url });
+        for (const p of this.pending.values()) p.reject(err);
+        this.pending.clear();
+        reject(err);
+      };
+      ws.on('open', () => resolve(ws));
+      ws.on('error', (err) => fail(err.message));
+      ws.on('close', (code) => fail(`closed (${code})`));
+      ws.on('message', (data: Buffer) => {
+        const frame = decodeFrame(data);
+        const waiter = this.pending.get(frame.requestId);
+        this.pending.delete(frame.requestId);
+        waiter?.resolve(frame);
+      });
+    });
+    return this.socket;
+  }
+
+  private async partitionCount(topic: string): Promise<number> {
+    let n = this.partitionCounts.get(topic);
+    if (n === undefined) {
+      n = (await this.describeTopic(topic)).partitions.length;
+      this.partitionCounts.set(topic, n);
+    }
+    return n;
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Frames of the binary data path (WebSocket binary messages on `GET /data`): a produce carries one encoded
+ * RecordBatch v2 that the broker appends without decoding its records; a fetch answer carries the stored
+ * batches as they are. Every frame is
+ *
+ *     kind u8 | requestId u32 | jsonBytes u32 | json (UTF-8) | payload
+ *
+ * with big-endian integers. Requests: `PRODUCE` (json `{ topic, partition }`, payload one batch) and `FETCH`
+ * (json a {@link FetchRequest}, no payload). Answers repeat the request id: `PRODUCED` (json
+ * `{ partition, baseOffset, lastOffset }`), `FETCHED` (json the fetch result with each partition's
+ * `batchBytes`; payload the partitions' batches one after another) or `ERROR` (json `{ code, message, ...}`).
+ * Pure: no I/O.
+ */
+import { OnelogError } from './errors.js';
+
+export const FRAME_KIND = { PRODUCE: 1, FETCH: 2, PRODUCED: 101, FETCHED: 102, ERROR: 255 } as const;
+export type FrameKind = (typeof FRAME_KIND)[keyof typeof FRAME_KIND];
+
+const HEADER_BYTES = 9;
+
+/** A decoded frame: its kind, request id, JSON part and payload (a view into the frame). */
+export interface DataFrame {
+  kind: FrameKind;
+  requestId: number;
+  json: unknown;
+  payload: Buffer;
+}
+
+/** Builds a frame. */
+export function encodeFrame(kind: FrameKind, requestId: number, json: unknown, payload: Buffer | readonly Buffer[] = []): Buffer {
+  const text = Buffer.from(JSON.stringify(json), 'utf8');
+  const parts = Buffer.isBuffer(payload) ? [payload] : payload;
+  const header = Buffer.allocUnsafe(HEADER_BYTES);
+  header.writeUInt8(kind, 0);
+  header.writeUInt32BE(requestId, 1);
+  header.writeUInt32BE(text.length, 5);
+  return Buffer.concat([header, text, ...parts]);
+}
+
+/**
+ * Reads a frame.
+ * @throws OnelogError `INVALID_REQUEST` for a frame too short for its header or JSON, or with bad JSON
+ */
+export function decodeFrame(frame: Buffer): DataFrame {
+  if (frame.length < HEADER_BYTES) throw new OnelogError('INVALID_REQUEST', `a data frame has a ${HEADER_BYTES}-byte header; got ${frame.length} bytes`);
+  const jsonBytes = frame.readUInt32BE(5);
+  if (HEADER_BYTES + jsonBytes > frame.length) {
+    throw new OnelogError('INVALID_REQUEST', `a data frame says ${jsonBytes} bytes of JSON but holds ${frame.length - HEADER_BYTES}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(frame.toString('utf8', HEADER_BYTES, HEADER_BYTES + jsonBytes));
+  } catch (err) {
+    throw new OnelogError('INVALID_REQUEST', `a data frame's JSON is malformed: ${(err as Error).message}`);
+  }
+  return {
+    kind: frame.readUInt8(0) as FrameKind,
+    requestId: frame.readUInt32BE(1),
+    json,
+    payload: frame.subarray(HEADER_BYTES + jsonBytes),
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * The binary data path: WebSocket binary messages on `GET /data`, framed as src/protocol/data-frames.ts
+ * says. A `PRODUCE` frame's batch is appended as it is (no per-record decoding on the hot path); a `FETCH`
+ * answers the stored batches undecoded. Requests on one socket run concurrently; each answer repeats its
+ * request id. Errors answer an `ERROR` frame with the registry code; a frame that cannot be read closes the
+ * socket (1003).
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
+import type { BinaryDataApi, FetchRequest } from '../protocol/api.js';
+import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
+import { OnelogError } from '../protocol/errors.js';
+
+/** The data sockets of one server. */
+export interface DataSockets {
+  /** Takes an HTTP upgrade for `/data`; answers false for any other path. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  close(): void;
+}
+
+/** Largest frame accepted, bytes. */
+const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+export function dataSockets(api: BinaryDataApi): DataSockets {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+  wss.on('connection', (ws: WebSocket) => {
+    ws.on('message', (data, isBinary) => {
+      if (!isBinary) {
+        ws.close(1003, 'the data path takes binary frames');
+        return;
+      }
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      let requestId = 0;
+      void (async () => {
+        try {
+          const frame = decodeFrame(bytes);
+          requestId = frame.requestId;
+          if (frame.kind === FRAME_KIND.PRODUCE) {
+            const { topic, partition } = frame.json as { topic: string; partition: number };
+            const result = await api.produceBatch({ topic, partition, batch: frame.payload });
+            ws.send(encodeFrame(FRAME_KIND.PRODUCED, requestId, result));
+          } else if (frame.kind === FRAME_KIND.FETCH) {
+            const result = await api.fetchBatches(frame.json as FetchRequest);
+            const partitions = result.partitions.map(({ batches, ...p }) => ({ ...p, batchBytes: batches.length }));
+            ws.send(encodeFrame(FRAME_KIND.FETCHED, requestId, { ...result, partitions }, result.partitions.map((p) => p.batches)));
+          } else {
+            throw new OnelogError('INVALID_REQUEST', `unknown data frame kind ${frame.kind}; allowed: 1 (produce), 2 (fetch)`);
+          }
+        } catch (err) {
+          const e = err instanceof OnelogError ? err : new OnelogError('INTERNAL_ERROR', (err as Error).message);
+          if (ws.readyState === ws.OPEN) ws.send(encodeFrame(FRAME_KIND.ERROR, requestId, e.toJSON()));
+        }
+      })();
+    });
+  });
+  return {
+    upgrade: (request, socket, head) => {
+      if (!/^\/data(?:\?.*)?$/.test(request.url ?? '')) return false;
+      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
+      return true;
+    },
+    close: () => {
+      for (const ws of wss.clients) ws.close(1001, 'server shutting down');
+      wss.close();
+    },
+  };
+}
