@@ -287,7 +287,8 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     if (push.upgrade(request, socket, head) || data?.upgrade(request, socket, head)) return;
     socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
   });
-  app.addHook('onClose', async () => {
+  // preClose: before the server waits for its connections, which an open WebSocket would hold forever.
+  app.addHook('preClose', async () => {
     data?.close();
     await push.close();
   });

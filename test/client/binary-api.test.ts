@@ -133,4 +133,18 @@ describe('binary data path', () => {
     expect(requests).toBe(1);
     expect(results.map((r) => r.offsets[0]!.offset)).toEqual(Array.from({ length: 50 }, (_, i) => i));
   });
+
+  it('the server closes while a client\'s data socket and a push stream are still open', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    const api = new BinaryApi(url); // not closed by the test
+    await new Onelog({ api }).producer().send({ topic: 't', messages: [{ value: 'x' }] });
+    const push = new Onelog({ url }).pushConsumer({ groupId: 'g', startPolicy: 'earliest' });
+    push.subscribe({ topic: 't' });
+    const seen: number[] = [];
+    const run = push.run({ eachMessage: ({ message }) => void seen.push(message.offset) }).catch(() => {});
+    while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await app.close(); // would wait forever for the open WebSockets
+    await run;
+    expect(await asyncCodeOf(api.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }] }))).toBe('NETWORK_ERROR');
+  });
 });
