@@ -308,7 +308,7 @@ export class PartitionLog {
     let next = offset;
     let i = this.segmentFor(offset);
     while (records.length === 0 && next < this.hw && i < this.segments.length) {
-      const buf = this.segments[i]!.read(next, limits.maxBytes, this.hw);
+      const buf = this.segments[i]!.read(next, limits.maxBytes, this.hw, limits.maxRecords - records.length);
       if (buf === null) {
         i++;
         next = Math.max(next, this.segments[i]?.baseOffset ?? this.hw);
@@ -338,7 +338,7 @@ export class PartitionLog {
     this.checkReadable(offset);
     let next = offset;
     for (let i = this.segmentFor(offset); next < this.hw && i < this.segments.length; i++) {
-      const buf = this.segments[i]!.read(next, maxBytes, this.hw);
+      const buf = this.segments[i]!.read(next, maxBytes, this.hw, maxRecords);
       if (buf === null) {
         next = Math.max(next, this.segments[i + 1]?.baseOffset ?? this.hw);
         continue;

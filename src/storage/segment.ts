@@ -251,14 +251,15 @@ export class LogSegment {
    * Reads whole batches: starting with the batch that holds `offset` (or the first after it), adding
    * following batches while the total stays within `maxBytes` (the first is returned whatever its size,
    * so a consumer always makes progress, as Kafka's KIP-74), and stopping before any batch that starts at
-   * or after `endOffset`.
+   * or after `endOffset`, or once the batches hold `maxOffsets` offsets from `offset` on.
    * @returns the batches as one buffer, or null when this segment holds nothing at or after `offset`
    */
-  read(offset: number, maxBytes: number, endOffset: number): Buffer | null {
+  read(offset: number, maxBytes: number, endOffset: number, maxOffsets = Infinity): Buffer | null {
     const reader = new ChunkReader(this.fd, this.size);
     let pos = this.index.lookup(offset);
     let first = -1;
     let end = -1;
+    let lastRead = offset - 1;
     while (pos < this.size) {
       const off = reader.ensure(pos, BATCH_HEADER_BYTES);
       if (off < 0) break;
@@ -269,8 +270,11 @@ export class LogSegment {
       const lastOffset = baseOffset + buf.readInt32BE(off + 23);
       if (first < 0) {
         if (lastOffset >= offset) first = pos;
-      } else if (pos + batchBytes - first > maxBytes) break;
-      if (first >= 0) end = pos + batchBytes;
+      } else if (pos + batchBytes - first > maxBytes || lastRead + 1 - offset >= maxOffsets) break;
+      if (first >= 0) {
+        end = pos + batchBytes;
+        lastRead = lastOffset;
+      }
       pos += batchBytes;
     }
     if (first < 0) return null;
