@@ -90,6 +90,25 @@ describe('WebSocket push', () => {
     await waitFor('the member left', async () => (await broker.describeGroup('slow')).members.length === 0);
   });
 
+  it('before-processing: the broker commits what it sends without waiting for acks (at-most-once)', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    await new Onelog({ api: broker }).producer().send({ topic: 't', messages: Array.from({ length: 20 }, (_, i) => ({ value: `v${i}`, partition: 0 })) });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/groups/amo/stream`);
+    const received: number[] = [];
+    ws.on('message', (data) => {
+      const frame = JSON.parse(data.toString()) as { type: string; records?: Array<{ offset: number }> };
+      if (frame.type === 'records') received.push(...frame.records!.map((r) => r.offset));
+    });
+    await new Promise((resolve) => ws.once('open', resolve));
+    ws.send(JSON.stringify({ type: 'subscribe', topics: ['t'], startPolicy: 'earliest', commitMode: 'before-processing' }));
+    ws.send(JSON.stringify({ type: 'credit', records: 20, bytes: 1 << 20 }));
+    await waitFor('every record', () => received.length === 20);
+    await waitFor('committed without an ack', async () =>
+      (await broker.describeGroup('amo')).subscriptions[0]!.partitions[0]!.committedOffset === 20);
+    expect((await broker.describeGroup('amo')).members[0]!.commitMode).toBe('before-processing');
+    ws.close();
+  });
+
   it('refuses a first frame that is not a subscribe, naming what is expected', async () => {
     const ws = new WebSocket(`${url.replace('http', 'ws')}/groups/g/stream`);
     await new Promise((resolve) => ws.once('open', resolve));
