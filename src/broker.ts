@@ -29,7 +29,7 @@ import type { WebhookOptions } from './delivery/webhook.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
 import type { OffsetStore } from './offsets/offset-store.js';
 import type {
-  BatchFetchResult, BinaryDataApi, FetchedPartition, ProduceBatchRequest, ProduceBatchResult,
+  BatchFetchResult, BinaryDataApi, FetchedPartition, ProduceBatchesRequest, ProduceBatchesResult,
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
   DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult,
@@ -40,7 +40,7 @@ import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
 import { Partitioner } from './protocol/partitioner.js';
 import { planProduce } from './protocol/produce-plan.js';
-import { encodeBatch } from './protocol/record-batch.js';
+import { encodeBatch, readBatchHeader } from './protocol/record-batch.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
 import type { CompressionType } from './protocol/topic-config.js';
 import { ASSIGNOR_NAMES } from './coordinator/assignor.js';
@@ -384,18 +384,37 @@ export class Broker implements OnelogApi, BinaryDataApi {
   }
 
   /**
-   * Appends one client-encoded RecordBatch v2 without decoding its records (the binary data path); see
-   * {@link prepareClientBatch} for what is checked. Resolves as {@link produce} does.
+   * Appends client-encoded RecordBatch v2 batches without decoding their records (the binary data path); see
+   * {@link prepareClientBatch} for what is checked. The request is refused whole: every batch is checked, and
+   * each partition's first idempotent batch checked against its producer state, before any is appended (no
+   * await in between). Resolves as {@link produce} does.
    * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `CORRUPT_MESSAGE`, `RECORD_TOO_LARGE`,
-   *   `INVALID_RECORD`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
+   *   `INVALID_RECORD`, `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
    */
-  async produceBatch(request: ProduceBatchRequest): Promise<ProduceBatchResult> {
+  async produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult> {
     this.checkOpen();
-    const log = this.logs.get(request.topic, request.partition);
-    if (!Buffer.isBuffer(request.batch)) throw new OnelogError('INVALID_REQUEST', 'batch must be the bytes of one RecordBatch v2');
-    const batch = prepareClientBatch(request.batch, log, { maxBatchBytes: Math.max(this.maxBatchBytes, this.maxRecordBytes), lastProducerId: this.lastProducerId });
-    const { baseOffset, lastOffset, duplicate } = await log.appendBatch(batch);
-    return { partition: log.partition, baseOffset, lastOffset, ...(duplicate ? { duplicate } : {}) };
+    if (!Array.isArray(request.batches) || request.batches.length === 0) {
+      throw new OnelogError('INVALID_REQUEST', 'a batch produce needs at least one batch', { topic: request.topic });
+    }
+    const limits = { maxBatchBytes: Math.max(this.maxBatchBytes, this.maxRecordBytes), lastProducerId: this.lastProducerId };
+    const prepared = request.batches.map(({ partition, batch }) => {
+      const log = this.logs.get(request.topic, partition);
+      if (!Buffer.isBuffer(batch)) throw new OnelogError('INVALID_REQUEST', 'each batch must be the bytes of one RecordBatch v2');
+      return { log, batch: prepareClientBatch(batch, log, limits) };
+    });
+    const checked = new Set<number>();
+    for (const { log, batch } of prepared) {
+      if (readBatchHeader(batch).producerId >= 0 && !checked.has(log.partition)) {
+        log.checkIdempotentBatch(batch);
+        checked.add(log.partition);
+      }
+    }
+    const appended = await Promise.all(prepared.map(({ log, batch }) => log.appendBatch(batch)));
+    return {
+      batches: appended.map(({ baseOffset, lastOffset, duplicate }, i) => ({
+        partition: prepared[i]!.log.partition, baseOffset, lastOffset, ...(duplicate ? { duplicate } : {}),
+      })),
+    };
   }
 
   /** @see GroupCoordinator.subscribe */

@@ -43,7 +43,7 @@ async function deliveryMode(api: HttpApi, groupId: string, topic: string): Promi
     throw err;
   });
   const subscription = group?.subscriptions.find((s) => s.topic === topic);
-  if (subscription?.pushEndpoint) {
+  if (subscription?.deliveryMode === 'push' && subscription.pushEndpoint) {
     throw new OnelogError('INVALID_REQUEST', `group ${groupId} delivers ${topic} to the webhook ${subscription.pushEndpoint}: the broker ` +
       `sends its records there. Consume with another group, or 'onelog groups alter ${groupId} --topic ${topic} --push-endpoint ""'`, {
       groupId, topic,

@@ -31,7 +31,8 @@ export class BinaryApi extends HttpApi {
   private readonly partitioner = new Partitioner();
 
   /**
-   * Appends records as one RecordBatch v2 per partition (cut at about 1 MiB), each sent in a binary frame.
+   * Appends records as RecordBatch v2 batches, one per partition (cut at about 1 MiB), all in one binary
+   * frame, so the broker stores or refuses the request whole.
    * Partitions are chosen here as the broker would ({@link Partitioner}).
    * @throws OnelogError as {@link HttpApi.produce}; `NETWORK_ERROR` when the socket fails
    */
@@ -43,19 +44,17 @@ export class BinaryApi extends HttpApi {
       partitions, compacted: false, maxRecordBytes: Infinity, maxBatchBytes: BATCH_BYTES,
       choosePartition: (r) => r.partition ?? this.partitioner.partitionOf(topic, r.key, partitions),
     });
-    const offsets = new Array<{ partition: number; offset: number }>(records.length);
     const now = Date.now();
-    // A partition's batches go one after another (their sequences follow each other); partitions in parallel.
-    const byPartition = new Map<number, typeof batches>();
-    for (const b of batches) byPartition.set(b.partition, [...(byPartition.get(b.partition) ?? []), b]);
-    await Promise.all([...byPartition].map(async ([partition, list]) => {
-      for (const { indexes, producer } of list) {
-        const batch = encodeBatch(indexes.map((i) => records[i]!), 0, now, producer);
-        const answer = await this.request(FRAME_KIND.PRODUCE, { topic, partition }, batch, FRAME_KIND.PRODUCED);
-        const { baseOffset } = answer.json as { baseOffset: number };
-        indexes.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
-      }
-    }));
+    // One frame for the whole request, so the broker stores or refuses it whole.
+    const encoded = batches.map(({ indexes, producer }) => encodeBatch(indexes.map((i) => records[i]!), 0, now, producer));
+    const answer = await this.request(FRAME_KIND.PRODUCE, {
+      topic, batches: batches.map((b, i) => ({ partition: b.partition, bytes: encoded[i]!.length })),
+    }, Buffer.concat(encoded), FRAME_KIND.PRODUCED);
+    const stored = (answer.json as { batches: Array<{ partition: number; baseOffset: number }> }).batches;
+    const offsets = new Array<{ partition: number; offset: number }>(records.length);
+    batches.forEach(({ partition, indexes }, b) => {
+      indexes.forEach((i, k) => (offsets[i] = { partition, offset: stored[b]!.baseOffset + k }));
+    });
     return { topic, offsets };
   }
 

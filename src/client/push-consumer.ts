@@ -58,7 +58,8 @@ export class PushConsumer {
 
   /**
    * Receives until {@link stop}. Resolves once stopped (the group left); rejects with the broker's fatal
-   * error or a handler's error (its record unacknowledged, as those after it).
+   * error, a handler's error (its record unacknowledged, as those after it), or `NETWORK_ERROR` when the
+   * stream closes without a stop (the broker went away): records sent but not acknowledged are redelivered.
    */
   run(handlers: RunOptions): Promise<void> {
     if (this.running) throw new OnelogError('INVALID_REQUEST', 'this consumer is already running');
@@ -120,8 +121,14 @@ export class PushConsumer {
       ws.on('error', (err) => {
         failure ??= new OnelogError('NETWORK_ERROR', `push stream ${streamUrl}: ${err.message}`, { url: streamUrl });
       });
-      ws.on('close', () => {
+      ws.on('close', (code, reason) => {
         this.ws = null;
+        // Closed by the broker or the network, not by stop(): the stream is gone, never a silent end.
+        if (!this.stopping && failure === undefined) {
+          failure = new OnelogError('NETWORK_ERROR', `push stream ${streamUrl} closed (${code}${reason.length ? `: ${reason.toString()}` : ''})`, {
+            url: streamUrl, closeCode: code,
+          });
+        }
         void queue.then(() => (failure === undefined ? resolve() : reject(failure)));
       });
     });

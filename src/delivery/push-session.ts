@@ -60,6 +60,8 @@ export class PushSession {
   private creditBytes = 0;
   private readonly unacked = new Map<string, Map<number, number>>(); // `topic/partition` -> offset -> bytes
   private unackedBytes = 0;
+  /** `topic/partition` -> the last offset sent: acks may not go past it. */
+  private readonly lastSent = new Map<string, number>();
   private unackedRecords = 0;
   private sentRecords = 0;
   private frame: { topic: string; partition: number; records: ReturnType<typeof recordToJson>[]; bytes: number } | null = null;
@@ -69,8 +71,14 @@ export class PushSession {
   /**
    * Joins the group and starts pushing as credit arrives.
    * @param send delivers one frame to the member (JSON text)
+   * @param end closes the transport after a fatal error (the membership ended: e.g. an unknown topic)
    */
-  constructor(api: OnelogApi, private readonly subscribe: PushSubscribe, private readonly send: (frame: string) => void) {
+  constructor(
+    api: OnelogApi,
+    private readonly subscribe: PushSubscribe,
+    private readonly send: (frame: string) => void,
+    private readonly end: (code: string) => void = () => {},
+  ) {
     this.consumer = new Consumer(api, {
       groupId: subscribe.groupId,
       commitMode: subscribe.commitMode ?? 'after-processing',
@@ -87,7 +95,9 @@ export class PushSession {
       onPartitionError: (error, where) => this.emit({ type: 'partition-error', ...where, error: error.toJSON() }),
     }).catch((err: unknown) => {
       const e = err instanceof OnelogError ? err : new OnelogError('INTERNAL_ERROR', (err as Error).message);
-      if (!this.closed) this.emit({ type: 'error', code: e.code, message: e.message });
+      if (this.closed) return;
+      this.emit({ type: 'error', code: e.code, message: e.message });
+      this.end(e.code);
     });
   }
 
@@ -100,12 +110,14 @@ export class PushSession {
    * Adds credit (records and bytes); sending resumes.
    * @throws OnelogError `INVALID_REQUEST` for counts that are not integers >= 0
    */
-  grant(records: number, bytes: number): void {
+  grant(records: unknown, bytes: unknown): void {
     for (const [name, n] of [['records', records], ['bytes', bytes]] as const) {
-      if (!Number.isSafeInteger(n) || n < 0) throw new OnelogError('INVALID_REQUEST', `credit ${name} must be an integer >= 0, got ${JSON.stringify(n)}`);
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+        throw new OnelogError('INVALID_REQUEST', `credit ${name} must be an integer >= 0, got ${JSON.stringify(n)}`);
+      }
     }
-    this.creditRecords += records;
-    this.creditBytes += bytes;
+    this.creditRecords += records as number;
+    this.creditBytes += bytes as number;
     this.flush();
     const waiter = this.creditWaiter;
     this.creditWaiter = null;
@@ -116,10 +128,17 @@ export class PushSession {
    * Acknowledges a record: commits `offset + 1` for its partition (after-processing), covering every earlier
    * record of the partition that was sent (cumulative, as Kafka's commit). An ack for a partition no longer
    * assigned to this member is dropped.
+   * @throws OnelogError `INVALID_OFFSET` for an offset this session did not send (acks never skip records)
    * @throws OnelogError as the commit does (`UNKNOWN_MEMBER_ID`, ... when the member was fenced)
    */
   async ack(topic: string, partition: number, offset: number): Promise<void> {
     const sent = this.unacked.get(`${topic}/${partition}`);
+    const lastSent = this.lastSent.get(`${topic}/${partition}`);
+    if (!Number.isSafeInteger(offset) || lastSent === undefined || offset < 0 || offset > lastSent) {
+      throw new OnelogError('INVALID_OFFSET', `ack of ${topic}/${partition} offset ${JSON.stringify(offset)}: ` +
+        (lastSent === undefined ? 'nothing of that partition was sent to this member' : `the last record sent of it is ${lastSent}`) +
+        '; ack the offset of a record received', { topic, partition, offset, lastSent: lastSent ?? null });
+    }
     if (sent) {
       for (const [o, bytes] of sent) {
         if (o > offset) break;
@@ -173,6 +192,7 @@ export class PushSession {
     let sent = this.unacked.get(key);
     if (!sent) this.unacked.set(key, (sent = new Map()));
     sent.set(message.offset, bytes);
+    this.lastSent.set(key, message.offset);
     this.unackedRecords++;
     this.unackedBytes += bytes;
     if (this.frame.records.length === 1) setImmediate(() => this.flush());

@@ -422,20 +422,16 @@ export interface ResetOffsetsResult {
   }>;
 }
 
-/** A produce of one encoded RecordBatch v2 (the binary data path). */
-export interface ProduceBatchRequest {
+/** A produce of encoded RecordBatch v2 batches (the binary data path), refused or stored whole. */
+export interface ProduceBatchesRequest {
   topic: string;
-  partition: number;
-  /** One whole batch, as a client encoded it (base offset 0; the broker restamps it). */
-  batch: Buffer;
+  /** Whole batches as a client encoded them (base offset 0; the broker restamps it), each for its partition, in order. */
+  batches: Array<{ partition: number; batch: Buffer }>;
 }
 
-/** Where a produced batch landed; `duplicate` when it was an idempotent retry already stored. */
-export interface ProduceBatchResult {
-  partition: number;
-  baseOffset: number;
-  lastOffset: number;
-  duplicate?: boolean;
+/** Where each produced batch landed, in request order; `duplicate` when it was an idempotent retry already stored. */
+export interface ProduceBatchesResult {
+  batches: Array<{ partition: number; baseOffset: number; lastOffset: number; duplicate?: boolean }>;
 }
 
 /** A binary fetch's answer: each partition's stored batches, undecoded. */
@@ -445,7 +441,7 @@ export interface BatchFetchResult extends Omit<FetchResult, 'partitions'> {
 
 /** The binary data path, offered by the embedded broker (and served by `onelog serve` on `GET /data`). */
 export interface BinaryDataApi {
-  produceBatch(request: ProduceBatchRequest): Promise<ProduceBatchResult>;
+  produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult>;
   fetchBatches(request: FetchRequest): Promise<BatchFetchResult>;
 }
 

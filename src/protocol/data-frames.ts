@@ -1,13 +1,13 @@
 /**
- * Frames of the binary data path (WebSocket binary messages on `GET /data`): a produce carries one encoded
- * RecordBatch v2 that the broker appends without decoding its records; a fetch answer carries the stored
+ * Frames of the binary data path (WebSocket binary messages on `GET /data`): a produce carries encoded
+ * RecordBatch v2 batches that the broker appends without decoding their records; a fetch answer carries the stored
  * batches as they are. Every frame is
  *
  *     kind u8 | requestId u32 | jsonBytes u32 | json (UTF-8) | payload
  *
- * with big-endian integers. Requests: `PRODUCE` (json `{ topic, partition }`, payload one batch) and `FETCH`
- * (json a {@link FetchRequest}, no payload). Answers repeat the request id: `PRODUCED` (json
- * `{ partition, baseOffset, lastOffset }`), `FETCHED` (json the fetch result with each partition's
+ * with big-endian integers. Requests: `PRODUCE` (json `{ topic, batches: [{ partition, bytes }] }`, payload the
+ * batches one after another; stored or refused whole) and `FETCH` (json a fetch request, no payload). Answers
+ * repeat the request id: `PRODUCED` (json `{ batches: [{ partition, baseOffset, lastOffset }] }`), `FETCHED` (json the fetch result with each partition's
  * `batchBytes`; payload the partitions' batches one after another) or `ERROR` (json `{ code, message, ...}`).
  * Pure: no I/O.
  */

@@ -1,6 +1,6 @@
 /**
  * The binary data path: WebSocket binary messages on `GET /data`, framed as src/protocol/data-frames.ts
- * says. A `PRODUCE` frame's batch is appended as it is (no per-record decoding on the hot path); a `FETCH`
+ * says. A `PRODUCE` frame's batches (one request, stored or refused whole) are appended as they are (no per-record decoding on the hot path); a `FETCH`
  * answers the stored batches undecoded. Requests on one socket run concurrently; each answer repeats its
  * request id. Errors answer an `ERROR` frame with the registry code; a frame that cannot be read closes the
  * socket (1003).
@@ -38,9 +38,18 @@ export function dataSockets(api: BinaryDataApi): DataSockets {
           const frame = decodeFrame(bytes);
           requestId = frame.requestId;
           if (frame.kind === FRAME_KIND.PRODUCE) {
-            const { topic, partition } = frame.json as { topic: string; partition: number };
-            const result = await api.produceBatch({ topic, partition, batch: frame.payload });
-            ws.send(encodeFrame(FRAME_KIND.PRODUCED, requestId, result));
+            const { topic, batches } = frame.json as { topic: string; batches: Array<{ partition: number; bytes: number }> };
+            if (!Array.isArray(batches)) throw new OnelogError('INVALID_REQUEST', 'a produce frame names its batches: { topic, batches: [{ partition, bytes }] }');
+            let pos = 0;
+            const parts = batches.map(({ partition, bytes }) => {
+              const batch = frame.payload.subarray(pos, pos + bytes);
+              pos += bytes;
+              return { partition, batch };
+            });
+            if (pos !== frame.payload.length) {
+              throw new OnelogError('INVALID_REQUEST', `a produce frame's batches add up to ${pos} bytes, its payload holds ${frame.payload.length}`);
+            }
+            ws.send(encodeFrame(FRAME_KIND.PRODUCED, requestId, await api.produceBatches({ topic, batches: parts })));
           } else if (frame.kind === FRAME_KIND.FETCH) {
             const result = await api.fetchBatches(frame.json as FetchRequest);
             const partitions = result.partitions.map(({ batches, ...p }) => ({ ...p, batchBytes: batches.length }));

@@ -298,7 +298,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 }
 
 function isBinaryDataApi(api: OnelogApi): api is OnelogApi & BinaryDataApi {
-  return typeof (api as Partial<BinaryDataApi>).produceBatch === 'function' && typeof (api as Partial<BinaryDataApi>).fetchBatches === 'function';
+  return typeof (api as Partial<BinaryDataApi>).produceBatches === 'function' && typeof (api as Partial<BinaryDataApi>).fetchBatches === 'function';
 }
 
 function produceRecord(r: JsonProduceRecord, i: number, encoding: BytesEncoding): ProduceRecord {

@@ -51,12 +51,12 @@ export function pushSockets(api: OnelogApi): PushSockets {
         const frame = JSON.parse(data.toString()) as Record<string, unknown>;
         if (!entry.session) {
           if (frame.type !== 'subscribe') throw new OnelogError('INVALID_REQUEST', 'the first frame must be { "type": "subscribe", "topics": [...] }');
-          entry.session = new PushSession(api, subscribeRequest(groupId, frame), (text) => ws.send(text));
+          entry.session = new PushSession(api, subscribeRequest(groupId, frame), (text) => ws.send(text), (code) => ws.close(1008, code));
           return;
         }
-        if (frame.type === 'credit') entry.session.grant(Number(frame.records ?? 0), Number(frame.bytes ?? 0));
+        if (frame.type === 'credit') entry.session.grant(frame.records, frame.bytes);
         else if (frame.type === 'ack') {
-          entry.session.ack(String(frame.topic), Number(frame.partition), Number(frame.offset)).catch((err: unknown) => refuse(err, false));
+          entry.session.ack(String(frame.topic), Number(frame.partition), frame.offset as number).catch((err: unknown) => refuse(err, false));
         } else throw new OnelogError('INVALID_REQUEST', `unknown frame type ${JSON.stringify(frame.type)}; allowed: credit, ack`);
       } catch (err) {
         refuse(err instanceof SyntaxError ? new OnelogError('INVALID_REQUEST', `malformed JSON frame: ${err.message}`) : err, !entry.session);

@@ -84,11 +84,18 @@ describe('binary data path', () => {
     const batch = encodeBatch([{ key: null, value: Buffer.from('x') }], 0, Date.now());
     const corrupt = Buffer.from(batch);
     corrupt.writeUInt8(corrupt.readUInt8(corrupt.length - 1) ^ 0xff, corrupt.length - 1);
-    expect(await asyncCodeOf(broker.produceBatch({ topic: 't', partition: 0, batch: corrupt }))).toBe('CORRUPT_MESSAGE');
-    expect(await asyncCodeOf(broker.produceBatch({ topic: 'state', partition: 0, batch }))).toBe('INVALID_RECORD');
+    expect(await asyncCodeOf(broker.produceBatches({ topic: 't', batches: [{ partition: 0, batch: corrupt }] }))).toBe('CORRUPT_MESSAGE');
+    expect(await asyncCodeOf(broker.produceBatches({ topic: 'state', batches: [{ partition: 0, batch }] }))).toBe('INVALID_RECORD');
     expect(await asyncCodeOf(new Onelog({ api: binary() }).producer().send({ topic: 'state', messages: [{ value: 'no key' }] }))).toBe('INVALID_RECORD');
     expect((await broker.describeTopic('t')).partitions[0]!.highWatermark).toBe(0);
     expect((await broker.describeTopic('state')).partitions[0]!.highWatermark).toBe(0);
+  });
+
+  it('refuses a request spanning partitions whole: a keyless record in one partition stores nothing in the others', async () => {
+    await broker.createTopic({ topic: 'cp', partitions: 4, config: { cleanupPolicy: 'compact' } });
+    const messages = [...Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: `v${i}` })), { value: 'no key' }];
+    expect(await asyncCodeOf(new Onelog({ api: binary() }).producer().send({ topic: 'cp', messages }))).toBe('INVALID_RECORD');
+    expect((await broker.describeTopic('cp')).partitions.map((p) => p.highWatermark)).toEqual([0, 0, 0, 0]);
   });
 
   it('recompresses when the topic asks for a codec, and the client decodes what is stored', async () => {
@@ -141,10 +148,10 @@ describe('binary data path', () => {
     const push = new Onelog({ url }).pushConsumer({ groupId: 'g', startPolicy: 'earliest' });
     push.subscribe({ topic: 't' });
     const seen: number[] = [];
-    const run = push.run({ eachMessage: ({ message }) => void seen.push(message.offset) }).catch(() => {});
+    const run = asyncCodeOf(push.run({ eachMessage: ({ message }) => void seen.push(message.offset) }));
     while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     await app.close(); // would wait forever for the open WebSockets
-    await run;
+    expect(await run).toBe('NETWORK_ERROR'); // the stream closed without a stop: never a silent end
     expect(await asyncCodeOf(api.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }] }))).toBe('NETWORK_ERROR');
   });
 });

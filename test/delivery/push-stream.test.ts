@@ -109,6 +109,33 @@ describe('WebSocket push', () => {
     ws.close();
   });
 
+  it('refuses an ack of an offset it did not send (acks never skip records), and closes on an unknown topic', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    await new Onelog({ api: broker }).producer().send({ topic: 't', messages: Array.from({ length: 20 }, (_, i) => ({ value: `v${i}`, partition: 0 })) });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/groups/acks/stream`);
+    const frames: Array<Record<string, unknown>> = [];
+    ws.on('message', (data) => frames.push(JSON.parse(data.toString()) as Record<string, unknown>));
+    await new Promise((resolve) => ws.once('open', resolve));
+    ws.send(JSON.stringify({ type: 'subscribe', topics: ['t'], startPolicy: 'earliest' }));
+    ws.send(JSON.stringify({ type: 'credit', records: 5, bytes: 1 << 20 }));
+    await waitFor('5 records', () => frames.some((f) => f.type === 'records'));
+    ws.send(JSON.stringify({ type: 'ack', topic: 't', partition: 0, offset: 15 }));
+    ws.send(JSON.stringify({ type: 'credit', records: 'x', bytes: 1 }));
+    await waitFor('two refusals', () => frames.filter((f) => f.type === 'error').length === 2);
+    const errors = frames.filter((f) => f.type === 'error').sort((a, b) => String(a.code).localeCompare(String(b.code)));
+    expect(errors).toMatchObject([
+      { code: 'INVALID_OFFSET', lastSent: 4 }, { code: 'INVALID_REQUEST', message: 'credit records must be an integer >= 0, got "x"' },
+    ]);
+    expect((await broker.describeGroup('acks')).subscriptions[0]!.partitions[0]!.committedOffset).toBe(0);
+    ws.close();
+
+    const bad = new WebSocket(`${url.replace('http', 'ws')}/groups/g2/stream`);
+    await new Promise((resolve) => bad.once('open', resolve));
+    const closed = new Promise<number>((resolve) => bad.once('close', (code) => resolve(code)));
+    bad.send(JSON.stringify({ type: 'subscribe', topics: ['nope'] }));
+    expect(await closed).toBe(1008);
+  });
+
   it('refuses a first frame that is not a subscribe, naming what is expected', async () => {
     const ws = new WebSocket(`${url.replace('http', 'ws')}/groups/g/stream`);
     await new Promise((resolve) => ws.once('open', resolve));
