@@ -163,8 +163,18 @@ export class Consumer<Tx = undefined> {
       commitMode: this.options.commitMode ?? 'after-processing',
       ...definedOptions(this.options),
     }, {
-      onAssigned: async (p): Promise<number | undefined> =>
-        store ? (await store.claim(groupId, session.memberId, p.topic, p.partition)) ?? undefined : undefined,
+      onAssigned: async (p): Promise<number | undefined> => {
+        if (!store) return undefined;
+        const stored = await store.claim(groupId, session.memberId, p.topic, p.partition);
+        if (stored === null) return undefined;
+        // onelog's committed offset follows the store's, so lag is right even before anything is processed
+        // (queued: it runs once this assignment is applied, with its generation).
+        if (stored !== p.offset) {
+          void this.commitOffsets(session, new Map([[`${p.topic}/${p.partition}`, { topic: p.topic, partition: p.partition, offset: stored }]]))
+            .catch(() => {});
+        }
+        return stored;
+      },
       onPaused: (p, error) => report(OnelogError.fromJSON(error), { topic: p.topic, partition: p.partition }),
     });
     this.session = session;
