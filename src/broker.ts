@@ -43,9 +43,8 @@ import { planProduce } from './protocol/produce-plan.js';
 import { encodeBatch, readBatchHeader } from './protocol/record-batch.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
 import type { CompressionType } from './protocol/topic-config.js';
-import { ASSIGNOR_NAMES } from './coordinator/assignor.js';
-import { COMMIT_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from './protocol/types.js';
-import { checkGroupId, checkInteger, checkOneOf, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
+import { checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from './coordinator/request-checks.js';
+import { checkGroupId, checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
 import { LogManager } from './storage/log-manager.js';
 import { silentLogger } from './storage/logger.js';
 import type { Logger } from './storage/logger.js';
@@ -420,13 +419,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see GroupCoordinator.subscribe */
   async subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
     this.checkOpen();
-    checkGroupId(request.groupId);
+    checkSubscribeRequest(request);
     this.logs.partitions(request.topic);
-    if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', ['earliest', 'latest']);
-    if (request.deliveryMode !== undefined) checkOneOf(request.deliveryMode, 'deliveryMode', ['pull', 'push']);
-    if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
-    if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) checkEndpoint(request.pushEndpoint);
-    if (request.maxInFlight !== undefined) checkInteger(request.maxInFlight, 'maxInFlight', 1, 100);
     const result = await this.groups.subscribe(request);
     await this.webhooks?.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
     return result;
@@ -438,19 +432,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
     this.checkOpen();
-    checkGroupId(request.groupId);
-    if (!Array.isArray(request.topics) || request.topics.length === 0) {
-      throw new OnelogError('INVALID_REQUEST', 'topics must be a non-empty array of topic names', { groupId: request.groupId });
-    }
+    checkJoinRequest(request);
     for (const topic of request.topics) this.logs.partitions(topic);
-    if (request.sessionTimeoutMs !== undefined) checkInteger(request.sessionTimeoutMs, 'sessionTimeoutMs', 1000, 3_600_000);
-    if (request.assignor !== undefined) checkOneOf(request.assignor, 'assignor', ASSIGNOR_NAMES);
-    if (request.commitMode !== undefined) checkOneOf(request.commitMode, 'commitMode', COMMIT_MODES);
-    if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', START_POLICIES);
-    if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
-    if (request.clientId !== undefined && (typeof request.clientId !== 'string' || request.clientId.length > 200)) {
-      throw new OnelogError('INVALID_REQUEST', 'clientId must be a string of at most 200 characters', { groupId: request.groupId });
-    }
     return this.groups.joinGroup(request);
   }
 
@@ -503,13 +486,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see GroupCoordinator.resetOffsets */
   async resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
     this.checkOpen();
-    checkGroupId(request.groupId);
-    const spec = request.spec;
-    checkOneOf(spec?.to, 'spec.to', ['earliest', 'latest', 'offset', 'datetime', 'shift', 'checkpoint']);
-    if (spec.to === 'checkpoint' && typeof spec.name !== 'string') throw new OnelogError('INVALID_REQUEST', 'spec.name must name a checkpoint');
-    if (spec.to === 'offset') checkInteger(spec.offset, 'spec.offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
-    if (spec.to === 'datetime') checkInteger(spec.timestamp, 'spec.timestamp', Number.MIN_SAFE_INTEGER);
-    if (spec.to === 'shift') checkInteger(spec.shiftBy, 'spec.shiftBy', Number.MIN_SAFE_INTEGER);
+    checkResetRequest(request);
     return this.groups.resetOffsets(request);
   }
 
@@ -539,43 +516,6 @@ export class Broker implements OnelogApi, BinaryDataApi {
     await this.offsets.close();
     await this.catalog.close();
     this.unlock();
-  }
-}
-
-/**
- * A webhook endpoint: an absolute http or https URL.
- * @throws OnelogError `INVALID_REQUEST`
- */
-function checkEndpoint(endpoint: unknown): void {
-  let url: URL | undefined;
-  try {
-    url = new URL(String(endpoint));
-  } catch {
-    url = undefined;
-  }
-  if (typeof endpoint !== 'string' || !url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    throw new OnelogError('INVALID_REQUEST', `pushEndpoint must be an absolute http:// or https:// URL (or null), got ${JSON.stringify(endpoint)}`, {
-      pushEndpoint: endpoint,
-    });
-  }
-}
-
-/**
- * A request from a group member names its generation too.
- * @throws OnelogError `INVALID_REQUEST`
- */
-function checkMember(request: { memberId?: string; generationId?: number }): void {
-  if (request.memberId === undefined) return;
-  if (typeof request.memberId !== 'string' || request.memberId.length === 0) {
-    throw new OnelogError('INVALID_REQUEST', 'memberId must be the member id a join answered', { memberId: request.memberId });
-  }
-  const { generationId } = request;
-  if (typeof generationId !== 'number' || !Number.isSafeInteger(generationId) || generationId < 0) {
-    throw new OnelogError(
-      'INVALID_REQUEST',
-      `generationId must be the integer from the member's last join or heartbeat answer (sent with memberId), got ${JSON.stringify(generationId)}`,
-      { memberId: request.memberId, generationId },
-    );
   }
 }
 

@@ -1,0 +1,85 @@
+/**
+ * Checks of group requests' shapes and values, before the coordinator acts on them: each names what was
+ * wrong and what is allowed (`INVALID_REQUEST`, `INVALID_OFFSET`). Topics' existence is the log manager's
+ * to check. Pure: no I/O.
+ */
+import type { JoinGroupRequest, ResetOffsetsRequest, SubscribeRequest } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { COMMIT_MODES, DELIVERY_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from '../protocol/types.js';
+import { checkGroupId, checkInteger, checkOneOf } from '../protocol/validate.js';
+import { ASSIGNOR_NAMES } from './assignor.js';
+
+/** A join: group id, topics, session timeout (1,000 to 3,600,000 ms), assignor, commit mode, policies, client id. @throws OnelogError `INVALID_REQUEST` naming the field */
+export function checkJoinRequest(request: JoinGroupRequest): void {
+  checkGroupId(request.groupId);
+  if (!Array.isArray(request.topics) || request.topics.length === 0) {
+    throw new OnelogError('INVALID_REQUEST', 'topics must be a non-empty array of topic names', { groupId: request.groupId });
+  }
+  if (request.sessionTimeoutMs !== undefined) checkInteger(request.sessionTimeoutMs, 'sessionTimeoutMs', 1000, 3_600_000);
+  if (request.assignor !== undefined) checkOneOf(request.assignor, 'assignor', ASSIGNOR_NAMES);
+  if (request.commitMode !== undefined) checkOneOf(request.commitMode, 'commitMode', COMMIT_MODES);
+  if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', START_POLICIES);
+  if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
+  if (request.clientId !== undefined && (typeof request.clientId !== 'string' || request.clientId.length > 200)) {
+    throw new OnelogError('INVALID_REQUEST', 'clientId must be a string of at most 200 characters', { groupId: request.groupId });
+  }
+}
+
+/** @throws OnelogError `INVALID_REQUEST` for a bad policy, delivery mode, endpoint or maxInFlight (1 to 100) */
+export function checkSubscribeRequest(request: SubscribeRequest): void {
+  checkGroupId(request.groupId);
+  if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', START_POLICIES);
+  if (request.deliveryMode !== undefined) checkOneOf(request.deliveryMode, 'deliveryMode', DELIVERY_MODES);
+  if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
+  if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) checkEndpoint(request.pushEndpoint);
+  if (request.maxInFlight !== undefined) checkInteger(request.maxInFlight, 'maxInFlight', 1, 100);
+}
+
+/** @throws OnelogError `INVALID_REQUEST` for a bad spec, `INVALID_OFFSET` for a negative target offset */
+export function checkResetRequest(request: ResetOffsetsRequest): void {
+  checkGroupId(request.groupId);
+  const spec = request.spec;
+  checkOneOf(spec?.to, 'spec.to', ['earliest', 'latest', 'offset', 'datetime', 'shift', 'checkpoint']);
+  if (spec.to === 'checkpoint' && typeof spec.name !== 'string') throw new OnelogError('INVALID_REQUEST', 'spec.name must name a checkpoint');
+  if (spec.to === 'offset') checkInteger(spec.offset, 'spec.offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
+  if (spec.to === 'datetime') checkInteger(spec.timestamp, 'spec.timestamp', Number.MIN_SAFE_INTEGER);
+  if (spec.to === 'shift') checkInteger(spec.shiftBy, 'spec.shiftBy', Number.MIN_SAFE_INTEGER);
+}
+
+/**
+ * A webhook endpoint: an absolute http or https URL.
+ * @throws OnelogError `INVALID_REQUEST`
+ */
+function checkEndpoint(endpoint: unknown): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(String(endpoint));
+  } catch {
+    url = undefined;
+  }
+  if (typeof endpoint !== 'string' || !url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new OnelogError('INVALID_REQUEST', `pushEndpoint must be an absolute http:// or https:// URL (or null), got ${JSON.stringify(endpoint)}`, {
+      pushEndpoint: endpoint,
+    });
+  }
+}
+
+/**
+ * A request from a group member names its generation too.
+ * @throws OnelogError `INVALID_REQUEST`
+ */
+export function checkMember(request: { memberId?: string; generationId?: number }): void {
+  if (request.memberId === undefined) return;
+  if (typeof request.memberId !== 'string' || request.memberId.length === 0) {
+    throw new OnelogError('INVALID_REQUEST', 'memberId must be the member id a join answered', { memberId: request.memberId });
+  }
+  const { generationId } = request;
+  if (typeof generationId !== 'number' || !Number.isSafeInteger(generationId) || generationId < 0) {
+    throw new OnelogError(
+      'INVALID_REQUEST',
+      `generationId must be the integer from the member's last join or heartbeat answer (sent with memberId), got ${JSON.stringify(generationId)}`,
+      { memberId: request.memberId, generationId },
+    );
+  }
+}
+
