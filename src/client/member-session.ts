@@ -129,6 +129,10 @@ export class MemberSession {
   }
 
   private async apply(answer: MemberAssignment): Promise<void> {
+    // The coordinator moved the member to this generation when it answered: requests sent from now on
+    // (a commit queued by an assignment hook too) carry it.
+    this.generationId = answer.generationId;
+    this.state = answer.state;
     const assigned = new Set<string>();
     let changed = false;
     for (const p of answer.assignment) {
@@ -149,8 +153,6 @@ export class MemberSession {
         changed = true;
       }
     }
-    this.generationId = answer.generationId;
-    this.state = answer.state;
     if (changed) this.wakeUp();
   }
 

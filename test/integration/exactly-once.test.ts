@@ -155,11 +155,15 @@ describe('delivery semantics across a consumer crash', () => {
       expect(runsThatWrote).toBeGreaterThanOrEqual(KILLS / 4);
 
       const last = startChild('pg-consumer.mjs', config);
+      // Joined (and so handling SIGTERM) before anything else: the killed runs may have stored every position already.
+      await last.line((l) => l.startsWith('member '), 'its member id');
       await waitFor('every position stored in PostgreSQL at the high watermark', async () => {
         const { rows: stored } = await pool.query<{ partition: number; next_offset: string | null }>(
           `SELECT partition, next_offset FROM "${offsetsTable}" WHERE group_id = $1 ORDER BY partition`, [groupId]);
         return stored.length === 3 && stored.every((r) => Number(r.next_offset) === highWatermarks[r.partition]);
       }, 30_000, 100);
+      // onelog's committed offsets follow the stored positions (for lag), also where the store was already done.
+      await waitForAllCommitted(api, groupId);
       await stopCleanly(last);
 
       const { rows: [totals] } = await pool.query<{ n: string; distinct_records: string }>(
