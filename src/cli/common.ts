@@ -5,12 +5,21 @@
  */
 import type { Command } from 'commander';
 import { HttpApi, defaultServerUrl } from '../client/http-api.js';
+import type { GroupDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** The API of the server named by `--server` (or `ONELOG_URL`). */
 export function apiFor(command: Command): HttpApi {
   const { server } = command.optsWithGlobals<{ server?: string }>();
   return new HttpApi(server ?? defaultServerUrl());
+}
+
+/** The group's description, or undefined when the group does not exist (other errors pass). */
+export async function describeGroupIfAny(api: HttpApi, groupId: string): Promise<GroupDescription | undefined> {
+  return api.describeGroup(groupId).catch((err: unknown) => {
+    if ((err as OnelogError).code === 'UNKNOWN_GROUP') return undefined;
+    throw err;
+  });
 }
 
 /**

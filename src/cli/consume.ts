@@ -15,7 +15,7 @@ import { headersToJson } from '../protocol/json-records.js';
 import { COMMIT_MODES, START_POLICIES } from '../protocol/types.js';
 import type { CommitMode, DeliveryMode, StartPolicy } from '../protocol/types.js';
 import { OnelogError } from '../protocol/errors.js';
-import { action, apiFor, parseInteger, reportError } from './common.js';
+import { action, apiFor, describeGroupIfAny, parseInteger, reportError } from './common.js';
 
 interface ConsumeOptions {
   group: string;
@@ -38,10 +38,7 @@ function writeLine(line: string): Promise<void> {
  * @throws OnelogError `INVALID_REQUEST` when the subscription pushes to a webhook: the broker delivers it
  */
 async function deliveryMode(api: HttpApi, groupId: string, topic: string): Promise<DeliveryMode> {
-  const group = await api.describeGroup(groupId).catch((err: unknown) => {
-    if ((err as OnelogError).code === 'UNKNOWN_GROUP') return undefined;
-    throw err;
-  });
+  const group = await describeGroupIfAny(api, groupId);
   const subscription = group?.subscriptions.find((s) => s.topic === topic);
   if (subscription?.deliveryMode === 'push' && subscription.pushEndpoint) {
     throw new OnelogError('INVALID_REQUEST', `group ${groupId} delivers ${topic} to the webhook ${subscription.pushEndpoint}: the broker ` +

@@ -4,7 +4,7 @@ import type { GroupDescription, SubscribeRequest, SubscribeResult } from '../pro
 import { OnelogError } from '../protocol/errors.js';
 import { DELIVERY_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from '../protocol/types.js';
 import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
-import { action, apiFor, parseInteger, printTable } from './common.js';
+import { action, apiFor, describeGroupIfAny, parseInteger, printTable } from './common.js';
 
 interface SubscriptionOptions {
   topic: string;
@@ -71,10 +71,7 @@ export function registerGroups(program: Command): void {
     .action(action(async (groupId: string, o: SubscriptionOptions, cmd: Command) => {
       const api = apiFor(cmd);
       const request = subscriptionRequest(groupId, o);
-      const existing = await api.describeGroup(groupId).catch((err: unknown) => {
-        if ((err as OnelogError).code === 'UNKNOWN_GROUP') return undefined;
-        throw err;
-      });
+      const existing = await describeGroupIfAny(api, groupId);
       if (existing?.subscriptions.some((s) => s.topic === o.topic)) {
         throw new OnelogError('INVALID_REQUEST', `group ${groupId} already subscribes to ${o.topic}; change it with 'onelog groups alter ${groupId} --topic ${o.topic} ...'`, {
           groupId, topic: o.topic,

@@ -1,30 +1,13 @@
 /** The three flush policies: when an append is acknowledged, when fdatasync runs, what readers see. */
-import fs from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tmpDir } from '../helpers/tmp.js';
-import { logConfig, openLog, pairs, rec } from './log-fixtures.js';
+import { holdSyncs, logConfig, openLog, pairs, rec } from './log-fixtures.js';
 
 afterEach(() => {
   vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
-/** Counts fdatasync calls and lets each finish only when released. */
-function holdSyncs() {
-  const real = fs.fdatasync;
-  const pending: Array<() => void> = [];
-  vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
-    pending.push(() => real(fd, cb));
-  }) as typeof fs.fdatasync);
-  return {
-    get count() {
-      return (fs.fdatasync as unknown as { mock: { calls: unknown[] } }).mock.calls.length;
-    },
-    releaseAll() {
-      for (const go of pending.splice(0)) go();
-    },
-  };
-}
 
 describe('flush policy', () => {
   it('interval: acknowledges before fdatasync, shows the record at once, syncs after flushMs', async () => {

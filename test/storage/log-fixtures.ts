@@ -8,6 +8,7 @@ import type { Logger } from '../../src/storage/logger.js';
 import { PartitionLog } from '../../src/storage/partition-log.js';
 import type { LogConfig, PartitionLogOptions } from '../../src/storage/partition-log.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
+import { vi } from 'vitest';
 
 export const T0 = 1_700_000_000_000;
 
@@ -100,3 +101,36 @@ export function batchSpans(file: string): BatchSpan[] {
 }
 
 export { codeOf } from '../helpers/errors.js';
+
+/** Releases the fdatasyncs the last {@link holdSyncs} holds. */
+let releaseLastHeld = () => {};
+
+/** Lets every fdatasync still held by {@link holdSyncs} go, so a failed test's logs can still close; for an afterEach. */
+export function releaseHeldSyncs(): void {
+  releaseLastHeld();
+}
+
+/**
+ * Holds fdatasync calls until released: `count` of calls so far, `held` waiting, `releaseAll()` lets them go.
+ * Restore with `vi.restoreAllMocks()`.
+ */
+export function holdSyncs() {
+  const real = fs.fdatasync;
+  const pending: Array<() => void> = [];
+  vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+    pending.push(() => real(fd, cb));
+  }) as typeof fs.fdatasync);
+  const releaseAll = () => {
+    for (const go of pending.splice(0)) go();
+  };
+  releaseLastHeld = releaseAll;
+  return {
+    get count() {
+      return (fs.fdatasync as unknown as { mock: { calls: unknown[] } }).mock.calls.length;
+    },
+    get held() {
+      return pending.length;
+    },
+    releaseAll,
+  };
+}

@@ -21,17 +21,17 @@ import { LogSegment } from '../../src/storage/segment.js';
 import { asyncCodeOf, asyncErrorOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
 import type { LogOverrides } from './log-fixtures.js';
-import { activeLogPath, batchSpans, logFiles, logOptions, readAll, RecordingLogger, T0 } from './log-fixtures.js';
+import {
+  activeLogPath, batchSpans, holdSyncs, logFiles, logOptions, readAll, RecordingLogger, releaseHeldSyncs, T0,
+} from './log-fixtures.js';
 
 const PID = 4242;
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 // Logs opened by a test; those a test "crashed" (abandoned without close) are closed only after it ends.
 const opened = new Set<PartitionLog>();
-/** Lets held fdatasyncs go (see holdSyncs), so a failed test's logs can still close. */
-let releaseHeld = () => {};
 afterEach(async () => {
-  releaseHeld();
+  releaseHeldSyncs();
   vi.restoreAllMocks();
   for (const log of opened) await log.close();
   opened.clear();
@@ -71,25 +71,6 @@ function snapshotFiles(dir: string): string[] {
   return fs.readdirSync(dir).filter((f) => f.endsWith('.snapshot')).sort();
 }
 
-/** Holds fdatasync calls until released (as flush-policy.test.ts). */
-function holdSyncs() {
-  const real = fs.fdatasync;
-  const pending: Array<() => void> = [];
-  vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
-    pending.push(() => real(fd, cb));
-  }) as typeof fs.fdatasync);
-  releaseHeld = () => {
-    for (const go of pending.splice(0)) go();
-  };
-  return {
-    get held() {
-      return pending.length;
-    },
-    releaseAll() {
-      for (const go of pending.splice(0)) go();
-    },
-  };
-}
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
