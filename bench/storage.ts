@@ -10,6 +10,7 @@ import { systemClock } from '../src/clock.js';
 import { encodeBatch } from '../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
 import type { FlushPolicy, TopicConfig } from '../src/protocol/topic-config.js';
+import { FileCache } from '../src/storage/file-cache.js';
 import { PartitionLog } from '../src/storage/partition-log.js';
 
 const MB = 1e6;
@@ -18,6 +19,7 @@ const silent = { info() {}, warn() {} };
 function openLog(dir: string, config: Partial<TopicConfig>): PartitionLog {
   return PartitionLog.open(dir, 'bench', 0, {
     config: { ...DEFAULT_TOPIC_CONFIG, ...config }, indexIntervalBytes: 4096, clock: systemClock, logger: silent,
+    files: new FileCache({ maxOpenFiles: 64 }),
   });
 }
 

@@ -45,7 +45,9 @@ import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js'
 import type { CompressionType } from './protocol/topic-config.js';
 import { checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from './coordinator/request-checks.js';
 import { checkGroupId, checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
+import { FileCache } from './storage/file-cache.js';
 import { LogManager } from './storage/log-manager.js';
+import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
 import { silentLogger } from './storage/logger.js';
 import type { Logger } from './storage/logger.js';
 
@@ -72,6 +74,13 @@ export interface BrokerOptions {
   sessionCheckIntervalMs?: number;
   /** Webhook delivery (push subscriptions with a pushEndpoint): ack deadline, retry backoff, batch limits. @default see WebhookOptions */
   webhooks?: WebhookOptions;
+  /**
+   * File descriptors the log store may hold open at once (segments, indexes, checkpoints; see
+   * storage/file-cache.ts); at least 8. Files are opened on demand and closed least-recently-used beyond it.
+   * @default {@link defaultMaxOpenFiles}: the process's soft open-files limit less room for connections,
+   *   LMDB and SQLite
+   */
+  maxOpenFiles?: number;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -82,6 +91,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** The highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`). */
   private lastProducerId = 0;
   private closed = false;
+  /** Topics being created now: a second creation of the same name is refused before it touches any file. */
+  private readonly creating = new Set<string>();
   private readonly timers: NodeJS.Timeout[] = [];
   /** POSTs the records of webhook subscriptions (docs/delivery.md); set once open. */
   private webhooks: WebhookDispatcher | null = null;
@@ -118,8 +129,11 @@ export class Broker implements OnelogApi, BinaryDataApi {
   private static async openLocked(options: BrokerOptions, clock: Clock, logger: Logger, unlock: () => void): Promise<Broker> {
     const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
     const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
-    const logs = new LogManager(path.join(options.dataDir, 'log'), { clock, logger, indexIntervalBytes: 4096 });
-    for (const t of await catalog.listTopics()) logs.openTopic(t.name, t.partitions, t);
+    const files = new FileCache({ maxOpenFiles: options.maxOpenFiles ?? defaultMaxOpenFiles() });
+    const logs = new LogManager(path.join(options.dataDir, 'log'), { clock, logger, indexIntervalBytes: 4096, files });
+    const started = Date.now();
+    const report = logs.start((await catalog.listTopics()).map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
+    logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
     const groups = new GroupCoordinator(catalog, offsets, logs, clock, logger);
     const lastProducerId = await catalog.lastProducerId();
     const broker = new Broker(
@@ -129,9 +143,13 @@ export class Broker implements OnelogApi, BinaryDataApi {
     broker.lastProducerId = lastProducerId;
     broker.webhooks = new WebhookDispatcher(broker, logger, options.webhooks);
     await broker.webhooks.start(await catalog.listWebhookSubscriptions());
-    broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', (topic) => broker.enforceRetention(topic));
+    // Retention visits every partition (opening idle ones just for it); compaction only those loaded: a partition
+    // not opened since start-up had no appends since, and is compacted when next used or on demand.
+    broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', (topic) => broker.logs.visit(topic,
+      (log) => log.enforceRetention(),
+      (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed')));
     broker.every(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
-      Promise.all(broker.logs.partitions(topic).map((log) => log.compact())));
+      Promise.all(broker.logs.loaded(topic).map((log) => log.compact())));
     broker.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
     return broker;
   }
@@ -170,11 +188,12 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
     this.checkOpen();
     const { topic } = request;
-    const logs = this.logs.partitions(topic);
-    if (!logs[0]!.settings.cleanupPolicy.includes('compact')) {
-      throw new OnelogError('INVALID_CONFIG', `topic ${topic} has cleanup.policy=${logs[0]!.settings.cleanupPolicy}; ` +
+    const { cleanupPolicy } = this.logs.config(topic);
+    if (!cleanupPolicy.includes('compact')) {
+      throw new OnelogError('INVALID_CONFIG', `topic ${topic} has cleanup.policy=${cleanupPolicy}; ` +
         `compaction needs compact or compact,delete (onelog topics alter ${topic} --config cleanup.policy=compact)`, { topic });
     }
+    const logs = this.logs.partitions(topic);
     const passes = logs.map((log) => log.compact(true));
     if (request.wait === false) {
       void Promise.all(passes).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error).message }, 'compaction failed'));
@@ -205,16 +224,33 @@ export class Broker implements OnelogApi, BinaryDataApi {
   }
 
   /**
-   * Creates a topic and its partitions.
-   * @throws OnelogError `INVALID_TOPIC`, `INVALID_PARTITIONS`, `INVALID_CONFIG`, `TOPIC_ALREADY_EXISTS`
+   * Creates a topic and its partitions, all or nothing: every partition's directory, then the catalog row; a
+   * failure of either removes what was made, so the topic does not exist and the same request can be retried.
+   * @throws OnelogError `INVALID_TOPIC`, `INVALID_PARTITIONS`, `INVALID_CONFIG`, `TOPIC_ALREADY_EXISTS`,
+   *   `RESOURCE_EXHAUSTED` (disk), `STORAGE_ERROR`
    */
   async createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
     this.checkOpen();
     const topic = checkTopicName(request.topic);
     const partitions = checkInteger(request.partitions, 'partitions', 1, MAX_PARTITIONS, 'INVALID_PARTITIONS');
     const config = resolveTopicConfig(request.config ?? {});
-    await this.catalog.createTopic({ name: topic, partitions, ...config, createdAt: this.clock.now() });
-    this.logs.openTopic(topic, partitions, config);
+    const existing = this.creating.has(topic) ? { partitions: undefined } : await this.catalog.getTopic(topic);
+    if (existing) {
+      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic} already exists`, { topic, partitions: existing.partitions });
+    }
+    this.creating.add(topic);
+    try {
+      this.logs.createTopicFiles(topic, partitions);
+      try {
+        await this.catalog.createTopic({ name: topic, partitions, ...config, createdAt: this.clock.now() });
+      } catch (err) {
+        this.logs.deleteTopicFiles(topic, partitions);
+        throw err;
+      }
+      this.logs.addTopic(topic, partitions, config);
+    } finally {
+      this.creating.delete(topic);
+    }
     return this.describeTopic(topic);
   }
 
@@ -228,7 +264,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     if (!current) throw new OnelogError('UNKNOWN_TOPIC', `topic ${request.topic} does not exist`, { topic: request.topic });
     const config = resolveTopicConfig(request.config ?? {}, pickTopicConfig(current));
     await this.catalog.updateTopicConfig(request.topic, config);
-    for (const log of this.logs.partitions(request.topic)) log.setConfig(config);
+    this.logs.setConfig(request.topic, config);
     return this.describeTopic(request.topic);
   }
 
@@ -277,13 +313,14 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async produce(request: ProduceRequest): Promise<ProduceResult> {
     this.checkOpen();
     const { topic, records } = request;
-    const logs = this.logs.partitions(topic);
+    const partitionCount = this.logs.partitionCount(topic);
+    const { cleanupPolicy, compressionType } = this.logs.config(topic);
     const batches = planProduce(request, {
-      partitions: logs.length,
-      compacted: logs[0]!.settings.cleanupPolicy.includes('compact'),
+      partitions: partitionCount,
+      compacted: cleanupPolicy.includes('compact'),
       maxRecordBytes: this.maxRecordBytes,
       maxBatchBytes: this.maxBatchBytes,
-      choosePartition: (r) => this.choosePartition(topic, r, logs.length),
+      choosePartition: (r) => this.choosePartition(topic, r, partitionCount),
     });
     if (request.idempotence && request.idempotence.producerId > this.lastProducerId) {
       throw new OnelogError('UNKNOWN_PRODUCER_ID', `producer id ${request.idempotence.producerId} was never issued by this broker; ` +
@@ -291,22 +328,23 @@ export class Broker implements OnelogApi, BinaryDataApi {
     }
     const offsets = new Array<{ partition: number; offset: number }>(records.length);
     const now = this.clock.now();
+    const codec = batchCodec(compressionType);
     const encoded = batches.map(({ partition, indexes, producer }) => ({
-      partition, indexes, producer,
-      batch: encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { compression: batchCodec(logs[partition]!.settings.compressionType) }),
+      partition, indexes, producer, log: this.logs.get(topic, partition),
+      batch: encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { compression: codec }),
     }));
     // An idempotent request is refused whole: each partition's first batch is checked before any is written
     // (the partition's later batches follow on from it). Nothing awaits in between, so no other append interleaves.
     const checked = new Set<number>();
-    for (const { partition, producer, batch } of encoded) {
+    for (const { partition, producer, batch, log } of encoded) {
       if (producer && !checked.has(partition)) {
-        logs[partition]!.checkIdempotentBatch(batch);
+        log.checkIdempotentBatch(batch);
         checked.add(partition);
       }
     }
     // Batches of one partition are appended in order (their sequences follow each other).
-    await Promise.all(encoded.map(({ partition, indexes, batch }) =>
-      logs[partition]!.appendBatch(batch).then(({ baseOffset }) => {
+    await Promise.all(encoded.map(({ partition, indexes, batch, log }) =>
+      log.appendBatch(batch).then(({ baseOffset }) => {
         indexes.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
       })));
     return { topic, offsets };
@@ -420,7 +458,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
     this.checkOpen();
     checkSubscribeRequest(request);
-    this.logs.partitions(request.topic);
+    this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
     const result = await this.groups.subscribe(request);
     await this.webhooks?.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
     return result;
@@ -433,7 +471,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
     this.checkOpen();
     checkJoinRequest(request);
-    for (const topic of request.topics) this.logs.partitions(topic);
+    for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC
     return this.groups.joinGroup(request);
   }
 

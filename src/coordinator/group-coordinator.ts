@@ -77,7 +77,7 @@ export class GroupCoordinator {
   private membership(groupId: string): GroupMembership {
     let group = this.groups.get(groupId);
     if (!group) {
-      group = new GroupMembership(groupId, (topic) => this.logs.partitions(topic).length);
+      group = new GroupMembership(groupId, (topic) => this.logs.partitionCount(topic));
       this.groups.set(groupId, group);
     }
     return group;
@@ -131,7 +131,7 @@ export class GroupCoordinator {
    */
   async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
     const { groupId } = request;
-    for (const topic of request.topics) this.logs.partitions(topic);
+    for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC before anything changes
     return this.locked(groupId, async () => {
       for (const topic of request.topics) await this.subscription(groupId, topic, definedOnly(request));
       const group = this.membership(groupId);

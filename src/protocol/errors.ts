@@ -32,6 +32,7 @@ export const ERRORS = {
   UNKNOWN_GROUP: { wireCode: 69, httpStatus: 404, retriable: false },
   UNSUPPORTED_COMPRESSION: { wireCode: 76, httpStatus: 400, retriable: false },
   STORAGE_ERROR: { wireCode: 56, httpStatus: 500, retriable: true },
+  RESOURCE_EXHAUSTED: { wireCode: 1010, httpStatus: 503, retriable: true },
   BROKER_CLOSED: { wireCode: 1001, httpStatus: 503, retriable: true },
   NETWORK_ERROR: { wireCode: 1002, httpStatus: 503, retriable: true },
   REQUEST_TOO_LARGE: { wireCode: 1005, httpStatus: 413, retriable: false },

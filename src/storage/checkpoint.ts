@@ -2,54 +2,83 @@
  * A partition's small JSON checkpoint files (`log-start-offset.json`, `recovery-point.json`, and the producer
  * state snapshots `<offset>.snapshot`), replaced atomically: the new content goes to a temp file that is
  * fsynced, renamed over the old one, and the directory is fsynced, so after a crash the file holds either
- * the old or the new content, whole.
+ * the old or the new content, whole. Every descriptor they take goes through the {@link FileCache}.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from '../protocol/errors.js';
+import type { FileCache } from './file-cache.js';
 import type { LogStartReason } from './log-start-reason.js';
 
 const LOG_START_CHECKPOINT = 'log-start-offset.json';
 const RECOVERY_CHECKPOINT = 'recovery-point.json';
 
-/** The checkpoint's content, or undefined if the file does not exist. @throws OnelogError `CORRUPT_MESSAGE` if it is not JSON */
-function readCheckpoint<T>(file: string): T | undefined {
-  if (!fs.existsSync(file)) return undefined;
+/** A file's bytes, or undefined if it does not exist. */
+export function readFileIfExists(files: FileCache, file: string): Buffer | undefined {
   try {
-    return JSON.parse(fs.readFileSync(file, 'utf8')) as T;
+    return files.transient(() => fs.readFileSync(file));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** The checkpoint's content, or undefined if the file does not exist. @throws OnelogError `CORRUPT_MESSAGE` if it is not JSON */
+function readCheckpoint<T>(files: FileCache, file: string): T | undefined {
+  const data = readFileIfExists(files, file);
+  if (data === undefined) return undefined;
+  try {
+    return JSON.parse(data.toString('utf8')) as T;
   } catch (err) {
     throw new OnelogError('CORRUPT_MESSAGE', `checkpoint ${file} is unreadable: ${(err as Error).message}`, { file });
   }
 }
 
-/** Replaces the checkpoint atomically and durably. */
-function writeCheckpoint(file: string, content: unknown): void {
+/**
+ * Replaces `file` with `data` atomically: written to `<file>.tmp`, fdatasynced, renamed over it. The rename
+ * is durable once the directory is synced (the caller's choice).
+ */
+export function replaceFile(files: FileCache, file: string, data: Buffer | string): void {
   const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    fs.writeSync(fd, JSON.stringify(content));
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+  files.transient(() => {
+    const fd = fs.openSync(tmp, 'w');
+    try {
+      fs.writeFileSync(fd, data);
+      fs.fdatasyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
   fs.renameSync(tmp, file);
-  syncDirectory(path.dirname(file));
+}
+
+/** Replaces the checkpoint atomically and durably. */
+function writeCheckpoint(files: FileCache, file: string, content: unknown): void {
+  replaceFile(files, file, JSON.stringify(content));
+  syncDirectory(files, path.dirname(file));
 }
 
 /** fsyncs a directory, so renames and deletions in it are durable. */
-export function syncDirectory(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+export function syncDirectory(files: FileCache, dir: string): void {
+  files.transient(() => {
+    const fd = fs.openSync(dir, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
+}
+
+/** The names in a directory (listing it takes a descriptor). */
+export function listDirectory(files: FileCache, dir: string): string[] {
+  return files.transient(() => fs.readdirSync(dir));
 }
 
 /** The log start offset of the partition in `dir` (0 when never moved). @throws OnelogError `CORRUPT_MESSAGE` */
-export function readLogStartCheckpoint(dir: string): number {
+export function readLogStartCheckpoint(files: FileCache, dir: string): number {
   const file = path.join(dir, LOG_START_CHECKPOINT);
-  const parsed = readCheckpoint<{ logStartOffset?: unknown }>(file);
+  const parsed = readCheckpoint<{ logStartOffset?: unknown }>(files, file);
   if (parsed === undefined) return 0;
   if (typeof parsed.logStartOffset !== 'number' || parsed.logStartOffset < 0) {
     throw new OnelogError('CORRUPT_MESSAGE', `log start offset checkpoint ${file} is invalid`, { file });
@@ -58,8 +87,8 @@ export function readLogStartCheckpoint(dir: string): number {
 }
 
 /** Checkpoints a new log start offset with the reason it moved. */
-export function writeLogStartCheckpoint(dir: string, offset: number, reason: LogStartReason, now: number): void {
-  writeCheckpoint(path.join(dir, LOG_START_CHECKPOINT), {
+export function writeLogStartCheckpoint(files: FileCache, dir: string, offset: number, reason: LogStartReason, now: number): void {
+  writeCheckpoint(files, path.join(dir, LOG_START_CHECKPOINT), {
     logStartOffset: offset, reason, updatedAt: new Date(now).toISOString(),
   });
 }
@@ -71,14 +100,14 @@ export interface RecoveryCheckpoint {
   clean: boolean;
 }
 
-export function readRecoveryCheckpoint(dir: string): RecoveryCheckpoint | undefined {
-  const parsed = readCheckpoint<Partial<RecoveryCheckpoint>>(path.join(dir, RECOVERY_CHECKPOINT));
+export function readRecoveryCheckpoint(files: FileCache, dir: string): RecoveryCheckpoint | undefined {
+  const parsed = readCheckpoint<Partial<RecoveryCheckpoint>>(files, path.join(dir, RECOVERY_CHECKPOINT));
   if (parsed === undefined || typeof parsed.recoveryPoint !== 'number' || typeof parsed.clean !== 'boolean') return undefined;
   return { recoveryPoint: parsed.recoveryPoint, clean: parsed.clean };
 }
 
-export function writeRecoveryCheckpoint(dir: string, checkpoint: RecoveryCheckpoint): void {
-  writeCheckpoint(path.join(dir, RECOVERY_CHECKPOINT), checkpoint);
+export function writeRecoveryCheckpoint(files: FileCache, dir: string, checkpoint: RecoveryCheckpoint): void {
+  writeCheckpoint(files, path.join(dir, RECOVERY_CHECKPOINT), checkpoint);
 }
 
 const SNAPSHOT_FILE = /^(\d{20})\.snapshot$/;
@@ -102,16 +131,16 @@ export function producerSnapshotOffsets(files: readonly string[]): number[] {
 }
 
 /** The content of the snapshot at `offset`, parsed. @throws OnelogError `CORRUPT_MESSAGE` if missing or not JSON */
-export function readProducerSnapshot(dir: string, offset: number): unknown {
+export function readProducerSnapshot(files: FileCache, dir: string, offset: number): unknown {
   const file = producerSnapshotPath(dir, offset);
-  const parsed = readCheckpoint<unknown>(file);
+  const parsed = readCheckpoint<unknown>(files, file);
   if (parsed === undefined) throw new OnelogError('CORRUPT_MESSAGE', `producer snapshot ${file} is missing`, { file });
   return parsed;
 }
 
 /** Writes the snapshot at `offset` atomically and durably (replacing one at the same offset). */
-export function writeProducerSnapshot(dir: string, offset: number, content: unknown): void {
-  writeCheckpoint(producerSnapshotPath(dir, offset), content);
+export function writeProducerSnapshot(files: FileCache, dir: string, offset: number, content: unknown): void {
+  writeCheckpoint(files, producerSnapshotPath(dir, offset), content);
 }
 
 /** Deletes the snapshot at `offset` (no error if it is gone); the caller syncs the directory when it matters. */

@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader } from '../protocol/record-batch.js';
 import type { CompactionStats } from '../protocol/api.js';
 import type { StoredRecord } from '../protocol/types.js';
+import type { FileCache } from './file-cache.js';
 import type { LogSegment } from './segment.js';
 
 export type { CompactionStats } from '../protocol/api.js';
@@ -39,6 +40,8 @@ export interface CompactionSettings {
   now: number;
   minCompactionLagMs: number;
   deleteRetentionMs: number;
+  /** The cleaned files are written through this cache. */
+  files: FileCache;
 }
 
 const YIELD_EVERY_BATCHES = 500;
@@ -54,7 +57,7 @@ export async function compactLog(log: CleanableLog, settings: CompactionSettings
   for (const segment of segments.slice(0, -1)) {
     if (segment.maxTimestamp > cutoff) break; // too young, and so is everything after it
     const cleanedPath = `${segment.logPath}.cleaned`;
-    const result = await cleanSegment(segment, cleanedPath, latest, settings.now, settings.deleteRetentionMs);
+    const result = await cleanSegment(segment, cleanedPath, latest, settings);
     if (!(await log.replaceSegment(segment, cleanedPath))) continue;
     stats.segments++;
     stats.recordsBefore += result.recordsBefore;
@@ -87,27 +90,30 @@ async function buildKeyMap(segments: readonly LogSegment[], hw: number): Promise
 
 /** Writes the kept records of `segment` to `cleanedPath` (fsynced) and counts what it kept. */
 async function cleanSegment(
-  segment: LogSegment, cleanedPath: string, latest: Map<string, number>, now: number, deleteRetentionMs: number,
+  segment: LogSegment, cleanedPath: string, latest: Map<string, number>, settings: CompactionSettings,
 ): Promise<{ recordsBefore: number; recordsAfter: number; tombstonesRemoved: number; bytes: number }> {
-  const out = { recordsBefore: 0, recordsAfter: 0, tombstonesRemoved: 0, bytes: 0 };
+  const { now, deleteRetentionMs, files } = settings;
+  const result = { recordsBefore: 0, recordsAfter: 0, tombstonesRemoved: 0, bytes: 0 };
   const batches: Buffer[] = [];
   segment.forEachBatch(segment.baseOffset, (_h, batch) => {
     batches.push(Buffer.from(batch));
     return true;
   });
-  const fd = fs.openSync(cleanedPath, 'w');
+  files.transient(() => fs.closeSync(fs.openSync(cleanedPath, 'w')));
+  // Written by position through the cache, so the descriptor may be lent to others while the pass yields.
+  const out = files.file(cleanedPath, 'r+');
   try {
     let n = 0;
     for (const batch of batches) {
       const header = readBatchHeader(batch);
       const horizon = header.attributes & DELETE_HORIZON_FLAG ? header.baseTimestamp : undefined;
       const records = decodeRecords(batch);
-      out.recordsBefore += records.length;
+      result.recordsBefore += records.length;
       const kept: StoredRecord[] = [];
       for (const r of records) {
         if (r.key === null || latest.get(r.key.toString('latin1')) !== r.offset) continue;
         if (r.value === null && horizon !== undefined && now >= horizon) {
-          out.tombstonesRemoved++;
+          result.tombstonesRemoved++;
           continue;
         }
         kept.push(r);
@@ -122,15 +128,15 @@ async function cleanSegment(
             ...(hasTombstone ? { deleteHorizonMs: horizon ?? now + deleteRetentionMs } : {}),
           },
         });
-        fs.writeSync(fd, rewritten);
-        out.bytes += rewritten.length;
-        out.recordsAfter += kept.length;
+        fs.writeSync(out.fd(), rewritten, 0, rewritten.length, result.bytes);
+        result.bytes += rewritten.length;
+        result.recordsAfter += kept.length;
       }
       if (++n % YIELD_EVERY_BATCHES === 0) await yieldToEventLoop();
     }
-    fs.fdatasyncSync(fd);
+    fs.fdatasyncSync(out.fd());
   } finally {
-    fs.closeSync(fd);
+    out.close();
   }
-  return out;
+  return result;
 }

@@ -3,7 +3,7 @@
  * same range share one fdatasync (group commit), a timer runs the `interval` flush policy, and a background
  * flush syncs without making anyone wait.
  */
-import { OnelogError } from '../protocol/errors.js';
+import { storageError } from './storage-errors.js';
 
 /** What the flusher needs from its log. */
 export interface FlushTarget {
@@ -36,7 +36,7 @@ export class LogFlusher {
 
   /**
    * Waits until everything below `offset` is on disk; concurrent callers share one fdatasync.
-   * @throws OnelogError `STORAGE_ERROR` if the fdatasync fails
+   * @throws OnelogError `STORAGE_ERROR` if the fdatasync fails, `RESOURCE_EXHAUSTED` if for want of disk or descriptors
    */
   async syncTo(offset: number): Promise<void> {
     while (this.syncedOffset < offset) {
@@ -50,7 +50,7 @@ export class LogFlusher {
     try {
       await this.target.datasync();
     } catch (err) {
-      throw new OnelogError('STORAGE_ERROR', `fdatasync failed: ${(err as Error).message}`, this.target.where);
+      throw storageError(err, 'fdatasync', this.target.where);
     } finally {
       this.inFlight = null;
     }
@@ -77,6 +77,11 @@ export class LogFlusher {
   /** Records that everything below `offset` reached the disk by other means (a segment roll synced it). */
   markSynced(offset: number): void {
     if (offset > this.syncedOffset) this.syncedOffset = offset;
+  }
+
+  /** Whether no fdatasync runs or is scheduled and everything below `end` is on disk. */
+  idle(end: number): boolean {
+    return this.inFlight === null && this.timer === null && this.syncedOffset >= end;
   }
 
   /** Resolves once the fdatasync in flight, if any, ended (whatever its outcome). */

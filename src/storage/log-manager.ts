@@ -1,72 +1,311 @@
 /**
- * Owns every partition log of a data directory (Kafka's LogManager): `<dataDir>/<topic>-<partition>/`.
+ * Owns every partition log of a data directory (Kafka's LogManager): `<dataDir>/log/<topic>-<partition>/`.
  * Knows nothing of groups or sockets.
+ *
+ * Partitions are loaded lazily: {@link start} opens only the partitions a crash left unclean (listed in the
+ * {@link UncleanJournal}), to recover them; every other partition is opened on first use and then stays
+ * loaded, except that background sweeps ({@link visit}) unload again what they opened. So start-up time and
+ * memory do not grow with the number of idle partitions, and every file goes through one bounded
+ * {@link FileCache}, so neither does the number of open files.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from '../protocol/errors.js';
+import { listDirectory, readRecoveryCheckpoint, syncDirectory } from './checkpoint.js';
+import type { FileCache } from './file-cache.js';
 import { PartitionLog } from './partition-log.js';
 import type { LogConfig, PartitionLogOptions } from './partition-log.js';
+import { storageError } from './storage-errors.js';
+import { UncleanJournal } from './unclean-journal.js';
+
+/** Options shared by every log of the manager; each topic brings its own settings. */
+export type LogManagerOptions = Omit<PartitionLogOptions, 'config' | 'beforeFirstWrite'>;
+
+/** A topic as the catalog knows it. */
+export interface TopicLayout {
+  name: string;
+  partitions: number;
+  config: LogConfig;
+}
+
+/** What {@link LogManager.start} did. */
+export interface StartReport {
+  topics: number;
+  partitions: number;
+  /** Partitions opened to recover them (written since the last clean shutdown). */
+  recovered: number;
+  /** Partition directories that were missing and were created empty. */
+  repaired: number;
+}
+
+/** A topic's settings and its partitions' logs, each loaded or not. */
+interface TopicLogs {
+  config: LogConfig;
+  logs: (PartitionLog | undefined)[];
+}
+
+/** Partitions a background sweep visits between two yields to the event loop. */
+const VISIT_YIELD_EVERY = 64;
 
 export class LogManager {
-  private readonly logs = new Map<string, PartitionLog[]>();
+  private readonly topics = new Map<string, TopicLogs>();
+  private readonly journal: UncleanJournal;
+  /** Whether the directory had no journal (written by an earlier version): {@link start} reads every recovery point once. */
+  private readonly journalWasMissing: boolean;
+  private loadedCount = 0;
 
   /**
-   * @param dir directory holding one folder per partition
-   * @param options shared by every log; each topic brings its own settings in {@link openTopic}
+   * @param dir directory holding one folder per partition; created if missing
+   * @param options shared by every log; each topic brings its own settings
    */
   constructor(
     readonly dir: string,
-    private readonly options: Omit<PartitionLogOptions, 'config'>,
+    private readonly options: LogManagerOptions,
   ) {
     fs.mkdirSync(dir, { recursive: true });
+    const journal = UncleanJournal.read(dir, options.files);
+    this.journalWasMissing = journal === null;
+    this.journal = journal ?? UncleanJournal.write(dir, options.files, []);
   }
 
-  /** Opens (creating if needed) the logs of every partition of a topic, with the topic's settings. */
-  openTopic(topic: string, partitions: number, config: LogConfig): PartitionLog[] {
-    const opened: PartitionLog[] = [];
-    for (let p = 0; p < partitions; p++) {
-      const options = { ...this.options, config };
-      opened.push(PartitionLog.open(path.join(this.dir, `${topic}-${p}`), topic, p, options));
+  /** The cache every log's files go through. */
+  get files(): FileCache {
+    return this.options.files;
+  }
+
+  /**
+   * Registers the catalog's topics at start-up: creates, empty, any partition directory that is missing (a
+   * topic creation that an earlier version left half done) and recovers the partitions written since the
+   * last clean shutdown. A partition that fails to open is logged and left to fail again when used: nothing
+   * in the data directory stops the broker from starting.
+   */
+  start(topics: readonly TopicLayout[]): StartReport {
+    const present = new Set(listDirectory(this.files, this.dir));
+    let partitions = 0;
+    let repaired = 0;
+    const unclean: { topic: string; partition: number }[] = [];
+    for (const t of topics) {
+      this.addTopic(t.name, t.partitions, t.config);
+      for (let p = 0; p < t.partitions; p++) {
+        partitions++;
+        const name = partitionDirName(t.name, p);
+        if (!present.has(name)) {
+          fs.mkdirSync(path.join(this.dir, name));
+          repaired++;
+          this.options.logger.warn({ topic: t.name, partition: p, dir: path.join(this.dir, name) },
+            'created the missing directory of a partition, empty (a topic creation left half done)');
+        } else if (this.journalWasMissing ? this.readsUnclean(name) : this.journal.partitions.has(name)) {
+          unclean.push({ topic: t.name, partition: p });
+        }
+      }
     }
-    this.logs.set(topic, opened);
-    return opened;
+    if (repaired > 0) syncDirectory(this.files, this.dir);
+    let recovered = 0;
+    for (const { topic, partition } of unclean) {
+      try {
+        this.get(topic, partition);
+        recovered++;
+      } catch (err) {
+        this.options.logger.warn({ topic, partition, err: (err as Error).message }, 'could not recover a partition at start; it stays closed');
+      }
+    }
+    this.journal.retainOnly(unclean.map((u) => partitionDirName(u.topic, u.partition)));
+    return { topics: topics.length, partitions, recovered, repaired };
   }
 
-  /** Every partition log of a topic. @throws OnelogError `UNKNOWN_TOPIC` */
+  /**
+   * For a data directory without a journal: whether the partition's recovery point says it was not closed
+   * cleanly. Without one, the partition was never opened by a version that writes it (or is empty): opening
+   * it recovers every segment anyway.
+   */
+  private readsUnclean(name: string): boolean {
+    try {
+      return readRecoveryCheckpoint(this.files, path.join(this.dir, name))?.clean === false;
+    } catch {
+      return true; // unreadable: let recovery look at it
+    }
+  }
+
+  /**
+   * Creates the directories of a new topic's partitions, all or none: on any failure those made are removed
+   * and the error thrown, typed. Call {@link addTopic} once the catalog holds the topic, or
+   * {@link deleteTopicFiles} if it could not be stored.
+   * @throws OnelogError `TOPIC_ALREADY_EXISTS` if a directory holds data of a topic unknown to the catalog,
+   *   `RESOURCE_EXHAUSTED` (disk), `STORAGE_ERROR`
+   */
+  createTopicFiles(topic: string, partitions: number): void {
+    const made: string[] = [];
+    try {
+      for (let p = 0; p < partitions; p++) {
+        const dir = path.join(this.dir, partitionDirName(topic, p));
+        try {
+          fs.mkdirSync(dir);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+          // Left by a creation that crashed before the catalog stored it: reusable only if empty.
+          if (listDirectory(this.files, dir).length > 0) {
+            throw new OnelogError('TOPIC_ALREADY_EXISTS', `cannot create topic ${topic}: ${dir} holds files of a topic ` +
+              'the catalog does not know; move the directory away and retry', { topic, partition: p, dir });
+          }
+        }
+        made.push(dir);
+      }
+      syncDirectory(this.files, this.dir);
+    } catch (err) {
+      for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+      throw storageError(err, `creating topic ${topic}`, { topic });
+    }
+  }
+
+  /** Removes the directories {@link createTopicFiles} made (the catalog refused the topic). */
+  deleteTopicFiles(topic: string, partitions: number): void {
+    for (let p = 0; p < partitions; p++) fs.rmSync(path.join(this.dir, partitionDirName(topic, p)), { recursive: true, force: true });
+  }
+
+  /** Registers a topic whose partition directories exist; nothing is opened until used. */
+  addTopic(topic: string, partitions: number, config: LogConfig): void {
+    this.topics.set(topic, { config, logs: new Array<PartitionLog | undefined>(partitions).fill(undefined) });
+  }
+
+  /** Applies new topic settings to every loaded partition now, and to the others when they load. */
+  setConfig(topic: string, config: LogConfig): void {
+    const t = this.topic(topic);
+    t.config = config;
+    for (const log of t.logs) log?.setConfig(config);
+  }
+
+  /** The topic's settings. @throws OnelogError `UNKNOWN_TOPIC` */
+  config(topic: string): LogConfig {
+    return this.topic(topic).config;
+  }
+
+  /** How many partitions the topic has; opens nothing. @throws OnelogError `UNKNOWN_TOPIC` */
+  partitionCount(topic: string): number {
+    return this.topic(topic).logs.length;
+  }
+
+  /** Every partition log of a topic, loading those not loaded. @throws OnelogError `UNKNOWN_TOPIC`, as {@link get} */
   partitions(topic: string): PartitionLog[] {
-    const logs = this.logs.get(topic);
-    if (!logs) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
-    return logs;
+    const t = this.topic(topic);
+    return t.logs.map((_, p) => this.load(topic, t, p));
   }
 
-  /** One partition's log. @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `INVALID_REQUEST` */
+  /** The topic's partitions loaded now (opens nothing). */
+  loaded(topic: string): PartitionLog[] {
+    return this.topic(topic).logs.filter((log): log is PartitionLog => log !== undefined);
+  }
+
+  /**
+   * One partition's log, loaded (opened, recovered if a crash left it unclean) on first use.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `INVALID_REQUEST`; `RESOURCE_EXHAUSTED`,
+   *   `STORAGE_ERROR`, `CORRUPT_MESSAGE` if it cannot be opened (nothing stays half open: the next use retries)
+   */
   get(topic: string, partition: unknown): PartitionLog {
-    const logs = this.partitions(topic);
+    const t = this.topic(topic);
     if (typeof partition !== 'number' || !Number.isInteger(partition) || partition < 0) {
       throw new OnelogError('INVALID_REQUEST', `partition must be an integer >= 0, got ${JSON.stringify(partition)}`, {
         topic, partition,
       });
     }
-    const log = logs[partition];
-    if (!log) {
+    if (partition >= t.logs.length) {
       throw new OnelogError(
         'UNKNOWN_PARTITION',
-        `topic ${topic} has no partition ${partition}: it has partitions 0 to ${logs.length - 1}`,
-        { topic, partition, partitions: logs.length },
+        `topic ${topic} has no partition ${partition}: it has partitions 0 to ${t.logs.length - 1}`,
+        { topic, partition, partitions: t.logs.length },
       );
     }
+    return this.load(topic, t, partition);
+  }
+
+  /**
+   * Runs `work` on every partition of a topic for a background sweep (retention): a partition not loaded is
+   * opened for it and unloaded right after, if nothing else started using it. Yields to the event loop every
+   * few partitions. A partition that fails is reported to `onError` and the sweep goes on.
+   */
+  async visit<T>(topic: string, work: (log: PartitionLog) => T, onError: (partition: number, err: Error) => void): Promise<T[]> {
+    const out: T[] = [];
+    const count = this.partitionCount(topic);
+    for (let p = 0; p < count; p++) {
+      if (p % VISIT_YIELD_EVERY === VISIT_YIELD_EVERY - 1) await new Promise<void>((resolve) => setImmediate(resolve));
+      const t = this.topics.get(topic);
+      if (t === undefined) break;
+      const wasLoaded = t.logs[p] !== undefined;
+      try {
+        const log = this.load(topic, t, p);
+        try {
+          out.push(work(log));
+        } finally {
+          if (!wasLoaded && log.closeIfIdle()) this.unload(t, p);
+        }
+      } catch (err) {
+        onError(p, err as Error);
+      }
+    }
+    return out;
+  }
+
+  /** Counts, for logs and tests. */
+  stats(): { topics: number; partitions: number; loaded: number } {
+    let partitions = 0;
+    for (const t of this.topics.values()) partitions += t.logs.length;
+    return { topics: this.topics.size, partitions, loaded: this.loadedCount };
+  }
+
+  private topic(topic: string): TopicLogs {
+    const t = this.topics.get(topic);
+    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    return t;
+  }
+
+  private load(topic: string, t: TopicLogs, partition: number): PartitionLog {
+    const existing = t.logs[partition];
+    if (existing !== undefined) return existing;
+    const name = partitionDirName(topic, partition);
+    let log: PartitionLog;
+    try {
+      log = PartitionLog.open(path.join(this.dir, name), topic, partition, {
+        ...this.options, config: t.config, beforeFirstWrite: () => this.journal.add(name),
+      });
+    } catch (err) {
+      throw storageError(err, `opening partition ${topic}/${partition}`, { topic, partition });
+    }
+    t.logs[partition] = log;
+    this.loadedCount++;
     return log;
+  }
+
+  private unload(t: TopicLogs, partition: number): void {
+    t.logs[partition] = undefined;
+    this.loadedCount--;
   }
 
   /** Ends every long-poll fetch waiting on any log (shutdown). */
   endWaits(): void {
-    for (const logs of this.logs.values()) for (const log of logs) log.endWaits();
+    for (const t of this.topics.values()) for (const log of t.logs) log?.endWaits();
   }
 
-  /** Closes every log after its pending syncs. */
+  /**
+   * Closes every log after its pending syncs; the journal then keeps only the partitions that could not
+   * close cleanly (a failed sync), so the next start recovers just those.
+   */
   async close(): Promise<void> {
-    for (const logs of this.logs.values()) await Promise.all(logs.map((l) => l.close()));
-    this.logs.clear();
+    const stillUnclean: string[] = [];
+    for (const [topic, t] of this.topics) {
+      await Promise.all(t.logs.map(async (log, p) => {
+        if (log === undefined) return;
+        await log.close().catch((err: unknown) =>
+          this.options.logger.warn({ topic, partition: p, err: (err as Error).message }, 'a partition did not close cleanly'));
+        if (!log.isClean) stillUnclean.push(partitionDirName(topic, p));
+      }));
+    }
+    this.topics.clear();
+    this.loadedCount = 0;
+    this.journal.retainOnly(stillUnclean);
+    this.files.closeAll();
   }
+}
+
+/** The directory of a partition inside the log directory: `<topic>-<partition>`. */
+export function partitionDirName(topic: string, partition: number): string {
+  return `${topic}-${partition}`;
 }

@@ -17,6 +17,11 @@ export class LongPoll {
     });
   }
 
+  /** Fetches waiting now. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
   /** Wakes every waiting fetch. */
   wakeAll(): void {
     for (const wake of [...this.waiters]) wake();

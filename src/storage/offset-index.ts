@@ -2,58 +2,46 @@
  * A segment's sparse offset index (Kafka's OffsetIndex): one 8-byte entry every `indexIntervalBytes` of
  * log, mapping a batch's base offset (relative to the segment's base offset, uint32) to the byte position
  * of that batch in the segment file (uint32), both big-endian. Entries strictly increase in both fields.
- * Lookups binary-search the in-memory copy; the file is a cache that recovery can always rebuild.
+ * Lookups binary-search the in-memory copy. The segment writes the file whole when it is sealed and loads
+ * it lazily; the file is a cache that recovery can always rebuild.
  */
-import fs from 'node:fs';
 
 const ENTRY_BYTES = 8;
 
 export class OffsetIndex {
-  private relOffsets: Uint32Array;
-  private positions: Uint32Array;
+  private relOffsets = new Uint32Array(16);
+  private positions = new Uint32Array(16);
   private count = 0;
-  private fd: number;
 
-  private constructor(
-    readonly path: string,
-    readonly baseOffset: number,
-  ) {
-    this.relOffsets = new Uint32Array(64);
-    this.positions = new Uint32Array(64);
-    this.fd = fs.openSync(path, 'a+');
-  }
+  constructor(readonly baseOffset: number) {}
 
   /**
-   * Opens the index at `path` and loads its entries. An index whose entries are not strictly increasing
-   * or point past `logBytes` is reported as invalid (`null`) so the caller can rebuild it.
+   * Parses an index file's bytes. An index whose entries are not strictly increasing or point past
+   * `logBytes` is reported as invalid (`null`) so the caller can rebuild it.
    * @param logBytes size of the segment's log file, in bytes
    */
-  static load(path: string, baseOffset: number, logBytes: number): OffsetIndex | null {
-    const index = new OffsetIndex(path, baseOffset);
-    const data = fs.readFileSync(path);
-    if (data.length % ENTRY_BYTES !== 0) return index.closeAndReturnNull();
+  static parse(data: Buffer, baseOffset: number, logBytes: number): OffsetIndex | null {
+    if (data.length % ENTRY_BYTES !== 0) return null;
+    const index = new OffsetIndex(baseOffset);
     for (let p = 0; p < data.length; p += ENTRY_BYTES) {
       const rel = data.readUInt32BE(p);
       const pos = data.readUInt32BE(p + 4);
       const n = index.count;
-      if (pos >= logBytes) return index.closeAndReturnNull();
-      if (n > 0 && (rel <= index.relOffsets[n - 1]! || pos <= index.positions[n - 1]!)) {
-        return index.closeAndReturnNull();
-      }
+      if (pos >= logBytes) return null;
+      if (n > 0 && (rel <= index.relOffsets[n - 1]! || pos <= index.positions[n - 1]!)) return null;
       index.push(rel, pos);
     }
     return index;
   }
 
-  /** Creates an empty index at `path`, replacing any file there. */
-  static create(path: string, baseOffset: number): OffsetIndex {
-    fs.writeFileSync(path, Buffer.alloc(0));
-    return new OffsetIndex(path, baseOffset);
-  }
-
-  private closeAndReturnNull(): null {
-    fs.closeSync(this.fd);
-    return null;
+  /** The file content: every entry, in order. */
+  toBuffer(): Buffer {
+    const out = Buffer.allocUnsafe(this.count * ENTRY_BYTES);
+    for (let i = 0; i < this.count; i++) {
+      out.writeUInt32BE(this.relOffsets[i]!, i * ENTRY_BYTES);
+      out.writeUInt32BE(this.positions[i]!, i * ENTRY_BYTES + 4);
+    }
+    return out;
   }
 
   private push(rel: number, pos: number): void {
@@ -88,12 +76,7 @@ export class OffsetIndex {
 
   /** Adds an entry for the batch starting at `position` whose base offset is `offset`. */
   append(offset: number, position: number): void {
-    const rel = offset - this.baseOffset;
-    const entry = Buffer.allocUnsafe(ENTRY_BYTES);
-    entry.writeUInt32BE(rel, 0);
-    entry.writeUInt32BE(position, 4);
-    fs.writeSync(this.fd, entry);
-    this.push(rel, position);
+    this.push(offset - this.baseOffset, position);
   }
 
   /**
@@ -113,15 +96,5 @@ export class OffsetIndex {
       } else hi = mid - 1;
     }
     return found < 0 ? 0 : this.positions[found]!;
-  }
-
-  /** Flushes the file to disk. */
-  sync(): void {
-    fs.fdatasyncSync(this.fd);
-  }
-
-  /** Closes the file. */
-  close(): void {
-    fs.closeSync(this.fd);
   }
 }

@@ -20,8 +20,9 @@ import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffse
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import type { Logger } from './logger.js';
 import {
-  readLogStartCheckpoint, readRecoveryCheckpoint, syncDirectory, writeLogStartCheckpoint, writeRecoveryCheckpoint,
+  listDirectory, readLogStartCheckpoint, readRecoveryCheckpoint, syncDirectory, writeLogStartCheckpoint, writeRecoveryCheckpoint,
 } from './checkpoint.js';
+import type { FileCache } from './file-cache.js';
 import { compactLog } from './log-cleaner.js';
 import type { CompactionStats } from './log-cleaner.js';
 import type { LogStartReason } from './log-start-reason.js';
@@ -31,6 +32,8 @@ import { retentionTarget } from './retention.js';
 import { LogFlusher } from './log-flusher.js';
 import { LongPoll } from './long-poll.js';
 import { LogSegment } from './segment.js';
+import type { SegmentOptions } from './segment.js';
+import { storageError } from './storage-errors.js';
 
 
 export type { LogStartReason } from './log-start-reason.js';
@@ -49,6 +52,13 @@ export interface PartitionLogOptions {
   indexIntervalBytes: number;
   clock: Clock;
   logger: Logger;
+  /** Every descriptor the log takes (segments, indexes, checkpoints, snapshots) goes through this cache. */
+  files: FileCache;
+  /**
+   * Called once, before the first write of this log's life in memory (an append, a roll) touches the active
+   * segment: the log manager records that the partition needs recovery if the process dies from here on.
+   */
+  beforeFirstWrite?: () => void;
   /**
    * Idempotent producers remembered per partition (>= 1); past it, the one that appended least recently
    * is forgotten, and its next batch needs sequence 0 (see producer-state.ts). @default 10000
@@ -89,6 +99,13 @@ export class PartitionLog {
   private closed = false;
   /** Idempotent producers' epochs and last batches; set by {@link open}. */
   private producers!: ProducerStateManager;
+  /**
+   * Whether the recovery point on disk says "not clean" for this session: written before the first write
+   * (see {@link beforeWrite}), or found so at open. A clean close writes it clean again.
+   */
+  private unclean = false;
+  /** Whether {@link beforeWrite} ran this session. */
+  private writable = false;
 
   private constructor(
     readonly dir: string,
@@ -122,43 +139,65 @@ export class PartitionLog {
 
   /**
    * Opens (or creates) the log in `dir` (Kafka's LogLoader). Segments wholly below the recovery point
-   * checkpoint are trusted: their indexes are loaded and nothing else is read. After a clean close the last
-   * segment is trusted too, and only its batches after the last index entry are validated. Every other
-   * segment is recovered: validated batch by batch, a torn or corrupt tail truncated to the last whole batch
-   * (and logged), its indexes rebuilt. The checkpoint is then marked unclean until the next clean close.
+   * checkpoint are trusted: nothing of them is read until used (their indexes load lazily). After a clean
+   * close the last segment is trusted too, and only its batches after the last index entry are validated.
+   * Every other segment is recovered: validated batch by batch, a torn or corrupt tail truncated to the last
+   * whole batch (and logged), its indexes rebuilt. Opening writes nothing unless recovery cut a tail: the
+   * checkpoint is marked unclean before the first write (see {@link beforeWrite}).
+   * @throws the file system's error (a caller maps it with {@link storageError}); nothing stays open
    */
   static open(dir: string, topic: string, partition: number, options: PartitionLogOptions): PartitionLog {
+    const segOptions = segmentOptions(options);
     fs.mkdirSync(dir, { recursive: true });
-    const files = fs.readdirSync(dir);
+    const files = listDirectory(options.files, dir);
     // A compaction that crashed before its rename left its output beside the intact segment: drop it.
     for (const f of files.filter((f) => f.endsWith('.log.cleaned'))) fs.rmSync(path.join(dir, f));
     const bases = files
       .filter((f) => /^\d{20}\.log$/.test(f))
       .map((f) => Number(f.slice(0, 20)))
       .sort((a, b) => a - b);
-    const logStart = readLogStartCheckpoint(dir);
-    const recovery = readRecoveryCheckpoint(dir);
-    const segOptions = { indexIntervalBytes: options.indexIntervalBytes, logger: options.logger };
-    const segments =
-      bases.length === 0
-        ? [LogSegment.create(dir, logStart, segOptions)]
-        : bases.map((base, i) => {
-          const next = bases[i + 1];
-          if (next !== undefined && recovery && next <= recovery.recoveryPoint) {
-            return LogSegment.open(dir, base, false, segOptions, next);
-          }
-          const trustedTail = next === undefined && recovery?.clean === true && recovery.recoveryPoint >= base;
-          return LogSegment.open(dir, base, !trustedTail, segOptions);
-        });
-    // Closed segments whose indexes were just rebuilt get them synced, so the next open can trust them.
-    for (const s of segments.slice(0, -1)) s.seal();
-    const log = new PartitionLog(dir, topic, partition, options, segments, logStart);
-    log.producers = ProducerStateManager.load(dir, segments, files, {
-      recoveryPoint: recovery?.recoveryPoint, logStartOffset: log.logStart, logEndOffset: log.logEnd,
-    }, { maxProducers: options.maxProducers ?? DEFAULT_MAX_PRODUCERS, logger: options.logger, topic, partition });
-    writeRecoveryCheckpoint(dir, { recoveryPoint: log.active.baseOffset, clean: false });
-    log.producers.opened();
-    return log;
+    const logStart = readLogStartCheckpoint(options.files, dir);
+    const recovery = readRecoveryCheckpoint(options.files, dir);
+    const segments: LogSegment[] = [];
+    let recovered = false;
+    try {
+      if (bases.length === 0) segments.push(LogSegment.create(dir, logStart, segOptions));
+      bases.forEach((base, i) => {
+        const next = bases[i + 1];
+        if (next !== undefined && recovery && next <= recovery.recoveryPoint) {
+          segments.push(LogSegment.open(dir, base, false, segOptions, next));
+          return;
+        }
+        const trustedTail = next === undefined && recovery?.clean === true && recovery.recoveryPoint >= base;
+        recovered ||= !trustedTail;
+        segments.push(LogSegment.open(dir, base, !trustedTail, segOptions));
+      });
+      // Closed segments whose indexes were just rebuilt get them written, so the next open can trust them.
+      for (const s of segments.slice(0, -1)) s.seal();
+      const log = new PartitionLog(dir, topic, partition, options, segments, logStart);
+      log.unclean = recovered;
+      log.producers = ProducerStateManager.load(dir, segments, files, {
+        recoveryPoint: recovery?.recoveryPoint, logStartOffset: log.logStart, logEndOffset: log.logEnd,
+      }, { maxProducers: options.maxProducers ?? DEFAULT_MAX_PRODUCERS, logger: options.logger, topic, partition, files: options.files });
+      return log;
+    } catch (err) {
+      for (const s of segments) s.release();
+      throw err;
+    }
+  }
+
+  /**
+   * Before the first write of this session to the active segment: records (through the log manager) that the
+   * partition needs recovery after a crash, moves the recovery point to the active segment's base, marked
+   * unclean, and drops the producer snapshots that no longer serve.
+   */
+  private beforeWrite(): void {
+    if (this.writable) return;
+    this.options.beforeFirstWrite?.();
+    writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.active.baseOffset, clean: false });
+    this.producers.opened();
+    this.writable = true;
+    this.unclean = true;
   }
 
   /** The first offset still readable. */
@@ -211,13 +250,14 @@ export class PartitionLog {
     }
     const baseOffset = this.logEnd;
     setBaseOffset(batch, baseOffset);
-    if (this.active.size > 0 && (this.active.size + batch.length > this.config.segmentBytes ||
-      this.options.clock.now() - this.activeSince >= this.config.segmentMs)) this.roll();
     try {
+      this.beforeWrite();
+      if (this.active.size > 0 && (this.active.size + batch.length > this.config.segmentBytes ||
+        this.options.clock.now() - this.activeSince >= this.config.segmentMs)) this.roll();
       if (idempotent) this.producers.beforeAppend();
       this.active.append(batch, { ...header, baseOffset });
     } catch (err) {
-      throw new OnelogError('STORAGE_ERROR', `append failed: ${(err as Error).message}`, this.where());
+      throw storageError(err, 'append', this.where());
     }
     if (idempotent) this.producers.update(header, baseOffset);
     const lastOffset = baseOffset + header.lastOffsetDelta;
@@ -274,15 +314,15 @@ export class PartitionLog {
    * to it; the producer state is snapshotted there first.
    */
   private roll(): void {
+    this.beforeWrite();
     this.active.seal();
     this.active.datasyncNow();
     this.flusher.markSynced(this.logEnd);
     this.advanceHighWatermark(this.logEnd);
     this.producers.snapshotForRoll(this.logEnd);
-    const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
-    this.segments.push(LogSegment.create(this.dir, this.logEnd, segOptions));
+    this.segments.push(LogSegment.create(this.dir, this.logEnd, segmentOptions(this.options)));
     this.activeSince = this.options.clock.now();
-    writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: false });
+    writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: false });
     this.producers.rolled(this.logEnd);
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
   }
@@ -304,6 +344,10 @@ export class PartitionLog {
    */
   fetch(offset: number, limits: ReadLimits): { records: StoredRecord[]; nextOffset: number } {
     this.checkReadable(offset);
+    return this.guarded('fetch', () => this.fetchRecords(offset, limits));
+  }
+
+  private fetchRecords(offset: number, limits: ReadLimits): { records: StoredRecord[]; nextOffset: number } {
     const records: StoredRecord[] = [];
     let next = offset;
     let i = this.segmentFor(offset);
@@ -336,6 +380,10 @@ export class PartitionLog {
    */
   readBatches(offset: number, maxBytes: number, maxRecords = Infinity): { batches: Buffer; nextOffset: number } {
     this.checkReadable(offset);
+    return this.guarded('fetch', () => this.readStoredBatches(offset, maxBytes, maxRecords));
+  }
+
+  private readStoredBatches(offset: number, maxBytes: number, maxRecords: number): { batches: Buffer; nextOffset: number } {
     let next = offset;
     for (let i = this.segmentFor(offset); next < this.hw && i < this.segments.length; i++) {
       const buf = this.segments[i]!.read(next, maxBytes, this.hw, maxRecords);
@@ -384,6 +432,10 @@ export class PartitionLog {
    * every record is older (as Kafka's ListOffsets by timestamp).
    */
   offsetForTimestamp(timestamp: number): number {
+    return this.guarded('offset lookup by timestamp', () => this.firstOffsetAtOrAfter(timestamp));
+  }
+
+  private firstOffsetAtOrAfter(timestamp: number): number {
     for (let i = this.segmentFor(this.logStart); i < this.segments.length; i++) {
       const segment = this.segments[i]!;
       if (segment.maxTimestamp < timestamp) continue;
@@ -420,7 +472,7 @@ export class PartitionLog {
         { ...this.where(), offset, logStartOffset: this.logStart, highWatermark: this.hw },
       );
     }
-    return this.moveLogStart(offset, reason);
+    return this.guarded('delete-records', () => this.moveLogStart(offset, reason));
   }
 
   /**
@@ -429,14 +481,16 @@ export class PartitionLog {
    * @returns the move made, or null when nothing expired
    */
   enforceRetention(): { previousLogStartOffset: number; logStartOffset: number; reason: LogStartReason } | null {
-    const view = {
-      segments: this.segments, logStartOffset: this.logStart, highWatermark: this.hw,
-      offsetForTimestamp: (t: number) => this.offsetForTimestamp(t),
-    };
-    const target = retentionTarget(view, this.config, this.options.clock.now());
-    if (target === null) return null;
-    const previousLogStartOffset = this.logStart;
-    return { previousLogStartOffset, logStartOffset: this.moveLogStart(target.offset, target.reason), reason: target.reason };
+    return this.guarded('retention', () => {
+      const view = {
+        segments: this.segments, logStartOffset: this.logStart, highWatermark: this.hw,
+        offsetForTimestamp: (t: number) => this.firstOffsetAtOrAfter(t),
+      };
+      const target = retentionTarget(view, this.config, this.options.clock.now());
+      if (target === null) return null;
+      const previousLogStartOffset = this.logStart;
+      return { previousLogStartOffset, logStartOffset: this.moveLogStart(target.offset, target.reason), reason: target.reason };
+    });
   }
 
   /**
@@ -447,7 +501,7 @@ export class PartitionLog {
   private moveLogStart(offset: number, reason: LogStartReason): number {
     if (offset <= this.logStart) return this.logStart;
     const previous = this.logStart;
-    writeLogStartCheckpoint(this.dir, offset, reason, this.options.clock.now());
+    writeLogStartCheckpoint(this.options.files, this.dir, offset, reason, this.options.clock.now());
     this.logStart = offset;
     this.producers.evictBelow(offset);
     if (offset === this.logEnd && this.active.size > 0 && !this.closed) this.roll();
@@ -480,7 +534,10 @@ export class PartitionLog {
           now: this.options.clock.now(),
           minCompactionLagMs: this.config.minCompactionLagMs,
           deleteRetentionMs: this.config.deleteRetentionMs,
+          files: this.options.files,
         });
+      } catch (err) {
+        throw storageError(err, 'compaction', this.where());
       } finally {
         this.compacting = null;
       }
@@ -505,18 +562,17 @@ export class PartitionLog {
       fs.rmSync(cleanedPath, { force: true });
       return false;
     }
-    const segOptions = { indexIntervalBytes: this.options.indexIntervalBytes, logger: this.options.logger };
     if (fs.statSync(cleanedPath).size === 0) {
       fs.rmSync(cleanedPath);
       this.segments.splice(i, 1);
       segment.delete();
       return true;
     }
+    segment.release();
     segment.deleteIndexes();
     fs.renameSync(cleanedPath, segment.logPath);
-    syncDirectory(this.dir);
-    segment.close();
-    const cleaned = LogSegment.open(this.dir, segment.baseOffset, true, segOptions);
+    syncDirectory(this.options.files, this.dir);
+    const cleaned = LogSegment.open(this.dir, segment.baseOffset, true, segmentOptions(this.options));
     cleaned.seal();
     this.segments[i] = cleaned;
     return true;
@@ -541,7 +597,11 @@ export class PartitionLog {
     this.longPoll.end();
   }
 
-  /** Waits for pending syncs, wakes waiting fetches and closes every segment. */
+  /**
+   * Waits for pending syncs, wakes waiting fetches and closes every segment. A session that wrote (or
+   * recovered) ends with the producer state snapshotted and the recovery point marked clean, once everything
+   * is synced; one that only read writes nothing.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -549,14 +609,52 @@ export class PartitionLog {
     // durable, so none of them finds its file closed (EBADF) and fails after its bytes were written.
     await this.flusher.drain();
     this.longPoll.wakeAll();
+    this.closeFiles();
+  }
+
+  /**
+   * Closes the log at once if nothing is going on (no sync pending or unsynced, no compaction, no waiting
+   * fetch), as {@link close} would: for a log manager unloading a partition that is not in use.
+   * @returns whether the log closed
+   */
+  closeIfIdle(): boolean {
+    if (this.closed) return true;
+    if (this.compacting !== null || this.longPoll.waiting > 0 || !this.flusher.idle(this.logEnd)) return false;
+    this.closed = true;
+    this.closeFiles();
+    return true;
+  }
+
+  /** Whether the recovery point on disk is marked clean (a crash now needs no recovery of this partition). */
+  get isClean(): boolean {
+    return !this.unclean;
+  }
+
+  private closeFiles(): void {
+    this.flusher.cancelTimer();
     for (const s of this.segments) s.close();
-    if (this.flusher.synced === this.logEnd) {
+    if (this.unclean && this.flusher.synced === this.logEnd) {
       this.producers.snapshotForClose(this.logEnd);
-      writeRecoveryCheckpoint(this.dir, { recoveryPoint: this.logEnd, clean: true });
+      writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: true });
+      this.unclean = false;
+    }
+  }
+
+  /** Runs a storage operation, its failures typed (see storage-errors.ts). */
+  private guarded<T>(action: string, work: () => T): T {
+    try {
+      return work();
+    } catch (err) {
+      throw storageError(err, action, this.where());
     }
   }
 
   private where(): { topic: string; partition: number } {
     return { topic: this.topic, partition: this.partition };
   }
+}
+
+/** The options every segment of a log gets. */
+function segmentOptions(options: PartitionLogOptions): SegmentOptions {
+  return { indexIntervalBytes: options.indexIntervalBytes, logger: options.logger, files: options.files };
 }

@@ -32,6 +32,7 @@ import {
   deleteProducerSnapshot, producerSnapshotOffsets, readProducerSnapshot, removeProducerSnapshotTemps, syncDirectory,
   writeProducerSnapshot,
 } from './checkpoint.js';
+import type { FileCache } from './file-cache.js';
 import type { Logger } from './logger.js';
 import type { LogSegment } from './segment.js';
 
@@ -97,6 +98,8 @@ export interface ProducerStateOptions {
   logger: Logger;
   topic: string;
   partition: number;
+  /** Snapshot files are read and written through this cache. */
+  files: FileCache;
 }
 
 /** Where the log stands when its producer state is loaded. */
@@ -206,7 +209,7 @@ export class ProducerStateManager {
       const offset = m.snapshots[i]!;
       if (offset > bound) continue;
       try {
-        m.restore(readProducerSnapshot(dir, offset), offset);
+        m.restore(readProducerSnapshot(options.files, dir, offset), offset);
         loadedFrom = offset;
       } catch (err) {
         if (!(err instanceof OnelogError)) throw err;
@@ -382,7 +385,7 @@ export class ProducerStateManager {
 
   private writeSnapshot(offset: number, content: ProducerSnapshot): void {
     if (this.dir === null) return;
-    writeProducerSnapshot(this.dir, offset, content);
+    writeProducerSnapshot(this.options.files, this.dir, offset, content);
     this.unreadable.delete(offset);
     if (!this.snapshots.includes(offset)) {
       this.snapshots.push(offset);
@@ -396,7 +399,7 @@ export class ProducerStateManager {
     for (const offset of this.snapshots) if (offset !== keep) deleteProducerSnapshot(this.dir, offset);
     this.snapshots = keep >= 0 ? [keep] : [];
     this.unreadable.clear();
-    syncDirectory(this.dir);
+    syncDirectory(this.options.files, this.dir);
   }
 
   /** Replays the idempotent batches of `segment` from `from` to `to` (headers only); returns how many. */

@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BATCH_HEADER_BYTES, LOG_OVERHEAD, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
+import { readFileIfExists, replaceFile } from './checkpoint.js';
+import type { CachedFile, FileCache } from './file-cache.js';
 import { OffsetIndex } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
 import type { Logger } from './logger.js';
@@ -26,7 +28,7 @@ class ChunkReader {
   private length = 0;
 
   constructor(
-    private readonly fd: number,
+    private readonly file: CachedFile,
     private readonly fileBytes: number,
   ) {}
 
@@ -38,7 +40,7 @@ class ChunkReader {
     if (pos + len > this.fileBytes) return -1;
     const want = Math.min(Math.max(len, CHUNK_BYTES), this.fileBytes - pos);
     if (this.buf.length < want) this.buf = Buffer.allocUnsafe(want);
-    this.length = fs.readSync(this.fd, this.buf, 0, want, pos);
+    this.length = fs.readSync(this.file.fd(), this.buf, 0, want, pos);
     this.start = pos;
     return this.length >= len ? 0 : -1;
   }
@@ -63,30 +65,48 @@ export interface SegmentOptions {
   /** Bytes of log between two offset index entries. @default 4096 (Kafka's index.interval.bytes) */
   indexIntervalBytes: number;
   logger: Logger;
+  /** Every descriptor the segment takes goes through this cache. */
+  files: FileCache;
 }
 
+/** A segment's two indexes, in memory. */
+interface Indexes {
+  offset: OffsetIndex;
+  time: TimeIndex;
+}
+
+/**
+ * One segment's files. The `.log` descriptor is opened on demand through the {@link FileCache}; the indexes
+ * of a closed segment are loaded with it on first use and dropped when the cache closes it (Kafka's lazy
+ * index), unless they hold entries not yet written: those of the active segment, written by {@link seal}.
+ */
 export class LogSegment {
-  /** Size of the `.log` file, in bytes. */
-  size: number;
   /** Offset after the last record in this segment; `baseOffset` when it is empty. */
   nextOffset: number;
-  /** Largest record timestamp in this segment (ms), or -1 when empty. */
-  maxTimestamp = -1;
-  /** Base offset of the last batch appended, for the closing time index entry. */
+  private readonly file: CachedFile;
+  /** Size of the `.log` file in bytes; -1 until first asked (a trusted closed segment is not even stat'ed). */
+  private sizeBytes: number;
+  /** Largest record timestamp (ms), -1 when empty; undefined until first asked (then read from the time index). */
+  private maxTs: number | undefined;
+  /** Base offset of the last batch appended, for the closing time index entry; -1 once sealed. */
   private lastBatchOffset: number;
   private bytesSinceIndexEntry = 0;
+  /** The loaded indexes, or null until needed. */
+  private indexes: Indexes | null = null;
+  /** Whether the loaded indexes hold entries their files lack (written by {@link seal}). */
+  private indexesDirty = false;
 
   private constructor(
     readonly dir: string,
     readonly baseOffset: number,
-    private readonly fd: number,
-    private index: OffsetIndex,
-    private timeIndex: TimeIndex,
     private readonly options: SegmentOptions,
+    size: number,
   ) {
-    this.size = fs.fstatSync(fd).size;
+    this.file = options.files.file(this.logPath, 'r+', () => this.dropCleanIndexes());
+    this.sizeBytes = size;
     this.nextOffset = baseOffset;
     this.lastBatchOffset = baseOffset;
+    this.maxTs = size === 0 ? -1 : undefined;
   }
 
   /** Path of the `.log` file. */
@@ -94,20 +114,33 @@ export class LogSegment {
     return path.join(this.dir, `${segmentStem(this.baseOffset)}.log`);
   }
 
-  private static indexPath(dir: string, baseOffset: number): string {
-    return path.join(dir, `${segmentStem(baseOffset)}.index`);
+  private get indexPath(): string {
+    return path.join(this.dir, `${segmentStem(this.baseOffset)}.index`);
   }
 
-  private static timeIndexPath(dir: string, baseOffset: number): string {
-    return path.join(dir, `${segmentStem(baseOffset)}.timeindex`);
+  private get timeIndexPath(): string {
+    return path.join(this.dir, `${segmentStem(this.baseOffset)}.timeindex`);
   }
 
-  /** Creates a new, empty segment (fails if its file exists). */
+  /** Size of the `.log` file, in bytes. */
+  get size(): number {
+    if (this.sizeBytes < 0) this.sizeBytes = fs.statSync(this.logPath).size;
+    return this.sizeBytes;
+  }
+
+  /** Largest record timestamp in this segment (ms), or -1 when empty. */
+  get maxTimestamp(): number {
+    this.maxTs ??= this.loadedIndexes().time.lastTimestamp;
+    return this.maxTs;
+  }
+
+  /** Creates a new, empty segment (fails if its file exists); its index files are written when it is sealed. */
   static create(dir: string, baseOffset: number, options: SegmentOptions): LogSegment {
-    const fd = fs.openSync(path.join(dir, `${segmentStem(baseOffset)}.log`), 'wx+');
-    const index = OffsetIndex.create(LogSegment.indexPath(dir, baseOffset), baseOffset);
-    const timeIndex = TimeIndex.create(LogSegment.timeIndexPath(dir, baseOffset), baseOffset);
-    return new LogSegment(dir, baseOffset, fd, index, timeIndex, options);
+    const segment = new LogSegment(dir, baseOffset, options, 0);
+    options.files.transient(() => fs.closeSync(fs.openSync(segment.logPath, 'wx')));
+    segment.removeIndexFiles(); // left by an earlier segment at this offset, they would describe other bytes
+    segment.indexes = { offset: new OffsetIndex(baseOffset), time: new TimeIndex(baseOffset) };
+    return segment;
   }
 
   /**
@@ -117,34 +150,78 @@ export class LogSegment {
    *   Otherwise the segment is trusted: its indexes are loaded (and rebuilt by a full recovery if missing or
    *   invalid), and only the batches after the last offset index entry are read and validated.
    * @param nextOffset for a trusted segment that is not the last: the next segment's base offset, so
-   *   nothing of it needs reading at all
+   *   nothing of it needs reading at all (its indexes and size load when first needed)
    */
   static open(dir: string, baseOffset: number, recover: boolean, options: SegmentOptions, nextOffset?: number): LogSegment {
-    const logPath = path.join(dir, `${segmentStem(baseOffset)}.log`);
-    const fd = fs.openSync(logPath, 'r+');
-    const size = fs.fstatSync(fd).size;
-    const indexPath = LogSegment.indexPath(dir, baseOffset);
-    const timeIndexPath = LogSegment.timeIndexPath(dir, baseOffset);
-    const index = recover || !fs.existsSync(indexPath) ? null : OffsetIndex.load(indexPath, baseOffset, size);
-    const timeIndex = index === null ? null : TimeIndex.load(timeIndexPath, baseOffset, nextOffset ?? Infinity);
-    if (index === null || timeIndex === null) {
-      index?.close();
-      const segment = new LogSegment(dir, baseOffset, fd, OffsetIndex.create(indexPath, baseOffset),
-        TimeIndex.create(timeIndexPath, baseOffset), options);
-      segment.reportTruncation(segment.scan(0, true, true));
-      return segment;
-    }
-    const segment = new LogSegment(dir, baseOffset, fd, index, timeIndex, options);
-    segment.maxTimestamp = timeIndex.lastTimestamp;
-    if (nextOffset !== undefined) {
+    if (!recover && nextOffset !== undefined) {
+      const segment = new LogSegment(dir, baseOffset, options, -1);
       segment.nextOffset = nextOffset;
       segment.lastBatchOffset = -1;
-    } else {
-      // The batch at the last index entry starts the tail; if it is gone, the log ends where it began.
-      segment.nextOffset = index.lastOffset;
-      segment.reportTruncation(segment.scan(index.lastPosition, false, true));
+      return segment;
     }
-    return segment;
+    const segment = new LogSegment(dir, baseOffset, options, -1);
+    try {
+      segment.sizeBytes = fs.fstatSync(segment.file.fd()).size;
+      const loaded = recover ? null : segment.readIndexFiles(Infinity);
+      if (loaded === null) {
+        segment.recover();
+        return segment;
+      }
+      segment.indexes = loaded;
+      segment.maxTs = loaded.time.lastTimestamp;
+      // The batch at the last index entry starts the tail; if it is gone, the log ends where it began.
+      segment.nextOffset = loaded.offset.lastOffset;
+      segment.reportTruncation(segment.scan(loaded.offset.lastPosition, false, true));
+      return segment;
+    } catch (err) {
+      segment.release();
+      throw err;
+    }
+  }
+
+  /** Validates every batch, truncates a torn or corrupt tail, and rebuilds both indexes in memory (written by {@link seal}). */
+  private recover(): void {
+    this.removeIndexFiles(); // stale until sealed again
+    this.indexes = { offset: new OffsetIndex(this.baseOffset), time: new TimeIndex(this.baseOffset) };
+    this.nextOffset = this.baseOffset;
+    this.maxTs = -1;
+    this.bytesSinceIndexEntry = 0;
+    this.reportTruncation(this.scan(0, true, true));
+  }
+
+  /** Both index files parsed, or null if either is missing or invalid. */
+  private readIndexFiles(nextOffset: number): Indexes | null {
+    const offsetData = readFileIfExists(this.options.files, this.indexPath);
+    const offset = offsetData === undefined ? null : OffsetIndex.parse(offsetData, this.baseOffset, this.size);
+    if (offset === null) return null;
+    const timeData = readFileIfExists(this.options.files, this.timeIndexPath);
+    const time = timeData === undefined ? null : TimeIndex.parse(timeData, this.baseOffset, nextOffset);
+    return time === null ? null : { offset, time };
+  }
+
+  /**
+   * The indexes, loading those of a closed segment from their files (rebuilt from the batches if missing
+   * or invalid, as at open). The `.log` descriptor is opened with them, so the cache's eviction of the file
+   * drops them again.
+   */
+  private loadedIndexes(): Indexes {
+    this.file.fd();
+    if (this.indexes !== null) return this.indexes;
+    const loaded = this.readIndexFiles(this.nextOffset);
+    if (loaded !== null) {
+      this.indexes = loaded;
+      return loaded;
+    }
+    const nextOffset = this.nextOffset;
+    this.recover();
+    this.nextOffset = Math.max(this.nextOffset, nextOffset); // compaction may have emptied its last offsets
+    this.seal();
+    return this.indexes!;
+  }
+
+  /** On eviction of the `.log` descriptor: drops indexes whose files hold every entry. */
+  private dropCleanIndexes(): void {
+    if (!this.indexesDirty && this.lastBatchOffset < 0) this.indexes = null;
   }
 
   private reportTruncation(result: RecoveryResult): void {
@@ -163,13 +240,15 @@ export class LogSegment {
    * file at the first bad one.
    */
   private scan(from: number, rebuildIndexes: boolean, validate: boolean): RecoveryResult {
-    const reader = new ChunkReader(this.fd, this.size);
+    const size = this.size;
+    const reader = new ChunkReader(this.file, size);
     let pos = from;
     let reason: string | undefined;
-    while (pos < this.size) {
+    let maxTs = this.maxTs ?? -1;
+    while (pos < size) {
       let off = reader.ensure(pos, BATCH_HEADER_BYTES);
       if (off < 0) {
-        reason = `only ${this.size - pos} bytes left at position ${pos}, a batch header needs ${BATCH_HEADER_BYTES}`;
+        reason = `only ${size - pos} bytes left at position ${pos}, a batch header needs ${BATCH_HEADER_BYTES}`;
         break;
       }
       const header = readBatchHeader(reader.buffer, off);
@@ -187,17 +266,19 @@ export class LogSegment {
           break;
         }
       }
-      if (header.maxTimestamp > this.maxTimestamp) this.maxTimestamp = header.maxTimestamp;
+      if (header.maxTimestamp > maxTs) maxTs = header.maxTimestamp;
+      this.maxTs = maxTs;
       if (rebuildIndexes) this.maybeIndex(header.baseOffset, pos, batchBytes);
       this.nextOffset = header.baseOffset + header.lastOffsetDelta + 1;
       this.lastBatchOffset = header.baseOffset;
       pos += batchBytes;
     }
-    const truncatedBytes = this.size - pos;
+    const truncatedBytes = size - pos;
     if (truncatedBytes > 0) {
-      fs.ftruncateSync(this.fd, pos);
-      fs.fdatasyncSync(this.fd);
-      this.size = pos;
+      const fd = this.file.fd();
+      fs.ftruncateSync(fd, pos);
+      fs.fdatasyncSync(fd);
+      this.sizeBytes = pos;
     }
     return { validBytes: pos, truncatedBytes, ...(reason === undefined ? {} : { reason }) };
   }
@@ -206,8 +287,10 @@ export class LogSegment {
   private maybeIndex(baseOffset: number, position: number, batchBytes: number): void {
     // Position 0 needs no entry: a lookup that finds none starts from the beginning.
     if (position > 0 && this.bytesSinceIndexEntry >= this.options.indexIntervalBytes) {
-      this.index.append(baseOffset, position);
-      this.timeIndex.maybeAppend(this.maxTimestamp, baseOffset);
+      const indexes = this.loadedIndexes();
+      indexes.offset.append(baseOffset, position);
+      indexes.time.maybeAppend(this.maxTimestamp, baseOffset);
+      this.indexesDirty = true;
       this.bytesSinceIndexEntry = 0;
     }
     this.bytesSinceIndexEntry += batchBytes;
@@ -215,14 +298,25 @@ export class LogSegment {
 
   /**
    * Appends one encoded batch (base offset already stamped) at the end of the file. The bytes reach the
-   * page cache before this returns; {@link datasync} makes them durable.
+   * page cache before this returns; {@link datasync} makes them durable. A failed write leaves the segment
+   * as it was (a partly written tail is cut off again, or overwritten by the next append).
    */
   append(batch: Buffer, header: Pick<BatchHeader, 'baseOffset' | 'lastOffsetDelta' | 'maxTimestamp'>): void {
-    const written = fs.writeSync(this.fd, batch, 0, batch.length, this.size);
-    if (written !== batch.length) throw new Error(`short write: ${written} of ${batch.length} bytes`);
-    if (header.maxTimestamp > this.maxTimestamp) this.maxTimestamp = header.maxTimestamp;
-    this.maybeIndex(header.baseOffset, this.size, batch.length);
-    this.size += batch.length;
+    const size = this.size;
+    try {
+      const written = fs.writeSync(this.file.fd(), batch, 0, batch.length, size);
+      if (written !== batch.length) throw new Error(`short write: ${written} of ${batch.length} bytes`);
+    } catch (err) {
+      try {
+        fs.ftruncateSync(this.file.fd(), size);
+      } catch {
+        // the next append overwrites the bytes; recovery cuts them if none comes
+      }
+      throw err;
+    }
+    if (header.maxTimestamp > this.maxTimestamp) this.maxTs = header.maxTimestamp;
+    this.maybeIndex(header.baseOffset, size, batch.length);
+    this.sizeBytes = size + batch.length;
     this.nextOffset = header.baseOffset + header.lastOffsetDelta + 1;
     this.lastBatchOffset = header.baseOffset;
   }
@@ -231,20 +325,23 @@ export class LogSegment {
    * The offset from which to scan for the first record with timestamp >= `timestamp` (time index lookup).
    */
   offsetForTimestampLowerBound(timestamp: number): number {
-    return this.timeIndex.lookup(timestamp);
+    return this.loadedIndexes().time.lookup(timestamp);
   }
 
   /**
    * Marks the segment as closed for appends: adds the final time index entry, so the index's last entry is
-   * the segment's largest timestamp, and syncs both indexes, so a trusted reopen after a power loss finds
-   * them whole.
+   * the segment's largest timestamp, and writes both index files (replaced atomically, fdatasynced), so a
+   * trusted reopen after a power loss finds them whole.
    */
   seal(): void {
-    if (this.lastBatchOffset < 0) return;
-    this.timeIndex.maybeAppend(this.maxTimestamp, this.lastBatchOffset);
-    this.index.sync();
-    this.timeIndex.sync();
-    this.lastBatchOffset = -1;
+    if (this.lastBatchOffset >= 0) {
+      if (this.loadedIndexes().time.maybeAppend(this.maxTimestamp, this.lastBatchOffset)) this.indexesDirty = true;
+      this.lastBatchOffset = -1;
+    }
+    if (!this.indexesDirty || this.indexes === null) return;
+    replaceFile(this.options.files, this.indexPath, this.indexes.offset.toBuffer());
+    replaceFile(this.options.files, this.timeIndexPath, this.indexes.time.toBuffer());
+    this.indexesDirty = false;
   }
 
   /**
@@ -255,12 +352,13 @@ export class LogSegment {
    * @returns the batches as one buffer, or null when this segment holds nothing at or after `offset`
    */
   read(offset: number, maxBytes: number, endOffset: number, maxOffsets = Infinity): Buffer | null {
-    const reader = new ChunkReader(this.fd, this.size);
-    let pos = this.index.lookup(offset);
+    let pos = this.loadedIndexes().offset.lookup(offset);
+    const size = this.size;
+    const reader = new ChunkReader(this.file, size);
     let first = -1;
     let end = -1;
     let lastRead = offset - 1;
-    while (pos < this.size) {
+    while (pos < size) {
       const off = reader.ensure(pos, BATCH_HEADER_BYTES);
       if (off < 0) break;
       const buf = reader.buffer;
@@ -279,7 +377,7 @@ export class LogSegment {
     }
     if (first < 0) return null;
     const out = Buffer.allocUnsafe(end - first);
-    fs.readSync(this.fd, out, 0, out.length, first);
+    fs.readSync(this.file.fd(), out, 0, out.length, first);
     return out;
   }
 
@@ -289,9 +387,10 @@ export class LogSegment {
    * @param visit gets the header and the batch bytes (a view valid only during the call)
    */
   forEachBatch(fromOffset: number, visit: (header: BatchHeader, batch: Buffer) => boolean): void {
-    const reader = new ChunkReader(this.fd, this.size);
-    let pos = this.index.lookup(fromOffset);
-    while (pos < this.size) {
+    let pos = fromOffset <= this.baseOffset ? 0 : this.loadedIndexes().offset.lookup(fromOffset);
+    const size = this.size;
+    const reader = new ChunkReader(this.file, size);
+    while (pos < size) {
       let off = reader.ensure(pos, BATCH_HEADER_BYTES);
       if (off < 0) return;
       const header = readBatchHeader(reader.buffer, off);
@@ -303,34 +402,43 @@ export class LogSegment {
     }
   }
 
-  /** Flushes written bytes to disk (fdatasync), off the event loop. */
+  /** Flushes written bytes to disk (fdatasync), off the event loop; the descriptor stays pinned meanwhile. */
   datasync(): Promise<void> {
-    return new Promise((resolve, reject) => fs.fdatasync(this.fd, (err) => (err ? reject(err) : resolve())));
+    return this.file.pinned((fd) => new Promise<void>((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve()))));
   }
 
   /** Flushes written bytes to disk (fdatasync), blocking. */
   datasyncNow(): void {
-    fs.fdatasyncSync(this.fd);
+    fs.fdatasyncSync(this.file.fd());
   }
 
-  /** Seals and closes the files. */
+  /** Seals the segment and closes its descriptor. */
   close(): void {
     this.seal();
-    this.index.close();
-    this.timeIndex.close();
-    fs.closeSync(this.fd);
+    this.release();
   }
 
-  /** Deletes the index files (they are rebuilt when the segment is next opened). */
+  /** Closes the descriptor and forgets the indexes without writing anything (the files are being replaced). */
+  release(): void {
+    this.file.close();
+    this.indexes = null;
+    this.indexesDirty = false;
+  }
+
+  /** Deletes the index files (they are rebuilt when next needed). */
   deleteIndexes(): void {
-    fs.rmSync(LogSegment.indexPath(this.dir, this.baseOffset), { force: true });
-    fs.rmSync(LogSegment.timeIndexPath(this.dir, this.baseOffset), { force: true });
+    this.removeIndexFiles();
+  }
+
+  private removeIndexFiles(): void {
+    fs.rmSync(this.indexPath, { force: true });
+    fs.rmSync(this.timeIndexPath, { force: true });
   }
 
   /** Closes and deletes the segment's files. */
   delete(): void {
-    this.close();
+    this.release();
     fs.rmSync(this.logPath, { force: true });
-    this.deleteIndexes();
+    this.removeIndexFiles();
   }
 }

@@ -5,54 +5,50 @@
  * An entry `(T, o)` promises: every record below offset `o` in the segment has a timestamp <= T, and T is
  * the largest timestamp up to the batch at `o`. So the first record with timestamp >= t lies at or after the
  * offset of the last entry with T < t. Timestamps strictly increase; the last entry holds the segment's
- * largest timestamp once the segment is closed. The file is a cache that recovery can always rebuild.
+ * largest timestamp once the segment is sealed. The segment writes the file whole when it is sealed and
+ * loads it lazily; the file is a cache that recovery can always rebuild.
  */
-import fs from 'node:fs';
 
 const ENTRY_BYTES = 12;
 const TWO_32 = 0x1_0000_0000;
 
 export class TimeIndex {
-  private timestamps: Float64Array = new Float64Array(64);
-  private relOffsets: Uint32Array = new Uint32Array(64);
+  private timestamps = new Float64Array(16);
+  private relOffsets = new Uint32Array(16);
   private count = 0;
-  private readonly fd: number;
 
-  private constructor(
-    readonly path: string,
-    readonly baseOffset: number,
-  ) {
-    this.fd = fs.openSync(path, 'a+');
-  }
-
-  /** Creates an empty index at `path`, replacing any file there. */
-  static create(path: string, baseOffset: number): TimeIndex {
-    fs.writeFileSync(path, Buffer.alloc(0));
-    return new TimeIndex(path, baseOffset);
-  }
+  constructor(readonly baseOffset: number) {}
 
   /**
-   * Loads the index at `path`; null if it is missing, of a wrong length, or not strictly increasing in both
-   * fields with offsets below `nextOffset` (then the caller rebuilds it).
+   * Parses an index file's bytes; null if of a wrong length, or not strictly increasing in both fields with
+   * offsets below `nextOffset` (then the caller rebuilds it).
    */
-  static load(path: string, baseOffset: number, nextOffset: number): TimeIndex | null {
-    if (!fs.existsSync(path)) return null;
-    const data = fs.readFileSync(path);
+  static parse(data: Buffer, baseOffset: number, nextOffset: number): TimeIndex | null {
     if (data.length % ENTRY_BYTES !== 0) return null;
-    const index = new TimeIndex(path, baseOffset);
+    const index = new TimeIndex(baseOffset);
     for (let p = 0; p < data.length; p += ENTRY_BYTES) {
       const ts = data.readInt32BE(p) * TWO_32 + data.readUInt32BE(p + 4);
       const rel = data.readUInt32BE(p + 8);
       const n = index.count;
       const bad = baseOffset + rel >= nextOffset ||
         (n > 0 && (ts <= index.timestamps[n - 1]! || rel < index.relOffsets[n - 1]!));
-      if (bad) {
-        index.close();
-        return null;
-      }
+      if (bad) return null;
       index.push(ts, rel);
     }
     return index;
+  }
+
+  /** The file content: every entry, in order. */
+  toBuffer(): Buffer {
+    const out = Buffer.allocUnsafe(this.count * ENTRY_BYTES);
+    for (let i = 0; i < this.count; i++) {
+      const ts = this.timestamps[i]!;
+      const hi = Math.floor(ts / TWO_32);
+      out.writeInt32BE(hi, i * ENTRY_BYTES);
+      out.writeUInt32BE(ts - hi * TWO_32, i * ENTRY_BYTES + 4);
+      out.writeUInt32BE(this.relOffsets[i]!, i * ENTRY_BYTES + 8);
+    }
+    return out;
   }
 
   private push(ts: number, rel: number): void {
@@ -82,17 +78,12 @@ export class TimeIndex {
   /**
    * Adds `(timestamp, offset)` if `timestamp` is above the last entry's.
    * @param offset base offset of the batch that brought the segment's largest timestamp to `timestamp`
+   * @returns whether an entry was added
    */
-  maybeAppend(timestamp: number, offset: number): void {
-    if (timestamp <= this.lastTimestamp) return;
-    const rel = offset - this.baseOffset;
-    const entry = Buffer.allocUnsafe(ENTRY_BYTES);
-    const hi = Math.floor(timestamp / TWO_32);
-    entry.writeInt32BE(hi, 0);
-    entry.writeUInt32BE(timestamp - hi * TWO_32, 4);
-    entry.writeUInt32BE(rel, 8);
-    fs.writeSync(this.fd, entry);
-    this.push(timestamp, rel);
+  maybeAppend(timestamp: number, offset: number): boolean {
+    if (timestamp <= this.lastTimestamp) return false;
+    this.push(timestamp, offset - this.baseOffset);
+    return true;
   }
 
   /**
@@ -111,14 +102,5 @@ export class TimeIndex {
       } else hi = mid - 1;
     }
     return this.baseOffset + (found < 0 ? 0 : this.relOffsets[found]!);
-  }
-
-  /** Flushes the file to disk. */
-  sync(): void {
-    fs.fdatasyncSync(this.fd);
-  }
-
-  close(): void {
-    fs.closeSync(this.fd);
   }
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ManualClock } from '../../src/clock.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../../src/protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../../src/protocol/types.js';
+import { FileCache, MIN_OPEN_FILES } from '../../src/storage/file-cache.js';
 import type { Logger } from '../../src/storage/logger.js';
 import { PartitionLog } from '../../src/storage/partition-log.js';
 import type { LogConfig, PartitionLogOptions } from '../../src/storage/partition-log.js';
@@ -37,8 +38,15 @@ export function logConfig(overrides: Partial<LogConfig> = {}): LogConfig {
  * to force rolls and index entries, or any other setting.
  */
 export function logOptions(overrides: LogOverrides = {}): PartitionLogOptions {
-  const { indexIntervalBytes = 4096, clock = new ManualClock(T0), logger = new RecordingLogger(), ...config } = overrides;
-  return { indexIntervalBytes, clock, logger, config: logConfig(config) };
+  const { indexIntervalBytes = 4096, clock = new ManualClock(T0), logger = new RecordingLogger(), files = smallFileCache(), ...config } = overrides;
+  return { indexIntervalBytes, clock, logger, files, config: logConfig(config) };
+}
+
+/**
+ * A file cache of the smallest budget, so the storage tests run with files evicted and reopened all along.
+ */
+export function smallFileCache(): FileCache {
+  return new FileCache({ maxOpenFiles: MIN_OPEN_FILES });
 }
 
 export function openLog(dir: string, overrides: LogOverrides = {}): PartitionLog {

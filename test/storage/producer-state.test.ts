@@ -22,7 +22,7 @@ import { asyncCodeOf, asyncErrorOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
 import type { LogOverrides } from './log-fixtures.js';
 import {
-  activeLogPath, batchSpans, holdSyncs, logFiles, logOptions, readAll, RecordingLogger, releaseHeldSyncs, T0,
+  activeLogPath, batchSpans, holdSyncs, logFiles, logOptions, readAll, RecordingLogger, releaseHeldSyncs, smallFileCache, T0,
 } from './log-fixtures.js';
 
 const PID = 4242;
@@ -173,7 +173,7 @@ describe('idempotent producer: appends', () => {
 });
 
 describe('idempotent producer: sequence arithmetic', () => {
-  const state = () => ProducerStateManager.inMemory({ maxProducers: 10, logger: new RecordingLogger(), topic: 't', partition: 0 });
+  const state = () => ProducerStateManager.inMemory({ maxProducers: 10, logger: new RecordingLogger(), topic: 't', partition: 0, files: smallFileCache() });
   const fields = (baseSequence: number, lastOffsetDelta = 0, producerEpoch = 0) => ({ producerId: 1, producerEpoch, baseSequence, lastOffsetDelta });
 
   it('sequences are int32 and wrap to 0 after 2^31-1, as Kafka', () => {
@@ -344,9 +344,11 @@ describe('idempotent producer: durability', () => {
       import { PartitionLog } from ${JSON.stringify(path.join(ROOT, 'src/storage/partition-log.ts'))};
       import { encodeBatch } from ${JSON.stringify(path.join(ROOT, 'src/protocol/record-batch.ts'))};
       import { DEFAULT_TOPIC_CONFIG } from ${JSON.stringify(path.join(ROOT, 'src/protocol/topic-config.ts'))};
+      import { FileCache } from ${JSON.stringify(path.join(ROOT, 'src/storage/file-cache.ts'))};
       const [dir, from] = process.argv.slice(1);
       const log = PartitionLog.open(dir, 't', 0, { config: { ...DEFAULT_TOPIC_CONFIG, flushPolicy: 'always', segmentBytes: 4096 },
-        indexIntervalBytes: 512, clock: { now: () => Date.now() }, logger: { info() {}, warn() {} } });
+        indexIntervalBytes: 512, clock: { now: () => Date.now() }, logger: { info() {}, warn() {} },
+        files: new FileCache({ maxOpenFiles: 8 }) });
       for (let seq = Number(from); ; ) {
         const n = 1 + (seq % 3);
         const records = Array.from({ length: n }, (_, i) => ({ key: null, value: Buffer.from('0:' + (seq + i)) }));

@@ -5,7 +5,7 @@ import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader } from '../..
 import { LogSegment, segmentStem } from '../../src/storage/segment.js';
 import type { SegmentOptions } from '../../src/storage/segment.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { batchSpans, rec, RecordingLogger, T0 } from './log-fixtures.js';
+import { batchSpans, rec, RecordingLogger, smallFileCache, T0 } from './log-fixtures.js';
 
 // Segments still open at the end of a test; `shut` closes one early (never twice: fd numbers get reused).
 const opened = new Set<LogSegment>();
@@ -19,8 +19,8 @@ function shut(s: LogSegment): void {
   s.close();
 }
 
-function options(indexIntervalBytes = 4096, logger = new RecordingLogger()): SegmentOptions & { logger: RecordingLogger } {
-  return { indexIntervalBytes, logger };
+function options(indexIntervalBytes = 4096, logger = new RecordingLogger(), files = smallFileCache()): SegmentOptions & { logger: RecordingLogger } {
+  return { indexIntervalBytes, logger, files };
 }
 
 function create(dir: string, base: number, opts: SegmentOptions = options()): LogSegment {
@@ -69,8 +69,12 @@ describe('LogSegment', () => {
     const dir = tmpDir();
     const s = create(dir, 42);
     expect(path.basename(s.logPath)).toBe('00000000000000000042.log');
-    expect(fs.readdirSync(dir).sort()).toEqual(['00000000000000000042.index', '00000000000000000042.log', '00000000000000000042.timeindex']);
+    // The index files are written when the segment is sealed (here: closed with a batch in it).
+    expect(fs.readdirSync(dir)).toEqual(['00000000000000000042.log']);
     expect(() => LogSegment.create(dir, 42, options())).toThrow(/EEXIST/);
+    fill(s, 1);
+    shut(s);
+    expect(fs.readdirSync(dir).sort()).toEqual(['00000000000000000042.index', '00000000000000000042.log', '00000000000000000042.timeindex']);
   });
 
   it('reopens with the same size, next offset, max timestamp and bytes', () => {
@@ -154,21 +158,53 @@ describe('LogSegment', () => {
       for (let o = 0; o < 200; o += 7) expect(decodeAll(s.read(o, Infinity, Infinity))).toEqual(expected(o, 200));
     }
 
-    it('rebuilds a missing index when the segment is opened', () => {
+    it('rebuilds a missing index when the segment is opened, and writes it when sealed', () => {
       const { dir, indexFile, index } = build();
       expect(index.length).toBeGreaterThan(0);
       fs.rmSync(indexFile);
       const s = reopen(dir, 0, false, options(64));
-      expect(fs.readFileSync(indexFile)).toEqual(index);
       readsFromEveryOffset(s);
+      shut(s);
+      expect(fs.readFileSync(indexFile)).toEqual(index);
     });
 
     it('rebuilds an index of the wrong length', () => {
       const { dir, indexFile, index } = build();
       fs.writeFileSync(indexFile, Buffer.concat([index, Buffer.from([0xff, 0xff, 0xff])]));
       const s = reopen(dir, 0, false, options(64));
-      expect(fs.readFileSync(indexFile)).toEqual(index);
       readsFromEveryOffset(s);
+      shut(s);
+      expect(fs.readFileSync(indexFile)).toEqual(index);
+    });
+
+    it('a closed segment loads its indexes on first use, rebuilding and writing them if missing', () => {
+      const { dir, indexFile, index } = build();
+      fs.rmSync(indexFile);
+      const s = LogSegment.open(dir, 0, false, options(64), 200); // trusted, not the last: nothing read
+      opened.add(s);
+      expect(fs.existsSync(indexFile)).toBe(false);
+      readsFromEveryOffset(s);
+      expect(fs.readFileSync(indexFile)).toEqual(index);
+    });
+
+    it('keeps reading and appending while the cache closes its descriptor to serve other files', () => {
+      const files = smallFileCache();
+      const dir = tmpDir();
+      const s = create(dir, 0, options(64, new RecordingLogger(), files));
+      const others = Array.from({ length: 3 * files.maxOpenFiles }, (_, i) => {
+        fs.writeFileSync(path.join(dir, `other-${i}`), 'x');
+        return files.file(path.join(dir, `other-${i}`), 'r');
+      });
+      for (let round = 0; round < 40; round++) {
+        fill(s, 5);
+        for (const f of others) f.fd(); // every other file once: the segment's descriptor is evicted
+        expect(files.stats().open).toBeLessThanOrEqual(files.maxOpenFiles);
+        expect(decodeAll(s.read(0, Infinity, Infinity))).toEqual(expected(0, 5 * (round + 1)));
+      }
+      expect(files.stats().evictions).toBeGreaterThan(40);
+      for (const f of others) f.close();
+      shut(s);
+      expect(decodeAll(reopen(dir, 0, true).read(0, Infinity, Infinity))).toEqual(expected(0, 200));
     });
 
     it('rebuilds an index whose entries decrease or point past the log', () => {
@@ -177,16 +213,17 @@ describe('LogSegment', () => {
       bad.writeUInt32BE(0xffff_fff0, bad.length - 4); // last entry's position past the end of the log
       fs.writeFileSync(indexFile, bad);
       let s = reopen(dir, 0, false, options(64));
-      expect(fs.readFileSync(indexFile)).toEqual(index);
       readsFromEveryOffset(s);
       shut(s);
+      expect(fs.readFileSync(indexFile)).toEqual(index);
       const swapped = Buffer.from(index);
       index.copy(swapped, 0, 8, 16);
       index.copy(swapped, 8, 0, 8);
       fs.writeFileSync(indexFile, swapped);
       s = reopen(dir, 0, false, options(64));
-      expect(fs.readFileSync(indexFile)).toEqual(index);
       readsFromEveryOffset(s);
+      shut(s);
+      expect(fs.readFileSync(indexFile)).toEqual(index);
     });
 
     it('a truncated (shorter but well-formed) index still reads correctly', () => {
@@ -198,7 +235,7 @@ describe('LogSegment', () => {
     it('recovery rebuilds the index even when the old one looks valid', () => {
       const { dir, indexFile, index } = build();
       fs.writeFileSync(indexFile, index.subarray(0, 16));
-      reopen(dir, 0, true, options(64));
+      shut(reopen(dir, 0, true, options(64)));
       expect(fs.readFileSync(indexFile)).toEqual(index);
     });
   });
