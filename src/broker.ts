@@ -234,9 +234,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const topic = checkTopicName(request.topic);
     const partitions = checkInteger(request.partitions, 'partitions', 1, MAX_PARTITIONS, 'INVALID_PARTITIONS');
     const config = resolveTopicConfig(request.config ?? {});
-    const existing = this.creating.has(topic) ? { partitions: undefined } : await this.catalog.getTopic(topic);
-    if (existing) {
-      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic} already exists`, { topic, partitions: existing.partitions });
+    const existing = await this.catalog.getTopic(topic);
+    if (existing || this.creating.has(topic)) { // checked and marked with no await between
+      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic} already exists`, { topic, partitions: existing?.partitions });
     }
     this.creating.add(topic);
     try {

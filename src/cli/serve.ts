@@ -9,6 +9,7 @@ interface ServeOptions {
   port: number;
   host: string;
   logLevel: string;
+  maxOpenFiles?: number;
 }
 
 export function registerServe(program: Command): void {
@@ -19,6 +20,8 @@ export function registerServe(program: Command): void {
     .option('--port <n>', 'TCP port (0 = any free port)', parseInteger('--port', 0), 7070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--log-level <level>', 'log level: fatal, error, warn, info, debug, trace, silent', 'info')
+    .option('--max-open-files <n>', 'file descriptors the log store may hold open at once (default: the open-files ' +
+      'limit less max(64, a quarter of it), for connections, LMDB and SQLite)', parseInteger('--max-open-files', 1))
     .action(action(serve));
 }
 
@@ -31,8 +34,20 @@ async function serve(options: ServeOptions): Promise<void> {
   // Loaded here, not at the top: other commands must not load the storage engine.
   const { Broker } = await import('../broker.js');
   const { createHttpServer } = await import('../server/http-server.js');
+  const { defaultMaxOpenFiles, openFilesLimit } = await import('../storage/open-files-limit.js');
+  const { MIN_OPEN_FILES } = await import('../storage/file-cache.js');
+  if (options.maxOpenFiles !== undefined && options.maxOpenFiles < MIN_OPEN_FILES) {
+    throw new OnelogError('INVALID_REQUEST', `--max-open-files must be at least ${MIN_OPEN_FILES} (a segment roll holds ` +
+      `two segment files and a checkpoint at once), got ${options.maxOpenFiles}`);
+  }
   const logger = pino({ level: options.logLevel });
-  const broker = await Broker.open({ dataDir: options.dataDir, logger });
+  const limit = openFilesLimit();
+  const maxOpenFiles = options.maxOpenFiles ?? defaultMaxOpenFiles(limit);
+  logger.info({ openFilesLimit: limit, maxOpenFiles }, 'open files: the log store keeps at most maxOpenFiles open, the rest of the limit is left to connections, LMDB and SQLite');
+  if (maxOpenFiles > limit - 32) {
+    logger.warn({ openFilesLimit: limit, maxOpenFiles }, '--max-open-files leaves fewer than 32 descriptors of the open-files limit to connections; they may be refused');
+  }
+  const broker = await Broker.open({ dataDir: options.dataDir, logger, maxOpenFiles });
   const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }) });
   const address = await app.listen({ port: options.port, host: options.host });
   logger.info({ url: address, dataDir: options.dataDir }, 'onelog is listening');

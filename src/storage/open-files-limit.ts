@@ -4,6 +4,9 @@
 import fs from 'node:fs';
 import { MIN_OPEN_FILES } from './file-cache.js';
 
+/** The largest default budget. */
+const MAX_DEFAULT = 65_536;
+
 /** The soft limit assumed where `/proc/self/limits` cannot be read (Linux's usual default). */
 export const FALLBACK_OPEN_FILES_LIMIT = 1024;
 
@@ -31,6 +34,7 @@ export function openFilesLimit(): number {
  * @param limit the soft limit, @default {@link openFilesLimit}
  */
 export function defaultMaxOpenFiles(limit = openFilesLimit()): number {
+  if (!Number.isFinite(limit)) return MAX_DEFAULT;
   const reserve = Math.max(64, Math.ceil(limit / 4));
-  return Math.max(MIN_OPEN_FILES, Math.min(65_536, limit - reserve));
+  return Math.max(MIN_OPEN_FILES, Math.min(MAX_DEFAULT, limit - reserve));
 }

@@ -527,22 +527,29 @@ export class PartitionLog {
    */
   compact(rollActive = false): Promise<CompactionStats | null> {
     if (!this.config.cleanupPolicy.split(',').includes('compact')) return Promise.resolve(null);
-    this.compacting ??= (async () => {
-      try {
-        if (rollActive && this.active.size > 0 && !this.closed) this.roll();
-        return await compactLog(this, {
-          now: this.options.clock.now(),
-          minCompactionLagMs: this.config.minCompactionLagMs,
-          deleteRetentionMs: this.config.deleteRetentionMs,
-          files: this.options.files,
-        });
-      } catch (err) {
-        throw storageError(err, 'compaction', this.where());
-      } finally {
-        this.compacting = null;
-      }
-    })();
-    return this.compacting;
+    if (this.compacting !== null) return this.compacting;
+    const pass = this.compactionPass(rollActive);
+    this.compacting = pass;
+    // Cleared once settled; set before, so a pass that fails at once does not stay in place for good.
+    const done = () => {
+      if (this.compacting === pass) this.compacting = null;
+    };
+    pass.then(done, done);
+    return pass;
+  }
+
+  private async compactionPass(rollActive: boolean): Promise<CompactionStats> {
+    try {
+      if (rollActive && this.active.size > 0 && !this.closed) this.roll();
+      return await compactLog(this, {
+        now: this.options.clock.now(),
+        minCompactionLagMs: this.config.minCompactionLagMs,
+        deleteRetentionMs: this.config.deleteRetentionMs,
+        files: this.options.files,
+      });
+    } catch (err) {
+      throw storageError(err, 'compaction', this.where());
+    }
   }
 
   /** For the log cleaner: every segment, oldest first (the last is the active one). */

@@ -1,0 +1,136 @@
+/**
+ * The broker under resource limits: topic creation all or nothing, and running out of descriptors or disk
+ * on an append, a fetch or a compaction answers a typed error, stores nothing, and service resumes once the
+ * resource frees, without a restart.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Broker } from '../src/broker.js';
+import { ManualClock } from '../src/clock.js';
+import { asyncErrorOf } from './helpers/errors.js';
+import { tmpDir } from './helpers/tmp.js';
+
+const open: Broker[] = [];
+async function broker(dataDir = tmpDir(), maxOpenFiles = 8) {
+  const b = await Broker.open({ dataDir, clock: new ManualClock(1_700_000_000_000), maxOpenFiles, compactionIntervalMs: 0, retentionCheckIntervalMs: 0 });
+  open.push(b);
+  return b;
+}
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const b of open.splice(0)) await b.close();
+});
+
+const rec = (value: string, key: string | null = null) => ({ key: key === null ? null : Buffer.from(key), value: Buffer.from(value) });
+const errno = (code: string) => Object.assign(new Error(`${code}: injected`), { code });
+
+/** From now on every open of a file fails as if the process had no descriptor left; returns the undo. */
+function outOfDescriptors(): () => void {
+  const spy = vi.spyOn(fs, 'openSync').mockImplementation(() => {
+    throw errno('EMFILE');
+  });
+  return () => spy.mockRestore();
+}
+
+/** Appends to every other partition so the cache (budget 8) closes the descriptors of `topic`'s first partitions. */
+async function churn(b: Broker, topic: string, partitions: number) {
+  for (let p = 4; p < partitions; p++) await b.produce({ topic, records: [{ ...rec(`churn-${p}`), partition: p }] });
+}
+
+async function values(b: Broker, topic: string, partition: number) {
+  const { partitions } = await b.fetch({ topic, partitions: [{ partition, offset: 0 }], maxRecords: 1000 });
+  return partitions[0]!.records.map((r) => r.value!.toString());
+}
+
+describe('Broker under resource limits', () => {
+  it('creates a topic all or nothing: a failure half-way leaves no topic, no directory; a retry succeeds', async () => {
+    const dataDir = tmpDir();
+    const b = await broker(dataDir);
+    const real = fs.mkdirSync;
+    let calls = 0;
+    vi.spyOn(fs, 'mkdirSync').mockImplementation(((p: fs.PathLike, o?: fs.MakeDirectoryOptions) => {
+      if (++calls === 57) throw errno('ENOSPC');
+      return real(p, o);
+    }) as typeof fs.mkdirSync);
+    const err = await asyncErrorOf(b.createTopic({ topic: 'wide', partitions: 100 }));
+    expect(err).toMatchObject({ code: 'RESOURCE_EXHAUSTED', context: { topic: 'wide', resource: 'disk' } });
+    vi.restoreAllMocks();
+    expect(await b.listTopics()).toEqual([]);
+    expect(fs.readdirSync(path.join(dataDir, 'log')).filter((f) => f.startsWith('wide-'))).toEqual([]);
+    expect((await asyncErrorOf(b.describeTopic('wide'))).code).toBe('UNKNOWN_TOPIC');
+    await b.createTopic({ topic: 'wide', partitions: 100 });
+    expect(await b.listTopics()).toEqual([{ topic: 'wide', partitions: 100 }]);
+    await b.produce({ topic: 'wide', records: [{ ...rec('x'), partition: 99 }] });
+    expect(await values(b, 'wide', 99)).toEqual(['x']);
+  });
+
+  it('a topic the catalog refuses leaves no directory behind', async () => {
+    const dataDir = tmpDir();
+    const b = await broker(dataDir);
+    await b.createTopic({ topic: 't', partitions: 2 });
+    const [first, second] = await Promise.allSettled([
+      b.createTopic({ topic: 'u', partitions: 3 }), b.createTopic({ topic: 'u', partitions: 5 }),
+    ]);
+    expect(first.status).toBe('fulfilled');
+    expect(second).toMatchObject({ status: 'rejected', reason: { code: 'TOPIC_ALREADY_EXISTS' } });
+    expect(fs.readdirSync(path.join(dataDir, 'log')).filter((f) => f.startsWith('u-')).sort()).toEqual(['u-0', 'u-1', 'u-2']);
+  });
+
+  it('out of descriptors on an append: RESOURCE_EXHAUSTED, nothing stored; then normal service', async () => {
+    const b = await broker();
+    await b.createTopic({ topic: 't', partitions: 20 });
+    await b.produce({ topic: 't', records: [{ ...rec('a'), partition: 0 }] });
+    await churn(b, 't', 20);
+    const restore = outOfDescriptors();
+    const err = await asyncErrorOf(b.produce({ topic: 't', records: [{ ...rec('lost'), partition: 0 }] }));
+    expect(err).toMatchObject({ code: 'RESOURCE_EXHAUSTED', retriable: true, context: { resource: 'open-files' } });
+    restore();
+    const { offsets } = await b.produce({ topic: 't', records: [{ ...rec('b'), partition: 0 }] });
+    expect(offsets).toEqual([{ partition: 0, offset: 1 }]);
+    expect(await values(b, 't', 0)).toEqual(['a', 'b']);
+  });
+
+  it('a full disk on an append: RESOURCE_EXHAUSTED naming the disk, nothing stored; then normal service', async () => {
+    const b = await broker();
+    await b.createTopic({ topic: 't', partitions: 1 });
+    await b.produce({ topic: 't', records: [rec('a')] });
+    const real = fs.writeSync;
+    const spy = vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, buf: Buffer, off?: number, len?: number, pos?: number) => {
+      real(fd, buf, off, Math.floor((len ?? buf.length) / 2), pos); // half of it reaches the file, then the disk is full
+      throw errno('ENOSPC');
+    }) as unknown as typeof fs.writeSync);
+    const err = await asyncErrorOf(b.produce({ topic: 't', records: [rec('lost'.repeat(100))] }));
+    expect(err).toMatchObject({ code: 'RESOURCE_EXHAUSTED', context: { resource: 'disk', topic: 't', partition: 0 } });
+    spy.mockRestore();
+    await b.produce({ topic: 't', records: [rec('b')] });
+    expect(await values(b, 't', 0)).toEqual(['a', 'b']);
+    expect((await b.describeTopic('t')).partitions[0]!.highWatermark).toBe(2);
+  });
+
+  it('out of descriptors on a fetch: the partition answers RESOURCE_EXHAUSTED; then normal service', async () => {
+    const b = await broker();
+    await b.createTopic({ topic: 't', partitions: 20 });
+    await b.produce({ topic: 't', records: [{ ...rec('a'), partition: 1 }, { ...rec('b'), partition: 1 }] });
+    await churn(b, 't', 20);
+    const restore = outOfDescriptors();
+    const { partitions } = await b.fetch({ topic: 't', partitions: [{ partition: 1, offset: 0 }] });
+    expect(partitions[0]).toMatchObject({ records: [], nextOffset: 0, error: { code: 'RESOURCE_EXHAUSTED', resource: 'open-files' } });
+    restore();
+    expect(await values(b, 't', 1)).toEqual(['a', 'b']);
+  });
+
+  it('out of descriptors during a compaction: RESOURCE_EXHAUSTED, the log intact; the next pass compacts', async () => {
+    const b = await broker();
+    await b.createTopic({ topic: 'c', partitions: 1, config: { cleanupPolicy: 'compact' } });
+    for (let i = 0; i < 30; i++) await b.produce({ topic: 'c', records: [rec(`v${i}`, `k${i % 3}`)] });
+    const restore = outOfDescriptors();
+    const err = await asyncErrorOf(b.compactTopic({ topic: 'c' }));
+    expect(err).toMatchObject({ code: 'RESOURCE_EXHAUSTED', context: { topic: 'c', partition: 0, resource: 'open-files' } });
+    restore();
+    expect(await values(b, 'c', 0)).toHaveLength(30);
+    const result = await b.compactTopic({ topic: 'c' });
+    expect(result.partitions[0]).toMatchObject({ recordsBefore: 30, recordsAfter: 3 });
+    expect(await values(b, 'c', 0)).toEqual(['v27', 'v28', 'v29']);
+  });
+});
