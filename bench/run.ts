@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: onelog's benchmarks. Each prints its setup and its figures. Options:
- * `--only client|storage|offsets|peers`, `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
+ * `--only client|storage|offsets|partitions|peers`, `--partitions N` (partitions benchmark, default 10,000), `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
  * and 100), `--scale X` (storage benchmark sizes, default 1), `--offset-keys N` (offset store benchmark,
  * default 10,000,000).
  *
@@ -16,6 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { clientThroughput } from './client-throughput.js';
 import { offsetStoreBenchmark } from './offset-store.js';
+import { partitionsBenchmark } from './partitions.js';
 import { peersBenchmark } from './peers/index.js';
 import { storageBenchmark } from './storage.js';
 
@@ -26,6 +27,7 @@ const { values } = parseArgs({
     'record-bytes': { type: 'string', default: '100' },
     scale: { type: 'string', default: '1' },
     'offset-keys': { type: 'string', default: '10000000' },
+    partitions: { type: 'string', default: '10000' },
     peers: { type: 'boolean', default: false },
     'peer-records': { type: 'string', default: '200000' },
     'peer-record-sizes': { type: 'string', default: '100,1024' },
@@ -57,6 +59,9 @@ if (only === 'peers') {
 
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
 if (only === undefined || only === 'offsets') await offsetStoreBenchmark({ keys: Number(values['offset-keys']) });
+if (only === undefined || only === 'partitions') {
+  await partitionsBenchmark({ partitions: Number(values.partitions), records: 200_000, recordBytes: 100, batchRecords: 100, fetches: 5_000 });
+}
 if (only === undefined || only === 'client') {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-'));
   try {

@@ -46,6 +46,7 @@ import type { CompressionType } from './protocol/topic-config.js';
 import { checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from './coordinator/request-checks.js';
 import { checkGroupId, checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
 import { FileCache } from './storage/file-cache.js';
+import type { FileCacheStats } from './storage/file-cache.js';
 import { LogManager } from './storage/log-manager.js';
 import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
 import { silentLogger } from './storage/logger.js';
@@ -219,6 +220,11 @@ export class Broker implements OnelogApi, BinaryDataApi {
     };
   }
 
+  /** The log store's file-handle cache: descriptors open, budget, hits, opens, evictions (diagnostics, benchmarks). */
+  fileCacheStats(): FileCacheStats {
+    return this.logs.files.stats();
+  }
+
   private checkOpen(): void {
     if (this.closed) throw new OnelogError('BROKER_CLOSED', 'the broker is closed');
   }
@@ -247,7 +253,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
         this.logs.deleteTopicFiles(topic, partitions);
         throw err;
       }
-      this.logs.addTopic(topic, partitions, config);
+      this.logs.addTopic(topic, partitions, config, true);
     } finally {
       this.creating.delete(topic);
     }
@@ -280,9 +286,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
     return {
       topic,
-      partitions: this.logs.partitions(topic).map((log) => ({
-        partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark,
-      })),
+      partitions: this.logs.offsets(topic),
       config: pickTopicConfig(t),
       createdAt: t.createdAt,
     };

@@ -47,7 +47,7 @@ export async function describeGroup(
   const paused = await catalog.listPauses(groupId);
   const subscriptions = (await catalog.listSubscriptions(groupId)).map((s) => ({
     ...subscriptionInfo(s),
-    partitions: logs.partitions(s.topic).map((log) => {
+    partitions: logs.offsets(s.topic).map((log) => {
       const c = committed.find((o) => o.topic === s.topic && o.partition === log.partition);
       const key = partitionKey({ topic: s.topic, partition: log.partition });
       return {

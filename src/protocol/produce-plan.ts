@@ -47,7 +47,8 @@ export function planProduce(request: ProduceRequest, options: ProducePlanOptions
   if (!Array.isArray(records) || records.length === 0) {
     throw new OnelogError('INVALID_RECORD', 'a produce request needs at least one record', { topic });
   }
-  const byPartition = Array.from({ length: options.partitions }, () => [] as number[]);
+  // Only the partitions written: a topic may have thousands, a request touches a few.
+  const byPartition = new Map<number, number[]>();
   records.forEach((r, index) => {
     if (options.compacted && (r.key === null || r.key === undefined)) {
       throw new OnelogError('INVALID_RECORD', `record ${index} has no key: topic ${topic} is compacted, ` +
@@ -66,11 +67,15 @@ export function planProduce(request: ProduceRequest, options: ProducePlanOptions
         topic, index,
       });
     }
-    byPartition[options.choosePartition(r)]!.push(index);
+    const partition = options.choosePartition(r);
+    const indexes = byPartition.get(partition);
+    if (indexes === undefined) byPartition.set(partition, [index]);
+    else indexes.push(index);
   });
   if (idempotence) checkIdempotence(idempotence, byPartition, topic);
   const batches: PlannedBatch[] = [];
-  byPartition.forEach((indexes, partition) => {
+  for (const partition of [...byPartition.keys()].sort((a, b) => a - b)) {
+    const indexes = byPartition.get(partition)!;
     let sequence = idempotence?.baseSequences[partition] ?? 0;
     for (const chunk of chunks(records, indexes, options.maxBatchBytes)) {
       const batch: PlannedBatch = { partition, indexes: chunk };
@@ -80,7 +85,7 @@ export function planProduce(request: ProduceRequest, options: ProducePlanOptions
       }
       batches.push(batch);
     }
-  });
+  }
   return batches;
 }
 
@@ -105,11 +110,10 @@ function* chunks(records: readonly ProduceRecord[], indexes: number[], maxBatchB
  * Checks an idempotent produce's identity and that every partition written has a base sequence.
  * @throws OnelogError `INVALID_REQUEST`
  */
-function checkIdempotence(idempotence: ProducerIdempotence, byPartition: number[][], topic: string): void {
+function checkIdempotence(idempotence: ProducerIdempotence, byPartition: ReadonlyMap<number, number[]>, topic: string): void {
   checkInteger(idempotence.producerId, 'producerId', 0);
   checkInteger(idempotence.producerEpoch, 'producerEpoch', 0, 32767);
-  byPartition.forEach((indexes, partition) => {
-    if (indexes.length === 0) return;
+  byPartition.forEach((_indexes, partition) => {
     const base = idempotence.baseSequences?.[partition];
     if (base === undefined) {
       throw new OnelogError('INVALID_REQUEST', `idempotence.baseSequences has no entry for partition ${partition}`, { topic, partition });

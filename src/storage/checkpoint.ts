@@ -13,14 +13,20 @@ import type { LogStartReason } from './log-start-reason.js';
 const LOG_START_CHECKPOINT = 'log-start-offset.json';
 const RECOVERY_CHECKPOINT = 'recovery-point.json';
 
-/** A file's bytes, or undefined if it does not exist. */
+/** A file's bytes, or undefined if it does not exist (asked first: a failed open costs an exception). */
 export function readFileIfExists(files: FileCache, file: string): Buffer | undefined {
+  if (!fs.existsSync(file)) return undefined;
   try {
     return files.transient(() => fs.readFileSync(file));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
+}
+
+/** Deletes a file if it exists (needs no descriptor). */
+export function removeFileIfExists(file: string): void {
+  if (fs.existsSync(file)) fs.rmSync(file, { force: true });
 }
 
 /** The checkpoint's content, or undefined if the file does not exist. @throws OnelogError `CORRUPT_MESSAGE` if it is not JSON */
@@ -106,8 +112,15 @@ export function readRecoveryCheckpoint(files: FileCache, dir: string): RecoveryC
   return { recoveryPoint: parsed.recoveryPoint, clean: parsed.clean };
 }
 
-export function writeRecoveryCheckpoint(files: FileCache, dir: string, checkpoint: RecoveryCheckpoint): void {
-  writeCheckpoint(files, path.join(dir, RECOVERY_CHECKPOINT), checkpoint);
+/**
+ * Replaces the recovery point checkpoint atomically.
+ * @param durable sync the directory too, so the new content survives a power loss; a clean close skips it:
+ *   losing that checkpoint leaves the one before, which costs recovery work but is never wrong
+ */
+export function writeRecoveryCheckpoint(files: FileCache, dir: string, checkpoint: RecoveryCheckpoint, durable = true): void {
+  const file = path.join(dir, RECOVERY_CHECKPOINT);
+  replaceFile(files, file, JSON.stringify(checkpoint));
+  if (durable) syncDirectory(files, dir);
 }
 
 const SNAPSHOT_FILE = /^(\d{20})\.snapshot$/;

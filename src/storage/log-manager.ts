@@ -42,6 +42,15 @@ export interface StartReport {
 interface TopicLogs {
   config: LogConfig;
   logs: (PartitionLog | undefined)[];
+  /** Per partition, 1 while it is known to be empty without being loaded (created by this process, not used yet). */
+  fresh: Uint8Array;
+}
+
+/** Where a partition's log starts and ends. */
+export interface PartitionOffsets {
+  partition: number;
+  logStartOffset: number;
+  highWatermark: number;
 }
 
 /** Partitions a background sweep visits between two yields to the event loop. */
@@ -103,7 +112,7 @@ export class LogManager {
     let recovered = 0;
     for (const { topic, partition } of unclean) {
       try {
-        this.get(topic, partition);
+        this.load(topic, this.topic(topic), partition, true);
         recovered++;
       } catch (err) {
         this.options.logger.warn({ topic, partition, err: (err as Error).message }, 'could not recover a partition at start; it stays closed');
@@ -152,19 +161,26 @@ export class LogManager {
       }
       syncDirectory(this.files, this.dir);
     } catch (err) {
-      for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+      for (const dir of made) this.files.transient(() => fs.rmSync(dir, { recursive: true, force: true }));
       throw storageError(err, `creating topic ${topic}`, { topic });
     }
   }
 
   /** Removes the directories {@link createTopicFiles} made (the catalog refused the topic). */
   deleteTopicFiles(topic: string, partitions: number): void {
-    for (let p = 0; p < partitions; p++) fs.rmSync(path.join(this.dir, partitionDirName(topic, p)), { recursive: true, force: true });
+    for (let p = 0; p < partitions; p++) {
+      this.files.transient(() => fs.rmSync(path.join(this.dir, partitionDirName(topic, p)), { recursive: true, force: true }));
+    }
   }
 
-  /** Registers a topic whose partition directories exist; nothing is opened until used. */
-  addTopic(topic: string, partitions: number, config: LogConfig): void {
-    this.topics.set(topic, { config, logs: new Array<PartitionLog | undefined>(partitions).fill(undefined) });
+  /**
+   * Registers a topic whose partition directories exist; nothing is opened until used.
+   * @param created the directories were just made by {@link createTopicFiles}: every partition is empty
+   */
+  addTopic(topic: string, partitions: number, config: LogConfig, created = false): void {
+    this.topics.set(topic, {
+      config, logs: new Array<PartitionLog | undefined>(partitions).fill(undefined), fresh: new Uint8Array(partitions).fill(created ? 1 : 0),
+    });
   }
 
   /** Applies new topic settings to every loaded partition now, and to the others when they load. */
@@ -188,6 +204,20 @@ export class LogManager {
   partitions(topic: string): PartitionLog[] {
     const t = this.topic(topic);
     return t.logs.map((_, p) => this.load(topic, t, p));
+  }
+
+  /**
+   * Every partition's log start offset and high watermark, loading the partitions not loaded, except those
+   * known empty (a topic just created answers at once, however many partitions it has).
+   * @throws OnelogError `UNKNOWN_TOPIC`, as {@link get}
+   */
+  offsets(topic: string): PartitionOffsets[] {
+    const t = this.topic(topic);
+    return t.logs.map((_, p) => {
+      if (t.fresh[p] === 1 && t.logs[p] === undefined) return { partition: p, logStartOffset: 0, highWatermark: 0 };
+      const log = this.load(topic, t, p);
+      return { partition: p, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
+    });
   }
 
   /** The topic's partitions loaded now (opens nothing). */
@@ -257,19 +287,23 @@ export class LogManager {
     return t;
   }
 
-  private load(topic: string, t: TopicLogs, partition: number): PartitionLog {
+  /** @param recover validate the whole active segment: the partition was written since the last clean shutdown */
+  private load(topic: string, t: TopicLogs, partition: number, recover = false): PartitionLog {
     const existing = t.logs[partition];
     if (existing !== undefined) return existing;
     const name = partitionDirName(topic, partition);
     let log: PartitionLog;
     try {
       log = PartitionLog.open(path.join(this.dir, name), topic, partition, {
-        ...this.options, config: t.config, beforeFirstWrite: () => this.journal.add(name),
+        ...this.options, config: t.config, recoverActiveSegment: recover,
+        beforeFirstWrite: () => this.journal.add(name, (err) =>
+          this.options.logger.warn({ topic, partition, err: err.message }, 'could not note the partition for recovery at start; it is recovered when first used')),
       });
     } catch (err) {
       throw storageError(err, `opening partition ${topic}/${partition}`, { topic, partition });
     }
     t.logs[partition] = log;
+    t.fresh[partition] = 0;
     this.loadedCount++;
     return log;
   }

@@ -56,9 +56,16 @@ export interface PartitionLogOptions {
   files: FileCache;
   /**
    * Called once, before the first write of this log's life in memory (an append, a roll) touches the active
-   * segment: the log manager records that the partition needs recovery if the process dies from here on.
+   * segment: the log manager notes that the partition is to be recovered at start-up if the process dies
+   * from here on (see unclean-journal.ts).
    */
-  beforeFirstWrite?: () => void;
+  beforeFirstWrite?: () => Promise<void> | undefined;
+  /**
+   * Validate the whole active segment and rebuild its indexes even when the recovery point says the last
+   * close was clean: for a partition written since (the log manager's journal says so) and not closed since.
+   * @default false: after a clean close only the batches after the last offset index entry are validated
+   */
+  recoverActiveSegment?: boolean;
   /**
    * Idempotent producers remembered per partition (>= 1); past it, the one that appended least recently
    * is forgotten, and its next batch needs sequence 0 (see producer-state.ts). @default 10000
@@ -100,12 +107,15 @@ export class PartitionLog {
   /** Idempotent producers' epochs and last batches; set by {@link open}. */
   private producers!: ProducerStateManager;
   /**
-   * Whether the recovery point on disk says "not clean" for this session: written before the first write
-   * (see {@link beforeWrite}), or found so at open. A clean close writes it clean again.
+   * Whether this session wrote to the log or recovered it: a clean close then checkpoints the recovery
+   * point at the log end (and the producer state there), so the next open reads only the tail.
    */
-  private unclean = false;
-  /** Whether {@link beforeWrite} ran this session. */
-  private writable = false;
+  private dirty = false;
+  /**
+   * Whether `recovery-point.json` says clean: true. Then a clean close that wrote no idempotent batch need
+   * not rewrite it: the next open validates the active segment's tail from its last index entry either way.
+   */
+  private checkpointClean = false;
 
   private constructor(
     readonly dir: string,
@@ -140,16 +150,23 @@ export class PartitionLog {
   /**
    * Opens (or creates) the log in `dir` (Kafka's LogLoader). Segments wholly below the recovery point
    * checkpoint are trusted: nothing of them is read until used (their indexes load lazily). After a clean
-   * close the last segment is trusted too, and only its batches after the last index entry are validated.
-   * Every other segment is recovered: validated batch by batch, a torn or corrupt tail truncated to the last
-   * whole batch (and logged), its indexes rebuilt. Opening writes nothing unless recovery cut a tail: the
-   * checkpoint is marked unclean before the first write (see {@link beforeWrite}).
+   * close the last segment is trusted too (unless `recoverActiveSegment`), and only its batches after the
+   * last index entry are validated: every batch appended since that close lies there, since index files are
+   * written only when a segment is sealed. Every other segment is recovered: validated batch by batch, a
+   * torn or corrupt tail truncated to the last whole batch (and logged), its indexes rebuilt. Opening writes
+   * nothing unless recovery cut a tail.
    * @throws the file system's error (a caller maps it with {@link storageError}); nothing stays open
    */
   static open(dir: string, topic: string, partition: number, options: PartitionLogOptions): PartitionLog {
     const segOptions = segmentOptions(options);
-    fs.mkdirSync(dir, { recursive: true });
-    const files = listDirectory(options.files, dir);
+    let files: string[];
+    try {
+      files = listDirectory(options.files, dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      fs.mkdirSync(dir, { recursive: true });
+      files = [];
+    }
     // A compaction that crashed before its rename left its output beside the intact segment: drop it.
     for (const f of files.filter((f) => f.endsWith('.log.cleaned'))) fs.rmSync(path.join(dir, f));
     const bases = files
@@ -168,14 +185,16 @@ export class PartitionLog {
           segments.push(LogSegment.open(dir, base, false, segOptions, next));
           return;
         }
-        const trustedTail = next === undefined && recovery?.clean === true && recovery.recoveryPoint >= base;
+        const trustedTail = next === undefined && recovery?.clean === true && recovery.recoveryPoint >= base &&
+          options.recoverActiveSegment !== true;
         recovered ||= !trustedTail;
         segments.push(LogSegment.open(dir, base, !trustedTail, segOptions));
       });
       // Closed segments whose indexes were just rebuilt get them written, so the next open can trust them.
       for (const s of segments.slice(0, -1)) s.seal();
       const log = new PartitionLog(dir, topic, partition, options, segments, logStart);
-      log.unclean = recovered;
+      log.dirty = recovered;
+      log.checkpointClean = recovery?.clean === true;
       log.producers = ProducerStateManager.load(dir, segments, files, {
         recoveryPoint: recovery?.recoveryPoint, logStartOffset: log.logStart, logEndOffset: log.logEnd,
       }, { maxProducers: options.maxProducers ?? DEFAULT_MAX_PRODUCERS, logger: options.logger, topic, partition, files: options.files });
@@ -187,17 +206,15 @@ export class PartitionLog {
   }
 
   /**
-   * Before the first write of this session to the active segment: records (through the log manager) that the
-   * partition needs recovery after a crash, moves the recovery point to the active segment's base, marked
-   * unclean, and drops the producer snapshots that no longer serve.
+   * Before the first write of this session to the active segment: tells the log manager, which recovers the
+   * partition at the next start if no clean close comes first; the first append is acknowledged once it noted it. Nothing else needs marking: the recovery point
+   * checkpoint stays as it is, and an open after a crash validates every batch appended since the last clean
+   * close either way (see {@link open}).
    */
-  private beforeWrite(): void {
-    if (this.writable) return;
-    this.options.beforeFirstWrite?.();
-    writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.active.baseOffset, clean: false });
-    this.producers.opened();
-    this.writable = true;
-    this.unclean = true;
+  private beforeWrite(): Promise<void> | undefined {
+    if (this.dirty) return undefined;
+    this.dirty = true;
+    return this.options.beforeFirstWrite?.();
   }
 
   /** The first offset still readable. */
@@ -250,8 +267,9 @@ export class PartitionLog {
     }
     const baseOffset = this.logEnd;
     setBaseOffset(batch, baseOffset);
+    let noted: Promise<void> | undefined;
     try {
-      this.beforeWrite();
+      noted = this.beforeWrite();
       if (this.active.size > 0 && (this.active.size + batch.length > this.config.segmentBytes ||
         this.options.clock.now() - this.activeSince >= this.config.segmentMs)) this.roll();
       if (idempotent) this.producers.beforeAppend();
@@ -274,6 +292,7 @@ export class PartitionLog {
       case 'never':
         this.advanceHighWatermark(this.logEnd);
     }
+    if (noted !== undefined) await noted;
     return { baseOffset, lastOffset };
   }
 
@@ -314,7 +333,7 @@ export class PartitionLog {
    * to it; the producer state is snapshotted there first.
    */
   private roll(): void {
-    this.beforeWrite();
+    void this.beforeWrite();
     this.active.seal();
     this.active.datasyncNow();
     this.flusher.markSynced(this.logEnd);
@@ -323,6 +342,7 @@ export class PartitionLog {
     this.segments.push(LogSegment.create(this.dir, this.logEnd, segmentOptions(this.options)));
     this.activeSince = this.options.clock.now();
     writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: false });
+    this.checkpointClean = false;
     this.producers.rolled(this.logEnd);
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
   }
@@ -632,18 +652,22 @@ export class PartitionLog {
     return true;
   }
 
-  /** Whether the recovery point on disk is marked clean (a crash now needs no recovery of this partition). */
+  /** Whether nothing was written since the last clean close (so a crash now needs no recovery of this partition). */
   get isClean(): boolean {
-    return !this.unclean;
+    return !this.dirty;
   }
 
   private closeFiles(): void {
     this.flusher.cancelTimer();
     for (const s of this.segments) s.close();
-    if (this.unclean && this.flusher.synced === this.logEnd) {
-      this.producers.snapshotForClose(this.logEnd);
-      writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: true });
-      this.unclean = false;
+    if (this.dirty && this.flusher.synced === this.logEnd) {
+      if (!this.checkpointClean || this.producers.size > 0) {
+        this.producers.snapshotForClose(this.logEnd);
+        writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: true }, false);
+        this.producers.closed(this.logEnd);
+        this.checkpointClean = true;
+      }
+      this.dirty = false;
     }
   }
 

@@ -16,6 +16,10 @@
  * > log end), plus a replay from it, gives the state. If there is none, the state at R was empty and no
  * > idempotent batch lies after R.
  *
+ * The recovery point moves only at a roll (to the new segment's base) and at a clean close (to the log end);
+ * opening and writing leave it, which is why a snapshot above the log end (a tail cut by recovery) is deleted
+ * on load.
+ *
  * So a partition that never saw an idempotent batch has no snapshot file and pays nothing on open, and one
  * that did reads at most the active segment's headers after a crash (nothing after a clean close). A
  * snapshot is written before the recovery point moves to its offset, and older ones are deleted only after.
@@ -169,7 +173,7 @@ export class ProducerStateManager {
   private newest: ProducerEntry | null = null;
   /** Snapshot files on disk, ascending offsets. */
   private snapshots: number[] = [];
-  /** Snapshots found unreadable on load: deleted by {@link opened}. */
+  /** Snapshots found unreadable on load: deleted at the next roll or clean close. */
   private readonly unreadable = new Set<number>();
   private activeBaseOffset = 0;
   /** Whether a snapshot exists at the active segment's base offset (see the invariant above). */
@@ -191,7 +195,8 @@ export class ProducerStateManager {
    * point (and the log end), then the batch headers from its offset to the log end, then the producers
    * below the log start offset forgotten. Snapshots above the log end (a truncated tail) are never used.
    * When the replay crossed the active segment's base offset, the state there is snapshotted, so the next
-   * open after a crash reads only the active segment. Call {@link opened} once the recovery point is rewritten.
+   * open after a crash reads only the active segment. Snapshots above the log end (a tail recovery cut) are
+   * deleted.
    * @param segments the log's segments, oldest first, recovered
    * @param files the names in `dir`, listed before open
    */
@@ -231,6 +236,8 @@ export class ProducerStateManager {
       const seen = m.replay(active, Math.max(start, active.baseOffset), at.logEndOffset);
       if (atActive !== null && (atActive.producers.length > 0 || seen > 0)) m.writeSnapshot(active.baseOffset, atActive);
     }
+    // Snapshots above the log end describe a tail that recovery cut off: new batches will take their offsets.
+    if (m.snapshots.some((offset) => offset > at.logEndOffset)) m.retainOnly(m.snapshots.filter((offset) => offset <= at.logEndOffset));
     m.activeSnapshot = m.snapshots.includes(active.baseOffset) && !m.unreadable.has(active.baseOffset);
     m.evictBelow(at.logStartOffset);
     return m;
@@ -359,7 +366,7 @@ export class ProducerStateManager {
   rolled(offset: number): void {
     this.activeBaseOffset = offset;
     this.activeSnapshot = this.snapshots.includes(offset);
-    this.retainOnly(this.activeSnapshot ? offset : -1);
+    this.retainOnly(this.activeSnapshot ? [offset] : []);
   }
 
   /** At a clean close, before the clean recovery point is written at `offset` (the log end): snapshots the state, if any. */
@@ -367,9 +374,12 @@ export class ProducerStateManager {
     if (this.entries.size > 0) this.writeSnapshot(offset, this.toSnapshot(offset));
   }
 
-  /** After open rewrote the recovery point at the active segment's base: keeps only the snapshot there, if any. */
-  opened(): void {
-    this.retainOnly(this.activeSnapshot ? this.activeBaseOffset : -1);
+  /**
+   * After a clean close moved the recovery point to `offset` (the log end): keeps only the snapshot there and
+   * the one at the active segment's base, if any; those between describe states nothing will load again.
+   */
+  closed(offset: number): void {
+    this.retainOnly(this.activeSnapshot ? [this.activeBaseOffset, offset] : [offset]);
   }
 
   /**
@@ -393,12 +403,13 @@ export class ProducerStateManager {
     }
   }
 
-  /** Deletes every snapshot file but the one at `keep` (-1: all), and syncs the directory if any went. */
-  private retainOnly(keep: number): void {
-    if (this.dir === null || this.snapshots.length === 0 || (this.snapshots.length === 1 && this.snapshots[0] === keep)) return;
-    for (const offset of this.snapshots) if (offset !== keep) deleteProducerSnapshot(this.dir, offset);
-    this.snapshots = keep >= 0 ? [keep] : [];
-    this.unreadable.clear();
+  /** Deletes every snapshot file but those at `keep`, and syncs the directory if any went. */
+  private retainOnly(keep: readonly number[]): void {
+    const drop = this.snapshots.filter((offset) => !keep.includes(offset));
+    if (this.dir === null || drop.length === 0) return;
+    for (const offset of drop) deleteProducerSnapshot(this.dir, offset);
+    this.snapshots = this.snapshots.filter((offset) => keep.includes(offset));
+    for (const offset of drop) this.unreadable.delete(offset);
     syncDirectory(this.options.files, this.dir);
   }
 

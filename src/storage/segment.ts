@@ -8,13 +8,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BATCH_HEADER_BYTES, LOG_OVERHEAD, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
-import { readFileIfExists, replaceFile } from './checkpoint.js';
+import { readFileIfExists, removeFileIfExists, replaceFile } from './checkpoint.js';
 import type { CachedFile, FileCache } from './file-cache.js';
 import { OffsetIndex } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
 import type { Logger } from './logger.js';
 
 const CHUNK_BYTES = 256 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 /** File name stem of the segment starting at `baseOffset`: the offset zero-padded to 20 digits, as Kafka. */
 export function segmentStem(baseOffset: number): string {
@@ -23,7 +24,7 @@ export function segmentStem(baseOffset: number): string {
 
 /** Reads a file in large chunks so scans over many small batches make few system calls. */
 class ChunkReader {
-  private buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  private buf = EMPTY;
   private start = 0;
   private length = 0;
 
@@ -331,7 +332,8 @@ export class LogSegment {
   /**
    * Marks the segment as closed for appends: adds the final time index entry, so the index's last entry is
    * the segment's largest timestamp, and writes both index files (replaced atomically, fdatasynced), so a
-   * trusted reopen after a power loss finds them whole.
+   * trusted reopen after a power loss finds them whole. A segment too small for an offset index entry gets
+   * no index files: its first use rebuilds them from its few batches.
    */
   seal(): void {
     if (this.lastBatchOffset >= 0) {
@@ -339,8 +341,13 @@ export class LogSegment {
       this.lastBatchOffset = -1;
     }
     if (!this.indexesDirty || this.indexes === null) return;
-    replaceFile(this.options.files, this.indexPath, this.indexes.offset.toBuffer());
-    replaceFile(this.options.files, this.timeIndexPath, this.indexes.time.toBuffer());
+    if (this.indexes.offset.entries === 0) {
+      // Less than indexIntervalBytes of log: a reopen rebuilds both by reading it, cheaper than two fdatasyncs now.
+      this.removeIndexFiles();
+    } else {
+      replaceFile(this.options.files, this.indexPath, this.indexes.offset.toBuffer());
+      replaceFile(this.options.files, this.timeIndexPath, this.indexes.time.toBuffer());
+    }
     this.indexesDirty = false;
   }
 
@@ -431,8 +438,8 @@ export class LogSegment {
   }
 
   private removeIndexFiles(): void {
-    fs.rmSync(this.indexPath, { force: true });
-    fs.rmSync(this.timeIndexPath, { force: true });
+    removeFileIfExists(this.indexPath);
+    removeFileIfExists(this.timeIndexPath);
   }
 
   /** Closes and deletes the segment's files. */

@@ -1,9 +1,15 @@
 /**
  * `<logDir>/unclean-partitions`: the partitions written since the last clean shutdown, one directory name
- * (`<topic>-<partition>`) per line. A name is appended, and fdatasynced, before the partition's first write
- * of a session; a clean shutdown that closed every partition cleanly empties the file. So after a crash the
- * broker knows which partitions need recovery without reading every partition's recovery point, and
- * start-up time does not grow with the number of idle partitions.
+ * (`<topic>-<partition>`) per line. A name is added when the partition is first written in a session
+ * (appended and fdatasynced for all the partitions first written in one turn of the event loop at once, before
+ * their first append is acknowledged); a
+ * clean shutdown that closed every partition cleanly empties the file. At start-up the broker recovers
+ * exactly these partitions, without reading every partition's recovery point, so start-up time does not
+ * grow with the number of idle partitions.
+ *
+ * Correctness does not rest on the journal: a partition it misses (a crash before its line was synced) is
+ * opened on first use, and opening validates every batch appended since the partition's last clean close.
+ * The journal decides only that recovery happens at start-up rather than at first use.
  *
  * A data directory written before this file existed has none: start-up then reads every partition's recovery
  * point once (see {@link LogManager.start}) and writes the file.
@@ -17,6 +23,10 @@ const FILE = 'unclean-partitions';
 
 export class UncleanJournal {
   private readonly names: Set<string>;
+  /** Added, not yet written. */
+  private pending: string[] = [];
+  /** Resolves when the pending names are written; null when none is pending. */
+  private flushed: Promise<void> | null = null;
 
   private constructor(
     private readonly dir: string,
@@ -48,23 +58,47 @@ export class UncleanJournal {
     return this.names;
   }
 
-  /** Lists `name`, durably, unless it is listed already. */
-  add(name: string): void {
-    if (this.names.has(name)) return;
+  /**
+   * Lists `name` unless it is listed already; the line is written and synced at the end of this turn of the
+   * event loop, with any other added meanwhile.
+   * @returns resolves once the line is synced, or at once if it was listed; never rejects: a failed write goes
+   *   to `onError` (nothing is lost, see above)
+   */
+  add(name: string, onError: (err: Error) => void): Promise<void> | undefined {
+    if (this.names.has(name)) return undefined;
+    this.names.add(name);
+    this.pending.push(name);
+    this.flushed ??= new Promise<void>((resolve) => setImmediate(() => {
+      this.flushed = null;
+      try {
+        this.flush();
+      } catch (err) {
+        onError(err as Error);
+      }
+      resolve();
+    }));
+    return this.flushed;
+  }
+
+  /** Appends the names added since the last flush, and syncs them. */
+  private flush(): void {
+    if (this.pending.length === 0) return;
+    const lines = this.pending.map((n) => `${n}\n`).join('');
+    this.pending = [];
     this.files.transient(() => {
       const fd = fs.openSync(path.join(this.dir, FILE), 'a');
       try {
-        fs.writeSync(fd, `${name}\n`);
+        fs.writeSync(fd, lines);
         fs.fdatasyncSync(fd);
       } finally {
         fs.closeSync(fd);
       }
     });
-    this.names.add(name);
   }
 
   /** Keeps only `names` (the partitions still unclean at a shutdown), durably. */
   retainOnly(names: Iterable<string>): void {
+    this.pending = [];
     this.names.clear();
     for (const n of names) this.names.add(n);
     this.rewrite();

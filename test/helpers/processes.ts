@@ -17,11 +17,25 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** How to start a server beyond the defaults. */
+export interface ServerOptions {
+  /** Runs it under `ulimit -n N` (soft and hard open-files limit). */
+  openFilesLimit?: number;
+  /** More `serve` flags. */
+  args?: string[];
+  /** Called with every log line the server prints (parsed JSON). */
+  onLog?: (entry: Record<string, unknown>) => void;
+}
+
 /** Starts `onelog serve --data-dir DIR --port 0` and resolves once it logs its address. */
-export function startServer(dataDir: string): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--port', '0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export function startServer(dataDir: string, options: ServerOptions = {}): Promise<ServerProcess> {
+  const argv = [BIN, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])];
+  const proc = options.openFilesLimit === undefined
+    ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
+    // exec: the server keeps the shell's pid, so /proc/PID/fd is the server's.
+    : spawn('/bin/sh', ['-c', `ulimit -n ${options.openFilesLimit} && exec "$0" "$@"`, process.execPath, ...argv], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -29,6 +43,7 @@ export function startServer(dataDir: string): Promise<ServerProcess> {
     const lines = readline.createInterface({ input: proc.stdout! });
     lines.on('line', (line) => {
       const entry = JSON.parse(line) as { msg?: string; url?: string };
+      options.onLog?.(entry);
       if (entry.msg === 'onelog is listening' && entry.url) {
         resolve({
           url: entry.url,

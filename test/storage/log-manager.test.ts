@@ -116,6 +116,8 @@ describe('LogManager', () => {
       await m.get('t', 4).append([rec('a')]);
       managers.delete(m);
       m.files.closeAll();
+      // An earlier version marked every partition it opened unclean, and had no journal.
+      fs.writeFileSync(path.join(dir, 't-4', 'recovery-point.json'), JSON.stringify({ recoveryPoint: 0, clean: false }));
       fs.rmSync(path.join(dir, 'unclean-partitions'));
       const again = manager(dir);
       expect(again.start(layout(6))).toMatchObject({ recovered: 1 });

@@ -346,7 +346,7 @@ describe('PartitionLog', () => {
       const dir = tmpDir();
       const logger = new RecordingLogger();
       const clock = new ManualClock(T0);
-      let log = open(dir, { segmentBytes: 300, logger, clock });
+      let log = open(dir, { segmentBytes: 300, indexIntervalBytes: 64, logger, clock });
       await fill(log, 20, 2);
       const files = logFiles(dir);
       const bases = files.map((f) => Number(f.slice(0, 20)));
@@ -355,7 +355,7 @@ describe('PartitionLog', () => {
       expect(log.deleteRecordsBefore(cut, 'delete-records')).toBe(cut);
       expect(log.logStartOffset).toBe(cut);
       expect(logFiles(dir)).toEqual(files.slice(2));
-      // Closed segments have their indexes written; the active one's are written when it is sealed.
+      // The closed segments left have their index files; the active one's are written when it is sealed.
       expect(fs.readdirSync(dir).filter((f) => f.endsWith('.index'))).toEqual(files.slice(2, -1).map((f) => f.replace('.log', '.index')));
       expect(JSON.parse(fs.readFileSync(path.join(dir, 'log-start-offset.json'), 'utf8'))).toEqual({
         logStartOffset: cut, reason: 'delete-records', updatedAt: new Date(T0).toISOString(),

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tmpDir } from '../helpers/tmp.js';
-import { logFiles, openLog, pairs, readAll, rec } from './log-fixtures.js';
+import { PartitionLog } from '../../src/storage/partition-log.js';
+import { batchSpans, logFiles, logOptions, openLog, pairs, readAll, rec, smallFileCache } from './log-fixtures.js';
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -45,7 +46,7 @@ describe('recovery point', () => {
   it('after a crash, trusts the segments below the recovery point and recovers the rest', async () => {
     const dir = tmpDir();
     await buildLog(dir);
-    // A crash leaves the checkpoint unclean (opening marks it so) and the active segment maybe torn.
+    // A crash after a roll: the checkpoint unclean (a roll marks it so) and the active segment maybe torn.
     const checkpoint = path.join(dir, 'recovery-point.json');
     const { recoveryPoint } = JSON.parse(fs.readFileSync(checkpoint, 'utf8')) as { recoveryPoint: number };
     fs.writeFileSync(checkpoint, JSON.stringify({ recoveryPoint, clean: false }));
@@ -62,6 +63,29 @@ describe('recovery point', () => {
     expect(JSON.parse(fs.readFileSync(checkpoint, 'utf8'))).toMatchObject({ clean: false });
     await log.close();
     expect(JSON.parse(fs.readFileSync(checkpoint, 'utf8'))).toEqual({ recoveryPoint: log.logEndOffset, clean: true });
+  });
+
+  it('a crash after writes that followed a clean close: either way of opening keeps every whole batch and cuts a torn one', async () => {
+    for (const recoverActiveSegment of [false, true]) {
+      const dir = tmpDir();
+      const options = { segmentBytes: 1 << 30, indexIntervalBytes: 256 };
+      let log = openLog(dir, options);
+      for (let b = 0; b < 50; b++) await log.append([rec(`before-${b}`.padEnd(100, 'x'))]);
+      await log.close(); // clean: index files written, recovery point at 50
+      const files = smallFileCache();
+      log = openLog(dir, { ...options, files });
+      for (let b = 0; b < 50; b++) await log.append([rec(`after-${b}`.padEnd(100, 'x'))]);
+      files.closeAll(); // the process dies: no close, nothing sealed
+      const file = path.join(dir, logFiles(dir)[0]!);
+      const last = batchSpans(file).at(-1)!;
+      fs.truncateSync(file, last.position + 20); // the last batch torn
+      const read = logBytesRead(() => (log = PartitionLog.open(dir, 't', 0, { ...logOptions(options), recoverActiveSegment })));
+      expect(read).toBeGreaterThan(49 * 100); // at least everything appended since the clean close was validated
+      expect(pairs(readAll(log)).map(([, v]) => v!.replace(/x+$/, ''))).toEqual([
+        ...Array.from({ length: 50 }, (_, b) => `before-${b}`), ...Array.from({ length: 49 }, (_, b) => `after-${b}`),
+      ]);
+      await log.close();
+    }
   });
 
   it('ends the log at the batch of the last index entry when a cut goes through it (fuzzer counterexample)', async () => {

@@ -69,10 +69,13 @@ describe('LogSegment', () => {
     const dir = tmpDir();
     const s = create(dir, 42);
     expect(path.basename(s.logPath)).toBe('00000000000000000042.log');
-    // The index files are written when the segment is sealed (here: closed with a batch in it).
+    // The index files are written when the segment is sealed (here: closed), once it has an index entry.
     expect(fs.readdirSync(dir)).toEqual(['00000000000000000042.log']);
     expect(() => LogSegment.create(dir, 42, options())).toThrow(/EEXIST/);
     fill(s, 1);
+    s.seal();
+    expect(fs.readdirSync(dir)).toEqual(['00000000000000000042.log']); // one batch: reopening reads it instead
+    fill(s, 100);
     shut(s);
     expect(fs.readdirSync(dir).sort()).toEqual(['00000000000000000042.index', '00000000000000000042.log', '00000000000000000042.timeindex']);
   });
