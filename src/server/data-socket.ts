@@ -12,6 +12,7 @@ import type { WebSocket } from 'ws';
 import type { BinaryDataApi, FetchRequest } from '../protocol/api.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
+import { resourceExhausted } from '../storage/storage-errors.js';
 
 /** The data sockets of one server. */
 export interface DataSockets {
@@ -58,7 +59,8 @@ export function dataSockets(api: BinaryDataApi): DataSockets {
             throw new OnelogError('INVALID_REQUEST', `unknown data frame kind ${frame.kind}; allowed: 1 (produce), 2 (fetch)`);
           }
         } catch (err) {
-          const e = err instanceof OnelogError ? err : new OnelogError('INTERNAL_ERROR', (err as Error).message);
+          const e = err instanceof OnelogError ? err
+            : resourceExhausted(err, 'the request') ?? new OnelogError('INTERNAL_ERROR', (err as Error).message);
           if (ws.readyState === ws.OPEN) ws.send(encodeFrame(FRAME_KIND.ERROR, requestId, e.toJSON()));
         }
       })();

@@ -12,6 +12,7 @@ import type {
   BinaryDataApi, CommitRequest, HeartbeatRequest, JoinGroupRequest, OnelogApi, SubscribeRequest, ProduceRecord, ProducerIdempotence, ResetSpec,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
+import { resourceExhausted } from '../storage/storage-errors.js';
 import {
   BYTES_ENCODINGS, jsonToBytes, jsonToHeaders, parseTimestamp, recordToJson,
 } from '../protocol/json-records.js';
@@ -336,5 +337,5 @@ function toOnelogError(err: FastifyError | OnelogError): OnelogError {
   if (err instanceof SyntaxError || err.statusCode === 400) {
     return new OnelogError('INVALID_REQUEST', `malformed request: ${err.message}`);
   }
-  return new OnelogError('INTERNAL_ERROR', err.message);
+  return resourceExhausted(err, 'the request') ?? new OnelogError('INTERNAL_ERROR', err.message);
 }

@@ -18,8 +18,19 @@ export function storageError(err: unknown, action: string, where: Record<string,
     return new OnelogError(err.code, `${action} failed: ${err.message}`, { ...where, ...err.context });
   }
   const code = (err as NodeJS.ErrnoException | null)?.code;
+  return resourceExhausted(err, action, where) ??
+    new OnelogError('STORAGE_ERROR', `${action} failed: ${(err as Error | null)?.message ?? String(err)}`, { ...where, ...(code ? { errno: code } : {}) });
+}
+
+/**
+ * `RESOURCE_EXHAUSTED` naming the resource, if `err` says the process ran out of file descriptors, disk
+ * (also SQLite's SQLITE_FULL) or memory; undefined for any other error. For the faces too: a catalog or
+ * offset store write can meet a full disk as the log does.
+ */
+export function resourceExhausted(err: unknown, action: string, where: Record<string, unknown> = {}): OnelogError | undefined {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
   const detail = (err as Error | null)?.message ?? String(err);
-  if (code === 'ENOSPC' || code === 'EDQUOT') {
+  if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL') {
     return new OnelogError('RESOURCE_EXHAUSTED', `${action} failed: the disk holding the data directory is full (${detail}); ` +
       'nothing of this request was stored. Free space (retention deletes old segments: onelog topics enforce-retention, ' +
       'or lower retention.ms / retention.bytes) and retry', { ...where, resource: 'disk', errno: code });
@@ -34,5 +45,5 @@ export function storageError(err: unknown, action: string, where: Record<string,
     return new OnelogError('RESOURCE_EXHAUSTED', `${action} failed: out of memory (${detail}); retry with smaller ` +
       'requests (maxBytes, batch sizes), or give the broker more memory', { ...where, resource: 'memory', ...(code ? { errno: code } : {}) });
   }
-  return new OnelogError('STORAGE_ERROR', `${action} failed: ${detail}`, { ...where, ...(code ? { errno: code } : {}) });
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Broker } from '../../src/broker.js';
 import { createHttpServer } from '../../src/server/http-server.js';
@@ -22,6 +22,17 @@ afterEach(async () => {
 const post = (url: string, payload: unknown) => app.inject({ method: 'POST', url, payload: payload as object });
 
 describe('HTTP API', () => {
+  it('answers a disk or descriptor shortage met outside the log store (catalog, offsets) as RESOURCE_EXHAUSTED, 503', async () => {
+    const full = Object.assign(new Error('SQLITE_FULL: database or disk is full'), { code: 'SQLITE_FULL' });
+    vi.spyOn(broker, 'createTopic').mockRejectedValueOnce(full);
+    const res = await post('/topics', { topic: 'u', partitions: 1 });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({ code: 'RESOURCE_EXHAUSTED', resource: 'disk', errno: 'SQLITE_FULL' });
+    vi.spyOn(broker, 'listTopics').mockRejectedValueOnce(Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' }));
+    expect((await app.inject({ method: 'GET', url: '/topics' })).json()).toMatchObject({ code: 'RESOURCE_EXHAUSTED', resource: 'open-files' });
+    expect((await app.inject({ method: 'GET', url: '/topics' })).statusCode).toBe(200); // then normal service
+  });
+
   it('produces JSON values as their text and reads them back in utf8', async () => {
     const res = await post('/topics/t/records', {
       records: [
