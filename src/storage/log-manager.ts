@@ -249,8 +249,10 @@ export class LogManager {
 
   /**
    * Runs `work` on every partition of a topic for a background sweep (retention): a partition not loaded is
-   * opened for it and unloaded right after, if nothing else started using it. Yields to the event loop every
-   * few partitions. A partition that fails is reported to `onError` and the sweep goes on.
+   * opened for it and unloaded right after, if nothing else started using it; one known empty since its
+   * creation is skipped. Yields to the event loop every few partitions. A partition that fails is reported to
+   * `onError` and the sweep goes on.
+   * @returns what `work` answered, for the partitions visited
    */
   async visit<T>(topic: string, work: (log: PartitionLog) => T, onError: (partition: number, err: Error) => void): Promise<T[]> {
     const out: T[] = [];
@@ -259,6 +261,7 @@ export class LogManager {
       if (p % VISIT_YIELD_EVERY === VISIT_YIELD_EVERY - 1) await new Promise<void>((resolve) => setImmediate(resolve));
       const t = this.topics.get(topic);
       if (t === undefined) break;
+      if (t.fresh[p] === 1 && t.logs[p] === undefined) continue; // empty since it was created: nothing to do
       const wasLoaded = t.logs[p] !== undefined;
       try {
         const log = this.load(topic, t, p);

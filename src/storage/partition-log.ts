@@ -207,9 +207,9 @@ export class PartitionLog {
 
   /**
    * Before the first write of this session to the active segment: tells the log manager, which recovers the
-   * partition at the next start if no clean close comes first; the first append is acknowledged once it noted it. Nothing else needs marking: the recovery point
-   * checkpoint stays as it is, and an open after a crash validates every batch appended since the last clean
-   * close either way (see {@link open}).
+   * partition at the next start if no clean close comes first (the first append is acknowledged once it is
+   * noted). Nothing else needs marking: the recovery point checkpoint stays as it is, and an open after a
+   * crash validates every batch appended since the last clean close either way (see {@link open}).
    */
   private beforeWrite(): Promise<void> | undefined {
     if (this.dirty) return undefined;
