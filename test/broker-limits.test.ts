@@ -65,6 +65,22 @@ describe('Broker under resource limits', () => {
     expect(await values(b, 'wide', 99)).toEqual(['x']);
   });
 
+  it('a data directory with a half-created topic (as an earlier version left it) starts, and the topic is whole', async () => {
+    const dataDir = tmpDir();
+    let b = await broker(dataDir);
+    await b.createTopic({ topic: 'half', partitions: 10 });
+    await b.produce({ topic: 'half', records: [{ ...rec('kept'), partition: 2 }] });
+    await b.close();
+    open.splice(0);
+    for (let p = 5; p < 10; p++) fs.rmSync(path.join(dataDir, 'log', `half-${p}`), { recursive: true });
+    b = await broker(dataDir);
+    expect((await b.describeTopic('half')).partitions.map((p) => p.highWatermark)).toEqual([0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+    expect(fs.readdirSync(path.join(dataDir, 'log')).filter((f) => f.startsWith('half-'))).toHaveLength(10);
+    await b.produce({ topic: 'half', records: [{ ...rec('new'), partition: 9 }] });
+    expect(await values(b, 'half', 9)).toEqual(['new']);
+    expect(await values(b, 'half', 2)).toEqual(['kept']);
+  });
+
   it('a topic the catalog refuses leaves no directory behind', async () => {
     const dataDir = tmpDir();
     const b = await broker(dataDir);
