@@ -128,12 +128,21 @@ export class Broker implements OnelogApi, BinaryDataApi {
   }
 
   private static async openLocked(options: BrokerOptions, clock: Clock, logger: Logger, unlock: () => void): Promise<Broker> {
-    const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
-    const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
     const files = new FileCache({ maxOpenFiles: options.maxOpenFiles ?? defaultMaxOpenFiles() });
-    const logs = new LogManager(path.join(options.dataDir, 'log'), { clock, logger, indexIntervalBytes: 4096, files });
+    const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
+    const topics = await catalog.listTopics();
+    const logDir = path.join(options.dataDir, 'log');
+    if (topics.length > 0 && !fs.existsSync(logDir)) {
+      await catalog.close();
+      // Not a half-created topic to repair: every topic's records are gone from where they should be.
+      throw new OnelogError('STORAGE_ERROR', `the catalog lists ${topics.length} topic(s) but the log directory ${logDir} is missing: ` +
+        'is a volume not mounted, or was the data directory copied without it? Put it back; to start over, use an empty --data-dir',
+      { dataDir: options.dataDir, topics: topics.length });
+    }
+    const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
+    const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files });
     const started = Date.now();
-    const report = logs.start((await catalog.listTopics()).map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
+    const report = logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
     logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
     const groups = new GroupCoordinator(catalog, offsets, logs, clock, logger);
     const lastProducerId = await catalog.lastProducerId();

@@ -81,6 +81,22 @@ describe('Broker under resource limits', () => {
     expect(await values(b, 'half', 2)).toEqual(['kept']);
   });
 
+  it('refuses to start when the whole log directory is missing (a volume not mounted), rather than serving empty partitions', async () => {
+    const dataDir = tmpDir();
+    const b = await broker(dataDir);
+    await b.createTopic({ topic: 't', partitions: 3 });
+    await b.produce({ topic: 't', records: [{ ...rec('kept'), partition: 1 }] });
+    await b.close();
+    open.splice(0);
+    fs.renameSync(path.join(dataDir, 'log'), path.join(dataDir, 'log-elsewhere'));
+    const err = await asyncErrorOf(broker(dataDir));
+    expect(err).toMatchObject({ code: 'STORAGE_ERROR', context: { topics: 1 } });
+    expect(err.message).toMatch(/log directory .* is missing/);
+    expect(fs.existsSync(path.join(dataDir, 'log'))).toBe(false);
+    fs.renameSync(path.join(dataDir, 'log-elsewhere'), path.join(dataDir, 'log'));
+    expect(await values(await broker(dataDir), 't', 1)).toEqual(['kept']);
+  });
+
   it('a topic the catalog refuses leaves no directory behind', async () => {
     const dataDir = tmpDir();
     const b = await broker(dataDir);
@@ -112,8 +128,10 @@ describe('Broker under resource limits', () => {
     await b.createTopic({ topic: 't', partitions: 1 });
     await b.produce({ topic: 't', records: [rec('a')] });
     const real = fs.writeSync;
+    let calls = 0;
     const spy = vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, buf: Buffer, off?: number, len?: number, pos?: number) => {
-      real(fd, buf, off, Math.floor((len ?? buf.length) / 2), pos); // half of it reaches the file, then the disk is full
+      // As a filling disk does: a short write first, then ENOSPC for the rest.
+      if (++calls === 1) return real(fd, buf, off, Math.floor((len ?? buf.length) / 2), pos);
       throw errno('ENOSPC');
     }) as unknown as typeof fs.writeSync);
     const err = await asyncErrorOf(b.produce({ topic: 't', records: [rec('lost'.repeat(100))] }));

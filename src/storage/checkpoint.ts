@@ -41,16 +41,16 @@ function readCheckpoint<T>(files: FileCache, file: string): T | undefined {
 }
 
 /**
- * Replaces `file` with `data` atomically: written to `<file>.tmp`, fdatasynced, renamed over it. The rename
- * is durable once the directory is synced (the caller's choice).
+ * Replaces `file` with `data` atomically: written to `<file>.tmp`, fdatasynced (unless `sync` is false),
+ * renamed over it. The rename is durable once the directory is synced (the caller's choice).
  */
-export function replaceFile(files: FileCache, file: string, data: Buffer | string): void {
+export function replaceFile(files: FileCache, file: string, data: Buffer | string, sync = true): void {
   const tmp = `${file}.tmp`;
   files.transient(() => {
     const fd = fs.openSync(tmp, 'w');
     try {
       fs.writeFileSync(fd, data);
-      fs.fdatasyncSync(fd);
+      if (sync) fs.fdatasyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
@@ -106,20 +106,30 @@ export interface RecoveryCheckpoint {
   clean: boolean;
 }
 
+/**
+ * The recovery point, or undefined when the file is missing or unreadable: it only tells what a restart may
+ * skip, so without it every segment is recovered, which is slower but always right.
+ */
 export function readRecoveryCheckpoint(files: FileCache, dir: string): RecoveryCheckpoint | undefined {
-  const parsed = readCheckpoint<Partial<RecoveryCheckpoint>>(files, path.join(dir, RECOVERY_CHECKPOINT));
+  let parsed: Partial<RecoveryCheckpoint> | undefined;
+  try {
+    parsed = readCheckpoint<Partial<RecoveryCheckpoint>>(files, path.join(dir, RECOVERY_CHECKPOINT));
+  } catch (err) {
+    if (err instanceof OnelogError && err.code === 'CORRUPT_MESSAGE') return undefined;
+    throw err;
+  }
   if (parsed === undefined || typeof parsed.recoveryPoint !== 'number' || typeof parsed.clean !== 'boolean') return undefined;
   return { recoveryPoint: parsed.recoveryPoint, clean: parsed.clean };
 }
 
 /**
  * Replaces the recovery point checkpoint atomically.
- * @param durable sync the directory too, so the new content survives a power loss; a clean close skips it:
- *   losing that checkpoint leaves the one before, which costs recovery work but is never wrong
+ * @param durable fdatasync it and the directory, so the new content survives a power loss. A clean close
+ *   skips both: after a power loss the file holds the checkpoint before, or is empty or torn and then read
+ *   as missing (see {@link readRecoveryCheckpoint}); either costs recovery work, never data
  */
 export function writeRecoveryCheckpoint(files: FileCache, dir: string, checkpoint: RecoveryCheckpoint, durable = true): void {
-  const file = path.join(dir, RECOVERY_CHECKPOINT);
-  replaceFile(files, file, JSON.stringify(checkpoint));
+  replaceFile(files, path.join(dir, RECOVERY_CHECKPOINT), JSON.stringify(checkpoint), durable);
   if (durable) syncDirectory(files, dir);
 }
 

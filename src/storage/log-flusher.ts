@@ -3,6 +3,7 @@
  * same range share one fdatasync (group commit), a timer runs the `interval` flush policy, and a background
  * flush syncs without making anyone wait.
  */
+import { OnelogError } from '../protocol/errors.js';
 import { storageError } from './storage-errors.js';
 
 /** What the flusher needs from its log. */
@@ -17,6 +18,8 @@ export interface FlushTarget {
   onBackgroundError(err: Error): void;
   /** Names the partition in errors. */
   where: { topic: string; partition: number };
+  /** How long after a background flush that found no descriptor to try again, ms (the flush.ms in force). */
+  retryMs(): number;
 }
 
 export class LogFlusher {
@@ -61,7 +64,13 @@ export class LogFlusher {
   /** Syncs everything appended so far without making anyone wait; a failure goes to `onBackgroundError`. */
   flushInBackground(): void {
     this.cancelTimer();
-    this.syncTo(this.target.end()).catch((err: unknown) => this.target.onBackgroundError(err as Error));
+    this.syncTo(this.target.end()).catch((err: unknown) => {
+      this.target.onBackgroundError(err as Error);
+      // No descriptor to sync with: the fdatasync never ran, so nothing is known lost; try again later.
+      if (err instanceof OnelogError && err.code === 'RESOURCE_EXHAUSTED' && err.context.resource === 'open-files') {
+        this.schedule(this.target.retryMs());
+      }
+    });
   }
 
   /** Flushes in the background `ms` from now, unless a flush is already scheduled. */

@@ -134,6 +134,7 @@ export class PartitionLog {
       onSynced: (offset) => this.advanceHighWatermark(offset),
       onBackgroundError: (err) => this.options.logger.warn({ ...this.where(), err: err.message }, 'background fdatasync failed'),
       where: this.where(),
+      retryMs: () => Math.max(this.config.flushMs, 10),
     });
     this.logStart = Math.min(logStartOffset, this.logEnd);
     this.config = options.config;
@@ -663,7 +664,8 @@ export class PartitionLog {
     if (this.dirty && this.flusher.synced === this.logEnd) {
       if (!this.checkpointClean || this.producers.size > 0) {
         this.producers.snapshotForClose(this.logEnd);
-        writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: true }, false);
+        // Durable only when producer snapshots rely on it; else losing it to a power loss costs recovery work only.
+        writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: true }, this.producers.size > 0);
         this.producers.closed(this.logEnd);
         this.checkpointClean = true;
       }

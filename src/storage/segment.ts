@@ -305,8 +305,10 @@ export class LogSegment {
   append(batch: Buffer, header: Pick<BatchHeader, 'baseOffset' | 'lastOffsetDelta' | 'maxTimestamp'>): void {
     const size = this.size;
     try {
-      const written = fs.writeSync(this.file.fd(), batch, 0, batch.length, size);
-      if (written !== batch.length) throw new Error(`short write: ${written} of ${batch.length} bytes`);
+      // A short write (the disk filling up) is continued: the next write says why it cannot (ENOSPC).
+      for (let written = 0; written < batch.length;) {
+        written += fs.writeSync(this.file.fd(), batch, written, batch.length - written, size + written);
+      }
     } catch (err) {
       try {
         fs.ftruncateSync(this.file.fd(), size);

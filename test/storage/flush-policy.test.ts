@@ -1,7 +1,8 @@
 /** The three flush policies: when an append is acknowledged, when fdatasync runs, what readers see. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tmpDir } from '../helpers/tmp.js';
-import { holdSyncs, logConfig, openLog, pairs, rec } from './log-fixtures.js';
+import fs from 'node:fs';
+import { holdSyncs, logConfig, openLog, pairs, rec, RecordingLogger, smallFileCache } from './log-fixtures.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -39,6 +40,26 @@ describe('flush policy', () => {
     await log.append([rec('c')]);
     expect(syncs.count).toBe(1);
     syncs.releaseAll();
+    await log.close();
+  });
+
+  it('interval: a background flush that found no descriptor is tried again flushMs later', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const files = smallFileCache();
+    const logger = new RecordingLogger();
+    const log = openLog(tmpDir(), { flushPolicy: 'interval', flushMs: 50, files, logger });
+    await log.append([rec('a')]);
+    files.closeAll(); // the segment's descriptor went to someone else
+    const open = vi.spyOn(fs, 'openSync').mockImplementation(() => {
+      throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+    });
+    const syncs = vi.spyOn(fs, 'fdatasync');
+    vi.advanceTimersByTime(50);
+    await vi.waitFor(() => expect(logger.warns.map((w) => w.msg)).toContain('background fdatasync failed'));
+    expect(syncs).not.toHaveBeenCalled();
+    open.mockRestore();
+    vi.advanceTimersByTime(50);
+    await vi.waitFor(() => expect(syncs).toHaveBeenCalledTimes(1));
     await log.close();
   });
 

@@ -88,6 +88,15 @@ describe('recovery point', () => {
     }
   });
 
+  it('an unreadable recovery point (torn by a power loss after a clean close) only means recovering every segment', async () => {
+    const dir = tmpDir();
+    await buildLog(dir);
+    fs.writeFileSync(path.join(dir, 'recovery-point.json'), 'garbage{');
+    const log = openLog(dir, { segmentBytes: 20_000 });
+    expect(pairs(readAll(log)).map(([o]) => o)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    await log.close();
+  });
+
   it('ends the log at the batch of the last index entry when a cut goes through it (fuzzer counterexample)', async () => {
     const dir = tmpDir();
     let log = openLog(dir, { segmentBytes: 200, indexIntervalBytes: 64 });
