@@ -82,6 +82,11 @@ export interface BrokerOptions {
    *   LMDB and SQLite
    */
   maxOpenFiles?: number;
+  /**
+   * How often the log store closes files unused since the check before, ms, so that at rest its descriptors go
+   * back to connections; 0 = never. @default 30000 (a file closes after 30 to 60 s unused)
+   */
+  fileIdleCheckIntervalMs?: number;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -161,6 +166,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     broker.every(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.loaded(topic).map((log) => log.compact())));
     broker.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
+    broker.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
     return broker;
   }
 
@@ -318,7 +324,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
    * Appends records; each goes to its `partition`, else to murmur2(key) % partitions, else (null key) to the
    * next partition in turn. Every record is checked before any is written, so a refused request stores
    * nothing. Batches are compressed with the topic's `compressionType` (`producer` and `none`: uncompressed).
-   * Resolves once every record is durable.
+   * Resolves once every record is durable. A full disk refuses the request before anything is written; a
+   * partition that fails once others stored their records answers an error whose `stored` names them (see
+   * {@link LogManager.appendAll}): an idempotent producer's retry is stored once, a plain one's again.
    * With `idempotence`, a retried request is stored once and answers the original offsets.
    * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `INVALID_RECORD`,
    *   `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
@@ -356,10 +364,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
       }
     }
     // Batches of one partition are appended in order (their sequences follow each other).
-    await Promise.all(encoded.map(({ partition, indexes, batch, log }) =>
-      log.appendBatch(batch).then(({ baseOffset }) => {
-        indexes.forEach((i, k) => (offsets[i] = { partition, offset: baseOffset + k }));
-      })));
+    const appended = await this.logs.appendAll(encoded);
+    encoded.forEach(({ partition, indexes }, b) => indexes.forEach((i, k) => (offsets[i] = { partition, offset: appended[b]!.baseOffset + k })));
     return { topic, offsets };
   }
 
@@ -459,7 +465,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
         checked.add(log.partition);
       }
     }
-    const appended = await Promise.all(prepared.map(({ log, batch }) => log.appendBatch(batch)));
+    const appended = await this.logs.appendAll(prepared);
     return {
       batches: appended.map(({ baseOffset, lastOffset, duplicate }, i) => ({
         partition: prepared[i]!.log.partition, baseOffset, lastOffset, ...(duplicate ? { duplicate } : {}),

@@ -142,6 +142,37 @@ describe('Broker under resource limits', () => {
     expect((await b.describeTopic('t')).partitions[0]!.highWatermark).toBe(2);
   });
 
+  it('a disk without room for a whole request refuses it before writing anything', async () => {
+    const b = await broker();
+    await b.createTopic({ topic: 't', partitions: 3 });
+    const real = fs.statfsSync;
+    const spy = vi.spyOn(fs, 'statfsSync').mockImplementation(((p: fs.PathLike) => ({ ...real(p), bavail: 100, bsize: 4096 })) as typeof fs.statfsSync);
+    const records = [0, 1, 2].map((partition) => ({ ...rec('x'.repeat(200)), partition }));
+    const err = await asyncErrorOf(b.produce({ topic: 't', records }));
+    expect(err).toMatchObject({ code: 'RESOURCE_EXHAUSTED', context: { topic: 't', resource: 'disk', freeBytes: 409_600 } });
+    expect((await b.describeTopic('t')).partitions.map((p) => p.highWatermark)).toEqual([0, 0, 0]);
+    spy.mockRestore();
+    await b.produce({ topic: 't', records });
+    expect((await b.describeTopic('t')).partitions.map((p) => p.highWatermark)).toEqual([1, 1, 1]);
+  });
+
+  it('a partition failing after others stored their records says what was stored', async () => {
+    const b = await broker();
+    await b.createTopic({ topic: 't', partitions: 4 });
+    const real = fs.writeSync;
+    let writes = 0;
+    vi.spyOn(fs, 'writeSync').mockImplementation(((...args: Parameters<typeof fs.writeSync>) => {
+      if (++writes === 2) throw errno('ENOSPC'); // the second partition's batch meets a full disk
+      return (real as (...a: unknown[]) => number)(...args);
+    }) as typeof fs.writeSync);
+    const err = await asyncErrorOf(b.produce({ topic: 't', records: [0, 1, 2, 3].map((partition) => ({ ...rec(`p${partition}`), partition })) }));
+    vi.restoreAllMocks();
+    expect(err).toMatchObject({ code: 'RESOURCE_EXHAUSTED', context: { partition: 1, resource: 'disk' } });
+    expect(err.context.stored).toEqual([0, 2, 3].map((partition) => ({ partition, baseOffset: 0, lastOffset: 0 })));
+    expect(err.message).toMatch(/stored in partitions 0, 2, 3/);
+    expect((await b.describeTopic('t')).partitions.map((p) => p.highWatermark)).toEqual([1, 0, 1, 1]);
+  });
+
   it('out of descriptors on a fetch: the partition answers RESOURCE_EXHAUSTED; then normal service', async () => {
     const b = await broker();
     await b.createTopic({ topic: 't', partitions: 20 });

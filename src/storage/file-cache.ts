@@ -66,6 +66,8 @@ export class CachedFile {
   /** Neighbours in the cache's recency list (older is nearer eviction). */
   older: CachedFile | null = null;
   newer: CachedFile | null = null;
+  /** The cache's idle-check period in which the file was last used (see {@link FileCache.closeIdle}). */
+  usedIn = 0;
 
   /**
    * @param flags as `fs.openSync`'s; reopening uses them again, so they must not truncate (`r`, `r+`, `a`)
@@ -161,6 +163,8 @@ export class FileCache {
   private hits = 0;
   private opens = 0;
   private evictions = 0;
+  /** Counts the calls of {@link closeIdle}: the periods files are marked used in. */
+  private period = 0;
 
   /** @throws OnelogError `INVALID_REQUEST` for a budget below {@link MIN_OPEN_FILES} */
   constructor(options: FileCacheOptions) {
@@ -205,6 +209,26 @@ export class FileCache {
     return this.cached + this.transients;
   }
 
+  /**
+   * Closes the files not used since the call before last (unpinned), so a log store at rest gives its
+   * descriptors back to connections; the broker calls it every `fileIdleCheckIntervalMs`, so a file is closed
+   * after one to two intervals unused.
+   * @returns how many were closed
+   */
+  closeIdle(): number {
+    this.period++;
+    let closed = 0;
+    for (let f = this.oldest; f !== null && f.usedIn < this.period - 1;) {
+      const next = f.newer;
+      if (!f.isPinned) {
+        f.evict();
+        closed++;
+      }
+      f = next;
+    }
+    return closed;
+  }
+
   /** Closes every cached file that is not pinned (shutdown, tests). */
   closeAll(): void {
     this.evictOldest(this.cached);
@@ -218,12 +242,14 @@ export class FileCache {
     const fd = this.retryOutOfDescriptors(() => fs.openSync(path, flags));
     this.opens++;
     this.cached++;
+    file.usedIn = this.period;
     this.linkNewest(file);
     return fd;
   }
 
   touch(file: CachedFile): void {
     this.hits++;
+    file.usedIn = this.period;
     if (this.newest === file) return;
     this.unlink(file);
     this.linkNewest(file);

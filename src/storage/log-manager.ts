@@ -14,7 +14,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { listDirectory, readRecoveryCheckpoint, syncDirectory } from './checkpoint.js';
 import type { FileCache } from './file-cache.js';
 import { PartitionLog } from './partition-log.js';
-import type { LogConfig, PartitionLogOptions } from './partition-log.js';
+import type { AppendResult, LogConfig, PartitionLogOptions } from './partition-log.js';
 import { storageError } from './storage-errors.js';
 import { UncleanJournal } from './unclean-journal.js';
 
@@ -52,6 +52,9 @@ export interface PartitionOffsets {
   logStartOffset: number;
   highWatermark: number;
 }
+
+/** Free space a produce leaves on the disk, for the index files and checkpoints that follow appends. */
+const DISK_HEADROOM_BYTES = 1 << 20;
 
 /** Partitions a background sweep visits between two yields to the event loop. */
 const VISIT_YIELD_EVERY = 64;
@@ -275,6 +278,41 @@ export class LogManager {
       }
     }
     return out;
+  }
+
+  /**
+   * Appends batches to partitions of one request (the batches of one partition in order). Before anything
+   * is written, the disk must have room for all of them (statfs), so a full disk refuses the request whole.
+   * A partition can still fail once others stored their batches (the disk filled meanwhile, no descriptor):
+   * the error then names, in `stored`, what was stored where; a retry stores those again unless the producer
+   * is idempotent (as with Kafka, a produce across partitions is not atomic).
+   * @throws OnelogError `RESOURCE_EXHAUSTED` (disk) before anything is written; as {@link PartitionLog.appendBatch}
+   */
+  async appendAll(batches: readonly { log: PartitionLog; batch: Buffer }[]): Promise<AppendResult[]> {
+    let bytes = 0;
+    for (const { batch } of batches) bytes += batch.length;
+    this.checkDiskRoom(bytes, batches[0]?.log.topic);
+    const settled = await Promise.allSettled(batches.map(({ log, batch }) => log.appendBatch(batch)));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed === undefined) return settled.map((r) => (r as PromiseFulfilledResult<AppendResult>).value);
+    const stored = settled.flatMap((r, i) => r.status === 'fulfilled'
+      ? [{ partition: batches[i]!.log.partition, baseOffset: r.value.baseOffset, lastOffset: r.value.lastOffset }] : []);
+    const err = storageError(failed.reason, 'append', {});
+    if (stored.length === 0) throw err;
+    throw new OnelogError(err.code, `${err.message}; before it failed, batches of this request were stored in partitions ` +
+      `${[...new Set(stored.map((s) => s.partition))].join(', ')} (see stored): a retry stores them again unless the producer is idempotent`,
+    { ...err.context, stored });
+  }
+
+  /** @throws OnelogError `RESOURCE_EXHAUSTED` if the log directory's file system has less than `bytes` (plus 1 MiB) free */
+  private checkDiskRoom(bytes: number, topic: string | undefined): void {
+    const { bavail, bsize } = fs.statfsSync(this.dir);
+    const free = bavail * bsize;
+    if (free >= bytes + DISK_HEADROOM_BYTES) return;
+    throw new OnelogError('RESOURCE_EXHAUSTED', `the disk holding ${this.dir} has ${free} bytes free, and this request needs ` +
+      `${bytes} (plus ${DISK_HEADROOM_BYTES} of headroom for indexes and checkpoints); nothing was stored. Free space ` +
+      '(retention deletes old segments: onelog topics enforce-retention, or lower retention.ms / retention.bytes) and retry',
+    { topic, resource: 'disk', freeBytes: free, requestBytes: bytes });
   }
 
   /** Counts, for logs and tests. */

@@ -32,7 +32,7 @@ export function resourceExhausted(err: unknown, action: string, where: Record<st
   const detail = (err as Error | null)?.message ?? String(err);
   if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL') {
     return new OnelogError('RESOURCE_EXHAUSTED', `${action} failed: the disk holding the data directory is full (${detail}); ` +
-      'nothing of this request was stored. Free space (retention deletes old segments: onelog topics enforce-retention, ' +
+      'nothing of this batch was stored. Free space (retention deletes old segments: onelog topics enforce-retention, ' +
       'or lower retention.ms / retention.bytes) and retry', { ...where, resource: 'disk', errno: code });
   }
   if (isOutOfDescriptors(err)) {

@@ -137,6 +137,22 @@ describe('FileCache', () => {
     cache.closeAll();
   });
 
+  it('closes the files not used since the check before last, and none in use', async () => {
+    const cache = new FileCache({ maxOpenFiles: 8 });
+    const files = filesIn(cache, 4);
+    files.forEach(contentOf);
+    expect(cache.closeIdle()).toBe(0); // used in the period that just ended
+    contentOf(files[0]!);
+    let release = () => {};
+    const pinned = files[1]!.pinned(() => new Promise<void>((resolve) => (release = resolve)));
+    expect(cache.closeIdle()).toBe(2); // 2 and 3: unused for a whole period; 1 is pinned
+    expect(files.map((f) => f.isOpen)).toEqual([true, true, false, false]);
+    release();
+    await pinned;
+    expect(cache.closeIdle()).toBe(2);
+    expect(cache.stats().open).toBe(0);
+  });
+
   it('refuses a budget below the minimum, naming it', () => {
     expect(errorOf(() => new FileCache({ maxOpenFiles: 3 }))).toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(/>= 8/) });
   });
