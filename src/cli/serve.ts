@@ -21,7 +21,7 @@ export function registerServe(program: Command): void {
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--log-level <level>', 'log level: fatal, error, warn, info, debug, trace, silent', 'info')
     .option('--max-open-files <n>', 'file descriptors the log store may hold open at once (default: the open-files ' +
-      'limit less max(64, a quarter of it), for connections, LMDB and SQLite)', parseInteger('--max-open-files', 1))
+      'limit less max(64, a quarter of it), for connections, LMDB and SQLite)', parseInteger('--max-open-files'))
     .action(action(serve));
 }
 

@@ -112,6 +112,7 @@ export class LogManager {
       }
     }
     if (repaired > 0) syncDirectory(this.files, this.dir);
+    this.removeEmptyOrphans(present);
     let recovered = 0;
     for (const { topic, partition } of unclean) {
       try {
@@ -123,6 +124,30 @@ export class LogManager {
     }
     this.journal.retainOnly(unclean.map((u) => partitionDirName(u.topic, u.partition)));
     return { topics: topics.length, partitions, recovered, repaired };
+  }
+
+  /**
+   * Removes the empty partition directories of topics the catalog does not know: left by a topic creation
+   * that a crash cut short before its catalog row (a directory holding anything is left alone).
+   */
+  private removeEmptyOrphans(present: ReadonlySet<string>): void {
+    let removed = 0;
+    for (const name of present) {
+      const m = /^(.+)-(\d+)$/.exec(name);
+      const t = m ? this.topics.get(m[1]!) : undefined;
+      if (m === null || (t !== undefined && Number(m[2]) < t.logs.length)) continue;
+      const dir = path.join(this.dir, name);
+      try {
+        if (!fs.statSync(dir).isDirectory() || listDirectory(this.files, dir).length > 0) continue;
+        fs.rmdirSync(dir);
+        removed++;
+      } catch {
+        // gone meanwhile, or not ours to remove
+      }
+    }
+    if (removed > 0) {
+      this.options.logger.info({ removed }, 'removed the empty directories of partitions no topic has (a topic creation cut short)');
+    }
   }
 
   /**

@@ -7,14 +7,14 @@ import { OnelogError } from '../protocol/errors.js';
 import { isOutOfDescriptors } from './file-cache.js';
 
 /**
- * The typed error for a failed storage operation (an OnelogError passes through, given `where` if it lacks it).
+ * The typed error for a failed storage operation (an OnelogError passes through, given `where` if it names no topic).
  * @param action what failed, for the message: "append", "fetch", "compaction", ...
  * @param where the partition: `{ topic, partition }`
  */
 export function storageError(err: unknown, action: string, where: Record<string, unknown>): OnelogError {
   if (err instanceof OnelogError) {
-    // The file cache's RESOURCE_EXHAUSTED knows no partition: say which, and what was being done.
-    if (err.code !== 'RESOURCE_EXHAUSTED' || 'topic' in err.context) return err;
+    // Errors of the file cache or a checkpoint know no partition: say which, and what was being done.
+    if ('topic' in err.context || !('topic' in where)) return err;
     return new OnelogError(err.code, `${action} failed: ${err.message}`, { ...where, ...err.context });
   }
   const code = (err as NodeJS.ErrnoException | null)?.code;

@@ -124,6 +124,17 @@ describe('LogManager', () => {
       expect(fs.readFileSync(path.join(dir, 'unclean-partitions'), 'utf8')).toBe('t-4\n');
     });
 
+    it('removes the empty directories of partitions no topic has (a creation cut short), and nothing else', () => {
+      const dir = tmpDir();
+      for (const name of ['gone-0', 'gone-1', 't-3', 't-0']) fs.mkdirSync(path.join(dir, name));
+      fs.mkdirSync(path.join(dir, 'kept-0'));
+      fs.writeFileSync(path.join(dir, 'kept-0', '00000000000000000000.log'), 'x');
+      const logger = new RecordingLogger();
+      manager(dir, { logger }).start(layout(2));
+      expect(fs.readdirSync(dir).filter((f) => f !== 'unclean-partitions').sort()).toEqual(['kept-0', 't-0', 't-1']);
+      expect(logger.infos.find((i) => i.msg.startsWith('removed the empty directories'))?.obj).toEqual({ removed: 3 });
+    });
+
     it('creates the missing directories of a half-created topic, empty, and says so', async () => {
       const dir = tmpDir();
       const m = withTopic(dir, 4);

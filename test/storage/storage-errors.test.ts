@@ -30,7 +30,9 @@ describe('storage errors', () => {
     expect(resourceExhausted(errno('EIO'), 'fetch')).toBeUndefined();
     const own = new OnelogError('OFFSET_OUT_OF_RANGE', 'x', { topic: 'other' });
     expect(storageError(own, 'fetch', where)).toBe(own);
-    // The file cache's RESOURCE_EXHAUSTED gets the partition and the action it lacked.
+    // An unreadable checkpoint, or the file cache's RESOURCE_EXHAUSTED, gets the partition and the action it lacked.
+    expect(storageError(new OnelogError('CORRUPT_MESSAGE', 'checkpoint f is unreadable', { file: 'f' }), 'opening partition t/3', where))
+      .toMatchObject({ code: 'CORRUPT_MESSAGE', message: 'opening partition t/3 failed: checkpoint f is unreadable', context: { ...where, file: 'f' } });
     const cache = new OnelogError('RESOURCE_EXHAUSTED', 'out of file descriptors', { resource: 'open-files', maxOpenFiles: 8 });
     expect(storageError(cache, 'compaction', where)).toMatchObject({
       code: 'RESOURCE_EXHAUSTED', message: 'compaction failed: out of file descriptors', context: { ...where, resource: 'open-files', maxOpenFiles: 8 },
