@@ -186,7 +186,7 @@ export class FileCache {
 
   /**
    * Runs synchronous `work` that opens at most one descriptor at a time and closes it before returning,
-   * with a slot reserved for it. Retried once after evicting if it fails for want of descriptors.
+   * with a slot reserved for it. Retried after evicting (half the cache, then all) if it fails for want of descriptors.
    * @throws OnelogError `RESOURCE_EXHAUSTED` when no descriptor can be had
    */
   transient<T>(work: () => T): T {
