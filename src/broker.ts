@@ -137,12 +137,12 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
     const topics = await catalog.listTopics();
     const logDir = path.join(options.dataDir, 'log');
-    if (topics.length > 0 && !fs.existsSync(logDir)) {
+    if (!holdsAnyPartition(logDir, topics)) {
       await catalog.close();
       // Not a half-created topic to repair: every topic's records are gone from where they should be.
-      throw new OnelogError('STORAGE_ERROR', `the catalog lists ${topics.length} topic(s) but the log directory ${logDir} is missing: ` +
-        'is a volume not mounted, or was the data directory copied without it? Put it back; to start over, use an empty --data-dir',
-      { dataDir: options.dataDir, topics: topics.length });
+      throw new OnelogError('STORAGE_ERROR', `the catalog lists ${topics.length} topic(s) but the log directory ${logDir} is missing ` +
+        'or holds none of their partitions: is a volume not mounted, or was the data directory copied without it? Put it back; ' +
+        'to start over, use an empty --data-dir', { dataDir: options.dataDir, topics: topics.length });
     }
     const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
     const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files });
@@ -574,6 +574,14 @@ export class Broker implements OnelogApi, BinaryDataApi {
     await this.catalog.close();
     this.unlock();
   }
+}
+
+/** Whether `logDir` holds a directory of some partition of `topics` (vacuously so when there is no topic). */
+function holdsAnyPartition(logDir: string, topics: readonly { name: string; partitions: number }[]): boolean {
+  if (topics.length === 0) return true;
+  if (!fs.existsSync(logDir)) return false;
+  const present = new Set(fs.readdirSync(logDir));
+  return topics.some((t) => Array.from({ length: t.partitions }, (_, p) => `${t.name}-${p}`).some((name) => present.has(name)));
 }
 
 /**

@@ -93,6 +93,9 @@ describe('Broker under resource limits', () => {
     expect(err).toMatchObject({ code: 'STORAGE_ERROR', context: { topics: 1 } });
     expect(err.message).toMatch(/log directory .* is missing/);
     expect(fs.existsSync(path.join(dataDir, 'log'))).toBe(false);
+    fs.mkdirSync(path.join(dataDir, 'log')); // the mount point of a volume not mounted
+    expect(await asyncErrorOf(broker(dataDir))).toMatchObject({ code: 'STORAGE_ERROR', message: expect.stringMatching(/holds none of their partitions/) });
+    fs.rmdirSync(path.join(dataDir, 'log'));
     fs.renameSync(path.join(dataDir, 'log-elsewhere'), path.join(dataDir, 'log'));
     expect(await values(await broker(dataDir), 't', 1)).toEqual(['kept']);
   });
@@ -169,7 +172,7 @@ describe('Broker under resource limits', () => {
     vi.restoreAllMocks();
     expect(err).toMatchObject({ code: 'RESOURCE_EXHAUSTED', context: { partition: 1, resource: 'disk' } });
     expect(err.context.stored).toEqual([0, 2, 3].map((partition) => ({ partition, baseOffset: 0, lastOffset: 0 })));
-    expect(err.message).toMatch(/stored in partitions 0, 2, 3/);
+    expect(err.message).toMatch(/for partitions 0, 2, 3 were stored/);
     expect((await b.describeTopic('t')).partitions.map((p) => p.highWatermark)).toEqual([1, 0, 1, 1]);
   });
 

@@ -52,7 +52,9 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
   app.setErrorHandler((err: FastifyError | OnelogError, request, reply) => {
     const e = toOnelogError(err);
-    if (e.httpStatus >= 500) request.log.error({ err }, 'request failed');
+    // Running out of a resource is expected under load and answered for each request: one short line, no stack.
+    if (e.code === 'RESOURCE_EXHAUSTED') request.log.warn({ code: e.code, resource: e.context.resource }, e.message);
+    else if (e.httpStatus >= 500) request.log.error({ err }, 'request failed');
     void reply.status(e.httpStatus).send(e.toJSON());
   });
   app.setNotFoundHandler((request, reply) => {

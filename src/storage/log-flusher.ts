@@ -22,11 +22,16 @@ export interface FlushTarget {
   retryMs(): number;
 }
 
+/** Longest wait before a background flush that found no descriptor is tried again, ms. */
+const MAX_RETRY_MS = 10_000;
+
 export class LogFlusher {
   /** Everything below this offset is on disk (fdatasync returned). */
   private syncedOffset: number;
   private inFlight: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** Background flushes failed in a row. */
+  private failures = 0;
 
   /** @param synced the offset below which everything is known to be on disk */
   constructor(synced: number, private readonly target: FlushTarget) {
@@ -61,14 +66,19 @@ export class LogFlusher {
     this.target.onSynced(upTo);
   }
 
-  /** Syncs everything appended so far without making anyone wait; a failure goes to `onBackgroundError`. */
+  /**
+   * Syncs everything appended so far without making anyone wait. A failure goes to `onBackgroundError`, once
+   * per run of failures; one for want of a descriptor (the fdatasync never ran, so nothing is known lost) is
+   * tried again after `retryMs`, doubling up to {@link MAX_RETRY_MS}.
+   */
   flushInBackground(): void {
     this.cancelTimer();
-    this.syncTo(this.target.end()).catch((err: unknown) => {
-      this.target.onBackgroundError(err as Error);
-      // No descriptor to sync with: the fdatasync never ran, so nothing is known lost; try again later.
+    this.syncTo(this.target.end()).then(() => {
+      this.failures = 0;
+    }, (err: unknown) => {
+      if (this.failures++ === 0) this.target.onBackgroundError(err as Error);
       if (err instanceof OnelogError && err.code === 'RESOURCE_EXHAUSTED' && err.context.resource === 'open-files') {
-        this.schedule(this.target.retryMs());
+        this.schedule(Math.min(this.target.retryMs() * 2 ** (this.failures - 1), MAX_RETRY_MS));
       }
     });
   }

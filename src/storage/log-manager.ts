@@ -324,8 +324,8 @@ export class LogManager {
       ? [{ partition: batches[i]!.log.partition, baseOffset: r.value.baseOffset, lastOffset: r.value.lastOffset }] : []);
     const err = storageError(failed.reason, 'append', {});
     if (stored.length === 0) throw err;
-    throw new OnelogError(err.code, `${err.message}; before it failed, batches of this request were stored in partitions ` +
-      `${[...new Set(stored.map((s) => s.partition))].join(', ')} (see stored): a retry stores them again unless the producer is idempotent`,
+    throw new OnelogError(err.code, `${err.message}; the batches of this request for partitions ` +
+      `${[...new Set(stored.map((s) => s.partition))].join(', ')} were stored (see stored): a retry stores them again unless the producer is idempotent`,
     { ...err.context, stored });
   }
 

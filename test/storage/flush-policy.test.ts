@@ -56,9 +56,18 @@ describe('flush policy', () => {
     const syncs = vi.spyOn(fs, 'fdatasync');
     vi.advanceTimersByTime(50);
     await vi.waitFor(() => expect(logger.warns.map((w) => w.msg)).toContain('background fdatasync failed'));
+    open.mockClear();
+    for (const wait of [50, 100, 200]) { // tried again after flushMs, doubling; warned about once
+      await vi.advanceTimersByTimeAsync(wait - 1);
+      expect(open).not.toHaveBeenCalled();
+      await vi.advanceTimersByTimeAsync(1);
+      await vi.waitFor(() => expect(open).toHaveBeenCalled());
+      open.mockClear();
+    }
+    expect(logger.warns.filter((w) => w.msg === 'background fdatasync failed')).toHaveLength(1);
     expect(syncs).not.toHaveBeenCalled();
     open.mockRestore();
-    vi.advanceTimersByTime(50);
+    await vi.advanceTimersByTimeAsync(400);
     await vi.waitFor(() => expect(syncs).toHaveBeenCalledTimes(1));
     await log.close();
   });
