@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../src/broker.js';
 import { ManualClock } from '../src/clock.js';
+import { LmdbOffsetStore } from '../src/offsets/lmdb-offset-store.js';
 import { asyncErrorOf } from './helpers/errors.js';
 import { tmpDir } from './helpers/tmp.js';
 
@@ -98,6 +99,19 @@ describe('Broker under resource limits', () => {
     fs.rmdirSync(path.join(dataDir, 'log'));
     fs.renameSync(path.join(dataDir, 'log-elsewhere'), path.join(dataDir, 'log'));
     expect(await values(await broker(dataDir), 't', 1)).toEqual(['kept']);
+  });
+
+  it('a member joining a topic of many partitions gets their start positions committed in one write', async () => {
+    const b = await broker();
+    await b.createTopic({ topic: 'wide', partitions: 500 });
+    await b.produce({ topic: 'wide', records: [{ ...rec('x'), partition: 7 }] });
+    const commit = vi.spyOn(LmdbOffsetStore.prototype, 'commit');
+    const joined = await b.joinGroup({ groupId: 'g', topics: ['wide'], startPolicy: 'latest' });
+    expect(joined.assignment).toHaveLength(500);
+    expect(joined.assignment.find((a) => a.partition === 7)).toMatchObject({ offset: 1 });
+    expect(commit).toHaveBeenCalledTimes(1);
+    const described = await b.describeGroup('g');
+    expect(described.subscriptions[0]!.partitions.map((p) => p.committedOffset)).toEqual(Array.from({ length: 500 }, (_, p) => (p === 7 ? 1 : 0)));
   });
 
   it('a topic the catalog refuses leaves no directory behind', async () => {

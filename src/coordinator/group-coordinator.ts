@@ -115,11 +115,11 @@ export class GroupCoordinator {
       const logs = this.logs.partitions(topic);
       const subscription = await this.subscription(groupId, topic, definedOnly(request));
       const paused = await this.catalog.listPauses(groupId);
-      const positions: SubscribeResult['positions'] = [];
-      for (const log of logs) {
-        const position = await this.positions.resolve(groupId, subscription, log, paused);
-        positions.push(position.error ? { partition: log.partition, error: position.error } : { partition: log.partition, offset: position.offset });
-      }
+      const resolved = await this.positions.resolveAll(groupId, subscription, logs, paused);
+      const positions: SubscribeResult['positions'] = logs.map((log, i) => {
+        const position = resolved[i]!;
+        return position.error ? { partition: log.partition, error: position.error } : { partition: log.partition, offset: position.offset };
+      });
       return { subscription: subscriptionInfo(subscription), positions };
     });
   }
@@ -209,10 +209,15 @@ export class GroupCoordinator {
     const granted = group.grantable(member);
     const paused = granted.length > 0 ? await this.catalog.listPauses(group.groupId) : new Map();
     const entries = new Map<PartitionKey, AssignedPartition>();
-    for (const tp of granted) {
-      const subscription = await this.subscription(group.groupId, tp.topic);
-      const position = await this.positions.resolve(group.groupId, subscription, this.logs.get(tp.topic, tp.partition), paused);
-      entries.set(partitionKey(tp), { ...tp, ...(position.error ? { error: position.error } : { offset: position.offset }) });
+    const byTopic = new Map<string, TopicPartition[]>();
+    for (const tp of granted) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp]);
+    for (const [topic, tps] of byTopic) {
+      const subscription = await this.subscription(group.groupId, topic);
+      const positions = await this.positions.resolveAll(group.groupId, subscription, tps.map((tp) => this.logs.get(topic, tp.partition)), paused);
+      tps.forEach((tp, i) => {
+        const position = positions[i]!;
+        entries.set(partitionKey(tp), { ...tp, ...(position.error ? { error: position.error } : { offset: position.offset }) });
+      });
     }
     group.grant(member, granted, this.clock.now());
     return {

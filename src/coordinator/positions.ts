@@ -24,23 +24,36 @@ export class Positions {
   ) {}
 
   /**
-   * Resolves where `groupId` starts reading `log`.
+   * Resolves where `groupId` starts reading each of `logs` (partitions of the subscription's topic). The
+   * start positions of partitions never committed are committed together, in one durable write.
    * @param paused the group's paused partitions (`topic/partition` -> error), from {@link Catalog.listPauses}
+   * @returns a position per log, in order
    */
-  async resolve(groupId: string, subscription: SubscriptionRecord, log: PartitionLog, paused: ReadonlyMap<string, PartitionError>): Promise<Position> {
-    const tp = { topic: log.topic, partition: log.partition };
-    const pause = paused.get(`${tp.topic}/${tp.partition}`);
-    if (pause) return { error: pause };
-    const committed = await this.offsets.get(groupId, tp.topic, tp.partition);
-    if (committed === undefined) {
-      // The start is committed at once, whatever the policy: from then on the group owns that position, so
-      // records deleted before it reads them are an error, not silently skipped.
-      const offset = subscription.startPolicy === 'earliest' ? log.logStartOffset : log.highWatermark;
-      await this.offsets.commit(groupId, [{ ...tp, offset }], this.clock.now());
-      return { offset };
+  async resolveAll(
+    groupId: string, subscription: SubscriptionRecord, logs: readonly PartitionLog[], paused: ReadonlyMap<string, PartitionError>,
+  ): Promise<Position[]> {
+    const positions: Position[] = [];
+    const starts: { topic: string; partition: number; offset: number }[] = [];
+    for (const log of logs) {
+      const tp = { topic: log.topic, partition: log.partition };
+      const pause = paused.get(`${tp.topic}/${tp.partition}`);
+      const committed = pause ? undefined : await this.offsets.get(groupId, tp.topic, tp.partition);
+      if (pause) {
+        positions.push({ error: pause });
+      } else if (committed === undefined) {
+        // The start is committed at once, whatever the policy: from then on the group owns that position, so
+        // records deleted before it reads them are an error, not silently skipped.
+        const offset = subscription.startPolicy === 'earliest' ? log.logStartOffset : log.highWatermark;
+        starts.push({ ...tp, offset });
+        positions.push({ offset });
+      } else if (committed.offset >= log.logStartOffset && committed.offset <= log.highWatermark) {
+        positions.push({ offset: committed.offset });
+      } else {
+        positions.push(await this.outOfRange(groupId, subscription, log, committed.offset));
+      }
     }
-    if (committed.offset >= log.logStartOffset && committed.offset <= log.highWatermark) return { offset: committed.offset };
-    return this.outOfRange(groupId, subscription, log, committed.offset);
+    if (starts.length > 0) await this.offsets.commit(groupId, starts, this.clock.now());
+    return positions;
   }
 
   /**
