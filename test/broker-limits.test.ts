@@ -39,6 +39,17 @@ async function churn(b: Broker, topic: string, partitions: number) {
   for (let p = 4; p < partitions; p++) await b.produce({ topic, records: [{ ...rec(`churn-${p}`), partition: p }] });
 }
 
+/** A data directory, its broker closed, holding topic `topic` with one record 'kept' in `partition`. */
+async function closedWithRecord(topic: string, partitions: number, partition: number): Promise<string> {
+  const dataDir = tmpDir();
+  const b = await broker(dataDir);
+  await b.createTopic({ topic, partitions });
+  await b.produce({ topic, records: [{ ...rec('kept'), partition }] });
+  await b.close();
+  open.splice(open.indexOf(b), 1);
+  return dataDir;
+}
+
 async function values(b: Broker, topic: string, partition: number) {
   const { partitions } = await b.fetch({ topic, partitions: [{ partition, offset: 0 }], maxRecords: 1000 });
   return partitions[0]!.records.map((r) => r.value!.toString());
@@ -67,14 +78,9 @@ describe('Broker under resource limits', () => {
   });
 
   it('a data directory with a half-created topic (as an earlier version left it) starts, and the topic is whole', async () => {
-    const dataDir = tmpDir();
-    let b = await broker(dataDir);
-    await b.createTopic({ topic: 'half', partitions: 10 });
-    await b.produce({ topic: 'half', records: [{ ...rec('kept'), partition: 2 }] });
-    await b.close();
-    open.splice(0);
+    const dataDir = await closedWithRecord('half', 10, 2);
     for (let p = 5; p < 10; p++) fs.rmSync(path.join(dataDir, 'log', `half-${p}`), { recursive: true });
-    b = await broker(dataDir);
+    const b = await broker(dataDir);
     expect((await b.describeTopic('half')).partitions.map((p) => p.highWatermark)).toEqual([0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
     expect(fs.readdirSync(path.join(dataDir, 'log')).filter((f) => f.startsWith('half-'))).toHaveLength(10);
     await b.produce({ topic: 'half', records: [{ ...rec('new'), partition: 9 }] });
@@ -83,12 +89,7 @@ describe('Broker under resource limits', () => {
   });
 
   it('refuses to start when the whole log directory is missing (a volume not mounted), rather than serving empty partitions', async () => {
-    const dataDir = tmpDir();
-    const b = await broker(dataDir);
-    await b.createTopic({ topic: 't', partitions: 3 });
-    await b.produce({ topic: 't', records: [{ ...rec('kept'), partition: 1 }] });
-    await b.close();
-    open.splice(0);
+    const dataDir = await closedWithRecord('t', 3, 1);
     fs.renameSync(path.join(dataDir, 'log'), path.join(dataDir, 'log-elsewhere'));
     const err = await asyncErrorOf(broker(dataDir));
     expect(err).toMatchObject({ code: 'STORAGE_ERROR', context: { topics: 1 } });

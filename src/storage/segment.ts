@@ -139,8 +139,7 @@ export class LogSegment {
   static create(dir: string, baseOffset: number, options: SegmentOptions): LogSegment {
     const segment = new LogSegment(dir, baseOffset, options, 0);
     options.files.transient(() => fs.closeSync(fs.openSync(segment.logPath, 'wx')));
-    segment.removeIndexFiles(); // left by an earlier segment at this offset, they would describe other bytes
-    segment.indexes = { offset: new OffsetIndex(baseOffset), time: new TimeIndex(baseOffset) };
+    segment.startIndexes();
     return segment;
   }
 
@@ -180,10 +179,15 @@ export class LogSegment {
     }
   }
 
+  /** Starts both indexes empty; files on disk (of an earlier segment at this offset, or stale) go until sealed. */
+  private startIndexes(): void {
+    this.deleteIndexes();
+    this.indexes = { offset: new OffsetIndex(this.baseOffset), time: new TimeIndex(this.baseOffset) };
+  }
+
   /** Validates every batch, truncates a torn or corrupt tail, and rebuilds both indexes in memory (written by {@link seal}). */
   private recover(): void {
-    this.removeIndexFiles(); // stale until sealed again
-    this.indexes = { offset: new OffsetIndex(this.baseOffset), time: new TimeIndex(this.baseOffset) };
+    this.startIndexes();
     this.nextOffset = this.baseOffset;
     this.maxTs = -1;
     this.bytesSinceIndexEntry = 0;
@@ -345,7 +349,7 @@ export class LogSegment {
     if (!this.indexesDirty || this.indexes === null) return;
     if (this.indexes.offset.entries === 0) {
       // Less than indexIntervalBytes of log: a reopen rebuilds both by reading it, cheaper than two fdatasyncs now.
-      this.removeIndexFiles();
+      this.deleteIndexes();
     } else {
       replaceFile(this.options.files, this.indexPath, this.indexes.offset.toBuffer());
       replaceFile(this.options.files, this.timeIndexPath, this.indexes.time.toBuffer());
@@ -436,10 +440,6 @@ export class LogSegment {
 
   /** Deletes the index files (they are rebuilt when next needed). */
   deleteIndexes(): void {
-    this.removeIndexFiles();
-  }
-
-  private removeIndexFiles(): void {
     removeFileIfExists(this.indexPath);
     removeFileIfExists(this.timeIndexPath);
   }
@@ -448,6 +448,6 @@ export class LogSegment {
   delete(): void {
     this.release();
     fs.rmSync(this.logPath, { force: true });
-    this.removeIndexFiles();
+    this.deleteIndexes();
   }
 }

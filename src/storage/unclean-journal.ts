@@ -1,9 +1,9 @@
 /**
  * `<logDir>/unclean-partitions`: the partitions written since the last clean shutdown, one directory name
  * (`<topic>-<partition>`) per line. A name is added when the partition is first written in a session
- * (appended and fdatasynced for all the partitions first written in one turn of the event loop at once, before
- * their first append is acknowledged); a
- * clean shutdown that closed every partition cleanly empties the file. At start-up the broker recovers
+ * (appended and fdatasynced for all the partitions first written in one turn of the event loop at once,
+ * before their first append is acknowledged); a clean shutdown that closed every partition cleanly empties
+ * the file. At start-up the broker recovers
  * exactly these partitions, without reading every partition's recovery point, so start-up time does not
  * grow with the number of idle partitions.
  *
