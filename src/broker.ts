@@ -22,6 +22,8 @@ import { lockDataDir } from './data-dir-lock.js';
 import { GroupCoordinator } from './coordinator/group-coordinator.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
 import { prepareClientBatch } from './delivery/data-path.js';
+import { DeadLetters } from './delivery/dead-letters.js';
+import { recordsAsBatches, Retries } from './delivery/retries.js';
 import { fetchPartitionBatches, fetchPartitions } from './delivery/fetch.js';
 import type { FetchLimits, FetchTarget } from './delivery/fetch.js';
 import { WebhookDispatcher } from './delivery/webhook.js';
@@ -34,8 +36,10 @@ import type {
   DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult,
   ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
-  TopicDescription, TopicSummary,
+  TopicDescription, TopicSummary, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult,
+  PurgeRequest, PurgeResult,
 } from './protocol/api.js';
+import type { SubscriptionRecord } from './catalog/catalog.js';
 import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
 import { Partitioner } from './protocol/partitioner.js';
@@ -102,6 +106,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
   private readonly timers: NodeJS.Timeout[] = [];
   /** POSTs the records of webhook subscriptions (docs/delivery.md); set once open. */
   private webhooks: WebhookDispatcher | null = null;
+  /** Nacked records through retry tiers (docs/retries.md); set once open. */
+  private retries!: Retries;
+  private deadLetters!: DeadLetters;
 
   private constructor(
     private readonly catalog: Catalog,
@@ -149,13 +156,23 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const started = Date.now();
     const report = logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
     logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
-    const groups = new GroupCoordinator(catalog, offsets, logs, clock, logger);
+    const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, {
+      reset: (groupId, topic) => broker.retries.forget(groupId, topic),
+      deadLetterDepth: (sub): Promise<number> => broker.deadLetters.depth(sub),
+    });
+    await groups.start();
     const lastProducerId = await catalog.lastProducerId();
-    const broker = new Broker(
+    const broker: Broker = new Broker(
       catalog, offsets, logs, groups, clock, logger, unlock,
       options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
     );
     broker.lastProducerId = lastProducerId;
+    broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, () => broker.retries);
+    broker.retries = new Retries({
+      logs, offsets, catalog, clock, retryTopics: groups.retryTopics,
+      createTopic: (request) => broker.createTopic(request),
+      deadLettered: async (sub) => void (await broker.deadLetters.checkAlert(sub)),
+    });
     broker.webhooks = new WebhookDispatcher(broker, logger, options.webhooks);
     await broker.webhooks.start(await catalog.listWebhookSubscriptions());
     // Retention visits every partition (opening idle ones just for it); compaction only those loaded: a partition
@@ -390,7 +407,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED` for a member's fetch
    */
   async fetch(request: FetchRequest): Promise<FetchResult> {
-    return this.groupFetch(request, fetchPartitions);
+    return this.groupFetch(request, fetchPartitions, (parts) => parts);
   }
 
   /**
@@ -398,13 +415,18 @@ export class Broker implements OnelogApi, BinaryDataApi {
    * whole batches, so the answer may hold a few records more than `maxRecords` (the reader trims).
    */
   async fetchBatches(request: FetchRequest): Promise<BatchFetchResult> {
-    return this.groupFetch(request, fetchPartitionBatches);
+    return this.groupFetch(request, fetchPartitionBatches, (parts) => parts.map(({ records, ...p }) => ({ ...p, batches: recordsAsBatches(records) })));
   }
 
-  /** What {@link fetch} and {@link fetchBatches} share: checks, member fencing, long-poll, out-of-range handling. */
+  /**
+   * What {@link fetch} and {@link fetchBatches} share: checks, member fencing, long-poll, out-of-range handling.
+   * A group's fetch of a topic with retry tiers (or of a tier) reads through {@link Retries.fetch}, whose
+   * decoded records `fromRecords` shapes as `read` would have.
+   */
   private async groupFetch<P extends Pick<FetchedPartition, 'partition' | 'error' | 'nextOffset' | 'logStartOffset' | 'highWatermark'>>(
     request: FetchRequest,
     read: (targets: FetchTarget[], limits: FetchLimits) => Promise<P[]>,
+    fromRecords: (partitions: FetchedPartition[]) => P[],
   ): Promise<{ topic: string; partitions: P[]; generationId?: number; assignmentChanged?: boolean }> {
     this.checkOpen();
     const { topic, groupId, memberId } = request;
@@ -417,11 +439,14 @@ export class Broker implements OnelogApi, BinaryDataApi {
       log: this.logs.get(topic, p.partition),
       offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
     }));
-    const partitions = await read(targets, {
+    const limits = {
       maxRecords: checkInteger(request.maxRecords ?? FETCH_DEFAULTS.maxRecords, 'maxRecords', 1),
       maxBytes: checkInteger(request.maxBytes ?? FETCH_DEFAULTS.maxBytes, 'maxBytes', 1),
       maxWaitMs: checkInteger(request.maxWaitMs ?? FETCH_DEFAULTS.maxWaitMs, 'maxWaitMs', 0, MAX_WAIT_MS),
-    });
+    };
+    const partitions = groupId !== undefined && this.retries.filters(groupId, topic)
+      ? fromRecords(await this.retries.fetch(groupId, topic, targets, limits))
+      : await read(targets, limits);
     if (memberId !== undefined) {
       await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
       return { topic, partitions, ...membership };
@@ -478,7 +503,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkSubscribeRequest(request);
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
-    const result = await this.groups.subscribe(request);
+    const retry = await this.retries.preparePolicy(request.groupId, request.topic, request.retry);
+    const result = await this.groups.subscribe({ ...request, retry });
     await this.webhooks?.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
     return result;
   }
@@ -511,7 +537,50 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see GroupCoordinator.deleteGroup */
   async deleteGroup(groupId: string): Promise<void> {
     this.checkOpen();
-    return this.groups.deleteGroup(checkGroupId(groupId));
+    await this.groups.deleteGroup(checkGroupId(groupId));
+    this.retries.deleteGroup(groupId);
+  }
+
+  /**
+   * @see Retries.nack; fenced as a commit ({@link GroupCoordinator.checkNack})
+   * @throws OnelogError `NO_RETRY_POLICY`, `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`, `INVALID_OFFSET`,
+   *   `OFFSET_OUT_OF_RANGE`, `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`
+   */
+  async nack(request: NackRequest): Promise<NackResult> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    checkMember(request);
+    this.logs.get(request.topic, request.partition); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
+    return this.retries.nack(request, await this.groups.checkNack(request));
+  }
+
+  /** @see DeadLetters.list */
+  async listDeadLetters(request: DeadLetterListRequest): Promise<DeadLetterList> {
+    return this.deadLetters.list(request, await this.deadLetterSubscription(request));
+  }
+
+  /** @see DeadLetters.redrive */
+  async redriveDeadLetters(request: RedriveRequest): Promise<RedriveResult> {
+    return this.deadLetters.redrive(request, await this.deadLetterSubscription(request));
+  }
+
+  /** @see DeadLetters.purge */
+  async purgeDeadLetters(request: PurgeRequest): Promise<PurgeResult> {
+    return this.deadLetters.purge(request, await this.deadLetterSubscription(request));
+  }
+
+  /** @throws OnelogError `UNKNOWN_GROUP`, `NO_RETRY_POLICY` (no dead-letter topic) */
+  private async deadLetterSubscription(request: { groupId: string; topic: string }): Promise<SubscriptionRecord> {
+    this.checkOpen();
+    const { groupId, topic } = request;
+    checkGroupId(groupId);
+    if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+    const sub = await this.groups.findSubscription(groupId, topic);
+    if (!sub?.deadLetterTopic) {
+      throw new OnelogError('NO_RETRY_POLICY', `group ${groupId} has no dead-letter topic for ${topic}: give it a retry policy ` +
+        `(onelog groups alter ${groupId} --topic ${topic} --retry 1s,30s --max-attempts 3)`, { groupId, topic });
+    }
+    return sub;
   }
 
   /** @see GroupCoordinator.saveCheckpoint */

@@ -8,7 +8,8 @@ import { Kysely, Migrator } from 'kysely';
 import type { Dialect, MigrationProvider, Selectable } from 'kysely';
 import { OnelogError } from '../protocol/errors.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
-import type { GroupAlert, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
+import type { GroupAlert, GroupAlertKind, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
+import type { RetryPolicy } from '../protocol/retry-policy.js';
 import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { migrations } from './migrations.js';
 import type { CatalogSchema, SubscriptionsTable, TopicsTable } from './schema.js';
@@ -51,8 +52,29 @@ export interface SubscriptionRecord {
   pushEndpoint: string | null;
   /** Push: most requests in flight per partition. */
   maxInFlight: number;
+  /** null: no retry policy. */
+  retry: RetryPolicy | null;
+  /** The dead-letter topic, kept when the policy is removed (its dead letters can still be listed and redriven). */
+  deadLetterTopic: string | null;
+  /** Retry tier topics created for it (1..retryTiers); may exceed the policy's tiers after it shrank, or be > 0 without one. */
+  retryTiers: number;
+  /** Dead letters waiting that raise a `dead-letter-depth` alert. */
+  deadLetterAlertDepth: number;
+  /** Webhook POSTs of a batch before its records are nacked (with a retry policy). */
+  webhookMaxAttempts: number;
   /** ms since the epoch */
   createdAt: number;
+}
+
+/** A redrive or purge of dead letters: offsets `[firstOffset, endOffset)` of the dead-letter topic. */
+export interface DeadLetterAction {
+  action: 'redrive' | 'purge';
+  firstOffset: number;
+  endOffset: number;
+  records: number;
+  requestedBy: string;
+  /** ms since the epoch */
+  executedAt: number;
 }
 
 /** A consumer group as the catalog keeps it. */
@@ -88,8 +110,29 @@ const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord =
   onOutOfRange: r.on_out_of_range,
   pushEndpoint: r.push_endpoint,
   maxInFlight: Number(r.max_in_flight),
+  retry: r.retry_delays_ms === null ? null : {
+    delaysMs: JSON.parse(r.retry_delays_ms) as number[], maxAttempts: Number(r.max_attempts), deadLetterTopic: r.dead_letter_topic!,
+  },
+  deadLetterTopic: r.dead_letter_topic,
+  retryTiers: Number(r.retry_tiers),
+  deadLetterAlertDepth: Number(r.dead_letter_alert_depth),
+  webhookMaxAttempts: Number(r.webhook_max_attempts),
   createdAt: Number(r.created_at),
 });
+
+/** The columns a subscription's settings are stored in. */
+function subscriptionColumns(sub: SubscriptionRecord) {
+  return {
+    delivery_mode: sub.deliveryMode, start_policy: sub.startPolicy, on_out_of_range: sub.onOutOfRange,
+    push_endpoint: sub.pushEndpoint, max_in_flight: sub.maxInFlight,
+    retry_delays_ms: sub.retry ? JSON.stringify(sub.retry.delaysMs) : null,
+    max_attempts: sub.retry?.maxAttempts ?? null,
+    dead_letter_topic: sub.retry?.deadLetterTopic ?? sub.deadLetterTopic,
+    retry_tiers: sub.retryTiers,
+    dead_letter_alert_depth: sub.deadLetterAlertDepth,
+    webhook_max_attempts: sub.webhookMaxAttempts,
+  };
+}
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
@@ -175,22 +218,8 @@ export class Catalog {
         .execute();
       await tx
         .insertInto('subscriptions')
-        .values({
-          group_id: sub.groupId,
-          topic: sub.topic,
-          delivery_mode: sub.deliveryMode,
-          start_policy: sub.startPolicy,
-          on_out_of_range: sub.onOutOfRange,
-          push_endpoint: sub.pushEndpoint,
-          max_in_flight: sub.maxInFlight,
-          created_at: sub.createdAt,
-        })
-        .onConflict((oc) =>
-          oc.columns(['group_id', 'topic']).doUpdateSet({
-            delivery_mode: sub.deliveryMode, start_policy: sub.startPolicy, on_out_of_range: sub.onOutOfRange,
-            push_endpoint: sub.pushEndpoint, max_in_flight: sub.maxInFlight,
-          }),
-        )
+        .values({ group_id: sub.groupId, topic: sub.topic, ...subscriptionColumns(sub), created_at: sub.createdAt })
+        .onConflict((oc) => oc.columns(['group_id', 'topic']).doUpdateSet(subscriptionColumns(sub)))
         .execute();
     });
     return (await this.getSubscription(sub.groupId, sub.topic))!;
@@ -200,6 +229,13 @@ export class Catalog {
   async listWebhookSubscriptions(): Promise<SubscriptionRecord[]> {
     const rows = await this.db.selectFrom('subscriptions').selectAll()
       .where('delivery_mode', '=', 'push').where('push_endpoint', 'is not', null).orderBy('group_id').orderBy('topic').execute();
+    return rows.map(toSubscription);
+  }
+
+  /** Every subscription with retry tier topics (with a retry policy, or tiers left to drain). */
+  async listRetrySubscriptions(): Promise<SubscriptionRecord[]> {
+    const rows = await this.db.selectFrom('subscriptions').selectAll()
+      .where((eb) => eb.or([eb('retry_tiers', '>', 0), eb('retry_delays_ms', 'is not', null)])).orderBy('group_id').orderBy('topic').execute();
     return rows.map(toSubscription);
   }
 
@@ -252,11 +288,42 @@ export class Catalog {
   }
 
   /** Records an alert for a group's partition. */
-  async addAlert(groupId: string, alert: GroupAlert): Promise<void> {
+  async addAlert(groupId: string, alert: Omit<GroupAlert, 'resolvedAt'>): Promise<void> {
     await this.db.insertInto('group_alerts').values({
       group_id: groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition, message: alert.message,
-      context: JSON.stringify(alert.context), created_at: alert.createdAt,
+      context: JSON.stringify(alert.context), created_at: alert.createdAt, resolved_at: null,
     }).execute();
+  }
+
+  /** Whether the group has an unresolved alert of `kind` for `topic`. */
+  async hasOpenAlert(groupId: string, kind: GroupAlertKind, topic: string): Promise<boolean> {
+    const row = await this.db.selectFrom('group_alerts').select('id').where('group_id', '=', groupId).where('kind', '=', kind)
+      .where('topic', '=', topic).where('resolved_at', 'is', null).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Marks the group's unresolved alerts of `kind` for `topic` resolved at `resolvedAt` (ms since the epoch). */
+  async resolveAlerts(groupId: string, kind: GroupAlertKind, topic: string, resolvedAt: number): Promise<void> {
+    await this.db.updateTable('group_alerts').set({ resolved_at: resolvedAt }).where('group_id', '=', groupId)
+      .where('kind', '=', kind).where('topic', '=', topic).where('resolved_at', 'is', null).execute();
+  }
+
+  /** Records a redrive or purge of a subscription's dead letters. */
+  async recordDeadLetterAction(groupId: string, topic: string, a: DeadLetterAction): Promise<void> {
+    await this.db.insertInto('dead_letter_actions').values({
+      group_id: groupId, topic, action: a.action, first_offset: a.firstOffset, end_offset: a.endOffset, records: a.records,
+      requested_by: a.requestedBy, executed_at: a.executedAt,
+    }).execute();
+  }
+
+  /** A subscription's dead-letter redrives and purges, oldest first. */
+  async listDeadLetterActions(groupId: string, topic: string): Promise<DeadLetterAction[]> {
+    const rows = await this.db.selectFrom('dead_letter_actions').selectAll().where('group_id', '=', groupId).where('topic', '=', topic)
+      .orderBy('id').execute();
+    return rows.map((r) => ({
+      action: r.action, firstOffset: Number(r.first_offset), endOffset: Number(r.end_offset), records: Number(r.records),
+      requestedBy: r.requested_by, executedAt: Number(r.executed_at),
+    }));
   }
 
   /** The group's alerts, most recent first. */
@@ -266,6 +333,7 @@ export class Catalog {
     return rows.map((r) => ({
       kind: r.kind, topic: r.topic, partition: Number(r.partition), message: r.message,
       context: JSON.parse(r.context) as Record<string, unknown>, createdAt: Number(r.created_at),
+      resolvedAt: r.resolved_at === null ? null : Number(r.resolved_at),
     }));
   }
 

@@ -122,4 +122,31 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0005-retries-dead-letters': {
+    // Retry policies of subscriptions, tier topics in use, dead-letter settings; alerts that resolve; what was
+    // done to dead letters (redrives and purges, with who asked).
+    async up(db: Kysely<unknown>): Promise<void> {
+      const subscriptions = () => db.schema.alterTable('subscriptions');
+      await subscriptions().addColumn('retry_delays_ms', 'text').execute();
+      await subscriptions().addColumn('max_attempts', 'integer').execute();
+      await subscriptions().addColumn('dead_letter_topic', 'text').execute();
+      await subscriptions().addColumn('retry_tiers', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await subscriptions().addColumn('dead_letter_alert_depth', 'integer', (c) => c.notNull().defaultTo(1)).execute();
+      await subscriptions().addColumn('webhook_max_attempts', 'integer', (c) => c.notNull().defaultTo(5)).execute();
+      await db.schema.alterTable('group_alerts').addColumn('resolved_at', 'bigint').execute();
+      await db.schema
+        .createTable('dead_letter_actions')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('group_id', 'text', (c) => c.notNull().references('groups.group_id').onDelete('cascade'))
+        .addColumn('topic', 'text', (c) => c.notNull())
+        .addColumn('action', 'text', (c) => c.notNull().check(sql.raw("action in ('redrive', 'purge')")))
+        .addColumn('first_offset', 'bigint', (c) => c.notNull())
+        .addColumn('end_offset', 'bigint', (c) => c.notNull())
+        .addColumn('records', 'bigint', (c) => c.notNull())
+        .addColumn('requested_by', 'text', (c) => c.notNull())
+        .addColumn('executed_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('dead_letter_actions_by_subscription').on('dead_letter_actions').columns(['group_id', 'topic', 'id']).execute();
+    },
+  },
 };

@@ -1,6 +1,7 @@
 /** Table shapes of the catalog, as the query layer (Kysely) sees them. Times are ms since the epoch. */
 import type { CompressionType, FlushPolicy } from '../protocol/topic-config.js';
 import type { Generated } from 'kysely';
+import type { GroupAlertKind } from '../protocol/api.js';
 import type { CleanupPolicy, DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 
 export interface TopicsTable {
@@ -37,6 +38,14 @@ export interface SubscriptionsTable {
   /** A push subscription's webhook URL; null: pushed to WebSocket members (or a pull subscription). */
   push_endpoint: string | null;
   max_in_flight: number;
+  /** JSON array of ms; null: no retry policy. */
+  retry_delays_ms: string | null;
+  max_attempts: number | null;
+  dead_letter_topic: string | null;
+  /** Tier topics created for the subscription (kept, and drained, when a policy shrinks or is removed). */
+  retry_tiers: number;
+  dead_letter_alert_depth: number;
+  webhook_max_attempts: number;
 }
 
 /** A partition a group stopped reading until an explicit reset; `error` is the error's JSON body. */
@@ -51,13 +60,28 @@ export interface PausedPartitionsTable {
 export interface GroupAlertsTable {
   id: Generated<number>;
   group_id: string;
-  kind: 'offset-out-of-range' | 'offset-jump';
+  kind: GroupAlertKind;
   topic: string;
   partition: number;
   message: string;
   /** JSON object */
   context: string;
   created_at: number;
+  /** When the condition cleared; null while it holds (or for one-off alerts). */
+  resolved_at: number | null;
+}
+
+/** A redrive or purge of dead letters: offsets `[first_offset, end_offset)` of the dead-letter topic. */
+export interface DeadLetterActionsTable {
+  id: Generated<number>;
+  group_id: string;
+  topic: string;
+  action: 'redrive' | 'purge';
+  first_offset: number;
+  end_offset: number;
+  records: number;
+  requested_by: string;
+  executed_at: number;
 }
 
 export interface OffsetResetsTable {
@@ -95,4 +119,5 @@ export interface CatalogSchema {
   offset_resets: OffsetResetsTable;
   offset_checkpoints: OffsetCheckpointsTable;
   producer_ids: ProducerIdsTable;
+  dead_letter_actions: DeadLetterActionsTable;
 }

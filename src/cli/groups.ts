@@ -1,7 +1,11 @@
-/** `onelog groups ...`: create and alter subscriptions (delivery mode), list, describe and delete consumer groups. */
+/**
+ * `onelog groups ...`: create and alter subscriptions (delivery mode, policies, retry policy), list, describe
+ * and delete consumer groups.
+ */
 import type { Command } from 'commander';
-import type { GroupDescription, SubscribeRequest, SubscribeResult } from '../protocol/api.js';
+import type { GroupDescription, RetryPolicyInput, SubscribeRequest, SubscribeResult, SubscriptionInfo } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
+import { formatDuration, parseRetryTiers } from '../protocol/retry-policy.js';
 import { DELIVERY_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from '../protocol/types.js';
 import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { action, apiFor, describeGroupIfAny, parseInteger, printTable } from './common.js';
@@ -13,6 +17,11 @@ interface SubscriptionOptions {
   onOutOfRange?: string;
   pushEndpoint?: string;
   maxInFlight?: number;
+  retry?: string;
+  maxAttempts?: number;
+  deadLetterTopic?: string;
+  deadLetterAlertDepth?: number;
+  webhookMaxAttempts?: number;
   json?: boolean;
 }
 
@@ -25,8 +34,31 @@ function oneOf<T extends string>(flag: string, value: string | undefined, allowe
   return value as T;
 }
 
+/**
+ * The retry policy the flags set, merged into the current one (`--max-attempts` alone changes only that);
+ * undefined when no retry flag is given, null for `--retry none`.
+ * @throws OnelogError `INVALID_REQUEST` for a bad spec, or `--max-attempts` / `--dead-letter-topic` without a policy
+ */
+function retryRequest(o: SubscriptionOptions, current: SubscriptionInfo | undefined): RetryPolicyInput | null | undefined {
+  if (o.retry === undefined && o.maxAttempts === undefined && o.deadLetterTopic === undefined) return undefined;
+  const tiers = o.retry === undefined ? current?.retry?.delaysMs : parseRetryTiers(o.retry);
+  if (tiers === null) {
+    if (o.maxAttempts !== undefined || o.deadLetterTopic !== undefined) {
+      throw new OnelogError('INVALID_REQUEST', '--retry none removes the policy: drop --max-attempts and --dead-letter-topic');
+    }
+    return null;
+  }
+  if (tiers === undefined) {
+    throw new OnelogError('INVALID_REQUEST', `group has no retry policy for ${o.topic} yet: give its delays with --retry (e.g. --retry 1s,30s,5m)`);
+  }
+  const maxAttempts = o.maxAttempts ?? (o.retry === undefined ? current?.retry?.maxAttempts : undefined);
+  const deadLetterTopic = o.deadLetterTopic ?? current?.retry?.deadLetterTopic;
+  return { delaysMs: tiers, ...(maxAttempts !== undefined ? { maxAttempts } : {}), ...(deadLetterTopic !== undefined ? { deadLetterTopic } : {}) };
+}
+
 /** The subscription request the flags describe (only what they set). */
-function subscriptionRequest(groupId: string, o: SubscriptionOptions): SubscribeRequest {
+function subscriptionRequest(groupId: string, o: SubscriptionOptions, current?: SubscriptionInfo): SubscribeRequest {
+  const retry = retryRequest(o, current);
   const deliveryMode = oneOf<DeliveryMode>('--delivery', o.delivery, DELIVERY_MODES);
   const startPolicy = oneOf<StartPolicy>('--start', o.start, START_POLICIES);
   const onOutOfRange = oneOf<OutOfRangePolicy>('--on-out-of-range', o.onOutOfRange, OUT_OF_RANGE_POLICIES);
@@ -37,6 +69,9 @@ function subscriptionRequest(groupId: string, o: SubscriptionOptions): Subscribe
     ...(onOutOfRange ? { onOutOfRange } : {}),
     ...(o.pushEndpoint !== undefined ? { pushEndpoint: o.pushEndpoint === '' ? null : o.pushEndpoint } : {}),
     ...(o.maxInFlight !== undefined ? { maxInFlight: o.maxInFlight } : {}),
+    ...(retry !== undefined ? { retry } : {}),
+    ...(o.deadLetterAlertDepth !== undefined ? { deadLetterAlertDepth: o.deadLetterAlertDepth } : {}),
+    ...(o.webhookMaxAttempts !== undefined ? { webhookMaxAttempts: o.webhookMaxAttempts } : {}),
   };
 }
 
@@ -48,6 +83,13 @@ function subscriptionFlags(command: Command): Command {
     .option('--on-out-of-range <policy>', 'committed offset below the log start: pause (default) | earliest | latest')
     .option('--push-endpoint <url>', 'push: the http(s) URL the broker POSTs batches to (a webhook); "" to clear (WebSocket push)')
     .option('--max-in-flight <n>', 'webhook: most requests in flight per partition (1 to 100, default 1)', parseInteger('--max-in-flight', 1, 100))
+    .option('--retry <delays>', 'retry policy: delay tiers such as 1s,30s,5m (units ms, s, m, h), or none to remove it')
+    .option('--max-attempts <n>', 'deliveries before a record is dead-lettered, the first included (1 to 100; default: tiers + 1)',
+      parseInteger('--max-attempts', 1, 100))
+    .option('--dead-letter-topic <name>', 'where records go after --max-attempts (default <topic>.<group>.dlq; one partition)')
+    .option('--dead-letter-alert-depth <n>', 'dead letters waiting that raise a dead-letter-depth alert (default 1)', parseInteger('--dead-letter-alert-depth', 1))
+    .option('--webhook-max-attempts <n>', 'webhook with a retry policy: POSTs of a batch before its records are nacked (1 to 100, default 5)',
+      parseInteger('--webhook-max-attempts', 1, 100))
     .option('--json', 'print JSON');
 }
 
@@ -57,8 +99,14 @@ function printSubscription(result: SubscribeResult, json?: boolean): void {
     return;
   }
   const s = result.subscription;
-  printTable(['GROUP', 'TOPIC', 'DELIVERY', 'START', 'ON-OUT-OF-RANGE', 'PUSH-ENDPOINT', 'MAX-IN-FLIGHT'],
-    [[s.groupId, s.topic, s.deliveryMode, s.startPolicy, s.onOutOfRange, s.pushEndpoint, s.maxInFlight]]);
+  printTable(['GROUP', 'TOPIC', 'DELIVERY', 'START', 'ON-OUT-OF-RANGE', 'PUSH-ENDPOINT', 'MAX-IN-FLIGHT', 'RETRY'],
+    [[s.groupId, s.topic, s.deliveryMode, s.startPolicy, s.onOutOfRange, s.pushEndpoint, s.maxInFlight, retryText(s)]]);
+}
+
+/** A retry policy in one line: `1s,30s x4 -> orders.g.dlq`, or `-`. */
+function retryText(s: SubscriptionInfo): string {
+  if (!s.retry) return '-';
+  return `${s.retry.delaysMs.map(formatDuration).join(',')} x${s.retry.maxAttempts} -> ${s.retry.deadLetterTopic}`;
 }
 
 export function registerGroups(program: Command): void {
@@ -66,8 +114,8 @@ export function registerGroups(program: Command): void {
 
   subscriptionFlags(groups
     .command('create <group>')
-    .description('subscribe a new group to a topic, with its delivery mode (push or pull) and start policy')
-    .requiredOption('--delivery <mode>', 'push | pull'))
+    .description('subscribe a new group to a topic, with its delivery mode (push or pull), start policy and retry policy')
+    .option('--delivery <mode>', 'push | pull (default pull)'))
     .action(action(async (groupId: string, o: SubscriptionOptions, cmd: Command) => {
       const api = apiFor(cmd);
       const request = subscriptionRequest(groupId, o);
@@ -87,12 +135,13 @@ export function registerGroups(program: Command): void {
     .action(action(async (groupId: string, o: SubscriptionOptions, cmd: Command) => {
       const api = apiFor(cmd);
       const group = await api.describeGroup(groupId);
-      if (!group.subscriptions.some((s) => s.topic === o.topic)) {
+      const current = group.subscriptions.find((s) => s.topic === o.topic);
+      if (!current) {
         throw new OnelogError('INVALID_REQUEST', `group ${groupId} does not subscribe to ${o.topic}; create it with 'onelog groups create ${groupId} --topic ${o.topic} --delivery pull|push'`, {
           groupId, topic: o.topic,
         });
       }
-      printSubscription(await api.subscribe(subscriptionRequest(groupId, o)), o.json);
+      printSubscription(await api.subscribe(subscriptionRequest(groupId, o, current)), o.json);
     }));
 
   groups
@@ -143,9 +192,17 @@ function printDescription(d: GroupDescription): void {
   for (const s of d.subscriptions) {
     for (const p of s.partitions) if (p.paused) console.log(`\n${s.topic}/${p.partition} is paused: ${p.paused.message}`);
   }
+  for (const s of d.subscriptions) {
+    if (!s.retry && s.retryTiers.length === 0) continue;
+    console.log(`\n${s.topic}: retry ${retryText(s)}${s.deadLetter ? `, dead letters ${s.deadLetter.depth} (alert at ${s.deadLetterAlertDepth})` : ''}`);
+    printTable(['RETRY-TIER', 'DELAY', 'BACKLOG'], s.retryTiers.map((t) => [t.topic, formatDuration(t.delayMs), t.backlog]));
+  }
   if (d.alerts.length > 0) {
     console.log('\nalerts (most recent first):');
-    for (const a of d.alerts) console.log(`  ${new Date(a.createdAt).toISOString()}  ${a.kind}  ${a.topic}/${a.partition}  ${a.message}`);
+    for (const a of d.alerts) {
+      const resolved = a.resolvedAt === null ? '' : `  (resolved ${new Date(a.resolvedAt).toISOString()})`;
+      console.log(`  ${new Date(a.createdAt).toISOString()}  ${a.kind}  ${a.topic}/${a.partition}  ${a.message}${resolved}`);
+    }
   }
   if (d.resets.length > 0) {
     console.log('\noffset resets (most recent first):');

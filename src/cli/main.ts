@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { Command } from 'commander';
 import { registerConsume } from './consume.js';
 import { reportError } from './common.js';
+import { registerDlq } from './dlq.js';
 import { registerGroups } from './groups.js';
 import { registerOffsets } from './offsets.js';
 import { registerProduce } from './produce.js';
@@ -24,6 +25,7 @@ registerProduce(program);
 registerConsume(program);
 registerGroups(program);
 registerOffsets(program);
+registerDlq(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   reportError(err);

@@ -15,8 +15,13 @@
  * `ILLEGAL_GENERATION`, `NOT_ASSIGNED`) never leads to a silent commit: the consumer drops what it has not
  * committed and joins again.
  */
-import type { AssignorName, FetchedPartition, OnelogApi, PartitionError, TopicPartition } from '../protocol/api.js';
+import { backoffDelayMs } from '../backoff.js';
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import type { AssignorName, FetchedPartition, NackResult, OnelogApi, PartitionError, TopicPartition } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
+import { deliveryInfo } from '../protocol/retry-policy.js';
+import type { DeliveryInfo } from '../protocol/retry-policy.js';
 import type { CommitMode, OutOfRangePolicy, StartPolicy, StoredRecord } from '../protocol/types.js';
 import type { ExternalOffsetStore } from './external-offsets.js';
 import { MemberSession } from './member-session.js';
@@ -47,10 +52,22 @@ export interface ConsumerOptions<Tx = undefined> {
   maxBytes?: number;
   /** Long-poll: how long a fetch waits for new records, ms. @default 500 */
   maxWaitMs?: number;
+  /**
+   * Quick retries of a throwing handler before its record is nacked (with a retry policy) or stops the
+   * partition (without), each after a backoff (100 ms doubling, at most 5 s) and never past the session
+   * timeout since the first try. @default 0
+   */
+  maxInPlaceRetries?: number;
+  /** Waits (in-place retries, retries after a failure) are taken on it. @default the system clock */
+  clock?: Clock;
 }
 
-/** A record as a handler gets it: where it comes from, and the record. */
-export interface ConsumedMessage extends StoredRecord {
+/**
+ * A record as a handler gets it: where it comes from (a retry tier's records come from the tier topic), the
+ * record, the attempt this delivery is (1 for the first delivery, 2 for the first retry, ...) and the original
+ * record's position (the record's own for a first delivery).
+ */
+export interface ConsumedMessage extends StoredRecord, DeliveryInfo {
   topic: string;
   partition: number;
 }
@@ -79,6 +96,8 @@ export interface RunOptions<Tx = undefined> {
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
 /** Pause before trying again after the broker could not be reached, ms. */
 const RETRY_BACKOFF_MS = 250;
+/** Backoff of in-place retries of a throwing handler. */
+const IN_PLACE_BACKOFF = { initialMs: 100, maxMs: 5000 };
 
 export class Consumer<Tx = undefined> {
   private readonly topics: string[] = [];
@@ -142,6 +161,29 @@ export class Consumer<Tx = undefined> {
   }
 
   /**
+   * "I could not process this record": the broker moves it, durably, to the subscription's next retry tier (or
+   * its dead-letter topic after `maxAttempts`; docs/retries.md). Called from the handler, the handler then
+   * returns and the record counts as processed: it is committed past as usual, and comes back later as the
+   * next attempt. A handler that throws is nacked the same way when the subscription has a retry policy.
+   * @param reason kept in the moved record's `onelog.failure.reason` header
+   * @throws OnelogError `NO_RETRY_POLICY` without a retry policy; `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`,
+   *   `NOT_ASSIGNED` when the member was fenced (it rejoins)
+   */
+  async nack(message: Pick<ConsumedMessage, 'topic' | 'partition' | 'offset'>, reason: string): Promise<NackResult> {
+    const session = this.session;
+    if (!session) throw new OnelogError('INVALID_REQUEST', 'nack() works while the consumer runs');
+    try {
+      return await session.serial(() => this.api.nack({
+        groupId: this.options.groupId, topic: message.topic, partition: message.partition, offset: message.offset, reason,
+        memberId: session.memberId, generationId: session.generationId,
+      }));
+    } catch (err) {
+      session.noteFencing(err);
+      throw err;
+    }
+  }
+
+  /**
    * Commits `message.offset + 1` for the message's partition now: the group resumes after it.
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED` when the member was fenced
    *   (then nothing is committed and the consumer rejoins)
@@ -181,6 +223,8 @@ export class Consumer<Tx = undefined> {
     this.commitPending = null;
     const sessionTimeoutMs = this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS;
     let rotation = 0;
+    /** Topics whose last fetch had records. */
+    const busy = new Set<string>();
     try {
       await session.start();
       while (!this.stopping) {
@@ -200,8 +244,13 @@ export class Consumer<Tx = undefined> {
         }
         const topics = [...new Set(fetchable.map((p) => p.topic))];
         const topic = topics[rotation++ % topics.length]!;
-        const fetched = await this.fetch(session, topic, fetchable.filter((p) => p.topic === topic), rotation);
+        // Long-poll only when no other topic had records last time: an idle topic (a retry tier with nothing
+        // due) must not hold up a busy one.
+        const othersBusy = topics.some((t) => t !== topic && busy.has(t));
+        const fetched = await this.fetch(session, topic, fetchable.filter((p) => p.topic === topic), rotation, othersBusy ? 0 : undefined);
         if (!fetched) continue;
+        if (fetched.partitions.some((p) => p.records.length > 0)) busy.add(topic);
+        else busy.delete(topic);
         if (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId) await session.heartbeat().catch(() => {});
         await this.handleBatch(session, topic, fetched.partitions, handlers, report);
       }
@@ -217,7 +266,7 @@ export class Consumer<Tx = undefined> {
   /** Waits a moment after a retriable failure (the loop then tries again); rethrows any other error. */
   private async retryLater(session: MemberSession, err: unknown): Promise<void> {
     if (!session.noteFailure(err)) throw err;
-    await new Promise((resolve) => setTimeout(resolve, RETRY_BACKOFF_MS));
+    await (this.options.clock ?? systemClock).sleep(RETRY_BACKOFF_MS);
   }
 
   /** Commits and lets go of revoked partitions, then tells the coordinator at once. */
@@ -228,7 +277,7 @@ export class Consumer<Tx = undefined> {
     await session.heartbeat().catch(() => {});
   }
 
-  private async fetch(session: MemberSession, topic: string, partitions: HeldPartition[], rotation: number) {
+  private async fetch(session: MemberSession, topic: string, partitions: HeldPartition[], rotation: number, maxWaitMs = this.options.maxWaitMs ?? 500) {
     // Rotate the order so one partition's backlog cannot take every fetch's byte budget.
     const order = partitions.map((_, i) => partitions[(i + rotation) % partitions.length]!);
     try {
@@ -237,7 +286,7 @@ export class Consumer<Tx = undefined> {
         partitions: order.map((p) => ({ partition: p.partition, offset: p.position })),
         maxRecords: this.options.maxRecords ?? 500,
         maxBytes: this.options.maxBytes ?? 1024 * 1024,
-        maxWaitMs: this.options.maxWaitMs ?? 500,
+        maxWaitMs,
       }).then((fetched) => {
         session.contact();
         return fetched;
@@ -299,33 +348,81 @@ export class Consumer<Tx = undefined> {
   private async process(
     session: MemberSession, h: HeldPartition, p: FetchedPartition, handlers: RunOptions<Tx>, committedAhead: boolean,
   ): Promise<void> {
-    const store = this.options.offsetStore;
     for (const record of p.records) {
       if (session.fenced || (!committedAhead && (this.stopping || h.revoked))) return;
       if (record.offset < h.position) continue;
       const message: ConsumedMessage = {
         offset: record.offset, timestamp: record.timestamp, key: record.key, value: record.value, headers: record.headers,
         topic: h.topic, partition: h.partition,
+        // A topic the member did not subscribe to is a retry tier of one it did.
+        ...deliveryInfo(record, h.topic, h.partition, !this.topics.includes(h.topic)),
       };
       this.inHandler = true;
       try {
-        if (store) {
-          await store.transaction(this.options.groupId, session.memberId, { topic: h.topic, partition: h.partition, offset: record.offset + 1 },
-            (tx) => Promise.resolve(handlers.eachMessage({ topic: h.topic, partition: h.partition, message, tx })));
-        } else {
-          // A synchronous handler costs no microtask per record.
-          const done = handlers.eachMessage({ topic: h.topic, partition: h.partition, message, tx: undefined as Tx });
-          if (done) await done;
-        }
-      } catch (err) {
-        if (session.noteFencing(err)) return;
-        throw err;
+        if (!(await this.handle(session, h, message, handlers))) return;
       } finally {
         this.inHandler = false;
       }
       h.position = record.offset + 1;
     }
     if (p.nextOffset > h.position) h.position = p.nextOffset; // every record handled: skip what compaction emptied
+  }
+
+  /**
+   * Runs the handler on one record: again after a throw, up to `maxInPlaceRetries` times within the session
+   * timeout, then nacks it (the record is processed: it comes back through the retry tiers) when the
+   * subscription has a retry policy.
+   * @returns false when the member was fenced meanwhile (the partition stops here)
+   * @throws the handler's error when it cannot be nacked (no retry policy)
+   */
+  private async handle(session: MemberSession, h: HeldPartition, message: ConsumedMessage, handlers: RunOptions<Tx>): Promise<boolean> {
+    const store = this.options.offsetStore;
+    const clock = this.options.clock ?? systemClock;
+    const sessionTimeoutMs = this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS;
+    const firstTry = clock.now();
+    for (let failures = 0; ; failures++) {
+      try {
+        if (store) {
+          await store.transaction(this.options.groupId, session.memberId, { topic: h.topic, partition: h.partition, offset: message.offset + 1 },
+            (tx) => Promise.resolve(handlers.eachMessage({ topic: h.topic, partition: h.partition, message, tx })));
+        } else {
+          // A synchronous handler costs no microtask per record.
+          const done = handlers.eachMessage({ topic: h.topic, partition: h.partition, message, tx: undefined as Tx });
+          if (done) await done;
+        }
+        return true;
+      } catch (err) {
+        if (session.noteFencing(err)) return false;
+        const delayMs = backoffDelayMs(failures + 1, IN_PLACE_BACKOFF);
+        const quick = failures < (this.options.maxInPlaceRetries ?? 0) && clock.now() - firstTry + delayMs < sessionTimeoutMs;
+        if (quick && !this.stopping && !h.revoked && !session.fenced) {
+          await clock.sleep(delayMs);
+          continue;
+        }
+        return this.nackFailed(session, message, err);
+      }
+    }
+  }
+
+  /**
+   * Nacks a record whose handler threw, with the error's message as the reason; retries while the broker is
+   * unreachable (within a session timeout).
+   * @returns true once nacked, false when the member was fenced
+   * @throws the handler's error when the subscription has no retry policy
+   */
+  private async nackFailed(session: MemberSession, message: ConsumedMessage, failure: unknown): Promise<boolean> {
+    const reason = failure instanceof Error ? failure.message : String(failure);
+    for (;;) {
+      try {
+        await this.nack(message, reason);
+        return true;
+      } catch (err) {
+        if ((err as OnelogError).code === 'NO_RETRY_POLICY') throw failure;
+        if (session.fenced) return false;
+        session.checkContact(this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
+        await this.retryLater(session, err);
+      }
+    }
   }
 
   /**

@@ -8,6 +8,7 @@ import type {
   DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
+  NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
@@ -162,5 +163,25 @@ export class HttpApi implements OnelogApi {
 
   initProducerId(): Promise<ProducerIdentity> {
     return this.call('POST', '/producers', {});
+  }
+
+  nack(request: NackRequest): Promise<NackResult> {
+    const { groupId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/nacks`, body);
+  }
+
+  listDeadLetters(request: DeadLetterListRequest): Promise<DeadLetterList> {
+    const query = new URLSearchParams({ topic: request.topic, ...(request.limit !== undefined ? { limit: String(request.limit) } : {}) });
+    return this.call('GET', `/groups/${encodeURIComponent(request.groupId)}/dead-letters?${query}`);
+  }
+
+  redriveDeadLetters(request: RedriveRequest): Promise<RedriveResult> {
+    const { groupId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/dead-letters/redrive`, body);
+  }
+
+  purgeDeadLetters(request: PurgeRequest): Promise<PurgeResult> {
+    const { groupId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/dead-letters/purge`, body);
   }
 }

@@ -9,6 +9,8 @@
  * answers the original offsets. Sends then go one at a time (at most one request in flight), in call order.
  */
 import type { OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/api.js';
+import { backoff } from '../backoff.js';
+import { systemClock } from '../clock.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
 import type { RecordHeader } from '../protocol/types.js';
@@ -163,14 +165,13 @@ export class Producer {
 
   private async withRetries<T>(call: () => Promise<T>): Promise<T> {
     const retries = this.options.retries ?? 5;
-    let backoffMs = this.options.retryBackoffMs ?? 100;
+    const initialMs = this.options.retryBackoffMs ?? 100;
     for (let attempt = 0; ; attempt++) {
       try {
         return await call();
       } catch (err) {
         if (!(err instanceof OnelogError) || !err.retriable || attempt >= retries) throw err;
-        await new Promise((resolve) => setTimeout(resolve, backoffMs));
-        backoffMs *= 2;
+        await backoff(systemClock, attempt + 1, { initialMs, maxMs: initialMs * 2 ** retries });
       }
     }
   }

@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import type { RawData } from 'ws';
 import { OnelogError } from '../protocol/errors.js';
 import { jsonToRecord } from '../protocol/json-records.js';
+import { deliveryInfo } from '../protocol/retry-policy.js';
 import type { JsonRecord } from '../protocol/json-records.js';
 import type { CommitMode, StartPolicy } from '../protocol/types.js';
 import type { ConsumedMessage, RunOptions } from './consumer.js';
@@ -143,7 +144,10 @@ export class PushConsumer {
       for (const json of frame.records) {
         if (this.stopping) break;
         const record = jsonToRecord(json, 'base64');
-        const message: ConsumedMessage = { ...record, topic: frame.topic, partition: frame.partition };
+        const message: ConsumedMessage = {
+          ...record, topic: frame.topic, partition: frame.partition,
+          ...deliveryInfo(record, frame.topic, frame.partition, !this.topics.includes(frame.topic)),
+        };
         const done = handlers.eachMessage({ topic: frame.topic, partition: frame.partition, message, tx: undefined });
         if (done) await done;
         last = message;

@@ -12,9 +12,10 @@ import type { Clock } from '../clock.js';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type {
   AssignedPartition, CheckpointDescription, CheckpointRequest, CommitRequest, FetchedPartition, FetchRequest,
-  GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment,
+  GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment, NackRequest,
   ResetOffsetsRequest, ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicPartition,
 } from '../protocol/api.js';
+import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
@@ -27,6 +28,8 @@ import type { Member, PartitionKey } from './group-membership.js';
 import { describeGroup, listGroups, subscriptionInfo } from './group-description.js';
 import { describeSpec, planReset } from './offset-resets.js';
 import { Positions } from './positions.js';
+import { RetryTopics } from './retry-topics.js';
+import type { TierOwner } from './retry-topics.js';
 
 const DEFAULTS = {
   startPolicy: 'latest' as StartPolicy,
@@ -35,6 +38,14 @@ const DEFAULTS = {
 };
 /** Members heartbeat at least this often, ms (Kafka's heartbeat.interval.ms default). */
 const MAX_HEARTBEAT_INTERVAL_MS = 3000;
+
+/** What the coordinator tells the rest of the broker. */
+export interface CoordinatorHooks {
+  /** An executed reset moved the group's offsets of `topic`: what was known about its records' progress is stale. */
+  reset?(groupId: string, topic: string): void;
+  /** Describes need a subscription's dead-letter depth. */
+  deadLetterDepth?(sub: SubscriptionRecord): Promise<number>;
+}
 
 /** An offset reset waiting for its partitions to be released by their owners. */
 interface PendingReset {
@@ -51,6 +62,8 @@ export class GroupCoordinator {
   private readonly subscriptions = new Map<string, SubscriptionRecord>();
   private readonly pendingResets = new Map<string, PendingReset[]>();
   private readonly positions: Positions;
+  /** The retry tier topics of every subscription (members consume them with their topic). */
+  readonly retryTopics = new RetryTopics();
 
   constructor(
     private readonly catalog: Catalog,
@@ -58,8 +71,17 @@ export class GroupCoordinator {
     private readonly logs: LogManager,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly hooks: CoordinatorHooks = {},
   ) {
     this.positions = new Positions(catalog, offsets, clock);
+  }
+
+  /** Loads what must be known before the first request: the subscriptions' retry tier topics. */
+  async start(): Promise<void> {
+    for (const sub of await this.catalog.listRetrySubscriptions()) {
+      this.retryTopics.set(sub);
+      this.subscriptions.set(`${sub.groupId}\0${sub.topic}`, sub);
+    }
   }
 
   /** Runs `task` after every earlier task of the same group. */
@@ -96,11 +118,39 @@ export class GroupCoordinator {
       onOutOfRange: wanted.onOutOfRange ?? existing?.onOutOfRange ?? DEFAULTS.onOutOfRange,
       pushEndpoint: wanted.pushEndpoint !== undefined ? wanted.pushEndpoint : existing?.pushEndpoint ?? null,
       maxInFlight: wanted.maxInFlight ?? existing?.maxInFlight ?? 1,
+      retry: wanted.retry !== undefined ? wanted.retry : existing?.retry ?? null,
+      deadLetterTopic: wanted.retry?.deadLetterTopic ?? existing?.deadLetterTopic ?? null,
+      // Tier topics stay in use once created: records may wait in them after a policy shrank or was removed.
+      retryTiers: Math.max(existing?.retryTiers ?? 0, wanted.retry?.delaysMs.length ?? 0),
+      deadLetterAlertDepth: wanted.deadLetterAlertDepth ?? existing?.deadLetterAlertDepth ?? 1,
+      webhookMaxAttempts: wanted.webhookMaxAttempts ?? existing?.webhookMaxAttempts ?? 5,
     };
-    const same = existing && (Object.keys(next) as Array<keyof typeof next>).every((k) => existing[k] === next[k]);
+    const same = existing && (Object.keys(next) as Array<keyof typeof next>).every((k) => JSON.stringify(existing[k]) === JSON.stringify(next[k]));
     const record = same ? existing : await this.catalog.upsertSubscription({ groupId, topic, ...next, createdAt: this.clock.now() });
     this.subscriptions.set(key, record);
+    if (record.retryTiers !== (existing?.retryTiers ?? 0)) this.tiersChanged(record);
     return record;
+  }
+
+  /** A subscription gained tier topics: its live members consume them from now on. */
+  private tiersChanged(sub: SubscriptionRecord): void {
+    const group = this.groups.get(sub.groupId);
+    const base = new Map([...(group?.members.values() ?? [])].map((m) => [m, m.topics.filter((t) => !this.retryTopics.tierOf(sub.groupId, t))]));
+    this.retryTopics.set(sub);
+    if (!group || group.members.size === 0) return;
+    for (const [member, topics] of base) member.topics = this.retryTopics.expand(sub.groupId, topics);
+    group.rebalance();
+  }
+
+  /**
+   * The subscription a partition of `topic` is consumed under: the group's subscription to it, or, for a retry
+   * tier, its subscription's settings read from the tier's earliest record (every retry is delivered).
+   */
+  private async subscriptionOf(groupId: string, topic: string): Promise<SubscriptionRecord> {
+    const tier = this.retryTopics.tierOf(groupId, topic);
+    if (!tier) return this.subscription(groupId, topic);
+    const parent = await this.subscription(groupId, tier.topic);
+    return { ...parent, topic, startPolicy: 'earliest', onOutOfRange: 'pause' };
   }
 
   /**
@@ -109,7 +159,7 @@ export class GroupCoordinator {
    * whose committed offset fell below the log start is paused for the group, as for a member, and answers
    * its error instead of an offset (or jumps, if the subscription's `onOutOfRange` says so).
    */
-  async subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
+  async subscribe(request: ResolvedSubscribeRequest): Promise<SubscribeResult> {
     const { groupId, topic } = request;
     return this.locked(groupId, async () => {
       const logs = this.logs.partitions(topic);
@@ -138,7 +188,7 @@ export class GroupCoordinator {
       if (this.expire(group)) await this.applyResets(group);
       const member = group.join({
         clientId: request.clientId ?? 'consumer',
-        topics: request.topics,
+        topics: this.retryTopics.expand(groupId, request.topics),
         sessionTimeoutMs: request.sessionTimeoutMs ?? DEFAULTS.sessionTimeoutMs,
         commitMode: request.commitMode ?? 'after-processing',
         assignor: assignorFor(request.assignor ?? 'sticky'),
@@ -212,7 +262,7 @@ export class GroupCoordinator {
     const byTopic = new Map<string, TopicPartition[]>();
     for (const tp of granted) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp]);
     for (const [topic, tps] of byTopic) {
-      const subscription = await this.subscription(group.groupId, topic);
+      const subscription = await this.subscriptionOf(group.groupId, topic);
       const positions = await this.positions.resolveAll(group.groupId, subscription, tps.map((tp) => this.logs.get(topic, tp.partition)), paused);
       tps.forEach((tp, i) => {
         const position = positions[i]!;
@@ -255,21 +305,58 @@ export class GroupCoordinator {
       }
     }
     await this.locked(groupId, async () => {
-      const group = this.groups.get(groupId);
-      if (group && this.expire(group)) await this.applyResets(group);
-      if (request.memberId !== undefined) {
-        const member = this.liveGroup(groupId, request.memberId).member(request.memberId, request.generationId ?? -1);
-        for (const o of request.offsets) this.checkAssigned(groupId, member, { topic, partition: o.partition }, member.owned);
-      } else if (group && group.members.size > 0) {
-        throw new OnelogError(
-          'UNKNOWN_MEMBER_ID',
-          `group ${groupId} has ${group.members.size} live members: only a member may commit (send memberId and generationId)`,
-          { groupId },
-        );
-      }
-      await this.subscription(groupId, topic);
+      await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
+      await this.subscriptionOf(groupId, topic);
       await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now());
     });
+  }
+
+  /**
+   * Fences a commit or nack: with a member id, the member and its generation must be current and every
+   * partition its own; without one, the group must have no live member.
+   */
+  private async fence(request: { groupId: string; topic: string; memberId?: string; generationId?: number }, partitions: number[], what: string): Promise<void> {
+    const { groupId, topic } = request;
+    const group = this.groups.get(groupId);
+    if (group && this.expire(group)) await this.applyResets(group);
+    if (request.memberId !== undefined) {
+      const member = this.liveGroup(groupId, request.memberId).member(request.memberId, request.generationId ?? -1);
+      for (const partition of partitions) this.checkAssigned(groupId, member, { topic, partition }, member.owned);
+    } else if (group && group.members.size > 0) {
+      throw new OnelogError(
+        'UNKNOWN_MEMBER_ID',
+        `group ${groupId} has ${group.members.size} live members: only a member may ${what} (send memberId and generationId)`,
+        { groupId },
+      );
+    }
+  }
+
+  /**
+   * Checks that a nack may be acted on (fenced as a commit) and answers the subscription it falls under, with
+   * the record's tier when it was delivered from one.
+   * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`; `NO_RETRY_POLICY` when the
+   *   group has no retry policy for the topic
+   */
+  async checkNack(request: NackRequest): Promise<{ subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }> {
+    const { groupId, topic } = request;
+    return this.locked(groupId, async () => {
+      await this.fence(request, [request.partition], 'nack');
+      const tier = this.retryTopics.tierOf(groupId, topic);
+      const key = `${groupId}\0${tier?.topic ?? topic}`;
+      const subscription = this.subscriptions.get(key) ?? (await this.catalog.getSubscription(groupId, tier?.topic ?? topic));
+      if (!subscription?.retry) {
+        throw new OnelogError('NO_RETRY_POLICY', `group ${groupId} has no retry policy for ${tier?.topic ?? topic}: a nack has nowhere to ` +
+          `send the record. Add one: onelog groups alter ${groupId} --topic ${tier?.topic ?? topic} --retry 1s,30s,5m --max-attempts 4`, {
+          groupId, topic,
+        });
+      }
+      return { subscription, policy: subscription.retry, tier };
+    });
+  }
+
+  /** The group's subscription to `topic` as stored, or undefined (no catalog write). */
+  async findSubscription(groupId: string, topic: string): Promise<SubscriptionRecord | undefined> {
+    return this.subscriptions.get(`${groupId}\0${topic}`) ?? this.catalog.getSubscription(groupId, topic);
   }
 
   private checkAssigned(groupId: string, member: Member, tp: TopicPartition, set: ReadonlySet<PartitionKey>): void {
@@ -315,7 +402,7 @@ export class GroupCoordinator {
     if (fallen.length === 0) return;
     const { groupId, topic } = request;
     await this.locked(groupId, async () => {
-      const subscription = await this.subscription(groupId, topic);
+      const subscription = await this.subscriptionOf(groupId, topic);
       for (const p of fallen) {
         const from = request.partitions.find((r) => r.partition === p.partition)!.offset;
         const position = await this.positions.outOfRange(groupId, subscription, this.logs.get(topic, p.partition), from);
@@ -340,7 +427,10 @@ export class GroupCoordinator {
    * @throws OnelogError `UNKNOWN_GROUP`
    */
   async describeGroup(groupId: string): Promise<GroupDescription> {
-    return describeGroup({ catalog: this.catalog, offsets: this.offsets, logs: this.logs }, groupId, this.groups.get(groupId));
+    return describeGroup({
+      catalog: this.catalog, offsets: this.offsets, logs: this.logs, retryTopics: this.retryTopics,
+      deadLetterDepth: this.hooks.deadLetterDepth ?? (async () => 0),
+    }, groupId, this.groups.get(groupId));
   }
 
   /**
@@ -359,6 +449,7 @@ export class GroupCoordinator {
       await this.catalog.deleteGroup(groupId);
       this.groups.delete(groupId);
       for (const key of this.subscriptions.keys()) if (key.startsWith(`${groupId}\0`)) this.subscriptions.delete(key);
+      this.retryTopics.deleteGroup(groupId);
       this.logger.info({ groupId }, 'group deleted');
     });
   }
@@ -445,6 +536,7 @@ export class GroupCoordinator {
       requestedBy: request.requestedBy ?? 'unknown', executedAt: now,
     })));
     for (const p of partitions) await this.catalog.resumePartition(groupId, { topic, partition: p.partition });
+    this.hooks.reset?.(groupId, topic);
     this.logger.info({ groupId, topic, spec, requestedBy: request.requestedBy, partitions: partitions.length }, 'offsets reset');
     return { groupId, topic, executed: true, partitions };
   }
@@ -472,13 +564,17 @@ export class GroupCoordinator {
   }
 }
 
-/** The request's subscription policies that are set. */
-/** The subscription settings a request may set. */
-type SubscriptionPolicies = Partial<Pick<SubscriptionRecord, 'startPolicy' | 'deliveryMode' | 'onOutOfRange' | 'pushEndpoint' | 'maxInFlight'>>;
+/** A subscribe request whose retry policy has its defaults filled in (by the broker, which creates its topics). */
+export type ResolvedSubscribeRequest = Omit<SubscribeRequest, 'retry'> & { retry?: RetryPolicy | null };
+
+/** The subscription settings a request may set (a retry policy with its defaults resolved). */
+export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord,
+  'startPolicy' | 'deliveryMode' | 'onOutOfRange' | 'pushEndpoint' | 'maxInFlight' | 'retry' | 'deadLetterAlertDepth' | 'webhookMaxAttempts'>>;
 
 /** The request's subscription settings that are set. */
 function definedOnly(r: SubscriptionPolicies): SubscriptionPolicies {
   return Object.fromEntries(Object.entries({
     startPolicy: r.startPolicy, deliveryMode: r.deliveryMode, onOutOfRange: r.onOutOfRange, pushEndpoint: r.pushEndpoint, maxInFlight: r.maxInFlight,
+    retry: r.retry, deadLetterAlertDepth: r.deadLetterAlertDepth, webhookMaxAttempts: r.webhookMaxAttempts,
   }).filter(([, v]) => v !== undefined));
 }

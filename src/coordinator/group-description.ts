@@ -7,8 +7,10 @@ import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { GroupDescription, GroupSummary, SubscriptionInfo } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
+import { tierDelayMs } from '../protocol/retry-policy.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { GroupMembership } from './group-membership.js';
+import type { RetryTopics } from './retry-topics.js';
 import { parsePartitionKey, partitionKey } from './group-membership.js';
 
 /** How many alerts and resets a description shows, most recent first. */
@@ -19,6 +21,9 @@ export interface DescriptionSources {
   catalog: Catalog;
   offsets: OffsetStore;
   logs: LogManager;
+  retryTopics: RetryTopics;
+  /** Dead letters of a subscription neither redriven nor purged. */
+  deadLetterDepth(sub: SubscriptionRecord): Promise<number>;
 }
 
 /** Every group with its state, member count and the topics it subscribes to. */
@@ -39,14 +44,21 @@ export async function listGroups(catalog: Catalog, memberships: ReadonlyMap<stri
  * @throws OnelogError `UNKNOWN_GROUP`
  */
 export async function describeGroup(
-  { catalog, offsets, logs }: DescriptionSources, groupId: string, membership: GroupMembership | undefined,
+  { catalog, offsets, logs, retryTopics, deadLetterDepth }: DescriptionSources, groupId: string, membership: GroupMembership | undefined,
 ): Promise<GroupDescription> {
   const group = await catalog.getGroup(groupId);
   if (!group) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
   const committed = await offsets.list(groupId);
   const paused = await catalog.listPauses(groupId);
-  const subscriptions = (await catalog.listSubscriptions(groupId)).map((s) => ({
+  const committedOf = (topic: string, partition: number) => committed.find((o) => o.topic === topic && o.partition === partition)?.offset;
+  const subscriptions = await Promise.all((await catalog.listSubscriptions(groupId)).map(async (s) => ({
     ...subscriptionInfo(s),
+    // A tier's backlog: its records the group has not committed past (all of them before its first commit).
+    retryTiers: retryTopics.tiersOf(groupId, s.topic).map((topic, i) => ({
+      topic, delayMs: tierDelayMs(s.retry, i + 1),
+      backlog: logs.offsets(topic).reduce((sum, p) => sum + p.highWatermark - Math.max(p.logStartOffset, committedOf(topic, p.partition) ?? 0), 0),
+    })),
+    deadLetter: s.deadLetterTopic === null ? null : { topic: s.deadLetterTopic, depth: await deadLetterDepth(s) },
     partitions: logs.offsets(s.topic).map((log) => {
       const c = committed.find((o) => o.topic === s.topic && o.partition === log.partition);
       const key = partitionKey({ topic: s.topic, partition: log.partition });
@@ -61,7 +73,7 @@ export async function describeGroup(
         paused: paused.get(key) ?? null,
       };
     }),
-  }));
+  })));
   const members = [...(membership?.members.values() ?? [])].map((m) => ({
     memberId: m.memberId, clientId: m.clientId, commitMode: m.commitMode, generationId: m.generationId,
     sessionTimeoutMs: m.sessionTimeoutMs, lastHeartbeatAt: m.lastHeartbeatAt,
@@ -83,6 +95,7 @@ export async function describeGroup(
 export function subscriptionInfo(s: SubscriptionRecord): SubscriptionInfo {
   return {
     groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange,
-    pushEndpoint: s.pushEndpoint, maxInFlight: s.maxInFlight,
+    pushEndpoint: s.pushEndpoint, maxInFlight: s.maxInFlight, retry: s.retry, deadLetterAlertDepth: s.deadLetterAlertDepth,
+    webhookMaxAttempts: s.webhookMaxAttempts,
   };
 }

@@ -38,7 +38,8 @@ export function parsePartitionKey(key: PartitionKey): TopicPartition {
 export interface Member {
   readonly memberId: string;
   readonly clientId: string;
-  readonly topics: readonly string[];
+  /** What it consumes: the topics it joined with and their retry tier topics (changed when a subscription gains tiers). */
+  topics: readonly string[];
   readonly sessionTimeoutMs: number;
   readonly commitMode: CommitMode;
   /** ms since the epoch */

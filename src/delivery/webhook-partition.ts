@@ -3,6 +3,7 @@
  * after the 2xx, in order, with at most `maxInFlight` POSTs in flight and as many batches in memory.
  */
 import type { FetchedPartition } from '../protocol/api.js';
+import { backoffDelayMs } from '../backoff.js';
 import { recordToJson } from '../protocol/json-records.js';
 import type { StoredRecord } from '../protocol/types.js';
 import type { Logger } from '../storage/logger.js';
@@ -68,9 +69,9 @@ interface Batch {
   retryTimer: NodeJS.Timeout | null;
 }
 
-/** The delay before the attempt after `failures` failed ones: min × 2^(failures−1), at most max. */
+/** The delay before the attempt after `failures` failed ones: min × 2^(failures−1), at most max (Pub/Sub's retry policy). */
 export function backoffMs(failures: number, options: Required<WebhookOptions>): number {
-  return Math.min(options.maxBackoffMs, options.minBackoffMs * 2 ** Math.min(Math.max(failures - 1, 0), 40));
+  return backoffDelayMs(failures, { initialMs: options.minBackoffMs, maxMs: options.maxBackoffMs });
 }
 
 /**

@@ -3,10 +3,12 @@
  * the HTTP client implements it over the network, so producers, consumers and admin code run on either.
  * Pure types: importing this loads nothing.
  */
+import type { RetryPolicy } from './retry-policy.js';
 import type { TopicConfig } from './topic-config.js';
 import type { CommitMode, DeliveryMode, OutOfRangePolicy, RecordInput, StartPolicy, StoredRecord } from './types.js';
 
 export type { TopicConfig } from './topic-config.js';
+export type { RetryPolicy } from './retry-policy.js';
 
 export interface CreateTopicRequest {
   topic: string;
@@ -189,6 +191,29 @@ export interface SubscribeRequest {
   pushEndpoint?: string | null;
   /** For a webhook: most requests in flight per partition (order is kept). @default the stored one, else 1; 1 to 100 */
   maxInFlight?: number;
+  /**
+   * The retry policy (docs/retries.md): records a member nacks (or whose handler throws) move to delay tiers,
+   * then to the dead-letter topic; null removes it (nacks are then refused; tier records still pending are
+   * delivered). Setting it creates the tier topics and the dead-letter topic. @default the stored one, else none
+   */
+  retry?: RetryPolicyInput | null;
+  /** Dead letters waiting (neither redriven nor purged) that raise a `dead-letter-depth` alert. @default the stored one, else 1; >= 1 */
+  deadLetterAlertDepth?: number;
+  /**
+   * For a webhook with a retry policy: POSTs of a batch (its own backoff) before its records are nacked.
+   * @default the stored one, else 5; 1 to 100
+   */
+  webhookMaxAttempts?: number;
+}
+
+/** A retry policy as a request sets it. */
+export interface RetryPolicyInput {
+  /** Delay before each retry tier, ms (1 to 10 tiers, each 1 ms to 7 days). */
+  delaysMs: number[];
+  /** Deliveries before dead-lettering, the first included; 1 to 100. @default delaysMs.length + 1 */
+  maxAttempts?: number;
+  /** An existing topic of one partition, or a name to create. @default `<topic>.<group>.dlq` */
+  deadLetterTopic?: string;
 }
 
 export interface SubscriptionInfo {
@@ -199,6 +224,10 @@ export interface SubscriptionInfo {
   onOutOfRange: OutOfRangePolicy;
   pushEndpoint: string | null;
   maxInFlight: number;
+  /** null: no retry policy (a nack is refused, a throwing handler stops its partition). */
+  retry: RetryPolicy | null;
+  deadLetterAlertDepth: number;
+  webhookMaxAttempts: number;
 }
 
 /** The subscription and the offset each partition resumes from. */
@@ -305,15 +334,23 @@ export interface MemberDescription {
   assignment: TopicPartition[];
 }
 
-/** Something the coordinator recorded for operators: a partition paused out of range, or an offset jump. */
+/** Kinds of group alerts. */
+export type GroupAlertKind = 'offset-out-of-range' | 'offset-jump' | 'dead-letter-depth';
+
+/**
+ * Something the coordinator recorded for operators: a partition paused out of range, an offset jump, or dead
+ * letters at or above the subscription's alert depth (raised once, resolved when the depth falls below).
+ */
 export interface GroupAlert {
-  kind: 'offset-out-of-range' | 'offset-jump';
+  kind: GroupAlertKind;
   topic: string;
   partition: number;
   message: string;
   context: Record<string, unknown>;
   /** ms since the epoch */
   createdAt: number;
+  /** When the condition cleared, ms since the epoch; null while it holds, and for one-off alerts. */
+  resolvedAt: number | null;
 }
 
 /** One executed offset reset. */
@@ -374,7 +411,13 @@ export interface GroupDescription {
   generationId: number;
   assignor: AssignorName | null;
   members: MemberDescription[];
-  subscriptions: Array<SubscriptionInfo & { partitions: GroupPartition[] }>;
+  subscriptions: Array<SubscriptionInfo & {
+    partitions: GroupPartition[];
+    /** The subscription's retry tier topics (delivered to its members with the topic), with records not yet committed. */
+    retryTiers: Array<{ topic: string; delayMs: number; backlog: number }>;
+    /** Its dead-letter topic and the dead letters neither redriven nor purged; null without a retry policy. */
+    deadLetter: { topic: string; depth: number } | null;
+  }>;
   /** Most recent first, at most 20. */
   alerts: GroupAlert[];
   /** Executed offset resets, most recent first, at most 20. */
@@ -445,6 +488,114 @@ export interface BinaryDataApi {
   fetchBatches(request: FetchRequest): Promise<BatchFetchResult>;
 }
 
+/**
+ * "I could not process this record" (docs/retries.md): the broker appends it, durably, to the next retry tier
+ * of the subscription (or, after `maxAttempts`, to its dead-letter topic); then it counts as processed and the
+ * member commits past it as usual. Fenced as a commit is.
+ */
+export interface NackRequest {
+  groupId: string;
+  /** The topic the record was delivered from: the subscribed topic or one of its retry tiers. */
+  topic: string;
+  partition: number;
+  offset: number;
+  /** Why, kept in the moved record's `onelog.failure.reason` header (at most 4096 characters kept). */
+  reason: string;
+  /** As for a commit: without them the nack is accepted only while the group has no live member. */
+  memberId?: string;
+  generationId?: number;
+}
+
+/** Where a nacked record went. */
+export interface NackResult {
+  /** The tier topic (or dead-letter topic), partition and offset of the moved record. */
+  topic: string;
+  partition: number;
+  offset: number;
+  /** The attempt its next delivery will be (tier), or the attempts made (dead-letter topic). */
+  attempt: number;
+  deadLettered: boolean;
+  /** The record had been moved already (a retried nack): nothing was appended again. */
+  duplicate: boolean;
+}
+
+/** A record in a dead-letter topic, as `dlq list` shows it. */
+export interface DeadLetter {
+  /** Its offset in the dead-letter topic. */
+  offset: number;
+  original: { topic: string; partition: number; offset: number; timestamp: number };
+  /** Deliveries made before it was dead-lettered. */
+  attempts: number;
+  /** The last failure's reason. */
+  reason: string;
+  /** ms since the epoch */
+  firstFailureAt: number;
+  lastFailureAt: number;
+  /** UTF-8 text, or null. */
+  key: string | null;
+  /** The first 200 characters of the value as UTF-8 text, or null. */
+  valuePreview: string | null;
+}
+
+export interface DeadLetterListRequest {
+  groupId: string;
+  topic: string;
+  /** Most records listed, oldest first. @default 100; 1 to 10000 */
+  limit?: number;
+}
+
+export interface DeadLetterList {
+  groupId: string;
+  topic: string;
+  deadLetterTopic: string;
+  /** Dead letters neither redriven nor purged. */
+  depth: number;
+  records: DeadLetter[];
+}
+
+/** Sends dead letters back to the group (only), as attempt 1, through its first retry tier, due at once. */
+export interface RedriveRequest {
+  groupId: string;
+  topic: string;
+  /** One dead letter, by its offset in the dead-letter topic; or `all`. */
+  offset?: number;
+  all?: boolean;
+  /** Apply; without it the call is a dry run. @default false */
+  execute?: boolean;
+  /** Who asks, recorded with the redrive. @default 'unknown' */
+  requestedBy?: string;
+}
+
+export interface RedriveResult {
+  groupId: string;
+  topic: string;
+  executed: boolean;
+  /** The dead letters redriven (or, dry run, that would be). */
+  records: Array<Pick<DeadLetter, 'offset' | 'original' | 'attempts'>>;
+  /** Depth after the redrive (dry run: now). */
+  depth: number;
+}
+
+/** Discards dead letters below an offset of the dead-letter topic. */
+export interface PurgeRequest {
+  groupId: string;
+  topic: string;
+  beforeOffset: number;
+  /** @default false (dry run) */
+  execute?: boolean;
+  /** @default 'unknown' */
+  requestedBy?: string;
+}
+
+export interface PurgeResult {
+  groupId: string;
+  topic: string;
+  executed: boolean;
+  /** Dead letters discarded (dry run: that would be), not counting those already redriven. */
+  records: number;
+  depth: number;
+}
+
 /** Everything a client can ask of onelog. */
 export interface OnelogApi {
   createTopic(request: CreateTopicRequest): Promise<TopicDescription>;
@@ -474,4 +625,12 @@ export interface OnelogApi {
   saveCheckpoint(request: CheckpointRequest): Promise<CheckpointDescription>;
   /** Issues a new idempotent producer identity. */
   initProducerId(): Promise<ProducerIdentity>;
+  /** Moves a record the member could not process to the subscription's next retry tier or its dead-letter topic. */
+  nack(request: NackRequest): Promise<NackResult>;
+  /** The depth and the oldest dead letters of a subscription. */
+  listDeadLetters(request: DeadLetterListRequest): Promise<DeadLetterList>;
+  /** Sends dead letters back to the group (dry run unless `execute`). */
+  redriveDeadLetters(request: RedriveRequest): Promise<RedriveResult>;
+  /** Discards dead letters below an offset (dry run unless `execute`). */
+  purgeDeadLetters(request: PurgeRequest): Promise<PurgeResult>;
 }

@@ -47,6 +47,7 @@ export const ERRORS = {
   OUT_OF_ORDER_SEQUENCE: { wireCode: 45, httpStatus: 409, retriable: false },
   INVALID_PRODUCER_EPOCH: { wireCode: 47, httpStatus: 409, retriable: false },
   UNKNOWN_PRODUCER_ID: { wireCode: 59, httpStatus: 409, retriable: false },
+  NO_RETRY_POLICY: { wireCode: 1011, httpStatus: 409, retriable: false },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 

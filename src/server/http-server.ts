@@ -10,6 +10,7 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import type {
   BinaryDataApi, CommitRequest, HeartbeatRequest, JoinGroupRequest, OnelogApi, SubscribeRequest, ProduceRecord, ProducerIdempotence, ResetSpec,
+  NackRequest, PurgeRequest, RedriveRequest,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { resourceExhausted } from '../storage/storage-errors.js';
@@ -180,6 +181,13 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
           properties: {
             topic: { type: 'string' }, startPolicy: { type: 'string' }, deliveryMode: { type: 'string' }, onOutOfRange: { type: 'string' },
             pushEndpoint: { type: ['string', 'null'] }, maxInFlight: { type: 'integer' },
+            retry: {
+              type: ['object', 'null'],
+              required: ['delaysMs'],
+              additionalProperties: false,
+              properties: { delaysMs: { type: 'array', items: { type: 'integer' } }, maxAttempts: { type: 'integer' }, deadLetterTopic: { type: 'string' } },
+            },
+            deadLetterAlertDepth: { type: 'integer', minimum: 1 }, webhookMaxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
           },
         },
       },
@@ -224,6 +232,8 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
       groupId: request.params.groupId, ...request.body, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
     }),
   );
+
+  registerRetryRoutes(app, api);
 
   app.delete<{ Params: { groupId: string } }>('/groups/:groupId', async (request, reply) => {
     await api.deleteGroup(request.params.groupId);
@@ -298,6 +308,68 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   app.get('/push-streams', async () => ({ streams: push.stats() }));
 
   return app;
+}
+
+/** Nacks and dead letters (docs/retries.md). */
+function registerRetryRoutes(app: FastifyInstance, api: OnelogApi): void {
+  app.post<{ Params: { groupId: string }; Body: Omit<NackRequest, 'groupId'> }>(
+    '/groups/:groupId/nacks',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['topic', 'partition', 'offset', 'reason'],
+          additionalProperties: false,
+          properties: {
+            topic: { type: 'string' }, partition: nonNegInt, offset: nonNegInt, reason: { type: 'string' },
+            memberId: { type: 'string' }, generationId: { type: 'integer' },
+          },
+        },
+      },
+    },
+    async (request) => api.nack({ groupId: request.params.groupId, ...request.body }),
+  );
+  app.get<{ Params: { groupId: string }; Querystring: { topic: string; limit?: number } }>(
+    '/groups/:groupId/dead-letters',
+    {
+      schema: {
+        querystring: {
+          type: 'object', required: ['topic'], additionalProperties: false,
+          properties: { topic: { type: 'string' }, limit: { type: 'integer', minimum: 1, maximum: 10_000 } },
+        },
+      },
+    },
+    async (request) => api.listDeadLetters({ groupId: request.params.groupId, ...request.query }),
+  );
+  const who = { type: 'string', maxLength: 200 } as const;
+  app.post<{ Params: { groupId: string }; Body: Omit<RedriveRequest, 'groupId'> }>(
+    '/groups/:groupId/dead-letters/redrive',
+    {
+      schema: {
+        body: {
+          type: 'object', required: ['topic'], additionalProperties: false,
+          properties: { topic: { type: 'string' }, offset: nonNegInt, all: { type: 'boolean' }, execute: { type: 'boolean' }, requestedBy: who },
+        },
+      },
+    },
+    async (request) => api.redriveDeadLetters({
+      groupId: request.params.groupId, ...request.body, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
+    }),
+  );
+  app.post<{ Params: { groupId: string }; Body: Omit<PurgeRequest, 'groupId'> }>(
+    '/groups/:groupId/dead-letters/purge',
+    {
+      schema: {
+        body: {
+          type: 'object', required: ['topic', 'beforeOffset'], additionalProperties: false,
+          properties: { topic: { type: 'string' }, beforeOffset: nonNegInt, execute: { type: 'boolean' }, requestedBy: who },
+        },
+      },
+    },
+    async (request) => api.purgeDeadLetters({
+      groupId: request.params.groupId, ...request.body, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
+    }),
+  );
 }
 
 function isBinaryDataApi(api: OnelogApi): api is OnelogApi & BinaryDataApi {

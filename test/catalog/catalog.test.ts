@@ -51,7 +51,10 @@ function topic(name: string, overrides: Partial<TopicRecord> = {}): TopicRecord 
 }
 
 function sub(groupId: string, topicName: string, deliveryMode: DeliveryMode = 'pull', startPolicy: StartPolicy = 'latest', createdAt = T): SubscriptionRecord {
-  return { groupId, topic: topicName, deliveryMode, startPolicy, onOutOfRange: 'pause', pushEndpoint: null, maxInFlight: 1, createdAt };
+  return {
+    groupId, topic: topicName, deliveryMode, startPolicy, onOutOfRange: 'pause', pushEndpoint: null, maxInFlight: 1, createdAt,
+    retry: null, deadLetterTopic: null, retryTiers: 0, deadLetterAlertDepth: 1, webhookMaxAttempts: 5,
+  };
 }
 
 describe('Catalog on SQLite', () => {

@@ -1,0 +1,282 @@
+/**
+ * Retry tiers on the broker (docs/retries.md): a nacked record is appended, durably and once, to the next
+ * tier topic of its subscription (or, after `maxAttempts`, to the dead-letter topic) with headers naming its
+ * original position, the group, the attempt its next delivery will be and the failure; only then does the nack
+ * answer, so the member can commit past the record and its partition keeps flowing. A member's fetch of a tier
+ * stops at the first record not yet due (its last failure + the tier's delay, by the broker's `Clock`), and
+ * every fetch of the group skips records it already moved ({@link MovedRecords}).
+ *
+ * Tier topics have the subscribed topic's partition count (a record of partition p stays in partition p, so
+ * the records of one original partition keep their order in every tier) and its retention; the dead-letter
+ * topic has one partition and keeps its records until purged.
+ */
+import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import type { RetryTopics, TierOwner } from '../coordinator/retry-topics.js';
+import type { OffsetStore } from '../offsets/offset-store.js';
+import type { CreateTopicRequest, FetchedPartition, NackRequest, NackResult, RetryPolicyInput, TopicDescription } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { encodeBatch } from '../protocol/record-batch.js';
+import {
+  checkRetryPolicy, defaultDeadLetterTopic, deliveryInfo, dueAt, movedHeaders, RETRY_HEADERS, tierDelayMs, tierTopicName,
+} from '../protocol/retry-policy.js';
+import type { RetryPolicy } from '../protocol/retry-policy.js';
+import { pickTopicConfig } from '../protocol/topic-config.js';
+import type { RecordInput, StoredRecord } from '../protocol/types.js';
+import { checkTopicName } from '../protocol/validate.js';
+import type { LogManager } from '../storage/log-manager.js';
+import type { PartitionLog } from '../storage/partition-log.js';
+import { fetchPartitions } from './fetch.js';
+import type { FetchLimits, FetchTarget } from './fetch.js';
+import { MovedRecords } from './moved-records.js';
+import type { MovedTo } from './moved-records.js';
+
+/** What retries read and write. */
+export interface RetriesDeps {
+  logs: LogManager;
+  offsets: OffsetStore;
+  catalog: Catalog;
+  clock: Clock;
+  retryTopics: RetryTopics;
+  /** Creates a topic as the broker's createTopic does. */
+  createTopic(request: CreateTopicRequest): Promise<TopicDescription>;
+  /** Called after a record was dead-lettered (the depth alert is evaluated). */
+  deadLettered(sub: SubscriptionRecord): Promise<void>;
+}
+
+export class Retries {
+  /** Per group, built on first use from its tier and dead-letter partitions. */
+  private readonly indexes = new Map<string, Promise<MovedRecords>>();
+
+  constructor(private readonly deps: RetriesDeps) {}
+
+  /**
+   * Checks a subscribe request's retry policy, fills in its defaults (`maxAttempts`: one more than the tiers;
+   * the dead-letter topic `<topic>.<group>.dlq`) and creates the tier topics and the dead-letter topic that are
+   * missing. Everything is checked before any topic is created.
+   * @throws OnelogError `INVALID_REQUEST` for a bad policy, or an existing topic that cannot serve (wrong partition count)
+   */
+  async preparePolicy(groupId: string, topic: string, input: RetryPolicyInput | null | undefined): Promise<RetryPolicy | null | undefined> {
+    if (input === undefined || input === null) return input;
+    if (typeof input !== 'object') throw new OnelogError('INVALID_REQUEST', 'retry must be { delaysMs, maxAttempts?, deadLetterTopic? } or null');
+    const delaysMs = input.delaysMs;
+    const maxAttempts = input.maxAttempts ?? (Array.isArray(delaysMs) ? delaysMs.length + 1 : undefined);
+    checkRetryPolicy({ delaysMs, maxAttempts });
+    const deadLetterTopic = checkTopicName(input.deadLetterTopic ?? defaultDeadLetterTopic(topic, groupId));
+    const { logs, catalog } = this.deps;
+    const partitions = logs.partitionCount(topic);
+    const tiers = delaysMs.map((_, i) => tierTopicName(topic, groupId, i + 1));
+    if (deadLetterTopic === topic || tiers.includes(deadLetterTopic) || this.deps.retryTopics.isTier(deadLetterTopic)) {
+      throw new OnelogError('INVALID_REQUEST', `the dead-letter topic ${deadLetterTopic} cannot be the subscribed topic or a retry tier`, { deadLetterTopic });
+    }
+    const owner = (await catalog.listRetrySubscriptions()).find((s) => s.deadLetterTopic === deadLetterTopic && (s.groupId !== groupId || s.topic !== topic));
+    if (owner) {
+      throw new OnelogError('INVALID_REQUEST', `${deadLetterTopic} is already the dead-letter topic of group ${owner.groupId} for ${owner.topic}; ` +
+        'each subscription needs its own', { deadLetterTopic });
+    }
+    const wanted = [...tiers.map((name) => ({ name, partitions })), { name: deadLetterTopic, partitions: 1 }];
+    for (const { name, partitions: n } of wanted) {
+      const existing = await catalog.getTopic(name);
+      if (existing && existing.partitions !== n) {
+        throw new OnelogError('INVALID_REQUEST', `topic ${name} exists with ${existing.partitions} partitions; as a ` +
+          `${n === 1 && name === deadLetterTopic ? 'dead-letter topic it needs 1' : `retry tier of ${topic} it needs ${n}`}`, { topic: name });
+      }
+    }
+    const base = pickTopicConfig((await catalog.getTopic(topic))!);
+    for (const { name, partitions: n } of wanted) {
+      if (await catalog.getTopic(name)) continue;
+      // Moves are synced by the nack itself; a dead letter waits for a person, so it never expires.
+      const retention = name === deadLetterTopic ? { retentionMs: -1, retentionBytes: -1 } : {};
+      await this.deps.createTopic({
+        topic: name, partitions: n,
+        config: { ...base, cleanupPolicy: 'delete', compressionType: 'producer', flushPolicy: 'always', ...retention },
+      }).catch((err: unknown) => {
+        if ((err as OnelogError).code !== 'TOPIC_ALREADY_EXISTS') throw err; // created meanwhile by a concurrent request
+      });
+    }
+    return { delaysMs: [...delaysMs], maxAttempts: maxAttempts!, deadLetterTopic };
+  }
+
+  /**
+   * Moves a nacked record to the next tier or the dead-letter topic (once: a repeated nack answers the first
+   * move, `duplicate: true`). Resolves once the moved record is on disk (fdatasync'd).
+   * @param checked what {@link GroupCoordinator.checkNack} answered (the nack is fenced already)
+   * @throws OnelogError `INVALID_OFFSET`, `OFFSET_OUT_OF_RANGE` (at or above the high watermark, or below the
+   *   log start), `INVALID_REQUEST` (reason), as an append does (`RESOURCE_EXHAUSTED`, `STORAGE_ERROR`)
+   */
+  async nack(request: NackRequest, checked: { subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }): Promise<NackResult> {
+    const { groupId, topic, partition, offset, reason } = request;
+    const { subscription, policy, tier } = checked;
+    if (typeof reason !== 'string') throw new OnelogError('INVALID_REQUEST', 'reason must be a string (why the record could not be processed)');
+    const log = this.deps.logs.get(topic, partition);
+    if (!Number.isSafeInteger(offset) || offset < 0) {
+      throw new OnelogError('INVALID_OFFSET', `offset must be an integer >= 0, got ${JSON.stringify(offset)}`, { groupId, topic, partition, offset });
+    }
+    if (offset >= log.highWatermark || offset < log.logStartOffset) {
+      throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot nack offset ${offset} of ${topic}/${partition}: the partition holds offsets ` +
+        `${log.logStartOffset} to ${log.highWatermark - 1}`, { groupId, topic, partition, offset, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark });
+    }
+    const source = { topic, partition, offset };
+    const index = await this.index(groupId);
+    const { to, duplicate } = await index.once(source, async () => {
+      const record = readRecord(log, offset);
+      const info = deliveryInfo(record, topic, partition, tier !== undefined);
+      const deadLettered = info.attempt >= policy.maxAttempts;
+      const attempt = deadLettered ? info.attempt : info.attempt + 1;
+      const target = deadLettered
+        ? this.deps.logs.get(policy.deadLetterTopic, 0)
+        : this.tierLog(subscription.topic, groupId, Math.min(info.attempt, policy.delaysMs.length), info.original.partition);
+      const now = this.deps.clock.now();
+      const headers = movedHeaders(record, tier !== undefined, { groupId, attempt, reason, now, source });
+      const stored = await this.appendDurably(target, { key: record.key, value: record.value, headers, timestamp: now });
+      return { topic: target.topic, partition: target.partition, offset: stored, attempt, deadLettered };
+    });
+    if (to.deadLettered && !duplicate) await this.deps.deadLettered(subscription);
+    return { ...to, duplicate };
+  }
+
+  /**
+   * Appends a record moved from `source` (a dead letter redriven) to tier 1 of the subscription, once.
+   * @returns where it went, and whether it had been moved before
+   */
+  async redrive(sub: SubscriptionRecord, source: { topic: string; partition: number; offset: number }, record: StoredRecord): Promise<{ to: MovedTo; duplicate: boolean }> {
+    const index = await this.index(sub.groupId);
+    return index.once(source, async () => {
+      const info = deliveryInfo(record, source.topic, source.partition, true);
+      const target = this.tierLog(sub.topic, sub.groupId, 1, info.original.partition);
+      const now = this.deps.clock.now();
+      const text = (key: string, value: string | number) => ({ key, value: Buffer.from(String(value), 'utf8') });
+      const headers = [
+        ...record.headers.filter((h) => h.key !== RETRY_HEADERS.attempt && h.key !== RETRY_HEADERS.source && h.key !== RETRY_HEADERS.redrivenAt),
+        text(RETRY_HEADERS.attempt, 1), text(RETRY_HEADERS.source, `${source.topic}/${source.partition}/${source.offset}`), text(RETRY_HEADERS.redrivenAt, now),
+      ];
+      const stored = await this.appendDurably(target, { key: record.key, value: record.value, headers, timestamp: now });
+      return { topic: target.topic, partition: target.partition, offset: stored, attempt: 1, deadLettered: false };
+    });
+  }
+
+  /** The partition of tier `tier` that records of original partition `partition` go to. */
+  private tierLog(topic: string, groupId: string, tier: number, partition: number): PartitionLog {
+    const name = tierTopicName(topic, groupId, tier);
+    return this.deps.logs.get(name, partition % this.deps.logs.partitionCount(name));
+  }
+
+  /** Appends one record and waits until it is on disk, whatever the topic's flush policy. */
+  private async appendDurably(log: PartitionLog, record: RecordInput): Promise<number> {
+    const [stored] = await this.deps.logs.appendAll([{ log, batch: encodeBatch([record], 0, this.deps.clock.now()) }]);
+    await log.flush();
+    return stored!.baseOffset;
+  }
+
+  /** Whether a fetch of `topic` by `groupId` needs {@link fetch}: the topic is a tier of the group, or has tiers (records may have moved). */
+  filters(groupId: string, topic: string): boolean {
+    const { retryTopics } = this.deps;
+    return retryTopics.tierOf(groupId, topic) !== undefined || retryTopics.tiersOf(groupId, topic).length > 0;
+  }
+
+  /**
+   * A member's fetch of a topic that {@link filters} says needs it: as {@link fetchPartitions}, but without the
+   * records the group moved already, and, for a tier, stopping at the first record not yet due. When nothing
+   * can be delivered it waits (up to `maxWaitMs`) for new records or the next due time, by the clock.
+   */
+  async fetch(groupId: string, topic: string, targets: readonly FetchTarget[], limits: FetchLimits): Promise<FetchedPartition[]> {
+    const index = await this.index(groupId);
+    const tier = this.deps.retryTopics.tierOf(groupId, topic);
+    const delayMs = tier ? tierDelayMs((await this.deps.catalog.getSubscription(groupId, tier.topic))?.retry ?? null, tier.tier) : null;
+    const started = Date.now();
+    for (;;) {
+      const remaining = Math.max(0, limits.maxWaitMs - (Date.now() - started));
+      const parts = await fetchPartitions(targets, { ...limits, maxWaitMs: remaining });
+      const now = this.deps.clock.now();
+      let nextDue = Infinity;
+      parts.forEach((p) => {
+        const moved = index.movedOf(topic, p.partition);
+        if (!moved && delayMs === null) return;
+        const kept: StoredRecord[] = [];
+        for (const r of p.records) {
+          if (moved?.has(r.offset)) continue;
+          const due = delayMs === null ? now : dueAt(r, delayMs);
+          if (due > now) {
+            nextDue = Math.min(nextDue, due);
+            p.nextOffset = r.offset;
+            break;
+          }
+          kept.push(r);
+        }
+        p.records = kept;
+      });
+      const progressed = parts.some((p, i) => p.records.length > 0 || p.error || p.nextOffset !== targets[i]!.offset);
+      if (progressed || remaining <= 0) return parts;
+      const stop = new AbortController();
+      await Promise.race([
+        nextDue === Infinity ? new Promise<void>(() => {}) : this.deps.clock.sleep(nextDue - now, stop.signal),
+        systemClock.sleep(remaining, stop.signal),
+        ...targets.filter((t) => t.offset === t.log.highWatermark).map((t) => t.log.waitForData(t.offset, remaining)),
+      ]);
+      stop.abort();
+    }
+  }
+
+  /** An executed reset of `topic`: the group reads it again, records moved before included. */
+  forget(groupId: string, topic: string): void {
+    void this.indexes.get(groupId)?.then((index) => index.forgetTopic(topic));
+  }
+
+  /** Forgets a group's index (the group was deleted). */
+  deleteGroup(groupId: string): void {
+    this.indexes.delete(groupId);
+  }
+
+  /** The group's index of moved records, built on first use from its tier and dead-letter partitions. */
+  private index(groupId: string): Promise<MovedRecords> {
+    let index = this.indexes.get(groupId);
+    if (!index) {
+      index = this.build(groupId);
+      this.indexes.set(groupId, index);
+      index.catch(() => this.indexes.delete(groupId)); // built again on the next use
+    }
+    return index;
+  }
+
+  private async build(groupId: string): Promise<MovedRecords> {
+    const { catalog, offsets, logs, retryTopics } = this.deps;
+    const index = new MovedRecords();
+    const committed = new Map((await offsets.list(groupId)).map((o) => [`${o.topic}/${o.partition}`, o.offset]));
+    // A source committed past is never delivered or nacked again: only moves above the committed offset matter.
+    const counts = (topic: string, partition: number, offset: number) => offset >= (committed.get(`${topic}/${partition}`) ?? 0);
+    for (const sub of await catalog.listSubscriptions(groupId)) {
+      const targets = [...retryTopics.tiersOf(groupId, sub.topic).map((t) => ({ topic: t, dead: false }))];
+      if (sub.deadLetterTopic && (await catalog.getTopic(sub.deadLetterTopic))) targets.push({ topic: sub.deadLetterTopic, dead: true });
+      for (const { topic, dead } of targets) {
+        for (const log of logs.partitions(topic)) index.scan(log, dead, counts);
+      }
+    }
+    return index;
+  }
+}
+
+/**
+ * The record at `offset` of `log`.
+ * @throws OnelogError `INVALID_OFFSET` when no record has that offset (compaction removed it)
+ */
+export function readRecord(log: PartitionLog, offset: number): StoredRecord {
+  const record = log.fetch(offset, { maxRecords: 1, maxBytes: 1 }).records.find((r) => r.offset === offset);
+  if (!record) {
+    throw new OnelogError('INVALID_OFFSET', `${log.topic}/${log.partition} has no record at offset ${offset} (compaction removed it)`, {
+      topic: log.topic, partition: log.partition, offset,
+    });
+  }
+  return record;
+}
+
+/**
+ * A filtered partition's records as one RecordBatch v2 (their offsets, gaps included, and timestamps kept), for
+ * the binary data path; empty when no record is left.
+ */
+export function recordsAsBatches(records: readonly StoredRecord[]): Buffer {
+  if (records.length === 0) return Buffer.alloc(0);
+  const base = records[0]!.offset;
+  const offsetDeltas = records.map((r) => r.offset - base);
+  return encodeBatch(records, base, 0, undefined, { layout: { offsetDeltas, lastOffsetDelta: offsetDeltas[offsetDeltas.length - 1]! } });
+}
