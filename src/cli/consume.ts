@@ -1,14 +1,25 @@
 /**
  * `onelog consume TOPIC --group G`: joins the group as a member (fetching, or receiving over a WebSocket
  * when the group's subscription says push) and prints one JSON object per record
- * `{topic, partition, offset, timestamp, key, value, headers}` (key, value and header values as UTF-8 text),
- * committing after printing (at-least-once; `--commit-mode before-processing` for at-most-once). Stops after
- * `--max-records N`, after `--idle-timeout-ms MS` with nothing new, or on SIGINT/SIGTERM, committing what was
- * printed. A partition that stops for the group (e.g. `OFFSET_OUT_OF_RANGE`) is reported on stderr with its
- * code and context while the other partitions keep flowing; the exit code is then 1.
+ * `{topic, partition, offset, timestamp, key, value, headers, attempt, original}` (key, value and header values
+ * as UTF-8 text; `attempt` and `original` say which delivery this is and where the record first was, for
+ * records of retry tiers), committing after printing (at-least-once; `--commit-mode before-processing` for
+ * at-most-once). Stops after `--max-records N`, after `--idle-timeout-ms MS` with nothing new, or on
+ * SIGINT/SIGTERM, committing what was printed. A partition that stops for the group (e.g.
+ * `OFFSET_OUT_OF_RANGE`) is reported on stderr with its code and context while the other partitions keep
+ * flowing; the exit code is then 1.
+ *
+ * With `--exec CMD` the CLI is the handler (docs/retries.md): CMD runs through `sh -c` once per record, in order
+ * per partition, with the value on stdin and `ONELOG_TOPIC`, `ONELOG_PARTITION`, `ONELOG_OFFSET`, `ONELOG_KEY`,
+ * `ONELOG_ATTEMPT`, `ONELOG_TIMESTAMP` set; exit 0 processes the record, any other exit nacks it with the last
+ * line of CMD's stderr as the reason (without a retry policy, it stops with that error). One JSON line per
+ * outcome: `{topic, partition, offset, key, attempt, original, outcome: 'processed' | 'nacked', exitCode,
+ * reason?, movedTo?}`.
  */
 import type { Command } from 'commander';
 import { Consumer } from '../client/consumer.js';
+import type { ConsumedMessage } from '../client/consumer.js';
+import { runPerRecord } from './exec.js';
 import type { HttpApi } from '../client/http-api.js';
 import { PushConsumer } from '../client/push-consumer.js';
 import { headersToJson } from '../protocol/json-records.js';
@@ -24,6 +35,7 @@ interface ConsumeOptions {
   idleTimeoutMs?: number;
   commitMode: string;
   sessionTimeoutMs?: number;
+  exec?: string;
 }
 
 /** Writes a line to stdout, waiting when the pipe is full; rejects if the reader went away (EPIPE). */
@@ -49,6 +61,25 @@ async function deliveryMode(api: HttpApi, groupId: string, topic: string): Promi
   return subscription?.deliveryMode ?? 'pull';
 }
 
+/**
+ * Runs the `--exec` command on a record: exit 0 processes it; another exit nacks it (the reason: the last line
+ * of its stderr) and answers where it went.
+ * @throws OnelogError the command's failure, as `HANDLER_FAILED`-like `INVALID_REQUEST`, when there is no retry policy to nack to
+ */
+async function execute(command: string, m: ConsumedMessage, consumer: { nack: Consumer['nack'] }): Promise<Record<string, unknown>> {
+  const where = { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key?.toString('utf8') ?? null, attempt: m.attempt, original: m.original };
+  const { exitCode, reason } = await runPerRecord(command, m);
+  if (exitCode === 0) return { ...where, outcome: 'processed', exitCode };
+  try {
+    const movedTo = await consumer.nack(m, reason);
+    return { ...where, outcome: 'nacked', exitCode, reason, movedTo };
+  } catch (err) {
+    if ((err as OnelogError).code !== 'NO_RETRY_POLICY') throw err;
+    throw new OnelogError('INVALID_REQUEST', `--exec command exited ${exitCode} on ${m.topic}/${m.partition}@${m.offset}: ${reason} ` +
+      '(the group has no retry policy, so the partition stops here; add one with onelog groups alter ... --retry)', { ...where, exitCode, reason });
+  }
+}
+
 /** Set when stdout's reader went away (`onelog consume ... | head`): stop, committing what was printed. */
 let stdoutClosed = false;
 
@@ -62,6 +93,7 @@ export function registerConsume(program: Command): void {
     .option('--idle-timeout-ms <ms>', 'exit after MS ms with no new record', parseInteger('--idle-timeout-ms', 0))
     .option('--commit-mode <mode>', 'after-processing (at-least-once) | before-processing (at-most-once)', 'after-processing')
     .option('--session-timeout-ms <ms>', 'leave the group after MS ms without a heartbeat (default 45000)', parseInteger('--session-timeout-ms', 1000, 3_600_000))
+    .option('--exec <command>', 'run COMMAND (sh -c) per record, value on stdin: exit 0 processes it, any other exit nacks it (docs/retries.md)')
     .action(action(async (topic: string, o: ConsumeOptions, cmd: Command) => {
       if (o.from !== undefined && !START_POLICIES.includes(o.from as StartPolicy)) {
         throw new OnelogError('INVALID_REQUEST', `--from must be earliest or latest, got ${JSON.stringify(o.from)}`);
@@ -110,13 +142,17 @@ export function registerConsume(program: Command): void {
             partitionErrors++;
             reportError(err);
           },
-          eachMessage: async ({ partition, message: m }) => {
+          eachMessage: async ({ message: m }) => {
             armIdle();
-            await writeLine(JSON.stringify({
-              topic, partition, offset: m.offset, timestamp: m.timestamp,
-              key: m.key?.toString('utf8') ?? null, value: m.value?.toString('utf8') ?? null,
-              headers: headersToJson(m.headers, 'utf8'),
-            }) + '\n');
+            const where = { topic: m.topic, partition: m.partition, offset: m.offset };
+            if (o.exec === undefined) {
+              await writeLine(JSON.stringify({
+                ...where, timestamp: m.timestamp, key: m.key?.toString('utf8') ?? null, value: m.value?.toString('utf8') ?? null,
+                headers: headersToJson(m.headers, 'utf8'), attempt: m.attempt, original: m.original,
+              }) + '\n');
+            } else {
+              await writeLine(JSON.stringify(await execute(o.exec, m, consumer)) + '\n');
+            }
             printed++;
             if (o.maxRecords !== undefined && printed >= o.maxRecords) void consumer.stop();
           },

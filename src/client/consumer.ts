@@ -327,10 +327,19 @@ export class Consumer<Tx = undefined> {
         const h = held(p);
         if (!h || p.error) continue;
         await this.process(session, h, p, handlers, committedAhead);
-        if (session.fenced || (this.stopping && !committedAhead)) break;
+        if (!committedAhead && (session.fenced || this.stopping)) break;
       }
     } catch (err) {
       failure = err;
+    }
+    if (committedAhead && failure !== undefined) {
+      // The batch was committed ahead and a handler failed: move the commit back to what was handed, so the
+      // records no handler got are not committed (they go to whoever consumes the partition next).
+      const handed = new Map(partitions.flatMap((p) => {
+        const h = held(p);
+        return h && h.position < p.nextOffset ? [[`${topic}/${p.partition}`, { topic, partition: p.partition, offset: h.position }] as const] : [];
+      }));
+      await this.commitOffsets(session, handed).catch(() => {});
     }
     const progress = new Map<string, { topic: string; partition: number; offset: number }>();
     for (const p of partitions) {
@@ -349,7 +358,8 @@ export class Consumer<Tx = undefined> {
     session: MemberSession, h: HeldPartition, p: FetchedPartition, handlers: RunOptions<Tx>, committedAhead: boolean,
   ): Promise<void> {
     for (const record of p.records) {
-      if (session.fenced || (!committedAhead && (this.stopping || h.revoked))) return;
+      // Committed ahead, every record is handed, whatever happens meanwhile: nobody else will get them.
+      if (!committedAhead && (session.fenced || this.stopping || h.revoked)) return;
       if (record.offset < h.position) continue;
       const message: ConsumedMessage = {
         offset: record.offset, timestamp: record.timestamp, key: record.key, value: record.value, headers: record.headers,
@@ -360,6 +370,9 @@ export class Consumer<Tx = undefined> {
       this.inHandler = true;
       try {
         if (!(await this.handle(session, h, message, handlers))) return;
+      } catch (err) {
+        if (committedAhead) h.position = record.offset + 1; // handed, though it failed
+        throw err;
       } finally {
         this.inHandler = false;
       }

@@ -1,7 +1,8 @@
 /**
- * A consumer's membership in its group: joins, heartbeats every `heartbeatIntervalMs` (on a timer, so a
- * slow handler does not cost the membership), tracks the assignment the coordinator answers, and sends
- * commits and heartbeats one at a time, so a commit always carries the generation of the last answer.
+ * A group member's membership, the one implementation for every kind of member (the consumer, a push session
+ * through it, a webhook dispatcher): joins, heartbeats every `heartbeatIntervalMs` (on a timer, so a slow
+ * handler does not cost the membership), tracks the assignment the coordinator answers, and sends commits
+ * and heartbeats one at a time, so a commit always carries the generation of the last answer.
  *
  * Revocation (incremental rebalance): when an answer leaves out a partition the member holds, the
  * partition is marked `revoked`; the consumer stops it after the record in hand, commits what it
@@ -48,7 +49,7 @@ export class MemberSession {
   private lastFailure: OnelogError | null = null;
 
   constructor(
-    private readonly api: OnelogApi,
+    private readonly api: Pick<OnelogApi, 'joinGroup' | 'heartbeat' | 'leaveGroup'>,
     private readonly join: JoinGroupRequest,
     private readonly hooks: SessionHooks,
   ) {}

@@ -4,10 +4,12 @@
  * `creditBytes` bytes, and gives credit back as its handler finishes records, so the broker never sends more
  * than the window and the backlog stays in the log. After each frame's records are handled it acknowledges
  * the last one (the broker commits its offset + 1: at-least-once); with `commitMode: 'before-processing'`
- * the broker commits before sending (at-most-once). Protocol: docs/delivery.md.
+ * the broker commits before sending (at-most-once). A handler that throws nacks its record when the
+ * subscription has a retry policy (docs/retries.md). Protocol: docs/delivery.md.
  */
 import WebSocket from 'ws';
 import type { RawData } from 'ws';
+import type { NackResult } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { jsonToRecord } from '../protocol/json-records.js';
 import { deliveryInfo } from '../protocol/retry-policy.js';
@@ -42,6 +44,8 @@ interface RecordsFrame {
 export class PushConsumer {
   private readonly topics: string[] = [];
   private ws: WebSocket | null = null;
+  /** Nacks sent and not yet answered, by `topic/partition/offset`. */
+  private readonly nacks = new Map<string, { resolve: (r: NackResult) => void; reject: (err: Error) => void }>();
   private stopping = false;
   private handling = false;
   private running: Promise<void> | null = null;
@@ -81,6 +85,36 @@ export class PushConsumer {
     await this.running?.catch(() => {});
   }
 
+  /**
+   * "I could not process this record" (docs/retries.md): the broker moves it to the subscription's next retry
+   * tier (or its dead-letter topic); it then counts as handled and the next ack covers it. A handler that
+   * throws is nacked the same way when the subscription has a retry policy.
+   * @throws OnelogError `NO_RETRY_POLICY` without a retry policy; `INVALID_OFFSET` for a record not received;
+   *   fencing errors; `NETWORK_ERROR` when the stream is not open
+   */
+  nack(message: Pick<ConsumedMessage, 'topic' | 'partition' | 'offset'>, reason: string): Promise<NackResult> {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new OnelogError('NETWORK_ERROR', 'nack() needs the push stream open (while run() runs)'));
+    }
+    const key = `${message.topic}/${message.partition}/${message.offset}`;
+    return new Promise<NackResult>((resolve, reject) => {
+      this.nacks.set(key, { resolve, reject });
+      ws.send(JSON.stringify({ type: 'nack', topic: message.topic, partition: message.partition, offset: message.offset, reason }));
+    });
+  }
+
+  /** Settles the nack an answer frame names; false when it names none. */
+  private settleNack(frame: { type: string; topic?: unknown; partition?: unknown; offset?: unknown; movedTo?: unknown }): boolean {
+    const key = `${String(frame.topic)}/${String(frame.partition)}/${String(frame.offset)}`;
+    const pending = this.nacks.get(key);
+    if (!pending) return false;
+    this.nacks.delete(key);
+    if (frame.type === 'nacked') pending.resolve(frame.movedTo as NackResult);
+    else pending.reject(OnelogError.fromJSON(frame as { code?: unknown; message?: unknown }));
+    return true;
+  }
+
   private loop(handlers: RunOptions): Promise<void> {
     const creditRecords = this.options.creditRecords ?? 1000;
     const creditBytes = this.options.creditBytes ?? 1024 * 1024;
@@ -115,7 +149,7 @@ export class PushConsumer {
           const where = { topic: String(frame.topic), partition: Number(frame.partition) };
           if (handlers.onPartitionError) handlers.onPartitionError(error, where);
           else process.emitWarning(error.message, { code: error.code });
-        } else {
+        } else if (!this.settleNack(frame)) {
           failure ??= OnelogError.fromJSON(frame as { code?: unknown; message?: unknown });
         }
       });
@@ -124,6 +158,8 @@ export class PushConsumer {
       });
       ws.on('close', (code, reason) => {
         this.ws = null;
+        for (const pending of this.nacks.values()) pending.reject(new OnelogError('NETWORK_ERROR', `push stream ${streamUrl} closed before the nack was answered`));
+        this.nacks.clear();
         // Closed by the broker or the network, not by stop(): the stream is gone, never a silent end.
         if (!this.stopping && failure === undefined) {
           failure = new OnelogError('NETWORK_ERROR', `push stream ${streamUrl} closed (${code}${reason.length ? `: ${reason.toString()}` : ''})`, {
@@ -148,8 +184,15 @@ export class PushConsumer {
           ...record, topic: frame.topic, partition: frame.partition,
           ...deliveryInfo(record, frame.topic, frame.partition, !this.topics.includes(frame.topic)),
         };
-        const done = handlers.eachMessage({ topic: frame.topic, partition: frame.partition, message, tx: undefined });
-        if (done) await done;
+        try {
+          const done = handlers.eachMessage({ topic: frame.topic, partition: frame.partition, message, tx: undefined });
+          if (done) await done;
+        } catch (err) {
+          // With a retry policy the record moves to a retry tier and counts as handled; without, it stops here.
+          await this.nack(message, err instanceof Error ? err.message : String(err)).catch((nackErr: unknown) => {
+            throw (nackErr as OnelogError).code === 'NO_RETRY_POLICY' ? err : nackErr;
+          });
+        }
         last = message;
         bytes += (record.key?.length ?? 0) + (record.value?.length ?? 0);
       }

@@ -5,14 +5,15 @@
  * the rest of the backlog stays in the log. The session is a real group member on the broker's side (the
  * {@link Consumer} of `src/client`, run over the broker's API in-process): assignment, rebalances, fencing
  * and `groups describe` apply. The member acknowledges records; an ack of a record commits its offset + 1
- * (after-processing); with `before-processing` the broker commits each fetched batch before sending it.
+ * (after-processing); with `before-processing` the broker commits each frame's records as it sends them
+ * (at-most-once). No record is committed that was not handed to the socket (docs/delivery.md).
  *
  * Transport-agnostic: `send` carries frames (JSON text) to the member; the WebSocket face is
  * `src/server/push-socket.ts`.
  */
 import { Consumer } from '../client/consumer.js';
 import type { ConsumedMessage } from '../client/consumer.js';
-import type { OnelogApi } from '../protocol/api.js';
+import type { NackResult, OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { recordToJson } from '../protocol/json-records.js';
 import type { CommitMode, StartPolicy } from '../protocol/types.js';
@@ -34,6 +35,7 @@ export interface PushSubscribe {
 export type PushFrame =
   | { type: 'records'; topic: string; partition: number; records: ReturnType<typeof recordToJson>[] }
   | { type: 'partition-error'; topic: string; partition: number; error: Record<string, unknown> }
+  | { type: 'nacked'; topic: string; partition: number; offset: number; movedTo: NackResult }
   | { type: 'error'; code: string; message: string };
 
 /** The session's own counters: what it holds and what is out with the member. */
@@ -66,23 +68,28 @@ export class PushSession {
   private sentRecords = 0;
   private frame: { topic: string; partition: number; records: ReturnType<typeof recordToJson>[]; bytes: number } | null = null;
   private creditWaiter: (() => void) | null = null;
+  /** Frames being delivered, in order. */
+  private sending: Promise<void> = Promise.resolve();
   private closed = false;
 
   /**
    * Joins the group and starts pushing as credit arrives.
    * @param send delivers one frame to the member (JSON text)
    * @param end closes the transport after a fatal error (the membership ended: e.g. an unknown topic)
+   * @param isOpen whether the transport still carries frames to the member (false once it started closing)
    */
   constructor(
     api: OnelogApi,
     private readonly subscribe: PushSubscribe,
     private readonly send: (frame: string) => void,
     private readonly end: (code: string) => void = () => {},
+    private readonly isOpen: () => boolean = () => true,
   ) {
     this.consumer = new Consumer(api, {
       groupId: subscribe.groupId,
       commitMode: subscribe.commitMode ?? 'after-processing',
-      autoCommit: subscribe.commitMode === 'before-processing',
+      // before-processing commits what each frame carries as it is sent (see deliver), never records still unsent.
+      autoCommit: false,
       clientId: subscribe.clientId ?? 'push-member',
       maxRecords: PUSH_FETCH_RECORDS,
       maxWaitMs: 500,
@@ -153,6 +160,24 @@ export class PushSession {
     await this.consumer.commit({ topic, partition, offset });
   }
 
+  /**
+   * Nacks a record sent to this member: the broker moves it to the subscription's next retry tier (or its
+   * dead-letter topic) through the member's consumer, fenced as a commit; then it counts as processed, and the
+   * member's next ack covers it.
+   * @throws OnelogError `INVALID_OFFSET` for an offset this session did not send; as {@link Consumer.nack}
+   *   (`NO_RETRY_POLICY`, fencing errors)
+   */
+  async nack(topic: string, partition: number, offset: number, reason: unknown): Promise<NackResult> {
+    const lastSent = this.lastSent.get(`${topic}/${partition}`);
+    if (!Number.isSafeInteger(offset) || lastSent === undefined || offset < 0 || offset > lastSent) {
+      throw new OnelogError('INVALID_OFFSET', `nack of ${topic}/${partition} offset ${JSON.stringify(offset)}: ` +
+        (lastSent === undefined ? 'nothing of that partition was sent to this member' : `the last record sent of it is ${lastSent}`),
+      { topic, partition, offset, lastSent: lastSent ?? null });
+    }
+    if (typeof reason !== 'string') throw new OnelogError('INVALID_REQUEST', 'a nack frame needs "reason": a string');
+    return this.consumer.nack({ topic, partition, offset }, reason);
+  }
+
   /** What the session holds now. */
   stats(): PushStats {
     return {
@@ -167,6 +192,8 @@ export class PushSession {
     const waiter = this.creditWaiter;
     this.creditWaiter = null;
     waiter?.();
+    // A frame being delivered moves its commit back while the member still holds the partition.
+    await this.sending;
     await this.consumer.stop();
     await this.running;
   }
@@ -198,11 +225,31 @@ export class PushSession {
     if (this.frame.records.length === 1) setImmediate(() => this.flush());
   }
 
-  /** Sends the frame being built, if any. */
+  /** Sends the frame being built, if any (after the frames before it). */
   private flush(): void {
     const frame = this.frame;
     if (!frame || this.closed) return;
     this.frame = null;
+    this.sending = this.sending.then(() => this.deliver(frame));
+  }
+
+  /**
+   * Sends a frame. With before-processing the broker commits its end first (at-most-once) and sends it only
+   * if the member is still there; a member that left meanwhile gets the commit moved back to the frame's first
+   * record, so no record is committed that was not handed to the socket.
+   */
+  private async deliver(frame: { topic: string; partition: number; records: ReturnType<typeof recordToJson>[] }): Promise<void> {
+    if (this.subscribe.commitMode === 'before-processing') {
+      const first = frame.records[0]!.offset;
+      const last = frame.records[frame.records.length - 1]!.offset;
+      const committed = await this.consumer.commit({ topic: frame.topic, partition: frame.partition, offset: last }).then(() => true, () => false);
+      if (!committed) return;
+      if (this.closed || !this.isOpen()) {
+        await this.consumer.commit({ topic: frame.topic, partition: frame.partition, offset: first - 1 }).catch(() => {});
+        return;
+      }
+    }
+    if (this.closed) return;
     this.sentRecords += frame.records.length;
     this.emit({ type: 'records', topic: frame.topic, partition: frame.partition, records: frame.records });
   }

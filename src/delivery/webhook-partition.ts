@@ -1,6 +1,7 @@
 /**
  * Webhook delivery of one partition (see {@link PartitionPusher}): fetch a batch, POST it, commit its end
- * after the 2xx, in order, with at most `maxInFlight` POSTs in flight and as many batches in memory.
+ * after the 2xx, in order, with at most `maxInFlight` POSTs in flight and as many batches in memory. With a
+ * retry policy, a batch that failed `webhookMaxAttempts` times is nacked instead and counts as acknowledged.
  */
 import type { FetchedPartition } from '../protocol/api.js';
 import { backoffDelayMs } from '../backoff.js';
@@ -37,15 +38,18 @@ export interface WebhookOptions {
 /** What a partition's pusher needs from its group member. */
 export interface PartitionMember {
   readonly groupId: string;
-  readonly topic: string;
   readonly endpoint: string;
   readonly maxInFlight: number;
+  /** With a retry policy: POSTs of a batch before its records are nacked; null: retried until acknowledged. */
+  readonly nackAfterAttempts: number | null;
   readonly options: Required<WebhookOptions>;
   readonly logger: Logger;
   /** A fetch of this member (member id and generation added); `assignmentChanged` is handled by the member. */
-  fetch(partition: number, offset: number): Promise<FetchedPartition>;
+  fetch(topic: string, partition: number, offset: number): Promise<FetchedPartition>;
   /** Commits `offset` (the NEXT offset to read) for the partition, as this member. */
-  commit(partition: number, offset: number): Promise<void>;
+  commit(topic: string, partition: number, offset: number): Promise<void>;
+  /** Nacks records of the partition (they move to the next retry tier), as this member. */
+  nack(topic: string, partition: number, offsets: readonly number[], reason: string): Promise<void>;
   /** Whether `err` fenced the member (it then rejoins and stops every pusher); other errors are the pusher's. */
   fenced(err: unknown): boolean;
 }
@@ -57,7 +61,10 @@ interface Batch {
   /** Committed once acknowledged: the fetch's nextOffset (past offsets compaction emptied). */
   nextOffset: number;
   body: string;
-  state: 'pending' | 'sending' | 'acked' | 'failed';
+  /** Offsets of its records (to nack them). */
+  offsets: number[];
+  /** `nacking`: out of attempts, its records are being moved to the retry tiers. */
+  state: 'pending' | 'sending' | 'acked' | 'failed' | 'nacking';
   /** POSTs of this batch so far (1-based once sent). */
   attempt: number;
   /** Failed attempts; the retry delay doubles with each. */
@@ -101,6 +108,7 @@ export class PartitionPusher {
 
   constructor(
     private readonly member: PartitionMember,
+    readonly topic: string,
     readonly partition: number,
     /** The next offset to fetch. */
     private position: number,
@@ -129,7 +137,7 @@ export class PartitionPusher {
     while (true) {
       await this.commitAcknowledged();
       if (this.mode === 'stopped') break;
-      if (this.mode === 'draining' && !this.window.some((b) => b.state === 'sending')) break;
+      if (this.mode === 'draining' && !this.window.some((b) => b.state === 'sending' || b.state === 'nacking')) break;
       if (this.mode === 'running') {
         this.sendReady();
         this.fetchMore();
@@ -146,7 +154,7 @@ export class PartitionPusher {
     while (this.window[0]?.state === 'acked') end = this.window.shift()!.nextOffset;
     if (end === null || this.mode === 'stopped') return;
     try {
-      await this.member.commit(this.partition, end);
+      await this.member.commit(this.topic, this.partition, end);
       this.uncommitted = null;
     } catch (err) {
       // The mode may have changed while the commit was in flight.
@@ -168,7 +176,8 @@ export class PartitionPusher {
   }
 
   private send(b: Batch): void {
-    const { groupId, topic, endpoint, options } = this.member;
+    const { groupId, endpoint, options } = this.member;
+    const { topic } = this;
     b.state = 'sending';
     b.attempt++;
     b.retryReady = false;
@@ -187,6 +196,10 @@ export class PartitionPusher {
     if (outcome.ok) {
       b.state = 'acked';
       if (b.failures > 0) this.member.logger.info(this.context(b, { attempt: b.attempt }), 'webhook delivered after retries');
+    } else if (this.member.nackAfterAttempts !== null && b.failures + 1 >= this.member.nackAfterAttempts) {
+      b.failures++;
+      this.nackBatch(b, 'status' in outcome && outcome.status !== undefined ? `webhook ${this.member.endpoint} answered ${outcome.status}` :
+        `webhook ${this.member.endpoint}: ${outcome.error ?? 'no answer'}`);
     } else {
       b.state = 'failed';
       b.failures++;
@@ -204,6 +217,24 @@ export class PartitionPusher {
     this.notify();
   }
 
+  /**
+   * Out of attempts with a retry policy: nacks the batch's records (they move to the next retry tier), then the
+   * batch counts as acknowledged. A nack that fails (not by fencing) sends the batch again after a backoff.
+   */
+  private nackBatch(b: Batch, reason: string): void {
+    b.state = 'nacking';
+    this.warn(this.context(b, { attempt: b.attempt, reason }), 'webhook delivery failed on every attempt; nacking the batch\'s records');
+    this.member.nack(this.topic, this.partition, b.offsets, reason).then(
+      () => (b.state = 'acked'),
+      (err: unknown) => {
+        if (this.member.fenced(err) || this.stopped()) return;
+        this.warn(this.context(b, { err: (err as Error).message }), 'webhook nack failed; sending the batch again');
+        b.state = 'failed';
+        b.retryTimer = this.later(() => (b.retryReady = true), backoffMs(b.failures, this.member.options));
+      },
+    ).finally(() => this.notify());
+  }
+
   /** Aborts a batch's attempt and retry timer; an outcome still to come is ignored. */
   private cancel(b: Batch): void {
     b.ctrl?.abort();
@@ -217,7 +248,7 @@ export class PartitionPusher {
   private fetchMore(): void {
     if (this.fetching || this.paused || this.fetchTimer || this.window.length >= this.member.maxInFlight) return;
     this.fetching = true;
-    this.member.fetch(this.partition, this.position).then(
+    this.member.fetch(this.topic, this.partition, this.position).then(
       (p) => this.fetched(p),
       (err: unknown) => this.fetchFailed(err),
     ).finally(() => {
@@ -252,13 +283,14 @@ export class PartitionPusher {
   }
 
   private batch(records: readonly StoredRecord[], nextOffset: number): Batch {
-    const { groupId, topic } = this.member;
+    const { groupId } = this.member;
+    const { topic } = this;
     const body = JSON.stringify({
       subscription: { groupId, topic }, partition: this.partition, encoding: 'base64',
       records: records.map((r) => recordToJson(r, 'base64')),
     });
     return {
-      firstOffset: records[0]!.offset, lastOffset: records[records.length - 1]!.offset, nextOffset, body,
+      firstOffset: records[0]!.offset, lastOffset: records[records.length - 1]!.offset, nextOffset, body, offsets: records.map((r) => r.offset),
       state: 'pending', attempt: 0, failures: 0, ctrl: null, retryReady: false, retryTimer: null,
     };
   }
@@ -303,7 +335,7 @@ export class PartitionPusher {
   }
 
   private warn(obj: object, msg: string): void {
-    const { groupId, topic, endpoint } = this.member;
-    this.member.logger.warn({ groupId, topic, partition: this.partition, endpoint, ...obj }, msg);
+    const { groupId, endpoint } = this.member;
+    this.member.logger.warn({ groupId, topic: this.topic, partition: this.partition, endpoint, ...obj }, msg);
   }
 }

@@ -2,14 +2,18 @@
  * Push to an HTTP endpoint (webhook), as Google Pub/Sub push subscriptions: for every subscription with
  * `deliveryMode: 'push'` and a `pushEndpoint`, the broker runs a dispatcher that POSTs the group's records
  * to the endpoint. A 2xx acknowledges a batch and commits its end; anything else, or no answer within
- * `ackTimeoutMs`, is retried with exponential backoff, in order per partition (docs/delivery.md).
+ * `ackTimeoutMs`, is retried with exponential backoff, in order per partition (docs/delivery.md). With a retry
+ * policy, a batch that failed `webhookMaxAttempts` times is nacked: its records move to the retry tiers
+ * (docs/retries.md), whose records are POSTed in turn, and the partition goes on.
  *
- * The dispatcher is a real member of the group ({@link WebhookMember}, clientId `webhook`), using the
- * broker's own API: it joins, heartbeats, fetches and commits with its member id and generation, so
- * assignment, fencing, resets and `groups describe` apply to it as to any consumer. Each assigned partition
- * is pushed by a {@link PartitionPusher}.
+ * The dispatcher is a real member of the group ({@link WebhookMember}, clientId `webhook`), built on the
+ * client's member code and the broker's own API: it joins, heartbeats, fetches, commits and nacks with its
+ * member id and generation, so assignment, fencing, resets and `groups describe` apply to it as to any
+ * consumer. Each assigned partition is pushed by a {@link PartitionPusher}.
  */
-import type { FetchedPartition, GroupState, MemberAssignment, OnelogApi, SubscriptionInfo } from '../protocol/api.js';
+import { MemberSession } from '../client/member-session.js';
+import { systemClock } from '../clock.js';
+import type { FetchedPartition, OnelogApi, SubscriptionInfo } from '../protocol/api.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logger } from '../storage/logger.js';
 import { backoffMs, PartitionPusher } from './webhook-partition.js';
@@ -18,12 +22,10 @@ import type { PartitionMember, WebhookOptions } from './webhook-partition.js';
 export type { WebhookOptions } from './webhook-partition.js';
 
 /** The slice of the broker's API a dispatcher uses. */
-export type WebhookApi = Pick<OnelogApi, 'joinGroup' | 'heartbeat' | 'fetch' | 'commitOffsets' | 'leaveGroup'>;
+export type WebhookApi = Pick<OnelogApi, 'joinGroup' | 'heartbeat' | 'fetch' | 'commitOffsets' | 'leaveGroup' | 'nack'>;
 
 /** The clientId webhook dispatchers join their groups with (shown by `groups describe`). */
 export const WEBHOOK_CLIENT_ID = 'webhook';
-
-const FENCING = new Set(['UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION', 'NOT_ASSIGNED']);
 
 /**
  * The options with their defaults.
@@ -48,6 +50,8 @@ interface Target {
   topic: string;
   endpoint: string;
   maxInFlight: number;
+  /** With a retry policy: the subscription's webhookMaxAttempts; null without one. */
+  nackAfterAttempts: number | null;
 }
 
 /**
@@ -79,9 +83,13 @@ export class WebhookDispatcher {
       const key = `${sub.groupId}\0${sub.topic}`;
       const current = this.members.get(key);
       const wanted: Target | null = sub.deliveryMode === 'push' && sub.pushEndpoint
-        ? { groupId: sub.groupId, topic: sub.topic, endpoint: sub.pushEndpoint, maxInFlight: sub.maxInFlight }
+        ? {
+          groupId: sub.groupId, topic: sub.topic, endpoint: sub.pushEndpoint, maxInFlight: sub.maxInFlight,
+          nackAfterAttempts: sub.retry ? sub.webhookMaxAttempts : null,
+        }
         : null;
-      if (current && wanted && current.endpoint === wanted.endpoint && current.maxInFlight === wanted.maxInFlight) return;
+      if (current && wanted && current.endpoint === wanted.endpoint && current.maxInFlight === wanted.maxInFlight &&
+        current.nackAfterAttempts === wanted.nackAfterAttempts) return;
       if (current) {
         this.members.delete(key);
         await current.stop();
@@ -104,182 +112,131 @@ export class WebhookDispatcher {
 }
 
 /**
- * A webhook dispatcher's membership in its group: joins (clientId `webhook`), heartbeats on its own timer
- * (commits and heartbeats one at a time, so a commit carries the generation of the last answer), starts a
- * {@link PartitionPusher} per granted partition, drains and releases revoked ones, and rejoins after fencing.
+ * A webhook dispatcher's membership in its group, on the client's own member code ({@link MemberSession}:
+ * join with clientId `webhook`, heartbeats on its timer, fencing, rejoin): it starts a
+ * {@link PartitionPusher} per granted partition (the topic's and its retry tiers'), drains and releases revoked
+ * ones, and after a fencing drops every pusher and joins again.
  */
 class WebhookMember implements PartitionMember {
   readonly groupId: string;
   readonly topic: string;
   readonly endpoint: string;
   readonly maxInFlight: number;
-  private memberId = '';
-  private generationId = -1;
-  private heartbeatIntervalMs = 3000;
-  /** The group's state in the last answer: while Reconciling, the member heartbeats at the fetch pace. */
-  private state: GroupState = 'Empty';
-  /** Held partitions: a pusher (null while paused for the group), and whether it is being released. */
-  private readonly held = new Map<number, { pusher: PartitionPusher | null; releasing: boolean }>();
-  private queue: Promise<unknown> = Promise.resolve();
+  /** With a retry policy: POSTs of a batch before its records are nacked; null without one (retried forever). */
+  readonly nackAfterAttempts: number | null;
+  private readonly session: MemberSession;
+  /** Pushers of held partitions, by `topic/partition` (none while paused for the group). */
+  private readonly pushers = new Map<string, PartitionPusher>();
+  private readonly draining = new Set<string>();
   private stopping = false;
-  private fencedBy: unknown = null;
-  private wake: (() => void) | null = null;
-  /** Set by a wake-up that came while not sleeping: the next sleep returns at once. */
-  private woken = false;
+  /** Aborted by {@link stop}: ends a backoff wait at once. */
+  private readonly stopped = new AbortController();
   private readonly done: Promise<void>;
 
   constructor(private readonly api: WebhookApi, target: Target, readonly options: Required<WebhookOptions>, readonly logger: Logger) {
     ({ groupId: this.groupId, topic: this.topic, endpoint: this.endpoint, maxInFlight: this.maxInFlight } = target);
+    this.nackAfterAttempts = target.nackAfterAttempts;
+    this.session = new MemberSession(api, {
+      groupId: this.groupId, topics: [this.topic], clientId: WEBHOOK_CLIENT_ID, sessionTimeoutMs: options.sessionTimeoutMs,
+    }, {
+      onAssigned: async () => undefined,
+      onPaused: (p, error) => this.logger.warn({ ...this.where(), partition: p.partition, error }, 'webhook partition paused'),
+    });
     this.done = this.run();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wakeUp();
+    this.stopped.abort();
+    this.session.wakeUp();
     await this.done;
   }
 
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
-      if (this.fencedBy) {
-        this.logger.warn({ ...this.where(), err: (this.fencedBy as Error).message }, 'webhook dispatcher fenced; joining again');
-        await this.dropAll();
-        this.memberId = '';
-        this.fencedBy = null;
-      }
       try {
-        if (!this.memberId) {
-          await this.join();
-        } else {
-          // While the group reconciles, grants and revocations come sooner than the heartbeat timer (as the client's consumer).
-          const reconciling = this.state === 'Reconciling';
-          await this.sleep(reconciling ? Math.min(this.heartbeatIntervalMs, this.options.maxWaitMs || 100) : this.heartbeatIntervalMs);
-          if (this.stopping || this.fencedBy) continue;
-          await this.heartbeat();
+        if (!this.session.memberId || this.session.fenced) {
+          if (this.session.fenced) this.logger.warn({ ...this.where(), err: this.session.fenced.message }, 'webhook dispatcher fenced; joining again');
+          await this.dropAll();
+          await this.session.start();
+          this.logger.info({ ...this.where(), memberId: this.session.memberId, endpoint: this.endpoint }, 'webhook dispatcher joined');
         }
         failures = 0;
+        this.follow();
+        // While the group reconciles, grants and revocations come sooner than the heartbeat timer (as the client's consumer).
+        await this.session.waitForChange(this.session.state === 'Reconciling' ? this.options.maxWaitMs || 100 : 3000);
+        if (!this.stopping && this.session.state === 'Reconciling' && !this.session.fenced) await this.session.heartbeat().catch(() => {});
       } catch (err) {
-        if (this.stopping || this.fenced(err)) continue;
+        if (this.stopping) break;
         failures++;
         const retryInMs = backoffMs(failures, this.options);
         this.logger.warn({ ...this.where(), err: (err as Error).message, retryInMs }, 'webhook dispatcher: group request failed');
-        await this.sleep(retryInMs);
+        await systemClock.sleep(retryInMs, this.stopped.signal);
       }
     }
     await this.dropAll();
-    if (this.memberId) {
-      const memberId = this.memberId;
-      await this.serial(() => this.api.leaveGroup({ groupId: this.groupId, memberId })).catch((err: unknown) =>
-        this.logger.warn({ ...this.where(), err: (err as Error).message }, 'webhook dispatcher could not leave its group'));
-    }
+    await this.session.leave().catch((err: unknown) =>
+      this.logger.warn({ ...this.where(), err: (err as Error).message }, 'webhook dispatcher could not leave its group'));
   }
 
-  private async join(): Promise<void> {
-    const answer = await this.api.joinGroup({
-      groupId: this.groupId, topics: [this.topic], clientId: WEBHOOK_CLIENT_ID, sessionTimeoutMs: this.options.sessionTimeoutMs,
-    });
-    this.memberId = answer.memberId;
-    this.heartbeatIntervalMs = answer.heartbeatIntervalMs;
-    this.logger.info({ ...this.where(), memberId: this.memberId, endpoint: this.endpoint }, 'webhook dispatcher joined');
-    this.apply(answer);
-  }
-
-  private async heartbeat(): Promise<void> {
-    await this.serial(async () => {
-      const owned = [...this.held.keys()].map((partition) => ({ topic: this.topic, partition }));
-      const answer = await this.api.heartbeat({ groupId: this.groupId, memberId: this.memberId, generationId: this.generationId, owned });
-      this.apply(answer);
-    });
-  }
-
-  /** Starts pushers for new partitions; drains revoked ones and releases them (the next heartbeat says so). */
-  private apply(answer: MemberAssignment): void {
-    this.generationId = answer.generationId;
-    this.state = answer.state;
-    const assigned = new Set<number>();
-    for (const p of answer.assignment) {
-      if (p.topic !== this.topic) continue;
-      assigned.add(p.partition);
-      if (this.held.has(p.partition)) continue;
-      if (p.error || p.offset === undefined) {
-        this.logger.warn({ ...this.where(), partition: p.partition, error: p.error }, 'webhook partition paused');
-        this.held.set(p.partition, { pusher: null, releasing: false });
-      } else {
-        this.held.set(p.partition, { pusher: new PartitionPusher(this, p.partition, p.offset), releasing: false });
+  /** Starts pushers for partitions granted and not paused; drains revoked ones, then releases them (the next heartbeat says so). */
+  private follow(): void {
+    for (const [key, held] of this.session.held) {
+      if (held.revoked) {
+        if (this.draining.has(key)) continue;
+        this.draining.add(key);
+        const pusher = this.pushers.get(key);
+        void (pusher?.drain() ?? Promise.resolve()).then(() => {
+          this.draining.delete(key);
+          this.pushers.delete(key);
+          if (this.session.held.get(key) === held) this.session.release(held);
+          this.session.wakeUp();
+          void this.session.heartbeat().catch(() => {});
+        });
+      } else if (!held.paused && !this.pushers.has(key)) {
+        this.pushers.set(key, new PartitionPusher(this, held.topic, held.partition, held.position));
       }
     }
-    for (const [partition, h] of this.held) {
-      if (assigned.has(partition) || h.releasing) continue;
-      h.releasing = true;
-      void (h.pusher?.drain() ?? Promise.resolve()).then(() => {
-        if (this.held.get(partition) === h) this.held.delete(partition);
-        this.wakeUp();
-      });
-    }
   }
 
-  /** Stops every pusher at once (in-flight POSTs aborted) and lets go of every partition. */
+  /** Stops every pusher at once (in-flight POSTs aborted). */
   private async dropAll(): Promise<void> {
-    const pushers = [...this.held.values()].map((h) => h.pusher);
-    this.held.clear();
-    await Promise.all(pushers.map((p) => p?.stop()));
+    const pushers = [...this.pushers.values()];
+    this.pushers.clear();
+    this.draining.clear();
+    await Promise.all(pushers.map((p) => p.stop()));
   }
 
-  async fetch(partition: number, offset: number): Promise<FetchedPartition> {
+  async fetch(topic: string, partition: number, offset: number): Promise<FetchedPartition> {
+    const { session } = this;
     const answer = await this.api.fetch({
-      topic: this.topic, groupId: this.groupId, memberId: this.memberId, generationId: this.generationId,
+      topic, groupId: this.groupId, memberId: session.memberId, generationId: session.generationId,
       partitions: [{ partition, offset }],
       maxRecords: this.options.maxRecords, maxBytes: this.options.maxBytes, maxWaitMs: this.options.maxWaitMs,
     });
-    if (answer.assignmentChanged || (answer.generationId ?? -1) > this.generationId) this.wakeUp();
+    if (answer.assignmentChanged || (answer.generationId ?? -1) > session.generationId) void session.heartbeat().catch(() => {});
     return answer.partitions[0]!;
   }
 
-  commit(partition: number, offset: number): Promise<void> {
-    return this.serial(() => this.api.commitOffsets({
-      groupId: this.groupId, topic: this.topic, memberId: this.memberId, generationId: this.generationId,
-      offsets: [{ partition, offset }],
+  commit(topic: string, partition: number, offset: number): Promise<void> {
+    const { session } = this;
+    return session.serial(() => this.api.commitOffsets({
+      groupId: this.groupId, topic, memberId: session.memberId, generationId: session.generationId, offsets: [{ partition, offset }],
     }));
   }
 
-  fenced(err: unknown): boolean {
-    if (!FENCING.has((err as { code?: string }).code ?? '')) return false;
-    this.fencedBy ??= err;
-    this.wakeUp();
-    return true;
-  }
-
-  /** Runs `task` after every earlier commit and heartbeat of this member. */
-  private serial<T>(task: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(task, task);
-    this.queue = next.catch(() => undefined);
-    return next;
-  }
-
-  /** Waits `ms`, or less when woken (a stop, a fencing, a released partition, a changed assignment). */
-  private sleep(ms: number): Promise<void> {
-    if (this.woken) {
-      this.woken = false;
-      return Promise.resolve();
+  async nack(topic: string, partition: number, offsets: readonly number[], reason: string): Promise<void> {
+    const { session } = this;
+    for (const offset of offsets) {
+      await session.serial(() => this.api.nack({
+        groupId: this.groupId, topic, partition, offset, reason, memberId: session.memberId, generationId: session.generationId,
+      }));
     }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        if (this.wake === done) this.wake = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      this.wake = done;
-    });
   }
 
-  private wakeUp(): void {
-    const wake = this.wake;
-    this.wake = null;
-    if (wake) wake();
-    else this.woken = true;
+  fenced(err: unknown): boolean {
+    return this.session.noteFencing(err);
   }
 
   private where(): { groupId: string; topic: string } {

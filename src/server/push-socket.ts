@@ -6,6 +6,9 @@
  * - `{ "type": "subscribe", "topics": [...], "commitMode"?, "startPolicy"?, "sessionTimeoutMs"?, "clientId"? }`
  * - `{ "type": "credit", "records": N, "bytes": B }`: adds credit; nothing is sent before the first grant
  * - `{ "type": "ack", "topic": T, "partition": P, "offset": O }`: commits O + 1 (after-processing)
+ * - `{ "type": "nack", "topic": T, "partition": P, "offset": O, "reason": R }`: moves the record to the
+ *   subscription's next retry tier (docs/retries.md); answered `{ "type": "nacked", topic, partition, offset, movedTo }`
+ *   or an `error` frame naming the same topic, partition and offset
  *
  * The broker sends `records` frames (bytes base64), `partition-error` (a paused partition) and `error`
  * (a refused frame; fatal ones close the socket with code 1008). Closing the socket leaves the group.
@@ -47,17 +50,27 @@ export function pushSockets(api: OnelogApi): PushSockets {
     };
     ws.on('message', (data, isBinary) => {
       try {
-        if (isBinary) throw new OnelogError('INVALID_REQUEST', 'send JSON text frames: subscribe, credit, ack');
+        if (isBinary) throw new OnelogError('INVALID_REQUEST', 'send JSON text frames: subscribe, credit, ack, nack');
         const frame = JSON.parse(data.toString()) as Record<string, unknown>;
         if (!entry.session) {
           if (frame.type !== 'subscribe') throw new OnelogError('INVALID_REQUEST', 'the first frame must be { "type": "subscribe", "topics": [...] }');
-          entry.session = new PushSession(api, subscribeRequest(groupId, frame), (text) => ws.send(text), (code) => ws.close(1008, code));
+          entry.session = new PushSession(api, subscribeRequest(groupId, frame), (text) => ws.send(text), (code) => ws.close(1008, code),
+            () => ws.readyState === ws.OPEN);
           return;
         }
         if (frame.type === 'credit') entry.session.grant(frame.records, frame.bytes);
         else if (frame.type === 'ack') {
           entry.session.ack(String(frame.topic), Number(frame.partition), frame.offset as number).catch((err: unknown) => refuse(err, false));
-        } else throw new OnelogError('INVALID_REQUEST', `unknown frame type ${JSON.stringify(frame.type)}; allowed: credit, ack`);
+        } else if (frame.type === 'nack') {
+          const where = { topic: String(frame.topic), partition: Number(frame.partition), offset: frame.offset as number };
+          entry.session.nack(where.topic, where.partition, where.offset, frame.reason).then(
+            (movedTo) => ws.send(JSON.stringify({ type: 'nacked', ...where, movedTo })),
+            (err: unknown) => {
+              const e = err instanceof OnelogError ? err : new OnelogError('INTERNAL_ERROR', (err as Error).message);
+              ws.send(JSON.stringify({ type: 'error', ...e.toJSON(), ...where }));
+            },
+          );
+        } else throw new OnelogError('INVALID_REQUEST', `unknown frame type ${JSON.stringify(frame.type)}; allowed: credit, ack, nack`);
       } catch (err) {
         refuse(err instanceof SyntaxError ? new OnelogError('INVALID_REQUEST', `malformed JSON frame: ${err.message}`) : err, !entry.session);
       }
