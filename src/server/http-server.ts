@@ -329,17 +329,20 @@ function registerRetryRoutes(app: FastifyInstance, api: OnelogApi): void {
     },
     async (request) => api.nack({ groupId: request.params.groupId, ...request.body }),
   );
-  app.get<{ Params: { groupId: string }; Querystring: { topic: string; limit?: number } }>(
+  app.get<{ Params: { groupId: string }; Querystring: { topic: string; limit?: string } }>(
     '/groups/:groupId/dead-letters',
     {
       schema: {
         querystring: {
           type: 'object', required: ['topic'], additionalProperties: false,
-          properties: { topic: { type: 'string' }, limit: { type: 'integer', minimum: 1, maximum: 10_000 } },
+          // Query values are text (types are not coerced): the broker checks the limit's range.
+          properties: { topic: { type: 'string' }, limit: { type: 'string', pattern: '^[0-9]{1,6}$' } },
         },
       },
     },
-    async (request) => api.listDeadLetters({ groupId: request.params.groupId, ...request.query }),
+    async (request) => api.listDeadLetters({
+      groupId: request.params.groupId, topic: request.query.topic, ...(request.query.limit !== undefined ? { limit: Number(request.query.limit) } : {}),
+    }),
   );
   const who = { type: 'string', maxLength: 200 } as const;
   app.post<{ Params: { groupId: string }; Body: Omit<RedriveRequest, 'groupId'> }>(

@@ -1,27 +1,42 @@
 /**
  * Poison records on real data: the Wikipedia edits (39,244) through a consumer group whose handler fails for
  * every edit of a page starting with "User talk:" (1,064 of them, counted from the file), with a policy of
- * 2 tiers and 3 attempts. The main partitions flow on while retries wait; each failing edit is tried exactly
- * three times, no sooner than the tier delays, then dead-lettered; after a fixed handler and a redrive each is
- * processed once more and the depth alert resolves. An embedded broker with the system clock (tier delays of
- * a few hundred ms); every wait is a condition with a deadline.
+ * 2 tiers and 3 attempts; the same through a pull consumer, a WebSocket push member and a webhook endpoint
+ * that answers 500 for those edits. The main partitions flow on while retries wait; each failing edit is
+ * tried exactly three times, no sooner than the tier delays, then dead-lettered; after a fixed handler and a
+ * redrive each is processed once more and the depth alert resolves. An embedded broker with the system clock
+ * (tier delays of a few hundred ms) behind a real HTTP server; every wait is a condition with a deadline.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker.js';
+import type { BrokerOptions } from '../../src/broker.js';
 import { Onelog } from '../../src/client/index.js';
-import type { ConsumedMessage } from '../../src/client/index.js';
-import { headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';
+import type { Consumer, PushConsumer } from '../../src/client/index.js';
+import type { JsonRecord } from '../../src/protocol/json-records.js';
+import { deliveryInfo, headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';
+import { createHttpServer } from '../../src/server/http-server.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { readEdits } from '../helpers/wikiticker.js';
 
 const DELAYS_MS = [300, 600];
+const GROUP = 'indexer';
 let broker: Broker | undefined;
+let app: FastifyInstance | undefined;
+let endpoint: http.Server | undefined;
 afterEach(async () => {
+  await app?.close();
   await broker?.close();
+  endpoint?.closeAllConnections();
+  endpoint?.close();
+  app = undefined;
   broker = undefined;
+  endpoint = undefined;
 });
 
-async function waitFor(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
+async function waitFor(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -31,76 +46,140 @@ async function waitFor(what: string, probe: () => Promise<boolean> | boolean, ti
 
 const isPoison = (value: string) => (JSON.parse(value) as { page: string }).page.startsWith('User talk:');
 
-describe('poison records on the Wikipedia edits', () => {
-  it('retries each failing edit exactly 3 times through 2 tiers, dead-letters it, and a redrive processes it once', async () => {
-    broker = await Broker.open({ dataDir: tmpDir(), sessionCheckIntervalMs: 100 });
-    const onelog = new Onelog({ api: broker });
-    const edits = readEdits();
-    const poison = edits.filter((e) => isPoison(e.value)).length;
-    expect(poison).toBe(1064);
-    await broker.createTopic({ topic: 'edits', partitions: 2, config: { retentionMs: -1 } });
-    const producer = onelog.producer();
-    for (let i = 0; i < edits.length; i += 2000) {
-      await producer.send({ topic: 'edits', messages: edits.slice(i, i + 2000).map((e) => ({ key: e.key, value: e.value, timestamp: e.timestamp })) });
-    }
-    await broker.subscribe({ groupId: 'indexer', topic: 'edits', startPolicy: 'earliest', retry: { delaysMs: DELAYS_MS, maxAttempts: 3 } });
+/** What the handler saw: original position -> times processed, and the failed attempts of each poison edit. */
+interface Seen {
+  processed: Map<string, number>;
+  attempts: Map<string, Array<{ attempt: number; at: number }>>;
+  /** Once set, the handler processes poison edits too. */
+  fixed: boolean;
+}
 
-    const processed = new Map<string, number>(); // original position -> times processed
-    const attempts = new Map<string, Array<{ attempt: number; at: number }>>();
-    let fixed = false;
-    const consumer = onelog.consumer({ groupId: 'indexer', maxWaitMs: 50, sessionTimeoutMs: 10_000 });
-    consumer.subscribe({ topic: 'edits' });
-    const where = (m: ConsumedMessage) => `${m.original.partition}@${m.original.offset}`;
-    const running = consumer.run({
-      eachMessage: ({ message }) => {
-        const value = message.value!.toString();
-        if (isPoison(value) && !fixed) {
-          const seen = attempts.get(where(message)) ?? [];
-          seen.push({ attempt: message.attempt, at: Date.now() });
-          attempts.set(where(message), seen);
-          throw new Error(`cannot index ${(JSON.parse(value) as { page: string }).page}`);
-        }
-        processed.set(where(message), (processed.get(where(message)) ?? 0) + 1);
-      },
-    });
-    const group = () => broker!.describeGroup('indexer');
-    const mainLag = async () => (await group()).subscriptions[0]!.partitions.reduce((sum, p) => sum + (p.lag ?? Infinity), 0);
+/**
+ * The handler of every face: fails (returns false) for a poison edit until `seen.fixed`, else counts it processed.
+ * @returns whether the record was processed
+ */
+function handle(seen: Seen, value: string, attempt: number, original: { partition: number; offset: number }): boolean {
+  const where = `${original.partition}@${original.offset}`;
+  if (isPoison(value) && !seen.fixed) {
+    const list = seen.attempts.get(where) ?? [];
+    list.push({ attempt, at: Date.now() });
+    seen.attempts.set(where, list);
+    return false;
+  }
+  seen.processed.set(where, (seen.processed.get(where) ?? 0) + 1);
+  return true;
+}
 
-    // The main partitions reach lag 0 while retries still wait.
-    await waitFor('main lag 0', async () => (await mainLag()) === 0);
-    const early = (await group()).subscriptions[0]!;
-    expect(early.deadLetter!.depth).toBeLessThan(poison);
-
-    await waitFor('every poison edit dead-lettered', async () => (await group()).subscriptions[0]!.deadLetter!.depth === poison);
-    expect(processed.size).toBe(edits.length - poison);
-    expect([...processed.values()].every((n) => n === 1)).toBe(true);
-    expect(attempts.size).toBe(poison);
-    for (const [, seen] of attempts) {
-      expect(seen.map((s) => s.attempt)).toEqual([1, 2, 3]);
-      expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(DELAYS_MS[0]! - 5);
-      expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(DELAYS_MS[1]! - 5);
-    }
-    const d = await group();
-    expect(d.alerts.filter((a) => a.kind === 'dead-letter-depth')).toHaveLength(1);
-    expect(d.subscriptions[0]!.retryTiers.map((t) => t.backlog)).toEqual([0, 0]);
-    const dlq = await broker.listDeadLetters({ groupId: 'indexer', topic: 'edits', limit: 10_000 });
-    expect(dlq.records).toHaveLength(poison);
-    expect(dlq.records.every((r) => r.attempts === 3 && r.reason.startsWith('cannot index User talk:'))).toBe(true);
-    const [first] = (await broker.fetch({ topic: dlq.deadLetterTopic, partitions: [{ partition: 0, offset: 0 }], maxRecords: 1 })).partitions[0]!.records;
-    expect(headerText(first!.headers, RETRY_HEADERS.group)).toBe('indexer');
-    expect(headerText(first!.headers, RETRY_HEADERS.originalTopic)).toBe('edits');
-    expect(isPoison(first!.value!.toString())).toBe(true);
-
-    fixed = true;
-    const redrive = await broker.redriveDeadLetters({ groupId: 'indexer', topic: 'edits', all: true, execute: true, requestedBy: 'test' });
-    expect(redrive.records).toHaveLength(poison);
-    expect(redrive.depth).toBe(0);
-    await waitFor('every edit processed', () => processed.size === edits.length);
-    expect([...processed.values()].every((n) => n === 1)).toBe(true);
-    const after = await group();
-    expect(after.subscriptions[0]!.deadLetter!.depth).toBe(0);
-    expect(after.alerts.find((a) => a.kind === 'dead-letter-depth')!.resolvedAt).not.toBeNull();
-    await consumer.stop();
-    await running;
+/** Opens a broker behind a real HTTP server, stores the edits in `partitions` partitions, subscribes the group with the policy. */
+async function setUp(
+  subscription: { deliveryMode?: 'push'; pushEndpoint?: string; webhookMaxAttempts?: number } = {}, options: Partial<BrokerOptions> = {}, partitions = 2,
+) {
+  broker = await Broker.open({ dataDir: tmpDir(), sessionCheckIntervalMs: 100, ...options });
+  app = createHttpServer(broker);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const onelog = new Onelog({ url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` });
+  const edits = readEdits();
+  await broker.createTopic({ topic: 'edits', partitions, config: { retentionMs: -1 } });
+  const producer = new Onelog({ api: broker }).producer();
+  for (let i = 0; i < edits.length; i += 2000) {
+    await producer.send({ topic: 'edits', messages: edits.slice(i, i + 2000).map((e) => ({ key: e.key, value: e.value, timestamp: e.timestamp })) });
+  }
+  await broker.subscribe({
+    groupId: GROUP, topic: 'edits', startPolicy: 'earliest', retry: { delaysMs: DELAYS_MS, maxAttempts: 3 }, ...subscription,
   });
+  return { onelog, total: edits.length, poison: edits.filter((e) => isPoison(e.value)).length };
+}
+
+/** Everything the issue asks of a run, given what the handler saw; then redrives with the handler fixed. */
+async function checkRun(seen: Seen, total: number, poison: number): Promise<void> {
+  const group = () => broker!.describeGroup(GROUP);
+  const mainLag = async () => (await group()).subscriptions[0]!.partitions.reduce((sum, p) => sum + (p.lag ?? Infinity), 0);
+  // The main partitions reach lag 0 while retries still wait.
+  await waitFor('main lag 0', async () => (await mainLag()) === 0);
+  expect((await group()).subscriptions[0]!.deadLetter!.depth).toBeLessThan(poison);
+
+  await waitFor('every poison edit dead-lettered', async () => (await group()).subscriptions[0]!.deadLetter!.depth === poison);
+  expect(seen.processed.size).toBe(total - poison);
+  expect([...seen.processed.values()].every((n) => n === 1)).toBe(true);
+  expect(seen.attempts.size).toBe(poison);
+  for (const [, tries] of seen.attempts) {
+    expect(tries.map((s) => s.attempt)).toEqual([1, 2, 3]);
+    expect(tries[1]!.at - tries[0]!.at).toBeGreaterThanOrEqual(DELAYS_MS[0]! - 5);
+    expect(tries[2]!.at - tries[1]!.at).toBeGreaterThanOrEqual(DELAYS_MS[1]! - 5);
+  }
+  const d = await group();
+  expect(d.alerts.filter((a) => a.kind === 'dead-letter-depth')).toHaveLength(1);
+  const dlq = await broker!.listDeadLetters({ groupId: GROUP, topic: 'edits', limit: 10_000 });
+  expect(dlq.records).toHaveLength(poison);
+  expect(dlq.records.every((r) => r.attempts === 3)).toBe(true);
+  expect(new Set(dlq.records.map((r) => `${r.original.partition}@${r.original.offset}`))).toEqual(new Set(seen.attempts.keys()));
+  const [first] = (await broker!.fetch({ topic: dlq.deadLetterTopic, partitions: [{ partition: 0, offset: 0 }], maxRecords: 1 })).partitions[0]!.records;
+  expect(headerText(first!.headers, RETRY_HEADERS.group)).toBe(GROUP);
+  expect(headerText(first!.headers, RETRY_HEADERS.originalTopic)).toBe('edits');
+  expect(isPoison(first!.value!.toString())).toBe(true);
+
+  seen.fixed = true;
+  const redrive = await broker!.redriveDeadLetters({ groupId: GROUP, topic: 'edits', all: true, execute: true, requestedBy: 'test' });
+  expect(redrive.records).toHaveLength(poison);
+  expect(redrive.depth).toBe(0);
+  await waitFor('every edit processed', () => seen.processed.size === total);
+  expect([...seen.processed.values()].every((n) => n === 1)).toBe(true);
+  const after = await group();
+  expect(after.subscriptions[0]!.deadLetter!.depth).toBe(0);
+  expect(after.alerts.find((a) => a.kind === 'dead-letter-depth')!.resolvedAt).not.toBeNull();
+}
+
+const fresh = (): Seen => ({ processed: new Map(), attempts: new Map(), fixed: false });
+
+/** Runs a member whose handler throws for the poison edits, checks the run, and stops it. */
+async function consumeThrough(consumer: Consumer | PushConsumer, total: number, poison: number): Promise<void> {
+  const seen = fresh();
+  consumer.subscribe({ topic: 'edits' });
+  const running = consumer.run({
+    eachMessage: ({ message: m }) => {
+      if (!handle(seen, m.value!.toString(), m.attempt, m.original)) throw new Error('cannot index a talk page');
+    },
+  });
+  await checkRun(seen, total, poison);
+  await consumer.stop();
+  await running;
+}
+
+describe('poison records on the Wikipedia edits: 2 tiers, 3 attempts', () => {
+  it('through a pull consumer whose handler throws', async () => {
+    const { onelog, total, poison } = await setUp();
+    expect(poison).toBe(1064);
+    await consumeThrough(onelog.consumer({ groupId: GROUP, maxWaitMs: 50, sessionTimeoutMs: 10_000 }), total, poison);
+  });
+
+  it('through a WebSocket push member whose handler throws', async () => {
+    const { onelog, total, poison } = await setUp({ deliveryMode: 'push' });
+    await consumeThrough(onelog.pushConsumer({ groupId: GROUP, sessionTimeoutMs: 10_000 }), total, poison);
+  });
+
+  it('through a webhook endpoint that answers 500 for them (one record per POST)', async () => {
+    const seen = fresh();
+    endpoint = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { partition: number; records: JsonRecord[] };
+        const topic = String(req.headers['onelog-topic']);
+        const ok = body.records.every((r) => {
+          const record = { offset: r.offset, timestamp: r.timestamp, headers: Object.entries(r.headers).map(([key, v]) => ({ key, value: v === null ? null : Buffer.from(v, 'base64') })) };
+          const info = deliveryInfo(record, topic, body.partition, topic !== 'edits');
+          return handle(seen, Buffer.from(r.value!, 'base64').toString('utf8'), info.attempt, info.original);
+        });
+        res.writeHead(ok ? 200 : 500).end();
+      });
+    });
+    await new Promise<void>((resolve) => endpoint!.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/index`;
+    // A failing POST is retried webhookMaxAttempts times before its record is nacked: 1 here, so that each
+    // delivery is one POST and the endpoint counts attempts as a handler does.
+    const { total, poison } = await setUp({ deliveryMode: 'push', pushEndpoint: url, webhookMaxAttempts: 1 }, {
+      webhooks: { maxRecords: 1, minBackoffMs: 1, maxBackoffMs: 2, maxWaitMs: 50 },
+    }, 8);
+    await checkRun(seen, total, poison);
+  }, 240_000);
 });

@@ -64,7 +64,7 @@ describe('retries from the CLI', () => {
     expect(nacked.every((o) => o.reason === 'talk pages are not indexed')).toBe(true);
     expect(nacked.filter((o) => o.attempt === 3).every((o) => o.movedTo!.deadLettered && o.movedTo!.topic === 'edits.idx.dlq')).toBe(true);
 
-    const list = JSON.parse(await cli(['dlq', 'list', 'idx', '--topic', 'edits', '--json'])) as DeadLetterList;
+    const list = JSON.parse(await cli(['dlq', 'list', 'idx', '--topic', 'edits', '--limit', '5000', '--json'])) as DeadLetterList;
     expect(list).toMatchObject({ groupId: 'idx', topic: 'edits', deadLetterTopic: 'edits.idx.dlq', depth: poison });
     expect(list.records[0]).toMatchObject({ offset: 0, attempts: 3, reason: 'talk pages are not indexed' });
     expect(await cli(['dlq', 'list', 'idx', '--topic', 'edits'])).toContain(`${poison} dead letter(s) in edits.idx.dlq`);
