@@ -1,7 +1,8 @@
 /**
  * Webhook delivery of one partition (see {@link PartitionPusher}): fetch a batch, POST it, commit its end
  * after the 2xx, in order, with at most `maxInFlight` POSTs in flight and as many batches in memory. With a
- * retry policy, a batch that failed `webhookMaxAttempts` times is nacked instead and counts as acknowledged.
+ * retry policy, a batch that failed `webhookMaxAttempts` times is split into one POST per record, and a record
+ * that fails as often alone is nacked (it moves to the retry tiers) and counts as acknowledged.
  */
 import type { FetchedPartition } from '../protocol/api.js';
 import { backoffDelayMs } from '../backoff.js';
@@ -61,8 +62,8 @@ interface Batch {
   /** Committed once acknowledged: the fetch's nextOffset (past offsets compaction emptied). */
   nextOffset: number;
   body: string;
-  /** Offsets of its records (to nack them). */
-  offsets: number[];
+  /** Its records (to split it or nack them). */
+  records: readonly StoredRecord[];
   /** `nacking`: out of attempts, its records are being moved to the retry tiers. */
   state: 'pending' | 'sending' | 'acked' | 'failed' | 'nacking';
   /** POSTs of this batch so far (1-based once sent). */
@@ -165,14 +166,20 @@ export class PartitionPusher {
     }
   }
 
-  /** Sends what may go now: the head failed batch (after its backoff) alone, else every pending batch. */
+  /** Sends what may go now: the head failed batch (after its backoff) alone, else pending batches, at most `maxInFlight` at once. */
   private sendReady(): void {
     const retrying = this.window.find((b) => b.failures > 0 && b.state !== 'acked');
     if (retrying) {
       if (retrying.state === 'pending' || (retrying.state === 'failed' && retrying.retryReady)) this.send(retrying);
       return;
     }
-    for (const b of this.window) if (b.state === 'pending') this.send(b);
+    let inFlight = this.window.filter((b) => b.state === 'sending').length;
+    for (const b of this.window) {
+      if (inFlight >= this.member.maxInFlight) break;
+      if (b.state !== 'pending') continue;
+      this.send(b);
+      inFlight++;
+    }
   }
 
   private send(b: Batch): void {
@@ -198,8 +205,10 @@ export class PartitionPusher {
       if (b.failures > 0) this.member.logger.info(this.context(b, { attempt: b.attempt }), 'webhook delivered after retries');
     } else if (this.member.nackAfterAttempts !== null && b.failures + 1 >= this.member.nackAfterAttempts) {
       b.failures++;
-      this.nackBatch(b, 'status' in outcome && outcome.status !== undefined ? `webhook ${this.member.endpoint} answered ${outcome.status}` :
-        `webhook ${this.member.endpoint}: ${outcome.error ?? 'no answer'}`);
+      const reason = 'status' in outcome && outcome.status !== undefined ? `webhook ${this.member.endpoint} answered ${outcome.status}` :
+        `webhook ${this.member.endpoint}: ${outcome.error ?? 'no answer'}`;
+      if (b.records.length > 1) this.split(b, reason);
+      else this.nackBatch(b, reason);
     } else {
       b.state = 'failed';
       b.failures++;
@@ -218,13 +227,23 @@ export class PartitionPusher {
   }
 
   /**
+   * A batch of several records failed on every attempt: which record the endpoint refuses is unknown, so its
+   * records go again one per POST, each with its own attempts, and only those that fail alone are nacked.
+   */
+  private split(b: Batch, reason: string): void {
+    this.warn(this.context(b, { attempt: b.attempt, reason, records: b.records.length }), 'webhook batch failed on every attempt; sending its records one by one');
+    const singles = b.records.map((r, i) => this.batch([r], i === b.records.length - 1 ? b.nextOffset : r.offset + 1));
+    this.window.splice(this.window.indexOf(b), 1, ...singles);
+  }
+
+  /**
    * Out of attempts with a retry policy: nacks the batch's records (they move to the next retry tier), then the
    * batch counts as acknowledged. A nack that fails (not by fencing) sends the batch again after a backoff.
    */
   private nackBatch(b: Batch, reason: string): void {
     b.state = 'nacking';
     this.warn(this.context(b, { attempt: b.attempt, reason }), 'webhook delivery failed on every attempt; nacking the batch\'s records');
-    this.member.nack(this.topic, this.partition, b.offsets, reason).then(
+    this.member.nack(this.topic, this.partition, b.records.map((r) => r.offset), reason).then(
       () => (b.state = 'acked'),
       (err: unknown) => {
         if (this.member.fenced(err) || this.stopped()) return;
@@ -290,7 +309,7 @@ export class PartitionPusher {
       records: records.map((r) => recordToJson(r, 'base64')),
     });
     return {
-      firstOffset: records[0]!.offset, lastOffset: records[records.length - 1]!.offset, nextOffset, body, offsets: records.map((r) => r.offset),
+      firstOffset: records[0]!.offset, lastOffset: records[records.length - 1]!.offset, nextOffset, body, records,
       state: 'pending', attempt: 0, failures: 0, ctrl: null, retryReady: false, retryTimer: null,
     };
   }
