@@ -158,6 +158,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
     const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, {
       reset: (groupId, topic) => broker.retries.forget(groupId, topic),
+      committed: (groupId, topic, offsets) => broker.retries.committed(groupId, topic, offsets),
       deadLetterDepth: (sub): Promise<number> => broker.deadLetters.depth(sub),
     });
     await groups.start();

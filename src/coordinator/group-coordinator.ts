@@ -43,6 +43,8 @@ const MAX_HEARTBEAT_INTERVAL_MS = 3000;
 export interface CoordinatorHooks {
   /** An executed reset moved the group's offsets of `topic`: what was known about its records' progress is stale. */
   reset?(groupId: string, topic: string): void;
+  /** A member (or standalone consumer) committed offsets of `topic`. */
+  committed?(groupId: string, topic: string, offsets: ReadonlyArray<{ partition: number; offset: number }>): void;
   /** Describes need a subscription's dead-letter depth. */
   deadLetterDepth?(sub: SubscriptionRecord): Promise<number>;
 }
@@ -308,6 +310,7 @@ export class GroupCoordinator {
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
       await this.subscriptionOf(groupId, topic);
       await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now());
+      this.hooks.committed?.(groupId, topic, request.offsets);
     });
   }
 

@@ -218,9 +218,16 @@ export class Retries {
     }
   }
 
+  /** The group committed past records of `topic`: moves out of them need not be remembered (they are never delivered again). */
+  committed(groupId: string, topic: string, offsets: ReadonlyArray<{ partition: number; offset: number }>): void {
+    void this.indexes.get(groupId)?.then((index) => {
+      for (const o of offsets) index.forgetBelow(topic, o.partition, o.offset);
+    }, () => {});
+  }
+
   /** An executed reset of `topic`: the group reads it again, records moved before included. */
   forget(groupId: string, topic: string): void {
-    void this.indexes.get(groupId)?.then((index) => index.forgetTopic(topic));
+    void this.indexes.get(groupId)?.then((index) => index.forgetTopic(topic), () => {});
   }
 
   /** Forgets a group's index (the group was deleted). */

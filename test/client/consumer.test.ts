@@ -1,7 +1,9 @@
 /** The consumer's commit semantics, on an embedded broker (the same client code runs over HTTP). */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker.js';
+import { ManualClock } from '../../src/clock.js';
 import { Onelog } from '../../src/client/index.js';
+import { headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 let broker: Broker;
@@ -87,5 +89,61 @@ describe('Consumer (at-least-once)', () => {
     expect(seen).toEqual(['a=1']);
     const partition = (await broker.describeGroup('g')).subscriptions.find((s) => s.topic === 'state')!.partitions[0]!;
     expect(partition).toMatchObject({ committedOffset: 3, highWatermark: 3, lag: 0 });
+  });
+});
+
+describe('Consumer with a retry policy', () => {
+  beforeEach(async () => {
+    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', retry: { delaysMs: [60_000], maxAttempts: 2 } });
+  });
+
+  it('retries a throwing handler in place maxInPlaceRetries times, then nacks the record with the error as reason', async () => {
+    const clock = new ManualClock(0);
+    const consumer = onelog.consumer({ groupId: 'g', maxWaitMs: 0, maxInPlaceRetries: 2, clock });
+    consumer.subscribe({ topic: 't' });
+    const tries: string[] = [];
+    const running = consumer.run({
+      eachMessage: ({ message }) => {
+        if (message.topic !== 't') return;
+        tries.push(`${message.partition}:${message.offset}`);
+        if (message.partition === 0 && message.offset === 4) throw new Error(`bad ${message.value}`);
+        if (tries.length >= 32) void consumer.stop();
+      },
+    });
+    // Each quick retry waits its backoff on the consumer's clock.
+    for (const ms of [100, 200]) {
+      await vi.waitFor(() => expect(clock.sleeping).toBe(1));
+      clock.advance(ms);
+    }
+    await running;
+    expect(tries.filter((t) => t === '0:4')).toHaveLength(3);
+    const [moved] = (await broker.fetch({ topic: 't.g.retry-1', partitions: [{ partition: 0, offset: 0 }] })).partitions[0]!.records;
+    expect(headerText(moved!.headers, RETRY_HEADERS.reason)).toBe('bad v12');
+    expect(headerText(moved!.headers, RETRY_HEADERS.originalOffset)).toBe('4');
+    expect(await committed('g')).toEqual([10, 10, 10]);
+  });
+
+  it('nack(message) from the handler moves the record and the handler goes on; attempt and original are on every message', async () => {
+    const consumer = onelog.consumer({ groupId: 'g', maxWaitMs: 0 });
+    consumer.subscribe({ topic: 't' });
+    const seen: Array<{ offset: number; attempt: number; original: unknown }> = [];
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        seen.push({ offset: message.offset, attempt: message.attempt, original: message.original });
+        if (message.partition === 1 && message.offset === 2) expect(await consumer.nack(message, 'later')).toMatchObject({ topic: 't.g.retry-1', attempt: 2 });
+        if (seen.length === 30) void consumer.stop();
+      },
+    });
+    expect(seen.every((s) => s.attempt === 1)).toBe(true);
+    expect(seen[0]!.original).toEqual({ topic: 't', partition: expect.any(Number), offset: seen[0]!.offset, timestamp: expect.any(Number) });
+    expect(await committed('g')).toEqual([10, 10, 10]);
+    expect((await broker.describeTopic('t.g.retry-1')).partitions.map((p) => p.highWatermark)).toEqual([0, 1, 0]);
+  });
+
+  it('without a policy, a throwing handler still stops the consumer with its error', async () => {
+    const consumer = onelog.consumer({ groupId: 'plain', startPolicy: 'earliest', maxWaitMs: 0 });
+    consumer.subscribe({ topic: 't' });
+    const boom = new Error('no policy');
+    await expect(consumer.run({ eachMessage: () => { throw boom; } })).rejects.toBe(boom);
   });
 });
