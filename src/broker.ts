@@ -36,7 +36,7 @@ import type {
   DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult,
   ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
-  TopicDescription, TopicSummary, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult,
+  TopicDescription, TopicSummary, NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult,
   PurgeRequest, PurgeResult,
 } from './protocol/api.js';
 import type { SubscriptionRecord } from './catalog/catalog.js';
@@ -548,10 +548,19 @@ export class Broker implements OnelogApi, BinaryDataApi {
    *   `OFFSET_OUT_OF_RANGE`, `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`
    */
   async nack(request: NackRequest): Promise<NackResult> {
+    const { offset, reason, ...rest } = request;
+    return (await this.nackBatch({ ...rest, records: [{ offset, reason }] }))[0]!;
+  }
+
+  /** @see nack; several records of one partition, in order, sharing fdatasyncs */
+  async nackBatch(request: NackBatchRequest): Promise<NackResult[]> {
     this.checkOpen();
     checkGroupId(request.groupId);
     checkMember(request);
     this.logs.get(request.topic, request.partition); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
+    if (!Array.isArray(request.records) || request.records.length > 10_000) {
+      throw new OnelogError('INVALID_REQUEST', 'records must be an array of 1 to 10,000 { offset, reason }', { groupId: request.groupId });
+    }
     return this.retries.nack(request, await this.groups.checkNack(request));
   }
 

@@ -96,6 +96,8 @@ export interface RunOptions<Tx = undefined> {
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
 /** Pause before trying again after the broker could not be reached, ms. */
 const RETRY_BACKOFF_MS = 250;
+/** Batches whose commit may wait for their nacks while later batches are handled. */
+const MAX_COMMITS_BEHIND = 2;
 /** Backoff of in-place retries of a throwing handler. */
 const IN_PLACE_BACKOFF = { initialMs: 100, maxMs: 5000 };
 
@@ -104,6 +106,18 @@ export class Consumer<Tx = undefined> {
   private stopping = false;
   private running: Promise<void> | null = null;
   private inHandler = false;
+  /** Once a nack got through (the subscription has a retry policy), later nacks of a batch are sent without waiting. */
+  private pipelineNacks = false;
+  /** Records of the batch in hand whose handler failed, to nack when it ends (after-processing): its commit waits for them. */
+  private pendingNacks: Array<{ h: HeldPartition; offset: number; reason: string }> = [];
+  /**
+   * Commits of batches whose nacks are under way, in order, off the fetch path: the next batch is fetched and
+   * handled meanwhile (at most {@link MAX_COMMITS_BEHIND} behind), so failing records cost the partition little.
+   */
+  private commitChain: Promise<void> = Promise.resolve();
+  private commitsBehind = 0;
+  /** The error of a nack that failed in the background: run() rejects with it, and nothing past it is committed. */
+  private nackFailure: unknown = undefined;
   private session: MemberSession | null = null;
   /** The retriable error of the last commit, while no later commit got through. */
   private commitPending: OnelogError | null = null;
@@ -234,6 +248,7 @@ export class Consumer<Tx = undefined> {
           await session.start().catch((err: unknown) => this.retryLater(session, err));
           continue;
         }
+        if (this.nackFailure !== undefined) throw this.nackFailure;
         await this.releaseRevoked(session);
         const fetchable = session.fetchable();
         if (fetchable.length === 0) {
@@ -254,8 +269,11 @@ export class Consumer<Tx = undefined> {
         if (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId) await session.heartbeat().catch(() => {});
         await this.handleBatch(session, topic, fetched.partitions, handlers, report);
       }
+      await this.commitChain;
       await this.releaseRevoked(session);
+      if (this.nackFailure !== undefined) throw this.nackFailure;
     } finally {
+      await this.commitChain; // never rejects: failures are kept in nackFailure
       this.session = null;
       await session.leave().catch(() => {});
     }
@@ -273,6 +291,7 @@ export class Consumer<Tx = undefined> {
   private async releaseRevoked(session: MemberSession): Promise<void> {
     const revoked = [...session.held.values()].filter((p) => p.revoked);
     if (revoked.length === 0) return;
+    await this.commitChain; // their progress is committed before they are let go
     for (const p of revoked) session.release(p);
     await session.heartbeat().catch(() => {});
   }
@@ -346,8 +365,75 @@ export class Consumer<Tx = undefined> {
       const h = held(p);
       if (h && h.position > started.get(p.partition)!) progress.set(`${topic}/${p.partition}`, { topic, partition: p.partition, offset: h.position });
     }
-    if (!beforeProcessing && (autoCommit || this.options.offsetStore)) await this.commitOffsets(session, progress);
+    const nacks = this.sendNacks(session, this.pendingNacks.splice(0));
+    if (nacks.length > 0 || this.commitsBehind > 0) {
+      this.commitBehind(session, nacks, progress, autoCommit);
+      if (this.commitsBehind > MAX_COMMITS_BEHIND || failure !== undefined) await this.commitChain;
+    } else if (!beforeProcessing && (autoCommit || this.options.offsetStore)) {
+      await this.commitOffsets(session, progress);
+    }
     if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * Sends a batch's failed records as one nack per partition (in order; the broker moves them sharing
+   * fdatasyncs), without waiting. Retried while the broker is unreachable, within a session timeout.
+   * @returns each record with the outcome of its nack: true once moved, false when the member was fenced
+   */
+  private sendNacks(session: MemberSession, failed: typeof this.pendingNacks): Array<{ h: HeldPartition; offset: number; nacked: Promise<boolean> }> {
+    const byPartition = new Map<HeldPartition, typeof failed>();
+    for (const f of failed) byPartition.set(f.h, [...(byPartition.get(f.h) ?? []), f]);
+    return [...byPartition].flatMap(([h, records]) => {
+      const nacked = (async () => {
+        for (;;) {
+          try {
+            await session.serial(() => this.api.nackBatch({
+              groupId: this.options.groupId, topic: h.topic, partition: h.partition, records: records.map(({ offset, reason }) => ({ offset, reason })),
+              memberId: session.memberId, generationId: session.generationId,
+            }));
+            return true;
+          } catch (err) {
+            if (session.noteFencing(err)) return false;
+            session.checkContact(this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
+            await this.retryLater(session, err);
+          }
+        }
+      })();
+      nacked.catch(() => {}); // settled by commitBehind (allSettled), not unhandled meanwhile
+      return records.map(({ offset }) => ({ h, offset, nacked }));
+    });
+  }
+
+  /**
+   * Commits a batch once its nacks are durable, after the batches before it, without holding up the next batch:
+   * a record counts as processed only once its nack is durable, so the commit stops before a nack that failed,
+   * and nothing after it is committed (run() then rejects with its error).
+   */
+  private commitBehind(
+    session: MemberSession, nacks: Array<{ h: HeldPartition; offset: number; nacked: Promise<boolean> }>,
+    progress: Map<string, { topic: string; partition: number; offset: number }>,
+    autoCommit: boolean,
+  ): void {
+    this.commitsBehind++;
+    this.commitChain = this.commitChain.then(async () => {
+      try {
+        const outcomes = await Promise.allSettled(nacks.map((n) => n.nacked));
+        if (this.nackFailure !== undefined) return;
+        outcomes.forEach((outcome, i) => {
+          if (outcome.status === 'fulfilled' && outcome.value) return;
+          const { h, offset } = nacks[i]!;
+          const key = `${h.topic}/${h.partition}`;
+          const at = progress.get(key);
+          if (at && at.offset > offset) progress.set(key, { ...at, offset });
+          if (outcome.status === 'rejected') this.nackFailure ??= outcome.reason;
+        });
+        if (autoCommit) await this.commitOffsets(session, progress);
+      } catch (err) {
+        this.nackFailure ??= err;
+      } finally {
+        this.commitsBehind--;
+      }
+    });
   }
 
   /**
@@ -412,7 +498,15 @@ export class Consumer<Tx = undefined> {
           await clock.sleep(delayMs);
           continue;
         }
-        return this.nackFailed(session, message, err);
+        if (this.pipelineNacks && this.options.commitMode !== 'before-processing' && !store) {
+          // Sent without waiting, in order (the member's queue): the handler goes on, the batch's commit waits.
+          // Nacked with the rest of the batch's failures when it ends: the handler goes on, the batch's commit waits.
+          this.pendingNacks.push({ h, offset: message.offset, reason: err instanceof Error ? err.message : String(err) });
+          return true;
+        }
+        const nacked = await this.nackFailed(session, message, err);
+        this.pipelineNacks ||= nacked;
+        return nacked;
       }
     }
   }

@@ -8,7 +8,7 @@ import type {
   DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
-  NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
+  NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
@@ -168,6 +168,11 @@ export class HttpApi implements OnelogApi {
   nack(request: NackRequest): Promise<NackResult> {
     const { groupId, ...body } = request;
     return this.call('POST', `/groups/${encodeURIComponent(groupId)}/nacks`, body);
+  }
+
+  async nackBatch(request: NackBatchRequest): Promise<NackResult[]> {
+    const { groupId, ...body } = request;
+    return (await this.call<{ results: NackResult[] }>('POST', `/groups/${encodeURIComponent(groupId)}/nacks/batch`, body)).results;
   }
 
   listDeadLetters(request: DeadLetterListRequest): Promise<DeadLetterList> {

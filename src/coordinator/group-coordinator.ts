@@ -340,7 +340,7 @@ export class GroupCoordinator {
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`; `NO_RETRY_POLICY` when the
    *   group has no retry policy for the topic
    */
-  async checkNack(request: NackRequest): Promise<{ subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }> {
+  async checkNack(request: Omit<NackRequest, 'offset' | 'reason'>): Promise<{ subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }> {
     const { groupId, topic } = request;
     return this.locked(groupId, async () => {
       await this.fence(request, [request.partition], 'nack');

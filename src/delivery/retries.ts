@@ -15,9 +15,9 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import type { RetryTopics, TierOwner } from '../coordinator/retry-topics.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
-import type { CreateTopicRequest, FetchedPartition, NackRequest, NackResult, RetryPolicyInput, TopicDescription } from '../protocol/api.js';
+import type { CreateTopicRequest, FetchedPartition, NackBatchRequest, NackResult, RetryPolicyInput, TopicDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import { encodeBatch } from '../protocol/record-batch.js';
+import { decodeRecordAt, encodeBatch, LOG_OVERHEAD, readBatchHeader } from '../protocol/record-batch.js';
 import {
   checkRetryPolicy, defaultDeadLetterTopic, deliveryInfo, dueAt, movedHeaders, RETRY_HEADERS, tierDelayMs, tierTopicName,
 } from '../protocol/retry-policy.js';
@@ -48,6 +48,7 @@ export interface RetriesDeps {
 export class Retries {
   /** Per group, built on first use from its tier and dead-letter partitions. */
   private readonly indexes = new Map<string, Promise<MovedRecords>>();
+  private readonly sources = new SourceReader();
 
   constructor(private readonly deps: RetriesDeps) {}
 
@@ -99,41 +100,54 @@ export class Retries {
   }
 
   /**
-   * Moves a nacked record to the next tier or the dead-letter topic (once: a repeated nack answers the first
-   * move, `duplicate: true`). Resolves once the moved record is on disk (fdatasync'd).
+   * Moves nacked records of one partition to the next tier or the dead-letter topic, each once (a repeated nack
+   * answers the first move, `duplicate: true`), in the order given: their appends share fdatasyncs, and each
+   * resolves once on disk. Every record is checked before any is moved.
    * @param checked what {@link GroupCoordinator.checkNack} answered (the nack is fenced already)
+   * @returns where each went, in request order
    * @throws OnelogError `INVALID_OFFSET`, `OFFSET_OUT_OF_RANGE` (at or above the high watermark, or below the
    *   log start), `INVALID_REQUEST` (reason), as an append does (`RESOURCE_EXHAUSTED`, `STORAGE_ERROR`)
    */
-  async nack(request: NackRequest, checked: { subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }): Promise<NackResult> {
-    const { groupId, topic, partition, offset, reason } = request;
-    const { subscription, policy, tier } = checked;
-    if (typeof reason !== 'string') throw new OnelogError('INVALID_REQUEST', 'reason must be a string (why the record could not be processed)');
+  async nack(request: NackBatchRequest, checked: { subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }): Promise<NackResult[]> {
+    const { groupId, topic, partition } = request;
     const log = this.deps.logs.get(topic, partition);
-    if (!Number.isSafeInteger(offset) || offset < 0) {
-      throw new OnelogError('INVALID_OFFSET', `offset must be an integer >= 0, got ${JSON.stringify(offset)}`, { groupId, topic, partition, offset });
+    if (!Array.isArray(request.records) || request.records.length === 0) {
+      throw new OnelogError('INVALID_REQUEST', 'a nack needs at least one record: { offset, reason }', { groupId, topic, partition });
     }
-    if (offset >= log.highWatermark || offset < log.logStartOffset) {
-      throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot nack offset ${offset} of ${topic}/${partition}: the partition holds offsets ` +
-        `${log.logStartOffset} to ${log.highWatermark - 1}`, { groupId, topic, partition, offset, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark });
+    for (const { offset, reason } of request.records) {
+      if (typeof reason !== 'string') throw new OnelogError('INVALID_REQUEST', 'reason must be a string (why the record could not be processed)');
+      if (!Number.isSafeInteger(offset) || offset < 0) {
+        throw new OnelogError('INVALID_OFFSET', `offset must be an integer >= 0, got ${JSON.stringify(offset)}`, { groupId, topic, partition, offset });
+      }
+      if (offset >= log.highWatermark || offset < log.logStartOffset) {
+        throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot nack offset ${offset} of ${topic}/${partition}: the partition holds offsets ` +
+          `${log.logStartOffset} to ${log.highWatermark - 1}`, { groupId, topic, partition, offset, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark });
+      }
     }
-    const source = { topic, partition, offset };
     const index = await this.index(groupId);
-    const { to, duplicate } = await index.once(source, async () => {
-      const record = readRecord(log, offset);
-      const info = deliveryInfo(record, topic, partition, tier !== undefined);
-      const deadLettered = info.attempt >= policy.maxAttempts;
-      const attempt = deadLettered ? info.attempt : info.attempt + 1;
-      const target = deadLettered
-        ? this.deps.logs.get(policy.deadLetterTopic, 0)
-        : this.tierLog(subscription.topic, groupId, Math.min(info.attempt, policy.delaysMs.length), info.original.partition);
-      const now = this.deps.clock.now();
-      const headers = movedHeaders(record, tier !== undefined, { groupId, attempt, reason, now, source });
-      const stored = await this.appendDurably(target, { key: record.key, value: record.value, headers, timestamp: now });
-      return { topic: target.topic, partition: target.partition, offset: stored, attempt, deadLettered };
-    });
-    if (to.deadLettered && !duplicate) await this.deps.deadLettered(subscription);
-    return { ...to, duplicate };
+    // Started in order with no await in between, so the appends keep the order of the request.
+    const moves = request.records.map(({ offset, reason }) => index.once({ topic, partition, offset }, () => this.move(log, offset, reason, request, checked)));
+    const moved = await Promise.all(moves);
+    if (moved.some(({ to, duplicate }) => to.deadLettered && !duplicate)) await this.deps.deadLettered(checked.subscription);
+    return moved.map(({ to, duplicate }) => ({ ...to, duplicate }));
+  }
+
+  /** Appends one nacked record to its next tier or the dead-letter topic; resolves once it is on disk. */
+  private async move(log: PartitionLog, offset: number, reason: string, request: NackBatchRequest,
+    { subscription, policy, tier }: { subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }): Promise<MovedTo> {
+    const { groupId, topic, partition } = request;
+    const source = { topic, partition, offset };
+    const record = this.sources.read(log, offset);
+    const info = deliveryInfo(record, topic, partition, tier !== undefined);
+    const deadLettered = info.attempt >= policy.maxAttempts;
+    const attempt = deadLettered ? info.attempt : info.attempt + 1;
+    const target = deadLettered
+      ? this.deps.logs.get(policy.deadLetterTopic, 0)
+      : this.tierLog(subscription.topic, groupId, Math.min(info.attempt, policy.delaysMs.length), info.original.partition);
+    const now = this.deps.clock.now();
+    const headers = movedHeaders(record, tier !== undefined, { groupId, attempt, reason, now, source });
+    const stored = await this.appendDurably(target, { key: record.key, value: record.value, headers, timestamp: now });
+    return { topic: target.topic, partition: target.partition, offset: stored, attempt, deadLettered };
   }
 
   /**
@@ -165,7 +179,7 @@ export class Retries {
   /** Appends one record and waits until it is on disk, whatever the topic's flush policy. */
   private async appendDurably(log: PartitionLog, record: RecordInput): Promise<number> {
     const [stored] = await this.deps.logs.appendAll([{ log, batch: encodeBatch([record], 0, this.deps.clock.now()) }]);
-    await log.flush();
+    await log.flush(stored!.lastOffset + 1); // at once when the topic's flush policy synced it already
     return stored!.baseOffset;
   }
 
@@ -263,18 +277,42 @@ export class Retries {
   }
 }
 
+/** Source batches kept for nacks (each at most a batch, about 1 MiB): records failing near each other share a read. */
+const SOURCE_BATCHES_KEPT = 16;
+
 /**
- * The record at `offset` of `log`.
- * @throws OnelogError `INVALID_OFFSET` when no record has that offset (compaction removed it)
+ * Reads nacked records. A member nacks the records of a batch it just fetched, often several of one stored
+ * batch: the last batches read are kept (least recently used first out), so those records cost one read.
  */
-export function readRecord(log: PartitionLog, offset: number): StoredRecord {
-  const record = log.fetch(offset, { maxRecords: 1, maxBytes: 1 }).records.find((r) => r.offset === offset);
-  if (!record) {
-    throw new OnelogError('INVALID_OFFSET', `${log.topic}/${log.partition} has no record at offset ${offset} (compaction removed it)`, {
-      topic: log.topic, partition: log.partition, offset,
-    });
+class SourceReader {
+  private readonly batches = new Map<string, { log: PartitionLog; baseOffset: number; lastOffset: number; buf: Buffer }>();
+
+  /**
+   * The record at `offset` of `log`.
+   * @throws OnelogError `INVALID_OFFSET` when no record has that offset (compaction removed it)
+   */
+  read(log: PartitionLog, offset: number): StoredRecord {
+    const key = `${log.topic}/${log.partition}`;
+    let kept = this.batches.get(key);
+    if (!kept || kept.log !== log || offset < kept.baseOffset || offset > kept.lastOffset) {
+      // The stored batch holding `offset` (whole), of which only that record is decoded.
+      const { batches } = log.readBatches(offset, 1, 1);
+      const h = batches.length > 0 ? readBatchHeader(batches) : undefined;
+      kept = h && { log, baseOffset: h.baseOffset, lastOffset: h.baseOffset + h.lastOffsetDelta, buf: batches.subarray(0, LOG_OVERHEAD + h.batchLength) };
+    }
+    this.batches.delete(key);
+    if (kept) {
+      this.batches.set(key, kept);
+      if (this.batches.size > SOURCE_BATCHES_KEPT) this.batches.delete(this.batches.keys().next().value!);
+    }
+    const record = kept && offset >= kept.baseOffset ? decodeRecordAt(kept.buf, 0, offset) : undefined;
+    if (!record) {
+      throw new OnelogError('INVALID_OFFSET', `${log.topic}/${log.partition} has no record at offset ${offset} (compaction removed it)`, {
+        topic: log.topic, partition: log.partition, offset,
+      });
+    }
+    return record;
   }
-  return record;
 }
 
 /**

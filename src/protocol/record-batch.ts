@@ -332,35 +332,66 @@ export function batchCompression(header: Pick<BatchHeader, 'attributes'>): Compr
  *   package cannot be loaded on this platform)
  */
 export function decodeRecords(buf: Buffer, pos = 0): StoredRecord[] {
+  const { h, codec, reader } = openRecords(buf, pos);
+  const out = new Array<StoredRecord>(h.recordCount);
+  for (let i = 0; i < h.recordCount; i++) out[i] = readRecord(reader, h, i);
+  if (codec !== 'none' && reader.pos !== reader.end) {
+    throw corrupt(`${reader.end - reader.pos} bytes left after the last of ${h.recordCount} records in the ${codec} section`);
+  }
+  return out;
+}
+
+/**
+ * The record with offset `offset` of the batch at `pos`, or undefined when the batch has none (compaction
+ * removed it): the records before it are skipped by their lengths, not decoded. Views as {@link decodeRecords}.
+ * @throws OnelogError as {@link decodeRecords}
+ */
+export function decodeRecordAt(buf: Buffer, pos: number, offset: number): StoredRecord | undefined {
+  const { h, reader } = openRecords(buf, pos);
+  for (let i = 0; i < h.recordCount; i++) {
+    const start = reader.pos;
+    const length = reader.varint();
+    const recordEnd = reader.pos + length;
+    reader.pos++; // attributes
+    reader.varint(); // timestamp delta
+    if (h.baseOffset + reader.varint() === offset) {
+      reader.pos = start;
+      return readRecord(reader, h, i);
+    }
+    reader.pos = recordEnd;
+  }
+  return undefined;
+}
+
+/** The header of the batch at `pos` and a reader over its records section (decompressed if needed). */
+function openRecords(buf: Buffer, pos: number): { h: BatchHeader; codec: CompressionCodec; reader: Reader } {
   const h = readBatchHeader(buf, pos);
   const codec = batchCompression(h);
   const end = pos + LOG_OVERHEAD + h.batchLength;
   const reader = codec === 'none'
     ? new Reader(buf, pos + BATCH_HEADER_BYTES, end)
     : readerOver(decompress(codec, buf.subarray(pos + BATCH_HEADER_BYTES, end)));
-  const out = new Array<StoredRecord>(h.recordCount);
-  for (let i = 0; i < h.recordCount; i++) {
-    const length = reader.varint();
-    const recordEnd = reader.pos + length;
-    reader.pos++; // attributes
-    const timestamp = h.baseTimestamp + reader.varint();
-    const offset = h.baseOffset + reader.varint();
-    const key = reader.bytes(reader.varint());
-    const value = reader.bytes(reader.varint());
-    const headerCount = reader.varint();
-    const headers: RecordHeader[] = [];
-    for (let j = 0; j < headerCount; j++) {
-      const hk = reader.bytes(reader.varint());
-      if (hk === null) throw corrupt('header key is null');
-      headers.push({ key: hk.toString('utf8'), value: reader.bytes(reader.varint()) });
-    }
-    if (reader.pos !== recordEnd) throw corrupt(`record ${i} length ${length} does not match its fields`);
-    out[i] = { offset, timestamp, key, value, headers };
+  return { h, codec, reader };
+}
+
+/** Reads record `i` of a batch at the reader's position. @throws OnelogError `CORRUPT_MESSAGE` */
+function readRecord(reader: Reader, h: BatchHeader, i: number): StoredRecord {
+  const length = reader.varint();
+  const recordEnd = reader.pos + length;
+  reader.pos++; // attributes
+  const timestamp = h.baseTimestamp + reader.varint();
+  const offset = h.baseOffset + reader.varint();
+  const key = reader.bytes(reader.varint());
+  const value = reader.bytes(reader.varint());
+  const headerCount = reader.varint();
+  const headers: RecordHeader[] = [];
+  for (let j = 0; j < headerCount; j++) {
+    const hk = reader.bytes(reader.varint());
+    if (hk === null) throw corrupt('header key is null');
+    headers.push({ key: hk.toString('utf8'), value: reader.bytes(reader.varint()) });
   }
-  if (codec !== 'none' && reader.pos !== reader.end) {
-    throw corrupt(`${reader.end - reader.pos} bytes left after the last of ${h.recordCount} records in the ${codec} section`);
-  }
-  return out;
+  if (reader.pos !== recordEnd) throw corrupt(`record ${i} length ${length} does not match its fields`);
+  return { offset, timestamp, key, value, headers };
 }
 
 function readerOver(records: Buffer): Reader {

@@ -10,7 +10,7 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import type {
   BinaryDataApi, CommitRequest, HeartbeatRequest, JoinGroupRequest, OnelogApi, SubscribeRequest, ProduceRecord, ProducerIdempotence, ResetSpec,
-  NackRequest, PurgeRequest, RedriveRequest,
+  NackBatchRequest, NackRequest, PurgeRequest, RedriveRequest,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { resourceExhausted } from '../storage/storage-errors.js';
@@ -328,6 +328,26 @@ function registerRetryRoutes(app: FastifyInstance, api: OnelogApi): void {
       },
     },
     async (request) => api.nack({ groupId: request.params.groupId, ...request.body }),
+  );
+  app.post<{ Params: { groupId: string }; Body: Omit<NackBatchRequest, 'groupId'> }>(
+    '/groups/:groupId/nacks/batch',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['topic', 'partition', 'records'],
+          additionalProperties: false,
+          properties: {
+            topic: { type: 'string' }, partition: nonNegInt, memberId: { type: 'string' }, generationId: { type: 'integer' },
+            records: {
+              type: 'array', minItems: 1, maxItems: 10_000,
+              items: { type: 'object', required: ['offset', 'reason'], additionalProperties: false, properties: { offset: nonNegInt, reason: { type: 'string' } } },
+            },
+          },
+        },
+      },
+    },
+    async (request) => ({ results: await api.nackBatch({ groupId: request.params.groupId, ...request.body }) }),
   );
   app.get<{ Params: { groupId: string }; Querystring: { topic: string; limit?: string } }>(
     '/groups/:groupId/dead-letters',

@@ -318,9 +318,12 @@ export class PartitionLog {
     return this.producers.get(producerId);
   }
 
-  /** Syncs every segment's writes to disk and resolves when done, whatever the flush policy. */
-  flush(): Promise<void> {
-    return this.flusher.syncTo(this.logEnd);
+  /**
+   * Syncs the writes below `upTo` (default: everything appended) to disk and resolves when done, whatever the
+   * flush policy; appends waiting together share one fdatasync.
+   */
+  flush(upTo = this.logEnd): Promise<void> {
+    return this.flusher.syncTo(upTo);
   }
 
   private advanceHighWatermark(offset: number): void {

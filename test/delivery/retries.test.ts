@@ -156,6 +156,20 @@ describe('nack', () => {
     expect(again.nextOffset).toBe(4);
   });
 
+  it('nackBatch moves several records of a partition in order, or none when one is refused', async () => {
+    const m = await withPolicy();
+    const member = { memberId: m.memberId, generationId: m.generationId };
+    const bad = broker.nackBatch({ groupId: GROUP, topic: TOPIC, partition: 0, ...member, records: [{ offset: 0, reason: 'a' }, { offset: 9, reason: 'b' }] });
+    expect(await asyncCodeOf(bad)).toBe('OFFSET_OUT_OF_RANGE');
+    expect(await asyncCodeOf(broker.nackBatch({ groupId: GROUP, topic: TOPIC, partition: 0, ...member, records: [] }))).toBe('INVALID_REQUEST');
+    expect((await broker.describeTopic(TIER1)).partitions[0]!.highWatermark).toBe(0);
+    const results = await broker.nackBatch({ groupId: GROUP, topic: TOPIC, partition: 0, ...member, records: [3, 0, 2].map((offset) => ({ offset, reason: `r${offset}` })) });
+    expect(results.map((r) => r.offset)).toEqual([0, 1, 2]);
+    clock.advance(1000);
+    const tier = await fetchOf(m, TIER1, 0);
+    expect(tier.records.map((r) => [text(r, RETRY_HEADERS.originalOffset), text(r, RETRY_HEADERS.reason)])).toEqual([['3', 'r3'], ['0', 'r0'], ['2', 'r2']]);
+  });
+
   it('keeps the order of one original partition within a tier', async () => {
     const m = await withPolicy();
     for (const offset of [0, 2, 3]) await nack(m, TOPIC, offset);

@@ -3,7 +3,7 @@ import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { COMPRESSION_CODECS } from '../../src/protocol/compression.js';
 import {
-  batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader, setBaseOffset, validateBatch,
+  batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader, setBaseOffset, validateBatch, decodeRecordAt,
 } from '../../src/protocol/record-batch.js';
 import type { RecordInput } from '../../src/protocol/types.js';
 import { crc32c } from '../../src/protocol/crc32c.js';
@@ -240,5 +240,25 @@ describe('record batch compression', () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('decodeRecordAt', () => {
+  it('answers the one record of an offset, as decodeRecords does, in every codec and with offset gaps', () => {
+    fc.assert(fc.property(
+      fc.array(fc.record({ value: fc.uint8Array({ maxLength: 40 }), gap: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 30 }),
+      fc.constantFrom(...COMPRESSION_CODECS),
+      (items, compression) => {
+        let delta = 0;
+        const offsetDeltas = items.map((it) => (delta += it.gap) - items[0]!.gap);
+        const records: RecordInput[] = items.map((it) => ({ key: null, value: Buffer.from(it.value), headers: [{ key: 'h', value: Buffer.from('x') }] }));
+        const batch = encodeBatch(records, 100, 1000, undefined, { compression, layout: { offsetDeltas, lastOffsetDelta: offsetDeltas[offsetDeltas.length - 1]! } });
+        const all = decodeRecords(batch);
+        for (const r of all) expect(decodeRecordAt(batch, 0, r.offset)).toEqual(r);
+        // Offsets the batch does not hold (a gap, before, after): none.
+        const held = new Set(all.map((r) => r.offset));
+        for (let o = 99; o <= 100 + offsetDeltas[offsetDeltas.length - 1]! + 1; o++) if (!held.has(o)) expect(decodeRecordAt(batch, 0, o)).toBeUndefined();
+      },
+    ), { numRuns: 100 });
   });
 });
