@@ -25,6 +25,7 @@ import type { DeliveryInfo } from '../protocol/retry-policy.js';
 import type { CommitMode, OutOfRangePolicy, StartPolicy, StoredRecord } from '../protocol/types.js';
 import type { ExternalOffsetStore } from './external-offsets.js';
 import { MemberSession } from './member-session.js';
+import { NackPipeline } from './nack-pipeline.js';
 import type { HeldPartition } from './member-session.js';
 
 /** Consumer settings; units in the names. */
@@ -96,8 +97,6 @@ export interface RunOptions<Tx = undefined> {
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
 /** Pause before trying again after the broker could not be reached, ms. */
 const RETRY_BACKOFF_MS = 250;
-/** Batches whose commit may wait for their nacks while later batches are handled. */
-const MAX_COMMITS_BEHIND = 2;
 /** Backoff of in-place retries of a throwing handler. */
 const IN_PLACE_BACKOFF = { initialMs: 100, maxMs: 5000 };
 
@@ -106,18 +105,10 @@ export class Consumer<Tx = undefined> {
   private stopping = false;
   private running: Promise<void> | null = null;
   private inHandler = false;
-  /** Once a nack got through (the subscription has a retry policy), later nacks of a batch are sent without waiting. */
+  /** Once a nack got through (the subscription has a retry policy), a batch's nacks go through {@link nacks}. */
   private pipelineNacks = false;
-  /** Records of the batch in hand whose handler failed, to nack when it ends (after-processing): its commit waits for them. */
-  private pendingNacks: Array<{ h: HeldPartition; offset: number; reason: string }> = [];
-  /**
-   * Commits of batches whose nacks are under way, in order, off the fetch path: the next batch is fetched and
-   * handled meanwhile (at most {@link MAX_COMMITS_BEHIND} behind), so failing records cost the partition little.
-   */
-  private commitChain: Promise<void> = Promise.resolve();
-  private commitsBehind = 0;
-  /** The error of a nack that failed in the background: run() rejects with it, and nothing past it is committed. */
-  private nackFailure: unknown = undefined;
+  /** The run's nacks off the fetch path (a new one per run, bound to its membership). */
+  private nacks = new NackPipeline(async () => false);
   private session: MemberSession | null = null;
   /** The retriable error of the last commit, while no later commit got through. */
   private commitPending: OnelogError | null = null;
@@ -234,6 +225,7 @@ export class Consumer<Tx = undefined> {
       onPaused: (p, error) => report(OnelogError.fromJSON(error), { topic: p.topic, partition: p.partition }),
     });
     this.session = session;
+    this.nacks = new NackPipeline((h, records) => this.nackRecords(session, h, records));
     this.commitPending = null;
     const sessionTimeoutMs = this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS;
     let rotation = 0;
@@ -248,7 +240,7 @@ export class Consumer<Tx = undefined> {
           await session.start().catch((err: unknown) => this.retryLater(session, err));
           continue;
         }
-        if (this.nackFailure !== undefined) throw this.nackFailure;
+        if (this.nacks.failure !== undefined) throw this.nacks.failure;
         await this.releaseRevoked(session);
         const fetchable = session.fetchable();
         if (fetchable.length === 0) {
@@ -269,11 +261,11 @@ export class Consumer<Tx = undefined> {
         if (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId) await session.heartbeat().catch(() => {});
         await this.handleBatch(session, topic, fetched.partitions, handlers, report);
       }
-      await this.commitChain;
+      await this.nacks.settled();
       await this.releaseRevoked(session);
-      if (this.nackFailure !== undefined) throw this.nackFailure;
+      if (this.nacks.failure !== undefined) throw this.nacks.failure;
     } finally {
-      await this.commitChain; // never rejects: failures are kept in nackFailure
+      await this.nacks.settled();
       this.session = null;
       await session.leave().catch(() => {});
     }
@@ -291,7 +283,7 @@ export class Consumer<Tx = undefined> {
   private async releaseRevoked(session: MemberSession): Promise<void> {
     const revoked = [...session.held.values()].filter((p) => p.revoked);
     if (revoked.length === 0) return;
-    await this.commitChain; // their progress is committed before they are let go
+    await this.nacks.settled(); // their progress is committed before they are let go
     for (const p of revoked) session.release(p);
     await session.heartbeat().catch(() => {});
   }
@@ -365,10 +357,8 @@ export class Consumer<Tx = undefined> {
       const h = held(p);
       if (h && h.position > started.get(p.partition)!) progress.set(`${topic}/${p.partition}`, { topic, partition: p.partition, offset: h.position });
     }
-    const nacks = this.sendNacks(session, this.pendingNacks.splice(0));
-    if (nacks.length > 0 || this.commitsBehind > 0) {
-      this.commitBehind(session, nacks, progress, autoCommit);
-      if (this.commitsBehind > MAX_COMMITS_BEHIND || failure !== undefined) await this.commitChain;
+    if (this.nacks.busy) {
+      await this.nacks.endBatch(progress, autoCommit ? (p) => this.commitOffsets(session, p) : null, failure !== undefined);
     } else if (!beforeProcessing && (autoCommit || this.options.offsetStore)) {
       await this.commitOffsets(session, progress);
     }
@@ -376,64 +366,24 @@ export class Consumer<Tx = undefined> {
   }
 
   /**
-   * Sends a batch's failed records as one nack per partition (in order; the broker moves them sharing
-   * fdatasyncs), without waiting. Retried while the broker is unreachable, within a session timeout.
-   * @returns each record with the outcome of its nack: true once moved, false when the member was fenced
+   * Nacks records of one partition in one request, in the member's queue; retried while the broker is
+   * unreachable, within a session timeout.
+   * @returns true once moved, false when the member was fenced
+   * @throws the error when they cannot be nacked (e.g. `NO_RETRY_POLICY` once the policy was removed)
    */
-  private sendNacks(session: MemberSession, failed: typeof this.pendingNacks): Array<{ h: HeldPartition; offset: number; nacked: Promise<boolean> }> {
-    const byPartition = new Map<HeldPartition, typeof failed>();
-    for (const f of failed) byPartition.set(f.h, [...(byPartition.get(f.h) ?? []), f]);
-    return [...byPartition].flatMap(([h, records]) => {
-      const nacked = (async () => {
-        for (;;) {
-          try {
-            await session.serial(() => this.api.nackBatch({
-              groupId: this.options.groupId, topic: h.topic, partition: h.partition, records: records.map(({ offset, reason }) => ({ offset, reason })),
-              memberId: session.memberId, generationId: session.generationId,
-            }));
-            return true;
-          } catch (err) {
-            if (session.noteFencing(err)) return false;
-            session.checkContact(this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
-            await this.retryLater(session, err);
-          }
-        }
-      })();
-      nacked.catch(() => {}); // settled by commitBehind (allSettled), not unhandled meanwhile
-      return records.map(({ offset }) => ({ h, offset, nacked }));
-    });
-  }
-
-  /**
-   * Commits a batch once its nacks are durable, after the batches before it, without holding up the next batch:
-   * a record counts as processed only once its nack is durable, so the commit stops before a nack that failed,
-   * and nothing after it is committed (run() then rejects with its error).
-   */
-  private commitBehind(
-    session: MemberSession, nacks: Array<{ h: HeldPartition; offset: number; nacked: Promise<boolean> }>,
-    progress: Map<string, { topic: string; partition: number; offset: number }>,
-    autoCommit: boolean,
-  ): void {
-    this.commitsBehind++;
-    this.commitChain = this.commitChain.then(async () => {
+  private async nackRecords(session: MemberSession, h: HeldPartition, records: Array<{ offset: number; reason: string }>): Promise<boolean> {
+    for (;;) {
       try {
-        const outcomes = await Promise.allSettled(nacks.map((n) => n.nacked));
-        if (this.nackFailure !== undefined) return;
-        outcomes.forEach((outcome, i) => {
-          if (outcome.status === 'fulfilled' && outcome.value) return;
-          const { h, offset } = nacks[i]!;
-          const key = `${h.topic}/${h.partition}`;
-          const at = progress.get(key);
-          if (at && at.offset > offset) progress.set(key, { ...at, offset });
-          if (outcome.status === 'rejected') this.nackFailure ??= outcome.reason;
-        });
-        if (autoCommit) await this.commitOffsets(session, progress);
+        await session.serial(() => this.api.nackBatch({
+          groupId: this.options.groupId, topic: h.topic, partition: h.partition, records, memberId: session.memberId, generationId: session.generationId,
+        }));
+        return true;
       } catch (err) {
-        this.nackFailure ??= err;
-      } finally {
-        this.commitsBehind--;
+        if (session.noteFencing(err)) return false;
+        session.checkContact(this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
+        await this.retryLater(session, err);
       }
-    });
+    }
   }
 
   /**
@@ -501,7 +451,7 @@ export class Consumer<Tx = undefined> {
         if (this.pipelineNacks && this.options.commitMode !== 'before-processing' && !store) {
           // Sent without waiting, in order (the member's queue): the handler goes on, the batch's commit waits.
           // Nacked with the rest of the batch's failures when it ends: the handler goes on, the batch's commit waits.
-          this.pendingNacks.push({ h, offset: message.offset, reason: err instanceof Error ? err.message : String(err) });
+          this.nacks.add(h, message.offset, err instanceof Error ? err.message : String(err));
           return true;
         }
         const nacked = await this.nackFailed(session, message, err);
