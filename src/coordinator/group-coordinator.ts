@@ -13,11 +13,10 @@ import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type {
   AssignedPartition, CheckpointDescription, CheckpointRequest, CommitRequest, FetchedPartition, FetchRequest,
   GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment, NackRequest,
-  ResetOffsetsRequest, ResetOffsetsResult, SubscribeRequest, SubscribeResult, TopicPartition,
+  ResetOffsetsRequest, ResetOffsetsResult, SubscribeResult, TopicPartition,
 } from '../protocol/api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { PartitionLog } from '../storage/partition-log.js';
@@ -28,14 +27,12 @@ import type { Member, PartitionKey } from './group-membership.js';
 import { describeGroup, listGroups, subscriptionInfo } from './group-description.js';
 import { describeSpec, planReset } from './offset-resets.js';
 import { Positions } from './positions.js';
-import { RetryTopics } from './retry-topics.js';
-import type { TierOwner } from './retry-topics.js';
+import type { RetryTopics, TierOwner } from './retry-topics.js';
+import { definedOnly, Subscriptions } from './subscriptions.js';
+import type { ResolvedSubscribeRequest } from './subscriptions.js';
 
-const DEFAULTS = {
-  startPolicy: 'latest' as StartPolicy,
-  onOutOfRange: 'pause' as OutOfRangePolicy,
-  sessionTimeoutMs: 45_000,
-};
+/** Kafka's session.timeout.ms default, ms. */
+const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
 /** Members heartbeat at least this often, ms (Kafka's heartbeat.interval.ms default). */
 const MAX_HEARTBEAT_INTERVAL_MS = 3000;
 
@@ -60,12 +57,9 @@ interface PendingReset {
 export class GroupCoordinator {
   private readonly groups = new Map<string, GroupMembership>();
   private readonly queues = new Map<string, Promise<unknown>>();
-  /** `groupId \0 topic` -> subscription, so commits and grants skip the catalog. */
-  private readonly subscriptions = new Map<string, SubscriptionRecord>();
+  private readonly subscriptions: Subscriptions;
   private readonly pendingResets = new Map<string, PendingReset[]>();
   private readonly positions: Positions;
-  /** The retry tier topics of every subscription (members consume them with their topic). */
-  readonly retryTopics = new RetryTopics();
 
   constructor(
     private readonly catalog: Catalog,
@@ -76,14 +70,17 @@ export class GroupCoordinator {
     private readonly hooks: CoordinatorHooks = {},
   ) {
     this.positions = new Positions(catalog, offsets, clock);
+    this.subscriptions = new Subscriptions(catalog, clock, (sub, previous) => this.tiersChanged(sub, previous));
   }
 
   /** Loads what must be known before the first request: the subscriptions' retry tier topics. */
   async start(): Promise<void> {
-    for (const sub of await this.catalog.listRetrySubscriptions()) {
-      this.retryTopics.set(sub);
-      this.subscriptions.set(`${sub.groupId}\0${sub.topic}`, sub);
-    }
+    await this.subscriptions.start();
+  }
+
+  /** The retry tier topics of every subscription. */
+  get retryTopics(): RetryTopics {
+    return this.subscriptions.retryTopics;
   }
 
   /** Runs `task` after every earlier task of the same group. */
@@ -107,52 +104,14 @@ export class GroupCoordinator {
     return group;
   }
 
-  /**
-   * The subscription of a group to a topic, created (with the group) if missing, and updated when `wanted`
-   * names a different setting.
-   */
-  private async subscription(groupId: string, topic: string, wanted: SubscriptionPolicies = {}): Promise<SubscriptionRecord> {
-    const key = `${groupId}\0${topic}`;
-    const existing = this.subscriptions.get(key) ?? (await this.catalog.getSubscription(groupId, topic));
-    const next = {
-      startPolicy: wanted.startPolicy ?? existing?.startPolicy ?? DEFAULTS.startPolicy,
-      deliveryMode: wanted.deliveryMode ?? existing?.deliveryMode ?? 'pull',
-      onOutOfRange: wanted.onOutOfRange ?? existing?.onOutOfRange ?? DEFAULTS.onOutOfRange,
-      pushEndpoint: wanted.pushEndpoint !== undefined ? wanted.pushEndpoint : existing?.pushEndpoint ?? null,
-      maxInFlight: wanted.maxInFlight ?? existing?.maxInFlight ?? 1,
-      retry: wanted.retry !== undefined ? wanted.retry : existing?.retry ?? null,
-      deadLetterTopic: wanted.retry?.deadLetterTopic ?? existing?.deadLetterTopic ?? null,
-      // Tier topics stay in use once created: records may wait in them after a policy shrank or was removed.
-      retryTiers: Math.max(existing?.retryTiers ?? 0, wanted.retry?.delaysMs.length ?? 0),
-      deadLetterAlertDepth: wanted.deadLetterAlertDepth ?? existing?.deadLetterAlertDepth ?? 1,
-      webhookMaxAttempts: wanted.webhookMaxAttempts ?? existing?.webhookMaxAttempts ?? 5,
-    };
-    const same = existing && (Object.keys(next) as Array<keyof typeof next>).every((k) => JSON.stringify(existing[k]) === JSON.stringify(next[k]));
-    const record = same ? existing : await this.catalog.upsertSubscription({ groupId, topic, ...next, createdAt: this.clock.now() });
-    this.subscriptions.set(key, record);
-    if (record.retryTiers !== (existing?.retryTiers ?? 0)) this.tiersChanged(record);
-    return record;
-  }
-
   /** A subscription gained tier topics: its live members consume them from now on. */
-  private tiersChanged(sub: SubscriptionRecord): void {
+  private tiersChanged(sub: SubscriptionRecord, previousTiers: readonly string[]): void {
     const group = this.groups.get(sub.groupId);
-    const base = new Map([...(group?.members.values() ?? [])].map((m) => [m, m.topics.filter((t) => !this.retryTopics.tierOf(sub.groupId, t))]));
-    this.retryTopics.set(sub);
     if (!group || group.members.size === 0) return;
-    for (const [member, topics] of base) member.topics = this.retryTopics.expand(sub.groupId, topics);
+    for (const member of group.members.values()) {
+      member.topics = this.subscriptions.retryTopics.expand(sub.groupId, member.topics.filter((t) => !previousTiers.includes(t)));
+    }
     group.rebalance();
-  }
-
-  /**
-   * The subscription a partition of `topic` is consumed under: the group's subscription to it, or, for a retry
-   * tier, its subscription's settings read from the tier's earliest record (every retry is delivered).
-   */
-  private async subscriptionOf(groupId: string, topic: string): Promise<SubscriptionRecord> {
-    const tier = this.retryTopics.tierOf(groupId, topic);
-    if (!tier) return this.subscription(groupId, topic);
-    const parent = await this.subscription(groupId, tier.topic);
-    return { ...parent, topic, startPolicy: 'earliest', onOutOfRange: 'pause' };
   }
 
   /**
@@ -165,7 +124,7 @@ export class GroupCoordinator {
     const { groupId, topic } = request;
     return this.locked(groupId, async () => {
       const logs = this.logs.partitions(topic);
-      const subscription = await this.subscription(groupId, topic, definedOnly(request));
+      const subscription = await this.subscriptions.get(groupId, topic, definedOnly(request));
       const paused = await this.catalog.listPauses(groupId);
       const resolved = await this.positions.resolveAll(groupId, subscription, logs, paused);
       const positions: SubscribeResult['positions'] = logs.map((log, i) => {
@@ -185,13 +144,13 @@ export class GroupCoordinator {
     const { groupId } = request;
     for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC before anything changes
     return this.locked(groupId, async () => {
-      for (const topic of request.topics) await this.subscription(groupId, topic, definedOnly(request));
+      for (const topic of request.topics) await this.subscriptions.get(groupId, topic, definedOnly(request));
       const group = this.membership(groupId);
       if (this.expire(group)) await this.applyResets(group);
       const member = group.join({
         clientId: request.clientId ?? 'consumer',
         topics: this.retryTopics.expand(groupId, request.topics),
-        sessionTimeoutMs: request.sessionTimeoutMs ?? DEFAULTS.sessionTimeoutMs,
+        sessionTimeoutMs: request.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
         commitMode: request.commitMode ?? 'after-processing',
         assignor: assignorFor(request.assignor ?? 'sticky'),
       }, this.clock.now());
@@ -264,7 +223,7 @@ export class GroupCoordinator {
     const byTopic = new Map<string, TopicPartition[]>();
     for (const tp of granted) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp]);
     for (const [topic, tps] of byTopic) {
-      const subscription = await this.subscriptionOf(group.groupId, topic);
+      const subscription = await this.subscriptions.of(group.groupId, topic);
       const positions = await this.positions.resolveAll(group.groupId, subscription, tps.map((tp) => this.logs.get(topic, tp.partition)), paused);
       tps.forEach((tp, i) => {
         const position = positions[i]!;
@@ -308,7 +267,7 @@ export class GroupCoordinator {
     }
     await this.locked(groupId, async () => {
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
-      await this.subscriptionOf(groupId, topic);
+      await this.subscriptions.of(groupId, topic);
       await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now());
       this.hooks.committed?.(groupId, topic, request.offsets);
     });
@@ -345,8 +304,7 @@ export class GroupCoordinator {
     return this.locked(groupId, async () => {
       await this.fence(request, [request.partition], 'nack');
       const tier = this.retryTopics.tierOf(groupId, topic);
-      const key = `${groupId}\0${tier?.topic ?? topic}`;
-      const subscription = this.subscriptions.get(key) ?? (await this.catalog.getSubscription(groupId, tier?.topic ?? topic));
+      const subscription = await this.subscriptions.find(groupId, tier?.topic ?? topic);
       if (!subscription?.retry) {
         throw new OnelogError('NO_RETRY_POLICY', `group ${groupId} has no retry policy for ${tier?.topic ?? topic}: a nack has nowhere to ` +
           `send the record. Add one: onelog groups alter ${groupId} --topic ${tier?.topic ?? topic} --retry 1s,30s,5m --max-attempts 4`, {
@@ -359,7 +317,7 @@ export class GroupCoordinator {
 
   /** The group's subscription to `topic` as stored, or undefined (no catalog write). */
   async findSubscription(groupId: string, topic: string): Promise<SubscriptionRecord | undefined> {
-    return this.subscriptions.get(`${groupId}\0${topic}`) ?? this.catalog.getSubscription(groupId, topic);
+    return this.subscriptions.find(groupId, topic);
   }
 
   private checkAssigned(groupId: string, member: Member, tp: TopicPartition, set: ReadonlySet<PartitionKey>): void {
@@ -405,7 +363,7 @@ export class GroupCoordinator {
     if (fallen.length === 0) return;
     const { groupId, topic } = request;
     await this.locked(groupId, async () => {
-      const subscription = await this.subscriptionOf(groupId, topic);
+      const subscription = await this.subscriptions.of(groupId, topic);
       for (const p of fallen) {
         const from = request.partitions.find((r) => r.partition === p.partition)!.offset;
         const position = await this.positions.outOfRange(groupId, subscription, this.logs.get(topic, p.partition), from);
@@ -451,8 +409,7 @@ export class GroupCoordinator {
       await this.offsets.deleteGroup(groupId);
       await this.catalog.deleteGroup(groupId);
       this.groups.delete(groupId);
-      for (const key of this.subscriptions.keys()) if (key.startsWith(`${groupId}\0`)) this.subscriptions.delete(key);
-      this.retryTopics.deleteGroup(groupId);
+      this.subscriptions.deleteGroup(groupId);
       this.logger.info({ groupId }, 'group deleted');
     });
   }
@@ -530,7 +487,7 @@ export class GroupCoordinator {
   private async executeReset(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
     const { groupId, topic } = request;
     const partitions = await this.plan(request);
-    await this.subscription(groupId, topic);
+    await this.subscriptions.get(groupId, topic);
     const now = this.clock.now();
     await this.offsets.commit(groupId, partitions.map((p) => ({ topic, partition: p.partition, offset: p.newOffset })), now);
     const spec = describeSpec(request.spec);
@@ -565,19 +522,4 @@ export class GroupCoordinator {
     const all = await this.offsets.list(groupId);
     return new Map(all.filter((o) => o.topic === topic).map((o) => [o.partition, o]));
   }
-}
-
-/** A subscribe request whose retry policy has its defaults filled in (by the broker, which creates its topics). */
-export type ResolvedSubscribeRequest = Omit<SubscribeRequest, 'retry'> & { retry?: RetryPolicy | null };
-
-/** The subscription settings a request may set (a retry policy with its defaults resolved). */
-export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord,
-  'startPolicy' | 'deliveryMode' | 'onOutOfRange' | 'pushEndpoint' | 'maxInFlight' | 'retry' | 'deadLetterAlertDepth' | 'webhookMaxAttempts'>>;
-
-/** The request's subscription settings that are set. */
-function definedOnly(r: SubscriptionPolicies): SubscriptionPolicies {
-  return Object.fromEntries(Object.entries({
-    startPolicy: r.startPolicy, deliveryMode: r.deliveryMode, onOutOfRange: r.onOutOfRange, pushEndpoint: r.pushEndpoint, maxInFlight: r.maxInFlight,
-    retry: r.retry, deadLetterAlertDepth: r.deadLetterAlertDepth, webhookMaxAttempts: r.webhookMaxAttempts,
-  }).filter(([, v]) => v !== undefined));
 }

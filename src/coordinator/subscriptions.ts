@@ -1,0 +1,107 @@
+/**
+ * Groups' subscriptions as the coordinator uses them: read through a cache (commits and grants skip the
+ * catalog), created with the group on first use, updated when a request names a different setting; the
+ * subscription a retry tier's partitions are consumed under; and the retry tier topics of each subscription
+ * ({@link RetryTopics}), told to the coordinator when they change so live members consume them.
+ */
+import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Clock } from '../clock.js';
+import type { SubscribeRequest } from '../protocol/api.js';
+import type { RetryPolicy } from '../protocol/retry-policy.js';
+import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
+import { RetryTopics } from './retry-topics.js';
+
+/** A subscribe request whose retry policy has its defaults filled in (by the broker, which creates its topics). */
+export type ResolvedSubscribeRequest = Omit<SubscribeRequest, 'retry'> & { retry?: RetryPolicy | null };
+
+/** The subscription settings a request may set (a retry policy with its defaults resolved). */
+export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord,
+  'startPolicy' | 'deliveryMode' | 'onOutOfRange' | 'pushEndpoint' | 'maxInFlight' | 'retry' | 'deadLetterAlertDepth' | 'webhookMaxAttempts'>>;
+
+const DEFAULTS = {
+  startPolicy: 'latest' as StartPolicy,
+  onOutOfRange: 'pause' as OutOfRangePolicy,
+};
+
+export class Subscriptions {
+  /** `groupId \0 topic` -> subscription. */
+  private readonly cache = new Map<string, SubscriptionRecord>();
+  /** The retry tier topics of every subscription (members consume them with their topic). */
+  readonly retryTopics = new RetryTopics();
+
+  /** @param tiersChanged called when a subscription gained tier topics (its live members must consume them) */
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly clock: Clock,
+    private readonly tiersChanged: (sub: SubscriptionRecord, previousTiers: readonly string[]) => void,
+  ) {}
+
+  /** Loads what must be known before the first request: the subscriptions with retry tier topics. */
+  async start(): Promise<void> {
+    for (const sub of await this.catalog.listRetrySubscriptions()) {
+      this.retryTopics.set(sub);
+      this.cache.set(`${sub.groupId}\0${sub.topic}`, sub);
+    }
+  }
+
+  /**
+   * The subscription of a group to a topic, created (with the group) if missing, and updated when `wanted`
+   * names a different setting.
+   */
+  async get(groupId: string, topic: string, wanted: SubscriptionPolicies = {}): Promise<SubscriptionRecord> {
+    const key = `${groupId}\0${topic}`;
+    const existing = this.cache.get(key) ?? (await this.catalog.getSubscription(groupId, topic));
+    const next = {
+      startPolicy: wanted.startPolicy ?? existing?.startPolicy ?? DEFAULTS.startPolicy,
+      deliveryMode: wanted.deliveryMode ?? existing?.deliveryMode ?? 'pull',
+      onOutOfRange: wanted.onOutOfRange ?? existing?.onOutOfRange ?? DEFAULTS.onOutOfRange,
+      pushEndpoint: wanted.pushEndpoint !== undefined ? wanted.pushEndpoint : existing?.pushEndpoint ?? null,
+      maxInFlight: wanted.maxInFlight ?? existing?.maxInFlight ?? 1,
+      retry: wanted.retry !== undefined ? wanted.retry : existing?.retry ?? null,
+      deadLetterTopic: wanted.retry?.deadLetterTopic ?? existing?.deadLetterTopic ?? null,
+      // Tier topics stay in use once created: records may wait in them after a policy shrank or was removed.
+      retryTiers: Math.max(existing?.retryTiers ?? 0, wanted.retry?.delaysMs.length ?? 0),
+      deadLetterAlertDepth: wanted.deadLetterAlertDepth ?? existing?.deadLetterAlertDepth ?? 1,
+      webhookMaxAttempts: wanted.webhookMaxAttempts ?? existing?.webhookMaxAttempts ?? 5,
+    };
+    const same = existing && (Object.keys(next) as Array<keyof typeof next>).every((k) => JSON.stringify(existing[k]) === JSON.stringify(next[k]));
+    const record = same ? existing : await this.catalog.upsertSubscription({ groupId, topic, ...next, createdAt: this.clock.now() });
+    this.cache.set(key, record);
+    if (record.retryTiers !== (existing?.retryTiers ?? 0)) {
+      const previous = this.retryTopics.tiersOf(groupId, topic);
+      this.retryTopics.set(record);
+      this.tiersChanged(record, previous);
+    }
+    return record;
+  }
+
+  /**
+   * The subscription a partition of `topic` is consumed under: the group's subscription to it, or, for a retry
+   * tier, its subscription's settings read from the tier's earliest record (every retry is delivered).
+   */
+  async of(groupId: string, topic: string): Promise<SubscriptionRecord> {
+    const tier = this.retryTopics.tierOf(groupId, topic);
+    if (!tier) return this.get(groupId, topic);
+    const parent = await this.get(groupId, tier.topic);
+    return { ...parent, topic, startPolicy: 'earliest', onOutOfRange: 'pause' };
+  }
+
+  /** The group's subscription to `topic` as stored, or undefined (no catalog write). */
+  async find(groupId: string, topic: string): Promise<SubscriptionRecord | undefined> {
+    return this.cache.get(`${groupId}\0${topic}`) ?? this.catalog.getSubscription(groupId, topic);
+  }
+
+  /** Forgets a deleted group's subscriptions. */
+  deleteGroup(groupId: string): void {
+    for (const key of this.cache.keys()) if (key.startsWith(`${groupId}\0`)) this.cache.delete(key);
+    this.retryTopics.deleteGroup(groupId);
+  }
+}
+
+/** The request's subscription settings that are set. */
+export function definedOnly(r: SubscriptionPolicies): SubscriptionPolicies {
+  return Object.fromEntries(Object.entries({
+    startPolicy: r.startPolicy, deliveryMode: r.deliveryMode, onOutOfRange: r.onOutOfRange, pushEndpoint: r.pushEndpoint, maxInFlight: r.maxInFlight,
+    retry: r.retry, deadLetterAlertDepth: r.deadLetterAlertDepth, webhookMaxAttempts: r.webhookMaxAttempts,
+  }).filter(([, v]) => v !== undefined));
+}
