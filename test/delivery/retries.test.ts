@@ -170,6 +170,21 @@ describe('nack', () => {
     expect(tier.records.map((r) => [text(r, RETRY_HEADERS.originalOffset), text(r, RETRY_HEADERS.reason)])).toEqual([['3', 'r3'], ['0', 'r0'], ['2', 'r2']]);
   });
 
+  it('attempts beyond the tiers go through the last tier again, with its delay', async () => {
+    await broker.subscribe({ groupId: GROUP, topic: TOPIC, startPolicy: 'earliest', retry: { delaysMs: [1000], maxAttempts: 4 } });
+    const m = await broker.joinGroup({ groupId: GROUP, topics: [TOPIC], sessionTimeoutMs: 30_000 });
+    expect(await nack(m, TOPIC, 0)).toMatchObject({ topic: TIER1, offset: 0, attempt: 2 });
+    clock.advance(1000);
+    expect(await nack(m, TIER1, 0)).toMatchObject({ topic: TIER1, offset: 1, attempt: 3 });
+    clock.advance(999);
+    expect((await fetchOf(m, TIER1, 1)).records).toHaveLength(0);
+    clock.advance(1);
+    expect(text((await fetchOf(m, TIER1, 1)).records[0]!, RETRY_HEADERS.attempt)).toBe('3');
+    expect(await nack(m, TIER1, 1)).toMatchObject({ topic: TIER1, attempt: 4 });
+    clock.advance(1000);
+    expect(await nack(m, TIER1, 2)).toMatchObject({ topic: DLQ, attempt: 4, deadLettered: true });
+  });
+
   it('keeps the order of one original partition within a tier', async () => {
     const m = await withPolicy();
     for (const offset of [0, 2, 3]) await nack(m, TOPIC, offset);
