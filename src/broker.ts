@@ -506,6 +506,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
     const retry = await this.retries.preparePolicy(request.groupId, request.topic, request.retry);
     const result = await this.groups.subscribe({ ...request, retry });
+    const sub = await this.groups.findSubscription(request.groupId, request.topic);
+    if (sub?.deadLetterTopic) await this.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
     await this.webhooks?.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
     return result;
   }
@@ -535,11 +537,23 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.groups.leaveGroup({ groupId: checkGroupId(request.groupId), memberId: request.memberId });
   }
 
-  /** @see GroupCoordinator.deleteGroup */
+  /**
+   * @see GroupCoordinator.deleteGroup; the group's retry tier topics and dead-letter topics are emptied too
+   * (their log start moves to the high watermark).
+   */
   async deleteGroup(groupId: string): Promise<void> {
     this.checkOpen();
-    await this.groups.deleteGroup(checkGroupId(groupId));
+    checkGroupId(groupId);
+    // Its retry tiers and dead letters go with it (the topics stay, emptied): a group created again under the
+    // same id starts clean.
+    const owned = (await this.catalog.listSubscriptions(groupId)).flatMap((s) =>
+      [...this.groups.retryTopics.tiersOf(groupId, s.topic), ...(s.deadLetterTopic ? [s.deadLetterTopic] : [])]);
+    await this.groups.deleteGroup(groupId);
     this.retries.deleteGroup(groupId);
+    for (const topic of owned) {
+      if (!(await this.catalog.getTopic(topic))) continue;
+      for (const log of this.logs.partitions(topic)) log.deleteRecordsBefore(log.highWatermark, 'delete-records');
+    }
   }
 
   /**
@@ -586,7 +600,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkGroupId(groupId);
     if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
     const sub = await this.groups.findSubscription(groupId, topic);
-    if (!sub?.deadLetterTopic) {
+    if (!sub) throw new OnelogError('INVALID_REQUEST', `group ${groupId} does not subscribe to ${topic}`, { groupId, topic });
+    if (!sub.deadLetterTopic) {
       throw new OnelogError('NO_RETRY_POLICY', `group ${groupId} has no dead-letter topic for ${topic}: give it a retry policy ` +
         `(onelog groups alter ${groupId} --topic ${topic} --retry 1s,30s --max-attempts 3)`, { groupId, topic });
     }

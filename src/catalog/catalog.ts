@@ -316,6 +316,15 @@ export class Catalog {
     }).execute();
   }
 
+  /** The group's dead-letter redrives and purges over every topic, most recent first. */
+  async listDeadLetterHistory(groupId: string, limit: number): Promise<Array<DeadLetterAction & { topic: string }>> {
+    const rows = await this.db.selectFrom('dead_letter_actions').selectAll().where('group_id', '=', groupId).orderBy('id', 'desc').limit(limit).execute();
+    return rows.map((r) => ({
+      topic: r.topic, action: r.action, firstOffset: Number(r.first_offset), endOffset: Number(r.end_offset), records: Number(r.records),
+      requestedBy: r.requested_by, executedAt: Number(r.executed_at),
+    }));
+  }
+
   /** A subscription's dead-letter redrives and purges, oldest first. */
   async listDeadLetterActions(groupId: string, topic: string): Promise<DeadLetterAction[]> {
     const rows = await this.db.selectFrom('dead_letter_actions').selectAll().where('group_id', '=', groupId).where('topic', '=', topic)

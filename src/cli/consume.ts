@@ -11,9 +11,9 @@
  *
  * With `--exec CMD` the CLI is the handler (docs/retries.md): CMD runs through `sh -c` once per record, in order
  * per partition, with the value on stdin and `ONELOG_TOPIC`, `ONELOG_PARTITION`, `ONELOG_OFFSET`, `ONELOG_KEY`,
- * `ONELOG_ATTEMPT`, `ONELOG_TIMESTAMP` set; exit 0 processes the record, any other exit nacks it with the last
- * line of CMD's stderr as the reason (without a retry policy, it stops with that error). One JSON line per
- * outcome: `{topic, partition, offset, key, attempt, original, outcome: 'processed' | 'nacked', exitCode,
+ * `ONELOG_ATTEMPT`, `ONELOG_TIMESTAMP` and `ONELOG_ORIGINAL_TOPIC` / `_PARTITION` / `_OFFSET` set; exit 0
+ * processes the record, any other exit nacks it with the last line of CMD's stderr as the reason (without a
+ * retry policy, it stops with that error). CMD's output is not shown. One JSON line per outcome: `{topic, partition, offset, key, attempt, original, outcome: 'processed' | 'nacked', exitCode,
  * reason?, movedTo?}`.
  */
 import type { Command } from 'commander';
@@ -76,7 +76,7 @@ async function execute(command: string, m: ConsumedMessage, consumer: { nack: Co
   } catch (err) {
     if ((err as OnelogError).code !== 'NO_RETRY_POLICY') throw err;
     throw new OnelogError('INVALID_REQUEST', `--exec command exited ${exitCode} on ${m.topic}/${m.partition}@${m.offset}: ${reason} ` +
-      '(the group has no retry policy, so the partition stops here; add one with onelog groups alter ... --retry)', { ...where, exitCode, reason });
+      '(the group has no retry policy, so the consumer stops here; add one with onelog groups alter ... --retry)', { ...where, exitCode, reason });
   }
 }
 

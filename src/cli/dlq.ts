@@ -54,7 +54,7 @@ export function registerDlq(program: Command): void {
     .option('--execute', 'apply (default: print what would be redriven)')
     .option('--json', 'print JSON')
     .action(action(async (groupId: string, o: DlqOptions, cmd: Command) => {
-      if ((o.offset === undefined) === (o.all !== true)) throw new OnelogError('INVALID_REQUEST', 'give either --offset O or --all');
+      if ((o.offset === undefined) === (o.all !== true)) throw new OnelogError('INVALID_REQUEST', 'give either --offset O or --all (one of them, not both)');
       const result = await apiFor(cmd).redriveDeadLetters({
         groupId, topic: o.topic, ...(o.all ? { all: true } : { offset: o.offset! }), execute: o.execute === true, requestedBy: requestedBy(),
       });

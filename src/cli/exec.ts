@@ -14,9 +14,11 @@ export interface ExecOutcome {
 
 /**
  * Runs `command` once for `m`: stdin is the value (empty for null), the environment adds `ONELOG_TOPIC`,
- * `ONELOG_PARTITION`, `ONELOG_OFFSET`, `ONELOG_KEY` (empty for null), `ONELOG_ATTEMPT`, `ONELOG_TIMESTAMP`
- * (ms since the epoch). Its stdout goes to this process's stderr, so stdout keeps one JSON line per outcome.
- * A command killed by a signal counts as exit 128 + the signal's number, as a shell says.
+ * `ONELOG_PARTITION`, `ONELOG_OFFSET` (where this delivery comes from: a retry tier's, on a retry),
+ * `ONELOG_KEY` (empty for null), `ONELOG_ATTEMPT`, `ONELOG_TIMESTAMP` (ms since the epoch) and
+ * `ONELOG_ORIGINAL_TOPIC`, `ONELOG_ORIGINAL_PARTITION`, `ONELOG_ORIGINAL_OFFSET` (the record as first appended).
+ * Its output is not shown (stdout keeps one JSON line per outcome): the last line of its stderr is the
+ * reason of a failure. A command killed by a signal counts as exit 128 + the signal's number, as a shell says.
  */
 export function runPerRecord(command: string, m: ConsumedMessage): Promise<ExecOutcome> {
   return new Promise((resolve, reject) => {
@@ -26,14 +28,15 @@ export function runPerRecord(command: string, m: ConsumedMessage): Promise<ExecO
         ...process.env,
         ONELOG_TOPIC: m.topic, ONELOG_PARTITION: String(m.partition), ONELOG_OFFSET: String(m.offset),
         ONELOG_KEY: m.key?.toString('utf8') ?? '', ONELOG_ATTEMPT: String(m.attempt), ONELOG_TIMESTAMP: String(m.timestamp),
+        ONELOG_ORIGINAL_TOPIC: m.original.topic, ONELOG_ORIGINAL_PARTITION: String(m.original.partition),
+        ONELOG_ORIGINAL_OFFSET: String(m.original.offset),
       },
     });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => {
-      process.stderr.write(d);
       stderr = (stderr + d.toString('utf8')).slice(-8192);
     });
-    child.stdout.on('data', (d: Buffer) => process.stderr.write(d));
+    child.stdout.resume(); // read and dropped
     // A command that does not read its stdin closes it early: that is not a failure of the record.
     child.stdin.on('error', () => {});
     child.stdin.end(m.value ?? Buffer.alloc(0));

@@ -51,7 +51,7 @@ function retryRequest(o: SubscriptionOptions, current: SubscriptionInfo | undefi
   if (tiers === undefined) {
     throw new OnelogError('INVALID_REQUEST', `group has no retry policy for ${o.topic} yet: give its delays with --retry (e.g. --retry 1s,30s,5m)`);
   }
-  const maxAttempts = o.maxAttempts ?? (o.retry === undefined ? current?.retry?.maxAttempts : undefined);
+  const maxAttempts = o.maxAttempts ?? current?.retry?.maxAttempts;
   const deadLetterTopic = o.deadLetterTopic ?? current?.retry?.deadLetterTopic;
   return { delaysMs: tiers, ...(maxAttempts !== undefined ? { maxAttempts } : {}), ...(deadLetterTopic !== undefined ? { deadLetterTopic } : {}) };
 }
@@ -166,7 +166,7 @@ export function registerGroups(program: Command): void {
 
   groups
     .command('delete <group>')
-    .description('delete a group with no live members: its committed offsets, subscriptions, pauses, checkpoints and history')
+    .description('delete a group with no live members: its committed offsets, subscriptions, pauses, checkpoints, history, and the records of its retry tiers and dead-letter topics')
     .action(action(async (groupId: string, _opts: unknown, cmd: Command) => {
       await apiFor(cmd).deleteGroup(groupId);
       console.log(`deleted group ${groupId}`);
@@ -208,6 +208,12 @@ function printDescription(d: GroupDescription): void {
     console.log('\noffset resets (most recent first):');
     printTable(['EXECUTED-AT', 'BY', 'TOPIC', 'PARTITION', 'OLD-OFFSET', 'NEW-OFFSET', 'SPEC'], d.resets.map((r) => [
       new Date(r.executedAt).toISOString(), r.requestedBy, r.topic, r.partition, r.oldOffset, r.newOffset, r.spec,
+    ]));
+  }
+  if (d.deadLetterActions.length > 0) {
+    console.log('\ndead-letter redrives and purges (most recent first):');
+    printTable(['EXECUTED-AT', 'BY', 'TOPIC', 'ACTION', 'DEAD-LETTER-OFFSETS', 'RECORDS'], d.deadLetterActions.map((a) => [
+      new Date(a.executedAt).toISOString(), a.requestedBy, a.topic, a.action, `${a.firstOffset}-${a.endOffset - 1}`, a.records,
     ]));
   }
   if (d.checkpoints.length > 0) {

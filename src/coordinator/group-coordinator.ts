@@ -127,6 +127,11 @@ export class GroupCoordinator {
       const subscription = await this.subscriptions.get(groupId, topic, definedOnly(request));
       const paused = await this.catalog.listPauses(groupId);
       const resolved = await this.positions.resolveAll(groupId, subscription, logs, paused);
+      // The group owns its tiers from their first record: a tier record deleted (retention) before the group
+      // reads it pauses the tier partition, never a silent skip.
+      for (const tier of this.retryTopics.tiersOf(groupId, topic)) {
+        await this.positions.resolveAll(groupId, await this.subscriptions.of(groupId, tier), this.logs.partitions(tier), paused);
+      }
       const positions: SubscribeResult['positions'] = logs.map((log, i) => {
         const position = resolved[i]!;
         return position.error ? { partition: log.partition, error: position.error } : { partition: log.partition, offset: position.offset };

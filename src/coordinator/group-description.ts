@@ -87,6 +87,7 @@ export async function describeGroup(
     assignor: membership?.assignorName ?? null, members, subscriptions,
     alerts: await catalog.listAlerts(groupId, HISTORY_LIMIT),
     resets: await catalog.listResets(groupId, HISTORY_LIMIT),
+    deadLetterActions: await catalog.listDeadLetterHistory(groupId, HISTORY_LIMIT),
     checkpoints,
   };
 }

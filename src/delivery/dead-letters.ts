@@ -62,7 +62,9 @@ export class DeadLetters {
    */
   async redrive(request: RedriveRequest, sub: SubscriptionRecord): Promise<RedriveResult> {
     if ((request.offset === undefined) === (request.all !== true)) {
-      throw new OnelogError('INVALID_REQUEST', 'redrive needs either offset (one dead letter) or all: true', { groupId: sub.groupId, topic: sub.topic });
+      throw new OnelogError('INVALID_REQUEST', 'redrive needs either offset (one dead letter) or all: true (one of them, not both)', {
+        groupId: sub.groupId, topic: sub.topic,
+      });
     }
     const log = this.requireLog(sub);
     const redriven = await this.redrivenRanges(sub);
@@ -130,7 +132,7 @@ export class DeadLetters {
     const open = await this.catalog.hasOpenAlert(sub.groupId, 'dead-letter-depth', sub.topic);
     const now = this.clock.now();
     if (depth >= sub.deadLetterAlertDepth && !open) {
-      const message = `group ${sub.groupId} has ${depth} dead letter(s) of ${sub.topic} in ${sub.deadLetterTopic} (alert at ${sub.deadLetterAlertDepth}): ` +
+      const message = `group ${sub.groupId}'s dead letters of ${sub.topic} in ${sub.deadLetterTopic} reached ${depth} (alert at ${sub.deadLetterAlertDepth}): ` +
         `look at them with 'onelog dlq list ${sub.groupId} --topic ${sub.topic}', then redrive or purge them`;
       await this.catalog.addAlert(sub.groupId, {
         kind: 'dead-letter-depth', topic: sub.topic, partition: 0, message, createdAt: now,

@@ -45,6 +45,12 @@ export interface RetriesDeps {
   deadLettered(sub: SubscriptionRecord): Promise<void>;
 }
 
+/**
+ * Moves of records this far below the group's committed offset stay in the index: a before-processing member
+ * commits its batch before it nacks records of it (a batch holds far fewer records than this).
+ */
+const REMEMBERED_BELOW_COMMITTED = 10_000;
+
 export class Retries {
   /** Per group, built on first use from its tier and dead-letter partitions. */
   private readonly indexes = new Map<string, Promise<MovedRecords>>();
@@ -66,6 +72,14 @@ export class Retries {
     checkRetryPolicy({ delaysMs, maxAttempts });
     const deadLetterTopic = checkTopicName(input.deadLetterTopic ?? defaultDeadLetterTopic(topic, groupId));
     const { logs, catalog } = this.deps;
+    const { retentionMs } = pickTopicConfig((await catalog.getTopic(topic))!);
+    const longest = Math.max(...delaysMs);
+    if (retentionMs > 0 && longest >= retentionMs) {
+      throw new OnelogError('INVALID_REQUEST', `a retry delay of ${longest} ms is not shorter than ${topic}'s retention.ms (${retentionMs}): ` +
+        'the tiers keep records as long as the topic does, so they would expire before their retry. Use shorter delays or a longer retention', {
+        delaysMs, retentionMs,
+      });
+    }
     const partitions = logs.partitionCount(topic);
     const tiers = delaysMs.map((_, i) => tierTopicName(topic, groupId, i + 1));
     if (deadLetterTopic === topic || tiers.includes(deadLetterTopic) || this.deps.retryTopics.isTier(deadLetterTopic)) {
@@ -82,6 +96,14 @@ export class Retries {
       if (existing && existing.partitions !== n) {
         throw new OnelogError('INVALID_REQUEST', `topic ${name} exists with ${existing.partitions} partitions; as a ` +
           `${n === 1 && name === deadLetterTopic ? 'dead-letter topic it needs 1' : `retry tier of ${topic} it needs ${n}`}`, { topic: name });
+      }
+    }
+    const current = await catalog.getSubscription(groupId, topic);
+    if (current?.deadLetterTopic !== deadLetterTopic && (await catalog.getTopic(deadLetterTopic))) {
+      const log = logs.get(deadLetterTopic, 0);
+      if (log.highWatermark > log.logStartOffset) {
+        throw new OnelogError('INVALID_REQUEST', `topic ${deadLetterTopic} already holds ${log.highWatermark - log.logStartOffset} records: ` +
+          'a dead-letter topic holds only its subscription\'s dead letters; name a new or empty topic', { deadLetterTopic });
       }
     }
     const base = pickTopicConfig((await catalog.getTopic(topic))!);
@@ -120,16 +142,35 @@ export class Retries {
         throw new OnelogError('INVALID_OFFSET', `offset must be an integer >= 0, got ${JSON.stringify(offset)}`, { groupId, topic, partition, offset });
       }
       if (offset >= log.highWatermark || offset < log.logStartOffset) {
-        throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot nack offset ${offset} of ${topic}/${partition}: the partition holds offsets ` +
-          `${log.logStartOffset} to ${log.highWatermark - 1}`, { groupId, topic, partition, offset, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark });
+        const holds = log.highWatermark > log.logStartOffset ? `holds offsets ${log.logStartOffset} to ${log.highWatermark - 1}` : `holds no record (next offset ${log.highWatermark})`;
+        throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot nack offset ${offset} of ${topic}/${partition}: the partition ${holds}`, {
+          groupId, topic, partition, offset, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark,
+        });
       }
     }
     const index = await this.index(groupId);
+    await this.recall(index, request, checked.subscription);
     // Started in order with no await in between, so the appends keep the order of the request.
     const moves = request.records.map(({ offset, reason }) => index.once({ topic, partition, offset }, () => this.move(log, offset, reason, request, checked)));
     const moved = await Promise.all(moves);
     if (moved.some(({ to, duplicate }) => to.deadLettered && !duplicate)) await this.deps.deadLettered(checked.subscription);
     return moved.map(({ to, duplicate }) => ({ ...to, duplicate }));
+  }
+
+  /**
+   * The index forgets moves of records the group committed well past ({@link REMEMBERED_BELOW_COMMITTED}); a
+   * nack of such a record (a member nacking late) looks for an earlier move of it in the tier and dead-letter
+   * partitions, so it is still moved once.
+   */
+  private async recall(index: MovedRecords, request: NackBatchRequest, sub: SubscriptionRecord): Promise<void> {
+    const { groupId, topic, partition } = request;
+    const remembered = ((await this.deps.offsets.get(groupId, topic, partition))?.offset ?? 0) - REMEMBERED_BELOW_COMMITTED;
+    const wanted = new Set(request.records.map((r) => r.offset).filter((o) => o < remembered && !index.get(topic, partition, o)));
+    if (wanted.size === 0) return;
+    const { logs, retryTopics } = this.deps;
+    const targets = retryTopics.tiersOf(groupId, sub.topic).map((t) => ({ log: logs.get(t, partition % logs.partitionCount(t)), dead: false }));
+    if (sub.deadLetterTopic && (await this.deps.catalog.getTopic(sub.deadLetterTopic))) targets.push({ log: logs.get(sub.deadLetterTopic, 0), dead: true });
+    for (const { log, dead } of targets) index.scan(log, dead, (t, p, o) => t === topic && p === partition && wanted.has(o));
   }
 
   /** Appends one nacked record to its next tier or the dead-letter topic; resolves once it is on disk. */
@@ -232,10 +273,10 @@ export class Retries {
     }
   }
 
-  /** The group committed past records of `topic`: moves out of them need not be remembered (they are never delivered again). */
+  /** The group committed offsets of `topic`: moves of records well below them need not be remembered. */
   committed(groupId: string, topic: string, offsets: ReadonlyArray<{ partition: number; offset: number }>): void {
     void this.indexes.get(groupId)?.then((index) => {
-      for (const o of offsets) index.forgetBelow(topic, o.partition, o.offset);
+      for (const o of offsets) index.forgetBelow(topic, o.partition, o.offset - REMEMBERED_BELOW_COMMITTED);
     }, () => {});
   }
 
@@ -264,8 +305,9 @@ export class Retries {
     const { catalog, offsets, logs, retryTopics } = this.deps;
     const index = new MovedRecords();
     const committed = new Map((await offsets.list(groupId)).map((o) => [`${o.topic}/${o.partition}`, o.offset]));
-    // A source committed past is never delivered or nacked again: only moves above the committed offset matter.
-    const counts = (topic: string, partition: number, offset: number) => offset >= (committed.get(`${topic}/${partition}`) ?? 0);
+    // A source committed well past is not delivered again, and a nack of it finds its move by a scan (recall).
+    const counts = (topic: string, partition: number, offset: number) =>
+      offset >= (committed.get(`${topic}/${partition}`) ?? 0) - REMEMBERED_BELOW_COMMITTED;
     for (const sub of await catalog.listSubscriptions(groupId)) {
       const targets = [...retryTopics.tiersOf(groupId, sub.topic).map((t) => ({ topic: t, dead: false }))];
       if (sub.deadLetterTopic && (await catalog.getTopic(sub.deadLetterTopic))) targets.push({ topic: sub.deadLetterTopic, dead: true });

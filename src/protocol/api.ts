@@ -422,6 +422,12 @@ export interface GroupDescription {
   alerts: GroupAlert[];
   /** Executed offset resets, most recent first, at most 20. */
   resets: OffsetResetRecord[];
+  /** Executed dead-letter redrives and purges, most recent first, at most 20: offsets `[firstOffset, endOffset)` of the topic's dead letters. */
+  deadLetterActions: Array<{
+    topic: string; action: 'redrive' | 'purge'; firstOffset: number; endOffset: number; records: number; requestedBy: string;
+    /** ms since the epoch */
+    executedAt: number;
+  }>;
   checkpoints: Array<{ name: string; createdAt: number; topics: string[] }>;
 }
 

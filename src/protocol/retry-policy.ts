@@ -66,6 +66,7 @@ export function parseRetryTiers(text: string): number[] | null {
 
 /** Formats ms as the shortest exact duration (`1s`, `90s`, `5m`, `250ms`). */
 export function formatDuration(ms: number): string {
+  if (ms === 0) return '0ms';
   for (const unit of ['h', 'm', 's'] as const) if (ms % UNIT_MS[unit]! === 0) return `${ms / UNIT_MS[unit]!}${unit}`;
   return `${ms}ms`;
 }

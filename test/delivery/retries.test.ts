@@ -83,6 +83,51 @@ describe('retry policy', () => {
     expect(await asyncCodeOf(broker.describeGroup(GROUP))).toBe('UNKNOWN_GROUP');
   });
 
+  it('refuses delays the topic\'s retention would outlive, and a dead-letter topic that holds other records', async () => {
+    await broker.createTopic({ topic: 'short', partitions: 1, config: { retentionMs: 60_000 } });
+    const err = await asyncErrorOf(broker.subscribe({ groupId: GROUP, topic: 'short', retry: { delaysMs: [1000, 60_000] } }));
+    expect(err).toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining("short's retention.ms (60000)") });
+    await broker.createTopic({ topic: 'other', partitions: 1 });
+    await broker.produce({ topic: 'other', records: [{ key: null, value: Buffer.from('not a dead letter') }] });
+    const taken = await asyncErrorOf(broker.subscribe({ groupId: GROUP, topic: TOPIC, retry: { delaysMs: [1000], deadLetterTopic: 'other' } }));
+    expect(taken.message).toContain('other already holds 1 records');
+    expect((await broker.listTopics()).map((t) => t.topic).sort()).toEqual(['orders', 'other', 'short']);
+  });
+
+  it('a deleted group leaves its tiers and dead letters empty: the same id starts clean', async () => {
+    const m = await withPolicy(2);
+    await nack(m, TOPIC, 0);
+    clock.advance(1000);
+    await nack(m, TIER1, 0);
+    await nack(m, TOPIC, 1);
+    await broker.leaveGroup({ groupId: GROUP, memberId: m.memberId });
+    await broker.deleteGroup(GROUP);
+    await broker.subscribe({ groupId: GROUP, topic: TOPIC, startPolicy: 'latest', retry: { delaysMs: [1000, 2000], maxAttempts: 2 } });
+    const d = (await broker.describeGroup(GROUP)).subscriptions[0]!;
+    expect(d.deadLetter).toEqual({ topic: DLQ, depth: 0 });
+    expect(d.retryTiers.map((t) => t.backlog)).toEqual([0, 0]);
+    expect((await broker.describeGroup(GROUP)).alerts).toEqual([]);
+  });
+
+  it('a subscription whose dead letters reach a lower alert depth raises the alert at once', async () => {
+    const m = await withPolicy(1);
+    await broker.subscribe({ groupId: GROUP, topic: TOPIC, deadLetterAlertDepth: 5 });
+    await nack(m, TOPIC, 0);
+    await nack(m, TOPIC, 1);
+    expect((await broker.describeGroup(GROUP)).alerts).toEqual([]);
+    await broker.subscribe({ groupId: GROUP, topic: TOPIC, deadLetterAlertDepth: 2 });
+    expect((await broker.describeGroup(GROUP)).alerts).toMatchObject([{ kind: 'dead-letter-depth', resolvedAt: null }]);
+  });
+
+  it('a tier record deleted before the group read it pauses the tier partition, never a silent skip', async () => {
+    await broker.subscribe({ groupId: GROUP, topic: TOPIC, startPolicy: 'earliest', retry: { delaysMs: [1000] } });
+    await broker.nack({ groupId: GROUP, topic: TOPIC, partition: 0, offset: 0, reason: 'standalone' });
+    await broker.deleteRecords({ topic: TIER1, partition: 0, beforeOffset: 1 }); // as retention would
+    const m = await broker.joinGroup({ groupId: GROUP, topics: [TOPIC], sessionTimeoutMs: 30_000 });
+    expect(m.assignment.find((p) => p.topic === TIER1 && p.partition === 0)).toMatchObject({ error: { code: 'OFFSET_OUT_OF_RANGE' } });
+    expect((await broker.describeGroup(GROUP)).alerts).toMatchObject([{ kind: 'offset-out-of-range', topic: TIER1 }]);
+  });
+
   it('a member that joined before the policy gets the tiers once it is set', async () => {
     await broker.subscribe({ groupId: GROUP, topic: TOPIC, startPolicy: 'earliest' });
     let m = await broker.joinGroup({ groupId: GROUP, topics: [TOPIC], sessionTimeoutMs: 30_000 });
@@ -185,6 +230,15 @@ describe('nack', () => {
     expect(await nack(m, TIER1, 2)).toMatchObject({ topic: DLQ, attempt: 4, deadLettered: true });
   });
 
+  it('a nack of a record committed far past, moved before, is still moved once', async () => {
+    const m = await withPolicy();
+    await broker.produce({ topic: TOPIC, records: Array.from({ length: 10_010 }, () => ({ key: null, value: Buffer.from('x'), partition: 0 })) });
+    const first = await nack(m, TOPIC, 1);
+    await broker.commitOffsets({ groupId: GROUP, topic: TOPIC, memberId: m.memberId, generationId: m.generationId, offsets: [{ partition: 0, offset: 10_014 }] });
+    expect(await nack(m, TOPIC, 1)).toEqual({ ...first, duplicate: true });
+    expect((await broker.describeTopic(TIER1)).partitions[0]!.highWatermark).toBe(1);
+  });
+
   it('keeps the order of one original partition within a tier', async () => {
     const m = await withPolicy();
     for (const offset of [0, 2, 3]) await nack(m, TOPIC, offset);
@@ -248,8 +302,11 @@ describe('dead letters', () => {
     expect((await broker.redriveDeadLetters({ groupId: GROUP, topic: TOPIC, all: true, execute: true })).records).toEqual([]);
     const tier = await fetchOf(m, TIER1, 0);
     expect(tier.records.map((r) => [text(r, RETRY_HEADERS.originalOffset), text(r, RETRY_HEADERS.attempt)])).toEqual([['0', '1'], ['1', '1'], ['2', '1']]);
-    const [alert] = (await broker.describeGroup(GROUP)).alerts;
-    expect(alert).toMatchObject({ kind: 'dead-letter-depth', resolvedAt: T0 + 5000 });
+    const described = await broker.describeGroup(GROUP);
+    expect(described.alerts[0]).toMatchObject({ kind: 'dead-letter-depth', resolvedAt: T0 + 5000 });
+    expect(described.deadLetterActions).toEqual([
+      { topic: TOPIC, action: 'redrive', firstOffset: 0, endOffset: 3, records: 3, requestedBy: 'alice', executedAt: T0 + 5000 },
+    ]);
     expect(await asyncCodeOf(broker.redriveDeadLetters({ groupId: GROUP, topic: TOPIC, offset: 1, execute: true }))).toBe('INVALID_OFFSET');
   });
 
