@@ -170,7 +170,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     broker.lastProducerId = lastProducerId;
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, () => broker.retries);
     broker.retries = new Retries({
-      logs, offsets, catalog, clock, retryTopics: groups.retryTopics,
+      logs, offsets, catalog, clock, retryTopics: groups.retryTopics, findSubscription: (groupId, topic) => groups.findSubscription(groupId, topic),
       createTopic: (request) => broker.createTopic(request),
       deadLettered: async (sub) => void (await broker.deadLetters.checkAlert(sub)),
     });

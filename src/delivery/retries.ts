@@ -39,6 +39,8 @@ export interface RetriesDeps {
   catalog: Catalog;
   clock: Clock;
   retryTopics: RetryTopics;
+  /** A group's subscription to a topic as stored (cached by the coordinator), or undefined. */
+  findSubscription(groupId: string, topic: string): Promise<SubscriptionRecord | undefined>;
   /** Creates a topic as the broker's createTopic does. */
   createTopic(request: CreateTopicRequest): Promise<TopicDescription>;
   /** Called after a record was dead-lettered (the depth alert is evaluated). */
@@ -238,7 +240,7 @@ export class Retries {
   async fetch(groupId: string, topic: string, targets: readonly FetchTarget[], limits: FetchLimits): Promise<FetchedPartition[]> {
     const index = await this.index(groupId);
     const tier = this.deps.retryTopics.tierOf(groupId, topic);
-    const delayMs = tier ? tierDelayMs((await this.deps.catalog.getSubscription(groupId, tier.topic))?.retry ?? null, tier.tier) : null;
+    const delayMs = tier ? tierDelayMs((await this.deps.findSubscription(groupId, tier.topic))?.retry ?? null, tier.tier) : null;
     const started = Date.now();
     for (;;) {
       const remaining = Math.max(0, limits.maxWaitMs - (Date.now() - started));
