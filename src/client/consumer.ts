@@ -15,7 +15,7 @@
  * `ILLEGAL_GENERATION`, `NOT_ASSIGNED`) never leads to a silent commit: the consumer drops what it has not
  * committed and joins again.
  */
-import { backoffDelayMs } from '../backoff.js';
+import { backoff, backoffDelayMs } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import type { AssignorName, FetchedPartition, NackResult, OnelogApi, PartitionError, TopicPartition } from '../protocol/api.js';
@@ -95,8 +95,8 @@ export interface RunOptions<Tx = undefined> {
 
 /** Kafka's session.timeout.ms default, as the coordinator's. */
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
-/** Pause before trying again after the broker could not be reached, ms. */
-const RETRY_BACKOFF_MS = 250;
+/** Backoff before trying again after the broker could not be reached (a restart is ridden out within the session timeout). */
+const RECONNECT_BACKOFF = { initialMs: 250, maxMs: 4000 };
 /** Backoff of in-place retries of a throwing handler. */
 const IN_PLACE_BACKOFF = { initialMs: 100, maxMs: 5000 };
 
@@ -273,10 +273,10 @@ export class Consumer<Tx = undefined> {
     if (this.commitPending) throw this.commitPending;
   }
 
-  /** Waits a moment after a retriable failure (the loop then tries again); rethrows any other error. */
+  /** Waits after a retriable failure, longer with each in a row (the loop then tries again); rethrows any other error. */
   private async retryLater(session: MemberSession, err: unknown): Promise<void> {
     if (!session.noteFailure(err)) throw err;
-    await (this.options.clock ?? systemClock).sleep(RETRY_BACKOFF_MS);
+    await backoff(this.options.clock ?? systemClock, session.failures, RECONNECT_BACKOFF);
   }
 
   /** Commits and lets go of revoked partitions, then tells the coordinator at once. */

@@ -47,6 +47,8 @@ export class MemberSession {
   /** When the coordinator last answered a join or heartbeat (ms since the epoch), and the last heartbeat failure since. */
   private lastContactAt = 0;
   private lastFailure: OnelogError | null = null;
+  /** Retriable failures since the broker last answered (the backoff before the next try grows with them). */
+  failures = 0;
 
   constructor(
     private readonly api: Pick<OnelogApi, 'joinGroup' | 'heartbeat' | 'leaveGroup'>,
@@ -95,6 +97,7 @@ export class MemberSession {
   contact(): void {
     this.lastContactAt = Date.now();
     this.lastFailure = null;
+    this.failures = 0;
   }
 
   /**
@@ -105,6 +108,7 @@ export class MemberSession {
   noteFailure(err: unknown): boolean {
     if (!(err instanceof OnelogError) || !err.retriable) return false;
     this.lastFailure = err;
+    this.failures++;
     return true;
   }
 
