@@ -366,17 +366,18 @@ export class Consumer<Tx = undefined> {
   }
 
   /**
-   * Nacks records of one partition in one request, in the member's queue; retried while the broker is
-   * unreachable, within a session timeout.
+   * Nacks records of one partition in one request (beside the member's other requests: the broker accepts a
+   * nack of the generation before, as a fetch); retried while the broker is unreachable, within a session
+   * timeout.
    * @returns true once moved, false when the member was fenced
    * @throws the error when they cannot be nacked (e.g. `NO_RETRY_POLICY` once the policy was removed)
    */
   private async nackRecords(session: MemberSession, h: HeldPartition, records: Array<{ offset: number; reason: string }>): Promise<boolean> {
     for (;;) {
       try {
-        await session.serial(() => this.api.nackBatch({
+        await this.api.nackBatch({
           groupId: this.options.groupId, topic: h.topic, partition: h.partition, records, memberId: session.memberId, generationId: session.generationId,
-        }));
+        });
         return true;
       } catch (err) {
         if (session.noteFencing(err)) return false;

@@ -8,8 +8,8 @@
  */
 import type { HeldPartition } from './member-session.js';
 
-/** Batches whose commit may wait for their nacks while later batches are handled. */
-const MAX_COMMITS_BEHIND = 2;
+/** Batches whose commit may wait for their nacks while later batches are handled (a crash redelivers at most these). */
+const MAX_COMMITS_BEHIND = 16;
 
 /** Offsets to commit, by `topic/partition` (each the NEXT offset to read). */
 export type Progress = Map<string, { topic: string; partition: number; offset: number }>;

@@ -279,15 +279,18 @@ export class GroupCoordinator {
   }
 
   /**
-   * Fences a commit or nack: with a member id, the member and its generation must be current and every
-   * partition its own; without one, the group must have no live member.
+   * Fences a commit or nack: with a member id, the member and its generation must be current (for a nack, or
+   * the one before: nacks are idempotent and sent beside heartbeats, as fetches are) and every partition its
+   * own; without one, the group must have no live member.
    */
-  private async fence(request: { groupId: string; topic: string; memberId?: string; generationId?: number }, partitions: number[], what: string): Promise<void> {
+  private async fence(
+    request: { groupId: string; topic: string; memberId?: string; generationId?: number }, partitions: number[], what: 'commit' | 'nack',
+  ): Promise<void> {
     const { groupId, topic } = request;
     const group = this.groups.get(groupId);
     if (group && this.expire(group)) await this.applyResets(group);
     if (request.memberId !== undefined) {
-      const member = this.liveGroup(groupId, request.memberId).member(request.memberId, request.generationId ?? -1);
+      const member = this.liveGroup(groupId, request.memberId).member(request.memberId, request.generationId ?? -1, what === 'nack');
       for (const partition of partitions) this.checkAssigned(groupId, member, { topic, partition }, member.owned);
     } else if (group && group.members.size > 0) {
       throw new OnelogError(

@@ -57,6 +57,8 @@ export class Retries {
   /** Per group, built on first use from its tier and dead-letter partitions. */
   private readonly indexes = new Map<string, Promise<MovedRecords>>();
   private readonly sources = new SourceReader();
+  /** `groupId \0 topic/partition` of a tier -> the offset whose record is not due before `dueAt` (ms since the epoch). */
+  private readonly notDue = new Map<string, { offset: number; dueAt: number }>();
 
   constructor(private readonly deps: RetriesDeps) {}
 
@@ -241,13 +243,29 @@ export class Retries {
     const index = await this.index(groupId);
     const tier = this.deps.retryTopics.tierOf(groupId, topic);
     const delayMs = tier ? tierDelayMs((await this.deps.findSubscription(groupId, tier.topic))?.retry ?? null, tier.tier) : null;
+    const key = (t: FetchTarget) => `${groupId}\0${topic}/${t.log.partition}`;
     const started = Date.now();
     for (;;) {
       const remaining = Math.max(0, limits.maxWaitMs - (Date.now() - started));
-      const parts = await fetchPartitions(targets, { ...limits, maxWaitMs: remaining });
+      // A tier partition whose next record is known not to be due yet is not read again until it is.
+      const before = this.deps.clock.now();
+      const waiting = new Map(targets.flatMap((t) => {
+        const w = this.notDue.get(key(t));
+        return w !== undefined && w.offset === t.offset && w.dueAt > before ? [[t, w] as const] : [];
+      }));
+      const reads = targets.filter((t) => !waiting.has(t));
+      const read = reads.length > 0 ? await fetchPartitions(reads, { ...limits, maxWaitMs: remaining }) : [];
       const now = this.deps.clock.now();
       let nextDue = Infinity;
-      parts.forEach((p) => {
+      const parts = targets.map((t): FetchedPartition => {
+        const w = waiting.get(t);
+        if (w) {
+          nextDue = Math.min(nextDue, w.dueAt);
+          return { partition: t.log.partition, logStartOffset: t.log.logStartOffset, highWatermark: t.log.highWatermark, records: [], nextOffset: t.offset };
+        }
+        return read[reads.indexOf(t)]!;
+      });
+      parts.forEach((p, i) => {
         const moved = index.movedOf(topic, p.partition);
         if (!moved && delayMs === null) return;
         const kept: StoredRecord[] = [];
@@ -257,6 +275,7 @@ export class Retries {
           if (due > now) {
             nextDue = Math.min(nextDue, due);
             p.nextOffset = r.offset;
+            this.notDue.set(key(targets[i]!), { offset: r.offset, dueAt: due });
             break;
           }
           kept.push(r);
@@ -290,6 +309,7 @@ export class Retries {
   /** Forgets a group's index (the group was deleted). */
   deleteGroup(groupId: string): void {
     this.indexes.delete(groupId);
+    for (const key of [...this.notDue.keys()]) if (key.startsWith(`${groupId}\0`)) this.notDue.delete(key);
   }
 
   /** The group's index of moved records, built on first use from its tier and dead-letter partitions. */
