@@ -1,6 +1,12 @@
-/** `onelog serve`: the broker on a data directory, behind the HTTP/JSON API. */
+/**
+ * `onelog serve`: the broker on a data directory, behind the HTTP/JSON API. Logs are human-readable lines on a
+ * terminal (pino-pretty) and JSON lines otherwise (or with `--log-format json`), one object per line as pino
+ * writes them.
+ */
 import type { Command } from 'commander';
 import { pino } from 'pino';
+import type { Logger as PinoLogger } from 'pino';
+import pretty from 'pino-pretty';
 import { OnelogError } from '../protocol/errors.js';
 import { action, parseInteger } from './common.js';
 
@@ -9,6 +15,7 @@ interface ServeOptions {
   port: number;
   host: string;
   logLevel: string;
+  logFormat?: string;
   maxOpenFiles?: number;
 }
 
@@ -20,16 +27,30 @@ export function registerServe(program: Command): void {
     .option('--port <n>', 'TCP port (0 = any free port)', parseInteger('--port', 0), 7070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--log-level <level>', 'log level: fatal, error, warn, info, debug, trace, silent', 'info')
+    .option('--log-format <format>', 'pretty (human-readable lines) | json (one JSON object per line); default: pretty on a terminal, else json')
     .option('--max-open-files <n>', 'file descriptors the log store may hold open at once (default: the open-files ' +
       'limit less max(64, a quarter of it), for connections, LMDB and SQLite)', parseInteger('--max-open-files'))
     .action(action(serve));
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_FORMATS = ['pretty', 'json'];
+
+/**
+ * The server's logger: pretty lines (time, level, message, then the fields) or JSON lines on stdout.
+ * @param format `pretty` | `json`; default: pretty when stdout is a terminal
+ */
+function serverLogger(level: string, format = process.stdout.isTTY ? 'pretty' : 'json'): PinoLogger {
+  if (format === 'json') return pino({ level });
+  return pino({ level }, pretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
+}
 
 async function serve(options: ServeOptions): Promise<void> {
   if (!LOG_LEVELS.includes(options.logLevel)) {
     throw new OnelogError('INVALID_REQUEST', `--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(options.logLevel)}`);
+  }
+  if (options.logFormat !== undefined && !LOG_FORMATS.includes(options.logFormat)) {
+    throw new OnelogError('INVALID_REQUEST', `--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(options.logFormat)}`);
   }
   // Loaded here, not at the top: other commands must not load the storage engine.
   const { Broker } = await import('../broker.js');
@@ -40,7 +61,7 @@ async function serve(options: ServeOptions): Promise<void> {
     throw new OnelogError('INVALID_REQUEST', `--max-open-files must be at least ${MIN_OPEN_FILES} (a segment roll holds ` +
       `two segment files and a checkpoint at once), got ${options.maxOpenFiles}`);
   }
-  const logger = pino({ level: options.logLevel });
+  const logger = serverLogger(options.logLevel, options.logFormat);
   const limit = openFilesLimit();
   const maxOpenFiles = options.maxOpenFiles ?? defaultMaxOpenFiles(limit);
   logger.info({ openFilesLimit: limit, maxOpenFiles }, 'open files: the log store keeps at most maxOpenFiles open, the rest of the limit is left to connections, LMDB and SQLite');
