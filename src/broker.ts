@@ -23,7 +23,7 @@ import { GroupCoordinator } from './coordinator/group-coordinator.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
 import { prepareClientBatch } from './delivery/data-path.js';
 import { DeadLetters } from './delivery/dead-letters.js';
-import { recordsAsBatches, Retries } from './delivery/retries.js';
+import { checkNackRecords, recordsAsBatches, Retries } from './delivery/retries.js';
 import { fetchPartitionBatches, fetchPartitions } from './delivery/fetch.js';
 import type { FetchLimits, FetchTarget } from './delivery/fetch.js';
 import { WebhookDispatcher } from './delivery/webhook.js';
@@ -572,9 +572,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkGroupId(request.groupId);
     checkMember(request);
     this.logs.get(request.topic, request.partition); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
-    if (!Array.isArray(request.records) || request.records.length > 10_000) {
-      throw new OnelogError('INVALID_REQUEST', 'records must be an array of 1 to 10,000 { offset, reason }', { groupId: request.groupId });
-    }
+    checkNackRecords(request);
     return this.retries.nack(request, await this.groups.checkNack(request));
   }
 

@@ -6,7 +6,7 @@
  * log start and is recorded the same way). A depth at or above the subscription's `deadLetterAlertDepth`
  * raises one `dead-letter-depth` alert, resolved when the depth falls below again.
  */
-import type { Catalog, DeadLetterAction, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import type {
   DeadLetter, DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult,
@@ -90,7 +90,7 @@ export class DeadLetters {
     for (const r of chosen) await this.retries().redrive(sub, { topic: log.topic, partition: 0, offset: r.offset }, r);
     const now = this.clock.now();
     for (const [firstOffset, endOffset] of ranges(chosen.map((r) => r.offset))) {
-      await this.record(sub, { action: 'redrive', firstOffset, endOffset, records: endOffset - firstOffset, requestedBy, executedAt: now });
+      await this.catalog.recordDeadLetterAction(sub.groupId, sub.topic, { action: 'redrive', firstOffset, endOffset, records: endOffset - firstOffset, requestedBy, executedAt: now });
     }
     this.logger.info({ groupId: sub.groupId, topic: sub.topic, records: chosen.length, requestedBy }, 'dead letters redriven');
     return { groupId: sub.groupId, topic: sub.topic, executed: true, records, depth: await this.checkAlert(sub) };
@@ -117,7 +117,7 @@ export class DeadLetters {
     }
     log.deleteRecordsBefore(end, 'delete-records');
     const requestedBy = request.requestedBy ?? 'unknown';
-    await this.record(sub, { action: 'purge', firstOffset: from, endOffset: end, records, requestedBy, executedAt: this.clock.now() });
+    await this.catalog.recordDeadLetterAction(sub.groupId, sub.topic, { action: 'purge', firstOffset: from, endOffset: end, records, requestedBy, executedAt: this.clock.now() });
     this.logger.info({ groupId: sub.groupId, topic: sub.topic, records, beforeOffset: end, requestedBy }, 'dead letters purged');
     return { groupId: sub.groupId, topic: sub.topic, executed: true, records, depth: await this.checkAlert(sub) };
   }
@@ -144,10 +144,6 @@ export class DeadLetters {
       this.logger.info({ groupId: sub.groupId, topic: sub.topic, depth }, 'dead-letter depth alert resolved');
     }
     return depth;
-  }
-
-  private async record(sub: SubscriptionRecord, action: DeadLetterAction): Promise<void> {
-    await this.catalog.recordDeadLetterAction(sub.groupId, sub.topic, action);
   }
 
   private async redrivenRanges(sub: SubscriptionRecord): Promise<Array<[number, number]>> {

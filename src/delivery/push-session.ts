@@ -139,13 +139,8 @@ export class PushSession {
    * @throws OnelogError as the commit does (`UNKNOWN_MEMBER_ID`, ... when the member was fenced)
    */
   async ack(topic: string, partition: number, offset: number): Promise<void> {
+    this.checkSent('ack', topic, partition, offset);
     const sent = this.unacked.get(`${topic}/${partition}`);
-    const lastSent = this.lastSent.get(`${topic}/${partition}`);
-    if (!Number.isSafeInteger(offset) || lastSent === undefined || offset < 0 || offset > lastSent) {
-      throw new OnelogError('INVALID_OFFSET', `ack of ${topic}/${partition} offset ${JSON.stringify(offset)}: ` +
-        (lastSent === undefined ? 'nothing of that partition was sent to this member' : `the last record sent of it is ${lastSent}`) +
-        '; ack the offset of a record received', { topic, partition, offset, lastSent: lastSent ?? null });
-    }
     if (sent) {
       for (const [o, bytes] of sent) {
         if (o > offset) break;
@@ -168,14 +163,18 @@ export class PushSession {
    *   (`NO_RETRY_POLICY`, fencing errors)
    */
   async nack(topic: string, partition: number, offset: number, reason: unknown): Promise<NackResult> {
-    const lastSent = this.lastSent.get(`${topic}/${partition}`);
-    if (!Number.isSafeInteger(offset) || lastSent === undefined || offset < 0 || offset > lastSent) {
-      throw new OnelogError('INVALID_OFFSET', `nack of ${topic}/${partition} offset ${JSON.stringify(offset)}: ` +
-        (lastSent === undefined ? 'nothing of that partition was sent to this member' : `the last record sent of it is ${lastSent}`),
-      { topic, partition, offset, lastSent: lastSent ?? null });
-    }
+    this.checkSent('nack', topic, partition, offset);
     if (typeof reason !== 'string') throw new OnelogError('INVALID_REQUEST', 'a nack frame needs "reason": a string');
     return this.consumer.nack({ topic, partition, offset }, reason);
+  }
+
+  /** @throws OnelogError `INVALID_OFFSET` unless `offset` is of a record this session sent (acks and nacks never skip records) */
+  private checkSent(what: 'ack' | 'nack', topic: string, partition: number, offset: number): void {
+    const lastSent = this.lastSent.get(`${topic}/${partition}`);
+    if (Number.isSafeInteger(offset) && lastSent !== undefined && offset >= 0 && offset <= lastSent) return;
+    throw new OnelogError('INVALID_OFFSET', `${what} of ${topic}/${partition} offset ${JSON.stringify(offset)}: ` +
+      (lastSent === undefined ? 'nothing of that partition was sent to this member' : `the last record sent of it is ${lastSent}`) +
+      `; ${what} the offset of a record received`, { topic, partition, offset, lastSent: lastSent ?? null });
   }
 
   /** What the session holds now. */

@@ -48,6 +48,18 @@ export interface RetriesDeps {
 }
 
 /**
+ * A nack's records: an array of 1 to 10,000 `{ offset, reason }`.
+ * @throws OnelogError `INVALID_REQUEST`
+ */
+export function checkNackRecords(request: NackBatchRequest): void {
+  if (!Array.isArray(request.records) || request.records.length === 0 || request.records.length > 10_000) {
+    throw new OnelogError('INVALID_REQUEST', 'a nack needs 1 to 10,000 records { offset, reason }', {
+      groupId: request.groupId, topic: request.topic, partition: request.partition,
+    });
+  }
+}
+
+/**
  * Moves of records this far below the group's committed offset stay in the index: a before-processing member
  * commits its batch before it nacks records of it (a batch holds far fewer records than this).
  */
@@ -128,7 +140,7 @@ export class Retries {
   /**
    * Moves nacked records of one partition to the next tier or the dead-letter topic, each once (a repeated nack
    * answers the first move, `duplicate: true`), in the order given: their appends share fdatasyncs, and each
-   * resolves once on disk. Every record is checked before any is moved.
+   * resolves once on disk. Every record is checked before any is moved (the array's size by {@link checkNackRecords}, first).
    * @param checked what {@link GroupCoordinator.checkNack} answered (the nack is fenced already)
    * @returns where each went, in request order
    * @throws OnelogError `INVALID_OFFSET`, `OFFSET_OUT_OF_RANGE` (at or above the high watermark, or below the
@@ -137,9 +149,6 @@ export class Retries {
   async nack(request: NackBatchRequest, checked: { subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }): Promise<NackResult[]> {
     const { groupId, topic, partition } = request;
     const log = this.deps.logs.get(topic, partition);
-    if (!Array.isArray(request.records) || request.records.length === 0) {
-      throw new OnelogError('INVALID_REQUEST', 'a nack needs at least one record: { offset, reason }', { groupId, topic, partition });
-    }
     for (const { offset, reason } of request.records) {
       if (typeof reason !== 'string') throw new OnelogError('INVALID_REQUEST', 'reason must be a string (why the record could not be processed)');
       if (!Number.isSafeInteger(offset) || offset < 0) {

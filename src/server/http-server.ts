@@ -312,6 +312,8 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
 /** Nacks and dead letters (docs/retries.md). */
 function registerRetryRoutes(app: FastifyInstance, api: OnelogApi): void {
+  /** What a nack names besides its records: the partition, and the member (fenced as a commit). */
+  const nackOf = { topic: { type: 'string' }, partition: nonNegInt, memberId: { type: 'string' }, generationId: { type: 'integer' } } as const;
   app.post<{ Params: { groupId: string }; Body: Omit<NackRequest, 'groupId'> }>(
     '/groups/:groupId/nacks',
     {
@@ -320,10 +322,7 @@ function registerRetryRoutes(app: FastifyInstance, api: OnelogApi): void {
           type: 'object',
           required: ['topic', 'partition', 'offset', 'reason'],
           additionalProperties: false,
-          properties: {
-            topic: { type: 'string' }, partition: nonNegInt, offset: nonNegInt, reason: { type: 'string' },
-            memberId: { type: 'string' }, generationId: { type: 'integer' },
-          },
+          properties: { ...nackOf, offset: nonNegInt, reason: { type: 'string' } },
         },
       },
     },
@@ -338,7 +337,7 @@ function registerRetryRoutes(app: FastifyInstance, api: OnelogApi): void {
           required: ['topic', 'partition', 'records'],
           additionalProperties: false,
           properties: {
-            topic: { type: 'string' }, partition: nonNegInt, memberId: { type: 'string' }, generationId: { type: 'integer' },
+            ...nackOf,
             records: {
               type: 'array', minItems: 1, maxItems: 10_000,
               items: { type: 'object', required: ['offset', 'reason'], additionalProperties: false, properties: { offset: nonNegInt, reason: { type: 'string' } } },
