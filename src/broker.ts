@@ -37,7 +37,7 @@ import type {
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult,
   ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
   TopicDescription, TopicSummary, NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult,
-  PurgeRequest, PurgeResult,
+  PurgeRequest, PurgeResult, AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
 } from './protocol/api.js';
 import type { SubscriptionRecord } from './catalog/catalog.js';
 import type { CompressionCodec } from './protocol/compression.js';
@@ -54,6 +54,8 @@ import type { FileCacheStats } from './storage/file-cache.js';
 import { LogManager } from './storage/log-manager.js';
 import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
 import { silentLogger } from './storage/logger.js';
+import { Monitor } from './monitoring/monitor.js';
+import type { MonitorOptions } from './monitoring/monitor.js';
 import type { Logger } from './storage/logger.js';
 
 /** Options of the embedded broker. */
@@ -91,6 +93,8 @@ export interface BrokerOptions {
    * back to connections; 0 = never. @default 30000 (a file closes after 30 to 60 s unused)
    */
   fileIdleCheckIntervalMs?: number;
+  /** Alert evaluation (its interval), notification delivery and the health history. @default see MonitorOptions */
+  monitoring?: MonitorOptions;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -115,6 +119,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     private readonly offsets: OffsetStore,
     private readonly logs: LogManager,
     private readonly groups: GroupCoordinator,
+    private readonly monitor: Monitor,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly unlock: () => void,
@@ -156,19 +161,27 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const started = Date.now();
     const report = logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
     logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
-    const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, {
-      reset: (groupId, topic) => broker.retries.forget(groupId, topic),
-      committed: (groupId, topic, offsets) => broker.retries.committed(groupId, topic, offsets),
+    const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, options.monitoring);
+    const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, {
+      reset: (groupId, topic) => {
+        broker.retries.forget(groupId, topic);
+        void monitor.evaluate({ groupId });
+      },
+      committed: (groupId, topic, offsets) => {
+        broker.retries.committed(groupId, topic, offsets);
+        // A commit moves the group forward: it can only clear conditions, so only a group with one open is evaluated.
+        if (monitor.alerts.hasOpen(groupId)) void monitor.evaluate({ groupId });
+      },
       deadLetterDepth: (sub): Promise<number> => broker.deadLetters.depth(sub),
     });
     await groups.start();
     const lastProducerId = await catalog.lastProducerId();
     const broker: Broker = new Broker(
-      catalog, offsets, logs, groups, clock, logger, unlock,
+      catalog, offsets, logs, groups, monitor, clock, logger, unlock,
       options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
     );
     broker.lastProducerId = lastProducerId;
-    broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, () => broker.retries);
+    broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
     broker.retries = new Retries({
       logs, offsets, catalog, clock, retryTopics: groups.retryTopics, findSubscription: (groupId, topic) => groups.findSubscription(groupId, topic),
       createTopic: (request) => broker.createTopic(request),
@@ -178,13 +191,16 @@ export class Broker implements OnelogApi, BinaryDataApi {
     await broker.webhooks.start(await catalog.listWebhookSubscriptions());
     // Retention visits every partition (opening idle ones just for it); compaction only those loaded: a partition
     // not opened since start-up had no appends since, and is compacted when next used or on demand.
-    broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', (topic) => broker.logs.visit(topic,
-      (log) => log.enforceRetention(),
-      (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed')));
+    broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', async (topic) => {
+      const moved = await broker.logs.visit(topic, (log) => log.enforceRetention(),
+        (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed'));
+      if (moved.some((m) => m !== null)) await monitor.evaluate({ topic });
+    });
     broker.every(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.loaded(topic).map((log) => log.compact())));
     broker.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
     broker.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
+    monitor.start();
     return broker;
   }
 
@@ -244,13 +260,13 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async enforceRetention(topic: string): Promise<RetentionResult> {
     this.checkOpen();
-    return {
-      topic,
-      partitions: this.logs.partitions(topic).map((log) => {
-        const unchanged = { previousLogStartOffset: log.logStartOffset, logStartOffset: log.logStartOffset, reason: null };
-        return { partition: log.partition, ...(log.enforceRetention() ?? unchanged) };
-      }),
-    };
+    const partitions = this.logs.partitions(topic).map((log) => {
+      const unchanged = { previousLogStartOffset: log.logStartOffset, logStartOffset: log.logStartOffset, reason: null };
+      return { partition: log.partition, ...(log.enforceRetention() ?? unchanged) };
+    });
+    // Groups that lost records are alerted before this answers, not when they next fetch.
+    if (partitions.some((p) => p.reason !== null)) await this.monitor.evaluate({ topic });
+    return { topic, partitions };
   }
 
   /** The log store's file-handle cache: descriptors open, budget, hits, opens, evictions (diagnostics, benchmarks). */
@@ -312,8 +328,11 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return (await this.catalog.listTopics()).map((t) => ({ topic: t.name, partitions: t.partitions }));
   }
 
-  /** @throws OnelogError `UNKNOWN_TOPIC` */
-  async describeTopic(topic: string): Promise<TopicDescription> {
+  /**
+   * A topic's settings and partitions; with `groups`, every subscribed group's position and health per partition.
+   * @throws OnelogError `UNKNOWN_TOPIC`
+   */
+  async describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
     this.checkOpen();
     const t = await this.catalog.getTopic(topic);
     if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
@@ -322,6 +341,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
       partitions: this.logs.offsets(topic),
       config: pickTopicConfig(t),
       createdAt: t.createdAt,
+      ...(options.groups ? { groups: await this.groups.describeTopicGroups(topic) } : {}),
     };
   }
 
@@ -335,6 +355,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const beforeOffset = checkInteger(request.beforeOffset, 'beforeOffset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
     const previousLogStartOffset = log.logStartOffset;
     const logStartOffset = log.deleteRecordsBefore(beforeOffset, 'delete-records');
+    if (logStartOffset > previousLogStartOffset) await this.monitor.evaluate({ topic: request.topic });
     return { topic: request.topic, partition: log.partition, previousLogStartOffset, logStartOffset };
   }
 
@@ -629,7 +650,48 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see GroupCoordinator.describeGroup */
   async describeGroup(groupId: string): Promise<GroupDescription> {
     this.checkOpen();
+    await this.monitor.settled(); // its alerts as evaluations asked for so far left them
     return this.groups.describeGroup(checkGroupId(groupId));
+  }
+
+  /** @see Alerts.list */
+  async listAlerts(request: AlertListRequest = {}): Promise<GroupAlert[]> {
+    this.checkOpen();
+    if (request.groupId !== undefined) checkGroupId(request.groupId);
+    return this.monitor.listAlerts(request);
+  }
+
+  /** @see Alerts.acknowledge */
+  async acknowledgeAlert(request: AcknowledgeAlertRequest): Promise<GroupAlert> {
+    this.checkOpen();
+    return this.monitor.acknowledgeAlert(request.id, request.requestedBy ?? 'unknown');
+  }
+
+  /** @see AlertNotifier.addSink */
+  async addAlertSink(url: string): Promise<AlertSink> {
+    this.checkOpen();
+    return this.monitor.addAlertSink(url);
+  }
+
+  async listAlertSinks(): Promise<AlertSink[]> {
+    this.checkOpen();
+    return this.monitor.listAlertSinks();
+  }
+
+  /** @see AlertNotifier.removeSink */
+  async removeAlertSink(id: number): Promise<void> {
+    this.checkOpen();
+    return this.monitor.removeAlertSink(id);
+  }
+
+  /**
+   * A group's recent health samples per partition, oldest first (the console's charts).
+   * @throws OnelogError `UNKNOWN_GROUP`
+   */
+  async groupHistory(groupId: string): Promise<GroupHistory> {
+    this.checkOpen();
+    if (!(await this.catalog.getGroup(checkGroupId(groupId)))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+    return { groupId, partitions: this.monitor.groupHistory(groupId) };
   }
 
   /** @see GroupCoordinator.resetOffsets */
@@ -660,6 +722,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     }
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
+    await this.monitor.stop();
     this.groups.close();
     await this.logs.close();
     await this.offsets.close();

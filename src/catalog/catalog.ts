@@ -8,11 +8,12 @@ import { Kysely, Migrator } from 'kysely';
 import type { Dialect, MigrationProvider, Selectable } from 'kysely';
 import { OnelogError } from '../protocol/errors.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
-import type { GroupAlert, GroupAlertKind, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
+import type { OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
+import type { AlertSink, GroupAlert, HealthSettings } from '../protocol/monitoring-api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { migrations } from './migrations.js';
-import type { CatalogSchema, SubscriptionsTable, TopicsTable } from './schema.js';
+import type { CatalogSchema, GroupAlertsTable, SubscriptionsTable, TopicsTable } from './schema.js';
 
 /** A topic as the catalog keeps it: its partition count and settings. */
 export interface TopicRecord extends TopicConfig {
@@ -41,8 +42,8 @@ function toColumns(c: TopicConfig): SettingsColumns {
   };
 }
 
-/** A group's binding to a topic. */
-export interface SubscriptionRecord {
+/** A group's binding to a topic, with its health thresholds. */
+export interface SubscriptionRecord extends HealthSettings {
   groupId: string;
   topic: string;
   deliveryMode: DeliveryMode;
@@ -117,7 +118,16 @@ const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord =
   retryTiers: Number(r.retry_tiers),
   deadLetterAlertDepth: Number(r.dead_letter_alert_depth),
   webhookMaxAttempts: Number(r.webhook_max_attempts),
+  headroomWarnRatio: Number(r.headroom_warn_ratio),
+  stallMs: Number(r.stall_ms),
   createdAt: Number(r.created_at),
+});
+
+const toAlert = (r: Selectable<GroupAlertsTable>): GroupAlert => ({
+  id: Number(r.id), groupId: r.group_id, kind: r.kind, topic: r.topic, partition: Number(r.partition), message: r.message,
+  context: JSON.parse(r.context) as Record<string, unknown>, createdAt: Number(r.created_at),
+  resolvedAt: r.resolved_at === null ? null : Number(r.resolved_at),
+  acknowledgedAt: r.acknowledged_at === null ? null : Number(r.acknowledged_at), acknowledgedBy: r.acknowledged_by,
 });
 
 /** The columns a subscription's settings are stored in. */
@@ -131,6 +141,8 @@ function subscriptionColumns(sub: SubscriptionRecord) {
     retry_tiers: sub.retryTiers,
     dead_letter_alert_depth: sub.deadLetterAlertDepth,
     webhook_max_attempts: sub.webhookMaxAttempts,
+    headroom_warn_ratio: sub.headroomWarnRatio,
+    stall_ms: sub.stallMs,
   };
 }
 
@@ -232,6 +244,12 @@ export class Catalog {
     return rows.map(toSubscription);
   }
 
+  /** Every group's subscription to `topic`, by group id. */
+  async listTopicSubscriptions(topic: string): Promise<SubscriptionRecord[]> {
+    const rows = await this.db.selectFrom('subscriptions').selectAll().where('topic', '=', topic).orderBy('group_id').execute();
+    return rows.map(toSubscription);
+  }
+
   /** Every subscription with retry tier topics (with a retry policy, or tiers left to drain). */
   async listRetrySubscriptions(): Promise<SubscriptionRecord[]> {
     const rows = await this.db.selectFrom('subscriptions').selectAll()
@@ -287,25 +305,54 @@ export class Catalog {
     return new Map(rows.map((r) => [`${r.topic}/${Number(r.partition)}`, JSON.parse(r.error) as PartitionError]));
   }
 
-  /** Records an alert for a group's partition. */
-  async addAlert(groupId: string, alert: Omit<GroupAlert, 'resolvedAt'>): Promise<void> {
-    await this.db.insertInto('group_alerts').values({
-      group_id: groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition, message: alert.message,
-      context: JSON.stringify(alert.context), created_at: alert.createdAt, resolved_at: null,
-    }).execute();
+  /** Records an alert (raised, or born resolved for a one-off) and answers it with its id. */
+  async addAlert(alert: Omit<GroupAlert, 'id' | 'acknowledgedAt' | 'acknowledgedBy'>): Promise<GroupAlert> {
+    const row = await this.db.insertInto('group_alerts').values({
+      group_id: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition, message: alert.message,
+      context: JSON.stringify(alert.context), created_at: alert.createdAt, resolved_at: alert.resolvedAt,
+      acknowledged_at: null, acknowledged_by: null,
+    }).returningAll().executeTakeFirstOrThrow();
+    return toAlert(row);
   }
 
-  /** Whether the group has an unresolved alert of `kind` for `topic`. */
-  async hasOpenAlert(groupId: string, kind: GroupAlertKind, topic: string): Promise<boolean> {
-    const row = await this.db.selectFrom('group_alerts').select('id').where('group_id', '=', groupId).where('kind', '=', kind)
-      .where('topic', '=', topic).where('resolved_at', 'is', null).executeTakeFirst();
-    return row !== undefined;
+  /** Marks an alert resolved at `resolvedAt` (ms since the epoch); undefined if it is gone or was resolved. */
+  async resolveAlert(id: number, resolvedAt: number): Promise<GroupAlert | undefined> {
+    const row = await this.db.updateTable('group_alerts').set({ resolved_at: resolvedAt }).where('id', '=', id).where('resolved_at', 'is', null)
+      .returningAll().executeTakeFirst();
+    return row && toAlert(row);
   }
 
-  /** Marks the group's unresolved alerts of `kind` for `topic` resolved at `resolvedAt` (ms since the epoch). */
-  async resolveAlerts(groupId: string, kind: GroupAlertKind, topic: string, resolvedAt: number): Promise<void> {
-    await this.db.updateTable('group_alerts').set({ resolved_at: resolvedAt }).where('group_id', '=', groupId)
-      .where('kind', '=', kind).where('topic', '=', topic).where('resolved_at', 'is', null).execute();
+  /** Records who acknowledged an alert, and when (a second acknowledgement replaces the first); undefined if there is none. */
+  async acknowledgeAlert(id: number, by: string, at: number): Promise<GroupAlert | undefined> {
+    const row = await this.db.updateTable('group_alerts').set({ acknowledged_at: at, acknowledged_by: by }).where('id', '=', id)
+      .returningAll().executeTakeFirst();
+    return row && toAlert(row);
+  }
+
+  /** Alerts, most recent first: only unresolved ones with `active`, only a group's with `groupId`. */
+  async listAlerts(filter: { groupId?: string; active?: boolean; limit: number }): Promise<GroupAlert[]> {
+    let query = this.db.selectFrom('group_alerts').selectAll();
+    if (filter.groupId !== undefined) query = query.where('group_id', '=', filter.groupId);
+    if (filter.active) query = query.where('resolved_at', 'is', null);
+    return (await query.orderBy('id', 'desc').limit(filter.limit).execute()).map(toAlert);
+  }
+
+  /** Adds an alert sink (the existing one for a URL already added). */
+  async addAlertSink(url: string, createdAt: number): Promise<AlertSink> {
+    await this.db.insertInto('alert_sinks').values({ url, created_at: createdAt }).onConflict((oc) => oc.column('url').doNothing()).execute();
+    const row = await this.db.selectFrom('alert_sinks').selectAll().where('url', '=', url).executeTakeFirstOrThrow();
+    return { id: Number(row.id), url: row.url, createdAt: Number(row.created_at) };
+  }
+
+  async listAlertSinks(): Promise<AlertSink[]> {
+    const rows = await this.db.selectFrom('alert_sinks').selectAll().orderBy('id').execute();
+    return rows.map((r) => ({ id: Number(r.id), url: r.url, createdAt: Number(r.created_at) }));
+  }
+
+  /** Removes an alert sink; false if there was none with that id. */
+  async removeAlertSink(id: number): Promise<boolean> {
+    const result = await this.db.deleteFrom('alert_sinks').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
   }
 
   /** Records a redrive or purge of a subscription's dead letters. */
@@ -332,17 +379,6 @@ export class Catalog {
     return rows.map((r) => ({
       action: r.action, firstOffset: Number(r.first_offset), endOffset: Number(r.end_offset), records: Number(r.records),
       requestedBy: r.requested_by, executedAt: Number(r.executed_at),
-    }));
-  }
-
-  /** The group's alerts, most recent first. */
-  async listAlerts(groupId: string, limit: number): Promise<GroupAlert[]> {
-    const rows = await this.db.selectFrom('group_alerts').selectAll().where('group_id', '=', groupId)
-      .orderBy('id', 'desc').limit(limit).execute();
-    return rows.map((r) => ({
-      kind: r.kind, topic: r.topic, partition: Number(r.partition), message: r.message,
-      context: JSON.parse(r.context) as Record<string, unknown>, createdAt: Number(r.created_at),
-      resolvedAt: r.resolved_at === null ? null : Number(r.resolved_at),
     }));
   }
 

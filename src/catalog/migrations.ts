@@ -149,4 +149,21 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('dead_letter_actions_by_subscription').on('dead_letter_actions').columns(['group_id', 'topic', 'id']).execute();
     },
   },
+  '0006-monitoring': {
+    // Health thresholds of subscriptions; who acknowledged an alert, and when; webhooks alerts are POSTed to.
+    async up(db: Kysely<unknown>): Promise<void> {
+      const subscriptions = () => db.schema.alterTable('subscriptions');
+      await subscriptions().addColumn('headroom_warn_ratio', 'real', (c) => c.notNull().defaultTo(0.25)).execute();
+      await subscriptions().addColumn('stall_ms', 'bigint', (c) => c.notNull().defaultTo(300_000)).execute();
+      await db.schema.alterTable('group_alerts').addColumn('acknowledged_at', 'bigint').execute();
+      await db.schema.alterTable('group_alerts').addColumn('acknowledged_by', 'text').execute();
+      await db.schema.createIndex('group_alerts_by_resolution').on('group_alerts').columns(['resolved_at', 'id']).execute();
+      await db.schema
+        .createTable('alert_sinks')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('url', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -1,7 +1,7 @@
 /** Table shapes of the catalog, as the query layer (Kysely) sees them. Times are ms since the epoch. */
 import type { CompressionType, FlushPolicy } from '../protocol/topic-config.js';
 import type { Generated } from 'kysely';
-import type { GroupAlertKind } from '../protocol/api.js';
+import type { GroupAlertKind } from '../protocol/monitoring-api.js';
 import type { CleanupPolicy, DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 
 export interface TopicsTable {
@@ -46,6 +46,8 @@ export interface SubscriptionsTable {
   retry_tiers: number;
   dead_letter_alert_depth: number;
   webhook_max_attempts: number;
+  headroom_warn_ratio: number;
+  stall_ms: number;
 }
 
 /** A partition a group stopped reading until an explicit reset; `error` is the error's JSON body. */
@@ -67,8 +69,17 @@ export interface GroupAlertsTable {
   /** JSON object */
   context: string;
   created_at: number;
-  /** When the condition cleared; null while it holds (or for one-off alerts). */
+  /** When the condition cleared; null while it holds (one-off alerts are born resolved). */
   resolved_at: number | null;
+  acknowledged_at: number | null;
+  acknowledged_by: string | null;
+}
+
+/** A webhook raised and resolved alerts are POSTed to. */
+export interface AlertSinksTable {
+  id: Generated<number>;
+  url: string;
+  created_at: number;
 }
 
 /** A redrive or purge of dead letters: offsets `[first_offset, end_offset)` of the dead-letter topic. */
@@ -120,4 +131,5 @@ export interface CatalogSchema {
   offset_checkpoints: OffsetCheckpointsTable;
   producer_ids: ProducerIdsTable;
   dead_letter_actions: DeadLetterActionsTable;
+  alert_sinks: AlertSinksTable;
 }

@@ -9,6 +9,7 @@ import type {
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
   NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
+  AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
@@ -70,8 +71,8 @@ export class HttpApi implements OnelogApi {
     return (await this.call<{ topics: TopicSummary[] }>('GET', '/topics')).topics;
   }
 
-  describeTopic(topic: string): Promise<TopicDescription> {
-    return this.call('GET', `/topics/${encodeURIComponent(topic)}`);
+  describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
+    return this.call('GET', `/topics/${encodeURIComponent(topic)}${options.groups ? '?groups=true' : ''}`);
   }
 
   alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
@@ -188,5 +189,34 @@ export class HttpApi implements OnelogApi {
   purgeDeadLetters(request: PurgeRequest): Promise<PurgeResult> {
     const { groupId, ...body } = request;
     return this.call('POST', `/groups/${encodeURIComponent(groupId)}/dead-letters/purge`, body);
+  }
+
+  async listAlerts(request: AlertListRequest = {}): Promise<GroupAlert[]> {
+    const query = new URLSearchParams({
+      ...(request.active ? { active: 'true' } : {}),
+      ...(request.groupId !== undefined ? { group: request.groupId } : {}),
+      ...(request.limit !== undefined ? { limit: String(request.limit) } : {}),
+    });
+    return (await this.call<{ alerts: GroupAlert[] }>('GET', `/alerts?${query}`)).alerts;
+  }
+
+  acknowledgeAlert(request: AcknowledgeAlertRequest): Promise<GroupAlert> {
+    return this.call('POST', `/alerts/${encodeURIComponent(request.id)}/ack`, request.requestedBy !== undefined ? { requestedBy: request.requestedBy } : {});
+  }
+
+  addAlertSink(url: string): Promise<AlertSink> {
+    return this.call('POST', '/alerts/sinks', { url });
+  }
+
+  async listAlertSinks(): Promise<AlertSink[]> {
+    return (await this.call<{ sinks: AlertSink[] }>('GET', '/alerts/sinks')).sinks;
+  }
+
+  removeAlertSink(id: number): Promise<void> {
+    return this.call('DELETE', `/alerts/sinks/${encodeURIComponent(id)}`);
+  }
+
+  groupHistory(groupId: string): Promise<GroupHistory> {
+    return this.call('GET', `/groups/${encodeURIComponent(groupId)}/history`);
   }
 }

@@ -13,7 +13,7 @@ import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type {
   AssignedPartition, CheckpointDescription, CheckpointRequest, CommitRequest, FetchedPartition, FetchRequest,
   GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment, NackRequest,
-  ResetOffsetsRequest, ResetOffsetsResult, SubscribeResult, TopicPartition,
+  ResetOffsetsRequest, ResetOffsetsResult, SubscribeResult, TopicDescription, TopicPartition,
 } from '../protocol/api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -21,10 +21,12 @@ import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { PartitionLog } from '../storage/partition-log.js';
 import type { Logger } from '../storage/logger.js';
+import type { Monitor } from '../monitoring/monitor.js';
 import { assignorFor } from './assignors/index.js';
 import { GroupMembership, parsePartitionKey, partitionKey } from './group-membership.js';
 import type { Member, PartitionKey } from './group-membership.js';
-import { describeGroup, listGroups, subscriptionInfo } from './group-description.js';
+import { describeGroup, describeTopicGroups, listGroups, subscriptionInfo } from './group-description.js';
+import type { DescriptionSources } from './group-description.js';
 import { describeSpec, planReset } from './offset-resets.js';
 import { Positions } from './positions.js';
 import type { RetryTopics, TierOwner } from './retry-topics.js';
@@ -67,9 +69,10 @@ export class GroupCoordinator {
     private readonly logs: LogManager,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly monitor: Monitor,
     private readonly hooks: CoordinatorHooks = {},
   ) {
-    this.positions = new Positions(catalog, offsets, clock);
+    this.positions = new Positions(catalog, offsets, clock, monitor);
     this.subscriptions = new Subscriptions(catalog, clock, (sub, previous) => this.tiersChanged(sub, previous));
   }
 
@@ -396,10 +399,19 @@ export class GroupCoordinator {
    * @throws OnelogError `UNKNOWN_GROUP`
    */
   async describeGroup(groupId: string): Promise<GroupDescription> {
-    return describeGroup({
-      catalog: this.catalog, offsets: this.offsets, logs: this.logs, retryTopics: this.retryTopics,
+    return describeGroup(this.descriptionSources(), groupId, this.groups.get(groupId));
+  }
+
+  /** Every group subscribed to `topic`, with its position and health in each partition. */
+  async describeTopicGroups(topic: string): Promise<NonNullable<TopicDescription['groups']>> {
+    return describeTopicGroups(this.descriptionSources(), topic, this.groups);
+  }
+
+  private descriptionSources(): DescriptionSources {
+    return {
+      catalog: this.catalog, offsets: this.offsets, logs: this.logs, retryTopics: this.retryTopics, health: this.monitor.health,
       deadLetterDepth: this.hooks.deadLetterDepth ?? (async () => 0),
-    }, groupId, this.groups.get(groupId));
+    };
   }
 
   /**
@@ -418,6 +430,7 @@ export class GroupCoordinator {
       await this.catalog.deleteGroup(groupId);
       this.groups.delete(groupId);
       this.subscriptions.deleteGroup(groupId);
+      this.monitor.deleteGroup(groupId);
       this.logger.info({ groupId }, 'group deleted');
     });
   }

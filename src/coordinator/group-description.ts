@@ -4,14 +4,16 @@
  * (from the stores). Reads only.
  */
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
-import type { GroupDescription, GroupSummary, SubscriptionInfo } from '../protocol/api.js';
+import type { HealthReader } from '../monitoring/health-reader.js';
+import type { GroupDescription, GroupPartition, GroupSummary, PartitionError, SubscriptionInfo, TopicDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { OffsetStore } from '../offsets/offset-store.js';
+import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
 import { tierDelayMs } from '../protocol/retry-policy.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { GroupMembership } from './group-membership.js';
 import type { RetryTopics } from './retry-topics.js';
 import { parsePartitionKey, partitionKey } from './group-membership.js';
+import type { PartitionKey } from './group-membership.js';
 
 /** How many alerts and resets a description shows, most recent first. */
 const HISTORY_LIMIT = 20;
@@ -22,6 +24,7 @@ export interface DescriptionSources {
   offsets: OffsetStore;
   logs: LogManager;
   retryTopics: RetryTopics;
+  health: HealthReader;
   /** Dead letters of a subscription neither redriven nor purged. */
   deadLetterDepth(sub: SubscriptionRecord): Promise<number>;
 }
@@ -44,13 +47,14 @@ export async function listGroups(catalog: Catalog, memberships: ReadonlyMap<stri
  * @throws OnelogError `UNKNOWN_GROUP`
  */
 export async function describeGroup(
-  { catalog, offsets, logs, retryTopics, deadLetterDepth }: DescriptionSources, groupId: string, membership: GroupMembership | undefined,
+  sources: DescriptionSources, groupId: string, membership: GroupMembership | undefined,
 ): Promise<GroupDescription> {
+  const { catalog, offsets, logs, retryTopics, deadLetterDepth } = sources;
   const group = await catalog.getGroup(groupId);
   if (!group) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
-  const committed = await offsets.list(groupId);
+  const committed = new Map((await offsets.list(groupId)).map((o) => [partitionKey(o), o]));
   const paused = await catalog.listPauses(groupId);
-  const committedOf = (topic: string, partition: number) => committed.find((o) => o.topic === topic && o.partition === partition)?.offset;
+  const committedOf = (topic: string, partition: number) => committed.get(partitionKey({ topic, partition }))?.offset;
   const subscriptions = await Promise.all((await catalog.listSubscriptions(groupId)).map(async (s) => ({
     ...subscriptionInfo(s),
     // A tier's backlog: its records the group has not committed past (all of them before its first commit).
@@ -59,20 +63,7 @@ export async function describeGroup(
       backlog: logs.offsets(topic).reduce((sum, p) => sum + p.highWatermark - Math.max(p.logStartOffset, committedOf(topic, p.partition) ?? 0), 0),
     })),
     deadLetter: s.deadLetterTopic === null ? null : { topic: s.deadLetterTopic, depth: await deadLetterDepth(s) },
-    partitions: logs.offsets(s.topic).map((log) => {
-      const c = committed.find((o) => o.topic === s.topic && o.partition === log.partition);
-      const key = partitionKey({ topic: s.topic, partition: log.partition });
-      return {
-        partition: log.partition,
-        committedOffset: c?.offset ?? null,
-        logStartOffset: log.logStartOffset,
-        highWatermark: log.highWatermark,
-        lag: c === undefined ? null : log.highWatermark - c.offset,
-        commitTimestamp: c?.commitTimestamp ?? null,
-        memberId: membership?.holder(key)?.memberId ?? null,
-        paused: paused.get(key) ?? null,
-      };
-    }),
+    partitions: groupPartitions(sources, s, committed, paused, membership),
   })));
   const members = [...(membership?.members.values() ?? [])].map((m) => ({
     memberId: m.memberId, clientId: m.clientId, commitMode: m.commitMode, generationId: m.generationId,
@@ -85,11 +76,47 @@ export async function describeGroup(
   return {
     groupId, createdAt: group.createdAt, state: membership?.state ?? 'Empty', generationId: membership?.generationId ?? 0,
     assignor: membership?.assignorName ?? null, members, subscriptions,
-    alerts: await catalog.listAlerts(groupId, HISTORY_LIMIT),
+    alerts: await catalog.listAlerts({ groupId, limit: HISTORY_LIMIT }),
     resets: await catalog.listResets(groupId, HISTORY_LIMIT),
     deadLetterActions: await catalog.listDeadLetterHistory(groupId, HISTORY_LIMIT),
     checkpoints,
   };
+}
+
+/** Every group subscribed to `topic`, with its position and health in each partition (`topics describe T --groups`). */
+export async function describeTopicGroups(
+  sources: DescriptionSources, topic: string, memberships: ReadonlyMap<string, GroupMembership>,
+): Promise<NonNullable<TopicDescription['groups']>> {
+  return Promise.all((await sources.catalog.listTopicSubscriptions(topic)).map(async (sub) => {
+    const committed = new Map((await sources.offsets.list(sub.groupId)).map((o) => [partitionKey(o), o]));
+    const paused = await sources.catalog.listPauses(sub.groupId);
+    return { groupId: sub.groupId, partitions: groupPartitions(sources, sub, committed, paused, memberships.get(sub.groupId)) };
+  }));
+}
+
+/**
+ * A subscription's partitions: the group's position and health in each.
+ * @param committed the group's committed offsets, and `paused` its paused partitions with their errors, by partition key
+ */
+export function groupPartitions(
+  { logs, health }: Pick<DescriptionSources, 'logs' | 'health'>, sub: SubscriptionRecord, committed: ReadonlyMap<PartitionKey, GroupOffset>,
+  paused: ReadonlyMap<string, PartitionError>, membership: GroupMembership | undefined,
+): GroupPartition[] {
+  return logs.offsets(sub.topic).map((log) => {
+    const key = partitionKey({ topic: sub.topic, partition: log.partition });
+    const c = committed.get(key);
+    const pause = paused.get(key) ?? null;
+    return {
+      partition: log.partition,
+      committedOffset: c?.offset ?? null,
+      logStartOffset: log.logStartOffset,
+      highWatermark: log.highWatermark,
+      ...health.partition(sub.groupId, sub.topic, sub, log, c, pause !== null),
+      commitTimestamp: c?.commitTimestamp ?? null,
+      memberId: membership?.holder(key)?.memberId ?? null,
+      paused: pause,
+    };
+  });
 }
 
 /** A subscription as the API shows it. */
@@ -97,6 +124,6 @@ export function subscriptionInfo(s: SubscriptionRecord): SubscriptionInfo {
   return {
     groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange,
     pushEndpoint: s.pushEndpoint, maxInFlight: s.maxInFlight, retry: s.retry, deadLetterAlertDepth: s.deadLetterAlertDepth,
-    webhookMaxAttempts: s.webhookMaxAttempts,
+    webhookMaxAttempts: s.webhookMaxAttempts, headroomWarnRatio: s.headroomWarnRatio, stallMs: s.stallMs,
   };
 }

@@ -8,6 +8,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Monitor } from '../monitoring/monitor.js';
 import type { PartitionError, TopicPartition } from '../protocol/api.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { PartitionLog } from '../storage/partition-log.js';
@@ -21,6 +22,7 @@ export class Positions {
     private readonly catalog: Catalog,
     private readonly offsets: OffsetStore,
     private readonly clock: Clock,
+    private readonly monitor: Monitor,
   ) {}
 
   /**
@@ -71,22 +73,20 @@ export class Positions {
       const outOfRange = offsetOutOfRange(facts);
       const error = { ...outOfRange.toJSON(), paused: true };
       await this.catalog.pausePartition(groupId, tp, error, now);
-      await this.catalog.addAlert(groupId, {
-        kind: 'offset-out-of-range', ...tp, message: outOfRange.message, context: outOfRange.context, createdAt: now,
-      });
+      await this.monitor.alerts.raise({ groupId, kind: 'offset-out-of-range', ...tp, message: outOfRange.message, context: outOfRange.context });
       return { error };
     }
     const offset = subscription.onOutOfRange === 'earliest' ? log.logStartOffset : log.highWatermark;
     // Offsets, not records, when compaction left gaps: the count is an upper bound there.
     const recordsSkipped = Math.max(0, offset - position);
     await this.offsets.commit(groupId, [{ ...tp, offset }], now);
-    await this.catalog.addAlert(groupId, {
-      kind: 'offset-jump', ...tp,
+    await this.monitor.alerts.record({
+      groupId, kind: 'offset-jump', ...tp,
       message: `group ${groupId} jumped from offset ${position} to ${offset} in ${tp.topic}/${tp.partition} ` +
         `(onOutOfRange: ${subscription.onOutOfRange}): ${recordsSkipped} records skipped`,
       context: { ...facts, newOffset: offset, recordsSkipped, policy: subscription.onOutOfRange },
-      createdAt: now,
     });
+    await this.monitor.evaluate({ groupId }); // the jump ends the data-lost episode
     return { offset };
   }
 }

@@ -25,7 +25,10 @@ export function checkJoinRequest(request: JoinGroupRequest): void {
   }
 }
 
-/** @throws OnelogError `INVALID_REQUEST` for a bad policy, delivery mode, endpoint or maxInFlight (1 to 100) */
+/**
+ * @throws OnelogError `INVALID_REQUEST` for a bad policy, delivery mode, endpoint, maxInFlight (1 to 100), headroomWarnRatio
+ *   (0 to 1, exclusive) or stallMs (1,000 ms to 30 days)
+ */
 export function checkSubscribeRequest(request: SubscribeRequest): void {
   checkGroupId(request.groupId);
   if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', START_POLICIES);
@@ -33,6 +36,13 @@ export function checkSubscribeRequest(request: SubscribeRequest): void {
   if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
   if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) checkEndpoint(request.pushEndpoint);
   if (request.maxInFlight !== undefined) checkInteger(request.maxInFlight, 'maxInFlight', 1, 100);
+  const ratio = request.headroomWarnRatio;
+  if (ratio !== undefined && (typeof ratio !== 'number' || !(ratio > 0 && ratio < 1))) {
+    throw new OnelogError('INVALID_REQUEST', `headroomWarnRatio must be a number between 0 and 1 (exclusive), got ${JSON.stringify(ratio)}`, {
+      headroomWarnRatio: ratio,
+    });
+  }
+  if (request.stallMs !== undefined) checkInteger(request.stallMs, 'stallMs', 1000, 30 * 24 * 3_600_000);
 }
 
 /** @throws OnelogError `INVALID_REQUEST` for a bad spec, `INVALID_OFFSET` for a negative target offset */

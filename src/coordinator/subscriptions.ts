@@ -7,6 +7,7 @@
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import type { SubscribeRequest } from '../protocol/api.js';
+import { DEFAULT_HEALTH_SETTINGS } from '../protocol/monitoring-api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { RetryTopics } from './retry-topics.js';
@@ -16,7 +17,7 @@ export type ResolvedSubscribeRequest = Omit<SubscribeRequest, 'retry'> & { retry
 
 /** The subscription settings a request may set (a retry policy with its defaults resolved). */
 export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord,
-  'startPolicy' | 'deliveryMode' | 'onOutOfRange' | 'pushEndpoint' | 'maxInFlight' | 'retry' | 'deadLetterAlertDepth' | 'webhookMaxAttempts'>>;
+  'startPolicy' | 'deliveryMode' | 'onOutOfRange' | 'pushEndpoint' | 'maxInFlight' | 'retry' | 'deadLetterAlertDepth' | 'webhookMaxAttempts' | 'headroomWarnRatio' | 'stallMs'>>;
 
 const DEFAULTS = {
   startPolicy: 'latest' as StartPolicy,
@@ -63,6 +64,8 @@ export class Subscriptions {
       retryTiers: Math.max(existing?.retryTiers ?? 0, wanted.retry?.delaysMs.length ?? 0),
       deadLetterAlertDepth: wanted.deadLetterAlertDepth ?? existing?.deadLetterAlertDepth ?? 1,
       webhookMaxAttempts: wanted.webhookMaxAttempts ?? existing?.webhookMaxAttempts ?? 5,
+      headroomWarnRatio: wanted.headroomWarnRatio ?? existing?.headroomWarnRatio ?? DEFAULT_HEALTH_SETTINGS.headroomWarnRatio,
+      stallMs: wanted.stallMs ?? existing?.stallMs ?? DEFAULT_HEALTH_SETTINGS.stallMs,
     };
     const same = existing && (Object.keys(next) as Array<keyof typeof next>).every((k) => JSON.stringify(existing[k]) === JSON.stringify(next[k]));
     const record = same ? existing : await this.catalog.upsertSubscription({ groupId, topic, ...next, createdAt: this.clock.now() });
@@ -103,5 +106,6 @@ export function definedOnly(r: SubscriptionPolicies): SubscriptionPolicies {
   return Object.fromEntries(Object.entries({
     startPolicy: r.startPolicy, deliveryMode: r.deliveryMode, onOutOfRange: r.onOutOfRange, pushEndpoint: r.pushEndpoint, maxInFlight: r.maxInFlight,
     retry: r.retry, deadLetterAlertDepth: r.deadLetterAlertDepth, webhookMaxAttempts: r.webhookMaxAttempts,
+    headroomWarnRatio: r.headroomWarnRatio, stallMs: r.stallMs,
   }).filter(([, v]) => v !== undefined));
 }

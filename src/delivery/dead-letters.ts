@@ -17,6 +17,7 @@ import type { StoredRecord } from '../protocol/types.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { Logger } from '../storage/logger.js';
+import type { Alerts } from '../monitoring/alerts.js';
 import type { PartitionLog } from '../storage/partition-log.js';
 import type { Retries } from './retries.js';
 
@@ -29,6 +30,7 @@ export class DeadLetters {
     private readonly catalog: Catalog,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly alerts: Alerts,
     private readonly retries: () => Retries,
   ) {}
 
@@ -129,19 +131,13 @@ export class DeadLetters {
    */
   async checkAlert(sub: SubscriptionRecord): Promise<number> {
     const depth = await this.depth(sub);
-    const open = await this.catalog.hasOpenAlert(sub.groupId, 'dead-letter-depth', sub.topic);
-    const now = this.clock.now();
-    if (depth >= sub.deadLetterAlertDepth && !open) {
+    const subject = { groupId: sub.groupId, kind: 'dead-letter-depth' as const, topic: sub.topic, partition: 0 };
+    if (depth >= sub.deadLetterAlertDepth) {
       const message = `group ${sub.groupId}'s dead letters of ${sub.topic} in ${sub.deadLetterTopic} reached ${depth} (alert at ${sub.deadLetterAlertDepth}): ` +
         `look at them with 'onelog dlq list ${sub.groupId} --topic ${sub.topic}', then redrive or purge them`;
-      await this.catalog.addAlert(sub.groupId, {
-        kind: 'dead-letter-depth', topic: sub.topic, partition: 0, message, createdAt: now,
-        context: { deadLetterTopic: sub.deadLetterTopic, depth, deadLetterAlertDepth: sub.deadLetterAlertDepth },
-      });
-      this.logger.warn({ groupId: sub.groupId, topic: sub.topic, depth }, 'dead-letter depth alert raised');
-    } else if (depth < sub.deadLetterAlertDepth && open) {
-      await this.catalog.resolveAlerts(sub.groupId, 'dead-letter-depth', sub.topic, now);
-      this.logger.info({ groupId: sub.groupId, topic: sub.topic, depth }, 'dead-letter depth alert resolved');
+      await this.alerts.raise({ ...subject, message, context: { deadLetterTopic: sub.deadLetterTopic, depth, deadLetterAlertDepth: sub.deadLetterAlertDepth } });
+    } else {
+      await this.alerts.resolve(subject);
     }
     return depth;
   }

@@ -3,12 +3,14 @@
  * the HTTP client implements it over the network, so producers, consumers and admin code run on either.
  * Pure types: importing this loads nothing.
  */
+import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, PartitionHealth } from './monitoring-api.js';
 import type { RetryPolicy } from './retry-policy.js';
 import type { TopicConfig } from './topic-config.js';
 import type { CommitMode, DeliveryMode, OutOfRangePolicy, RecordInput, StartPolicy, StoredRecord } from './types.js';
 
 export type { TopicConfig } from './topic-config.js';
 export type { RetryPolicy } from './retry-policy.js';
+export type * from './monitoring-api.js';
 
 export interface CreateTopicRequest {
   topic: string;
@@ -37,6 +39,13 @@ export interface TopicDescription {
   config: TopicConfig;
   /** ms since the epoch */
   createdAt: number;
+  /** With `describeTopic(topic, { groups: true })`: every group subscribed to the topic, by group id. */
+  groups?: Array<{ groupId: string; partitions: GroupPartition[] }>;
+}
+
+export interface DescribeTopicOptions {
+  /** Add each subscribed group's partitions (`onelog topics describe T --groups`). @default false */
+  groups?: boolean;
 }
 
 export interface TopicSummary {
@@ -204,6 +213,10 @@ export interface SubscribeRequest {
    * @default the stored one, else 5; 1 to 100
    */
   webhookMaxAttempts?: number;
+  /** `at-risk` below this fraction of retention left (0 < ratio < 1). @default the stored one, else 0.25 */
+  headroomWarnRatio?: number;
+  /** `stalled` after unread records wait this long with no commit, ms (1,000 to 30 days). @default the stored one, else 300000 */
+  stallMs?: number;
 }
 
 /** A retry policy as a request sets it. */
@@ -228,6 +241,8 @@ export interface SubscriptionInfo {
   retry: RetryPolicy | null;
   deadLetterAlertDepth: number;
   webhookMaxAttempts: number;
+  headroomWarnRatio: number;
+  stallMs: number;
 }
 
 /** The subscription and the offset each partition resumes from. */
@@ -334,25 +349,6 @@ export interface MemberDescription {
   assignment: TopicPartition[];
 }
 
-/** Kinds of group alerts. */
-export type GroupAlertKind = 'offset-out-of-range' | 'offset-jump' | 'dead-letter-depth';
-
-/**
- * Something the coordinator recorded for operators: a partition paused out of range, an offset jump, or dead
- * letters at or above the subscription's alert depth (raised once, resolved when the depth falls below).
- */
-export interface GroupAlert {
-  kind: GroupAlertKind;
-  topic: string;
-  partition: number;
-  message: string;
-  context: Record<string, unknown>;
-  /** ms since the epoch */
-  createdAt: number;
-  /** When the condition cleared, ms since the epoch; null while it holds, and for one-off alerts. */
-  resolvedAt: number | null;
-}
-
 /** One executed offset reset. */
 export interface OffsetResetRecord {
   topic: string;
@@ -390,11 +386,10 @@ export interface GroupSummary {
   createdAt: number;
 }
 
-export interface GroupPartition extends PartitionState {
+/** A group's position in a partition and its health (docs/monitoring.md). */
+export interface GroupPartition extends PartitionState, PartitionHealth {
   /** The next offset the group reads, or null if it never committed this partition. */
   committedOffset: number | null;
-  /** highWatermark − committedOffset, in offsets (after compaction, offsets may have gaps); null without a commit. */
-  lag: number | null;
   /** ms since the epoch, or null */
   commitTimestamp: number | null;
   /** The member holding the partition, or null. */
@@ -418,7 +413,7 @@ export interface GroupDescription {
     /** Its dead-letter topic and the dead letters neither redriven nor purged; null without a retry policy. */
     deadLetter: { topic: string; depth: number } | null;
   }>;
-  /** Most recent first, at most 20. */
+  /** Most recent first, at most 20 (`onelog alerts list --group G` shows all). */
   alerts: GroupAlert[];
   /** Executed offset resets, most recent first, at most 20. */
   resets: OffsetResetRecord[];
@@ -612,7 +607,8 @@ export interface PurgeResult {
 export interface OnelogApi {
   createTopic(request: CreateTopicRequest): Promise<TopicDescription>;
   listTopics(): Promise<TopicSummary[]>;
-  describeTopic(topic: string): Promise<TopicDescription>;
+  /** A topic's settings and partitions; with `groups`, every group subscribed to it, partition by partition. */
+  describeTopic(topic: string, options?: DescribeTopicOptions): Promise<TopicDescription>;
   alterTopic(request: AlterTopicRequest): Promise<TopicDescription>;
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult>;
   enforceRetention(topic: string): Promise<RetentionResult>;
@@ -647,4 +643,15 @@ export interface OnelogApi {
   redriveDeadLetters(request: RedriveRequest): Promise<RedriveResult>;
   /** Discards dead letters below an offset (dry run unless `execute`). */
   purgeDeadLetters(request: PurgeRequest): Promise<PurgeResult>;
+  /** Alerts of every group (or one), most recent first. */
+  listAlerts(request?: AlertListRequest): Promise<GroupAlert[]>;
+  /** Records who acknowledged an alert; it stays active until its condition clears. */
+  acknowledgeAlert(request: AcknowledgeAlertRequest): Promise<GroupAlert>;
+  /** Adds a webhook every raised and resolved alert is POSTed to (once per URL). */
+  addAlertSink(url: string): Promise<AlertSink>;
+  listAlertSinks(): Promise<AlertSink[]>;
+  /** Removes a webhook sink by id. */
+  removeAlertSink(id: number): Promise<void>;
+  /** A group's recent health samples per partition (kept by the broker for the last hour at most). */
+  groupHistory(groupId: string): Promise<GroupHistory>;
 }

@@ -20,6 +20,7 @@ import {
 import type { BytesEncoding, JsonProduceRecord } from '../protocol/json-records.js';
 import { dataSockets } from './data-socket.js';
 import { pushSockets } from './push-socket.js';
+import { registerAlertRoutes } from './routes/alerts.js';
 
 /** Options of the HTTP server. */
 export interface HttpServerOptions {
@@ -74,7 +75,11 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     },
   );
   app.get('/topics', async () => ({ topics: await api.listTopics() }));
-  app.get<{ Params: { topic: string } }>('/topics/:topic', async (request) => api.describeTopic(request.params.topic));
+  app.get<{ Params: { topic: string }; Querystring: { groups?: string } }>(
+    '/topics/:topic',
+    { schema: { querystring: { type: 'object', additionalProperties: false, properties: { groups: { type: 'string', enum: ['true', 'false'] } } } } },
+    async (request) => api.describeTopic(request.params.topic, { groups: request.query.groups === 'true' }),
+  );
 
   app.post<{ Params: { topic: string }; Body: { config: Record<string, unknown> } }>(
     '/topics/:topic/config',
@@ -169,6 +174,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
   app.get('/groups', async () => ({ groups: await api.listGroups() }));
   app.get<{ Params: { groupId: string } }>('/groups/:groupId', async (request) => api.describeGroup(request.params.groupId));
+  app.get<{ Params: { groupId: string } }>('/groups/:groupId/history', async (request) => api.groupHistory(request.params.groupId));
 
   app.post<{ Params: { groupId: string }; Body: Omit<SubscribeRequest, 'groupId'> }>(
     '/groups/:groupId/subscriptions',
@@ -188,6 +194,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
               properties: { delaysMs: { type: 'array', items: { type: 'integer' } }, maxAttempts: { type: 'integer' }, deadLetterTopic: { type: 'string' } },
             },
             deadLetterAlertDepth: { type: 'integer', minimum: 1 }, webhookMaxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
+            headroomWarnRatio: { type: 'number' }, stallMs: { type: 'integer' },
           },
         },
       },
@@ -234,6 +241,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   );
 
   registerRetryRoutes(app, api);
+  registerAlertRoutes(app, api);
 
   app.delete<{ Params: { groupId: string } }>('/groups/:groupId', async (request, reply) => {
     await api.deleteGroup(request.params.groupId);

@@ -29,6 +29,8 @@ import type { LogStartReason } from './log-start-reason.js';
 import { DEFAULT_MAX_PRODUCERS, ProducerStateManager } from './producer-state.js';
 import type { DuplicateBatch, ProducerStateView } from './producer-state.js';
 import { retentionTarget } from './retention.js';
+import { unreadRange } from './unread-range.js';
+import type { UnreadRange } from './unread-range.js';
 import { LogFlusher } from './log-flusher.js';
 import { LongPoll } from './long-poll.js';
 import { LogSegment } from './segment.js';
@@ -479,6 +481,21 @@ export class PartitionLog {
       if (found >= 0) return found;
     }
     return this.hw;
+  }
+
+  /**
+   * What is left to read from `offset` (see unread-range.ts): from the log start when `offset` is below it.
+   * Records are counted from batch headers on a compacted topic, whose offsets have gaps.
+   */
+  unread(offset: number): UnreadRange {
+    const from = Math.min(Math.max(offset, this.logStart), this.hw);
+    const view = { segments: this.segments, highWatermark: this.hw };
+    return this.guarded('unread range', () => unreadRange(view, from, this.segmentFor(from), this.config.cleanupPolicy.includes('compact')));
+  }
+
+  /** Bytes of the log on disk (every segment, sealed and active). */
+  get sizeBytes(): number {
+    return this.segments.reduce((sum, s) => sum + s.size, 0);
   }
 
   /**

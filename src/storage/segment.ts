@@ -397,9 +397,10 @@ export class LogSegment {
   /**
    * Visits each batch in order, from the one the offset index points at for `fromOffset` (at or before the
    * batch holding it), until `visit` returns false.
-   * @param visit gets the header and the batch bytes (a view valid only during the call)
+   * @param visit gets the header, the batch bytes (a view valid only during the call) and the batch's byte
+   *   position in the segment
    */
-  forEachBatch(fromOffset: number, visit: (header: BatchHeader, batch: Buffer) => boolean): void {
+  forEachBatch(fromOffset: number, visit: (header: BatchHeader, batch: Buffer, position: number) => boolean): void {
     let pos = fromOffset <= this.baseOffset ? 0 : this.loadedIndexes().offset.lookup(fromOffset);
     const size = this.size;
     const reader = new ChunkReader(this.file, size);
@@ -410,7 +411,7 @@ export class LogSegment {
       const batchBytes = LOG_OVERHEAD + header.batchLength;
       off = reader.ensure(pos, batchBytes);
       if (off < 0) return;
-      if (!visit(header, reader.buffer.subarray(off, off + batchBytes))) return;
+      if (!visit(header, reader.buffer.subarray(off, off + batchBytes), pos)) return;
       pos += batchBytes;
     }
   }

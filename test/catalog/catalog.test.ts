@@ -1,3 +1,4 @@
+import { DEFAULT_HEALTH_SETTINGS } from '../../src/protocol/monitoring-api.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -53,7 +54,7 @@ function topic(name: string, overrides: Partial<TopicRecord> = {}): TopicRecord 
 function sub(groupId: string, topicName: string, deliveryMode: DeliveryMode = 'pull', startPolicy: StartPolicy = 'latest', createdAt = T): SubscriptionRecord {
   return {
     groupId, topic: topicName, deliveryMode, startPolicy, onOutOfRange: 'pause', pushEndpoint: null, maxInFlight: 1, createdAt,
-    retry: null, deadLetterTopic: null, retryTiers: 0, deadLetterAlertDepth: 1, webhookMaxAttempts: 5,
+    retry: null, deadLetterTopic: null, retryTiers: 0, deadLetterAlertDepth: 1, webhookMaxAttempts: 5, ...DEFAULT_HEALTH_SETTINGS,
   };
 }
 

@@ -383,7 +383,8 @@ describe('group coordinator', () => {
       expect(p0.paused).toMatchObject({ code: 'OFFSET_OUT_OF_RANGE', recordsLost: 3 });
       expect(p0.paused!.message).toContain('below the log start offset 4');
       expect(d.subscriptions[0]!.partitions[1]!.paused).toBeNull();
-      expect(d.alerts).toHaveLength(1);
+      // The delete raised data-lost at once; the pause raised offset-out-of-range.
+      expect(d.alerts.map((x) => [x.kind, x.resolvedAt])).toEqual([['offset-out-of-range', null], ['data-lost', null]]);
       expect(d.alerts[0]).toMatchObject({
         kind: 'offset-out-of-range', topic: 't', partition: 0, createdAt: T0,
         context: { committedOffset: 1, logStartOffset: 4 },
@@ -415,7 +416,8 @@ describe('group coordinator', () => {
       expect(entry(b2, 0)).toEqual({ topic: 't', partition: 0, offset: 4 });
       expect(b2.state).toBe('Stable');
       d = await broker.describeGroup('g');
-      expect(d.subscriptions[0]!.partitions[0]).toMatchObject({ paused: null, committedOffset: 4, memberId: b.memberId });
+      expect(d.subscriptions[0]!.partitions[0]).toMatchObject({ paused: null, committedOffset: 4, memberId: b.memberId, state: 'lagging' });
+      expect(d.alerts.map((x) => [x.kind, x.resolvedAt])).toEqual([['offset-out-of-range', T0], ['data-lost', T0]]);
       expect(d.resets[0]).toMatchObject({ topic: 't', partition: 0, oldOffset: 1, newOffset: 4, spec: 'to-earliest', requestedBy: 'ops' });
       expect((await fetch(b2, 't', { 0: 4 })).partitions[0]!.records.map((r) => r.offset)).toEqual([4, 5]);
     });
@@ -429,7 +431,8 @@ describe('group coordinator', () => {
       const d = await broker.describeGroup('g');
       expect(d.subscriptions[0]).toMatchObject({ onOutOfRange: 'earliest' });
       expect(d.subscriptions[0]!.partitions.map((p) => [p.committedOffset, p.paused])).toEqual([[4, null], [1, null]]);
-      expect(d.alerts).toHaveLength(1);
+      // The delete raised data-lost; the jump, born resolved, resolved it.
+      expect(d.alerts.map((x) => [x.kind, x.resolvedAt])).toEqual([['offset-jump', T0], ['data-lost', T0]]);
       expect(d.alerts[0]).toMatchObject({
         kind: 'offset-jump', topic: 't', partition: 0,
         context: { committedOffset: 1, logStartOffset: 4, newOffset: 4, recordsSkipped: 3, policy: 'earliest' },
@@ -451,7 +454,7 @@ describe('group coordinator', () => {
       expect(f.partitions[1]!.records.map((r) => r.offset)).toEqual([2, 3, 4, 5]);
       const d = await broker.describeGroup('g');
       expect(d.subscriptions[0]!.partitions[0]!.paused).toMatchObject({ code: 'OFFSET_OUT_OF_RANGE' });
-      expect(d.alerts.map((x) => x.kind)).toEqual(['offset-out-of-range']);
+      expect(d.alerts.map((x) => x.kind)).toEqual(['offset-out-of-range', 'data-lost']);
       expect((await committed('g', 't'))[0]).toBe(2); // nothing moved
     });
 

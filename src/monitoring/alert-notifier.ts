@@ -1,0 +1,139 @@
+/**
+ * Tells people about alerts: each raise and resolve is POSTed as JSON ({@link AlertNotification}) to every
+ * sink (`onelog alerts notify --webhook URL`), in order per sink, retried with backoff until the sink answers
+ * 2xx. Never blocks the broker: events queue in memory per sink (at most `maxQueued`; beyond it the oldest is
+ * dropped, and logged), and are lost on a restart (the catalog keeps every alert and its history).
+ */
+import { backoff } from '../backoff.js';
+import type { BackoffPolicy } from '../backoff.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { Clock } from '../clock.js';
+import { postBatch } from '../delivery/webhook-post.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { AlertNotification, AlertSink } from '../protocol/monitoring-api.js';
+import type { Logger } from '../storage/logger.js';
+
+/** How notifications are delivered. */
+export interface AlertNotifierOptions {
+  /** Wait after each failed POST: doubles from initialMs to maxMs. @default 1,000 to 60,000 ms */
+  backoff?: BackoffPolicy;
+  /** A POST without an answer this long fails, ms. @default 10000 */
+  timeoutMs?: number;
+  /** Notifications waiting per sink before the oldest is dropped. @default 10000 */
+  maxQueued?: number;
+}
+
+const DEFAULTS: Required<AlertNotifierOptions> = { backoff: { initialMs: 1000, maxMs: 60_000 }, timeoutMs: 10_000, maxQueued: 10_000 };
+
+interface SinkQueue {
+  sink: AlertSink;
+  queue: AlertNotification[];
+  running: boolean;
+  stop: AbortController;
+}
+
+export class AlertNotifier {
+  private readonly sinks = new Map<number, SinkQueue>();
+  private readonly options: Required<AlertNotifierOptions>;
+
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    options: AlertNotifierOptions = {},
+  ) {
+    this.options = { ...DEFAULTS, ...options };
+  }
+
+  /** Loads the sinks from the catalog. */
+  async start(): Promise<void> {
+    for (const sink of await this.catalog.listAlertSinks()) this.sinks.set(sink.id, newQueue(sink));
+  }
+
+  /**
+   * Adds a sink (or answers the one already added for `url`); it gets the events from now on.
+   * @throws OnelogError `INVALID_REQUEST` unless `url` is an absolute http(s) URL
+   */
+  async addSink(url: string): Promise<AlertSink> {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = null;
+    }
+    if (typeof url !== 'string' || parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+      throw new OnelogError('INVALID_REQUEST', `an alert sink must be an absolute http:// or https:// URL, got ${JSON.stringify(url)}`, { url });
+    }
+    const sink = await this.catalog.addAlertSink(url, this.clock.now());
+    if (!this.sinks.has(sink.id)) this.sinks.set(sink.id, newQueue(sink));
+    return sink;
+  }
+
+  listSinks(): AlertSink[] {
+    return [...this.sinks.values()].map((q) => q.sink);
+  }
+
+  /**
+   * Removes a sink; notifications still queued for it are dropped.
+   * @throws OnelogError `NOT_FOUND` if there is no sink with that id
+   */
+  async removeSink(id: number): Promise<void> {
+    if (!(await this.catalog.removeAlertSink(id))) {
+      throw new OnelogError('NOT_FOUND', `there is no alert sink ${id}; onelog alerts notify --list shows them`, { id });
+    }
+    this.sinks.get(id)?.stop.abort();
+    this.sinks.delete(id);
+  }
+
+  /** Queues a notification for every sink, and returns at once. */
+  notify(notification: AlertNotification): void {
+    for (const q of this.sinks.values()) {
+      q.queue.push(notification);
+      if (q.queue.length > this.options.maxQueued) {
+        const dropped = q.queue.shift()!;
+        this.logger.warn({ url: q.sink.url, alertId: dropped.alert.id, event: dropped.event }, 'alert sink is too far behind: dropped its oldest notification');
+      }
+      if (!q.running) void this.pump(q);
+    }
+  }
+
+  /** Notifications not yet delivered, over every sink (for tests and diagnostics). */
+  get pending(): number {
+    return [...this.sinks.values()].reduce((sum, q) => sum + q.queue.length, 0);
+  }
+
+  /** Stops delivering; what is queued is dropped. */
+  stop(): void {
+    for (const q of this.sinks.values()) q.stop.abort();
+  }
+
+  /** Delivers a sink's queue in order, each notification until it is acknowledged. */
+  private async pump(q: SinkQueue): Promise<void> {
+    q.running = true;
+    let failures = 0;
+    while (q.queue.length > 0 && !q.stop.signal.aborted) {
+      const next = q.queue[0]!;
+      const ctrl = new AbortController();
+      const onStop = () => ctrl.abort();
+      q.stop.signal.addEventListener('abort', onStop, { once: true });
+      const outcome = await postBatch(q.sink.url, JSON.stringify(next), { 'onelog-alert-id': String(next.alert.id) }, this.options.timeoutMs, ctrl);
+      q.stop.signal.removeEventListener('abort', onStop);
+      if (outcome.ok) {
+        if (q.queue[0] === next) q.queue.shift();
+        failures = 0;
+        continue;
+      }
+      failures++;
+      this.logger.warn({
+        url: q.sink.url, alertId: next.alert.id, event: next.event, attempt: failures,
+        ...(outcome.status !== undefined ? { status: outcome.status } : {}), ...(outcome.error ? { err: outcome.error } : {}),
+      }, 'alert notification failed; retrying');
+      await backoff(this.clock, failures, this.options.backoff, q.stop.signal);
+    }
+    q.running = false;
+  }
+}
+
+function newQueue(sink: AlertSink): SinkQueue {
+  return { sink, queue: [], running: false, stop: new AbortController() };
+}

@@ -1,0 +1,156 @@
+/**
+ * Alerts with history (docs/monitoring.md): a row in the catalog per episode, raised once when a condition
+ * starts (never again while it holds), resolved when it clears, acknowledged by a person. An alert is named
+ * by its group, kind, topic and partition; the open ones are also kept in memory, so the evaluator compares
+ * against them without reading the catalog. Each raise and resolve is logged and handed to the
+ * {@link AlertNotifier}. Catalog writes go one at a time, in order.
+ */
+import type { Catalog } from '../catalog/catalog.js';
+import type { Clock } from '../clock.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { AlertListRequest, GroupAlert, GroupAlertKind } from '../protocol/monitoring-api.js';
+import { checkInteger } from '../protocol/validate.js';
+import type { Logger } from '../storage/logger.js';
+import type { AlertNotifier } from './alert-notifier.js';
+
+/** What an alert is about. */
+export interface AlertSubject {
+  groupId: string;
+  kind: GroupAlertKind;
+  topic: string;
+  partition: number;
+}
+
+/** An alert as the code that raises it describes it. */
+export interface AlertInput extends AlertSubject {
+  message: string;
+  context: Record<string, unknown>;
+}
+
+/** The key of an alert's subject. */
+export function alertKey(s: AlertSubject): string {
+  return `${s.groupId}\0${s.kind}\0${s.topic}\0${s.partition}`;
+}
+
+export class Alerts {
+  /** Unresolved alerts by {@link alertKey}. */
+  private readonly open = new Map<string, GroupAlert>();
+  /** Unresolved alerts per group (a commit evaluates only groups with one). */
+  private readonly openPerGroup = new Map<string, number>();
+  private writes: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    readonly notifier: AlertNotifier,
+  ) {}
+
+  /** Loads the unresolved alerts and the notification sinks. */
+  async start(): Promise<void> {
+    for (const alert of await this.catalog.listAlerts({ active: true, limit: Number.MAX_SAFE_INTEGER })) this.opened(alert);
+    await this.notifier.start();
+  }
+
+  /** The unresolved alerts. */
+  active(): IterableIterator<GroupAlert> {
+    return this.open.values();
+  }
+
+  /** Whether the group has an unresolved alert. */
+  hasOpen(groupId: string): boolean {
+    return this.openPerGroup.has(groupId);
+  }
+
+  /** Whether an alert about `subject` is unresolved. */
+  isOpen(subject: AlertSubject): boolean {
+    return this.open.has(alertKey(subject));
+  }
+
+  /** Raises an alert unless one about the same subject is unresolved; answers the new alert, or null. */
+  raise(input: AlertInput): Promise<GroupAlert | null> {
+    return this.write(async () => {
+      if (this.open.has(alertKey(input))) return null;
+      const alert = await this.catalog.addAlert({ ...input, createdAt: this.clock.now(), resolvedAt: null });
+      this.opened(alert);
+      this.logger.warn({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, alert.message);
+      this.notifier.notify({ event: 'raised', alert });
+      return alert;
+    });
+  }
+
+  /** Records a one-off alert (an event, not a condition): born resolved, notified as raised. */
+  record(input: AlertInput): Promise<GroupAlert> {
+    return this.write(async () => {
+      const now = this.clock.now();
+      const alert = await this.catalog.addAlert({ ...input, createdAt: now, resolvedAt: now });
+      this.logger.warn({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, alert.message);
+      this.notifier.notify({ event: 'raised', alert });
+      return alert;
+    });
+  }
+
+  /** Resolves the unresolved alert about `subject`, if there is one. */
+  resolve(subject: AlertSubject): Promise<void> {
+    if (!this.open.has(alertKey(subject))) return Promise.resolve();
+    return this.write(async () => {
+      const key = alertKey(subject);
+      const open = this.open.get(key);
+      if (!open) return;
+      this.open.delete(key);
+      const left = this.openPerGroup.get(open.groupId)! - 1;
+      if (left > 0) this.openPerGroup.set(open.groupId, left);
+      else this.openPerGroup.delete(open.groupId);
+      const alert = await this.catalog.resolveAlert(open.id, this.clock.now());
+      if (!alert) return; // its group was deleted meanwhile
+      this.logger.info({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, `resolved: ${alert.message}`);
+      this.notifier.notify({ event: 'resolved', alert });
+    });
+  }
+
+  /**
+   * Records who acknowledged an alert.
+   * @throws OnelogError `NOT_FOUND` if there is no alert with that id, `INVALID_REQUEST` for a bad id
+   */
+  acknowledge(id: number, by: string): Promise<GroupAlert> {
+    checkInteger(id, 'id', 1);
+    return this.write(async () => {
+      const alert = await this.catalog.acknowledgeAlert(id, by, this.clock.now());
+      if (!alert) throw new OnelogError('NOT_FOUND', `there is no alert ${id}; onelog alerts list shows them`, { id });
+      if (this.open.has(alertKey(alert))) this.open.set(alertKey(alert), alert);
+      this.logger.info({ alertId: id, by }, 'alert acknowledged');
+      return alert;
+    });
+  }
+
+  /**
+   * Alerts, most recent first.
+   * @throws OnelogError `INVALID_REQUEST` for a limit outside 1 to 10,000
+   */
+  list(request: AlertListRequest = {}): Promise<GroupAlert[]> {
+    const limit = checkInteger(request.limit ?? 100, 'limit', 1, 10_000);
+    return this.catalog.listAlerts({ limit, ...(request.active ? { active: true } : {}), ...(request.groupId !== undefined ? { groupId: request.groupId } : {}) });
+  }
+
+  /** Forgets a deleted group's unresolved alerts (the catalog deletes its rows). */
+  deleteGroup(groupId: string): void {
+    for (const [key, alert] of this.open) if (alert.groupId === groupId) this.open.delete(key);
+    this.openPerGroup.delete(groupId);
+  }
+
+  private opened(alert: GroupAlert): void {
+    this.open.set(alertKey(alert), alert);
+    this.openPerGroup.set(alert.groupId, (this.openPerGroup.get(alert.groupId) ?? 0) + 1);
+  }
+
+  /** Resolves once every write queued so far is done. */
+  settled(): Promise<void> {
+    return this.writes.then(() => undefined, () => undefined);
+  }
+
+  private write<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.writes.then(task, task);
+    this.writes = next.catch(() => undefined);
+    return next;
+  }
+}

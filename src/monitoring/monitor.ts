@@ -1,0 +1,118 @@
+/**
+ * Watching consumers, put together for the broker (docs/monitoring.md): the health reader (lag, time lag,
+ * retention headroom), alerts with their notification sinks, the evaluator that raises and resolves them on a
+ * timer and on request, and the health history the console charts.
+ */
+import type { Catalog } from '../catalog/catalog.js';
+import type { Clock } from '../clock.js';
+import type { OffsetStore } from '../offsets/offset-store.js';
+import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
+import type { LogManager } from '../storage/log-manager.js';
+import type { Logger } from '../storage/logger.js';
+import { AlertEvaluator } from './alert-evaluator.js';
+import type { EvaluationScope } from './alert-evaluator.js';
+import { AlertNotifier } from './alert-notifier.js';
+import type { AlertNotifierOptions } from './alert-notifier.js';
+import { Alerts } from './alerts.js';
+import { HealthHistory } from './health-history.js';
+import type { PartitionHistory } from './health-history.js';
+import { HealthReader } from './health-reader.js';
+
+/** Options of the monitor. */
+export interface MonitorOptions {
+  /**
+   * How often every group's partitions are evaluated for alerts and sampled for the history, ms; 0 = only on
+   * commits, retention runs, deletes and resets (and no history). @default 30000
+   */
+  alertCheckIntervalMs?: number;
+  /** Delivery of alert notifications. @default see AlertNotifierOptions */
+  notifications?: AlertNotifierOptions;
+  /** Most group partitions the history keeps samples of. @default 10000 */
+  historyMaxSeries?: number;
+}
+
+export class Monitor {
+  readonly health: HealthReader;
+  readonly alerts: Alerts;
+  readonly history: HealthHistory;
+  private readonly evaluator: AlertEvaluator;
+  private readonly intervalMs: number;
+
+  private constructor(catalog: Catalog, offsets: OffsetStore, logs: LogManager, clock: Clock, logger: Logger, options: MonitorOptions) {
+    this.intervalMs = options.alertCheckIntervalMs ?? 30_000;
+    this.health = new HealthReader(logs, clock);
+    this.alerts = new Alerts(catalog, clock, logger, new AlertNotifier(catalog, clock, logger, options.notifications));
+    this.history = new HealthHistory(options.historyMaxSeries);
+    this.evaluator = new AlertEvaluator({
+      catalog, offsets, logs, health: this.health, alerts: this.alerts, clock, logger,
+      sample: (groupId, topic, partition, health, at) => this.history.record(groupId, topic, partition, health, at),
+    });
+  }
+
+  /** Loads the unresolved alerts and the notification sinks. */
+  static async open(catalog: Catalog, offsets: OffsetStore, logs: LogManager, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
+    const monitor = new Monitor(catalog, offsets, logs, clock, logger, options);
+    await monitor.alerts.start();
+    return monitor;
+  }
+
+  /** Starts evaluating on the timer (the first run after one interval). */
+  start(): void {
+    void this.evaluator.run(this.intervalMs);
+  }
+
+  /** Evaluates the alerts of `scope` now; resolves when done (never rejects). */
+  evaluate(scope: EvaluationScope = {}): Promise<void> {
+    return this.evaluator.evaluate(scope);
+  }
+
+  /** Resolves once the evaluations asked for so far (and the alert writes they made) are done. */
+  async settled(): Promise<void> {
+    await this.evaluator.idle();
+    await this.alerts.settled();
+  }
+
+  /** @see Alerts.list; after the evaluations asked for so far */
+  async listAlerts(request?: AlertListRequest): Promise<GroupAlert[]> {
+    await this.settled();
+    return this.alerts.list(request);
+  }
+
+  /** @see Alerts.acknowledge */
+  acknowledgeAlert(id: number, by: string): Promise<GroupAlert> {
+    return this.alerts.acknowledge(id, by);
+  }
+
+  /** @see AlertNotifier.addSink */
+  addAlertSink(url: string): Promise<AlertSink> {
+    return this.alerts.notifier.addSink(url);
+  }
+
+  listAlertSinks(): AlertSink[] {
+    return this.alerts.notifier.listSinks();
+  }
+
+  /** @see AlertNotifier.removeSink */
+  removeAlertSink(id: number): Promise<void> {
+    return this.alerts.notifier.removeSink(id);
+  }
+
+  /** A group's recent health samples. */
+  groupHistory(groupId: string): PartitionHistory[] {
+    return this.history.of(groupId);
+  }
+
+  /** Forgets what it holds of a deleted group (the catalog deleted its alerts). */
+  deleteGroup(groupId: string): void {
+    this.health.deleteGroup(groupId);
+    this.alerts.deleteGroup(groupId);
+    this.history.deleteGroup(groupId);
+  }
+
+  /** Stops the timer and the notifications; waits for catalog writes under way. */
+  async stop(): Promise<void> {
+    this.evaluator.stop();
+    this.alerts.notifier.stop();
+    await this.alerts.settled();
+  }
+}

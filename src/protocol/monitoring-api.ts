@@ -1,0 +1,140 @@
+/**
+ * What onelog tells operators about its consumers (docs/monitoring.md): the health of each group's partition
+ * (lag in records and in time, retention headroom, a state), and alerts with their history and notification
+ * sinks. Shapes shared by the broker, the HTTP API, the CLI and the console.
+ */
+
+/**
+ * A group's partition, in the order an operator must act on it (the first that holds wins):
+ * - `data-lost`: the committed offset is below the log start (retention or a delete removed records the group
+ *   had not read);
+ * - `paused`: the group stopped reading it until a reset (its offset fell out of range);
+ * - `at-risk`: unread records will be deleted by retention soon: headroom below the subscription's
+ *   `headroomWarnRatio` of retention.ms or retention.bytes;
+ * - `stalled`: unread records and no commit for the subscription's `stallMs`;
+ * - `lagging`: unread records;
+ * - `ok`: caught up, or never committed (no position yet).
+ */
+export type PartitionHealthState = 'ok' | 'lagging' | 'at-risk' | 'data-lost' | 'paused' | 'stalled';
+
+/** Every partition state, from the most to the least urgent. */
+export const PARTITION_HEALTH_STATES: readonly PartitionHealthState[] = ['data-lost', 'paused', 'at-risk', 'stalled', 'lagging', 'ok'];
+
+/** How far a group is behind in a partition and how long until retention deletes what it has not read. */
+export interface PartitionHealth {
+  /**
+   * Offsets still readable that the group has not read: highWatermark − max(committedOffset, logStartOffset)
+   * (offsets deleted before it read them are `lostRecords`, not lag); null without a commit.
+   */
+  lag: number | null;
+  /** Records among those offsets (fewer than `lag` where compaction left gaps); null without a commit. */
+  unreadRecords: number | null;
+  /** Whether `unreadRecords` is an estimate (a compacted range longer than 10,000 batches is extrapolated). */
+  unreadRecordsEstimate: boolean;
+  /** Offsets below the log start the group never read: logStartOffset − committedOffset, else 0. */
+  lostRecords: number;
+  /** now − the timestamp of the first unread record, ms; 0 when caught up; null without a commit. */
+  timeLagMs: number | null;
+  /**
+   * retention.ms − (now − the first unread record's timestamp), ms: how long until time retention deletes it;
+   * negative once overdue (until retention runs); retention.ms when caught up; null when the topic has no time
+   * retention or the group no commit.
+   */
+  headroomMs: number | null;
+  /**
+   * retention.bytes − the bytes from the first unread record's batch to the end of the log: how many bytes can
+   * still be appended before size retention deletes it; retention.bytes when caught up; null when the topic has
+   * no size retention or the group no commit.
+   */
+  headroomBytes: number | null;
+  state: PartitionHealthState;
+}
+
+/** The thresholds of a subscription's health (set with `groups create|alter`). */
+export interface HealthSettings {
+  /** `at-risk` below this fraction of retention.ms (or retention.bytes) left; 0 to 1. @default 0.25 */
+  headroomWarnRatio: number;
+  /** `stalled` after unread records wait this long with no commit, ms. @default 300000 (5 minutes) */
+  stallMs: number;
+}
+
+/** The thresholds a subscription starts with. */
+export const DEFAULT_HEALTH_SETTINGS: HealthSettings = { headroomWarnRatio: 0.25, stallMs: 300_000 };
+
+/**
+ * Kinds of alerts. Raised once per episode and resolved when the condition clears: `retention-headroom`
+ * (at-risk), `data-lost`, `offset-out-of-range` (a paused partition), `dead-letter-depth`, `consumer-stalled`.
+ * One-off, born resolved: `offset-jump` (an out-of-range policy skipped records).
+ */
+export type GroupAlertKind =
+  | 'retention-headroom' | 'data-lost' | 'offset-out-of-range' | 'offset-jump' | 'dead-letter-depth' | 'consumer-stalled';
+
+/** Every alert kind. */
+export const GROUP_ALERT_KINDS: readonly GroupAlertKind[] = [
+  'retention-headroom', 'data-lost', 'offset-out-of-range', 'offset-jump', 'dead-letter-depth', 'consumer-stalled',
+];
+
+/** An alert about a group's partition (a `dead-letter-depth` alert names partition 0 of the topic), with its history. */
+export interface GroupAlert {
+  /** Stable id (`onelog alerts ack ID`). */
+  id: number;
+  groupId: string;
+  kind: GroupAlertKind;
+  topic: string;
+  partition: number;
+  message: string;
+  context: Record<string, unknown>;
+  /** When it was raised, ms since the epoch. */
+  createdAt: number;
+  /** When the condition cleared, ms since the epoch; null while it holds. */
+  resolvedAt: number | null;
+  /** When a person acknowledged it, ms since the epoch; null until then. */
+  acknowledgedAt: number | null;
+  /** Who acknowledged it (free text the caller gave, e.g. `alice@host`); null until then. */
+  acknowledgedBy: string | null;
+}
+
+export interface AlertListRequest {
+  /** Only alerts not resolved. @default false */
+  active?: boolean;
+  /** Only this group's. */
+  groupId?: string;
+  /** At most this many, most recent first; 1 to 10,000. @default 100 */
+  limit?: number;
+}
+
+export interface AcknowledgeAlertRequest {
+  id: number;
+  /** Who acknowledges. @default 'unknown' */
+  requestedBy?: string;
+}
+
+/** Where raised and resolved alerts are POSTed (`onelog alerts notify --webhook URL`). */
+export interface AlertSink {
+  id: number;
+  /** An http(s) URL. */
+  url: string;
+  /** ms since the epoch */
+  createdAt: number;
+}
+
+/** One sample of a group's partition health (the console's charts). */
+export interface HealthSample {
+  /** ms since the epoch */
+  at: number;
+  lag: number | null;
+  timeLagMs: number | null;
+  headroomMs: number | null;
+}
+
+/** A group's recent health samples per partition, oldest first: one per evaluation run, at most 120, the last hour at most. */
+export interface GroupHistory {
+  groupId: string;
+  partitions: Array<{ topic: string; partition: number; samples: HealthSample[] }>;
+}
+
+/** What an alert sink receives, one POST per event, in order. */
+export interface AlertNotification {
+  event: 'raised' | 'resolved';
+  alert: GroupAlert;
+}
