@@ -654,6 +654,12 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.groups.describeGroup(checkGroupId(groupId));
   }
 
+  /** Evaluates every group's alerts now (the broker also does every `monitoring.alertCheckIntervalMs`). */
+  async evaluateAlerts(): Promise<void> {
+    this.checkOpen();
+    await this.monitor.evaluate();
+  }
+
   /** @see Alerts.list */
   async listAlerts(request: AlertListRequest = {}): Promise<GroupAlert[]> {
     this.checkOpen();

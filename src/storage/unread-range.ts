@@ -33,8 +33,9 @@ export const COUNT_WALK_BATCHES = 10_000;
  * The unread range from `offset` (at or above the log start).
  * @param segments index of the segment holding `offset` (the last whose base offset is <= it)
  * @param countGaps count records from batch headers (compacted topics); otherwise records = offsets
+ * @param maxBatches batch headers counted before the rest is estimated
  */
-export function unreadRange(view: UnreadView, offset: number, segment: number, countGaps: boolean): UnreadRange {
+export function unreadRange(view: UnreadView, offset: number, segment: number, countGaps: boolean, maxBatches = COUNT_WALK_BATCHES): UnreadRange {
   const hw = view.highWatermark;
   const none: UnreadRange = { records: 0, estimate: false, firstTimestamp: null, bytes: 0 };
   if (offset >= hw) return none;
@@ -47,7 +48,7 @@ export function unreadRange(view: UnreadView, offset: number, segment: number, c
     const s = view.segments[i]!;
     if (firstTimestamp !== null) {
       bytes += s.size;
-      if (!countGaps || walked >= COUNT_WALK_BATCHES) continue;
+      if (!countGaps || walked >= maxBatches) continue;
     }
     s.forEachBatch(Math.max(offset, s.baseOffset), (header, batch, position) => {
       if (header.baseOffset >= hw) return false;
@@ -63,13 +64,13 @@ export function unreadRange(view: UnreadView, offset: number, segment: number, c
         records += header.recordCount;
       }
       reached = Math.min(lastOffset + 1, hw);
-      return countGaps && ++walked < COUNT_WALK_BATCHES;
+      return countGaps && ++walked < maxBatches;
     });
   }
   if (firstTimestamp === null) return none;
   if (!countGaps) return { records: hw - offset, estimate: false, firstTimestamp, bytes };
   // Past the bound, the rest of the range is assumed as dense as what was counted.
-  const estimate = reached < hw;
+  const estimate = walked >= maxBatches && reached < hw;
   if (estimate) records += Math.round((hw - reached) * (records / (reached - offset)));
   return { records, estimate, firstTimestamp, bytes };
 }
