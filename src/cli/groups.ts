@@ -8,7 +8,9 @@ import { OnelogError } from '../protocol/errors.js';
 import { formatDuration, parseRetryTiers } from '../protocol/retry-policy.js';
 import { DELIVERY_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from '../protocol/types.js';
 import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
+import { alertLine } from './alerts.js';
 import { action, apiFor, describeGroupIfAny, parseInteger, printTable } from './common.js';
+import { duration, printHealthTable } from './health-table.js';
 
 interface SubscriptionOptions {
   topic: string;
@@ -22,7 +24,18 @@ interface SubscriptionOptions {
   deadLetterTopic?: string;
   deadLetterAlertDepth?: number;
   webhookMaxAttempts?: number;
+  headroomWarnRatio?: number;
+  stallMs?: number;
   json?: boolean;
+}
+
+/** A ratio flag: a number between 0 and 1, exclusive. @throws OnelogError `INVALID_REQUEST` naming the flag */
+function parseRatio(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !(n > 0 && n < 1)) throw new OnelogError('INVALID_REQUEST', `${flag} must be a number between 0 and 1 (exclusive), got ${JSON.stringify(value)}`);
+    return n;
+  };
 }
 
 /** Checks a flag's value against the allowed ones. @throws OnelogError `INVALID_REQUEST` */
@@ -72,6 +85,8 @@ function subscriptionRequest(groupId: string, o: SubscriptionOptions, current?: 
     ...(retry !== undefined ? { retry } : {}),
     ...(o.deadLetterAlertDepth !== undefined ? { deadLetterAlertDepth: o.deadLetterAlertDepth } : {}),
     ...(o.webhookMaxAttempts !== undefined ? { webhookMaxAttempts: o.webhookMaxAttempts } : {}),
+    ...(o.headroomWarnRatio !== undefined ? { headroomWarnRatio: o.headroomWarnRatio } : {}),
+    ...(o.stallMs !== undefined ? { stallMs: o.stallMs } : {}),
   };
 }
 
@@ -90,6 +105,10 @@ function subscriptionFlags(command: Command): Command {
     .option('--dead-letter-alert-depth <n>', 'dead letters waiting that raise a dead-letter-depth alert (default 1)', parseInteger('--dead-letter-alert-depth', 1))
     .option('--webhook-max-attempts <n>', 'webhook with a retry policy: POSTs of a batch before its records are nacked (1 to 100, default 5)',
       parseInteger('--webhook-max-attempts', 1, 100))
+    .option('--headroom-warn-ratio <ratio>', 'state at-risk (and a retention-headroom alert) below this fraction of retention left (0 to 1, default 0.25)',
+      parseRatio('--headroom-warn-ratio'))
+    .option('--stall-ms <ms>', 'state stalled (and a consumer-stalled alert) when unread records wait this long with no commit (default 300000)',
+      parseInteger('--stall-ms', 1000, 30 * 24 * 3_600_000))
     .option('--json', 'print JSON');
 }
 
@@ -181,14 +200,12 @@ function printDescription(d: GroupDescription): void {
       m.memberId, m.clientId, m.commitMode, m.generationId, m.assignment.map((a) => `${a.topic}/${a.partition}`).join(',') || '-',
     ]));
   }
+  for (const s of d.subscriptions) {
+    console.log(`\n${s.topic}: ${s.pushEndpoint ? `push ${s.pushEndpoint}` : s.deliveryMode}, start ${s.startPolicy}, on out of range ${s.onOutOfRange}, ` +
+      `at-risk below ${s.headroomWarnRatio} of retention, stalled after ${duration(s.stallMs)}`);
+  }
   console.log();
-  const rows = d.subscriptions.flatMap((s) =>
-    s.partitions.map((p) => [
-      s.topic, p.partition, p.committedOffset, p.logStartOffset, p.highWatermark, p.lag, p.memberId,
-      p.paused ? `paused: ${p.paused.code}` : 'ok', s.pushEndpoint ? `push ${s.pushEndpoint}` : s.deliveryMode, s.startPolicy, s.onOutOfRange,
-    ]),
-  );
-  printTable(['TOPIC', 'PARTITION', 'COMMITTED-OFFSET', 'LOG-START-OFFSET', 'HIGH-WATERMARK', 'LAG', 'MEMBER', 'STATUS', 'DELIVERY', 'START', 'ON-OUT-OF-RANGE'], rows);
+  printHealthTable(['TOPIC'], d.subscriptions.flatMap((s) => s.partitions.map((partition) => ({ lead: [s.topic], partition }))));
   for (const s of d.subscriptions) {
     for (const p of s.partitions) if (p.paused) console.log(`\n${s.topic}/${p.partition} is paused: ${p.paused.message}`);
   }
@@ -199,10 +216,7 @@ function printDescription(d: GroupDescription): void {
   }
   if (d.alerts.length > 0) {
     console.log('\nalerts (most recent first):');
-    for (const a of d.alerts) {
-      const resolved = a.resolvedAt === null ? '' : `  (resolved ${new Date(a.resolvedAt).toISOString()})`;
-      console.log(`  ${new Date(a.createdAt).toISOString()}  ${a.kind}  ${a.topic}/${a.partition}  ${a.message}${resolved}`);
-    }
+    for (const a of d.alerts) console.log(`  ${alertLine(a)}`);
   }
   if (d.resets.length > 0) {
     console.log('\noffset resets (most recent first):');

@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import { Command } from 'commander';
+import { registerAlerts } from './alerts.js';
 import { registerConsume } from './consume.js';
 import { reportError } from './common.js';
 import { registerDlq } from './dlq.js';
@@ -26,6 +27,7 @@ registerConsume(program);
 registerGroups(program);
 registerOffsets(program);
 registerDlq(program);
+registerAlerts(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   reportError(err);

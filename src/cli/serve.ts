@@ -17,6 +17,7 @@ interface ServeOptions {
   logLevel: string;
   logFormat?: string;
   maxOpenFiles?: number;
+  alertCheckIntervalMs: number;
 }
 
 export function registerServe(program: Command): void {
@@ -30,6 +31,8 @@ export function registerServe(program: Command): void {
     .option('--log-format <format>', 'pretty (human-readable lines) | json (one JSON object per line); default: pretty on a terminal, else json')
     .option('--max-open-files <n>', 'file descriptors the log store may hold open at once (default: the open-files ' +
       'limit less max(64, a quarter of it), for connections, LMDB and SQLite)', parseInteger('--max-open-files'))
+    .option('--alert-check-interval-ms <ms>', 'how often every group is evaluated for alerts and sampled for the console\'s charts ' +
+      '(0 = only on commits, retention runs, deletes and resets)', parseInteger('--alert-check-interval-ms', 0), 30_000)
     .action(action(serve));
 }
 
@@ -68,7 +71,7 @@ async function serve(options: ServeOptions): Promise<void> {
   if (maxOpenFiles > limit - 32) {
     logger.warn({ openFilesLimit: limit, maxOpenFiles }, '--max-open-files leaves fewer than 32 descriptors of the open-files limit to connections; they may be refused');
   }
-  const broker = await Broker.open({ dataDir: options.dataDir, logger, maxOpenFiles });
+  const broker = await Broker.open({ dataDir: options.dataDir, logger, maxOpenFiles, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs } });
   const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }) });
   const address = await app.listen({ port: options.port, host: options.host });
   logger.info({ url: address, dataDir: options.dataDir }, 'onelog is listening');

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import type { TopicDescription } from '../protocol/api.js';
 import { parseKafkaConfig, TOPIC_SETTINGS } from '../protocol/topic-config.js';
 import { action, apiFor, parseInteger, printTable } from './common.js';
+import { printHealthTable } from './health-table.js';
 
 const SETTING_NAMES = TOPIC_SETTINGS.map((s) => s.kafkaName).join(', ');
 const collect = (v: string, acc: string[]) => [...acc, v];
@@ -44,15 +45,21 @@ export function registerTopics(program: Command): void {
 
   topics
     .command('describe <topic>')
-    .description('show each partition\'s log start offset and high watermark, and the topic settings')
+    .description('show each partition\'s log start offset and high watermark, and the topic settings; with --groups, every group\'s lag and health')
+    .option('--groups', 'add every group subscribed to the topic, partition by partition (lag, time lag, headroom, state)')
     .option('--json', 'print JSON')
-    .action(action(async (topic: string, opts: { json?: boolean }, cmd: Command) => {
-      const d = await apiFor(cmd).describeTopic(topic);
+    .action(action(async (topic: string, opts: { groups?: boolean; json?: boolean }, cmd: Command) => {
+      const d = await apiFor(cmd).describeTopic(topic, { groups: opts.groups ?? false });
       if (opts.json) {
         console.log(JSON.stringify(d));
         return;
       }
       printTopic(d);
+      if (d.groups) {
+        console.log();
+        if (d.groups.length === 0) console.log(`no group subscribes to ${topic}`);
+        else printHealthTable(['GROUP'], d.groups.flatMap((g) => g.partitions.map((partition) => ({ lead: [g.groupId], partition }))));
+      }
     }));
 
   topics

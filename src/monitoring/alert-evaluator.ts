@@ -123,7 +123,8 @@ export class AlertEvaluator {
           const h = a.health;
           await this.hold(subject('data-lost'), h.lostRecords > 0, () => ({
             message: `group ${groupId} lost ${h.lostRecords} records of ${where}: its committed offset ${c?.offset} is below the log start ` +
-              `${log.logStartOffset} (retention or a delete removed them before it read them); reset it (onelog offsets reset ${groupId} --topic ${sub.topic} ...)`,
+              `${log.logStartOffset} (retention or a delete removed them before it read them); ` +
+              `resume it from the log start with: onelog offsets reset ${groupId} --topic ${sub.topic} --partition ${log.partition} --to-earliest --execute`,
             context: { committedOffset: c?.offset, logStartOffset: log.logStartOffset, lostRecords: h.lostRecords },
           }));
           await this.hold(subject('retention-headroom'), a.atRisk, () => ({

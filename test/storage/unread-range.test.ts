@@ -33,7 +33,7 @@ describe('unread range', () => {
           }
           const view = { segments: log.segmentsForCleaning, highWatermark: log.highWatermark };
           for (let offset = 0; offset <= log.highWatermark; offset++) {
-            const segment = log.segmentsForCleaning.findLastIndex((s) => s.baseOffset <= offset);
+            const segment = log.segmentsForCleaning.filter((s) => s.baseOffset <= offset).length - 1;
             const range = unreadRange(view, offset, Math.max(segment, 0), true);
             const unread = all.filter((r) => r.offset >= offset);
             expect(range).toMatchObject({ records: unread.length, estimate: false, firstTimestamp: unread[0]?.timestamp ?? null });
