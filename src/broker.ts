@@ -54,6 +54,8 @@ import type { FileCacheStats } from './storage/file-cache.js';
 import { LogManager } from './storage/log-manager.js';
 import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
 import { silentLogger } from './storage/logger.js';
+import { BrokerMetrics } from './monitoring/metrics.js';
+import type { MetricsOptions } from './monitoring/metrics.js';
 import { Monitor } from './monitoring/monitor.js';
 import type { MonitorOptions } from './monitoring/monitor.js';
 import type { Logger } from './storage/logger.js';
@@ -95,6 +97,8 @@ export interface BrokerOptions {
   fileIdleCheckIntervalMs?: number;
   /** Alert evaluation (its interval), notification delivery and the health history. @default see MonitorOptions */
   monitoring?: MonitorOptions;
+  /** Bounds of the per-partition metric series. @default see MetricsOptions */
+  metrics?: MetricsOptions;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -108,6 +112,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** Topics being created now: a second creation of the same name is refused before it touches any file. */
   private readonly creating = new Set<string>();
   private readonly timers: NodeJS.Timeout[] = [];
+  /** Prometheus metrics (`GET /metrics`, docs/monitoring.md); set once open. */
+  metrics!: BrokerMetrics;
   /** POSTs the records of webhook subscriptions (docs/delivery.md); set once open. */
   private webhooks: WebhookDispatcher | null = null;
   /** Nacked records through retry tiers (docs/retries.md); set once open. */
@@ -182,6 +188,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     );
     broker.lastProducerId = lastProducerId;
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
+    broker.metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub) }, options.metrics);
     broker.retries = new Retries({
       logs, offsets, catalog, clock, retryTopics: groups.retryTopics, findSubscription: (groupId, topic) => groups.findSubscription(groupId, topic),
       createTopic: (request) => broker.createTopic(request),
@@ -404,6 +411,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     }
     // Batches of one partition are appended in order (their sequences follow each other).
     const appended = await this.logs.appendAll(encoded);
+    this.metrics.produced(topic, request.records.length, encoded.reduce((sum, e) => sum + e.batch.length, 0));
     encoded.forEach(({ partition, indexes }, b) => indexes.forEach((i, k) => (offsets[i] = { partition, offset: appended[b]!.baseOffset + k })));
     return { topic, offsets };
   }
@@ -429,7 +437,15 @@ export class Broker implements OnelogApi, BinaryDataApi {
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED` for a member's fetch
    */
   async fetch(request: FetchRequest): Promise<FetchResult> {
-    return this.groupFetch(request, fetchPartitions, (parts) => parts);
+    const result = await this.groupFetch(request, fetchPartitions, (parts) => parts);
+    let bytes = 0;
+    let records = 0;
+    for (const p of result.partitions) {
+      records += p.records.length;
+      for (const r of p.records) bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0);
+    }
+    this.metrics.fetched(request.topic, records, bytes);
+    return result;
   }
 
   /**
@@ -437,7 +453,11 @@ export class Broker implements OnelogApi, BinaryDataApi {
    * whole batches, so the answer may hold a few records more than `maxRecords` (the reader trims).
    */
   async fetchBatches(request: FetchRequest): Promise<BatchFetchResult> {
-    return this.groupFetch(request, fetchPartitionBatches, (parts) => parts.map(({ records, ...p }) => ({ ...p, batches: recordsAsBatches(records) })));
+    const result = await this.groupFetch(request, fetchPartitionBatches, (parts) => parts.map(({ records, ...p }) => ({ ...p, batches: recordsAsBatches(records) })));
+    // Offsets read past, as records: whole batches are answered, and the reader trims.
+    const records = result.partitions.reduce((sum, p, i) => sum + Math.max(0, p.nextOffset - request.partitions[i]!.offset), 0);
+    this.metrics.fetched(request.topic, records, result.partitions.reduce((sum, p) => sum + p.batches.length, 0));
+    return result;
   }
 
   /**
@@ -513,6 +533,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
       }
     }
     const appended = await this.logs.appendAll(prepared);
+    this.metrics.produced(request.topic,
+      appended.reduce((sum, a) => sum + (a.duplicate ? 0 : a.lastOffset - a.baseOffset + 1), 0),
+      appended.reduce((sum, a, i) => sum + (a.duplicate ? 0 : prepared[i]!.batch.length), 0));
     return {
       batches: appended.map(({ baseOffset, lastOffset, duplicate }, i) => ({
         partition: prepared[i]!.log.partition, baseOffset, lastOffset, ...(duplicate ? { duplicate } : {}),

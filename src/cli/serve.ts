@@ -72,7 +72,7 @@ async function serve(options: ServeOptions): Promise<void> {
     logger.warn({ openFilesLimit: limit, maxOpenFiles }, '--max-open-files leaves fewer than 32 descriptors of the open-files limit to connections; they may be refused');
   }
   const broker = await Broker.open({ dataDir: options.dataDir, logger, maxOpenFiles, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs } });
-  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }) });
+  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics });
   const address = await app.listen({ port: options.port, host: options.host });
   logger.info({ url: address, dataDir: options.dataDir }, 'onelog is listening');
 

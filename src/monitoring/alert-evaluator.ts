@@ -6,15 +6,12 @@
  * requests arriving while a run is under way are merged into the next run. Each full run also feeds the
  * health history the console charts.
  */
-import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
-import type { OffsetStore } from '../offsets/offset-store.js';
 import type { GroupAlertKind, PartitionHealth } from '../protocol/monitoring-api.js';
-import type { LogManager } from '../storage/log-manager.js';
 import type { Logger } from '../storage/logger.js';
 import type { AlertSubject, Alerts } from './alerts.js';
 import { alertKey } from './alerts.js';
-import type { HealthReader } from './health-reader.js';
+import type { GroupPartitionHealth, HealthReader } from './health-reader.js';
 
 /** What a run evaluates: every group (empty), a group's partitions, or every group's partitions of a topic. */
 export interface EvaluationScope {
@@ -29,9 +26,6 @@ const EVALUATED: readonly GroupAlertKind[] = ['retention-headroom', 'data-lost',
 export type HealthSampler = (groupId: string, topic: string, partition: number, health: PartitionHealth, at: number) => void;
 
 export interface AlertEvaluatorSources {
-  catalog: Catalog;
-  offsets: OffsetStore;
-  logs: LogManager;
   health: HealthReader;
   alerts: Alerts;
   clock: Clock;
@@ -100,46 +94,20 @@ export class AlertEvaluator {
   }
 
   private async runOnce(scopes: readonly EvaluationScope[]): Promise<void> {
-    const { catalog, offsets, logs, health, alerts, clock } = this.s;
+    const { health, alerts, clock } = this.s;
     const full = scopes.some((s) => s.groupId === undefined && s.topic === undefined);
     const groups = new Set(scopes.flatMap((s) => (s.groupId !== undefined ? [s.groupId] : [])));
     const topics = new Set(scopes.flatMap((s) => (s.topic !== undefined && s.groupId === undefined ? [s.topic] : [])));
     const seen = new Set<string>();
     const now = clock.now();
-    for (const { groupId } of await catalog.listGroups()) {
-      const subs = (await catalog.listSubscriptions(groupId)).filter((sub) => full || groups.has(groupId) || topics.has(sub.topic));
-      if (subs.length === 0) continue;
-      const committed = new Map((await offsets.list(groupId)).map((o) => [`${o.topic}/${o.partition}`, o]));
-      const paused = await catalog.listPauses(groupId);
-      for (const sub of subs) {
-        if (!(await catalog.getTopic(sub.topic))) continue;
-        for (const log of logs.offsets(sub.topic)) {
-          const c = committed.get(`${sub.topic}/${log.partition}`);
-          const pause = paused.get(`${sub.topic}/${log.partition}`);
-          const a = health.assess(groupId, sub.topic, sub, log, c, pause !== undefined);
-          const subject = (kind: GroupAlertKind): AlertSubject => ({ groupId, kind, topic: sub.topic, partition: log.partition });
-          for (const kind of EVALUATED) seen.add(alertKey(subject(kind)));
-          const where = `${sub.topic}/${log.partition}`;
-          const h = a.health;
-          await this.hold(subject('data-lost'), h.lostRecords > 0, () => ({
-            message: `group ${groupId} lost ${h.lostRecords} records of ${where}: its committed offset ${c?.offset} is below the log start ` +
-              `${log.logStartOffset} (retention or a delete removed them before it read them); ` +
-              `resume it from the log start with: onelog offsets reset ${groupId} --topic ${sub.topic} --partition ${log.partition} --to-earliest --execute`,
-            context: { committedOffset: c?.offset, logStartOffset: log.logStartOffset, lostRecords: h.lostRecords },
-          }));
-          await this.hold(subject('retention-headroom'), a.atRisk, () => ({
-            message: `group ${groupId} is about to lose records of ${where}: ${headroomText(h)} before retention deletes its first unread record ` +
-              `(warn below ${sub.headroomWarnRatio} of retention)`,
-            context: { headroomMs: h.headroomMs, headroomBytes: h.headroomBytes, timeLagMs: h.timeLagMs, lag: h.lag, headroomWarnRatio: sub.headroomWarnRatio },
-          }));
-          await this.hold(subject('consumer-stalled'), a.stalled, () => ({
-            message: `group ${groupId} has not committed ${where} for over ${sub.stallMs} ms while ${h.unreadRecords} records wait`,
-            context: { lag: h.lag, unreadRecords: h.unreadRecords, commitTimestamp: c?.commitTimestamp ?? null, stallMs: sub.stallMs },
-          }));
-          if (pause === undefined) await alerts.resolve(subject('offset-out-of-range'));
-          this.s.sample?.(groupId, sub.topic, log.partition, h, now);
-        }
-      }
+    for await (const p of health.walk((s) => full || groups.has(s.groupId) || topics.has(s.topic))) {
+      const subject = (kind: GroupAlertKind): AlertSubject => ({ groupId: p.groupId, kind, topic: p.sub.topic, partition: p.offsets.partition });
+      for (const kind of EVALUATED) seen.add(alertKey(subject(kind)));
+      await this.hold(subject('data-lost'), p.assessment.health.lostRecords > 0, () => dataLost(p));
+      await this.hold(subject('retention-headroom'), p.assessment.atRisk, () => atRisk(p));
+      await this.hold(subject('consumer-stalled'), p.assessment.stalled, () => stalled(p));
+      if (!p.paused) await alerts.resolve(subject('offset-out-of-range'));
+      this.s.sample?.(p.groupId, p.sub.topic, p.offsets.partition, p.assessment.health, now);
     }
     // Alerts about partitions no longer evaluated (a subscription gone) resolve too, on a full run.
     if (full) {
@@ -150,18 +118,40 @@ export class AlertEvaluator {
   }
 
   /** Raises the alert about `subject` while `holds`, resolves it once not. */
-  private async hold(subject: AlertSubject, holds: boolean, describe: () => { message: string; context: Record<string, unknown> }): Promise<void> {
+  private async hold(subject: AlertSubject, holds: boolean, describe: () => AlertText): Promise<void> {
     if (holds === this.s.alerts.isOpen(subject)) return;
     if (holds) await this.s.alerts.raise({ ...subject, ...describe() });
     else await this.s.alerts.resolve(subject);
   }
 }
 
-/** `12 s` / `2048 bytes` / both, of the headroom left. */
-function headroomText(h: PartitionHealth): string {
-  const parts = [
+/** What an alert says: its message, and the facts behind it as context. */
+type AlertText = { message: string; context: Record<string, unknown> };
+
+function dataLost({ groupId, sub, offsets, committed, assessment: { health: h } }: GroupPartitionHealth): AlertText {
+  return {
+    message: `group ${groupId} lost ${h.lostRecords} records of ${sub.topic}/${offsets.partition}: its committed offset ${committed?.offset} ` +
+      `is below the log start ${offsets.logStartOffset} (retention or a delete removed them before it read them); resume it from the log ` +
+      `start with: onelog offsets reset ${groupId} --topic ${sub.topic} --partition ${offsets.partition} --to-earliest --execute`,
+    context: { committedOffset: committed?.offset, logStartOffset: offsets.logStartOffset, lostRecords: h.lostRecords },
+  };
+}
+
+function atRisk({ groupId, sub, offsets, assessment: { health: h } }: GroupPartitionHealth): AlertText {
+  const left = [
     ...(h.headroomMs !== null ? [`${Math.round(h.headroomMs / 1000)} s`] : []),
     ...(h.headroomBytes !== null ? [`${h.headroomBytes} bytes`] : []),
-  ];
-  return parts.join(' or ');
+  ].join(' or ');
+  return {
+    message: `group ${groupId} is about to lose records of ${sub.topic}/${offsets.partition}: ${left} left before retention deletes its first ` +
+      `unread record (warn below ${sub.headroomWarnRatio} of retention)`,
+    context: { headroomMs: h.headroomMs, headroomBytes: h.headroomBytes, timeLagMs: h.timeLagMs, lag: h.lag, headroomWarnRatio: sub.headroomWarnRatio },
+  };
+}
+
+function stalled({ groupId, sub, offsets, committed, assessment: { health: h } }: GroupPartitionHealth): AlertText {
+  return {
+    message: `group ${groupId} has not committed ${sub.topic}/${offsets.partition} for over ${sub.stallMs} ms while ${h.unreadRecords} records wait`,
+    context: { lag: h.lag, unreadRecords: h.unreadRecords, commitTimestamp: committed?.commitTimestamp ?? null, stallMs: sub.stallMs },
+  };
 }

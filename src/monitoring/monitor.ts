@@ -40,11 +40,11 @@ export class Monitor {
 
   private constructor(catalog: Catalog, offsets: OffsetStore, logs: LogManager, clock: Clock, logger: Logger, options: MonitorOptions) {
     this.intervalMs = options.alertCheckIntervalMs ?? 30_000;
-    this.health = new HealthReader(logs, clock);
+    this.health = new HealthReader(catalog, offsets, logs, clock);
     this.alerts = new Alerts(catalog, clock, logger, new AlertNotifier(catalog, clock, logger, options.notifications));
     this.history = new HealthHistory(options.historyMaxSeries);
     this.evaluator = new AlertEvaluator({
-      catalog, offsets, logs, health: this.health, alerts: this.alerts, clock, logger,
+      health: this.health, alerts: this.alerts, clock, logger,
       sample: (groupId, topic, partition, health, at) => this.history.record(groupId, topic, partition, health, at),
     });
   }

@@ -21,6 +21,8 @@ import type { BytesEncoding, JsonProduceRecord } from '../protocol/json-records.
 import { dataSockets } from './data-socket.js';
 import { pushSockets } from './push-socket.js';
 import { registerAlertRoutes } from './routes/alerts.js';
+import { registerMetricsRoutes } from './routes/metrics.js';
+import type { BrokerMetrics } from '../monitoring/metrics.js';
 
 /** Options of the HTTP server. */
 export interface HttpServerOptions {
@@ -28,6 +30,8 @@ export interface HttpServerOptions {
   bodyLimitBytes?: number;
   /** A pino logger for request logs. @default none (no request logging) */
   logger?: FastifyBaseLogger;
+  /** The broker's metrics, served at `GET /metrics`. @default none (no /metrics route) */
+  metrics?: BrokerMetrics;
 }
 
 const encodingSchema = { type: 'string', enum: BYTES_ENCODINGS } as const;
@@ -242,6 +246,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
   registerRetryRoutes(app, api);
   registerAlertRoutes(app, api);
+  if (options.metrics) registerMetricsRoutes(app, options.metrics);
 
   app.delete<{ Params: { groupId: string } }>('/groups/:groupId', async (request, reply) => {
     await api.deleteGroup(request.params.groupId);

@@ -1,0 +1,187 @@
+/**
+ * Prometheus metrics (prom-client, served at `GET /metrics`; docs/monitoring.md lists each). Counters move as
+ * the broker works (records and bytes produced and fetched per topic, HTTP request durations per route); the
+ * state of logs and groups is read at each scrape: per partition (log start offset, high watermark, size), per
+ * group and partition (committed offset, lag, unread records, records lost, time lag, retention headroom), per
+ * group and topic (the same, summed or at their worst), dead-letter depth, active alerts by kind, and the
+ * process's own metrics.
+ *
+ * Cardinality is bounded: labels are `topic`, `partition`, `group` and `kind` only; per-partition series stop
+ * after `maxPartitionSeries` partitions and `maxGroupPartitionSeries` group partitions per scrape (the
+ * group-topic series still cover every partition), and `onelog_metrics_series_omitted` counts what was left out.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { LogManager } from '../storage/log-manager.js';
+import type { Monitor } from './monitor.js';
+
+/** Bounds of the per-partition series. */
+export interface MetricsOptions {
+  /** Partitions (over every topic) with their own `onelog_partition_*` series. @default 20000 */
+  maxPartitionSeries?: number;
+  /** Group partitions (over every group) with their own `onelog_group_*` series. @default 20000 */
+  maxGroupPartitionSeries?: number;
+}
+
+/** What a scrape reads. */
+export interface MetricsSources {
+  catalog: Catalog;
+  logs: LogManager;
+  monitor: Monitor;
+  /** Dead letters of a subscription neither redriven nor purged. */
+  deadLetterDepth(sub: SubscriptionRecord): Promise<number>;
+}
+
+type GroupPartitionLabels = 'group' | 'topic' | 'partition';
+type GroupTopicLabels = 'group' | 'topic';
+
+export class BrokerMetrics {
+  readonly registry = new Registry();
+  private readonly producedRecords: Counter<'topic'>;
+  private readonly producedBytes: Counter<'topic'>;
+  private readonly fetchedRecords: Counter<'topic'>;
+  private readonly fetchedBytes: Counter<'topic'>;
+  readonly httpRequestDuration: Histogram<'method' | 'route' | 'status_code'>;
+  private readonly gauges: Array<Gauge<string>> = [];
+  private readonly options: Required<MetricsOptions>;
+  private readonly partition: Record<'logStart' | 'highWatermark' | 'size', Gauge<'topic' | 'partition'>>;
+  private readonly group: Record<'committed' | 'lag' | 'unread' | 'lost' | 'timeLag' | 'headroom' | 'headroomBytes', Gauge<GroupPartitionLabels>>;
+  private readonly groupTopic: Record<'lag' | 'lost' | 'timeLag' | 'headroom', Gauge<GroupTopicLabels>>;
+  private readonly deadLetterDepth: Gauge<GroupTopicLabels>;
+  private readonly activeAlerts: Gauge<'kind'>;
+  private readonly omitted: Gauge<'series'>;
+
+  constructor(private readonly sources: MetricsSources, options: MetricsOptions = {}) {
+    this.options = { maxPartitionSeries: 20_000, maxGroupPartitionSeries: 20_000, ...options };
+    const registers = [this.registry];
+    const counter = (name: string, help: string) => new Counter({ name, help, labelNames: ['topic'] as const, registers });
+    this.producedRecords = counter('onelog_produced_records_total', 'Records appended, by topic');
+    this.producedBytes = counter('onelog_produced_bytes_total', 'Bytes of record batches appended, by topic');
+    this.fetchedRecords = counter('onelog_fetched_records_total', 'Records answered to fetches (pull, push and webhooks), by topic');
+    this.fetchedBytes = counter('onelog_fetched_bytes_total', 'Bytes of record batches answered to fetches, by topic');
+    this.httpRequestDuration = new Histogram({
+      name: 'onelog_http_request_duration_seconds', help: 'HTTP request durations, by route (the route pattern, not the path)',
+      labelNames: ['method', 'route', 'status_code'] as const, buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> => {
+      const g = new Gauge<L>({ name, help, labelNames, registers });
+      this.gauges.push(g as Gauge<string>);
+      return g;
+    };
+    const tp = ['topic', 'partition'] as const;
+    this.partition = {
+      logStart: gauge('onelog_partition_log_start_offset', 'First readable offset of the partition', tp),
+      highWatermark: gauge('onelog_partition_high_watermark', 'Offset the next record will get (records below it are readable)', tp),
+      size: gauge('onelog_partition_size_bytes', 'Bytes of the partition\'s log on disk', tp),
+    };
+    const gtp = ['group', 'topic', 'partition'] as const;
+    this.group = {
+      committed: gauge('onelog_group_committed_offset', 'Next offset the group reads', gtp),
+      lag: gauge('onelog_group_lag_records', 'Readable offsets the group has not read (high watermark - max(committed, log start))', gtp),
+      unread: gauge('onelog_group_unread_records', 'Records among them (fewer than the lag where compaction left gaps)', gtp),
+      lost: gauge('onelog_group_lost_records', 'Offsets deleted before the group read them (committed below the log start)', gtp),
+      timeLag: gauge('onelog_group_time_lag_seconds', 'Age of the first unread record; 0 when caught up', gtp),
+      headroom: gauge('onelog_group_retention_headroom_seconds', 'Time until time retention deletes the first unread record (negative: overdue); absent without time retention', gtp),
+      headroomBytes: gauge('onelog_group_retention_headroom_bytes', 'Bytes that can be appended before size retention deletes the first unread record; absent without size retention', gtp),
+    };
+    const gt = ['group', 'topic'] as const;
+    this.groupTopic = {
+      lag: gauge('onelog_group_topic_lag_records', 'Lag summed over the topic\'s partitions', gt),
+      lost: gauge('onelog_group_topic_lost_records', 'Records lost summed over the topic\'s partitions', gt),
+      timeLag: gauge('onelog_group_topic_max_time_lag_seconds', 'Largest time lag over the topic\'s partitions', gt),
+      headroom: gauge('onelog_group_topic_min_retention_headroom_seconds', 'Smallest time retention headroom over the topic\'s partitions', gt),
+    };
+    this.deadLetterDepth = gauge('onelog_dead_letter_depth', 'Dead letters of the group\'s subscription neither redriven nor purged', gt);
+    this.activeAlerts = gauge('onelog_alerts_active', 'Unresolved alerts, by kind', ['kind'] as const);
+    this.omitted = gauge('onelog_metrics_series_omitted', 'Per-partition series left out of this scrape by the cardinality bounds', ['series'] as const);
+    collectDefaultMetrics({ register: this.registry, prefix: 'onelog_' });
+  }
+
+  /** Counts records (and their batches' bytes) appended to `topic`. */
+  produced(topic: string, records: number, bytes: number): void {
+    if (records === 0) return;
+    this.producedRecords.inc({ topic }, records);
+    this.producedBytes.inc({ topic }, bytes);
+  }
+
+  /** Counts records answered to a fetch of `topic`, and their bytes (batch bytes on the binary path; keys and values on the JSON path). */
+  fetched(topic: string, records: number, bytes: number): void {
+    if (records === 0) return;
+    this.fetchedRecords.inc({ topic }, records);
+    this.fetchedBytes.inc({ topic }, bytes);
+  }
+
+  /** The content type of {@link scrape}'s answer. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Reads the state of logs and groups, and answers every metric in Prometheus's text format. */
+  async scrape(): Promise<string> {
+    for (const g of this.gauges) g.reset();
+    await this.readLogs();
+    await this.readGroups();
+    for (const alert of this.sources.monitor.alerts.active()) this.activeAlerts.inc({ kind: alert.kind });
+    return this.registry.metrics();
+  }
+
+  private async readLogs(): Promise<void> {
+    const { catalog, logs } = this.sources;
+    let series = 0;
+    let omitted = 0;
+    for (const t of await catalog.listTopics()) {
+      for (const log of logs.partitions(t.name)) {
+        if (series++ >= this.options.maxPartitionSeries) {
+          omitted++;
+          continue;
+        }
+        const labels = { topic: t.name, partition: String(log.partition) };
+        this.partition.logStart.set(labels, log.logStartOffset);
+        this.partition.highWatermark.set(labels, log.highWatermark);
+        this.partition.size.set(labels, log.sizeBytes);
+      }
+    }
+    this.omitted.set({ series: 'partition' }, omitted);
+  }
+
+  /** Group partitions never committed have no position: they count in no series. */
+  private async readGroups(): Promise<void> {
+    let series = 0;
+    let omitted = 0;
+    const totals = new Map<string, { labels: Record<'group' | 'topic', string>; lag: number; lost: number; timeLag: number; headroom: number }>();
+    for await (const { groupId, sub, offsets: p, committed, assessment: { health: h } } of this.sources.monitor.health.walk()) {
+      const key = `${groupId}\0${sub.topic}`;
+      let total = totals.get(key);
+      if (total === undefined) {
+        total = { labels: { group: groupId, topic: sub.topic }, lag: 0, lost: 0, timeLag: 0, headroom: Infinity };
+        totals.set(key, total);
+        if (sub.deadLetterTopic !== null) this.deadLetterDepth.set(total.labels, await this.sources.deadLetterDepth(sub));
+      }
+      if (committed === undefined) continue;
+      total.lag += h.lag ?? 0;
+      total.lost += h.lostRecords;
+      total.timeLag = Math.max(total.timeLag, (h.timeLagMs ?? 0) / 1000);
+      if (h.headroomMs !== null) total.headroom = Math.min(total.headroom, h.headroomMs / 1000);
+      if (series++ >= this.options.maxGroupPartitionSeries) {
+        omitted++;
+        continue;
+      }
+      const labels = { group: groupId, topic: sub.topic, partition: String(p.partition) };
+      this.group.committed.set(labels, committed.offset);
+      this.group.lag.set(labels, h.lag ?? 0);
+      this.group.unread.set(labels, h.unreadRecords ?? 0);
+      this.group.lost.set(labels, h.lostRecords);
+      this.group.timeLag.set(labels, (h.timeLagMs ?? 0) / 1000);
+      if (h.headroomMs !== null) this.group.headroom.set(labels, h.headroomMs / 1000);
+      if (h.headroomBytes !== null) this.group.headroomBytes.set(labels, h.headroomBytes);
+    }
+    for (const t of totals.values()) {
+      this.groupTopic.lag.set(t.labels, t.lag);
+      this.groupTopic.lost.set(t.labels, t.lost);
+      this.groupTopic.timeLag.set(t.labels, t.timeLag);
+      if (t.headroom !== Infinity) this.groupTopic.headroom.set(t.labels, t.headroom);
+    }
+    this.omitted.set({ series: 'group_partition' }, omitted);
+  }
+}
