@@ -345,7 +345,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
     return {
       topic,
-      partitions: this.logs.offsets(topic),
+      // A partition never appended to holds no bytes (and is not opened for it).
+      partitions: this.logs.offsets(topic).map((p) => ({ ...p, sizeBytes: p.highWatermark === 0 ? 0 : this.logs.get(topic, p.partition).sizeBytes })),
       config: pickTopicConfig(t),
       createdAt: t.createdAt,
       ...(options.groups ? { groups: await this.groups.describeTopicGroups(topic) } : {}),

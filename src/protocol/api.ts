@@ -35,7 +35,8 @@ export interface PartitionState {
 
 export interface TopicDescription {
   topic: string;
-  partitions: PartitionState[];
+  /** Each partition, with the bytes of its log on disk. */
+  partitions: Array<PartitionState & { sizeBytes: number }>;
   config: TopicConfig;
   /** ms since the epoch */
   createdAt: number;

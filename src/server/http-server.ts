@@ -22,6 +22,7 @@ import { dataSockets } from './data-socket.js';
 import { pushSockets } from './push-socket.js';
 import { registerAlertRoutes } from './routes/alerts.js';
 import { registerMetricsRoutes } from './routes/metrics.js';
+import { consoleRoutes } from './routes/console.js';
 import type { BrokerMetrics } from '../monitoring/metrics.js';
 
 /** Options of the HTTP server. */
@@ -247,6 +248,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   registerRetryRoutes(app, api);
   registerAlertRoutes(app, api);
   if (options.metrics) registerMetricsRoutes(app, options.metrics);
+  void app.register(consoleRoutes, {});
 
   app.delete<{ Params: { groupId: string } }>('/groups/:groupId', async (request, reply) => {
     await api.deleteGroup(request.params.groupId);

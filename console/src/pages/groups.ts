@@ -1,0 +1,92 @@
+/**
+ * Groups: the list, and one group: members and their assignments, each partition's lag, time lag and headroom
+ * (with charts of the last hour's samples), its alerts with acknowledgement, reset history, and a dead-letter
+ * browser with redrive for subscriptions that have dead letters.
+ */
+import { html } from 'htm/preact';
+import type { VNode } from 'preact';
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import type { GroupDescription, GroupHistory } from '../api.js';
+import { Chart } from '../chart.js';
+import type { ChartSeries } from '../chart.js';
+import { Badge, Link, Page, Table, useData } from '../components.js';
+import { bytes, duration, num, time } from '../format.js';
+import { AlertsTable } from './alerts.js';
+
+export function GroupsPage(): VNode {
+  const { data, error } = useData(api.groups, []);
+  return html`<${Page} title="Consumer groups" error=${error} loading=${data === null}>
+    <${Table} id="groups" head=${['group', 'state', 'members', 'topics']} empty="no groups yet"
+      rows=${(data ?? []).map((g) => [
+        html`<${Link} to=${`/groups/${encodeURIComponent(g.groupId)}`}>${g.groupId}<//>`, g.state, g.members, g.topics.join(', '),
+      ])} />
+  <//>`;
+}
+
+/** Units a duration chart may use, the largest first. */
+const TIME_UNITS: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['min', 60_000], ['s', 1000]];
+
+/** The history's samples of one measure, a series per topic partition; durations in the unit that suits their size. */
+function seriesOf(history: GroupHistory | null, pick: 'lag' | 'timeLagMs' | 'headroomMs'): { series: ChartSeries[]; unit: string } {
+  const partitions = history?.partitions ?? [];
+  let unit: [string, number] = ['records', 1];
+  if (pick !== 'lag') {
+    const largest = Math.max(0, ...partitions.flatMap((p) => p.samples.map((s) => Math.abs(s[pick] ?? 0))));
+    unit = TIME_UNITS.find(([, ms]) => largest >= 2 * ms) ?? ['s', 1000];
+  }
+  const series = partitions.map((p) => ({
+    label: `${p.topic}/${p.partition}`,
+    points: p.samples.map((s): [number, number | null] => [s.at / 1000, s[pick] === null ? null : s[pick]! / unit[1]]),
+  }));
+  return { series, unit: unit[0] };
+}
+
+export function GroupPage({ groupId }: { groupId: string }): VNode {
+  const { data, error, reload } = useData(() => api.group(groupId), [groupId]);
+  const history = useData(() => api.history(groupId), [groupId]).data;
+  return html`<${Page} title=${`Group ${groupId}`} error=${error} loading=${data === null}>
+    ${data && html`<p>state <b>${data.state}</b> · generation ${data.generationId} · assignor ${data.assignor ?? '-'}</p>
+    <h2>Partitions</h2>
+    <${Table} id="group-partitions"
+      head=${['topic', 'partition', 'committed', 'log start', 'high watermark', 'lag', 'unread', 'lost', 'time lag', 'headroom', 'state', 'member']}
+      rows=${data.subscriptions.flatMap((s) => s.partitions.map((p) => [
+        html`<${Link} to=${`/topics/${encodeURIComponent(s.topic)}`}>${s.topic}<//>`, p.partition, num(p.committedOffset), num(p.logStartOffset),
+        num(p.highWatermark), html`<span data-lag=${`${s.topic}/${p.partition}`}>${num(p.lag)}</span>`,
+        `${p.unreadRecordsEstimate ? '~' : ''}${num(p.unreadRecords)}`, num(p.lostRecords), duration(p.timeLagMs),
+        [duration(p.headroomMs), p.headroomBytes === null ? '' : ` / ${bytes(p.headroomBytes)}`].join(''),
+        html`<${Badge} state=${p.state} />`, p.memberId ?? '-',
+      ]))} />
+    <h2>Last hour</h2>
+    <${Chart} id="chart-lag" title="lag" ...${seriesOf(history, 'lag')} />
+    <${Chart} id="chart-time-lag" title="time lag" ...${seriesOf(history, 'timeLagMs')} />
+    <${Chart} id="chart-headroom" title="retention headroom" ...${seriesOf(history, 'headroomMs')} />
+    <h2>Members</h2>
+    <${Table} id="members" empty="no live members" head=${['member', 'client', 'commit mode', 'generation', 'last heartbeat', 'assignment']}
+      rows=${data.members.map((m) => [m.memberId, m.clientId, m.commitMode, m.generationId, time(m.lastHeartbeatAt),
+        m.assignment.map((a) => `${a.topic}/${a.partition}`).join(', ') || '-'])} />
+    <h2>Alerts</h2>
+    <${AlertsTable} alerts=${data.alerts} onChange=${reload} />
+    <h2>Offset resets</h2>
+    <${Table} id="resets" empty="no resets" head=${['executed', 'by', 'topic', 'partition', 'old offset', 'new offset', 'spec']}
+      rows=${data.resets.map((r) => [time(r.executedAt), r.requestedBy, r.topic, r.partition, num(r.oldOffset), num(r.newOffset), r.spec])} />
+    ${data.subscriptions.filter((s) => s.deadLetter !== null).map((s) => html`<${DeadLetters} group=${data} topic=${s.topic} onChange=${reload} />`)}`}
+  <//>`;
+}
+
+/** A subscription's dead letters, oldest first, each with a redrive button. */
+function DeadLetters({ group, topic, onChange }: { group: GroupDescription; topic: string; onChange: () => void }): VNode {
+  const { data, error, reload } = useData(() => api.deadLetters(group.groupId, topic), [group.groupId, topic]);
+  const [actionError, setActionError] = useState<string | null>(null);
+  const redrive = (offset: number) => api.redrive(group.groupId, topic, offset).then(() => { reload(); onChange(); }, (e: Error) => setActionError(e.message));
+  return html`<section class="dead-letters">
+    <h2>Dead letters of ${topic} ${data ? html`<span class="muted">(${data.depth} waiting in ${data.deadLetterTopic})</span>` : ''}</h2>
+    ${(error ?? actionError) && html`<p class="error" role="alert">${error ?? actionError}</p>`}
+    <${Table} id=${`dead-letters-${topic}`} empty="no dead letters"
+      head=${['offset', 'original', 'attempts', 'reason', 'last failure', 'key', 'value', '']}
+      rows=${(data?.records ?? []).map((r) => [
+        r.offset, `${r.original.topic}/${r.original.partition}@${r.original.offset}`, r.attempts, r.reason, time(r.lastFailureAt), r.key ?? '-',
+        html`<code>${r.valuePreview ?? '-'}</code>`, html`<button onClick=${() => redrive(r.offset)}>redrive</button>`,
+      ])} />
+  </section>`;
+}

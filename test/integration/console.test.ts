@@ -1,0 +1,97 @@
+/**
+ * The web console in a real browser (Chromium from Debian, driven by playwright-core) against a real server:
+ * the Wikipedia edits loaded with the CLI, two groups at different positions; the group page shows each
+ * partition's lag as `groups describe --json` does, its chart has points, and an alert acknowledged with a
+ * click is acknowledged in the API. Screenshots go to test-output/.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { HttpApi } from '../../src/client/http-api.js';
+import type { GroupDescription } from '../../src/protocol/api.js';
+import { runCli, startServer } from '../helpers/processes.js';
+import type { ServerProcess } from '../helpers/processes.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { WIKITICKER } from '../helpers/wikiticker.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const OUTPUT = path.resolve(import.meta.dirname, '../../test-output');
+
+let server: ServerProcess;
+let browser: Browser;
+let api: HttpApi;
+
+beforeAll(async () => {
+  server = await startServer(tmpDir(), { args: ['--alert-check-interval-ms', '250'] });
+  api = new HttpApi(server.url);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+  fs.mkdirSync(OUTPUT, { recursive: true });
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function cli(args: string[]): Promise<string> {
+  const result = await runCli(server.url, args);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  return result.stdout;
+}
+
+describe('web console', () => {
+  it('shows each partition\'s lag as groups describe does, charts it, and acknowledges an alert', async () => {
+    await cli(['topics', 'create', 'edits', '--partitions', '3', '--config', 'retention.ms=-1']);
+    await cli(['produce', 'edits', '--file', WIKITICKER, '--key-field', 'channel', '--key-field', 'page', '--timestamp-field', 'time']);
+    const topic = await api.describeTopic('edits');
+    // Two groups at different positions; the far one stalls after a second without commits.
+    for (const [group, share, stall] of [['near', 0.95, '600000'], ['far', 0.2, '1000']] as const) {
+      await cli(['groups', 'create', group, '--topic', 'edits', '--start', 'earliest', '--stall-ms', stall]);
+      await api.commitOffsets({
+        groupId: group, topic: 'edits', offsets: topic.partitions.map((p) => ({ partition: p.partition, offset: Math.floor(p.highWatermark * share) })),
+      });
+    }
+    // The broker evaluates every 250 ms: wait until the far group's partitions stalled and a few samples exist.
+    await vi.waitFor(async () => {
+      expect((await api.listAlerts({ active: true, groupId: 'far' })).filter((a) => a.kind === 'consumer-stalled')).toHaveLength(3);
+      expect((await api.groupHistory('near')).partitions[0]!.samples.length).toBeGreaterThanOrEqual(3);
+    }, { timeout: 20_000, interval: 250 });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    for (const group of ['near', 'far']) {
+      await page.goto(`${server.url}/#/groups/${group}`);
+      await page.locator('#group-partitions').waitFor();
+      const described = JSON.parse(await cli(['groups', 'describe', group, '--json'])) as GroupDescription;
+      for (const p of described.subscriptions[0]!.partitions) {
+        const shown = await page.locator(`[data-lag="edits/${p.partition}"]`).textContent();
+        expect(Number(shown!.replace(/,/g, ''))).toBe(p.lag);
+        expect(p.lag).toBeGreaterThan(0);
+      }
+      await page.locator('#chart-lag canvas').first().waitFor();
+      expect(Number(await page.locator('#chart-lag').getAttribute('data-points'))).toBeGreaterThanOrEqual(3);
+      await page.screenshot({ path: path.join(OUTPUT, `console-group-${group}.png`), fullPage: true });
+    }
+
+    // Acknowledge the far group's first alert with a click.
+    const [alert] = (await api.listAlerts({ groupId: 'far' })).filter((a) => a.acknowledgedAt === null);
+    await page.locator(`button[data-ack="${alert!.id}"]`).click();
+    await page.locator(`[data-acked="${alert!.id}"]`).waitFor();
+    const acked = (await api.listAlerts({ groupId: 'far' })).find((a) => a.id === alert!.id)!;
+    expect(acked).toMatchObject({ acknowledgedBy: 'console', resolvedAt: null });
+    expect(acked.acknowledgedAt).not.toBeNull();
+
+    // The topic page puts both groups side by side.
+    await page.goto(`${server.url}/#/topics/edits`);
+    await page.locator('#topic-groups').waitFor();
+    expect(await page.locator('#topic-groups tbody tr').count()).toBe(6);
+    await page.screenshot({ path: path.join(OUTPUT, 'console-topic.png'), fullPage: true });
+    await page.goto(`${server.url}/#/alerts`);
+    await page.locator('#alerts').waitFor();
+    await page.screenshot({ path: path.join(OUTPUT, 'console-alerts.png'), fullPage: true });
+    expect(errors).toEqual([]);
+  });
+});
