@@ -2,6 +2,8 @@
  * `GET /metrics` on a real broker: the text parses as Prometheus's format (with a parser, not a regex), and its
  * per-partition series carry the numbers `groups describe --json` shows; counters and request timings move.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import type { ParsedFamily } from 'parse-prometheus-text-format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -108,5 +110,14 @@ describe('metrics', () => {
     expect(value(families, 'onelog_metrics_series_omitted', { series: 'group_partition' })).toBe(5);
     // The group-topic series still cover every partition.
     expect(value(families, 'onelog_group_topic_lost_records', { group: 'g', topic: 't' })).toBe(8);
+  });
+
+  it('has every metric the example dashboard and alert rules use', async () => {
+    const dir = path.resolve(import.meta.dirname, '../../examples/monitoring');
+    const used = new Set(['grafana-dashboard.json', 'alert-rules.yml'].flatMap((f) =>
+      [...fs.readFileSync(path.join(dir, f), 'utf8').matchAll(/\bonelog_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''))));
+    expect(used.size).toBeGreaterThan(10);
+    const families = await scrape();
+    expect([...used].filter((name) => !families.has(name))).toEqual([]);
   });
 });
