@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: onelog's benchmarks. Each prints its setup and its figures. Options:
- * `--only client|storage|offsets|partitions|retries|peers`, `--partitions N` (partitions benchmark, default 10,000),
+ * `--only client|storage|offsets|partitions|retries|monitoring|peers`, `--partitions N` (partitions and monitoring benchmarks,
+ * default 10,000), `--groups N` (monitoring benchmark, default 100),
  * `--edit-copies N` (retries benchmark: times the 39,244 Wikipedia edits are produced, default 5), `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
  * and 100), `--scale X` (storage benchmark sizes, default 1), `--offset-keys N` (offset store benchmark,
  * default 10,000,000).
@@ -19,6 +20,7 @@ import { clientThroughput } from './client-throughput.js';
 import { offsetStoreBenchmark } from './offset-store.js';
 import { partitionsBenchmark } from './partitions.js';
 import { peersBenchmark } from './peers/index.js';
+import { monitoringBenchmark } from './monitoring.js';
 import { retriesBenchmark } from './retries.js';
 import { storageBenchmark } from './storage.js';
 
@@ -31,6 +33,7 @@ const { values } = parseArgs({
     'offset-keys': { type: 'string', default: '10000000' },
     partitions: { type: 'string', default: '10000' },
     'edit-copies': { type: 'string', default: '5' },
+    groups: { type: 'string', default: '100' },
     peers: { type: 'boolean', default: false },
     'peer-records': { type: 'string', default: '200000' },
     'peer-record-sizes': { type: 'string', default: '100,1024' },
@@ -66,6 +69,7 @@ if (only === undefined || only === 'partitions') {
   await partitionsBenchmark({ partitions: Number(values.partitions), records: 200_000, recordBytes: 100, batchRecords: 100, fetches: 5_000 });
 }
 if (only === undefined || only === 'retries') await retriesBenchmark({ copies: Number(values['edit-copies']) });
+if (only === undefined || only === 'monitoring') await monitoringBenchmark({ partitions: Number(values.partitions), groups: Number(values.groups) });
 if (only === undefined || only === 'client') {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-'));
   try {

@@ -102,6 +102,7 @@ export function groupPartitions(
   { logs, health }: Pick<DescriptionSources, 'logs' | 'health'>, sub: SubscriptionRecord, committed: ReadonlyMap<PartitionKey, GroupOffset>,
   paused: ReadonlyMap<string, PartitionError>, membership: GroupMembership | undefined,
 ): GroupPartition[] {
+  const reader = health.subscription(sub);
   return logs.offsets(sub.topic).map((log) => {
     const key = partitionKey({ topic: sub.topic, partition: log.partition });
     const c = committed.get(key);
@@ -111,7 +112,7 @@ export function groupPartitions(
       committedOffset: c?.offset ?? null,
       logStartOffset: log.logStartOffset,
       highWatermark: log.highWatermark,
-      ...health.partition(sub.groupId, sub.topic, sub, log, c, pause !== null),
+      ...reader.assess(log, c, pause !== null).health,
       commitTimestamp: c?.commitTimestamp ?? null,
       memberId: membership?.holder(key)?.memberId ?? null,
       paused: pause,

@@ -10,7 +10,6 @@ import type { Clock } from '../clock.js';
 import type { GroupAlertKind, PartitionHealth } from '../protocol/monitoring-api.js';
 import type { Logger } from '../storage/logger.js';
 import type { AlertSubject, Alerts } from './alerts.js';
-import { alertKey } from './alerts.js';
 import type { GroupPartitionHealth, HealthReader } from './health-reader.js';
 
 /** What a run evaluates: every group (empty), a group's partitions, or every group's partitions of a topic. */
@@ -98,31 +97,39 @@ export class AlertEvaluator {
     const full = scopes.some((s) => s.groupId === undefined && s.topic === undefined);
     const groups = new Set(scopes.flatMap((s) => (s.groupId !== undefined ? [s.groupId] : [])));
     const topics = new Set(scopes.flatMap((s) => (s.topic !== undefined && s.groupId === undefined ? [s.topic] : [])));
+    /** `group \0 topic \0 partition` of every partition evaluated (full runs). */
     const seen = new Set<string>();
     const now = clock.now();
-    for await (const p of health.walk((s) => full || groups.has(s.groupId) || topics.has(s.topic))) {
-      const subject = (kind: GroupAlertKind): AlertSubject => ({ groupId: p.groupId, kind, topic: p.sub.topic, partition: p.offsets.partition });
-      for (const kind of EVALUATED) seen.add(alertKey(subject(kind)));
-      await this.hold(subject('data-lost'), p.assessment.health.lostRecords > 0, () => dataLost(p));
-      await this.hold(subject('retention-headroom'), p.assessment.atRisk, () => atRisk(p));
-      await this.hold(subject('consumer-stalled'), p.assessment.stalled, () => stalled(p));
-      if (!p.paused) await alerts.resolve(subject('offset-out-of-range'));
-      this.s.sample?.(p.groupId, p.sub.topic, p.offsets.partition, p.assessment.health, now);
+    for await (const partitions of health.walk((s) => full || groups.has(s.groupId) || topics.has(s.topic))) {
+      for (const p of partitions) {
+        const a = p.assessment;
+        if (full) seen.add(`${p.groupId}\0${p.sub.topic}\0${p.offsets.partition}`);
+        this.s.sample?.(p.groupId, p.sub.topic, p.offsets.partition, a.health, now);
+        // Most partitions hold no condition in a group with no open alert: nothing to compare.
+        if (a.health.lostRecords === 0 && !a.atRisk && !a.stalled && !alerts.hasOpen(p.groupId)) continue;
+        const subject = (kind: GroupAlertKind): AlertSubject => ({ groupId: p.groupId, kind, topic: p.sub.topic, partition: p.offsets.partition });
+        const conditions: Array<[GroupAlertKind, boolean, () => AlertText]> = [
+          ['data-lost', a.health.lostRecords > 0, () => dataLost(p)],
+          ['retention-headroom', a.atRisk, () => atRisk(p)],
+          ['consumer-stalled', a.stalled, () => stalled(p)],
+        ];
+        for (const [kind, holds, describe] of conditions) {
+          const s = subject(kind);
+          if (holds === alerts.isOpen(s)) continue;
+          if (holds) await alerts.raise({ ...s, ...describe() });
+          else await alerts.resolve(s);
+        }
+        if (!p.paused) await alerts.resolve(subject('offset-out-of-range')); // the pause raised it
+      }
     }
     // Alerts about partitions no longer evaluated (a subscription gone) resolve too, on a full run.
     if (full) {
       for (const alert of [...alerts.active()]) {
-        if (EVALUATED.includes(alert.kind) && !seen.has(alertKey(alert))) await alerts.resolve(alert);
+        if (EVALUATED.includes(alert.kind) && !seen.has(`${alert.groupId}\0${alert.topic}\0${alert.partition}`)) await alerts.resolve(alert);
       }
     }
   }
 
-  /** Raises the alert about `subject` while `holds`, resolves it once not. */
-  private async hold(subject: AlertSubject, holds: boolean, describe: () => AlertText): Promise<void> {
-    if (holds === this.s.alerts.isOpen(subject)) return;
-    if (holds) await this.s.alerts.raise({ ...subject, ...describe() });
-    else await this.s.alerts.resolve(subject);
-  }
 }
 
 /** What an alert says: its message, and the facts behind it as context. */

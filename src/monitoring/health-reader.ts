@@ -7,9 +7,9 @@
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
-import type { HealthSettings, PartitionHealth } from '../protocol/monitoring-api.js';
 import type { PartitionOffsets } from '../storage/log-manager.js';
 import type { LogManager } from '../storage/log-manager.js';
+import type { UnreadRange } from '../storage/unread-range.js';
 import { assessPartition } from './partition-health.js';
 import type { PartitionAssessment } from './partition-health.js';
 
@@ -19,6 +19,9 @@ export interface CommittedPosition {
   /** ms since the epoch */
   commitTimestamp: number;
 }
+
+/** Unread ranges kept (about 100 bytes each), the oldest dropped first. */
+const MAX_CACHED_RANGES = 200_000;
 
 /** One group's partition as {@link HealthReader.walk} visits it. */
 export interface GroupPartitionHealth {
@@ -32,8 +35,15 @@ export interface GroupPartitionHealth {
 }
 
 export class HealthReader {
-  /** `group \0 topic \0 partition` -> since when unread records have been seen there (ms since the epoch). */
-  private readonly unreadSince = new Map<string, number>();
+  /** group -> topic -> partition -> since when unread records have been seen there (ms since the epoch). */
+  private readonly unreadSince = new Map<string, Map<string, Map<number, number>>>();
+  /**
+   * topic -> partition -> offset -> the unread range read from there, valid while the partition's log start and
+   * high watermark are unchanged (then no record came or went). Groups at the same offset share it; a scrape
+   * after an evaluation reads no log. Compacted partitions are read each time (compaction changes them in place).
+   */
+  private ranges = new Map<string, Map<number, Map<number, CachedRange>>>();
+  private cachedRanges = 0;
 
   constructor(
     private readonly catalog: Catalog,
@@ -44,9 +54,10 @@ export class HealthReader {
 
   /**
    * Visits every partition of every group's subscriptions that `include` keeps, with the group's health there
-   * (the alert evaluator and the metrics read them so); a subscription to a topic gone is skipped.
+   * (the alert evaluator and the metrics read them so), a subscription's partitions at a time; a subscription to
+   * a topic gone is skipped.
    */
-  async *walk(include: (sub: SubscriptionRecord) => boolean = () => true): AsyncGenerator<GroupPartitionHealth> {
+  async *walk(include: (sub: SubscriptionRecord) => boolean = () => true): AsyncGenerator<GroupPartitionHealth[]> {
     for (const { groupId } of await this.catalog.listGroups()) {
       const subs = (await this.catalog.listSubscriptions(groupId)).filter(include);
       if (subs.length === 0) continue;
@@ -54,54 +65,93 @@ export class HealthReader {
       const pauses = await this.catalog.listPauses(groupId);
       for (const sub of subs) {
         if (!(await this.catalog.getTopic(sub.topic))) continue;
-        for (const offsets of this.logs.offsets(sub.topic)) {
+        const reader = this.subscription(sub);
+        yield this.logs.offsets(sub.topic).map((offsets) => {
           const key = `${sub.topic}/${offsets.partition}`;
           const c = committed.get(key);
           const paused = pauses.has(key);
-          yield { groupId, sub, offsets, committed: c, paused, assessment: this.assess(groupId, sub.topic, sub, offsets, c, paused) };
-        }
+          return { groupId, sub, offsets, committed: c, paused, assessment: reader.assess(offsets, c, paused) };
+        });
       }
     }
   }
 
-  /** The health of `groupId` in one partition of `topic`, as {@link assess} finds it. */
-  partition(
-    groupId: string, topic: string, settings: HealthSettings, offsets: PartitionOffsets, committed: CommittedPosition | undefined, paused: boolean,
-  ): PartitionHealth {
-    return this.assess(groupId, topic, settings, offsets, committed, paused).health;
+  /**
+   * Reads the health of a subscription's partitions, its topic's settings read once.
+   * @throws OnelogError `UNKNOWN_TOPIC`
+   */
+  subscription(sub: SubscriptionRecord): SubscriptionHealthReader {
+    const config = this.logs.config(sub.topic);
+    const deletes = config.cleanupPolicy.split(',').includes('delete');
+    const compacted = config.cleanupPolicy.split(',').includes('compact');
+    const retention = { ms: deletes ? config.retentionMs : -1, bytes: deletes ? config.retentionBytes : -1 };
+    const since = nested(nested(this.unreadSince, sub.groupId), sub.topic);
+    const ranges = nested(this.ranges, sub.topic);
+    const now = this.clock.now();
+    return {
+      assess: (offsets, committed, paused) => {
+        const unread = committed === undefined ? null
+          : committed.offset >= offsets.highWatermark ? NOTHING_UNREAD
+            : compacted ? this.logs.get(sub.topic, offsets.partition).unread(committed.offset)
+              : this.cachedUnread(sub.topic, ranges, offsets, committed.offset);
+        let unreadSince: number | null = null;
+        if (unread?.firstTimestamp != null) {
+          unreadSince = since.get(offsets.partition) ?? now;
+          since.set(offsets.partition, unreadSince);
+        } else {
+          since.delete(offsets.partition);
+        }
+        return assessPartition({
+          committedOffset: committed?.offset ?? null, commitTimestamp: committed?.commitTimestamp ?? null,
+          logStartOffset: offsets.logStartOffset, highWatermark: offsets.highWatermark, paused, unread,
+          retentionMs: retention.ms, retentionBytes: retention.bytes, unreadSince,
+        }, sub, now);
+      },
+    };
   }
 
-  /**
-   * The health of `groupId` in one partition of `topic`, and the conditions behind it.
-   * @param offsets the partition's log start offset and high watermark (from {@link LogManager.offsets})
-   * @throws OnelogError `UNKNOWN_TOPIC`; the log store's errors if the partition cannot be read
-   */
-  assess(
-    groupId: string, topic: string, settings: HealthSettings, offsets: PartitionOffsets, committed: CommittedPosition | undefined, paused: boolean,
-  ): PartitionAssessment {
-    const config = this.logs.config(topic);
-    const deletes = config.cleanupPolicy.split(',').includes('delete');
-    const unread = committed === undefined ? null
-      : committed.offset >= offsets.highWatermark ? { records: 0, estimate: false, firstTimestamp: null, bytes: 0 }
-        : this.logs.get(topic, offsets.partition).unread(committed.offset);
-    const key = `${groupId}\0${topic}\0${offsets.partition}`;
-    const now = this.clock.now();
-    let unreadSince: number | null = null;
-    if (unread?.firstTimestamp != null) {
-      unreadSince = this.unreadSince.get(key) ?? now;
-      this.unreadSince.set(key, unreadSince);
-    } else {
-      this.unreadSince.delete(key);
+  private cachedUnread(topic: string, ranges: Map<number, Map<number, CachedRange>>, offsets: PartitionOffsets, offset: number): UnreadRange {
+    const byOffset = nested(ranges, offsets.partition);
+    const cached = byOffset.get(offset);
+    if (cached && cached.logStartOffset === offsets.logStartOffset && cached.highWatermark === offsets.highWatermark) return cached.range;
+    const range = this.logs.get(topic, offsets.partition).unread(offset);
+    if (!cached && ++this.cachedRanges > MAX_CACHED_RANGES) {
+      // Past the bound, start over: the next reads fill it with the offsets groups are at now.
+      this.ranges = new Map();
+      this.cachedRanges = 0;
+      return range;
     }
-    return assessPartition({
-      committedOffset: committed?.offset ?? null, commitTimestamp: committed?.commitTimestamp ?? null,
-      logStartOffset: offsets.logStartOffset, highWatermark: offsets.highWatermark, paused, unread,
-      retentionMs: deletes ? config.retentionMs : -1, retentionBytes: deletes ? config.retentionBytes : -1, unreadSince,
-    }, settings, now);
+    byOffset.set(offset, { logStartOffset: offsets.logStartOffset, highWatermark: offsets.highWatermark, range });
+    return range;
   }
 
   /** Forgets what it remembers of a deleted group. */
   deleteGroup(groupId: string): void {
-    for (const key of this.unreadSince.keys()) if (key.startsWith(`${groupId}\0`)) this.unreadSince.delete(key);
+    this.unreadSince.delete(groupId);
   }
+}
+
+/** What a subscription's health is read with. */
+export interface SubscriptionHealthReader {
+  /**
+   * The group's health in one partition, and the conditions behind it.
+   * @param offsets the partition's log start offset and high watermark (from {@link LogManager.offsets})
+   * @throws the log store's errors if the partition cannot be read
+   */
+  assess(offsets: PartitionOffsets, committed: CommittedPosition | undefined, paused: boolean): PartitionAssessment;
+}
+
+interface CachedRange {
+  logStartOffset: number;
+  highWatermark: number;
+  range: UnreadRange;
+}
+
+const NOTHING_UNREAD: UnreadRange = { records: 0, estimate: false, firstTimestamp: null, bytes: 0 };
+
+/** The map under `key` in `map`, created empty if missing. */
+function nested<K, V extends Map<unknown, unknown>>(map: Map<K, V>, key: K): V {
+  let inner = map.get(key);
+  if (inner === undefined) map.set(key, (inner = new Map() as V));
+  return inner;
 }

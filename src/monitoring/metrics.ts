@@ -150,31 +150,33 @@ export class BrokerMetrics {
     let series = 0;
     let omitted = 0;
     const totals = new Map<string, { labels: Record<'group' | 'topic', string>; lag: number; lost: number; timeLag: number; headroom: number }>();
-    for await (const { groupId, sub, offsets: p, committed, assessment: { health: h } } of this.sources.monitor.health.walk()) {
-      const key = `${groupId}\0${sub.topic}`;
-      let total = totals.get(key);
-      if (total === undefined) {
-        total = { labels: { group: groupId, topic: sub.topic }, lag: 0, lost: 0, timeLag: 0, headroom: Infinity };
-        totals.set(key, total);
-        if (sub.deadLetterTopic !== null) this.deadLetterDepth.set(total.labels, await this.sources.deadLetterDepth(sub));
+    for await (const partitions of this.sources.monitor.health.walk()) {
+      for (const { groupId, sub, offsets: p, committed, assessment: { health: h } } of partitions) {
+        const key = `${groupId}\0${sub.topic}`;
+        let total = totals.get(key);
+        if (total === undefined) {
+          total = { labels: { group: groupId, topic: sub.topic }, lag: 0, lost: 0, timeLag: 0, headroom: Infinity };
+          totals.set(key, total);
+          if (sub.deadLetterTopic !== null) this.deadLetterDepth.set(total.labels, await this.sources.deadLetterDepth(sub));
+        }
+        if (committed === undefined) continue;
+        total.lag += h.lag ?? 0;
+        total.lost += h.lostRecords;
+        total.timeLag = Math.max(total.timeLag, (h.timeLagMs ?? 0) / 1000);
+        if (h.headroomMs !== null) total.headroom = Math.min(total.headroom, h.headroomMs / 1000);
+        if (series++ >= this.options.maxGroupPartitionSeries) {
+          omitted++;
+          continue;
+        }
+        const labels = { group: groupId, topic: sub.topic, partition: String(p.partition) };
+        this.group.committed.set(labels, committed.offset);
+        this.group.lag.set(labels, h.lag ?? 0);
+        this.group.unread.set(labels, h.unreadRecords ?? 0);
+        this.group.lost.set(labels, h.lostRecords);
+        this.group.timeLag.set(labels, (h.timeLagMs ?? 0) / 1000);
+        if (h.headroomMs !== null) this.group.headroom.set(labels, h.headroomMs / 1000);
+        if (h.headroomBytes !== null) this.group.headroomBytes.set(labels, h.headroomBytes);
       }
-      if (committed === undefined) continue;
-      total.lag += h.lag ?? 0;
-      total.lost += h.lostRecords;
-      total.timeLag = Math.max(total.timeLag, (h.timeLagMs ?? 0) / 1000);
-      if (h.headroomMs !== null) total.headroom = Math.min(total.headroom, h.headroomMs / 1000);
-      if (series++ >= this.options.maxGroupPartitionSeries) {
-        omitted++;
-        continue;
-      }
-      const labels = { group: groupId, topic: sub.topic, partition: String(p.partition) };
-      this.group.committed.set(labels, committed.offset);
-      this.group.lag.set(labels, h.lag ?? 0);
-      this.group.unread.set(labels, h.unreadRecords ?? 0);
-      this.group.lost.set(labels, h.lostRecords);
-      this.group.timeLag.set(labels, (h.timeLagMs ?? 0) / 1000);
-      if (h.headroomMs !== null) this.group.headroom.set(labels, h.headroomMs / 1000);
-      if (h.headroomBytes !== null) this.group.headroomBytes.set(labels, h.headroomBytes);
     }
     for (const t of totals.values()) {
       this.groupTopic.lag.set(t.labels, t.lag);
