@@ -44,7 +44,7 @@ describe('Broker', () => {
     await b.createTopic({ topic: 'edits', partitions: 3 });
     expect(await b.listTopics()).toEqual([{ topic: 'edits', partitions: 3 }]);
     const d = await b.describeTopic('edits');
-    expect(d.partitions).toEqual([0, 1, 2].map((p) => ({ partition: p, logStartOffset: 0, highWatermark: 0 })));
+    expect(d.partitions).toEqual([0, 1, 2].map((p) => ({ partition: p, logStartOffset: 0, highWatermark: 0, sizeBytes: 0 })));
     expect(d.config).toEqual({
       cleanupPolicy: 'delete', retentionMs: 604800000, retentionBytes: -1, segmentBytes: 1073741824, segmentMs: 604800000,
       deleteRetentionMs: 86400000, minCompactionLagMs: 0, flushPolicy: 'interval', flushMs: 50, flushMessages: -1,

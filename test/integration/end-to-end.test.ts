@@ -157,7 +157,10 @@ describe('onelog end to end on the Wikipedia edits', () => {
     expect(describe.subscriptions[0]!.partitions[0]).toMatchObject({
       committedOffset: 10, paused: { code: 'OFFSET_OUT_OF_RANGE', recordsLost: 90 },
     });
-    expect(describe.alerts).toMatchObject([{ kind: 'offset-out-of-range', topic: 'edits', partition: 0 }]);
+    // The delete raised data-lost; the fetch paused the partition. (Edits of 2015 under the default 7-day retention
+    // are overdue too: a retention-headroom alert stands until retention runs.)
+    expect(describe.alerts[0]).toMatchObject({ kind: 'offset-out-of-range', topic: 'edits', partition: 0 });
+    expect(describe.alerts.map((a) => a.kind)).toContain('data-lost');
     expect(await cli(server.url, ['groups', 'describe', 'lagging'])).toContain('paused: OFFSET_OUT_OF_RANGE');
 
     await cli(server.url, ['offsets', 'reset', 'lagging', '--topic', 'edits', '--to-earliest', '--execute']);

@@ -87,9 +87,10 @@ describe('watching consumers from the CLI', () => {
 
     // A reset resolves it; the webhook got the raise and the resolve, in order.
     await cli(['offsets', 'reset', 'g', '--topic', 't', '--partition', '0', '--to-earliest', '--execute']);
-    expect(JSON.parse(await cli(['alerts', 'list', '--active', '--json']))).toEqual([]);
-    await vi.waitFor(() => expect(hook.received.map((n) => `${n.event} ${n.alert.kind} ${n.alert.id}`)).toEqual([`raised data-lost ${id}`, `resolved data-lost ${id}`]),
-      { timeout: 10_000, interval: 100 });
+    // (The 5 new records expire after 3 s too: on a slow machine a retention-headroom alert may stand by now.)
+    expect((JSON.parse(await cli(['alerts', 'list', '--active', '--json'])) as GroupAlert[]).filter((a) => a.kind === 'data-lost')).toEqual([]);
+    await vi.waitFor(() => expect(hook.received.filter((n) => n.alert.kind === 'data-lost').map((n) => `${n.event} ${n.alert.id}`))
+      .toEqual([`raised ${id}`, `resolved ${id}`]), { timeout: 10_000, interval: 100 });
 
     for (const [args, message] of [
       [['groups', 'alter', 'g', '--topic', 't', '--headroom-warn-ratio', '1.5'], '--headroom-warn-ratio must be a number between 0 and 1'],
