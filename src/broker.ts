@@ -53,12 +53,12 @@ import { FileCache } from './storage/file-cache.js';
 import type { FileCacheStats } from './storage/file-cache.js';
 import { LogManager } from './storage/log-manager.js';
 import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
-import { silentLogger } from './storage/logger.js';
+import { silentLogger } from './logger.js';
 import { BrokerMetrics } from './monitoring/metrics.js';
 import type { MetricsOptions } from './monitoring/metrics.js';
 import { Monitor } from './monitoring/monitor.js';
 import type { MonitorOptions } from './monitoring/monitor.js';
-import type { Logger } from './storage/logger.js';
+import type { Logger } from './logger.js';
 
 /** Options of the embedded broker. */
 export interface BrokerOptions {

@@ -20,7 +20,7 @@ import { OnelogError } from '../protocol/errors.js';
 import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { PartitionLog } from '../storage/partition-log.js';
-import type { Logger } from '../storage/logger.js';
+import type { Logger } from '../logger.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import { assignorFor } from './assignors/index.js';
 import { GroupMembership, parsePartitionKey, partitionKey } from './group-membership.js';

@@ -16,7 +16,7 @@ import { deliveryInfo, headerText, movedAttempt, RETRY_HEADERS } from '../protoc
 import type { StoredRecord } from '../protocol/types.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { LogManager } from '../storage/log-manager.js';
-import type { Logger } from '../storage/logger.js';
+import type { Logger } from '../logger.js';
 import type { Alerts } from '../monitoring/alerts.js';
 import type { PartitionLog } from '../storage/partition-log.js';
 import type { Retries } from './retries.js';

@@ -8,7 +8,7 @@ import type { FetchedPartition } from '../protocol/api.js';
 import { backoffDelayMs } from '../backoff.js';
 import { recordToJson } from '../protocol/json-records.js';
 import type { StoredRecord } from '../protocol/types.js';
-import type { Logger } from '../storage/logger.js';
+import type { Logger } from '../logger.js';
 import { postBatch } from './webhook-post.js';
 import type { PostOutcome } from './webhook-post.js';
 

@@ -15,7 +15,7 @@ import { MemberSession } from '../client/member-session.js';
 import { systemClock } from '../clock.js';
 import type { FetchedPartition, OnelogApi, SubscriptionInfo } from '../protocol/api.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { Logger } from '../storage/logger.js';
+import type { Logger } from '../logger.js';
 import { backoffMs, PartitionPusher } from './webhook-partition.js';
 import type { PartitionMember, WebhookOptions } from './webhook-partition.js';
 

@@ -8,7 +8,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { GroupAlertKind, PartitionHealth } from '../protocol/monitoring-api.js';
-import type { Logger } from '../storage/logger.js';
+import type { Logger } from '../logger.js';
 import type { AlertSubject, Alerts } from './alerts.js';
 import type { GroupPartitionHealth, HealthReader } from './health-reader.js';
 

@@ -11,7 +11,7 @@ import type { Clock } from '../clock.js';
 import { postBatch } from '../delivery/webhook-post.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { AlertNotification, AlertSink } from '../protocol/monitoring-api.js';
-import type { Logger } from '../storage/logger.js';
+import type { Logger } from '../logger.js';
 
 /** How notifications are delivered. */
 export interface AlertNotifierOptions {

@@ -10,7 +10,7 @@ import type { Clock } from '../clock.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { AlertListRequest, GroupAlert, GroupAlertKind } from '../protocol/monitoring-api.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { Logger } from '../storage/logger.js';
+import type { Logger } from '../logger.js';
 import type { AlertNotifier } from './alert-notifier.js';
 
 /** What an alert is about. */

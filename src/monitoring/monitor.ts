@@ -8,7 +8,7 @@ import type { Clock } from '../clock.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
 import type { LogManager } from '../storage/log-manager.js';
-import type { Logger } from '../storage/logger.js';
+import type { Logger } from '../logger.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import type { EvaluationScope } from './alert-evaluator.js';
 import { AlertNotifier } from './alert-notifier.js';

@@ -18,7 +18,7 @@ import type { TopicConfig } from '../protocol/topic-config.js';
 import { OnelogError } from '../protocol/errors.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../logger.js';
 import {
   listDirectory, readLogStartCheckpoint, readRecoveryCheckpoint, syncDirectory, writeLogStartCheckpoint, writeRecoveryCheckpoint,
 } from './checkpoint.js';

@@ -12,7 +12,7 @@ import { readFileIfExists, removeFileIfExists, replaceFile } from './checkpoint.
 import type { CachedFile, FileCache } from './file-cache.js';
 import { OffsetIndex } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../logger.js';
 
 const CHUNK_BYTES = 256 * 1024;
 const EMPTY = Buffer.alloc(0);

@@ -1,4 +1,4 @@
-/** The slice of a pino logger the storage layer uses, so it can log without depending on pino. */
+/** The slice of a pino logger every layer uses (the storage engine included), so they log without depending on pino. */
 export interface Logger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
