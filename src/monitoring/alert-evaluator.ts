@@ -39,9 +39,8 @@ interface Queued {
 }
 
 export class AlertEvaluator {
-  private running = false;
-  /** Ends when the run under way does. */
-  private current: Promise<void> = Promise.resolve();
+  /** The run under way, and the one asked for since (it starts when that ends). */
+  private running: Queued | null = null;
   private queued: Queued | null = null;
   private readonly stopping = new AbortController();
 
@@ -60,9 +59,12 @@ export class AlertEvaluator {
     return done;
   }
 
-  /** Resolves once no evaluation is queued or running. */
-  async idle(): Promise<void> {
-    while (this.queued !== null || this.running) await (this.queued?.done ?? this.current);
+  /**
+   * Resolves once the evaluations asked for so far ended (not those asked for later: a stream of commits does not
+   * hold it up).
+   */
+  idle(): Promise<void> {
+    return (this.queued ?? this.running)?.done ?? Promise.resolve();
   }
 
   /** Evaluates every group every `intervalMs` on the clock (0 = never on a schedule), until {@link stop}. */
@@ -79,17 +81,16 @@ export class AlertEvaluator {
   }
 
   private async drain(): Promise<void> {
-    this.running = true;
     while (this.queued !== null) {
       const batch = this.queued;
+      this.running = batch;
       this.queued = null;
-      this.current = this.runOnce(batch.scopes).catch((err: unknown) => {
+      await this.runOnce(batch.scopes).catch((err: unknown) => {
         this.s.logger.warn({ err: (err as Error).message }, 'alert evaluation failed');
       });
-      await this.current;
       batch.resolve();
     }
-    this.running = false;
+    this.running = null;
   }
 
   private async runOnce(scopes: readonly EvaluationScope[]): Promise<void> {
