@@ -84,10 +84,23 @@ describe('web console', () => {
     expect(acked).toMatchObject({ acknowledgedBy: 'console', resolvedAt: null });
     expect(acked.acknowledgedAt).not.toBeNull();
 
+    // A group whose records went to its dead-letter topic: the dead-letter browser lists them and redrives one.
+    await cli(['groups', 'create', 'idx', '--topic', 'edits', '--start', 'earliest', '--retry', '1s', '--max-attempts', '1']);
+    for (const offset of [0, 1, 2]) await api.nack({ groupId: 'idx', topic: 'edits', partition: 0, offset, reason: `edit ${offset} cannot be indexed` });
+    await page.goto(`${server.url}/#/groups/idx`);
+    const deadLetters = page.locator('#dead-letters-edits tbody tr');
+    await deadLetters.first().waitFor();
+    expect(await deadLetters.count()).toBe(3);
+    expect(await deadLetters.first().textContent()).toContain('edit 0 cannot be indexed');
+    await page.screenshot({ path: path.join(OUTPUT, 'console-dead-letters.png'), fullPage: true });
+    await deadLetters.first().locator('button').click();
+    await vi.waitFor(async () => expect((await api.listDeadLetters({ groupId: 'idx', topic: 'edits' })).depth).toBe(2), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect(await deadLetters.count()).toBe(2), { timeout: 10_000, interval: 100 });
+
     // The topic page puts both groups side by side.
     await page.goto(`${server.url}/#/topics/edits`);
     await page.locator('#topic-groups').waitFor();
-    expect(await page.locator('#topic-groups tbody tr').count()).toBe(6);
+    expect(await page.locator('#topic-groups tbody tr').count()).toBe(9);
     await page.screenshot({ path: path.join(OUTPUT, 'console-topic.png'), fullPage: true });
     await page.goto(`${server.url}/#/alerts`);
     await page.locator('#alerts').waitFor();
