@@ -21,7 +21,6 @@ import { openSqliteCatalog } from './catalog/sqlite.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { GroupCoordinator } from './coordinator/group-coordinator.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
-import { prepareClientBatch } from './delivery/data-path.js';
 import { DeadLetters } from './delivery/dead-letters.js';
 import { checkNackRecords, recordsAsBatches, Retries } from './delivery/retries.js';
 import { fetchPartitionBatches, fetchPartitions } from './delivery/fetch.js';
@@ -34,21 +33,16 @@ import type {
   BatchFetchResult, BinaryDataApi, FetchedPartition, ProduceBatchesRequest, ProduceBatchesResult,
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
   DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
-  JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRecord, ProduceRequest, ProduceResult,
+  JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult,
   ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
   TopicDescription, TopicSummary, NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult,
   PurgeRequest, PurgeResult, AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
 } from './protocol/api.js';
 import type { SubscriptionRecord } from './catalog/catalog.js';
-import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
-import { Partitioner } from './protocol/partitioner.js';
-import { planProduce } from './protocol/produce-plan.js';
-import { encodeBatch, readBatchHeader } from './protocol/record-batch.js';
-import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
-import type { CompressionType } from './protocol/topic-config.js';
+import { pickTopicConfig } from './protocol/topic-config.js';
 import { checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from './coordinator/request-checks.js';
-import { checkGroupId, checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
+import { checkGroupId, checkInteger } from './protocol/validate.js';
 import { FileCache } from './storage/file-cache.js';
 import type { FileCacheStats } from './storage/file-cache.js';
 import { LogManager } from './storage/log-manager.js';
@@ -57,6 +51,9 @@ import { silentLogger } from './logger.js';
 import { BrokerMetrics } from './monitoring/metrics.js';
 import type { MetricsOptions } from './monitoring/metrics.js';
 import { Monitor } from './monitoring/monitor.js';
+import { BackgroundTasks } from './background-tasks.js';
+import { TopicAdmin } from './topic-admin.js';
+import { ProducePath } from './produce-path.js';
 import type { MonitorOptions } from './monitoring/monitor.js';
 import type { Logger } from './logger.js';
 
@@ -105,13 +102,12 @@ const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
 const MAX_WAIT_MS = 30_000;
 
 export class Broker implements OnelogApi, BinaryDataApi {
-  private readonly partitioner = new Partitioner();
-  /** The highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`). */
-  private lastProducerId = 0;
   private closed = false;
-  /** Topics being created now: a second creation of the same name is refused before it touches any file. */
-  private readonly creating = new Set<string>();
-  private readonly timers: NodeJS.Timeout[] = [];
+  private background!: BackgroundTasks;
+  /** Creates, alters, describes topics; moves their log start offsets on demand. Set once open. */
+  private topics!: TopicAdmin;
+  /** Appends produced records and batches; issues producer ids. Set once open. */
+  private producing!: ProducePath;
   /** Prometheus metrics (`GET /metrics`, docs/monitoring.md); set once open. */
   metrics!: BrokerMetrics;
   /** POSTs the records of webhook subscriptions (docs/delivery.md); set once open. */
@@ -129,8 +125,6 @@ export class Broker implements OnelogApi, BinaryDataApi {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly unlock: () => void,
-    private readonly maxRecordBytes: number,
-    private readonly maxBatchBytes: number,
   ) {}
 
   /**
@@ -181,14 +175,12 @@ export class Broker implements OnelogApi, BinaryDataApi {
       deadLetterDepth: (sub): Promise<number> => broker.deadLetters.depth(sub),
     });
     await groups.start();
-    const lastProducerId = await catalog.lastProducerId();
-    const broker: Broker = new Broker(
-      catalog, offsets, logs, groups, monitor, clock, logger, unlock,
-      options.maxRecordBytes ?? 1024 * 1024, options.maxBatchBytes ?? 1024 * 1024,
-    );
-    broker.lastProducerId = lastProducerId;
+    const broker: Broker = new Broker(catalog, offsets, logs, groups, monitor, clock, logger, unlock);
+    broker.topics = new TopicAdmin(catalog, logs, groups, monitor, clock, logger);
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
     broker.metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub) }, options.metrics);
+    const limits = { maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024 };
+    broker.producing = new ProducePath(logs, catalog, clock, broker.metrics, limits, await catalog.lastProducerId());
     broker.retries = new Retries({
       logs, offsets, catalog, clock, retryTopics: groups.retryTopics, findSubscription: (groupId, topic) => groups.findSubscription(groupId, topic),
       createTopic: (request) => broker.createTopic(request),
@@ -198,82 +190,59 @@ export class Broker implements OnelogApi, BinaryDataApi {
     await broker.webhooks.start(await catalog.listWebhookSubscriptions());
     // Retention visits every partition (opening idle ones just for it); compaction only those loaded: a partition
     // not opened since start-up had no appends since, and is compacted when next used or on demand.
-    broker.every(options.retentionCheckIntervalMs ?? 300_000, 'retention', async (topic) => {
+    broker.background = new BackgroundTasks(logger, async () => (await catalog.listTopics()).map((t) => t.name));
+    broker.background.everyTopic(options.retentionCheckIntervalMs ?? 300_000, 'retention', async (topic) => {
       const moved = await broker.logs.visit(topic, (log) => log.enforceRetention(),
         (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed'));
       if (moved.some((m) => m !== null)) await monitor.evaluate({ topic });
     });
-    broker.every(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
+    broker.background.everyTopic(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.loaded(topic).map((log) => log.compact())));
-    broker.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
-    broker.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
+    broker.background.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
+    broker.background.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
     monitor.start();
     return broker;
   }
 
-  /**
-   * Runs `task` on every topic every `ms` (0 = never); failures are logged, never thrown, and a run starts
-   * only after the previous one ended.
-   */
-  private every(ms: number, what: string, task: (topic: string) => Promise<unknown>): void {
-    this.repeat(ms, what, async () => {
-      for (const t of await this.catalog.listTopics().catch(() => [])) {
-        await task(t.name).catch((err: unknown) => this.logger.warn({ topic: t.name, err: (err as Error).message }, `${what} failed`));
-      }
-    });
-  }
-
-  /** Runs `task` every `ms` (0 = never); a failure is logged, and a run starts only after the previous one ended. */
-  private repeat(ms: number, what: string, task: () => Promise<unknown>): void {
-    if (ms <= 0) return;
-    let running = false;
-    const timer = setInterval(async () => {
-      if (running || this.closed) return;
-      running = true;
-      await task().catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, `${what} failed`));
-      running = false;
-    }, ms).unref();
-    this.timers.push(timer);
-  }
-
-  /**
-   * Compacts every partition of a topic now, sealing each active segment first so everything appended so
-   * far is eligible (background compaction leaves active segments alone).
-   * @param request `wait: false` starts the pass and answers at once (`completed: false`)
-   * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG` if the topic's cleanup policy lacks `compact`
-   */
-  async compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+  /** @see TopicAdmin.create */
+  async createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
     this.checkOpen();
-    const { topic } = request;
-    const { cleanupPolicy } = this.logs.config(topic);
-    if (!cleanupPolicy.includes('compact')) {
-      throw new OnelogError('INVALID_CONFIG', `topic ${topic} has cleanup.policy=${cleanupPolicy}; ` +
-        `compaction needs compact or compact,delete (onelog topics alter ${topic} --config cleanup.policy=compact)`, { topic });
-    }
-    const logs = this.logs.partitions(topic);
-    const passes = logs.map((log) => log.compact(true));
-    if (request.wait === false) {
-      void Promise.all(passes).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error).message }, 'compaction failed'));
-      return { topic, completed: false, partitions: [] };
-    }
-    const stats = await Promise.all(passes);
-    return { topic, completed: true, partitions: stats.map((s, i) => ({ partition: logs[i]!.partition, ...s! })) };
+    return this.topics.create(request);
   }
 
-  /**
-   * Applies the topic's retention now (also run every `retentionCheckIntervalMs`): on each partition, the
-   * log start offset moves past every expired record and fully expired segments are deleted.
-   * @throws OnelogError `UNKNOWN_TOPIC`
-   */
+  /** @see TopicAdmin.alter */
+  async alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
+    this.checkOpen();
+    return this.topics.alter(request);
+  }
+
+  async listTopics(): Promise<TopicSummary[]> {
+    this.checkOpen();
+    return this.topics.list();
+  }
+
+  /** @see TopicAdmin.describe */
+  async describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
+    this.checkOpen();
+    return this.topics.describe(topic, options);
+  }
+
+  /** @see TopicAdmin.deleteRecords */
+  async deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
+    this.checkOpen();
+    return this.topics.deleteRecords(request);
+  }
+
+  /** @see TopicAdmin.enforceRetention */
   async enforceRetention(topic: string): Promise<RetentionResult> {
     this.checkOpen();
-    const partitions = this.logs.partitions(topic).map((log) => {
-      const unchanged = { previousLogStartOffset: log.logStartOffset, logStartOffset: log.logStartOffset, reason: null };
-      return { partition: log.partition, ...(log.enforceRetention() ?? unchanged) };
-    });
-    // Groups that lost records are alerted before this answers, not when they next fetch.
-    if (partitions.some((p) => p.reason !== null)) await this.monitor.evaluate({ topic });
-    return { topic, partitions };
+    return this.topics.enforceRetention(topic);
+  }
+
+  /** @see TopicAdmin.compact */
+  async compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+    this.checkOpen();
+    return this.topics.compact(request);
   }
 
   /** The log store's file-handle cache: descriptors open, budget, hits, opens, evictions (diagnostics, benchmarks). */
@@ -283,151 +252,6 @@ export class Broker implements OnelogApi, BinaryDataApi {
 
   private checkOpen(): void {
     if (this.closed) throw new OnelogError('BROKER_CLOSED', 'the broker is closed');
-  }
-
-  /**
-   * Creates a topic and its partitions, all or nothing: every partition's directory, then the catalog row; a
-   * failure of either removes what was made, so the topic does not exist and the same request can be retried.
-   * @throws OnelogError `INVALID_TOPIC`, `INVALID_PARTITIONS`, `INVALID_CONFIG`, `TOPIC_ALREADY_EXISTS`,
-   *   `RESOURCE_EXHAUSTED` (disk), `STORAGE_ERROR`
-   */
-  async createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
-    this.checkOpen();
-    const topic = checkTopicName(request.topic);
-    const partitions = checkInteger(request.partitions, 'partitions', 1, MAX_PARTITIONS, 'INVALID_PARTITIONS');
-    const config = resolveTopicConfig(request.config ?? {});
-    const existing = await this.catalog.getTopic(topic);
-    if (existing || this.creating.has(topic)) { // checked and marked with no await between
-      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic} already exists`, { topic, partitions: existing?.partitions });
-    }
-    this.creating.add(topic);
-    try {
-      this.logs.createTopicFiles(topic, partitions);
-      try {
-        await this.catalog.createTopic({ name: topic, partitions, ...config, createdAt: this.clock.now() });
-      } catch (err) {
-        this.logs.deleteTopicFiles(topic, partitions);
-        throw err;
-      }
-      this.logs.addTopic(topic, partitions, config, true);
-    } finally {
-      this.creating.delete(topic);
-    }
-    return this.describeTopic(topic);
-  }
-
-  /**
-   * Changes settings of a topic; the others keep their values. Takes effect at once on every partition.
-   * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG`
-   */
-  async alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
-    this.checkOpen();
-    const current = await this.catalog.getTopic(request.topic);
-    if (!current) throw new OnelogError('UNKNOWN_TOPIC', `topic ${request.topic} does not exist`, { topic: request.topic });
-    const config = resolveTopicConfig(request.config ?? {}, pickTopicConfig(current));
-    await this.catalog.updateTopicConfig(request.topic, config);
-    this.logs.setConfig(request.topic, config);
-    return this.describeTopic(request.topic);
-  }
-
-  async listTopics(): Promise<TopicSummary[]> {
-    this.checkOpen();
-    return (await this.catalog.listTopics()).map((t) => ({ topic: t.name, partitions: t.partitions }));
-  }
-
-  /**
-   * A topic's settings and partitions; with `groups`, every subscribed group's position and health per partition.
-   * @throws OnelogError `UNKNOWN_TOPIC`
-   */
-  async describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
-    this.checkOpen();
-    const t = await this.catalog.getTopic(topic);
-    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
-    return {
-      topic,
-      // A partition never appended to holds no bytes (and is not opened for it).
-      partitions: this.logs.offsets(topic).map((p) => ({ ...p, sizeBytes: p.highWatermark === 0 ? 0 : this.logs.get(topic, p.partition).sizeBytes })),
-      config: pickTopicConfig(t),
-      createdAt: t.createdAt,
-      ...(options.groups ? { groups: await this.groups.describeTopicGroups(topic) } : {}),
-    };
-  }
-
-  /**
-   * Moves a partition's log start offset forward: records below `beforeOffset` are never served again.
-   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `beforeOffset` is above the high watermark
-   */
-  async deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
-    this.checkOpen();
-    const log = this.logs.get(request.topic, request.partition);
-    const beforeOffset = checkInteger(request.beforeOffset, 'beforeOffset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
-    const previousLogStartOffset = log.logStartOffset;
-    const logStartOffset = log.deleteRecordsBefore(beforeOffset, 'delete-records');
-    if (logStartOffset > previousLogStartOffset) await this.monitor.evaluate({ topic: request.topic });
-    return { topic: request.topic, partition: log.partition, previousLogStartOffset, logStartOffset };
-  }
-
-  /**
-   * Appends records; each goes to its `partition`, else to murmur2(key) % partitions, else (null key) to the
-   * next partition in turn. Every record is checked before any is written, so a refused request stores
-   * nothing. Batches are compressed with the topic's `compressionType` (`producer` and `none`: uncompressed).
-   * Resolves once every record is durable. A full disk refuses the request before anything is written; a
-   * partition that fails once others stored their records answers an error whose `stored` names them (see
-   * {@link LogManager.appendAll}): an idempotent producer's retry is stored once, a plain one's again.
-   * With `idempotence`, a retried request is stored once and answers the original offsets.
-   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `INVALID_RECORD`,
-   *   `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
-   */
-  async produce(request: ProduceRequest): Promise<ProduceResult> {
-    this.checkOpen();
-    const { topic, records } = request;
-    const partitionCount = this.logs.partitionCount(topic);
-    const { cleanupPolicy, compressionType } = this.logs.config(topic);
-    const batches = planProduce(request, {
-      partitions: partitionCount,
-      compacted: cleanupPolicy.includes('compact'),
-      maxRecordBytes: this.maxRecordBytes,
-      maxBatchBytes: this.maxBatchBytes,
-      choosePartition: (r) => this.choosePartition(topic, r, partitionCount),
-    });
-    if (request.idempotence && request.idempotence.producerId > this.lastProducerId) {
-      throw new OnelogError('UNKNOWN_PRODUCER_ID', `producer id ${request.idempotence.producerId} was never issued by this broker; ` +
-        'get one from initProducerId (POST /producers)', { topic, producerId: request.idempotence.producerId });
-    }
-    const offsets = new Array<{ partition: number; offset: number }>(records.length);
-    const now = this.clock.now();
-    const codec = batchCodec(compressionType);
-    const encoded = batches.map(({ partition, indexes, producer }) => ({
-      partition, indexes, producer, log: this.logs.get(topic, partition),
-      batch: encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { compression: codec }),
-    }));
-    // An idempotent request is refused whole: each partition's first batch is checked before any is written
-    // (the partition's later batches follow on from it). Nothing awaits in between, so no other append interleaves.
-    const checked = new Set<number>();
-    for (const { partition, producer, batch, log } of encoded) {
-      if (producer && !checked.has(partition)) {
-        log.checkIdempotentBatch(batch);
-        checked.add(partition);
-      }
-    }
-    // Batches of one partition are appended in order (their sequences follow each other).
-    const appended = await this.logs.appendAll(encoded);
-    this.metrics.produced(topic, request.records.length, encoded.reduce((sum, e) => sum + e.batch.length, 0));
-    encoded.forEach(({ partition, indexes }, b) => indexes.forEach((i, k) => (offsets[i] = { partition, offset: appended[b]!.baseOffset + k })));
-    return { topic, offsets };
-  }
-
-  /** Issues a new idempotent producer identity: a never reused id (from the catalog) at epoch 0. */
-  async initProducerId(): Promise<ProducerIdentity> {
-    this.checkOpen();
-    const producerId = await this.catalog.newProducerId(this.clock.now());
-    this.lastProducerId = Math.max(this.lastProducerId, producerId);
-    return { producerId, producerEpoch: 0 };
-  }
-
-  private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
-    if (r.partition !== undefined) return this.logs.get(topic, r.partition).partition;
-    return this.partitioner.partitionOf(topic, r.key, partitions);
   }
 
   /**
@@ -507,41 +331,22 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return { topic, partitions };
   }
 
-  /**
-   * Appends client-encoded RecordBatch v2 batches without decoding their records (the binary data path); see
-   * {@link prepareClientBatch} for what is checked. The request is refused whole: every batch is checked, and
-   * each partition's first idempotent batch checked against its producer state, before any is appended (no
-   * await in between). Resolves as {@link produce} does.
-   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `CORRUPT_MESSAGE`, `RECORD_TOO_LARGE`,
-   *   `INVALID_RECORD`, `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
-   */
+  /** @see ProducePath.produce */
+  async produce(request: ProduceRequest): Promise<ProduceResult> {
+    this.checkOpen();
+    return this.producing.produce(request);
+  }
+
+  /** @see ProducePath.produceBatches */
   async produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult> {
     this.checkOpen();
-    if (!Array.isArray(request.batches) || request.batches.length === 0) {
-      throw new OnelogError('INVALID_REQUEST', 'a batch produce needs at least one batch', { topic: request.topic });
-    }
-    const limits = { maxBatchBytes: Math.max(this.maxBatchBytes, this.maxRecordBytes), lastProducerId: this.lastProducerId };
-    const prepared = request.batches.map(({ partition, batch }) => {
-      const log = this.logs.get(request.topic, partition);
-      if (!Buffer.isBuffer(batch)) throw new OnelogError('INVALID_REQUEST', 'each batch must be the bytes of one RecordBatch v2');
-      return { log, batch: prepareClientBatch(batch, log, limits) };
-    });
-    const checked = new Set<number>();
-    for (const { log, batch } of prepared) {
-      if (readBatchHeader(batch).producerId >= 0 && !checked.has(log.partition)) {
-        log.checkIdempotentBatch(batch);
-        checked.add(log.partition);
-      }
-    }
-    const appended = await this.logs.appendAll(prepared);
-    this.metrics.produced(request.topic,
-      appended.reduce((sum, a) => sum + (a.duplicate ? 0 : a.lastOffset - a.baseOffset + 1), 0),
-      appended.reduce((sum, a, i) => sum + (a.duplicate ? 0 : prepared[i]!.batch.length), 0));
-    return {
-      batches: appended.map(({ baseOffset, lastOffset, duplicate }, i) => ({
-        partition: prepared[i]!.log.partition, baseOffset, lastOffset, ...(duplicate ? { duplicate } : {}),
-      })),
-    };
+    return this.producing.produceBatches(request);
+  }
+
+  /** @see ProducePath.initProducerId */
+  async initProducerId(): Promise<ProducerIdentity> {
+    this.checkOpen();
+    return this.producing.initProducerId();
   }
 
   /** @see GroupCoordinator.subscribe */
@@ -751,7 +556,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
       if (this.closed) return;
     }
     this.closed = true;
-    for (const timer of this.timers) clearInterval(timer);
+    this.background.stop();
     await this.monitor.stop();
     this.groups.close();
     await this.logs.close();
@@ -767,12 +572,4 @@ function holdsAnyPartition(logDir: string, topics: readonly { name: string; part
   if (!fs.existsSync(logDir)) return false;
   const present = new Set(fs.readdirSync(logDir));
   return topics.some((t) => Array.from({ length: t.partitions }, (_, p) => `${t.name}-${p}`).some((name) => present.has(name)));
-}
-
-/**
- * The codec produce writes a topic's batches with. `producer` keeps the producer's codec in Kafka; the JSON
- * produce path carries none, so it writes them uncompressed, as `none` does.
- */
-function batchCodec(compressionType: CompressionType): CompressionCodec {
-  return compressionType === 'producer' ? 'none' : compressionType;
 }

@@ -1,0 +1,42 @@
+/**
+ * The broker's background work on timers (retention, compaction, session expiry, closing idle files): each task
+ * runs every so many ms, never twice at once (a run starts only after the previous one ended), and its failures
+ * are logged, never thrown. Timers do not hold the process open.
+ */
+import type { Logger } from './logger.js';
+
+export class BackgroundTasks {
+  private readonly timers: NodeJS.Timeout[] = [];
+  private stopped = false;
+
+  /** @param topics the topics {@link everyTopic} visits, read at each run */
+  constructor(private readonly logger: Logger, private readonly topics: () => Promise<string[]>) {}
+
+  /** Runs `task` every `ms` (0 = never). */
+  repeat(ms: number, what: string, task: () => Promise<unknown>): void {
+    if (ms <= 0) return;
+    let running = false;
+    const timer = setInterval(async () => {
+      if (running || this.stopped) return;
+      running = true;
+      await task().catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, `${what} failed`));
+      running = false;
+    }, ms).unref();
+    this.timers.push(timer);
+  }
+
+  /** Runs `task` on every topic, one after the other, every `ms` (0 = never); a topic that fails does not stop the others. */
+  everyTopic(ms: number, what: string, task: (topic: string) => Promise<unknown>): void {
+    this.repeat(ms, what, async () => {
+      for (const topic of await this.topics().catch(() => [])) {
+        await task(topic).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error).message }, `${what} failed`));
+      }
+    });
+  }
+
+  /** Stops every timer; a run under way finishes. */
+  stop(): void {
+    this.stopped = true;
+    for (const timer of this.timers) clearInterval(timer);
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The produce path: checks, partitions, encodes and appends records (JSON produce), or checks and appends
+ * client-encoded batches without decoding them (the binary data path); and the identities of idempotent
+ * producers. A request is stored whole or refused whole.
+ */
+import type { Catalog } from './catalog/catalog.js';
+import type { Clock } from './clock.js';
+import { prepareClientBatch } from './delivery/data-path.js';
+import type { BrokerMetrics } from './monitoring/metrics.js';
+import type {
+  ProduceBatchesRequest, ProduceBatchesResult, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity,
+} from './protocol/api.js';
+import type { CompressionCodec } from './protocol/compression.js';
+import { OnelogError } from './protocol/errors.js';
+import { Partitioner } from './protocol/partitioner.js';
+import { planProduce } from './protocol/produce-plan.js';
+import { encodeBatch, readBatchHeader } from './protocol/record-batch.js';
+import type { CompressionType } from './protocol/topic-config.js';
+import type { LogManager } from './storage/log-manager.js';
+
+/** Limits of produced records. */
+export interface ProduceLimits {
+  /** Largest record (key + value + headers), bytes. */
+  maxRecordBytes: number;
+  /** Produce splits a partition's records into batches of about this size, bytes. */
+  maxBatchBytes: number;
+}
+
+export class ProducePath {
+  private readonly partitioner = new Partitioner();
+
+  /** @param lastProducerId the highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`) */
+  constructor(
+    private readonly logs: LogManager,
+    private readonly catalog: Catalog,
+    private readonly clock: Clock,
+    private readonly metrics: BrokerMetrics,
+    private readonly limits: ProduceLimits,
+    private lastProducerId: number,
+  ) {}
+
+  /**
+   * Appends records; each goes to its `partition`, else to murmur2(key) % partitions, else (null key) to the
+   * next partition in turn. Every record is checked before any is written, so a refused request stores
+   * nothing. Batches are compressed with the topic's `compressionType` (`producer` and `none`: uncompressed).
+   * Resolves once every record is durable. A full disk refuses the request before anything is written; a
+   * partition that fails once others stored their records answers an error whose `stored` names them (see
+   * {@link LogManager.appendAll}): an idempotent producer's retry is stored once, a plain one's again.
+   * With `idempotence`, a retried request is stored once and answers the original offsets.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `INVALID_RECORD`,
+   *   `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
+   */
+  async produce(request: ProduceRequest): Promise<ProduceResult> {
+    const { topic, records } = request;
+    const partitionCount = this.logs.partitionCount(topic);
+    const { cleanupPolicy, compressionType } = this.logs.config(topic);
+    const batches = planProduce(request, {
+      partitions: partitionCount,
+      compacted: cleanupPolicy.includes('compact'),
+      maxRecordBytes: this.limits.maxRecordBytes,
+      maxBatchBytes: this.limits.maxBatchBytes,
+      choosePartition: (r) => this.choosePartition(topic, r, partitionCount),
+    });
+    if (request.idempotence && request.idempotence.producerId > this.lastProducerId) {
+      throw new OnelogError('UNKNOWN_PRODUCER_ID', `producer id ${request.idempotence.producerId} was never issued by this broker; ` +
+        'get one from initProducerId (POST /producers)', { topic, producerId: request.idempotence.producerId });
+    }
+    const offsets = new Array<{ partition: number; offset: number }>(records.length);
+    const now = this.clock.now();
+    const codec = batchCodec(compressionType);
+    const encoded = batches.map(({ partition, indexes, producer }) => ({
+      partition, indexes, producer, log: this.logs.get(topic, partition),
+      batch: encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { compression: codec }),
+    }));
+    // An idempotent request is refused whole: each partition's first batch is checked before any is written
+    // (the partition's later batches follow on from it). Nothing awaits in between, so no other append interleaves.
+    const checked = new Set<number>();
+    for (const { partition, producer, batch, log } of encoded) {
+      if (producer && !checked.has(partition)) {
+        log.checkIdempotentBatch(batch);
+        checked.add(partition);
+      }
+    }
+    // Batches of one partition are appended in order (their sequences follow each other).
+    const appended = await this.logs.appendAll(encoded);
+    this.metrics.produced(topic, request.records.length, encoded.reduce((sum, e) => sum + e.batch.length, 0));
+    encoded.forEach(({ partition, indexes }, b) => indexes.forEach((i, k) => (offsets[i] = { partition, offset: appended[b]!.baseOffset + k })));
+    return { topic, offsets };
+  }
+
+
+
+  /**
+   * Appends client-encoded RecordBatch v2 batches without decoding their records (the binary data path); see
+   * {@link prepareClientBatch} for what is checked. The request is refused whole: every batch is checked, and
+   * each partition's first idempotent batch checked against its producer state, before any is appended (no
+   * await in between). Resolves as {@link produce} does.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `CORRUPT_MESSAGE`, `RECORD_TOO_LARGE`,
+   *   `INVALID_RECORD`, `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
+   */
+  async produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult> {
+    if (!Array.isArray(request.batches) || request.batches.length === 0) {
+      throw new OnelogError('INVALID_REQUEST', 'a batch produce needs at least one batch', { topic: request.topic });
+    }
+    const limits = { maxBatchBytes: Math.max(this.limits.maxBatchBytes, this.limits.maxRecordBytes), lastProducerId: this.lastProducerId };
+    const prepared = request.batches.map(({ partition, batch }) => {
+      const log = this.logs.get(request.topic, partition);
+      if (!Buffer.isBuffer(batch)) throw new OnelogError('INVALID_REQUEST', 'each batch must be the bytes of one RecordBatch v2');
+      return { log, batch: prepareClientBatch(batch, log, limits) };
+    });
+    const checked = new Set<number>();
+    for (const { log, batch } of prepared) {
+      if (readBatchHeader(batch).producerId >= 0 && !checked.has(log.partition)) {
+        log.checkIdempotentBatch(batch);
+        checked.add(log.partition);
+      }
+    }
+    const appended = await this.logs.appendAll(prepared);
+    this.metrics.produced(request.topic,
+      appended.reduce((sum, a) => sum + (a.duplicate ? 0 : a.lastOffset - a.baseOffset + 1), 0),
+      appended.reduce((sum, a, i) => sum + (a.duplicate ? 0 : prepared[i]!.batch.length), 0));
+    return {
+      batches: appended.map(({ baseOffset, lastOffset, duplicate }, i) => ({
+        partition: prepared[i]!.log.partition, baseOffset, lastOffset, ...(duplicate ? { duplicate } : {}),
+      })),
+    };
+  }
+
+  /** Issues a new idempotent producer identity: a never reused id (from the catalog) at epoch 0. */
+  async initProducerId(): Promise<ProducerIdentity> {
+    const producerId = await this.catalog.newProducerId(this.clock.now());
+    this.lastProducerId = Math.max(this.lastProducerId, producerId);
+    return { producerId, producerEpoch: 0 };
+  }
+
+  private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
+    if (r.partition !== undefined) return this.logs.get(topic, r.partition).partition;
+    return this.partitioner.partitionOf(topic, r.key, partitions);
+  }
+}
+
+/**
+ * The codec produce writes a topic's batches with. `producer` keeps the producer's codec in Kafka; the JSON
+ * produce path carries none, so it writes them uncompressed, as `none` does.
+ */
+function batchCodec(compressionType: CompressionType): CompressionCodec {
+  return compressionType === 'producer' ? 'none' : compressionType;
+}

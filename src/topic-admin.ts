@@ -1,0 +1,148 @@
+/**
+ * Topics for the broker: creation (all or nothing), settings, listing, descriptions (with every subscribed
+ * group's health, on request), and the operations that move a log start offset (delete-records, retention on
+ * demand) or compact on demand. Moving a log start re-evaluates the alerts of the groups reading the topic
+ * before it answers, so a group that lost records is alerted at once.
+ */
+import type { Catalog } from './catalog/catalog.js';
+import type { Clock } from './clock.js';
+import type { GroupCoordinator } from './coordinator/group-coordinator.js';
+import type { Logger } from './logger.js';
+import type { Monitor } from './monitoring/monitor.js';
+import type {
+  AlterTopicRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DescribeTopicOptions, RetentionResult,
+  TopicDescription, TopicSummary,
+} from './protocol/api.js';
+import { OnelogError } from './protocol/errors.js';
+import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
+import { checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
+import type { LogManager } from './storage/log-manager.js';
+
+export class TopicAdmin {
+  /** Topics being created now: a second creation of the same name is refused before it touches any file. */
+  private readonly creating = new Set<string>();
+
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly logs: LogManager,
+    private readonly groups: GroupCoordinator,
+    private readonly monitor: Monitor,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Compacts every partition of a topic now, sealing each active segment first so everything appended so
+   * far is eligible (background compaction leaves active segments alone).
+   * @param request `wait: false` starts the pass and answers at once (`completed: false`)
+   * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG` if the topic's cleanup policy lacks `compact`
+   */
+  async compact(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+    const { topic } = request;
+    const { cleanupPolicy } = this.logs.config(topic);
+    if (!cleanupPolicy.includes('compact')) {
+      throw new OnelogError('INVALID_CONFIG', `topic ${topic} has cleanup.policy=${cleanupPolicy}; ` +
+        `compaction needs compact or compact,delete (onelog topics alter ${topic} --config cleanup.policy=compact)`, { topic });
+    }
+    const logs = this.logs.partitions(topic);
+    const passes = logs.map((log) => log.compact(true));
+    if (request.wait === false) {
+      void Promise.all(passes).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error).message }, 'compaction failed'));
+      return { topic, completed: false, partitions: [] };
+    }
+    const stats = await Promise.all(passes);
+    return { topic, completed: true, partitions: stats.map((s, i) => ({ partition: logs[i]!.partition, ...s! })) };
+  }
+
+  /**
+   * Applies the topic's retention now (also run every `retentionCheckIntervalMs`): on each partition, the
+   * log start offset moves past every expired record and fully expired segments are deleted.
+   * @throws OnelogError `UNKNOWN_TOPIC`
+   */
+  async enforceRetention(topic: string): Promise<RetentionResult> {
+    const partitions = this.logs.partitions(topic).map((log) => {
+      const unchanged = { previousLogStartOffset: log.logStartOffset, logStartOffset: log.logStartOffset, reason: null };
+      return { partition: log.partition, ...(log.enforceRetention() ?? unchanged) };
+    });
+    // Groups that lost records are alerted before this answers, not when they next fetch.
+    if (partitions.some((p) => p.reason !== null)) await this.monitor.evaluate({ topic });
+    return { topic, partitions };
+  }
+
+  /**
+   * Creates a topic and its partitions, all or nothing: every partition's directory, then the catalog row; a
+   * failure of either removes what was made, so the topic does not exist and the same request can be retried.
+   * @throws OnelogError `INVALID_TOPIC`, `INVALID_PARTITIONS`, `INVALID_CONFIG`, `TOPIC_ALREADY_EXISTS`,
+   *   `RESOURCE_EXHAUSTED` (disk), `STORAGE_ERROR`
+   */
+  async create(request: CreateTopicRequest): Promise<TopicDescription> {
+    const topic = checkTopicName(request.topic);
+    const partitions = checkInteger(request.partitions, 'partitions', 1, MAX_PARTITIONS, 'INVALID_PARTITIONS');
+    const config = resolveTopicConfig(request.config ?? {});
+    const existing = await this.catalog.getTopic(topic);
+    if (existing || this.creating.has(topic)) { // checked and marked with no await between
+      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic} already exists`, { topic, partitions: existing?.partitions });
+    }
+    this.creating.add(topic);
+    try {
+      this.logs.createTopicFiles(topic, partitions);
+      try {
+        await this.catalog.createTopic({ name: topic, partitions, ...config, createdAt: this.clock.now() });
+      } catch (err) {
+        this.logs.deleteTopicFiles(topic, partitions);
+        throw err;
+      }
+      this.logs.addTopic(topic, partitions, config, true);
+    } finally {
+      this.creating.delete(topic);
+    }
+    return this.describe(topic);
+  }
+
+  /**
+   * Changes settings of a topic; the others keep their values. Takes effect at once on every partition.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG`
+   */
+  async alter(request: AlterTopicRequest): Promise<TopicDescription> {
+    const current = await this.catalog.getTopic(request.topic);
+    if (!current) throw new OnelogError('UNKNOWN_TOPIC', `topic ${request.topic} does not exist`, { topic: request.topic });
+    const config = resolveTopicConfig(request.config ?? {}, pickTopicConfig(current));
+    await this.catalog.updateTopicConfig(request.topic, config);
+    this.logs.setConfig(request.topic, config);
+    return this.describe(request.topic);
+  }
+
+  async list(): Promise<TopicSummary[]> {
+    return (await this.catalog.listTopics()).map((t) => ({ topic: t.name, partitions: t.partitions }));
+  }
+
+  /**
+   * A topic's settings and partitions; with `groups`, every subscribed group's position and health per partition.
+   * @throws OnelogError `UNKNOWN_TOPIC`
+   */
+  async describe(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
+    const t = await this.catalog.getTopic(topic);
+    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    return {
+      topic,
+      // A partition never appended to holds no bytes (and is not opened for it).
+      partitions: this.logs.offsets(topic).map((p) => ({ ...p, sizeBytes: p.highWatermark === 0 ? 0 : this.logs.get(topic, p.partition).sizeBytes })),
+      config: pickTopicConfig(t),
+      createdAt: t.createdAt,
+      ...(options.groups ? { groups: await this.groups.describeTopicGroups(topic) } : {}),
+    };
+  }
+
+  /**
+   * Moves a partition's log start offset forward: records below `beforeOffset` are never served again.
+   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `beforeOffset` is above the high watermark
+   */
+  async deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
+    const log = this.logs.get(request.topic, request.partition);
+    const beforeOffset = checkInteger(request.beforeOffset, 'beforeOffset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
+    const previousLogStartOffset = log.logStartOffset;
+    const logStartOffset = log.deleteRecordsBefore(beforeOffset, 'delete-records');
+    if (logStartOffset > previousLogStartOffset) await this.monitor.evaluate({ topic: request.topic });
+    return { topic: request.topic, partition: log.partition, previousLogStartOffset, logStartOffset };
+  }
+}
