@@ -26,7 +26,7 @@ export function Page({ title, error, loading, children }: { title: ComponentChil
   return html`<section>
     <h1>${title}</h1>
     ${error && html`<p class="error" role="alert">${error}</p>`}
-    ${loading ? html`<p class="muted">loading…</p>` : children}
+    ${loading && !error ? html`<p class="muted">loading…</p>` : loading ? null : children}
   </section>`;
 }
 

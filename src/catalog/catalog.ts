@@ -322,10 +322,11 @@ export class Catalog {
     return row && toAlert(row);
   }
 
-  /** Records who acknowledged an alert, and when (a second acknowledgement replaces the first); undefined if there is none. */
+  /** Records who acknowledged an alert, and when (a first acknowledgement stays); the alert, or undefined if there is none. */
   async acknowledgeAlert(id: number, by: string, at: number): Promise<GroupAlert | undefined> {
-    const row = await this.db.updateTable('group_alerts').set({ acknowledged_at: at, acknowledged_by: by }).where('id', '=', id)
-      .returningAll().executeTakeFirst();
+    await this.db.updateTable('group_alerts').set({ acknowledged_at: at, acknowledged_by: by }).where('id', '=', id)
+      .where('acknowledged_at', 'is', null).execute();
+    const row = await this.db.selectFrom('group_alerts').selectAll().where('id', '=', id).executeTakeFirst();
     return row && toAlert(row);
   }
 
@@ -339,8 +340,8 @@ export class Catalog {
 
   /** Adds an alert sink (the existing one for a URL already added). */
   async addAlertSink(url: string, createdAt: number): Promise<AlertSink> {
-    await this.db.insertInto('alert_sinks').values({ url, created_at: createdAt }).onConflict((oc) => oc.column('url').doNothing()).execute();
-    const row = await this.db.selectFrom('alert_sinks').selectAll().where('url', '=', url).executeTakeFirstOrThrow();
+    const existing = await this.db.selectFrom('alert_sinks').selectAll().where('url', '=', url).executeTakeFirst();
+    const row = existing ?? await this.db.insertInto('alert_sinks').values({ url, created_at: createdAt }).returningAll().executeTakeFirstOrThrow();
     return { id: Number(row.id), url: row.url, createdAt: Number(row.created_at) };
   }
 

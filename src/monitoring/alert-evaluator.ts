@@ -147,12 +147,12 @@ function dataLost({ groupId, sub, offsets, committed, assessment: { health: h } 
 
 function atRisk({ groupId, sub, offsets, assessment: { health: h } }: GroupPartitionHealth): AlertText {
   const left = [
-    ...(h.headroomMs !== null ? [`${Math.round(h.headroomMs / 1000)} s`] : []),
-    ...(h.headroomBytes !== null ? [`${h.headroomBytes} bytes`] : []),
-  ].join(' or ');
+    ...(h.headroomMs !== null ? [h.headroomMs < 0 ? `overdue by ${Math.ceil(-h.headroomMs / 1000)} s` : `${Math.floor(h.headroomMs / 1000)} s left`] : []),
+    ...(h.headroomBytes !== null ? [h.headroomBytes < 0 ? `over by ${-h.headroomBytes} bytes` : `${h.headroomBytes} bytes left`] : []),
+  ].join(', ');
   return {
-    message: `group ${groupId} is about to lose records of ${sub.topic}/${offsets.partition}: ${left} left before retention deletes its first ` +
-      `unread record (warn below ${sub.headroomWarnRatio} of retention)`,
+    message: `group ${groupId} is about to lose records of ${sub.topic}/${offsets.partition} (${left}): retention deletes its first unread ` +
+      `record then (warn below ${sub.headroomWarnRatio} of retention)`,
     context: { headroomMs: h.headroomMs, headroomBytes: h.headroomBytes, timeLagMs: h.timeLagMs, lag: h.lag, headroomWarnRatio: sub.headroomWarnRatio },
   };
 }

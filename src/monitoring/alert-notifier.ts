@@ -10,6 +10,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import { postBatch } from '../delivery/webhook-post.js';
 import { OnelogError } from '../protocol/errors.js';
+import { checkInteger } from '../protocol/validate.js';
 import type { AlertNotification, AlertSink } from '../protocol/monitoring-api.js';
 import type { Logger } from '../logger.js';
 
@@ -66,18 +67,20 @@ export class AlertNotifier {
     }
     const sink = await this.catalog.addAlertSink(url, this.clock.now());
     if (!this.sinks.has(sink.id)) this.sinks.set(sink.id, newQueue(sink));
-    return sink;
+    return redacted(sink);
   }
 
+  /** The sinks, a password in a URL shown as `***`. */
   listSinks(): AlertSink[] {
-    return [...this.sinks.values()].map((q) => q.sink);
+    return [...this.sinks.values()].map((q) => redacted(q.sink));
   }
 
   /**
    * Removes a sink; notifications still queued for it are dropped.
-   * @throws OnelogError `NOT_FOUND` if there is no sink with that id
+   * @throws OnelogError `NOT_FOUND` if there is no sink with that id, `INVALID_REQUEST` for an id below 1
    */
   async removeSink(id: number): Promise<void> {
+    checkInteger(id, 'id', 1);
     if (!(await this.catalog.removeAlertSink(id))) {
       throw new OnelogError('NOT_FOUND', `there is no alert sink ${id}; onelog alerts notify --list shows them`, { id });
     }
@@ -132,6 +135,14 @@ export class AlertNotifier {
     }
     q.running = false;
   }
+}
+
+/** The sink as answered to clients: a password in its URL replaced by `***` (it stays stored, for the POSTs). */
+function redacted(sink: AlertSink): AlertSink {
+  const url = new URL(sink.url);
+  if (url.password === '') return sink;
+  url.password = '***';
+  return { ...sink, url: url.toString() };
 }
 
 function newQueue(sink: AlertSink): SinkQueue {

@@ -109,11 +109,15 @@ export class Alerts {
   }
 
   /**
-   * Records who acknowledged an alert.
-   * @throws OnelogError `NOT_FOUND` if there is no alert with that id, `INVALID_REQUEST` for a bad id
+   * Records who acknowledged an alert (the first acknowledgement stays: a second answers the alert unchanged).
+   * @throws OnelogError `NOT_FOUND` if there is no alert with that id, `INVALID_REQUEST` for a bad id or an empty
+   *   or over-long `by` (1 to 200 characters)
    */
   acknowledge(id: number, by: string): Promise<GroupAlert> {
     checkInteger(id, 'id', 1);
+    if (typeof by !== 'string' || by.trim() === '' || by.length > 200) {
+      throw new OnelogError('INVALID_REQUEST', `who acknowledges must be 1 to 200 characters, got ${JSON.stringify(by)}`, { id });
+    }
     return this.write(async () => {
       const alert = await this.catalog.acknowledgeAlert(id, by, this.clock.now());
       if (!alert) throw new OnelogError('NOT_FOUND', `there is no alert ${id}; onelog alerts list shows them`, { id });
@@ -132,9 +136,18 @@ export class Alerts {
     return this.catalog.listAlerts({ limit, ...(request.active ? { active: true } : {}), ...(request.groupId !== undefined ? { groupId: request.groupId } : {}) });
   }
 
-  /** Forgets a deleted group's unresolved alerts (the catalog deletes its rows). */
+  /**
+   * Forgets a deleted group's unresolved alerts (the catalog deleted their rows): each is notified as resolved,
+   * so a receiver is not left with an alert that never ends.
+   */
   deleteGroup(groupId: string): void {
-    for (const [key, alert] of this.open) if (alert.groupId === groupId) this.open.delete(key);
+    const now = this.clock.now();
+    for (const [key, alert] of this.open) {
+      if (alert.groupId !== groupId) continue;
+      this.open.delete(key);
+      this.logger.info({ alertId: alert.id, groupId, kind: alert.kind }, `resolved (group deleted): ${alert.message}`);
+      this.notifier.notify({ event: 'resolved', alert: { ...alert, resolvedAt: now } });
+    }
     this.openPerGroup.delete(groupId);
   }
 

@@ -32,7 +32,7 @@ export class HealthHistory {
       this.count++;
     }
     const { samples } = history;
-    samples.push({ at, lag: health.lag, timeLagMs: health.timeLagMs, headroomMs: health.headroomMs });
+    samples.push({ at, lag: health.lag, timeLagMs: health.timeLagMs, headroomMs: health.headroomMs, headroomBytes: health.headroomBytes });
     while (samples.length > HISTORY_POINTS || (samples.length > 0 && samples[0]!.at < at - this.windowMs)) samples.shift();
   }
 

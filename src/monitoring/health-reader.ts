@@ -125,6 +125,12 @@ export class HealthReader {
     return range;
   }
 
+  /** Records that unread records have waited in the group's partition since `since` (ms since the epoch), or earlier. */
+  unreadSinceAtLeast(groupId: string, topic: string, partition: number, since: number): void {
+    const byPartition = nested(nested(this.unreadSince, groupId), topic);
+    byPartition.set(partition, Math.min(since, byPartition.get(partition) ?? since));
+  }
+
   /** Forgets what it remembers of a deleted group. */
   deleteGroup(groupId: string): void {
     this.unreadSince.delete(groupId);

@@ -53,6 +53,11 @@ export class Monitor {
   static async open(catalog: Catalog, offsets: OffsetStore, logs: LogManager, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
     const monitor = new Monitor(catalog, offsets, logs, clock, logger, options);
     await monitor.alerts.start();
+    // A partition stalled before a restart is still stalled after it: its unread records have waited since
+    // at least stallMs before its alert was raised (the broker's memory of it is gone).
+    for (const a of monitor.alerts.active()) {
+      if (a.kind === 'consumer-stalled') monitor.health.unreadSinceAtLeast(a.groupId, a.topic, a.partition, a.createdAt - Number(a.context.stallMs ?? 0));
+    }
     return monitor;
   }
 

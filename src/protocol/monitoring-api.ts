@@ -125,6 +125,7 @@ export interface HealthSample {
   lag: number | null;
   timeLagMs: number | null;
   headroomMs: number | null;
+  headroomBytes: number | null;
 }
 
 /** A group's recent health samples per partition, oldest first: one per evaluation run, at most 120, the last hour at most. */

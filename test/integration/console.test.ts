@@ -93,6 +93,7 @@ describe('web console', () => {
     expect(await deadLetters.count()).toBe(3);
     expect(await deadLetters.first().textContent()).toContain('edit 0 cannot be indexed');
     await page.screenshot({ path: path.join(OUTPUT, 'console-dead-letters.png'), fullPage: true });
+    page.once('dialog', (dialog) => void dialog.accept()); // the redrive asks for confirmation
     await deadLetters.first().locator('button').click();
     await vi.waitFor(async () => expect((await api.listDeadLetters({ groupId: 'idx', topic: 'edits' })).depth).toBe(2), { timeout: 10_000, interval: 100 });
     await vi.waitFor(async () => expect(await deadLetters.count()).toBe(2), { timeout: 10_000, interval: 100 });

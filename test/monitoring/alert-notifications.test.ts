@@ -76,8 +76,13 @@ describe('alert notifications', () => {
     expect(second!.alert.resolvedAt).not.toBeNull();
     expect(third!.alert.id).toBeGreaterThan(first!.alert.id);
 
+    // A URL's password is stored for the POSTs but never shown; adding a URL again uses no id.
+    const secret = await broker.addAlertSink('http://ops:s3cret@127.0.0.1:1/alerts');
+    expect(secret).toMatchObject({ id: added.id + 1, url: 'http://ops:***@127.0.0.1:1/alerts' });
+    await broker.removeAlertSink(secret.id);
     await broker.removeAlertSink(added.id);
     expect(await broker.listAlertSinks()).toEqual([]);
+    expect(await asyncCodeOf(broker.removeAlertSink(0))).toBe('INVALID_REQUEST');
     expect(await asyncCodeOf(broker.removeAlertSink(added.id))).toBe('NOT_FOUND');
     expect(await asyncCodeOf(broker.addAlertSink('ftp://example.com'))).toBe('INVALID_REQUEST');
   });
@@ -97,7 +102,28 @@ describe('alert notifications', () => {
     const acked = await broker.acknowledgeAlert({ id: alert!.id, requestedBy: 'alice@ops' });
     expect(acked).toMatchObject({ id: alert!.id, acknowledgedAt: T0 + 2005, acknowledgedBy: 'alice@ops', resolvedAt: null });
     expect(await broker.listAlerts({ active: true })).toEqual([acked]);
+    // Who saw it first stays.
+    clock.advance(5);
+    expect(await broker.acknowledgeAlert({ id: alert!.id, requestedBy: 'bob@ops' })).toEqual(acked);
+    expect(await asyncCodeOf(broker.acknowledgeAlert({ id: alert!.id, requestedBy: ' ' }))).toBe('INVALID_REQUEST');
     expect(await asyncCodeOf(broker.acknowledgeAlert({ id: 999 }))).toBe('NOT_FOUND');
     expect(await asyncCodeOf(broker.listAlerts({ limit: 0 }))).toBe('INVALID_REQUEST');
+  });
+
+  it('notifies the alerts of a deleted group as resolved', async () => {
+    const clock = new ManualClock(T0);
+    const broker = await Broker.open({ dataDir: tmpDir(), clock, retentionCheckIntervalMs: 0, monitoring: { alertCheckIntervalMs: 0 } });
+    closers.push(() => broker.close());
+    const sink = await receiver(0);
+    await broker.addAlertSink(sink.url);
+    await broker.createTopic({ topic: 't', partitions: 1, config: { retentionMs: 1000 } });
+    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest' });
+    await broker.produce({ topic: 't', records: [{ key: null, value: Buffer.from('a') }] });
+    clock.advance(2000);
+    await broker.enforceRetention('t');
+    await broker.deleteGroup('g');
+    await vi.waitFor(() => expect(sink.accepted.map((n) => `${n.event} ${n.alert.kind}`)).toEqual(['raised data-lost', 'resolved data-lost']));
+    expect(sink.accepted[1]!.alert.resolvedAt).toBe(T0 + 2000);
+    expect(await broker.listAlerts()).toEqual([]);
   });
 });

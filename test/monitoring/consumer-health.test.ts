@@ -16,11 +16,13 @@ const HOUR = 60 * MINUTE;
 
 let clock: ManualClock;
 let broker: Broker;
+let dataDir: string;
 
 async function openBroker(extra: Partial<BrokerOptions> = {}): Promise<void> {
   clock = new ManualClock(T0);
+  dataDir = tmpDir();
   broker = await Broker.open({
-    dataDir: tmpDir(), clock, sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0,
+    dataDir, clock, sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0,
     monitoring: { alertCheckIntervalMs: 0 }, ...extra,
   });
 }
@@ -115,6 +117,12 @@ describe('consumer health', () => {
     await broker.evaluateAlerts();
     expect(await partitionOf('g')).toMatchObject({ state: 'stalled', unreadRecords: 3 });
     expect(await alerts()).toEqual(['consumer-stalled']);
+    // A restart forgets since when the records waited, but not that the partition was stalled.
+    await broker.close();
+    broker = await Broker.open({ dataDir, clock, sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0, monitoring: { alertCheckIntervalMs: 0 } });
+    await broker.evaluateAlerts();
+    expect(await alerts()).toEqual(['consumer-stalled']);
+    expect(await partitionOf('g')).toMatchObject({ state: 'stalled' });
     // A commit, even one that leaves records to read, shows progress.
     await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 1 }] });
     expect(await alerts()).toEqual(['consumer-stalled:resolved']);

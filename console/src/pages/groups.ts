@@ -7,7 +7,7 @@ import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import type { GroupDescription, GroupHistory } from '../api.js';
+import type { DeadLetterList, GroupDescription, GroupHistory } from '../api.js';
 import { Chart } from '../chart.js';
 import type { ChartSeries } from '../chart.js';
 import { Badge, Link, Page, Table, useData } from '../components.js';
@@ -28,10 +28,10 @@ export function GroupsPage(): VNode {
 const TIME_UNITS: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['min', 60_000], ['s', 1000]];
 
 /** The history's samples of one measure, a series per topic partition; durations in the unit that suits their size. */
-function seriesOf(history: GroupHistory | null, pick: 'lag' | 'timeLagMs' | 'headroomMs'): { series: ChartSeries[]; unit: string } {
+function seriesOf(history: GroupHistory | null, pick: 'lag' | 'timeLagMs' | 'headroomMs' | 'headroomBytes'): { series: ChartSeries[]; unit: string } {
   const partitions = history?.partitions ?? [];
-  let unit: [string, number] = ['records', 1];
-  if (pick !== 'lag') {
+  let unit: [string, number] = pick === 'lag' ? ['records', 1] : pick === 'headroomBytes' ? ['MiB', 2 ** 20] : ['s', 1000];
+  if (pick === 'timeLagMs' || pick === 'headroomMs') {
     const largest = Math.max(0, ...partitions.flatMap((p) => p.samples.map((s) => Math.abs(s[pick] ?? 0))));
     unit = TIME_UNITS.find(([, ms]) => largest >= 2 * ms) ?? ['s', 1000];
   }
@@ -61,6 +61,7 @@ export function GroupPage({ groupId }: { groupId: string }): VNode {
     <${Chart} id="chart-lag" title="lag" ...${seriesOf(history, 'lag')} />
     <${Chart} id="chart-time-lag" title="time lag" ...${seriesOf(history, 'timeLagMs')} />
     <${Chart} id="chart-headroom" title="retention headroom" ...${seriesOf(history, 'headroomMs')} />
+    <${Chart} id="chart-headroom-bytes" title="retention headroom (size)" ...${seriesOf(history, 'headroomBytes')} />
     <h2>Members</h2>
     <${Table} id="members" empty="no live members" head=${['member', 'client', 'commit mode', 'generation', 'last heartbeat', 'assignment']}
       rows=${data.members.map((m) => [m.memberId, m.clientId, m.commitMode, m.generationId, time(m.lastHeartbeatAt),
@@ -74,13 +75,22 @@ export function GroupPage({ groupId }: { groupId: string }): VNode {
   <//>`;
 }
 
+/** How many dead letters wait, and how many are shown (the oldest). */
+function depthText(list: DeadLetterList): string {
+  const shown = list.depth > list.records.length ? `; the oldest ${list.records.length} shown (onelog dlq list for more)` : '';
+  return `${list.depth} waiting in ${list.deadLetterTopic}${shown}`;
+}
+
 /** A subscription's dead letters, oldest first, each with a redrive button. */
 function DeadLetters({ group, topic, onChange }: { group: GroupDescription; topic: string; onChange: () => void }): VNode {
   const { data, error, reload } = useData(() => api.deadLetters(group.groupId, topic), [group.groupId, topic]);
   const [actionError, setActionError] = useState<string | null>(null);
-  const redrive = (offset: number) => api.redrive(group.groupId, topic, offset).then(() => { reload(); onChange(); }, (e: Error) => setActionError(e.message));
+  const redrive = (offset: number) => {
+    if (!confirm(`Send dead letter ${offset} back to ${group.groupId}?`)) return;
+    api.redrive(group.groupId, topic, offset).then(() => { reload(); onChange(); }, (e: Error) => setActionError(e.message));
+  };
   return html`<section class="dead-letters">
-    <h2>Dead letters of ${topic} ${data ? html`<span class="muted">(${data.depth} waiting in ${data.deadLetterTopic})</span>` : ''}</h2>
+    <h2>Dead letters of ${topic} ${data ? html`<span class="muted">(${depthText(data)})</span>` : ''}</h2>
     ${(error ?? actionError) && html`<p class="error" role="alert">${error ?? actionError}</p>`}
     <${Table} id=${`dead-letters-${topic}`} empty="no dead letters"
       head=${['offset', 'original', 'attempts', 'reason', 'last failure', 'key', 'value', '']}

@@ -29,7 +29,7 @@ export function registerAlertRoutes(app: FastifyInstance, api: OnelogApi): void 
     {
       schema: {
         params: idParams,
-        body: { type: 'object', additionalProperties: false, properties: { requestedBy: { type: 'string', maxLength: 200 } } },
+        body: { type: 'object', additionalProperties: false, properties: { requestedBy: { type: 'string', minLength: 1, maxLength: 200 } } },
       },
     },
     async (request) => api.acknowledgeAlert({ id: Number(request.params.id), requestedBy: request.body?.requestedBy ?? `http ${request.ip}` }),
