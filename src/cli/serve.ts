@@ -18,6 +18,7 @@ interface ServeOptions {
   logFormat?: string;
   maxOpenFiles?: number;
   alertCheckIntervalMs: number;
+  kafkaPort?: number;
 }
 
 export function registerServe(program: Command): void {
@@ -33,6 +34,7 @@ export function registerServe(program: Command): void {
       'limit less max(64, a quarter of it), for connections, LMDB and SQLite)', parseInteger('--max-open-files'))
     .option('--alert-check-interval-ms <ms>', 'how often every group is evaluated for alerts and sampled for the console\'s charts ' +
       '(0 = only on commits, retention runs, deletes and resets)', parseInteger('--alert-check-interval-ms', 0), 30_000)
+    .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
     .action(action(serve));
 }
 
@@ -58,6 +60,7 @@ async function serve(options: ServeOptions): Promise<void> {
   // Loaded here, not at the top: other commands must not load the storage engine.
   const { Broker } = await import('../broker.js');
   const { createHttpServer } = await import('../server/http-server.js');
+  const { KafkaListener } = await import('../kafka/listener.js');
   const { defaultMaxOpenFiles, openFilesLimit } = await import('../storage/open-files-limit.js');
   const { MIN_OPEN_FILES } = await import('../storage/file-cache.js');
   if (options.maxOpenFiles !== undefined && options.maxOpenFiles < MIN_OPEN_FILES) {
@@ -74,7 +77,9 @@ async function serve(options: ServeOptions): Promise<void> {
   const broker = await Broker.open({ dataDir: options.dataDir, logger, maxOpenFiles, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs } });
   const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics });
   const address = await app.listen({ port: options.port, host: options.host });
-  logger.info({ url: address, dataDir: options.dataDir }, 'onelog is listening');
+  const kafka = options.kafkaPort === undefined ? null
+    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }) });
+  logger.info({ url: address, dataDir: options.dataDir, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -82,6 +87,7 @@ async function serve(options: ServeOptions): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'stopping');
     const draining = app.close();
+    await kafka?.close();
     broker.endWaits();
     await draining;
     await broker.close();

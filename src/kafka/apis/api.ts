@@ -1,0 +1,29 @@
+/** What every Kafka API the listener serves is made of: its versions, message definitions and handler. */
+import type { OnelogApi } from '../../protocol/api.js';
+import type { Struct } from '../codec/interpreter.js';
+import type { RequestHeader } from '../codec/headers.js';
+import type { MessageDefinition } from '../codec/schema.js';
+
+/** What a handler knows of the request and the broker. */
+export interface RequestContext {
+  api: OnelogApi;
+  header: RequestHeader;
+  /** The listener's address as clients must reach it (Metadata's only broker, FindCoordinator's coordinator). */
+  advertised: { host: string; port: number };
+  /** The APIs and versions served (ApiVersions answers them). */
+  apis: readonly KafkaApi[];
+}
+
+export interface KafkaApi {
+  key: number;
+  name: string;
+  minVersion: number;
+  maxVersion: number;
+  request: MessageDefinition;
+  response: MessageDefinition;
+  /** Answers a decoded request; errors a client can act on are answered as error codes, not thrown. */
+  handle(request: Struct, ctx: RequestContext): Promise<Struct>;
+}
+
+/** onelog is one broker: node 0, leader of every partition, at leader epoch 0. */
+export const NODE_ID = 0;

@@ -1,0 +1,62 @@
+/**
+ * The Kafka error code for each registry error (docs/kafka.md), one table: the registry's wire code where it is
+ * Kafka's, the nearest Kafka error for onelog's own. Some depend on where they are answered: an invalid offset is
+ * OFFSET_OUT_OF_RANGE (1) in a fetch and INVALID_REQUEST (42) elsewhere; a closed broker is NOT_LEADER (6) on the
+ * data path and COORDINATOR_NOT_AVAILABLE (15) for groups, so clients retry elsewhere or later.
+ */
+import type { ErrorCode } from '../protocol/errors.js';
+import { OnelogError } from '../protocol/errors.js';
+
+/** Where an error is answered. */
+export type KafkaErrorContext = 'data' | 'fetch' | 'group';
+
+const KAFKA_CODES: Record<ErrorCode, number | Partial<Record<KafkaErrorContext, number>> & { other: number }> = {
+  OFFSET_OUT_OF_RANGE: 1,
+  CORRUPT_MESSAGE: 2,
+  UNKNOWN_TOPIC: 3,
+  UNKNOWN_PARTITION: 3,
+  RECORD_TOO_LARGE: 10,
+  REQUEST_TIMED_OUT: 7,
+  TOPIC_ALREADY_EXISTS: 36,
+  INVALID_PARTITIONS: 37,
+  INVALID_TOPIC: 17,
+  INVALID_CONFIG: 40,
+  INVALID_REQUEST: 42,
+  INVALID_RECORD: 87,
+  INVALID_OFFSET: { fetch: 1, other: 42 },
+  UNKNOWN_GROUP: 69,
+  UNSUPPORTED_COMPRESSION: 76,
+  STORAGE_ERROR: 56,
+  RESOURCE_EXHAUSTED: 56,
+  BROKER_CLOSED: { group: 15, other: 6 },
+  NETWORK_ERROR: 13,
+  REQUEST_TOO_LARGE: 10,
+  NOT_FOUND: 42,
+  DATA_DIR_LOCKED: -1,
+  UNKNOWN_MEMBER_ID: 25,
+  ILLEGAL_GENERATION: 22,
+  NOT_ASSIGNED: 22,
+  INCONSISTENT_GROUP_PROTOCOL: 23,
+  NON_EMPTY_GROUP: 68,
+  UNKNOWN_CHECKPOINT: 42,
+  OUT_OF_ORDER_SEQUENCE: 45,
+  INVALID_PRODUCER_EPOCH: 47,
+  UNKNOWN_PRODUCER_ID: 59,
+  NO_RETRY_POLICY: 42,
+  INTERNAL_ERROR: -1,
+};
+
+/** Kafka error codes onelog answers by name, beside those of the table. */
+export const KAFKA_ERROR = {
+  NONE: 0,
+  UNKNOWN_TOPIC_OR_PARTITION: 3,
+  UNSUPPORTED_VERSION: 35,
+  REBALANCE_IN_PROGRESS: 27,
+} as const;
+
+/** The Kafka error code for `err` answered in `context` (-1, UNKNOWN_SERVER_ERROR, for anything not an OnelogError). */
+export function kafkaErrorCode(err: unknown, context: KafkaErrorContext = 'data'): number {
+  if (!(err instanceof OnelogError)) return -1;
+  const code = KAFKA_CODES[err.code];
+  return typeof code === 'number' ? code : code[context] ?? code.other;
+}

@@ -1,0 +1,144 @@
+/**
+ * The Kafka listener (`onelog serve --kafka-port K`, docs/kafka.md): Kafka's binary protocol over TCP, in front of
+ * the same broker as the HTTP API. Each frame is a 32-bit size then a request; requests of one connection are
+ * handled one at a time and answered in order. A frame larger than `maxFrameBytes`, a request the listener cannot
+ * parse, an unknown API or a version it does not serve closes the connection (as a Kafka broker does), except
+ * ApiVersions at a version above its own, answered with UNSUPPORTED_VERSION (35) in the v0 layout so the client
+ * can retry with a version both know.
+ */
+import net from 'node:net';
+import type { Logger } from '../logger.js';
+import type { OnelogApi } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { ByteReader, ByteWriter } from './codec/bytes.js';
+import { readRequestHeader, skipHeaderTags, writeResponseHeader } from './codec/headers.js';
+import type { RequestHeader } from './codec/headers.js';
+import { decode, encode } from './codec/interpreter.js';
+import type { Struct } from './codec/interpreter.js';
+import { inRange } from './codec/schema.js';
+import type { KafkaApi } from './apis/api.js';
+import { apiVersions } from './apis/api-versions.js';
+import { metadata } from './apis/metadata.js';
+import { KAFKA_ERROR } from './errors.js';
+
+/** The APIs served, by key. */
+export const KAFKA_APIS: readonly KafkaApi[] = [apiVersions, metadata];
+
+/** Options of the listener. */
+export interface KafkaListenerOptions {
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** 0 = any free port. */
+  port: number;
+  /** The host clients are told to connect to (Metadata). @default host */
+  advertisedHost?: string;
+  /** Largest request frame, bytes; a larger one closes the connection. @default 104857600 (100 MiB, Kafka's socket.request.max.bytes) */
+  maxFrameBytes?: number;
+  logger: Logger;
+}
+
+export class KafkaListener {
+  private readonly sockets = new Set<net.Socket>();
+  private readonly apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
+
+  private constructor(
+    private readonly api: OnelogApi,
+    private readonly server: net.Server,
+    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost'>> & { advertisedHost: string },
+  ) {}
+
+  /** Listens on `options.host:options.port`; resolves once listening. */
+  static async start(api: OnelogApi, options: KafkaListenerOptions): Promise<KafkaListener> {
+    const host = options.host ?? '127.0.0.1';
+    const server = net.createServer();
+    const listener = new KafkaListener(api, server, {
+      host, port: options.port, advertisedHost: options.advertisedHost ?? host, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
+    });
+    server.on('connection', (socket) => listener.serve(socket));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, host, () => resolve());
+    });
+    return listener;
+  }
+
+  /** The port it listens on. */
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** Stops listening and closes every connection. */
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private serve(socket: net.Socket): void {
+    this.sockets.add(socket);
+    socket.setNoDelay(true);
+    let pending: Buffer = Buffer.alloc(0);
+    let queue: Promise<void> = Promise.resolve();
+    const drop = (why: string, extra: object = {}) => {
+      this.options.logger.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}`, ...extra }, `kafka connection closed: ${why}`);
+      socket.destroy();
+    };
+    socket.on('data', (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      while (pending.length >= 4) {
+        const size = pending.readInt32BE(0);
+        if (size < 0 || size > this.options.maxFrameBytes) return drop('frame too large', { size, maxFrameBytes: this.options.maxFrameBytes });
+        if (pending.length < 4 + size) break;
+        const frame = pending.subarray(4, 4 + size);
+        pending = pending.subarray(4 + size);
+        queue = queue.then(async () => {
+          if (socket.destroyed) return;
+          const response = await this.answer(frame).catch((err: unknown) => {
+            drop((err as Error).message);
+            return null;
+          });
+          if (response !== null && !socket.destroyed) socket.write(response);
+        });
+      }
+    });
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => this.sockets.delete(socket));
+  }
+
+  /** The response frame to a request frame, or null when none is due. @throws when the connection must close */
+  private async answer(frame: Buffer): Promise<Buffer | null> {
+    const r = new ByteReader(frame);
+    const header = readRequestHeader(r);
+    const api = this.apis.get(header.apiKey);
+    if (api === undefined) throw new OnelogError('INVALID_REQUEST', `unknown api key ${header.apiKey}`);
+    if (header.apiVersion < api.minVersion || header.apiVersion > api.maxVersion) {
+      if (api === apiVersions) return this.unsupportedApiVersions(header);
+      throw new OnelogError('INVALID_REQUEST', `${api.name} v${header.apiVersion} is not served (v${api.minVersion} to v${api.maxVersion})`);
+    }
+    const flexible = inRange(api.request.flexible, header.apiVersion);
+    if (flexible) skipHeaderTags(r);
+    const request = decode(api.request, header.apiVersion, r);
+    const response = await api.handle(request, {
+      api: this.api, header, advertised: { host: this.options.advertisedHost, port: this.port }, apis: KAFKA_APIS,
+    });
+    return this.frame(header, api, response);
+  }
+
+  private frame(header: RequestHeader, api: KafkaApi, body: Struct): Buffer {
+    const w = new ByteWriter();
+    w.int32(0); // the size, set below
+    // ApiVersions' response header stays v0 whatever the version, so a client can read it before it knows any.
+    writeResponseHeader(w, header.correlationId, api !== apiVersions && inRange(api.response.flexible, header.apiVersion));
+    encode(api.response, header.apiVersion, body, w);
+    const out = w.finish();
+    out.writeInt32BE(out.length - 4, 0);
+    return out;
+  }
+
+  /** ApiVersions above v3: error 35 and the versions served, in the v0 layout. */
+  private unsupportedApiVersions(header: RequestHeader): Buffer {
+    return this.frame({ ...header, apiVersion: 0 }, apiVersions, {
+      errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION,
+      apiKeys: KAFKA_APIS.map((a) => ({ apiKey: a.key, minVersion: a.minVersion, maxVersion: a.maxVersion })),
+    });
+  }
+}
