@@ -19,10 +19,11 @@ import { inRange } from './codec/schema.js';
 import type { KafkaApi } from './apis/api.js';
 import { apiVersions } from './apis/api-versions.js';
 import { metadata } from './apis/metadata.js';
+import { initProducerId, produce } from './apis/produce.js';
 import { KAFKA_ERROR } from './errors.js';
 
 /** The APIs served, by key. */
-export const KAFKA_APIS: readonly KafkaApi[] = [apiVersions, metadata];
+export const KAFKA_APIS: readonly KafkaApi[] = [apiVersions, metadata, produce, initProducerId];
 
 /** Options of the listener. */
 export interface KafkaListenerOptions {
@@ -120,7 +121,7 @@ export class KafkaListener {
     const response = await api.handle(request, {
       api: this.api, header, advertised: { host: this.options.advertisedHost, port: this.port }, apis: KAFKA_APIS,
     });
-    return this.frame(header, api, response);
+    return response === null ? null : this.frame(header, api, response);
   }
 
   private frame(header: RequestHeader, api: KafkaApi, body: Struct): Buffer {

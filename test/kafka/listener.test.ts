@@ -104,4 +104,49 @@ describe('kafka listener', () => {
     // The listener still serves others.
     expect((await exchange([request(18, 0, 5)], 1)).responses).toHaveLength(1);
   });
+
+  it('stores what a kafkajs idempotent producer sends, as sent, at the offsets it answers; refuses unknown topics', async () => {
+    await broker.createTopic({ topic: 'edits', partitions: 2 });
+    const kafka = new Kafka({ clientId: 'test', brokers: [`127.0.0.1:${listener.port}`], logLevel: logLevel.NOTHING, retry: { retries: 1, initialRetryTime: 50 } });
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    try {
+      const sent = await producer.send({
+        topic: 'edits', acks: -1,
+        messages: Array.from({ length: 20 }, (_, i) => ({
+          key: `page-${i % 5}`, value: `edit ${i}`, partition: i % 2, headers: { source: 'kafkajs' }, timestamp: String(1_442_016_000_000 + i),
+        })),
+      });
+      expect(sent.map((s) => [s.partition, s.errorCode, s.baseOffset]).sort()).toEqual([[0, 0, '0'], [1, 0, '0']]);
+      const again = await producer.send({ topic: 'edits', messages: [{ key: 'k', value: 'v', partition: 0 }] });
+      expect(again[0]).toMatchObject({ partition: 0, errorCode: 0, baseOffset: '10' });
+      await expect(producer.send({ topic: 'nope', messages: [{ value: 'x' }] })).rejects.toThrow();
+    } finally {
+      await producer.disconnect();
+    }
+    const fetched = await broker.fetch({ topic: 'edits', partitions: [{ partition: 0, offset: 0 }, { partition: 1, offset: 0 }] });
+    const p0 = fetched.partitions[0]!.records;
+    expect(p0).toHaveLength(11);
+    expect(p0[0]).toMatchObject({ offset: 0, timestamp: 1_442_016_000_000 });
+    expect(p0[0]!.key!.toString()).toBe('page-0');
+    expect(p0[0]!.value!.toString()).toBe('edit 0');
+    expect(p0[0]!.headers.map((h) => [h.key, h.value?.toString()])).toEqual([['source', 'kafkajs']]);
+    expect(fetched.partitions[1]!.records.map((r) => r.value!.toString())).toEqual(Array.from({ length: 10 }, (_, i) => `edit ${2 * i + 1}`));
+    expect((await broker.listTopics()).map((t) => t.topic)).toEqual(['edits']);
+  });
+
+  it('answers Produce with acks=0 not at all, and the next request still in order', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    const { encodeBatch } = await import('../../src/protocol/record-batch.js');
+    const batch = encodeBatch([{ key: null, value: Buffer.from('x'), headers: [] }], 0, Date.now());
+    // Produce v3: transactional id null, acks 0, timeout, [topic t [partition 0, records]]
+    const body = Buffer.concat([
+      Buffer.from('ffff' + '0000' + '00001388' + '00000001' + '0001' + Buffer.from('t').toString('hex') + '00000001' + '00000000', 'hex'),
+      Buffer.from([0, 0, 0, 0]).fill(0), batch,
+    ]);
+    body.writeInt32BE(batch.length, body.length - batch.length - 4);
+    const { responses } = await exchange([request(0, 3, 1, body), request(18, 0, 2)], 1);
+    expect(responses.map((r) => r.readInt32BE(0))).toEqual([2]);
+    expect((await broker.describeTopic('t')).partitions[0]!.highWatermark).toBe(1);
+  });
 });

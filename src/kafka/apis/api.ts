@@ -21,8 +21,11 @@ export interface KafkaApi {
   maxVersion: number;
   request: MessageDefinition;
   response: MessageDefinition;
-  /** Answers a decoded request; errors a client can act on are answered as error codes, not thrown. */
-  handle(request: Struct, ctx: RequestContext): Promise<Struct>;
+  /**
+   * Answers a decoded request (null: no answer is due, as for Produce with acks=0); errors a client can act on are
+   * answered as error codes, not thrown.
+   */
+  handle(request: Struct, ctx: RequestContext): Promise<Struct | null>;
 }
 
 /** onelog is one broker: node 0, leader of every partition, at leader epoch 0. */
