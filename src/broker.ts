@@ -245,6 +245,16 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.topics.compact(request);
   }
 
+  /**
+   * The first offset of a partition whose record's timestamp is >= `timestamp` (ms), or the high watermark when
+   * every record is older (Kafka's ListOffsets by timestamp).
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`
+   */
+  async offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number> {
+    this.checkOpen();
+    return this.logs.get(topic, partition).offsetForTimestamp(timestamp);
+  }
+
   /** The log store's file-handle cache: descriptors open, budget, hits, opens, evictions (diagnostics, benchmarks). */
   fileCacheStats(): FileCacheStats {
     return this.logs.files.stats();

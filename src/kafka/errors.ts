@@ -56,7 +56,12 @@ export const KAFKA_ERROR = {
 
 /** The Kafka error code for `err` answered in `context` (-1, UNKNOWN_SERVER_ERROR, for anything not an OnelogError). */
 export function kafkaErrorCode(err: unknown, context: KafkaErrorContext = 'data'): number {
-  if (!(err instanceof OnelogError)) return -1;
-  const code = KAFKA_CODES[err.code];
-  return typeof code === 'number' ? code : code[context] ?? code.other;
+  return err instanceof OnelogError ? kafkaCodeOf(err.code, context) : -1;
+}
+
+/** The Kafka error code for a registry code answered in `context` (-1 for a code not in the registry). */
+export function kafkaCodeOf(code: string, context: KafkaErrorContext = 'data'): number {
+  const kafka = KAFKA_CODES[code as ErrorCode] as (typeof KAFKA_CODES)[ErrorCode] | undefined;
+  if (kafka === undefined) return -1;
+  return typeof kafka === 'number' ? kafka : kafka[context] ?? kafka.other;
 }

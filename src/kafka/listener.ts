@@ -8,7 +8,6 @@
  */
 import net from 'node:net';
 import type { Logger } from '../logger.js';
-import type { OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { ByteReader, ByteWriter } from './codec/bytes.js';
 import { readRequestHeader, skipHeaderTags, writeResponseHeader } from './codec/headers.js';
@@ -16,14 +15,15 @@ import type { RequestHeader } from './codec/headers.js';
 import { decode, encode } from './codec/interpreter.js';
 import type { Struct } from './codec/interpreter.js';
 import { inRange } from './codec/schema.js';
-import type { KafkaApi } from './apis/api.js';
+import type { KafkaApi, KafkaDataApi } from './apis/api.js';
 import { apiVersions } from './apis/api-versions.js';
 import { metadata } from './apis/metadata.js';
 import { initProducerId, produce } from './apis/produce.js';
+import { fetch, listOffsets } from './apis/fetch.js';
 import { KAFKA_ERROR } from './errors.js';
 
 /** The APIs served, by key. */
-export const KAFKA_APIS: readonly KafkaApi[] = [apiVersions, metadata, produce, initProducerId];
+export const KAFKA_APIS: readonly KafkaApi[] = [apiVersions, metadata, produce, initProducerId, listOffsets, fetch];
 
 /** Options of the listener. */
 export interface KafkaListenerOptions {
@@ -43,13 +43,13 @@ export class KafkaListener {
   private readonly apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
 
   private constructor(
-    private readonly api: OnelogApi,
+    private readonly api: KafkaDataApi,
     private readonly server: net.Server,
     private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost'>> & { advertisedHost: string },
   ) {}
 
   /** Listens on `options.host:options.port`; resolves once listening. */
-  static async start(api: OnelogApi, options: KafkaListenerOptions): Promise<KafkaListener> {
+  static async start(api: KafkaDataApi, options: KafkaListenerOptions): Promise<KafkaListener> {
     const host = options.host ?? '127.0.0.1';
     const server = net.createServer();
     const listener = new KafkaListener(api, server, {

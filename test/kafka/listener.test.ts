@@ -7,8 +7,15 @@ import net from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker.js';
+import { ByteReader, ByteWriter } from '../../src/kafka/codec/bytes.js';
+import { decode, encode } from '../../src/kafka/codec/interpreter.js';
+import type { Struct } from '../../src/kafka/codec/interpreter.js';
+import { inRange } from '../../src/kafka/codec/schema.js';
+import type { MessageDefinition } from '../../src/kafka/codec/schema.js';
+import { fetchRequest, fetchResponse, listOffsetsRequest, listOffsetsResponse } from '../../src/kafka/messages/fetch.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/logger.js';
+import { encodeBatch } from '../../src/protocol/record-batch.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 let broker: Broker;
@@ -56,6 +63,21 @@ function request(apiKey: number, version: number, correlationId: number, body = 
   const size = Buffer.alloc(4);
   size.writeInt32BE(payload.length);
   return Buffer.concat([size, payload]);
+}
+
+/** Sends one request encoded from its definition (header v1, client id "t") and decodes the answer. */
+async function call(apiKey: number, version: number, req: MessageDefinition, res: MessageDefinition, value: Struct): Promise<Struct> {
+  const w = new ByteWriter();
+  w.int32(0);
+  w.int16(apiKey); w.int16(version); w.int32(77); w.int16(1); w.bytes(Buffer.from('t'));
+  if (inRange(req.flexible, version)) w.uvarint(0);
+  encode(req, version, value, w);
+  const frame = Buffer.from(w.finish());
+  frame.writeInt32BE(frame.length - 4, 0);
+  const r = new ByteReader((await exchange([frame], 1)).responses[0]!);
+  expect(r.int32()).toBe(77);
+  if (inRange(res.flexible, version)) r.uvarint();
+  return decode(res, version, r);
 }
 
 describe('kafka listener', () => {
@@ -137,7 +159,6 @@ describe('kafka listener', () => {
 
   it('answers Produce with acks=0 not at all, and the next request still in order', async () => {
     await broker.createTopic({ topic: 't', partitions: 1 });
-    const { encodeBatch } = await import('../../src/protocol/record-batch.js');
     const batch = encodeBatch([{ key: null, value: Buffer.from('x'), headers: [] }], 0, Date.now());
     // Produce v3: transactional id null, acks 0, timeout, [topic t [partition 0, records]]
     const body = Buffer.concat([
@@ -148,5 +169,51 @@ describe('kafka listener', () => {
     const { responses } = await exchange([request(0, 3, 1, body), request(18, 0, 2)], 1);
     expect(responses.map((r) => r.readInt32BE(0))).toEqual([2]);
     expect((await broker.describeTopic('t')).partitions[0]!.highWatermark).toBe(1);
+  });
+
+  it('answers ListOffsets to kafkajs: earliest, latest, by timestamp (-1 past the last record)', async () => {
+    await broker.createTopic({ topic: 'edits', partitions: 2 });
+    await broker.produce({ topic: 'edits', records: Array.from({ length: 6 }, (_, i) => ({ key: null, value: Buffer.from(`e${i}`), partition: 0, timestamp: 1000 * (i + 1) })) });
+    await broker.deleteRecords({ topic: 'edits', partition: 0, beforeOffset: 2 });
+    const kafka = new Kafka({ clientId: 'test', brokers: [`127.0.0.1:${listener.port}`], logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      expect(await admin.fetchTopicOffsets('edits')).toEqual([
+        { partition: 0, offset: '6', high: '6', low: '2' },
+        { partition: 1, offset: '0', high: '0', low: '0' },
+      ]);
+      // kafkajs reads an answer of -1 (no record at or after the time) as the high watermark.
+      expect(await admin.fetchTopicOffsetsByTimestamp('edits', 3500)).toEqual([{ partition: 0, offset: '3' }, { partition: 1, offset: '0' }]);
+      expect(await admin.fetchTopicOffsetsByTimestamp('edits', 99_000)).toEqual([{ partition: 0, offset: '6' }, { partition: 1, offset: '0' }]);
+    } finally {
+      await admin.disconnect();
+    }
+    // On the wire: -1, not the high watermark; and the found record's timestamp.
+    const answer = await call(2, 5, listOffsetsRequest, listOffsetsResponse, {
+      replicaId: -1, topics: [{ name: 'edits', partitions: [{ partitionIndex: 0, timestamp: 99_000 }, { partitionIndex: 0, timestamp: 3500 }] }],
+    });
+    expect((answer.topics as Array<{ partitions: unknown[] }>)[0]!.partitions).toEqual([
+      { partitionIndex: 0, errorCode: 0, timestamp: -1, offset: -1, leaderEpoch: 0 },
+      { partitionIndex: 0, errorCode: 0, timestamp: 4000, offset: 3, leaderEpoch: 0 },
+    ]);
+  });
+
+  it('answers Fetch with the batches as stored, and per-partition errors', async () => {
+    await broker.createTopic({ topic: 'edits', partitions: 2 });
+    await broker.produce({ topic: 'edits', records: Array.from({ length: 5 }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`e${i}`), partition: 0 })) });
+    const stored = (await broker.fetchBatches({ topic: 'edits', partitions: [{ partition: 0, offset: 0 }] })).partitions[0]!.batches;
+    const answer = await call(1, 11, fetchRequest, fetchResponse, {
+      replicaId: -1, maxWaitMs: 100, minBytes: 1, maxBytes: 1 << 20, isolationLevel: 0,
+      topics: [
+        { topic: 'edits', partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }, { partition: 1, fetchOffset: 7, partitionMaxBytes: 1 << 20 }] },
+        { topic: 'nope', partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] },
+      ],
+    }) as { responses: Array<{ topic: string; partitions: Array<Record<string, unknown>> }> };
+    const [edits, nope] = answer.responses;
+    expect(edits!.partitions[0]).toMatchObject({ partitionIndex: 0, errorCode: 0, highWatermark: 5, lastStableOffset: 5, logStartOffset: 0 });
+    expect(Buffer.compare(edits!.partitions[0]!.records as Buffer, stored)).toBe(0);
+    expect(edits!.partitions[1]).toMatchObject({ partitionIndex: 1, errorCode: 1, records: null }); // offset 7 past the high watermark 0
+    expect(nope).toMatchObject({ topic: 'nope', partitions: [{ partitionIndex: 0, errorCode: 3 }] });
   });
 });

@@ -1,12 +1,18 @@
 /** What every Kafka API the listener serves is made of: its versions, message definitions and handler. */
-import type { OnelogApi } from '../../protocol/api.js';
+import type { BinaryDataApi, OnelogApi } from '../../protocol/api.js';
 import type { Struct } from '../codec/interpreter.js';
 import type { RequestHeader } from '../codec/headers.js';
 import type { MessageDefinition } from '../codec/schema.js';
 
+/** What the Kafka listener needs of the broker: its API, the binary data path, lookups by timestamp (the embedded broker). */
+export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
+  /** The first offset whose record's timestamp is >= `timestamp`, or the high watermark. */
+  offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number>;
+}
+
 /** What a handler knows of the request and the broker. */
 export interface RequestContext {
-  api: OnelogApi;
+  api: KafkaDataApi;
   header: RequestHeader;
   /** The listener's address as clients must reach it (Metadata's only broker, FindCoordinator's coordinator). */
   advertised: { host: string; port: number };

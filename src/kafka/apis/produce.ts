@@ -6,7 +6,6 @@
  *
  * InitProducerId (22): a new idempotent producer identity.
  */
-import type { BinaryDataApi, OnelogApi } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { LOG_OVERHEAD } from '../../protocol/record-batch.js';
 import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
@@ -31,17 +30,9 @@ export function splitBatches(records: Buffer): Buffer[] {
   return batches;
 }
 
-function binary(api: OnelogApi): OnelogApi & BinaryDataApi {
-  if (typeof (api as Partial<BinaryDataApi>).produceBatches !== 'function') {
-    throw new OnelogError('INTERNAL_ERROR', 'the Kafka listener needs the broker\'s binary data path');
-  }
-  return api as OnelogApi & BinaryDataApi;
-}
-
 export const produce: KafkaApi = {
   key: 0, name: 'Produce', minVersion: 3, maxVersion: 11, request: produceRequest, response: produceResponse,
   async handle(request, { api }) {
-    const broker = binary(api);
     const transactional = request.transactionalId !== null;
     const topics = request.topicData as Array<{ name: string; partitionData: PartitionData[] }>;
     const responses = await Promise.all(topics.map(async ({ name, partitionData }) => ({
@@ -52,7 +43,7 @@ export const produce: KafkaApi = {
         try {
           const batches = splitBatches(records ?? Buffer.alloc(0));
           if (batches.length === 0) throw new OnelogError('INVALID_REQUEST', 'no record batch');
-          const result = await broker.produceBatches({ topic: name, batches: batches.map((batch) => ({ partition: index, batch })) });
+          const result = await api.produceBatches({ topic: name, batches: batches.map((batch) => ({ partition: index, batch })) });
           return { ...answer, baseOffset: result.batches[0]!.baseOffset };
         } catch (err) {
           if (!(err instanceof OnelogError)) throw err;

@@ -1,0 +1,94 @@
+/**
+ * ListOffsets (2): a partition's earliest (-2) or latest (-1) offset, or the first offset whose record's timestamp
+ * is at or after a time (none later: offset -1, not the high watermark); -3 (the record with the largest timestamp)
+ * answers the last record.
+ *
+ * Fetch (1): each partition's record batches as stored, never re-encoded (the first batch may hold records before
+ * the offset asked: Kafka clients skip them), with leader epoch 0, LastStableOffset = high watermark, session 0 (no
+ * incremental fetch sessions). A fetch waits up to MaxWaitMs (at most 30 s) while no partition has records.
+ */
+import type { FetchRequest } from '../../protocol/api.js';
+import { OnelogError } from '../../protocol/errors.js';
+import { kafkaCodeOf, kafkaErrorCode } from '../errors.js';
+import { fetchRequest, fetchResponse, listOffsetsRequest, listOffsetsResponse } from '../messages/fetch.js';
+import type { KafkaApi, KafkaDataApi } from './api.js';
+
+const LATEST = -1;
+const EARLIEST = -2;
+const MAX_TIMESTAMP = -3;
+const MAX_WAIT_MS = 30_000;
+
+export const listOffsets: KafkaApi = {
+  key: 2, name: 'ListOffsets', minVersion: 1, maxVersion: 9, request: listOffsetsRequest, response: listOffsetsResponse,
+  async handle(request, { api }) {
+    const topics = request.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number; timestamp: number }> }>;
+    return {
+      throttleTimeMs: 0,
+      topics: await Promise.all(topics.map(async ({ name, partitions }) => ({
+        name,
+        partitions: await Promise.all(partitions.map(async ({ partitionIndex, timestamp }) => {
+          const answer = { partitionIndex, errorCode: 0, timestamp: -1, offset: -1, leaderEpoch: 0 };
+          try {
+            const p = (await api.describeTopic(name)).partitions[partitionIndex];
+            if (p === undefined) throw new OnelogError('UNKNOWN_PARTITION', `topic ${name} has no partition ${partitionIndex}`);
+            if (timestamp === LATEST) return { ...answer, offset: p.highWatermark };
+            if (timestamp === EARLIEST) return { ...answer, offset: p.logStartOffset };
+            const offset = timestamp === MAX_TIMESTAMP ? p.highWatermark - 1 : await api.offsetForTimestamp(name, partitionIndex, timestamp);
+            if (offset < p.logStartOffset || offset >= p.highWatermark) return answer;
+            const [record] = (await api.fetch({ topic: name, partitions: [{ partition: partitionIndex, offset }], maxRecords: 1 })).partitions[0]!.records;
+            return { ...answer, offset, timestamp: record?.timestamp ?? -1 };
+          } catch (err) {
+            if (!(err instanceof OnelogError)) throw err;
+            return { ...answer, errorCode: kafkaErrorCode(err) };
+          }
+        })),
+      }))),
+    };
+  },
+};
+
+interface FetchTopic {
+  topic: string;
+  partitions: Array<{ partition: number; fetchOffset: number; partitionMaxBytes: number }>;
+}
+
+/** One topic's part of a fetch, each partition's error as a Kafka code. */
+async function fetchTopic(broker: KafkaDataApi, t: FetchTopic, maxBytes: number, maxWaitMs: number) {
+  const request: FetchRequest = {
+    topic: t.topic, partitions: t.partitions.map((p) => ({ partition: p.partition, offset: p.fetchOffset })),
+    maxBytes: Math.max(1, Math.min(maxBytes, t.partitions.reduce((sum, p) => sum + p.partitionMaxBytes, 0))),
+    maxRecords: 100_000, maxWaitMs,
+  };
+  try {
+    const result = await broker.fetchBatches(request);
+    return result.partitions.map((p) => ({
+      partitionIndex: p.partition, errorCode: p.error ? kafkaCodeOf(p.error.code, 'fetch') : 0,
+      highWatermark: p.highWatermark, lastStableOffset: p.highWatermark, logStartOffset: p.logStartOffset,
+      abortedTransactions: null, preferredReadReplica: -1, records: p.error ? null : p.batches,
+    }));
+  } catch (err) {
+    if (!(err instanceof OnelogError)) throw err;
+    return t.partitions.map((p) => ({
+      partitionIndex: p.partition, errorCode: kafkaErrorCode(err, 'fetch'), highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
+      abortedTransactions: null, preferredReadReplica: -1, records: null,
+    }));
+  }
+}
+
+export const fetch: KafkaApi = {
+  key: 1, name: 'Fetch', minVersion: 4, maxVersion: 12, request: fetchRequest, response: fetchResponse,
+  async handle(request, { api }) {
+    const topics = request.topics as FetchTopic[];
+    const maxBytes = request.maxBytes as number;
+    const maxWaitMs = Math.max(0, Math.min(request.maxWaitMs as number, MAX_WAIT_MS));
+    const read = (wait: number) => Promise.all(topics.map(async (t) => ({ topic: t.topic, partitions: await fetchTopic(api, t, maxBytes, wait) })));
+    let responses = await read(topics.length === 1 ? maxWaitMs : 0);
+    const empty = responses.every((t) => t.partitions.every((p) => p.errorCode === 0 && (p.records?.length ?? 0) === 0));
+    if (empty && topics.length > 1 && maxWaitMs > 0) {
+      // Several topics: wait until any has records (or the wait ends), then read them all.
+      await Promise.race(topics.map((t) => fetchTopic(api, t, maxBytes, maxWaitMs)));
+      responses = await read(0);
+    }
+    return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses };
+  },
+};
