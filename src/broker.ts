@@ -28,7 +28,7 @@ import type { FetchLimits, FetchTarget } from './delivery/fetch.js';
 import { WebhookDispatcher } from './delivery/webhook.js';
 import type { WebhookOptions } from './delivery/webhook.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
-import type { OffsetStore } from './offsets/offset-store.js';
+import type { GroupOffset, OffsetStore } from './offsets/offset-store.js';
 import type {
   BatchFetchResult, BinaryDataApi, FetchedPartition, ProduceBatchesRequest, ProduceBatchesResult,
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
@@ -253,6 +253,12 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number> {
     this.checkOpen();
     return this.logs.get(topic, partition).offsetForTimestamp(timestamp);
+  }
+
+  /** A group's committed offsets, every topic (none for a group that does not exist), as Kafka's OffsetFetch reads them. */
+  async committedOffsets(groupId: string): Promise<GroupOffset[]> {
+    this.checkOpen();
+    return this.offsets.list(checkGroupId(groupId));
   }
 
   /** The log store's file-handle cache: descriptors open, budget, hits, opens, evictions (diagnostics, benchmarks). */

@@ -20,10 +20,13 @@ import { apiVersions } from './apis/api-versions.js';
 import { metadata } from './apis/metadata.js';
 import { initProducerId, produce } from './apis/produce.js';
 import { fetch, listOffsets } from './apis/fetch.js';
+import { findCoordinator, offsetCommit, offsetFetch } from './apis/offsets.js';
 import { KAFKA_ERROR } from './errors.js';
 
 /** The APIs served, by key. */
-export const KAFKA_APIS: readonly KafkaApi[] = [apiVersions, metadata, produce, initProducerId, listOffsets, fetch];
+export const KAFKA_APIS: readonly KafkaApi[] = [
+  apiVersions, metadata, produce, initProducerId, listOffsets, fetch, findCoordinator, offsetCommit, offsetFetch,
+];
 
 /** Options of the listener. */
 export interface KafkaListenerOptions {

@@ -13,6 +13,7 @@ import type { Struct } from '../../src/kafka/codec/interpreter.js';
 import { inRange } from '../../src/kafka/codec/schema.js';
 import type { MessageDefinition } from '../../src/kafka/codec/schema.js';
 import { fetchRequest, fetchResponse, listOffsetsRequest, listOffsetsResponse } from '../../src/kafka/messages/fetch.js';
+import { offsetCommitRequest, offsetCommitResponse, offsetFetchRequest, offsetFetchResponse } from '../../src/kafka/messages/offsets.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/logger.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
@@ -215,5 +216,46 @@ describe('kafka listener', () => {
     expect(Buffer.compare(edits!.partitions[0]!.records as Buffer, stored)).toBe(0);
     expect(edits!.partitions[1]).toMatchObject({ partitionIndex: 1, errorCode: 1, records: null }); // offset 7 past the high watermark 0
     expect(nope).toMatchObject({ topic: 'nope', partitions: [{ partitionIndex: 0, errorCode: 3 }] });
+  });
+
+  it('shares committed offsets: onelog\'s are what kafkajs fetches, a Kafka standalone commit is onelog\'s', async () => {
+    await broker.createTopic({ topic: 'edits', partitions: 2 });
+    await broker.produce({ topic: 'edits', records: Array.from({ length: 10 }, (_, i) => ({ key: null, value: Buffer.from(`e${i}`), partition: i % 2 })) });
+    await broker.commitOffsets({ groupId: 'indexer', topic: 'edits', offsets: [{ partition: 0, offset: 3, metadata: 'm' }] });
+    // kafkajs learns the brokers (Metadata) on its first retry of FindCoordinator.
+    const kafka = new Kafka({ clientId: 'test', brokers: [`127.0.0.1:${listener.port}`], logLevel: logLevel.NOTHING, retry: { retries: 2, initialRetryTime: 20 } });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      // FindCoordinator, then OffsetFetch: a partition never committed answers -1.
+      expect(await admin.fetchOffsets({ groupId: 'indexer', topics: ['edits'] })).toEqual([{
+        topic: 'edits', partitions: [{ partition: 0, offset: '3', metadata: 'm' }, { partition: 1, offset: '-1', metadata: null }],
+      }]);
+      expect(await admin.fetchOffsets({ groupId: 'nobody', topics: ['edits'] })).toEqual([{
+        topic: 'edits', partitions: [{ partition: 0, offset: '-1', metadata: null }, { partition: 1, offset: '-1', metadata: null }],
+      }]);
+    } finally {
+      await admin.disconnect();
+    }
+    // A standalone OffsetCommit (generation -1, no member) at v8 is a commit without a member.
+    const answer = await call(8, 8, offsetCommitRequest, offsetCommitResponse, {
+      groupId: 'indexer', generationIdOrMemberEpoch: -1, memberId: '', groupInstanceId: null,
+      topics: [{ name: 'edits', partitions: [{ partitionIndex: 1, committedOffset: 4, committedMetadata: null }] }, { name: 'nope', partitions: [{ partitionIndex: 0, committedOffset: 1 }] }],
+    });
+    expect(answer.topics).toEqual([
+      { name: 'edits', partitions: [{ partitionIndex: 1, errorCode: 0 }] },
+      { name: 'nope', partitions: [{ partitionIndex: 0, errorCode: 3 }] },
+    ]);
+    const d = await broker.describeGroup('indexer');
+    expect(d.subscriptions[0]!.partitions.map((p) => p.committedOffset)).toEqual([3, 4]);
+    // OffsetFetch v8 (groups batched) with null topics: every topic the group committed.
+    const fetched = await call(9, 8, offsetFetchRequest, offsetFetchResponse, { groups: [{ groupId: 'indexer', topics: null }], requireStable: false });
+    expect(fetched.groups).toEqual([{
+      groupId: 'indexer', errorCode: 0,
+      topics: [{ name: 'edits', partitions: [
+        { partitionIndex: 0, committedOffset: 3, committedLeaderEpoch: -1, metadata: 'm', errorCode: 0 },
+        { partitionIndex: 1, committedOffset: 4, committedLeaderEpoch: -1, metadata: '', errorCode: 0 },
+      ] }],
+    }]);
   });
 });

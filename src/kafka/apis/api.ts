@@ -8,6 +8,8 @@ import type { MessageDefinition } from '../codec/schema.js';
 export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
   /** The first offset whose record's timestamp is >= `timestamp`, or the high watermark. */
   offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number>;
+  /** A group's committed offsets (none for an unknown group). */
+  committedOffsets(groupId: string): Promise<Array<{ topic: string; partition: number; offset: number; metadata: string }>>;
 }
 
 /** What a handler knows of the request and the broker. */

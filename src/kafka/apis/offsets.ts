@@ -1,0 +1,97 @@
+/**
+ * FindCoordinator (10): onelog is every group's coordinator (transactions are not served: a transaction
+ * coordinator is not available, 15).
+ *
+ * OffsetCommit (8): a group's offsets, committed through onelog's coordinator. A commit with generation -1 or
+ * no member id is a commit without a member (as `onelog consume` without a group session, or Kafka's
+ * standalone consumers); a member's is fenced as any member's.
+ *
+ * OffsetFetch (9): a group's committed offsets; a partition never committed (or a group that does not exist)
+ * answers -1, and the client's auto.offset.reset decides.
+ */
+import { OnelogError } from '../../protocol/errors.js';
+import { kafkaErrorCode } from '../errors.js';
+import {
+  findCoordinatorRequest, findCoordinatorResponse, offsetCommitRequest, offsetCommitResponse, offsetFetchRequest, offsetFetchResponse,
+} from '../messages/offsets.js';
+import { NODE_ID } from './api.js';
+import type { KafkaApi, KafkaDataApi } from './api.js';
+
+const COORDINATOR_NOT_AVAILABLE = 15;
+const GROUP_KEY = 0;
+
+export const findCoordinator: KafkaApi = {
+  key: 10, name: 'FindCoordinator', minVersion: 0, maxVersion: 6, request: findCoordinatorRequest, response: findCoordinatorResponse,
+  async handle(request, { header, advertised }) {
+    const group = request.keyType === GROUP_KEY;
+    const coordinator = {
+      nodeId: group ? NODE_ID : -1, host: group ? advertised.host : '', port: group ? advertised.port : -1,
+      errorCode: group ? 0 : COORDINATOR_NOT_AVAILABLE, errorMessage: group ? null : 'onelog does not serve transactions',
+    };
+    if (header.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: (request.coordinatorKeys as string[]).map((key) => ({ key, ...coordinator })) };
+    return { throttleTimeMs: 0, ...coordinator };
+  },
+};
+
+interface CommitTopic {
+  name: string;
+  partitions: Array<{ partitionIndex: number; committedOffset: number; committedMetadata: string | null }>;
+}
+
+export const offsetCommit: KafkaApi = {
+  key: 8, name: 'OffsetCommit', minVersion: 2, maxVersion: 9, request: offsetCommitRequest, response: offsetCommitResponse,
+  async handle(request, { api }) {
+    const groupId = request.groupId as string;
+    const generationId = request.generationIdOrMemberEpoch as number;
+    const memberId = request.memberId as string;
+    const member = memberId !== '' && generationId >= 0 ? { memberId, generationId } : {};
+    const topics = await Promise.all((request.topics as CommitTopic[]).map(async ({ name, partitions }) => {
+      let errorCode = 0;
+      try {
+        await api.commitOffsets({
+          groupId, topic: name, ...member,
+          offsets: partitions.map((p) => ({ partition: p.partitionIndex, offset: p.committedOffset, metadata: p.committedMetadata ?? '' })),
+        });
+      } catch (err) {
+        if (!(err instanceof OnelogError)) throw err;
+        errorCode = kafkaErrorCode(err, 'group');
+      }
+      return { name, partitions: partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) };
+    }));
+    return { throttleTimeMs: 0, topics };
+  },
+};
+
+type FetchTopics = Array<{ name: string; partitionIndexes: number[] }> | null;
+
+/** A group's committed offsets of `topics` (null: every topic it committed), -1 where it has none. */
+async function committedOf(api: KafkaDataApi, groupId: string, topics: FetchTopics) {
+  const committed = await api.committedOffsets(groupId).catch((err: unknown) => {
+    if (err instanceof OnelogError && err.code === 'INVALID_REQUEST') return [];
+    throw err;
+  });
+  const wanted = topics ?? [...new Set(committed.map((c) => c.topic))].map((name) => ({
+    name, partitionIndexes: committed.filter((c) => c.topic === name).map((c) => c.partition),
+  }));
+  return wanted.map(({ name, partitionIndexes }) => ({
+    name,
+    partitions: partitionIndexes.map((partitionIndex) => {
+      const c = committed.find((o) => o.topic === name && o.partition === partitionIndex);
+      return { partitionIndex, committedOffset: c?.offset ?? -1, committedLeaderEpoch: -1, metadata: c?.metadata ?? '', errorCode: 0 };
+    }),
+  }));
+}
+
+export const offsetFetch: KafkaApi = {
+  key: 9, name: 'OffsetFetch', minVersion: 1, maxVersion: 9, request: offsetFetchRequest, response: offsetFetchResponse,
+  async handle(request, { api, header }) {
+    if (header.apiVersion >= 8) {
+      const groups = request.groups as Array<{ groupId: string; topics: FetchTopics }>;
+      return {
+        throttleTimeMs: 0,
+        groups: await Promise.all(groups.map(async (g) => ({ groupId: g.groupId, topics: await committedOf(api, g.groupId, g.topics), errorCode: 0 }))),
+      };
+    }
+    return { throttleTimeMs: 0, topics: await committedOf(api, request.groupId as string, request.topics as FetchTopics), errorCode: 0 };
+  },
+};
