@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: onelog's benchmarks. Each prints its setup and its figures. Options:
- * `--only client|storage|offsets|partitions|retries|monitoring|peers`, `--partitions N` (partitions and monitoring benchmarks,
+ * `--only client|storage|offsets|partitions|retries|monitoring|kafka-codec|peers`, `--partitions N` (partitions and monitoring benchmarks,
  * default 10,000), `--groups N` (monitoring benchmark, default 100),
  * `--edit-copies N` (retries benchmark: times the 39,244 Wikipedia edits are produced, default 5), `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
  * and 100), `--scale X` (storage benchmark sizes, default 1), `--offset-keys N` (offset store benchmark,
@@ -20,6 +20,7 @@ import { clientThroughput } from './client-throughput.js';
 import { offsetStoreBenchmark } from './offset-store.js';
 import { partitionsBenchmark } from './partitions.js';
 import { peersBenchmark } from './peers/index.js';
+import { kafkaCodecBenchmark } from './kafka-codec.js';
 import { monitoringBenchmark } from './monitoring.js';
 import { retriesBenchmark } from './retries.js';
 import { storageBenchmark } from './storage.js';
@@ -70,6 +71,7 @@ if (only === undefined || only === 'partitions') {
 }
 if (only === undefined || only === 'retries') await retriesBenchmark({ copies: Number(values['edit-copies']) });
 if (only === undefined || only === 'monitoring') await monitoringBenchmark({ partitions: Number(values.partitions), groups: Number(values.groups) });
+if (only === undefined || only === 'kafka-codec') await kafkaCodecBenchmark();
 if (only === undefined || only === 'client') {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-'));
   try {

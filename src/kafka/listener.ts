@@ -100,7 +100,10 @@ export class KafkaListener {
             drop((err as Error).message);
             return null;
           });
-          if (response !== null && !socket.destroyed) socket.write(response);
+          if (response === null || socket.destroyed) return;
+          socket.cork();
+          for (const part of response) socket.write(part);
+          socket.uncork();
         });
       }
     });
@@ -108,8 +111,8 @@ export class KafkaListener {
     socket.on('close', () => this.sockets.delete(socket));
   }
 
-  /** The response frame to a request frame, or null when none is due. @throws when the connection must close */
-  private async answer(frame: Buffer): Promise<Buffer | null> {
+  /** The response frame to a request frame, in parts, or null when none is due. @throws when the connection must close */
+  private async answer(frame: Buffer): Promise<Buffer[] | null> {
     const r = new ByteReader(frame);
     const header = readRequestHeader(r);
     const api = this.apis.get(header.apiKey);
@@ -127,19 +130,21 @@ export class KafkaListener {
     return response === null ? null : this.frame(header, api, response);
   }
 
-  private frame(header: RequestHeader, api: KafkaApi, body: Struct): Buffer {
+  /** A response frame, in parts: record batches go out as the slices read from the log. */
+  private frame(header: RequestHeader, api: KafkaApi, body: Struct): Buffer[] {
     const w = new ByteWriter();
     w.int32(0); // the size, set below
     // ApiVersions' response header stays v0 whatever the version, so a client can read it before it knows any.
     writeResponseHeader(w, header.correlationId, api !== apiVersions && inRange(api.response.flexible, header.apiVersion));
     encode(api.response, header.apiVersion, body, w);
-    const out = w.finish();
-    out.writeInt32BE(out.length - 4, 0);
-    return out;
+    const size = w.length - 4;
+    const parts = w.parts();
+    parts[0]!.writeInt32BE(size, 0);
+    return parts;
   }
 
   /** ApiVersions above v3: error 35 and the versions served, in the v0 layout. */
-  private unsupportedApiVersions(header: RequestHeader): Buffer {
+  private unsupportedApiVersions(header: RequestHeader): Buffer[] {
     return this.frame({ ...header, apiVersion: 0 }, apiVersions, {
       errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION,
       apiKeys: KAFKA_APIS.map((a) => ({ apiKey: a.key, minVersion: a.minVersion, maxVersion: a.maxVersion })),

@@ -105,4 +105,21 @@ describe('kafka codec', () => {
       expect(new ByteReader(Buffer.from(hex, 'hex')).uvarint()).toBe(n);
     }
   });
+
+  it('writes record batches as the slices given, not copies, and decodes them back', () => {
+    const fetch = KAFKA_APIS.find((a) => a.key === 1)!;
+    const batches = [Buffer.alloc(4096, 1), Buffer.alloc(2048, 2)];
+    const value = {
+      throttleTimeMs: 0, errorCode: 0, sessionId: 0,
+      responses: [{ topic: 't', partitions: batches.map((records, partitionIndex) => ({ partitionIndex, errorCode: 0, highWatermark: 9, records })) }],
+    };
+    for (const version of [11, 12]) {
+      const w = encode(fetch.response, version, value);
+      const parts = w.parts();
+      for (const b of batches) expect(parts).toContain(b); // the same Buffer, not a copy
+      expect(parts.reduce((n, p) => n + p.length, 0)).toBe(w.length);
+      const back = decode(fetch.response, version, new ByteReader(Buffer.concat(parts))) as { responses: Array<{ partitions: Array<{ records: Buffer }> }> };
+      expect(back.responses[0]!.partitions.map((p) => p.records)).toEqual(batches);
+    }
+  });
 });

@@ -56,13 +56,27 @@ export class ByteReader {
   }
 }
 
-/** A growing buffer the encoders write to. */
+/** Bytes written as a slice of the caller's buffer, not copied (record batches). */
+const ZERO_COPY_BYTES = 1024;
+
+/**
+ * A growing buffer the encoders write to. Large byte strings (record batches) are kept as the caller's slices,
+ * not copied: {@link parts} answers the written bytes as a list to hand to a socket as is.
+ */
 export class ByteWriter {
   private buf: Buffer;
   private pos = 0;
+  /** Bytes before `buf`: written segments and zero-copy slices, in order. */
+  private readonly done: Buffer[] = [];
+  private doneBytes = 0;
 
   constructor(initial = 256) {
     this.buf = Buffer.allocUnsafe(initial);
+  }
+
+  /** Bytes written so far. */
+  get length(): number {
+    return this.doneBytes + this.pos;
   }
 
   private room(n: number): number {
@@ -123,8 +137,23 @@ export class ByteWriter {
   }
 
   bytes(b: Buffer): void {
+    if (b.length >= ZERO_COPY_BYTES) {
+      this.seal();
+      this.done.push(b);
+      this.doneBytes += b.length;
+      return;
+    }
     const at = this.room(b.length);
     b.copy(this.buf, at);
+  }
+
+  /** Ends the current segment; writing goes on in a new one. */
+  private seal(): void {
+    if (this.pos === 0) return;
+    this.done.push(this.buf.subarray(0, this.pos));
+    this.doneBytes += this.pos;
+    this.buf = Buffer.allocUnsafe(Math.max(256, this.buf.length - this.pos));
+    this.pos = 0;
   }
 
   uuid(hex: string): void {
@@ -133,8 +162,13 @@ export class ByteWriter {
     this.bytes(b);
   }
 
-  /** What was written, as one Buffer (a view: the writer must not be used after). */
+  /** What was written, in order, as segments and the slices written without a copy (the writer must not be used after). */
+  parts(): Buffer[] {
+    return this.pos === 0 && this.done.length > 0 ? this.done : [...this.done, this.buf.subarray(0, this.pos)];
+  }
+
+  /** What was written, as one Buffer (copied together when slices were kept; the writer must not be used after). */
   finish(): Buffer {
-    return this.buf.subarray(0, this.pos);
+    return this.done.length === 0 ? this.buf.subarray(0, this.pos) : Buffer.concat(this.parts());
   }
 }
