@@ -161,6 +161,7 @@ export class GroupCoordinator {
         sessionTimeoutMs: request.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
         commitMode: request.commitMode ?? 'after-processing',
         assignor: assignorFor(request.assignor ?? 'sticky'),
+        commitsStart: request.commitStartPositions ?? true,
       }, this.clock.now());
       this.logger.info({ groupId, memberId: member.memberId, generationId: group.generationId }, 'member joined');
       return this.answer(group, member);
@@ -232,7 +233,9 @@ export class GroupCoordinator {
     for (const tp of granted) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp]);
     for (const [topic, tps] of byTopic) {
       const subscription = await this.subscriptions.of(group.groupId, topic);
-      const positions = await this.positions.resolveAll(group.groupId, subscription, tps.map((tp) => this.logs.get(topic, tp.partition)), paused);
+      const positions = await this.positions.resolveAll(
+        group.groupId, subscription, tps.map((tp) => this.logs.get(topic, tp.partition)), paused, member.commitsStart,
+      );
       tps.forEach((tp, i) => {
         const position = positions[i]!;
         entries.set(partitionKey(tp), { ...tp, ...(position.error ? { error: position.error } : { offset: position.offset }) });

@@ -42,6 +42,8 @@ export interface Member {
   topics: readonly string[];
   readonly sessionTimeoutMs: number;
   readonly commitMode: CommitMode;
+  /** Whether a partition never committed gets its start position committed when granted (not for Kafka members). */
+  readonly commitsStart: boolean;
   /** ms since the epoch */
   lastHeartbeatAt: number;
   /** The generation of the last answer this member got; its requests must carry it. */
@@ -73,6 +75,8 @@ export interface JoinOptions {
   sessionTimeoutMs: number;
   commitMode: CommitMode;
   assignor: Assignor;
+  /** Whether a partition never committed gets its start position committed when granted. */
+  commitsStart: boolean;
 }
 
 export class GroupMembership {
@@ -121,6 +125,7 @@ export class GroupMembership {
       topics: [...new Set(options.topics)],
       sessionTimeoutMs: options.sessionTimeoutMs,
       commitMode: options.commitMode,
+      commitsStart: options.commitsStart,
       lastHeartbeatAt: now,
       generationId: 0,
       previousGenerationId: 0,

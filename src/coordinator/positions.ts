@@ -29,10 +29,12 @@ export class Positions {
    * Resolves where `groupId` starts reading each of `logs` (partitions of the subscription's topic). The
    * start positions of partitions never committed are committed together, in one durable write.
    * @param paused the group's paused partitions (`topic/partition` -> error), from {@link Catalog.listPauses}
+   * @param commitStarts commit the start positions (not for a Kafka member, whose client's auto.offset.reset decides)
    * @returns a position per log, in order
    */
   async resolveAll(
     groupId: string, subscription: SubscriptionRecord, logs: readonly PartitionLog[], paused: ReadonlyMap<string, PartitionError>,
+    commitStarts = true,
   ): Promise<Position[]> {
     const positions: Position[] = [];
     const starts: { topic: string; partition: number; offset: number }[] = [];
@@ -54,7 +56,7 @@ export class Positions {
         positions.push(await this.outOfRange(groupId, subscription, log, committed.offset));
       }
     }
-    if (starts.length > 0) await this.offsets.commit(groupId, starts, this.clock.now());
+    if (starts.length > 0 && commitStarts) await this.offsets.commit(groupId, starts, this.clock.now());
     return positions;
   }
 

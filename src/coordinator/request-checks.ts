@@ -20,6 +20,9 @@ export function checkJoinRequest(request: JoinGroupRequest): void {
   if (request.commitMode !== undefined) checkOneOf(request.commitMode, 'commitMode', COMMIT_MODES);
   if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', START_POLICIES);
   if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
+  if (request.commitStartPositions !== undefined && typeof request.commitStartPositions !== 'boolean') {
+    throw new OnelogError('INVALID_REQUEST', 'commitStartPositions must be true or false', { groupId: request.groupId });
+  }
   if (request.clientId !== undefined && (typeof request.clientId !== 'string' || request.clientId.length > 200)) {
     throw new OnelogError('INVALID_REQUEST', 'clientId must be a string of at most 200 characters', { groupId: request.groupId });
   }

@@ -21,11 +21,14 @@ import { metadata } from './apis/metadata.js';
 import { initProducerId, produce } from './apis/produce.js';
 import { fetch, listOffsets } from './apis/fetch.js';
 import { findCoordinator, offsetCommit, offsetFetch } from './apis/offsets.js';
+import { heartbeat, joinGroup, leaveGroup, syncGroup } from './apis/groups.js';
+import { KafkaMembers } from './kafka-members.js';
 import { KAFKA_ERROR } from './errors.js';
 
 /** The APIs served, by key. */
 export const KAFKA_APIS: readonly KafkaApi[] = [
   apiVersions, metadata, produce, initProducerId, listOffsets, fetch, findCoordinator, offsetCommit, offsetFetch,
+  joinGroup, syncGroup, heartbeat, leaveGroup,
 ];
 
 /** Options of the listener. */
@@ -44,6 +47,7 @@ export interface KafkaListenerOptions {
 export class KafkaListener {
   private readonly sockets = new Set<net.Socket>();
   private readonly apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
+  private readonly members = new KafkaMembers();
 
   private constructor(
     private readonly api: KafkaDataApi,
@@ -125,7 +129,7 @@ export class KafkaListener {
     if (flexible) skipHeaderTags(r);
     const request = decode(api.request, header.apiVersion, r);
     const response = await api.handle(request, {
-      api: this.api, header, advertised: { host: this.options.advertisedHost, port: this.port }, apis: KAFKA_APIS,
+      api: this.api, header, advertised: { host: this.options.advertisedHost, port: this.port }, apis: KAFKA_APIS, members: this.members,
     });
     return response === null ? null : this.frame(header, api, response);
   }

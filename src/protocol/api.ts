@@ -294,6 +294,12 @@ export interface JoinGroupRequest {
   startPolicy?: StartPolicy;
   /** Out-of-range policy for subscriptions this join creates or changes. @default the stored one, else 'pause' */
   onOutOfRange?: OutOfRangePolicy;
+  /**
+   * Commit the start position of a partition never committed when it is first granted (so records deleted before
+   * the group reads them pause it). false for Kafka members: nothing is committed, and the client's
+   * auto.offset.reset decides where it starts, as in Kafka. @default true
+   */
+  commitStartPositions?: boolean;
 }
 
 /** A partition of a member's assignment. */

@@ -18,7 +18,7 @@ function newGroup(): GroupMembership {
 }
 
 function join(group: GroupMembership, topics: string[], now: number, assignor: AssignorName = 'sticky', clientId = 'c'): Member {
-  return group.join({ clientId, topics, sessionTimeoutMs: SESSION_TIMEOUT_MS, commitMode: 'after-processing', assignor: assignorFor(assignor) }, now);
+  return group.join({ clientId, topics, sessionTimeoutMs: SESSION_TIMEOUT_MS, commitMode: 'after-processing', assignor: assignorFor(assignor), commitsStart: true }, now);
 }
 
 /** What the coordinator does to answer a member: grant what is free in its target; the answer is `assigned`. */

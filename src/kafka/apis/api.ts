@@ -3,6 +3,7 @@ import type { BinaryDataApi, OnelogApi } from '../../protocol/api.js';
 import type { Struct } from '../codec/interpreter.js';
 import type { RequestHeader } from '../codec/headers.js';
 import type { MessageDefinition } from '../codec/schema.js';
+import type { KafkaMembers } from '../kafka-members.js';
 
 /** What the Kafka listener needs of the broker: its API, the binary data path, lookups by timestamp (the embedded broker). */
 export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
@@ -20,6 +21,8 @@ export interface RequestContext {
   advertised: { host: string; port: number };
   /** The APIs and versions served (ApiVersions answers them). */
   apis: readonly KafkaApi[];
+  /** The Kafka members of onelog's groups, over every connection. */
+  members: KafkaMembers;
 }
 
 export interface KafkaApi {

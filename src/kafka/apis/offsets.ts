@@ -40,11 +40,15 @@ interface CommitTopic {
 
 export const offsetCommit: KafkaApi = {
   key: 8, name: 'OffsetCommit', minVersion: 2, maxVersion: 9, request: offsetCommitRequest, response: offsetCommitResponse,
-  async handle(request, { api }) {
+  async handle(request, { api, members }) {
     const groupId = request.groupId as string;
     const generationId = request.generationIdOrMemberEpoch as number;
     const memberId = request.memberId as string;
-    const member = memberId !== '' && generationId >= 0 ? { memberId, generationId } : {};
+    // A Kafka member commits with the generation of its last JoinGroup until it rejoins (eager clients commit after
+    // REBALANCE_IN_PROGRESS): that is the coordinator's generation for it now.
+    const kafka = members.get(groupId, memberId);
+    const current = kafka !== undefined && generationId === kafka.kafkaGeneration ? kafka.generation : generationId;
+    const member = memberId !== '' && generationId >= 0 ? { memberId, generationId: current } : {};
     const topics = await Promise.all((request.topics as CommitTopic[]).map(async ({ name, partitions }) => {
       let errorCode = 0;
       try {

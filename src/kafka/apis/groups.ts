@@ -1,0 +1,152 @@
+/**
+ * JoinGroup (11), SyncGroup (14), Heartbeat (12) and LeaveGroup (13): Kafka members of onelog's groups, through
+ * the adapter of kafka-members.ts. A Kafka member's first join creates an onelog member that commits no start
+ * positions (OffsetFetch answers -1 and the client's auto.offset.reset decides); a rejoin reports what the member
+ * still owns (nothing for an eager member, its OwnedPartitions for a cooperative one) as a heartbeat would.
+ */
+import type { TopicPartition } from '../../protocol/api.js';
+import { OnelogError } from '../../protocol/errors.js';
+import { ByteReader, ByteWriter } from '../codec/bytes.js';
+import { decode, encode } from '../codec/interpreter.js';
+import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
+import { KafkaMembers } from '../kafka-members.js';
+import {
+  consumerProtocolAssignment, consumerProtocolSubscription, heartbeatRequest, heartbeatResponse, joinGroupRequest, joinGroupResponse,
+  leaveGroupRequest, leaveGroupResponse, syncGroupRequest, syncGroupResponse,
+} from '../messages/groups.js';
+import type { KafkaApi } from './api.js';
+
+const UNKNOWN_MEMBER_ID = 25;
+const ILLEGAL_GENERATION = 22;
+const INCONSISTENT_GROUP_PROTOCOL = 23;
+
+interface Subscription {
+  topics: string[];
+  ownedPartitions: Array<{ topic: string; partitions: number[] }>;
+}
+
+/**
+ * A member's ConsumerProtocolSubscription, read leniently: its version's layout, else v0's (some clients say v1
+ * and omit OwnedPartitions).
+ * @throws OnelogError `INVALID_REQUEST` if not even v0's layout reads
+ */
+export function readSubscription(bytes: Buffer): Subscription {
+  const r = new ByteReader(bytes);
+  const version = Math.min(Math.max(r.int16(), 0), 3);
+  const at = r.pos;
+  try {
+    return decode(consumerProtocolSubscription, version, r) as unknown as Subscription;
+  } catch {
+    r.pos = at;
+    return decode(consumerProtocolSubscription, 0, r) as unknown as Subscription;
+  }
+}
+
+/** A ConsumerProtocolAssignment (v0) of `partitions`. */
+export function writeAssignment(partitions: readonly TopicPartition[]): Buffer {
+  const byTopic = new Map<string, number[]>();
+  for (const p of partitions) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p.partition]);
+  const w = new ByteWriter(64);
+  w.int16(0);
+  encode(consumerProtocolAssignment, 0, { assignedPartitions: [...byTopic].map(([topic, ps]) => ({ topic, partitions: ps })), userData: null }, w);
+  return w.finish();
+}
+
+export const joinGroup: KafkaApi = {
+  key: 11, name: 'JoinGroup', minVersion: 0, maxVersion: 9, request: joinGroupRequest, response: joinGroupResponse,
+  async handle(request, { api, header, members }) {
+    const groupId = request.groupId as string;
+    const memberId = request.memberId as string;
+    const protocols = request.protocols as Array<{ name: string; metadata: Buffer }>;
+    const answer = (errorCode: number, fields: { generationId?: number; memberId?: string; protocolName?: string | null } = {}) => ({
+      throttleTimeMs: 0, errorCode, generationId: -1, protocolType: 'consumer', protocolName: null, leader: '', skipAssignment: false,
+      memberId, members: [], ...fields,
+    });
+    if (request.protocolType !== 'consumer' || protocols.length === 0) return answer(INCONSISTENT_GROUP_PROTOCOL);
+    const protocolName = protocols[0]!.name;
+    try {
+      const subscription = readSubscription(protocols[0]!.metadata);
+      const known = memberId === '' ? undefined : members.get(groupId, memberId);
+      if (memberId !== '' && known === undefined) return answer(UNKNOWN_MEMBER_ID);
+      if (known) {
+        // A rejoin: an eager member gave up everything; a cooperative one keeps what it says it owns.
+        const owned = protocolName === 'cooperative-sticky'
+          ? subscription.ownedPartitions.flatMap((t) => t.partitions.map((partition) => ({ topic: t.topic, partition })))
+          : [];
+        const assigned = await api.heartbeat({ groupId, memberId, generationId: known.generation, owned });
+        known.owned = owned;
+        known.generation = known.kafkaGeneration = assigned.generationId;
+        known.protocolName = protocolName;
+        return answer(KAFKA_ERROR.NONE, { generationId: assigned.generationId, protocolName });
+      }
+      const joined = await api.joinGroup({
+        groupId, topics: subscription.topics, sessionTimeoutMs: request.sessionTimeoutMs as number, clientId: header.clientId || 'kafka',
+        commitStartPositions: false,
+      });
+      members.set({
+        groupId, memberId: joined.memberId, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
+      });
+      return answer(KAFKA_ERROR.NONE, { generationId: joined.generationId, memberId: joined.memberId, protocolName });
+    } catch (err) {
+      if (!(err instanceof OnelogError)) throw err;
+      if (err.code === 'UNKNOWN_MEMBER_ID') members.delete(groupId, memberId);
+      return answer(kafkaErrorCode(err, 'group'));
+    }
+  },
+};
+
+export const syncGroup: KafkaApi = {
+  key: 14, name: 'SyncGroup', minVersion: 0, maxVersion: 5, request: syncGroupRequest, response: syncGroupResponse,
+  async handle(request, { api, members }) {
+    const groupId = request.groupId as string;
+    const memberId = request.memberId as string;
+    const answer = (errorCode: number, assignment: Buffer = Buffer.alloc(0), protocolName: string | null = null) =>
+      ({ throttleTimeMs: 0, errorCode, protocolType: 'consumer', protocolName, assignment });
+    const m = members.get(groupId, memberId);
+    if (m === undefined) return answer(UNKNOWN_MEMBER_ID);
+    if (request.generationId !== m.kafkaGeneration) return answer(ILLEGAL_GENERATION);
+    try {
+      const assigned = await api.heartbeat({ groupId, memberId, generationId: m.generation, owned: m.owned });
+      return answer(KAFKA_ERROR.NONE, writeAssignment(members.own(m, assigned.assignment, assigned.generationId)), m.protocolName);
+    } catch (err) {
+      if (!(err instanceof OnelogError)) throw err;
+      if (err.code === 'UNKNOWN_MEMBER_ID') members.delete(groupId, memberId);
+      return answer(kafkaErrorCode(err, 'group'));
+    }
+  },
+};
+
+export const heartbeat: KafkaApi = {
+  key: 12, name: 'Heartbeat', minVersion: 0, maxVersion: 4, request: heartbeatRequest, response: heartbeatResponse,
+  async handle(request, { api, members }) {
+    const groupId = request.groupId as string;
+    const memberId = request.memberId as string;
+    const m = members.get(groupId, memberId);
+    if (m === undefined) return { throttleTimeMs: 0, errorCode: UNKNOWN_MEMBER_ID };
+    if (request.generationId !== m.kafkaGeneration) return { throttleTimeMs: 0, errorCode: ILLEGAL_GENERATION };
+    try {
+      const assigned = await api.heartbeat({ groupId, memberId, generationId: m.generation, owned: m.owned });
+      m.generation = assigned.generationId;
+      // The coordinator wants the member to release or take partitions: it rejoins.
+      return { throttleTimeMs: 0, errorCode: KafkaMembers.differs(m, assigned.assignment) ? KAFKA_ERROR.REBALANCE_IN_PROGRESS : KAFKA_ERROR.NONE };
+    } catch (err) {
+      if (!(err instanceof OnelogError)) throw err;
+      if (err.code === 'UNKNOWN_MEMBER_ID') members.delete(groupId, memberId);
+      return { throttleTimeMs: 0, errorCode: kafkaErrorCode(err, 'group') };
+    }
+  },
+};
+
+export const leaveGroup: KafkaApi = {
+  key: 13, name: 'LeaveGroup', minVersion: 0, maxVersion: 5, request: leaveGroupRequest, response: leaveGroupResponse,
+  async handle(request, { api, header, members }) {
+    const groupId = request.groupId as string;
+    const leaving = header.apiVersion >= 3 ? (request.members as Array<{ memberId: string }>).map((m) => m.memberId) : [request.memberId as string];
+    const results = await Promise.all(leaving.map(async (memberId) => {
+      members.delete(groupId, memberId);
+      const errorCode = await api.leaveGroup({ groupId, memberId }).then(() => 0, (err: unknown) => kafkaErrorCode(err, 'group'));
+      return { memberId, groupInstanceId: null, errorCode };
+    }));
+    return { throttleTimeMs: 0, errorCode: 0, members: results };
+  },
+};

@@ -1,0 +1,63 @@
+/**
+ * Kafka's classic group protocol as an adapter onto onelog's one coordinator (as Kafka 4 serves classic members
+ * of a consumer group): a Kafka member is an onelog member. The coordinator assigns (no client-side assignor:
+ * JoinGroup answers no leader and no members); SyncGroup answers the member's assignment; Heartbeat answers
+ * REBALANCE_IN_PROGRESS when the coordinator wants the member to release or take partitions, and the member
+ * rejoins owning nothing (eager) or its OwnedPartitions (cooperative). What each Kafka member owns, and the
+ * generation its last JoinGroup answered, are kept here, in memory (a restart makes members rejoin).
+ */
+import type { AssignedPartition, TopicPartition } from '../protocol/api.js';
+
+/** A Kafka member as the adapter knows it. */
+export interface KafkaMember {
+  groupId: string;
+  memberId: string;
+  /** The generation the last JoinGroup answered: the member's requests carry it until it rejoins. */
+  kafkaGeneration: number;
+  /** The coordinator's generation for the member now. */
+  generation: number;
+  /** What the member owns, as the coordinator sees it (paused partitions included). */
+  owned: TopicPartition[];
+  /** Partitions owned but paused for the group (never handed to the Kafka client). */
+  paused: Set<string>;
+  /** The protocol (assignor name) the member offered first: answered back, unused. */
+  protocolName: string;
+}
+
+const key = (tp: TopicPartition) => `${tp.topic}/${tp.partition}`;
+
+export class KafkaMembers {
+  private readonly members = new Map<string, KafkaMember>();
+
+  get(groupId: string, memberId: string): KafkaMember | undefined {
+    return this.members.get(`${groupId}\0${memberId}`);
+  }
+
+  set(member: KafkaMember): void {
+    this.members.set(`${member.groupId}\0${member.memberId}`, member);
+  }
+
+  delete(groupId: string, memberId: string): void {
+    this.members.delete(`${groupId}\0${memberId}`);
+  }
+
+  /**
+   * Records the coordinator's answer as what the member owns; answers what the Kafka client gets: the answer
+   * without paused partitions (a partition paused when granted stays out until a reset grants it again).
+   */
+  own(member: KafkaMember, assignment: readonly AssignedPartition[], generation: number): TopicPartition[] {
+    for (const p of assignment) {
+      if (p.error) member.paused.add(key(p));
+      else if (p.offset !== undefined) member.paused.delete(key(p));
+    }
+    member.owned = assignment.map(({ topic, partition }) => ({ topic, partition }));
+    member.generation = generation;
+    return member.owned.filter((p) => !member.paused.has(key(p)));
+  }
+
+  /** Whether the coordinator's answer differs from what the member owns (it must rebalance). */
+  static differs(member: KafkaMember, assignment: readonly AssignedPartition[]): boolean {
+    const owned = new Set(member.owned.map(key));
+    return assignment.length !== owned.size || assignment.some((p) => !owned.has(key(p)));
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * Kafka consumer groups through the listener: kafkajs (2.2.4) consumers are members of onelog's groups, assigned
+ * by onelog's coordinator; they read every record once, commit where onelog sees it, and share a group, partitions
+ * moving between them without being held twice.
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Broker } from '../../src/broker.js';
+import { KafkaListener } from '../../src/kafka/listener.js';
+import { readSubscription, writeAssignment } from '../../src/kafka/apis/groups.js';
+import { silentLogger } from '../../src/logger.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+let broker: Broker;
+let listener: KafkaListener;
+const consumers: Consumer[] = [];
+
+beforeEach(async () => {
+  broker = await Broker.open({ dataDir: tmpDir(), retentionCheckIntervalMs: 0, monitoring: { alertCheckIntervalMs: 0 } });
+  listener = await KafkaListener.start(broker, { port: 0, logger: silentLogger });
+});
+afterEach(async () => {
+  for (const c of consumers.splice(0)) await c.disconnect().catch(() => {});
+  await listener.close();
+  await broker.close();
+});
+
+function kafka(): Kafka {
+  return new Kafka({ clientId: 'kj', brokers: [`127.0.0.1:${listener.port}`], logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 50 } });
+}
+
+async function produce(topic: string, partitions: number, perPartition: number): Promise<void> {
+  await broker.createTopic({ topic, partitions, config: { retentionMs: -1 } });
+  const records = [];
+  for (let p = 0; p < partitions; p++) for (let i = 0; i < perPartition; i++) records.push({ key: null, value: Buffer.from(`${p}-${i}`), partition: p });
+  await broker.produce({ topic, records });
+}
+
+describe('kafka consumer groups', () => {
+  it('a kafkajs consumer in a group reads every record once and commits where onelog sees it', async () => {
+    await produce('edits', 3, 10);
+    const consumer = kafka().consumer({ groupId: 'kj', sessionTimeout: 10_000, heartbeatInterval: 500 });
+    consumers.push(consumer);
+    await consumer.connect();
+    await consumer.subscribe({ topic: 'edits', fromBeginning: true });
+    const seen: string[] = [];
+    await consumer.run({ eachMessage: async ({ message }) => void seen.push(message.value!.toString()) });
+    await vi.waitFor(() => expect(seen).toHaveLength(30), { timeout: 20_000, interval: 100 });
+    await consumer.disconnect(); // commits, then leaves
+    expect(new Set(seen).size).toBe(30);
+    const d = await broker.describeGroup('kj');
+    expect(d.subscriptions[0]!.partitions.map((p) => [p.committedOffset, p.lag])).toEqual([[10, 0], [10, 0], [10, 0]]);
+    expect(d.members).toEqual([]);
+  });
+
+  it('two kafkajs members share a group: partitions move to the second once the first let them go', async () => {
+    await produce('edits', 4, 5);
+    const seen = new Map<string, string[]>([['a', []], ['b', []]]);
+    const start = async (name: string) => {
+      const consumer = kafka().consumer({ groupId: 'pair', sessionTimeout: 10_000, heartbeatInterval: 300 });
+      consumers.push(consumer);
+      await consumer.connect();
+      await consumer.subscribe({ topic: 'edits', fromBeginning: true });
+      await consumer.run({ eachMessage: async ({ message }) => void seen.get(name)!.push(message.value!.toString()) });
+    };
+    await start('a');
+    await vi.waitFor(() => expect(seen.get('a')).toHaveLength(20), { timeout: 20_000, interval: 100 });
+    await start('b');
+    // The coordinator splits the partitions; onelog never hands one to both.
+    await vi.waitFor(async () => {
+      const d = await broker.describeGroup('pair');
+      expect(d.members.map((m) => m.assignment.length).sort()).toEqual([2, 2]);
+      const held = d.members.flatMap((m) => m.assignment.map((p) => p.partition));
+      expect(new Set(held).size).toBe(held.length);
+    }, { timeout: 20_000, interval: 200 });
+    const later = [];
+    for (let p = 0; p < 4; p++) for (let i = 0; i < 5; i++) later.push({ key: null, value: Buffer.from(`late ${p}-${i}`), partition: p });
+    await broker.produce({ topic: 'edits', records: later });
+    await vi.waitFor(() => {
+      const lates = [...seen.values()].flat().filter((v) => v.startsWith('late'));
+      expect(new Set(lates).size).toBe(20);
+    }, { timeout: 20_000, interval: 100 });
+    // Both read some of what came after the split.
+    expect(seen.get('a')!.some((v) => v.startsWith('late'))).toBe(true);
+    expect(seen.get('b')!.some((v) => v.startsWith('late'))).toBe(true);
+  });
+
+  it('reads the subscriptions clients send, leniently, and writes assignments they read', () => {
+    // v1 that omits OwnedPartitions (as @platformatic/kafka sends it): read as v0.
+    const v1 = Buffer.from('0001' + '00000001' + '0005' + Buffer.from('edits').toString('hex') + 'ffffffff', 'hex');
+    expect(readSubscription(v1)).toMatchObject({ topics: ['edits'], ownedPartitions: [] });
+    const assignment = writeAssignment([{ topic: 'edits', partition: 0 }, { topic: 'edits', partition: 2 }, { topic: 'pages', partition: 1 }]);
+    expect(assignment.toString('hex')).toBe('0000' + '00000002' + '0005' + Buffer.from('edits').toString('hex') + '00000002' + '00000000' + '00000002' +
+      '0005' + Buffer.from('pages').toString('hex') + '00000001' + '00000001' + 'ffffffff');
+  });
+});
