@@ -12,9 +12,10 @@ import type { Struct } from '../../src/kafka/codec/interpreter.js';
 import { inRange } from '../../src/kafka/codec/schema.js';
 import type { Field, FieldType, MessageDefinition } from '../../src/kafka/codec/schema.js';
 import { KAFKA_APIS } from '../../src/kafka/listener.js';
+import { consumerProtocolAssignment, consumerProtocolSubscription } from '../../src/kafka/messages/groups.js';
 import { OnelogError } from '../../src/protocol/errors.js';
 
-const MESSAGES = KAFKA_APIS.flatMap((a) => [a.request, a.response]);
+const MESSAGES = [...KAFKA_APIS.flatMap((a) => [a.request, a.response]), consumerProtocolSubscription, consumerProtocolAssignment];
 
 /** The versions of a definition's range. */
 function versionsOf(def: MessageDefinition): number[] {

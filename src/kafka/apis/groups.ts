@@ -42,6 +42,16 @@ export function readSubscription(bytes: Buffer): Subscription {
   }
 }
 
+/**
+ * The Kafka error code of a coordinator error (a member the coordinator no longer knows is forgotten here too).
+ * @throws what is not an OnelogError
+ */
+function groupError(err: unknown, members: KafkaMembers, groupId: string, memberId: string): number {
+  if (!(err instanceof OnelogError)) throw err;
+  if (err.code === 'UNKNOWN_MEMBER_ID') members.delete(groupId, memberId);
+  return kafkaErrorCode(err, 'group');
+}
+
 /** A ConsumerProtocolAssignment (v0) of `partitions`. */
 export function writeAssignment(partitions: readonly TopicPartition[]): Buffer {
   const byTopic = new Map<string, number[]>();
@@ -88,9 +98,7 @@ export const joinGroup: KafkaApi = {
       });
       return answer(KAFKA_ERROR.NONE, { generationId: joined.generationId, memberId: joined.memberId, protocolName });
     } catch (err) {
-      if (!(err instanceof OnelogError)) throw err;
-      if (err.code === 'UNKNOWN_MEMBER_ID') members.delete(groupId, memberId);
-      return answer(kafkaErrorCode(err, 'group'));
+      return answer(groupError(err, members, groupId, memberId));
     }
   },
 };
@@ -109,9 +117,7 @@ export const syncGroup: KafkaApi = {
       const assigned = await api.heartbeat({ groupId, memberId, generationId: m.generation, owned: m.owned });
       return answer(KAFKA_ERROR.NONE, writeAssignment(members.own(m, assigned.assignment, assigned.generationId)), m.protocolName);
     } catch (err) {
-      if (!(err instanceof OnelogError)) throw err;
-      if (err.code === 'UNKNOWN_MEMBER_ID') members.delete(groupId, memberId);
-      return answer(kafkaErrorCode(err, 'group'));
+      return answer(groupError(err, members, groupId, memberId));
     }
   },
 };
@@ -130,9 +136,7 @@ export const heartbeat: KafkaApi = {
       // The coordinator wants the member to release or take partitions: it rejoins.
       return { throttleTimeMs: 0, errorCode: KafkaMembers.differs(m, assigned.assignment) ? KAFKA_ERROR.REBALANCE_IN_PROGRESS : KAFKA_ERROR.NONE };
     } catch (err) {
-      if (!(err instanceof OnelogError)) throw err;
-      if (err.code === 'UNKNOWN_MEMBER_ID') members.delete(groupId, memberId);
-      return { throttleTimeMs: 0, errorCode: kafkaErrorCode(err, 'group') };
+      return { throttleTimeMs: 0, errorCode: groupError(err, members, groupId, memberId) };
     }
   },
 };
