@@ -23,12 +23,16 @@ import { fetch, listOffsets } from './apis/fetch.js';
 import { findCoordinator, offsetCommit, offsetFetch } from './apis/offsets.js';
 import { heartbeat, joinGroup, leaveGroup, syncGroup } from './apis/groups.js';
 import { KafkaMembers } from './kafka-members.js';
+import {
+  createTopics, deleteGroups, deleteRecords, describeConfigs, describeGroups, listGroups, offsetForLeaderEpoch,
+} from './apis/admin.js';
 import { KAFKA_ERROR } from './errors.js';
 
 /** The APIs served, by key. */
 export const KAFKA_APIS: readonly KafkaApi[] = [
   apiVersions, metadata, produce, initProducerId, listOffsets, fetch, findCoordinator, offsetCommit, offsetFetch,
   joinGroup, syncGroup, heartbeat, leaveGroup,
+  createTopics, listGroups, describeGroups, deleteRecords, deleteGroups, describeConfigs, offsetForLeaderEpoch,
 ];
 
 /** Options of the listener. */

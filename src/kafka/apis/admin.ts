@@ -1,0 +1,168 @@
+/**
+ * The admin APIs over onelog's: CreateTopics (19; one replica, settings by Kafka's names), ListGroups (16),
+ * DescribeGroups (15; members with their assignments, assigned by onelog's coordinator), DeleteRecords (21),
+ * DeleteGroups (42), DescribeConfigs (32; a topic's settings) and OffsetForLeaderEpoch (23; one leader epoch, 0,
+ * ending at the high watermark).
+ */
+import { OnelogError } from '../../protocol/errors.js';
+import { parseKafkaConfig, TOPIC_SETTINGS } from '../../protocol/topic-config.js';
+import { kafkaErrorCode } from '../errors.js';
+import {
+  createTopicsRequest, createTopicsResponse, deleteGroupsRequest, deleteGroupsResponse, deleteRecordsRequest, deleteRecordsResponse,
+  describeConfigsRequest, describeConfigsResponse, describeGroupsRequest, describeGroupsResponse, listGroupsRequest, listGroupsResponse,
+  offsetForLeaderEpochRequest, offsetForLeaderEpochResponse,
+} from '../messages/admin.js';
+import { writeAssignment } from './groups.js';
+import type { KafkaApi } from './api.js';
+
+const INVALID_REPLICATION_FACTOR = 38;
+const TOPIC_RESOURCE = 2;
+
+/** The Kafka code of an OnelogError; anything else is thrown (the connection closes). */
+function codeOf(err: unknown, context: 'data' | 'group' = 'data'): number {
+  if (!(err instanceof OnelogError)) throw err;
+  return kafkaErrorCode(err, context);
+}
+
+export const createTopics: KafkaApi = {
+  key: 19, name: 'CreateTopics', minVersion: 2, maxVersion: 7, request: createTopicsRequest, response: createTopicsResponse,
+  async handle(request, { api }) {
+    const topics = request.topics as Array<{ name: string; numPartitions: number; replicationFactor: number; configs: Array<{ name: string; value: string | null }> }>;
+    return {
+      throttleTimeMs: 0,
+      topics: await Promise.all(topics.map(async (t) => {
+        const answer = { name: t.name, errorCode: 0, errorMessage: null as string | null, numPartitions: -1, replicationFactor: -1, configs: null };
+        if (t.replicationFactor > 1) {
+          return { ...answer, errorCode: INVALID_REPLICATION_FACTOR, errorMessage: 'onelog keeps one replica: use replication factor 1 or -1' };
+        }
+        try {
+          const config = parseKafkaConfig(t.configs.filter((c) => c.value !== null).map((c) => `${c.name}=${c.value}`));
+          if (request.validateOnly) return answer;
+          const created = await api.createTopic({ topic: t.name, partitions: t.numPartitions < 0 ? 1 : t.numPartitions, config });
+          return { ...answer, numPartitions: created.partitions.length, replicationFactor: 1 };
+        } catch (err) {
+          return { ...answer, errorCode: codeOf(err), errorMessage: (err as Error).message };
+        }
+      })),
+    };
+  },
+};
+
+export const listGroups: KafkaApi = {
+  key: 16, name: 'ListGroups', minVersion: 0, maxVersion: 5, request: listGroupsRequest, response: listGroupsResponse,
+  async handle(request, { api }) {
+    const states = new Set((request.statesFilter as string[]).map((s) => s.toLowerCase()));
+    const groups = (await api.listGroups()).filter((g) => states.size === 0 || states.has(g.state.toLowerCase()));
+    return {
+      throttleTimeMs: 0, errorCode: 0,
+      groups: groups.map((g) => ({ groupId: g.groupId, protocolType: 'consumer', groupState: g.state, groupType: 'classic' })),
+    };
+  },
+};
+
+export const describeGroups: KafkaApi = {
+  key: 15, name: 'DescribeGroups', minVersion: 0, maxVersion: 5, request: describeGroupsRequest, response: describeGroupsResponse,
+  async handle(request, { api }) {
+    return {
+      throttleTimeMs: 0,
+      groups: await Promise.all((request.groups as string[]).map(async (groupId) => {
+        try {
+          const d = await api.describeGroup(groupId);
+          return {
+            errorCode: 0, groupId, groupState: d.state, protocolType: 'consumer', protocolData: d.assignor ?? '',
+            members: d.members.map((m) => ({
+              memberId: m.memberId, groupInstanceId: null, clientId: m.clientId, clientHost: '', memberMetadata: Buffer.alloc(0),
+              memberAssignment: writeAssignment(m.assignment),
+            })),
+          };
+        } catch (err) {
+          // A group that does not exist is Dead, as Kafka answers it.
+          if (err instanceof OnelogError && err.code === 'UNKNOWN_GROUP') return { errorCode: 0, groupId, groupState: 'Dead', protocolType: '', protocolData: '', members: [] };
+          return { errorCode: codeOf(err, 'group'), groupId, groupState: '', protocolType: '', protocolData: '', members: [] };
+        }
+      })),
+    };
+  },
+};
+
+export const deleteRecords: KafkaApi = {
+  key: 21, name: 'DeleteRecords', minVersion: 0, maxVersion: 2, request: deleteRecordsRequest, response: deleteRecordsResponse,
+  async handle(request, { api }) {
+    const topics = request.topics as Array<{ name: string; partitions: Array<{ partitionIndex: number; offset: number }> }>;
+    return {
+      throttleTimeMs: 0,
+      topics: await Promise.all(topics.map(async ({ name, partitions }) => ({
+        name,
+        partitions: await Promise.all(partitions.map(async ({ partitionIndex, offset }) => {
+          try {
+            // -1: up to the high watermark, as Kafka.
+            const beforeOffset = offset < 0 ? (await api.describeTopic(name)).partitions[partitionIndex]?.highWatermark ?? 0 : offset;
+            const done = await api.deleteRecords({ topic: name, partition: partitionIndex, beforeOffset });
+            return { partitionIndex, lowWatermark: done.logStartOffset, errorCode: 0 };
+          } catch (err) {
+            return { partitionIndex, lowWatermark: -1, errorCode: codeOf(err) };
+          }
+        })),
+      }))),
+    };
+  },
+};
+
+export const deleteGroups: KafkaApi = {
+  key: 42, name: 'DeleteGroups', minVersion: 0, maxVersion: 2, request: deleteGroupsRequest, response: deleteGroupsResponse,
+  async handle(request, { api }) {
+    return {
+      throttleTimeMs: 0,
+      results: await Promise.all((request.groupsNames as string[]).map(async (groupId) => ({
+        groupId, errorCode: await api.deleteGroup(groupId).then(() => 0, (err: unknown) => codeOf(err, 'group')),
+      }))),
+    };
+  },
+};
+
+export const describeConfigs: KafkaApi = {
+  key: 32, name: 'DescribeConfigs', minVersion: 1, maxVersion: 4, request: describeConfigsRequest, response: describeConfigsResponse,
+  async handle(request, { api }) {
+    const resources = request.resources as Array<{ resourceType: number; resourceName: string; configurationKeys: string[] | null }>;
+    return {
+      throttleTimeMs: 0,
+      results: await Promise.all(resources.map(async ({ resourceType, resourceName, configurationKeys }) => {
+        const answer = { errorCode: 0, errorMessage: null as string | null, resourceType, resourceName, configs: [] as object[] };
+        if (resourceType !== TOPIC_RESOURCE) return answer; // a broker's settings: none to tell
+        try {
+          const { config } = await api.describeTopic(resourceName);
+          const wanted = TOPIC_SETTINGS.filter((s) => configurationKeys === null || configurationKeys.includes(s.kafkaName));
+          return {
+            ...answer,
+            configs: wanted.map((s) => ({
+              name: s.kafkaName, value: String(config[s.name]), readOnly: false, configSource: 1, isSensitive: false, synonyms: [], configType: 0, documentation: null,
+            })),
+          };
+        } catch (err) {
+          return { ...answer, errorCode: codeOf(err), errorMessage: (err as Error).message };
+        }
+      })),
+    };
+  },
+};
+
+export const offsetForLeaderEpoch: KafkaApi = {
+  key: 23, name: 'OffsetForLeaderEpoch', minVersion: 2, maxVersion: 4, request: offsetForLeaderEpochRequest, response: offsetForLeaderEpochResponse,
+  async handle(request, { api }) {
+    const topics = request.topics as Array<{ topic: string; partitions: Array<{ partition: number }> }>;
+    return {
+      throttleTimeMs: 0,
+      topics: await Promise.all(topics.map(async ({ topic, partitions }) => {
+        const d = await api.describeTopic(topic).catch((err: unknown) => codeOf(err));
+        return {
+          topic,
+          partitions: partitions.map(({ partition }) => {
+            const p = typeof d === 'number' ? undefined : d.partitions[partition];
+            if (p === undefined) return { errorCode: typeof d === 'number' ? d : 3, partition, leaderEpoch: -1, endOffset: -1 };
+            return { errorCode: 0, partition, leaderEpoch: 0, endOffset: p.highWatermark };
+          }),
+        };
+      })),
+    };
+  },
+};
