@@ -4,8 +4,11 @@
  * JoinGroup answers no leader and no members); SyncGroup answers the member's assignment; Heartbeat answers
  * REBALANCE_IN_PROGRESS when the coordinator wants the member to release or take partitions, and the member
  * rejoins owning nothing (eager) or its OwnedPartitions (cooperative). What each Kafka member owns, and the
- * generation its last JoinGroup answered, are kept here, in memory (a restart makes members rejoin).
+ * generation its last JoinGroup answered, are kept here, in memory (a restart makes members rejoin). A member not
+ * heard from for twice its session timeout (the coordinator removed it after one) is forgotten, so clients that
+ * vanish leave nothing behind.
  */
+import type { Clock } from '../clock.js';
 import type { AssignedPartition, TopicPartition } from '../protocol/api.js';
 
 /** A Kafka member as the adapter knows it. */
@@ -22,6 +25,10 @@ export interface KafkaMember {
   paused: Set<string>;
   /** The protocol (assignor name) the member offered first: answered back, unused. */
   protocolName: string;
+  /** From its JoinGroup, ms. */
+  sessionTimeoutMs: number;
+  /** When it was last heard from, ms since the epoch. */
+  lastSeenAt: number;
 }
 
 const key = (tp: TopicPartition) => `${tp.topic}/${tp.partition}`;
@@ -29,12 +36,32 @@ const key = (tp: TopicPartition) => `${tp.topic}/${tp.partition}`;
 export class KafkaMembers {
   private readonly members = new Map<string, KafkaMember>();
 
-  get(groupId: string, memberId: string): KafkaMember | undefined {
-    return this.members.get(`${groupId}\0${memberId}`);
+  constructor(private readonly clock: Clock) {}
+
+  /** The members remembered. */
+  get size(): number {
+    return this.members.size;
   }
 
-  set(member: KafkaMember): void {
-    this.members.set(`${member.groupId}\0${member.memberId}`, member);
+  /** A member, marked as heard from now; undefined if unknown or forgotten. */
+  get(groupId: string, memberId: string): KafkaMember | undefined {
+    const member = this.members.get(`${groupId}\0${memberId}`);
+    if (member === undefined || this.gone(member)) {
+      this.members.delete(`${groupId}\0${memberId}`);
+      return undefined;
+    }
+    member.lastSeenAt = this.clock.now();
+    return member;
+  }
+
+  /** Remembers a member that just joined, and forgets those gone silent. */
+  set(member: Omit<KafkaMember, 'lastSeenAt'>): void {
+    for (const [k, m] of this.members) if (this.gone(m)) this.members.delete(k);
+    this.members.set(`${member.groupId}\0${member.memberId}`, { ...member, lastSeenAt: this.clock.now() });
+  }
+
+  private gone(member: KafkaMember): boolean {
+    return this.clock.now() - member.lastSeenAt > 2 * member.sessionTimeoutMs;
   }
 
   delete(groupId: string, memberId: string): void {

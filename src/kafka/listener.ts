@@ -7,6 +7,8 @@
  * can retry with a version both know.
  */
 import net from 'node:net';
+import { systemClock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { OnelogError } from '../protocol/errors.js';
 import { ByteReader, ByteWriter } from './codec/bytes.js';
@@ -46,18 +48,22 @@ export interface KafkaListenerOptions {
   /** Largest request frame, bytes; a larger one closes the connection. @default 104857600 (100 MiB, Kafka's socket.request.max.bytes) */
   maxFrameBytes?: number;
   logger: Logger;
+  /** @default the system clock */
+  clock?: Clock;
 }
 
 export class KafkaListener {
   private readonly sockets = new Set<net.Socket>();
   private readonly apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
-  private readonly members = new KafkaMembers();
+  private readonly members: KafkaMembers;
 
   private constructor(
     private readonly api: KafkaDataApi,
     private readonly server: net.Server,
     private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost'>> & { advertisedHost: string },
-  ) {}
+  ) {
+    this.members = new KafkaMembers(options.clock);
+  }
 
   /** Listens on `options.host:options.port`; resolves once listening. */
   static async start(api: KafkaDataApi, options: KafkaListenerOptions): Promise<KafkaListener> {
@@ -65,6 +71,7 @@ export class KafkaListener {
     const server = net.createServer();
     const listener = new KafkaListener(api, server, {
       host, port: options.port, advertisedHost: options.advertisedHost ?? host, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
+      clock: options.clock ?? systemClock,
     });
     server.on('connection', (socket) => listener.serve(socket));
     await new Promise<void>((resolve, reject) => {

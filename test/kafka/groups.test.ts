@@ -7,6 +7,8 @@ import { Kafka, logLevel } from 'kafkajs';
 import type { Consumer } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker.js';
+import { ManualClock } from '../../src/clock.js';
+import { KafkaMembers } from '../../src/kafka/kafka-members.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { readSubscription, writeAssignment } from '../../src/kafka/apis/groups.js';
 import { silentLogger } from '../../src/logger.js';
@@ -93,5 +95,22 @@ describe('kafka consumer groups', () => {
     const assignment = writeAssignment([{ topic: 'edits', partition: 0 }, { topic: 'edits', partition: 2 }, { topic: 'pages', partition: 1 }]);
     expect(assignment.toString('hex')).toBe('0000' + '00000002' + '0005' + Buffer.from('edits').toString('hex') + '00000002' + '00000000' + '00000002' +
       '0005' + Buffer.from('pages').toString('hex') + '00000001' + '00000001' + 'ffffffff');
+  });
+
+  it('forgets a Kafka member gone silent for twice its session timeout', () => {
+    const clock = new ManualClock(0);
+    const members = new KafkaMembers(clock);
+    const member = (memberId: string) => ({
+      groupId: 'g', memberId, kafkaGeneration: 1, generation: 1, owned: [], paused: new Set<string>(), protocolName: 'range', sessionTimeoutMs: 10_000,
+    });
+    members.set(member('a'));
+    clock.advance(15_000);
+    expect(members.get('g', 'a')).toBeDefined(); // heard from: its clock restarts
+    clock.advance(20_000);
+    expect(members.get('g', 'a')).toBeDefined();
+    clock.advance(20_001);
+    members.set(member('b')); // a join forgets the silent ones
+    expect(members.size).toBe(1);
+    expect(members.get('g', 'a')).toBeUndefined();
   });
 });

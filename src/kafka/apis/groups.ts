@@ -95,6 +95,7 @@ export const joinGroup: KafkaApi = {
       });
       members.set({
         groupId, memberId: joined.memberId, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
+        sessionTimeoutMs: request.sessionTimeoutMs as number,
       });
       return answer(KAFKA_ERROR.NONE, { generationId: joined.generationId, memberId: joined.memberId, protocolName });
     } catch (err) {
