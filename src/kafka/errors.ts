@@ -49,9 +49,11 @@ const KAFKA_CODES: Record<ErrorCode, number | Partial<Record<KafkaErrorContext, 
 /** Kafka error codes onelog answers by name, beside those of the table. */
 export const KAFKA_ERROR = {
   NONE: 0,
-  UNKNOWN_TOPIC_OR_PARTITION: 3,
-  UNSUPPORTED_VERSION: 35,
+  COORDINATOR_NOT_AVAILABLE: 15,
   REBALANCE_IN_PROGRESS: 27,
+  UNSUPPORTED_VERSION: 35,
+  INVALID_REPLICATION_FACTOR: 38,
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
 } as const;
 
 /** The Kafka error code for `err` answered in `context` (-1, UNKNOWN_SERVER_ERROR, for anything not an OnelogError). */

@@ -28,7 +28,7 @@ export interface AlertInput extends AlertSubject {
 }
 
 /** The key of an alert's subject. */
-export function alertKey(s: AlertSubject): string {
+function alertKey(s: AlertSubject): string {
   return `${s.groupId}\0${s.kind}\0${s.topic}\0${s.partition}`;
 }
 

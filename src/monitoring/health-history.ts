@@ -10,7 +10,7 @@ import type { GroupHistory, PartitionHealth } from '../protocol/monitoring-api.j
 export type PartitionHistory = GroupHistory['partitions'][number];
 
 /** Samples kept per partition. */
-export const HISTORY_POINTS = 120;
+const HISTORY_POINTS = 120;
 
 export class HealthHistory {
   /** group -> `topic/partition` -> samples */

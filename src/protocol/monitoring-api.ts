@@ -17,8 +17,6 @@
  */
 export type PartitionHealthState = 'ok' | 'lagging' | 'at-risk' | 'data-lost' | 'paused' | 'stalled';
 
-/** Every partition state, from the most to the least urgent. */
-export const PARTITION_HEALTH_STATES: readonly PartitionHealthState[] = ['data-lost', 'paused', 'at-risk', 'stalled', 'lagging', 'ok'];
 
 /** How far a group is behind in a partition and how long until retention deletes what it has not read. */
 export interface PartitionHealth {
@@ -69,10 +67,6 @@ export const DEFAULT_HEALTH_SETTINGS: HealthSettings = { headroomWarnRatio: 0.25
 export type GroupAlertKind =
   | 'retention-headroom' | 'data-lost' | 'offset-out-of-range' | 'offset-jump' | 'dead-letter-depth' | 'consumer-stalled';
 
-/** Every alert kind. */
-export const GROUP_ALERT_KINDS: readonly GroupAlertKind[] = [
-  'retention-headroom', 'data-lost', 'offset-out-of-range', 'offset-jump', 'dead-letter-depth', 'consumer-stalled',
-];
 
 /** An alert about a group's partition (a `dead-letter-depth` alert names partition 0 of the topic), with its history. */
 export interface GroupAlert {

@@ -27,7 +27,7 @@ export interface UnreadRange {
 }
 
 /** Batch headers a count walks before it estimates the rest from the density so far. */
-export const COUNT_WALK_BATCHES = 10_000;
+const COUNT_WALK_BATCHES = 10_000;
 
 /**
  * The unread range from `offset` (at or above the log start).

@@ -6,7 +6,7 @@
  */
 import { OnelogError } from '../../protocol/errors.js';
 import { parseKafkaConfig, TOPIC_SETTINGS } from '../../protocol/topic-config.js';
-import { kafkaErrorCode } from '../errors.js';
+import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
 import {
   createTopicsRequest, createTopicsResponse, deleteGroupsRequest, deleteGroupsResponse, deleteRecordsRequest, deleteRecordsResponse,
   describeConfigsRequest, describeConfigsResponse, describeGroupsRequest, describeGroupsResponse, listGroupsRequest, listGroupsResponse,
@@ -15,7 +15,6 @@ import {
 import { writeAssignment } from './groups.js';
 import type { KafkaApi } from './api.js';
 
-const INVALID_REPLICATION_FACTOR = 38;
 const TOPIC_RESOURCE = 2;
 
 /** The Kafka code of an OnelogError; anything else is thrown (the connection closes). */
@@ -33,7 +32,7 @@ export const createTopics: KafkaApi = {
       topics: await Promise.all(topics.map(async (t) => {
         const answer = { name: t.name, errorCode: 0, errorMessage: null as string | null, numPartitions: -1, replicationFactor: -1, configs: null };
         if (t.replicationFactor > 1) {
-          return { ...answer, errorCode: INVALID_REPLICATION_FACTOR, errorMessage: 'onelog keeps one replica: use replication factor 1 or -1' };
+          return { ...answer, errorCode: KAFKA_ERROR.INVALID_REPLICATION_FACTOR, errorMessage: 'onelog keeps one replica: use replication factor 1 or -1' };
         }
         try {
           const config = parseKafkaConfig(t.configs.filter((c) => c.value !== null).map((c) => `${c.name}=${c.value}`));

@@ -8,17 +8,18 @@ import type { TopicPartition } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { ByteReader, ByteWriter } from '../codec/bytes.js';
 import { decode, encode } from '../codec/interpreter.js';
-import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
+import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import { KafkaMembers } from '../kafka-members.js';
+import type { KafkaMember } from '../kafka-members.js';
 import {
   consumerProtocolAssignment, consumerProtocolSubscription, heartbeatRequest, heartbeatResponse, joinGroupRequest, joinGroupResponse,
   leaveGroupRequest, leaveGroupResponse, syncGroupRequest, syncGroupResponse,
 } from '../messages/groups.js';
 import type { KafkaApi } from './api.js';
 
-const UNKNOWN_MEMBER_ID = 25;
-const ILLEGAL_GENERATION = 22;
-const INCONSISTENT_GROUP_PROTOCOL = 23;
+const UNKNOWN_MEMBER_ID = kafkaCodeOf('UNKNOWN_MEMBER_ID');
+const ILLEGAL_GENERATION = kafkaCodeOf('ILLEGAL_GENERATION');
+const INCONSISTENT_GROUP_PROTOCOL = kafkaCodeOf('INCONSISTENT_GROUP_PROTOCOL');
 
 interface Subscription {
   topics: string[];
@@ -50,6 +51,13 @@ function groupError(err: unknown, members: KafkaMembers, groupId: string, member
   if (!(err instanceof OnelogError)) throw err;
   if (err.code === 'UNKNOWN_MEMBER_ID') members.delete(groupId, memberId);
   return kafkaErrorCode(err, 'group');
+}
+
+/** The member a SyncGroup or Heartbeat names, or the error to answer: unknown, or not at its last JoinGroup's generation. */
+function memberOf(members: KafkaMembers, groupId: string, memberId: string, generationId: number): KafkaMember | number {
+  const m = members.get(groupId, memberId);
+  if (m === undefined) return UNKNOWN_MEMBER_ID;
+  return generationId === m.kafkaGeneration ? m : ILLEGAL_GENERATION;
 }
 
 /** A ConsumerProtocolAssignment (v0) of `partitions`. */
@@ -111,9 +119,8 @@ export const syncGroup: KafkaApi = {
     const memberId = request.memberId as string;
     const answer = (errorCode: number, assignment: Buffer = Buffer.alloc(0), protocolName: string | null = null) =>
       ({ throttleTimeMs: 0, errorCode, protocolType: 'consumer', protocolName, assignment });
-    const m = members.get(groupId, memberId);
-    if (m === undefined) return answer(UNKNOWN_MEMBER_ID);
-    if (request.generationId !== m.kafkaGeneration) return answer(ILLEGAL_GENERATION);
+    const m = memberOf(members, groupId, memberId, request.generationId as number);
+    if (typeof m === 'number') return answer(m);
     try {
       const assigned = await api.heartbeat({ groupId, memberId, generationId: m.generation, owned: m.owned });
       return answer(KAFKA_ERROR.NONE, writeAssignment(members.own(m, assigned.assignment, assigned.generationId)), m.protocolName);
@@ -128,9 +135,8 @@ export const heartbeat: KafkaApi = {
   async handle(request, { api, members }) {
     const groupId = request.groupId as string;
     const memberId = request.memberId as string;
-    const m = members.get(groupId, memberId);
-    if (m === undefined) return { throttleTimeMs: 0, errorCode: UNKNOWN_MEMBER_ID };
-    if (request.generationId !== m.kafkaGeneration) return { throttleTimeMs: 0, errorCode: ILLEGAL_GENERATION };
+    const m = memberOf(members, groupId, memberId, request.generationId as number);
+    if (typeof m === 'number') return { throttleTimeMs: 0, errorCode: m };
     try {
       const assigned = await api.heartbeat({ groupId, memberId, generationId: m.generation, owned: m.owned });
       m.generation = assigned.generationId;

@@ -10,14 +10,13 @@
  * answers -1, and the client's auto.offset.reset decides.
  */
 import { OnelogError } from '../../protocol/errors.js';
-import { kafkaErrorCode } from '../errors.js';
+import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
 import {
   findCoordinatorRequest, findCoordinatorResponse, offsetCommitRequest, offsetCommitResponse, offsetFetchRequest, offsetFetchResponse,
 } from '../messages/offsets.js';
 import { NODE_ID } from './api.js';
 import type { KafkaApi, KafkaDataApi } from './api.js';
 
-const COORDINATOR_NOT_AVAILABLE = 15;
 const GROUP_KEY = 0;
 
 export const findCoordinator: KafkaApi = {
@@ -26,7 +25,7 @@ export const findCoordinator: KafkaApi = {
     const group = request.keyType === GROUP_KEY;
     const coordinator = {
       nodeId: group ? NODE_ID : -1, host: group ? advertised.host : '', port: group ? advertised.port : -1,
-      errorCode: group ? 0 : COORDINATOR_NOT_AVAILABLE, errorMessage: group ? null : 'onelog does not serve transactions',
+      errorCode: group ? 0 : KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE, errorMessage: group ? null : 'onelog does not serve transactions',
     };
     if (header.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: (request.coordinatorKeys as string[]).map((key) => ({ key, ...coordinator })) };
     return { throttleTimeMs: 0, ...coordinator };

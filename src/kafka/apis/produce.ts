@@ -18,7 +18,7 @@ interface PartitionData {
 }
 
 /** The record batches a Produce partition carries, one Buffer slice each. @throws OnelogError `CORRUPT_MESSAGE` */
-export function splitBatches(records: Buffer): Buffer[] {
+function splitBatches(records: Buffer): Buffer[] {
   const batches: Buffer[] = [];
   for (let pos = 0; pos < records.length;) {
     if (records.length - pos < LOG_OVERHEAD) throw new OnelogError('CORRUPT_MESSAGE', `a torn record batch at byte ${pos} of ${records.length}`);
@@ -39,7 +39,7 @@ export const produce: KafkaApi = {
       name,
       partitionResponses: await Promise.all(partitionData.map(async ({ index, records }) => {
         const answer = { index, errorCode: 0, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1, recordErrors: [], errorMessage: null as string | null };
-        if (transactional) return { ...answer, errorCode: 53, errorMessage: 'onelog does not serve transactions' };
+        if (transactional) return { ...answer, errorCode: KAFKA_ERROR.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, errorMessage: 'onelog does not serve transactions' };
         try {
           const batches = splitBatches(records ?? Buffer.alloc(0));
           if (batches.length === 0) throw new OnelogError('INVALID_REQUEST', 'no record batch');
@@ -58,7 +58,7 @@ export const produce: KafkaApi = {
 export const initProducerId: KafkaApi = {
   key: 22, name: 'InitProducerId', minVersion: 0, maxVersion: 5, request: initProducerIdRequest, response: initProducerIdResponse,
   async handle(request, { api }) {
-    if (request.transactionalId !== null) return { throttleTimeMs: 0, errorCode: 53, producerId: -1, producerEpoch: -1 };
+    if (request.transactionalId !== null) return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producerId: -1, producerEpoch: -1 };
     const { producerId, producerEpoch } = await api.initProducerId();
     return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.NONE, producerId, producerEpoch };
   },

@@ -9,7 +9,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 
 /** Where the console's bundle is, from src/server/routes or dist/server/routes alike. */
-export const CONSOLE_DIR = path.resolve(import.meta.dirname, '../../../dist/console');
+const CONSOLE_DIR = path.resolve(import.meta.dirname, '../../../dist/console');
 
 /** A fastify plugin: `app.register(consoleRoutes, { dir })`; `dir` defaults to {@link CONSOLE_DIR}. */
 export async function consoleRoutes(app: FastifyInstance, { dir = CONSOLE_DIR }: { dir?: string }): Promise<void> {
