@@ -32,7 +32,7 @@ import type { GroupOffset, OffsetStore } from './offsets/offset-store.js';
 import type {
   BatchFetchResult, BinaryDataApi, FetchedPartition, ProduceBatchesRequest, ProduceBatchesResult,
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
-  DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
+  DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult,
   ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
   TopicDescription, TopicSummary, NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult,
@@ -176,7 +176,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     });
     await groups.start();
     const broker: Broker = new Broker(catalog, offsets, logs, groups, monitor, clock, logger, unlock);
-    broker.topics = new TopicAdmin(catalog, logs, groups, monitor, clock, logger);
+    broker.topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
     broker.metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub) }, options.metrics);
     const limits = { maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024 };
@@ -231,6 +231,14 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
     this.checkOpen();
     return this.topics.deleteRecords(request);
+  }
+
+  /** @see TopicAdmin.delete; the webhooks of the deleted subscriptions stop. */
+  async deleteTopic(topic: string): Promise<DeleteTopicResult> {
+    this.checkOpen();
+    const { subscriptions, ...result } = await this.topics.delete(topic);
+    for (const sub of subscriptions) if (sub.pushEndpoint) await this.webhooks?.refresh({ ...sub, pushEndpoint: null });
+    return result;
   }
 
   /** @see TopicAdmin.enforceRetention */

@@ -4,18 +4,19 @@
  * demand) or compact on demand. Moving a log start re-evaluates the alerts of the groups reading the topic
  * before it answers, so a group that lost records is alerted at once.
  */
-import type { Catalog } from './catalog/catalog.js';
+import type { Catalog, SubscriptionRecord } from './catalog/catalog.js';
 import type { Clock } from './clock.js';
 import type { GroupCoordinator } from './coordinator/group-coordinator.js';
 import type { Logger } from './logger.js';
 import type { Monitor } from './monitoring/monitor.js';
 import type {
-  AlterTopicRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DescribeTopicOptions, RetentionResult,
+  AlterTopicRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, DescribeTopicOptions, RetentionResult,
   TopicDescription, TopicSummary,
 } from './protocol/api.js';
 import { OnelogError } from './protocol/errors.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
 import { checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
+import type { OffsetStore } from './offsets/offset-store.js';
 import type { LogManager } from './storage/log-manager.js';
 
 export class TopicAdmin {
@@ -25,6 +26,7 @@ export class TopicAdmin {
   constructor(
     private readonly catalog: Catalog,
     private readonly logs: LogManager,
+    private readonly offsets: OffsetStore,
     private readonly groups: GroupCoordinator,
     private readonly monitor: Monitor,
     private readonly clock: Clock,
@@ -97,6 +99,46 @@ export class TopicAdmin {
       this.creating.delete(topic);
     }
     return this.describe(topic);
+  }
+
+  /**
+   * Deletes a topic, as Kafka's DeleteTopics: its records, every group's committed offsets of it and
+   * subscription to it, its partitions' pauses and their offsets in checkpoints; groups consuming it rebalance
+   * without it; its open alerts resolve. The same name can then be created again, empty, with no committed
+   * offsets. In order, for crash safety: the logs close and their directories are renamed `-delete`, the
+   * committed offsets go, then the catalog row (the point of no return), then the directories. A crash before
+   * the catalog row went brings the topic back empty: delete it again.
+   * @returns the topic's partition count and the subscriptions deleted with it (their webhooks must stop)
+   * @throws OnelogError `UNKNOWN_TOPIC`; `TOPIC_IN_USE` if it is a retry tier or dead-letter topic of a
+   *   subscription, or a subscription to it has a retry policy (delete that group first); `STORAGE_ERROR`
+   */
+  async delete(topic: string): Promise<DeleteTopicResult & { subscriptions: SubscriptionRecord[] }> {
+    const t = await this.catalog.getTopic(topic);
+    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    await this.checkUnused(topic);
+    const subscriptions = await this.catalog.listTopicSubscriptions(topic);
+    await this.logs.retireTopic(topic);
+    await this.offsets.deleteTopic(topic);
+    await this.catalog.deleteTopic(topic);
+    this.logs.removeDeleted();
+    await this.groups.topicDeleted(topic);
+    await this.monitor.deleteTopic(topic);
+    const groups = subscriptions.map((s) => s.groupId);
+    this.logger.info({ topic, partitions: t.partitions, groups }, 'topic deleted');
+    return { topic, partitions: t.partitions, groups, subscriptions };
+  }
+
+  /** @throws OnelogError `TOPIC_IN_USE` if a subscription's retry policy uses the topic or is on it */
+  private async checkUnused(topic: string): Promise<void> {
+    for (const sub of await this.catalog.listRetrySubscriptions()) {
+      const tiers = this.groups.retryTopics.tiersOf(sub.groupId, sub.topic);
+      const role = sub.topic === topic ? 'has a retry policy (retry tier and dead-letter topics) on it'
+        : tiers.includes(topic) ? 'retries records through it (a retry tier topic)'
+          : sub.deadLetterTopic === topic ? 'dead-letters records to it' : null;
+      if (role === null) continue;
+      throw new OnelogError('TOPIC_IN_USE', `cannot delete topic ${topic}: group ${sub.groupId}'s subscription to ${sub.topic} ${role}; ` +
+        `delete that group first (onelog groups delete ${sub.groupId})`, { topic, groupId: sub.groupId, subscriptionTopic: sub.topic });
+    }
   }
 
   /**

@@ -205,6 +205,20 @@ export class Catalog {
     return (await this.db.selectFrom('topics').selectAll().orderBy('name').execute()).map(toTopic);
   }
 
+  /**
+   * Deletes a topic and, in the same transaction, every group's subscription to it (by cascade), the pauses of
+   * its partitions and its partitions' offsets in checkpoints. Alerts and reset history stay (history).
+   * @returns whether the topic existed
+   */
+  async deleteTopic(name: string): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('paused_partitions').where('topic', '=', name).execute();
+      await tx.deleteFrom('offset_checkpoints').where('topic', '=', name).execute();
+      const deleted = await tx.deleteFrom('topics').where('name', '=', name).executeTakeFirst();
+      return deleted.numDeletedRows > 0n;
+    });
+  }
+
   /** The group `groupId`, or undefined. */
   async getGroup(groupId: string): Promise<GroupRecord | undefined> {
     const row = await this.db.selectFrom('groups').selectAll().where('group_id', '=', groupId).executeTakeFirst();

@@ -107,6 +107,16 @@ export function registerTopics(program: Command): void {
     }));
 
   topics
+    .command('delete <topic>')
+    .description('delete a topic: its records, and every group\'s subscription to it and committed offsets of it')
+    .option('--json', 'print JSON')
+    .action(action(async (topic: string, opts: { json?: boolean }, cmd: Command) => {
+      const r = await apiFor(cmd).deleteTopic(topic);
+      if (opts.json) console.log(JSON.stringify(r));
+      else console.log(`deleted topic ${r.topic} (${r.partitions} partitions)${r.groups.length > 0 ? `; subscriptions of ${r.groups.join(', ')} removed` : ''}`);
+    }));
+
+  topics
     .command('delete-records <topic>')
     .description('move a partition\'s log start offset forward: records before OFFSET are never served again')
     .requiredOption('--partition <p>', 'partition', parseInteger('--partition', 0))

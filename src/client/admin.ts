@@ -3,7 +3,7 @@
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest,
-  DeleteRecordsResult, GroupDescription, GroupSummary, OnelogApi, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult,
+  DeleteRecordsResult, DeleteTopicResult, GroupDescription, GroupSummary, OnelogApi, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult,
   TopicDescription, TopicSummary,
 } from '../protocol/api.js';
 
@@ -32,6 +32,14 @@ export class Admin {
   /** Moves a partition's log start offset forward (Kafka's DeleteRecords). */
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
     return this.api.deleteRecords(request);
+  }
+
+  /**
+   * Deletes a topic: its records, every group's subscription to it and committed offsets of it (Kafka's DeleteTopics).
+   * @throws OnelogError `UNKNOWN_TOPIC`, `TOPIC_IN_USE` if a subscription's retry policy uses it
+   */
+  deleteTopic(topic: string): Promise<DeleteTopicResult> {
+    return this.api.deleteTopic(topic);
   }
 
   /** Applies the topic's retention now. @throws OnelogError `UNKNOWN_TOPIC` */

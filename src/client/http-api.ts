@@ -5,7 +5,7 @@
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
-  DeleteRecordsRequest, DeleteRecordsResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
+  DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
   NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
@@ -90,6 +90,10 @@ export class HttpApi implements OnelogApi {
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
     const { topic, ...body } = request;
     return this.call('POST', `/topics/${encodeURIComponent(topic)}/delete-records`, body);
+  }
+
+  deleteTopic(topic: string): Promise<DeleteTopicResult> {
+    return this.call('DELETE', `/topics/${encodeURIComponent(topic)}`);
   }
 
   produce(request: ProduceRequest): Promise<ProduceResult> {

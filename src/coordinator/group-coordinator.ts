@@ -101,7 +101,8 @@ export class GroupCoordinator {
   private membership(groupId: string): GroupMembership {
     let group = this.groups.get(groupId);
     if (!group) {
-      group = new GroupMembership(groupId, (topic) => this.logs.partitionCount(topic));
+      // A deleted topic has no partitions: its members keep it in their subscription, as Kafka's do.
+      group = new GroupMembership(groupId, (topic) => (this.logs.has(topic) ? this.logs.partitionCount(topic) : 0));
       this.groups.set(groupId, group);
     }
     return group;
@@ -415,6 +416,18 @@ export class GroupCoordinator {
       catalog: this.catalog, offsets: this.offsets, logs: this.logs, retryTopics: this.retryTopics, health: this.monitor.health,
       deadLetterDepth: this.hooks.deadLetterDepth ?? (async () => 0),
     };
+  }
+
+  /**
+   * Forgets a deleted topic (the catalog dropped its subscriptions and pauses): the groups whose members
+   * consume it rebalance without its partitions.
+   */
+  async topicDeleted(topic: string): Promise<void> {
+    this.subscriptions.forgetTopic(topic);
+    await Promise.all([...this.groups].map(([groupId, group]) =>
+      [...group.members.values()].some((m) => m.topics.includes(topic)) && this.locked(groupId, async () => {
+        if (this.groups.get(groupId) === group && group.members.size > 0) group.rebalance();
+      })));
   }
 
   /**

@@ -206,7 +206,8 @@ export class GroupMembership {
   grantable(member: Member): TopicPartition[] {
     const held = new Set<PartitionKey>();
     for (const m of this.members.values()) if (m !== member) for (const key of m.owned) held.add(key);
-    return [...member.target].filter((key) => !member.owned.has(key) && !held.has(key)).map(parsePartitionKey);
+    return [...member.target].filter((key) => !member.owned.has(key) && !held.has(key)).map(parsePartitionKey)
+      .filter((tp) => tp.partition < this.partitionCount(tp.topic)); // not of a topic deleted since the target was set
   }
 
   /**

@@ -94,6 +94,11 @@ export class Subscriptions {
     return this.cache.get(`${groupId}\0${topic}`) ?? this.catalog.getSubscription(groupId, topic);
   }
 
+  /** Forgets the subscriptions to a deleted topic. */
+  forgetTopic(topic: string): void {
+    for (const [key, sub] of this.cache) if (sub.topic === topic) this.cache.delete(key);
+  }
+
   /** Forgets a deleted group's subscriptions. */
   deleteGroup(groupId: string): void {
     for (const key of this.cache.keys()) if (key.startsWith(`${groupId}\0`)) this.cache.delete(key);

@@ -43,6 +43,7 @@ const KAFKA_CODES: Record<ErrorCode, number | Partial<Record<KafkaErrorContext, 
   INVALID_PRODUCER_EPOCH: 47,
   UNKNOWN_PRODUCER_ID: 59,
   NO_RETRY_POLICY: 42,
+  TOPIC_IN_USE: 42,
   INTERNAL_ERROR: -1,
 };
 
@@ -54,6 +55,7 @@ export const KAFKA_ERROR = {
   UNSUPPORTED_VERSION: 35,
   INVALID_REPLICATION_FACTOR: 38,
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
+  UNKNOWN_TOPIC_ID: 100,
 } as const;
 
 /** The Kafka error code for `err` answered in `context` (-1, UNKNOWN_SERVER_ERROR, for anything not an OnelogError). */

@@ -26,7 +26,7 @@ import { findCoordinator, offsetCommit, offsetFetch } from './apis/offsets.js';
 import { heartbeat, joinGroup, leaveGroup, syncGroup } from './apis/groups.js';
 import { KafkaMembers } from './kafka-members.js';
 import {
-  createTopics, deleteGroups, deleteRecords, describeConfigs, describeGroups, listGroups, offsetForLeaderEpoch,
+  createTopics, deleteGroups, deleteRecords, deleteTopics, describeConfigs, describeGroups, listGroups, offsetForLeaderEpoch,
 } from './apis/admin.js';
 import { KAFKA_ERROR } from './errors.js';
 
@@ -34,7 +34,7 @@ import { KAFKA_ERROR } from './errors.js';
 export const KAFKA_APIS: readonly KafkaApi[] = [
   apiVersions, metadata, produce, initProducerId, listOffsets, fetch, findCoordinator, offsetCommit, offsetFetch,
   joinGroup, syncGroup, heartbeat, leaveGroup,
-  createTopics, listGroups, describeGroups, deleteRecords, deleteGroups, describeConfigs, offsetForLeaderEpoch,
+  createTopics, deleteTopics, listGroups, describeGroups, deleteRecords, deleteGroups, describeConfigs, offsetForLeaderEpoch,
 ];
 
 /** Options of the listener. */

@@ -151,6 +151,11 @@ export class Alerts {
     this.openPerGroup.delete(groupId);
   }
 
+  /** Resolves every unresolved alert about a topic (it was deleted), notified as any resolution. */
+  async deleteTopic(topic: string): Promise<void> {
+    await Promise.all([...this.open.values()].filter((a) => a.topic === topic).map((a) => this.resolve(a)));
+  }
+
   private opened(alert: GroupAlert): void {
     this.open.set(alertKey(alert), alert);
     this.openPerGroup.set(alert.groupId, (this.openPerGroup.get(alert.groupId) ?? 0) + 1);

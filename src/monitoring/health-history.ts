@@ -42,6 +42,13 @@ export class HealthHistory {
       .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
   }
 
+  /** Forgets a deleted topic's partitions in every group. */
+  deleteTopic(topic: string): void {
+    for (const group of this.series.values()) {
+      for (const [key, history] of group) if (history.topic === topic) { group.delete(key); this.count--; }
+    }
+  }
+
   /** Forgets a deleted group. */
   deleteGroup(groupId: string): void {
     this.count -= this.series.get(groupId)?.size ?? 0;

@@ -131,6 +131,14 @@ export class HealthReader {
     byPartition.set(partition, Math.min(since, byPartition.get(partition) ?? since));
   }
 
+  /** Forgets what it remembers of a deleted topic. */
+  deleteTopic(topic: string): void {
+    for (const byTopic of this.unreadSince.values()) byTopic.delete(topic);
+    // A topic created again under the name has other records.
+    for (const byOffset of this.ranges.get(topic)?.values() ?? []) this.cachedRanges -= byOffset.size;
+    this.ranges.delete(topic);
+  }
+
   /** Forgets what it remembers of a deleted group. */
   deleteGroup(groupId: string): void {
     this.unreadSince.delete(groupId);

@@ -114,6 +114,13 @@ export class Monitor {
     this.history.deleteGroup(groupId);
   }
 
+  /** Forgets what it holds of a deleted topic and resolves its alerts. */
+  async deleteTopic(topic: string): Promise<void> {
+    this.health.deleteTopic(topic);
+    this.history.deleteTopic(topic);
+    await this.alerts.deleteTopic(topic);
+  }
+
   /** Stops the timer and the notifications; waits for catalog writes under way. */
   async stop(): Promise<void> {
     this.evaluator.stop();

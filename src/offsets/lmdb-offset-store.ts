@@ -224,6 +224,23 @@ export class LmdbOffsetStore implements OffsetStore {
     });
   }
 
+  /** Scans every key (topic deletion is rare; keys are ordered by group, not by topic). */
+  async deleteTopic(topic: string): Promise<number> {
+    const name = Buffer.from(topic, 'utf8');
+    let removed = 0;
+    await this.db.transaction(() => {
+      for (const key of this.db.getKeys()) {
+        // group \0 topic \0 partition(4 bytes): the topic ends 5 bytes before the key does.
+        const end = key.length - 5;
+        const start = end - name.length;
+        if (start < 1 || key[start - 1] !== 0 || name.compare(key, start, end) !== 0) continue;
+        void this.db.remove(key);
+        removed++;
+      }
+    });
+    return removed;
+  }
+
   async close(): Promise<void> {
     await this.root.close();
   }

@@ -46,5 +46,11 @@ export interface OffsetStore {
   list(groupId: string): Promise<GroupOffset[]>;
   /** Removes every committed offset of a group. */
   deleteGroup(groupId: string): Promise<void>;
+  /**
+   * Removes every group's committed offsets of a topic (the topic was deleted: a topic created again under
+   * its name starts with no committed offsets, as Kafka drops a deleted topic's offsets).
+   * @returns how many partitions' offsets were removed
+   */
+  deleteTopic(topic: string): Promise<number>;
   close(): Promise<void>;
 }

@@ -68,6 +68,15 @@ export interface DeleteRecordsResult {
   logStartOffset: number;
 }
 
+/** What deleting a topic deleted. */
+export interface DeleteTopicResult {
+  topic: string;
+  /** Partitions deleted. */
+  partitions: number;
+  /** Groups whose subscription to the topic (and committed offsets of it) were deleted, by id. */
+  groups: string[];
+}
+
 /** What one retention pass did to each partition of a topic. */
 export interface RetentionResult {
   topic: string;
@@ -618,6 +627,11 @@ export interface OnelogApi {
   describeTopic(topic: string, options?: DescribeTopicOptions): Promise<TopicDescription>;
   alterTopic(request: AlterTopicRequest): Promise<TopicDescription>;
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult>;
+  /**
+   * Deletes a topic: its records, and every group's subscription to it and committed offsets of it.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `TOPIC_IN_USE` (a subscription's retry policy uses it)
+   */
+  deleteTopic(topic: string): Promise<DeleteTopicResult>;
   enforceRetention(topic: string): Promise<RetentionResult>;
   /** Compacts a topic now (its active segments sealed first); with `wait: false` only starts it. */
   compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult>;

@@ -48,6 +48,7 @@ export const ERRORS = {
   INVALID_PRODUCER_EPOCH: { wireCode: 47, httpStatus: 409, retriable: false },
   UNKNOWN_PRODUCER_ID: { wireCode: 59, httpStatus: 409, retriable: false },
   NO_RETRY_POLICY: { wireCode: 1011, httpStatus: 409, retriable: false },
+  TOPIC_IN_USE: { wireCode: 1012, httpStatus: 409, retriable: false },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 

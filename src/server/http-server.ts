@@ -86,6 +86,8 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     async (request) => api.describeTopic(request.params.topic, { groups: request.query.groups === 'true' }),
   );
 
+  app.delete<{ Params: { topic: string } }>('/topics/:topic', async (request) => api.deleteTopic(request.params.topic));
+
   app.post<{ Params: { topic: string }; Body: { config: Record<string, unknown> } }>(
     '/topics/:topic/config',
     { schema: { body: { type: 'object', required: ['config'], properties: { config: { type: 'object' } } } } },

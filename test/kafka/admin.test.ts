@@ -64,4 +64,19 @@ describe('kafka admin', () => {
     expect(await admin.deleteGroups(['indexer'])).toEqual([{ groupId: 'indexer', errorCode: 0 }]);
     expect(await broker.listGroups()).toEqual([]);
   });
+
+  it('deletes topics (DeleteTopics v1): records and committed offsets go; unknown and in-use topics are refused', async () => {
+    await broker.createTopic({ topic: 'edits', partitions: 2 });
+    await broker.createTopic({ topic: 'kept', partitions: 1 });
+    await broker.subscribe({ groupId: 'indexer', topic: 'edits', startPolicy: 'earliest' });
+    await broker.commitOffsets({ groupId: 'indexer', topic: 'edits', offsets: [{ partition: 0, offset: 0 }] });
+    await admin.deleteTopics({ topics: ['edits'] });
+    expect((await broker.listTopics()).map((t) => t.topic)).toEqual(['kept']);
+    expect(await broker.committedOffsets('indexer')).toEqual([]);
+    await expect(admin.deleteTopics({ topics: ['edits'] })).rejects.toThrow(/does not host this topic/) // UNKNOWN_TOPIC_OR_PARTITION (3);
+
+    await broker.subscribe({ groupId: 'retrying', topic: 'kept', retry: { delaysMs: [1000] } });
+    await expect(admin.deleteTopics({ topics: ['kept'] })).rejects.toThrow(); // TOPIC_IN_USE, as INVALID_REQUEST (42)
+    expect((await broker.listTopics()).map((t) => t.topic)).toContain('kept');
+  });
 });

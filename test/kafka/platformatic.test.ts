@@ -4,7 +4,7 @@
  * idempotent producer stores each record once, a consumer group reads every record once and commits at the high
  * watermarks onelog shows.
  */
-import { Consumer, MessagesStreamModes, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka';
+import { Admin, Consumer, MessagesStreamModes, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
@@ -24,9 +24,11 @@ afterEach(async () => {
 });
 
 describe('@platformatic/kafka', () => {
-  it('produces idempotently and consumes in a group, each record once, committed where onelog sees it', async () => {
-    await broker.createTopic({ topic: 'events', partitions: 3 });
+  it('creates a topic, produces idempotently, consumes in a group each record once, committed where onelog sees it; lists, describes, deletes', async () => {
     const bootstrapBrokers = [`127.0.0.1:${listener.port}`];
+    const admin = new Admin({ clientId: 'pf-admin', bootstrapBrokers });
+    await admin.createTopics({ topics: ['events'], partitions: 3, replicas: 1 });
+    expect((await broker.describeTopic('events')).partitions).toHaveLength(3);
     const producer = new Producer({ clientId: 'pf-producer', bootstrapBrokers, serializers: stringSerializers, idempotent: true });
     try {
       await producer.send({ messages: Array.from({ length: 60 }, (_, i) => ({ topic: 'events', key: `user-${i % 7}`, value: `event ${i}`, headers: { n: String(i) } })) });
@@ -52,5 +54,16 @@ describe('@platformatic/kafka', () => {
     const d = await broker.describeGroup('pf-group');
     expect(d.subscriptions[0]!.partitions.map((p) => p.committedOffset)).toEqual(topic.partitions.map((p) => p.highWatermark));
     expect(d.members).toEqual([]);
+
+    try {
+      expect([...(await admin.listGroups()).keys()]).toEqual(['pf-group']);
+      const described = (await admin.describeGroups({ groups: ['pf-group'] })).get('pf-group');
+      expect(described).toMatchObject({ id: 'pf-group', protocolType: 'consumer', members: new Map() });
+      await admin.deleteTopics({ topics: ['events'] }); // DeleteTopics v6, by name
+      expect(await broker.listTopics()).toEqual([]);
+      expect(await broker.committedOffsets('pf-group')).toEqual([]);
+    } finally {
+      await admin.close();
+    }
   });
 });

@@ -114,6 +114,18 @@ export function offsetStoreContract(name: string, factory: () => OffsetStoreFixt
       expect((await store.list('g2')).length).toBe(2);
     });
 
+    it('deleteTopic removes every group\'s offsets of that topic and no other', async () => {
+      const { store } = await fresh();
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 1 }, { topic: 't', partition: 7, offset: 2 }, { topic: 'at', partition: 0, offset: 3 }], T);
+      await store.commit('h\u00e9', [{ topic: 't', partition: 1, offset: 4 }, { topic: 't2', partition: 0, offset: 5 }], T);
+      await store.commit('t', [{ topic: 'u', partition: 0, offset: 6 }], T); // a group named like the topic
+      expect(await store.deleteTopic('t')).toBe(3);
+      expect((await store.list('g')).map((o) => [o.topic, o.offset])).toEqual([['at', 3]]);
+      expect((await store.list('h\u00e9')).map((o) => [o.topic, o.offset])).toEqual([['t2', 5]]);
+      expect((await store.list('t')).map((o) => [o.topic, o.offset])).toEqual([['u', 6]]);
+      expect(await store.deleteTopic('t')).toBe(0);
+    });
+
     it('a topic that is a prefix of another is a different key', async () => {
       const { store } = await fresh();
       await store.commit('g', [{ topic: 'ab', partition: 0, offset: 2 }, { topic: 'a', partition: 0, offset: 1 }], T);

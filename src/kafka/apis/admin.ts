@@ -1,5 +1,6 @@
 /**
- * The admin APIs over onelog's: CreateTopics (19; one replica, settings by Kafka's names), ListGroups (16),
+ * The admin APIs over onelog's: CreateTopics (19; one replica, settings by Kafka's names), DeleteTopics (20; by
+ * name: onelog has no topic ids), ListGroups (16),
  * DescribeGroups (15; members with their assignments, assigned by onelog's coordinator), DeleteRecords (21),
  * DeleteGroups (42), DescribeConfigs (32; a topic's settings) and OffsetForLeaderEpoch (23; one leader epoch, 0,
  * ending at the high watermark).
@@ -8,7 +9,7 @@ import { OnelogError } from '../../protocol/errors.js';
 import { parseKafkaConfig, TOPIC_SETTINGS } from '../../protocol/topic-config.js';
 import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
 import {
-  createTopicsRequest, createTopicsResponse, deleteGroupsRequest, deleteGroupsResponse, deleteRecordsRequest, deleteRecordsResponse,
+  createTopicsRequest, createTopicsResponse, deleteTopicsRequest, deleteTopicsResponse, deleteGroupsRequest, deleteGroupsResponse, deleteRecordsRequest, deleteRecordsResponse,
   describeConfigsRequest, describeConfigsResponse, describeGroupsRequest, describeGroupsResponse, listGroupsRequest, listGroupsResponse,
   offsetForLeaderEpochRequest, offsetForLeaderEpochResponse,
 } from '../messages/admin.js';
@@ -16,6 +17,8 @@ import { writeAssignment } from './groups.js';
 import type { KafkaApi } from './api.js';
 
 const TOPIC_RESOURCE = 2;
+/** The topic id answered where there is none (onelog has no topic ids). */
+const ZERO_UUID = '0'.repeat(32);
 
 /** The Kafka code of an OnelogError; anything else is thrown (the connection closes). */
 function codeOf(err: unknown, context: 'data' | 'group' = 'data'): number {
@@ -41,6 +44,29 @@ export const createTopics: KafkaApi = {
           return { ...answer, numPartitions: created.partitions.length, replicationFactor: 1 };
         } catch (err) {
           return { ...answer, errorCode: codeOf(err), errorMessage: (err as Error).message };
+        }
+      })),
+    };
+  },
+};
+
+export const deleteTopics: KafkaApi = {
+  key: 20, name: 'DeleteTopics', minVersion: 1, maxVersion: 6, request: deleteTopicsRequest, response: deleteTopicsResponse,
+  async handle(request, { api, header }) {
+    const names = header.apiVersion >= 6
+      ? (request.topics as Array<{ name: string | null; topicId: string }>)
+      : (request.topicNames as string[]).map((name) => ({ name, topicId: ZERO_UUID }));
+    return {
+      throttleTimeMs: 0,
+      responses: await Promise.all(names.map(async ({ name, topicId }) => {
+        if (name === null) {
+          return { name, topicId, errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_ID, errorMessage: 'onelog names topics, it has no topic ids: delete by name' };
+        }
+        try {
+          await api.deleteTopic(name);
+          return { name, topicId, errorCode: 0, errorMessage: null };
+        } catch (err) {
+          return { name, topicId, errorCode: codeOf(err), errorMessage: (err as Error).message };
         }
       })),
     };

@@ -1,5 +1,5 @@
 /**
- * The admin APIs: CreateTopics (19), ListGroups (16), DescribeGroups (15), DeleteRecords (21), DeleteGroups (42),
+ * The admin APIs: CreateTopics (19), DeleteTopics (20), ListGroups (16), DescribeGroups (15), DeleteRecords (21), DeleteGroups (42),
  * DescribeConfigs (32) and OffsetForLeaderEpoch (23).
  */
 import { field, structs } from '../codec/schema.js';
@@ -36,6 +36,28 @@ export const createTopicsResponse: MessageDefinition = {
         field('name', 'string', '5+'), field('value', 'string', '5+', { nullable: '5+' }), field('readOnly', 'bool', '5+'),
         field('configSource', 'int8', '5+', { default: -1 }), field('isSensitive', 'bool', '5+'),
       ], { nullable: '5+' }),
+    ]),
+  ],
+};
+
+export const deleteTopicsRequest: MessageDefinition = {
+  name: 'DeleteTopicsRequest', versions: '1-6', flexible: '4+',
+  fields: [
+    structs('topics', '6+', [field('name', 'string', '6+', { nullable: '6+' }), field('topicId', 'uuid', '6+')]),
+    field('topicNames', { array: 'string' }, '0-5'),
+    field('timeoutMs', 'int32', '0+'),
+  ],
+};
+
+export const deleteTopicsResponse: MessageDefinition = {
+  name: 'DeleteTopicsResponse', versions: '1-6', flexible: '4+',
+  fields: [
+    field('throttleTimeMs', 'int32', '1+'),
+    structs('responses', '0+', [
+      field('name', 'string', '0+', { nullable: '6+' }),
+      field('topicId', 'uuid', '6+'),
+      field('errorCode', 'int16', '0+'),
+      field('errorMessage', 'string', '5+', { nullable: '5+' }),
     ]),
   ],
 };
