@@ -45,8 +45,18 @@ export interface KafkaListenerOptions {
   port: number;
   /** The host clients are told to connect to (Metadata). @default host */
   advertisedHost?: string;
+  /** The port clients are told to connect to (Metadata, FindCoordinator), e.g. a proxy's in front of this listener. @default the port listened on */
+  advertisedPort?: number;
   /** Largest request frame, bytes; a larger one closes the connection. @default 104857600 (100 MiB, Kafka's socket.request.max.bytes) */
   maxFrameBytes?: number;
+  /**
+   * Caps the highest version served of some APIs, by API key (`{ 18: 0 }`: ApiVersions v0 only), as an older
+   * Kafka broker serves fewer: for a client that mishandles a version, and to test clients' fallback. A version
+   * above the cap is answered as any version not served (ApiVersions: UNSUPPORTED_VERSION, 35).
+   * @default none: every version of the table in docs/kafka.md
+   * @throws OnelogError `INVALID_REQUEST` (at start) for an API not served or a cap below its lowest version
+   */
+  maxVersions?: Readonly<Record<number, number>>;
   logger: Logger;
   /** @default the system clock */
   clock?: Clock;
@@ -54,15 +64,24 @@ export interface KafkaListenerOptions {
 
 export class KafkaListener {
   private readonly sockets = new Set<net.Socket>();
-  private readonly apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
+  /** The APIs served, by key, with the versions served. */
+  private readonly apis: Map<number, KafkaApi>;
   private readonly members: KafkaMembers;
 
   private constructor(
     private readonly api: KafkaDataApi,
     private readonly server: net.Server,
-    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost'>> & { advertisedHost: string },
+    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort'>> & { advertisedHost: string; advertisedPort?: number },
   ) {
     this.members = new KafkaMembers(options.clock);
+    this.apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
+    for (const [key, max] of Object.entries(options.maxVersions)) {
+      const api = this.apis.get(Number(key));
+      if (api === undefined || !Number.isInteger(max) || max < api.minVersion) {
+        throw new OnelogError('INVALID_REQUEST', `maxVersions: ${key} -> ${max} is not a served API key with a version it serves`, { apiKey: key, maxVersion: max });
+      }
+      this.apis.set(api.key, { ...api, maxVersion: Math.min(max, api.maxVersion) });
+    }
   }
 
   /** Listens on `options.host:options.port`; resolves once listening. */
@@ -70,8 +89,8 @@ export class KafkaListener {
     const host = options.host ?? '127.0.0.1';
     const server = net.createServer();
     const listener = new KafkaListener(api, server, {
-      host, port: options.port, advertisedHost: options.advertisedHost ?? host, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
-      clock: options.clock ?? systemClock,
+      host, port: options.port, advertisedHost: options.advertisedHost ?? host, advertisedPort: options.advertisedPort, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
+      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {},
     });
     server.on('connection', (socket) => listener.serve(socket));
     await new Promise<void>((resolve, reject) => {
@@ -133,14 +152,14 @@ export class KafkaListener {
     const api = this.apis.get(header.apiKey);
     if (api === undefined) throw new OnelogError('INVALID_REQUEST', `unknown api key ${header.apiKey}`);
     if (header.apiVersion < api.minVersion || header.apiVersion > api.maxVersion) {
-      if (api === apiVersions) return this.unsupportedApiVersions(header);
+      if (api.key === apiVersions.key) return this.unsupportedApiVersions(header);
       throw new OnelogError('INVALID_REQUEST', `${api.name} v${header.apiVersion} is not served (v${api.minVersion} to v${api.maxVersion})`);
     }
     const flexible = inRange(api.request.flexible, header.apiVersion);
     if (flexible) skipHeaderTags(r);
     const request = decode(api.request, header.apiVersion, r);
     const response = await api.handle(request, {
-      api: this.api, header, advertised: { host: this.options.advertisedHost, port: this.port }, apis: KAFKA_APIS, members: this.members,
+      api: this.api, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, apis: [...this.apis.values()], members: this.members,
     });
     return response === null ? null : this.frame(header, api, response);
   }
@@ -150,7 +169,7 @@ export class KafkaListener {
     const w = new ByteWriter();
     w.int32(0); // the size, set below
     // ApiVersions' response header stays v0 whatever the version, so a client can read it before it knows any.
-    writeResponseHeader(w, header.correlationId, api !== apiVersions && inRange(api.response.flexible, header.apiVersion));
+    writeResponseHeader(w, header.correlationId, api.key !== apiVersions.key && inRange(api.response.flexible, header.apiVersion));
     encode(api.response, header.apiVersion, body, w);
     const size = w.length - 4;
     const parts = w.parts();
@@ -158,11 +177,11 @@ export class KafkaListener {
     return parts;
   }
 
-  /** ApiVersions above v3: error 35 and the versions served, in the v0 layout. */
+  /** ApiVersions above the highest version served: error 35 and the versions served, in the v0 layout. */
   private unsupportedApiVersions(header: RequestHeader): Buffer[] {
     return this.frame({ ...header, apiVersion: 0 }, apiVersions, {
       errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION,
-      apiKeys: KAFKA_APIS.map((a) => ({ apiKey: a.key, minVersion: a.minVersion, maxVersion: a.maxVersion })),
+      apiKeys: [...this.apis.values()].map((a) => ({ apiKey: a.key, minVersion: a.minVersion, maxVersion: a.maxVersion })),
     });
   }
 }
