@@ -7,6 +7,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import type { Consumer } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker.js';
+import { Onelog } from '../../src/client/index.js';
 import { ManualClock } from '../../src/clock.js';
 import { KafkaMembers } from '../../src/kafka/kafka-members.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
@@ -86,6 +87,42 @@ describe('kafka consumer groups', () => {
     // Both read some of what came after the split.
     expect(seen.get('a')!.some((v) => v.startsWith('late'))).toBe(true);
     expect(seen.get('b')!.some((v) => v.startsWith('late'))).toBe(true);
+  });
+
+  it('a group mixes onelog\'s client and kafkajs: one coordinator splits the partitions, commits land in one place', async () => {
+    await produce('edits', 4, 5);
+    const seen = new Map<string, string[]>(); // value -> who read it
+    const saw = (who: string, value: string) => seen.set(value, [...(seen.get(value) ?? []), who]);
+    const onelogConsumer = new Onelog({ api: broker }).consumer({ groupId: 'mixed', clientId: 'onelog', startPolicy: 'earliest', sessionTimeoutMs: 10_000, maxWaitMs: 20 });
+    onelogConsumer.subscribe({ topic: 'edits' });
+    const running = onelogConsumer.run({ eachMessage: async ({ message }) => void saw('onelog', message.value!.toString()) });
+    try {
+      await vi.waitFor(() => expect(seen.size).toBe(20), { timeout: 20_000, interval: 50 });
+      const kafkajs = kafka().consumer({ groupId: 'mixed', sessionTimeout: 10_000, heartbeatInterval: 300 });
+      consumers.push(kafkajs);
+      await kafkajs.connect();
+      await kafkajs.subscribe({ topic: 'edits', fromBeginning: true });
+      await kafkajs.run({ eachMessage: async ({ message }) => void saw('kafkajs', message.value!.toString()) });
+      await vi.waitFor(async () => {
+        const d = await broker.describeGroup('mixed');
+        expect(d.state).toBe('Stable');
+        expect(d.members.map((m) => [m.clientId, m.assignment.length]).sort()).toEqual([['kj', 2], ['onelog', 2]]);
+      }, { timeout: 20_000, interval: 100 });
+      const later = [];
+      for (let p = 0; p < 4; p++) for (let i = 0; i < 5; i++) later.push({ key: null, value: Buffer.from(`late ${p}-${i}`), partition: p });
+      await broker.produce({ topic: 'edits', records: later });
+      await vi.waitFor(() => expect(seen.size).toBe(40), { timeout: 20_000, interval: 50 });
+      await kafkajs.disconnect(); // commits, then leaves: its partitions go back to onelog's consumer
+      await vi.waitFor(async () => expect((await broker.describeGroup('mixed')).members.map((m) => m.assignment.length)).toEqual([4]), { timeout: 20_000, interval: 100 });
+    } finally {
+      await onelogConsumer.stop();
+      await running;
+    }
+    const late = [...seen].filter(([value]) => value.startsWith('late'));
+    expect(late.filter(([, who]) => who.length > 1)).toEqual([]); // no record read by both
+    expect(new Set(late.map(([, who]) => who[0])).size).toBe(2); // each read some of what came after the split
+    const d = await broker.describeGroup('mixed');
+    expect(d.subscriptions[0]!.partitions.map((p) => [p.committedOffset, p.lag])).toEqual([[10, 0], [10, 0], [10, 0], [10, 0]]);
   });
 
   it('reads the subscriptions clients send, leniently, and writes assignments they read', () => {
