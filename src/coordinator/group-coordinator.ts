@@ -255,15 +255,18 @@ export class GroupCoordinator {
 
   /**
    * Commits offsets (each the NEXT offset to read) in one durable write. With a member id, the member and its
-   * generation must be current and every partition its own (fencing).
+   * generation must be current and every partition its own (fencing). A commit that moves the group from before
+   * the log start to or past it (records deleted before it read them, skipped by the client) is recorded as an
+   * `offset-jump` alert and lifts the partition's pause ({@link Positions.jumpsOf}).
    * @throws OnelogError `INVALID_OFFSET` for a negative offset, `OFFSET_OUT_OF_RANGE` above the high watermark,
    *   `UNKNOWN_TOPIC` / `UNKNOWN_PARTITION`, `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`;
    *   nothing is committed if any entry is refused
    */
   async commit(request: CommitRequest): Promise<void> {
     const { groupId, topic } = request;
-    for (const o of request.offsets) {
-      const log = this.logs.get(topic, o.partition);
+    const logs = request.offsets.map((o) => this.logs.get(topic, o.partition));
+    for (const [i, o] of request.offsets.entries()) {
+      const log = logs[i]!;
       if (!Number.isSafeInteger(o.offset) || o.offset < 0) {
         throw new OnelogError('INVALID_OFFSET', `offset must be an integer >= 0, got ${JSON.stringify(o.offset)}`, {
           groupId, topic, partition: o.partition, offset: o.offset,
@@ -280,7 +283,9 @@ export class GroupCoordinator {
     await this.locked(groupId, async () => {
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
       await this.subscriptions.of(groupId, topic);
+      const jumps = await this.positions.jumpsOf(groupId, logs, request.offsets);
       await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now());
+      if (jumps.length > 0) await this.positions.recordJumps(groupId, topic, jumps, request.memberId);
       this.hooks.committed?.(groupId, topic, request.offsets);
     });
   }

@@ -5,6 +5,9 @@
  * records deleted before the group reads them pause it like any other); for a committed offset outside the log, the subscription's out-of-range policy:
  * `pause` (the default: the partition stops for this group, an alert is recorded, and only an explicit reset
  * resumes it) or a jump to `earliest` / `latest`, recorded as an alert with the number of records skipped.
+ * A client's commit that moves a committed offset from before the log start to or past it (a Kafka client
+ * whose auto.offset.reset skipped deleted records, a standalone consumer) is such a jump too: recorded as an
+ * `offset-jump` alert, the partition's pause lifted.
  */
 import type { Clock } from '../clock.js';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
@@ -13,6 +16,16 @@ import type { PartitionError, TopicPartition } from '../protocol/api.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { PartitionLog } from '../storage/partition-log.js';
 import { offsetOutOfRange } from './out-of-range.js';
+
+/** A commit that moves a group past records deleted before it read them. */
+export interface CommitJump {
+  partition: number;
+  /** The committed offset before, below the log start. */
+  from: number;
+  /** The offset committed, at or after the log start. */
+  to: number;
+  logStartOffset: number;
+}
 
 /** Where a partition starts for a group: an offset, or the error that paused it. */
 export type Position = { offset: number; error?: undefined } | { offset?: undefined; error: PartitionError };
@@ -58,6 +71,40 @@ export class Positions {
     }
     if (starts.length > 0 && commitStarts) await this.offsets.commit(groupId, starts, this.clock.now());
     return positions;
+  }
+
+  /**
+   * The entries of a commit (not yet made) that jump past records deleted before the group read them: from a
+   * committed offset below the log start to one at or after it. Reads committed offsets only for partitions
+   * whose log start moved.
+   */
+  async jumpsOf(groupId: string, logs: readonly PartitionLog[], offsets: ReadonlyArray<{ partition: number; offset: number }>): Promise<CommitJump[]> {
+    const jumps: CommitJump[] = [];
+    for (const [i, o] of offsets.entries()) {
+      const log = logs[i]!;
+      if (log.logStartOffset === 0 || o.offset < log.logStartOffset) continue;
+      const before = await this.offsets.get(groupId, log.topic, o.partition);
+      if (before !== undefined && before.offset < log.logStartOffset) {
+        jumps.push({ partition: o.partition, from: before.offset, to: o.offset, logStartOffset: log.logStartOffset });
+      }
+    }
+    return jumps;
+  }
+
+  /** Records committed jumps ({@link jumpsOf}) as `offset-jump` alerts and lifts their partitions' pauses. */
+  async recordJumps(groupId: string, topic: string, jumps: readonly CommitJump[], memberId: string | undefined): Promise<void> {
+    for (const j of jumps) {
+      const tp = { topic, partition: j.partition };
+      const recordsSkipped = j.logStartOffset - j.from; // offsets: an upper bound where compaction left gaps
+      await this.catalog.resumePartition(groupId, tp);
+      await this.monitor.alerts.record({
+        groupId, kind: 'offset-jump', ...tp,
+        message: `group ${groupId} committed offset ${j.to} in ${topic}/${j.partition}, past ${recordsSkipped} records deleted ` +
+          `before it read them (its committed offset was ${j.from}, the log start is ${j.logStartOffset})`,
+        context: { groupId, ...tp, committedOffset: j.from, newOffset: j.to, logStartOffset: j.logStartOffset, recordsSkipped, policy: 'commit', memberId: memberId ?? null },
+      });
+    }
+    await this.monitor.evaluate({ groupId }); // the jump ends the data-lost episode
   }
 
   /**

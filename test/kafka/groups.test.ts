@@ -3,6 +3,7 @@
  * by onelog's coordinator; they read every record once, commit where onelog sees it, and share a group, partitions
  * moving between them without being held twice.
  */
+import { Admin } from '@platformatic/kafka';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Consumer } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -123,6 +124,49 @@ describe('kafka consumer groups', () => {
     expect(new Set(late.map(([, who]) => who[0])).size).toBe(2); // each read some of what came after the split
     const d = await broker.describeGroup('mixed');
     expect(d.subscriptions[0]!.partitions.map((p) => [p.committedOffset, p.lag])).toEqual([[10, 0], [10, 0], [10, 0], [10, 0]]);
+  });
+
+  it('records deleted before a Kafka group read them pause it; a Kafka commit past them (alterConsumerGroupOffsets) is an offset-jump alert and resumes it', async () => {
+    await produce('edits', 1, 10);
+    const seen: string[] = [];
+    const member = async () => {
+      const consumer = kafka().consumer({ groupId: 'late', sessionTimeout: 10_000, heartbeatInterval: 300 });
+      consumers.push(consumer);
+      await consumer.connect();
+      await consumer.subscribe({ topic: 'edits', fromBeginning: true });
+      await consumer.run({ eachMessage: async ({ message }) => void seen.push(message.value!.toString()) });
+      return consumer;
+    };
+    const first = await member();
+    await vi.waitFor(async () => expect(await broker.committedOffsets('late')).toMatchObject([{ offset: 10 }]), { timeout: 20_000, interval: 50 });
+    await first.disconnect();
+    await broker.produce({ topic: 'edits', records: Array.from({ length: 10 }, (_, i) => ({ key: null, value: Buffer.from(`0-${10 + i}`), partition: 0 })) });
+    await broker.deleteRecords({ topic: 'edits', partition: 0, beforeOffset: 15 });
+
+    // The partition pauses for the group, and SyncGroup does not hand it to the Kafka member (never a silent skip).
+    const second = await member();
+    await vi.waitFor(async () => expect((await broker.describeGroup('late')).subscriptions[0]!.partitions[0]).toMatchObject({ state: 'data-lost', lostRecords: 5, paused: { code: 'OFFSET_OUT_OF_RANGE' } }),
+      { timeout: 20_000, interval: 50 });
+    await second.disconnect();
+    expect(seen).toHaveLength(10);
+
+    // The operator moves the group past the lost records with a Kafka admin client (OffsetCommit without a member, as
+    // Kafka's alterConsumerGroupOffsets; kafkajs's setOffsets joins the group instead, and is not handed the partition).
+    const admin = new Admin({ clientId: 'ops', bootstrapBrokers: [`127.0.0.1:${listener.port}`] });
+    try {
+      await admin.alterConsumerGroupOffsets({ groupId: 'late', topics: [{ name: 'edits', partitionOffsets: [{ partition: 0, offset: 15n }] }] });
+    } finally {
+      await admin.close();
+    }
+    const alerts = await broker.listAlerts({ groupId: 'late' });
+    expect(alerts.find((a) => a.kind === 'offset-jump')).toMatchObject({
+      topic: 'edits', partition: 0, resolvedAt: expect.any(Number), context: { committedOffset: 10, newOffset: 15, logStartOffset: 15, recordsSkipped: 5, policy: 'commit' },
+    });
+    expect(alerts.filter((a) => a.resolvedAt === null)).toEqual([]); // data-lost and offset-out-of-range ended with the jump
+
+    await member(); // the pause is lifted: it reads on from 15
+    await vi.waitFor(async () => expect(await broker.committedOffsets('late')).toMatchObject([{ offset: 20 }]), { timeout: 20_000, interval: 50 });
+    expect(seen.slice(10)).toEqual(['0-15', '0-16', '0-17', '0-18', '0-19']);
   });
 
   it('reads the subscriptions clients send, leniently, and writes assignments they read', () => {
