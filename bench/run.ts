@@ -1,10 +1,10 @@
 /**
  * `npm run bench`: onelog's benchmarks. Each prints its setup and its figures. Options:
- * `--only client|storage|offsets|partitions|retries|monitoring|kafka-codec|peers`, `--partitions N` (partitions and monitoring benchmarks,
+ * `--only client|storage|offsets|partitions|retries|monitoring|kafka-codec|kafka|peers`, `--partitions N` (partitions and monitoring benchmarks,
  * default 10,000), `--groups N` (monitoring benchmark, default 100),
  * `--edit-copies N` (retries benchmark: times the 39,244 Wikipedia edits are produced, default 5), `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
  * and 100), `--scale X` (storage benchmark sizes, default 1), `--offset-keys N` (offset store benchmark,
- * default 10,000,000).
+ * default 10,000,000), `--kafka-records N` (Kafka listener benchmark, default 1,000,000; needs kcat).
  *
  * `--peers` (or `--only peers`): onelog beside Redis Streams and NATS JetStream instead (bench/peers/), with
  * `--peer-records N` (per throughput run, default 200,000), `--peer-record-sizes 100,1024`, `--peer-batch N`
@@ -21,6 +21,7 @@ import { offsetStoreBenchmark } from './offset-store.js';
 import { partitionsBenchmark } from './partitions.js';
 import { peersBenchmark } from './peers/index.js';
 import { kafkaCodecBenchmark } from './kafka-codec.js';
+import { kafkaThroughput } from './kafka-throughput.js';
 import { monitoringBenchmark } from './monitoring.js';
 import { retriesBenchmark } from './retries.js';
 import { storageBenchmark } from './storage.js';
@@ -32,6 +33,7 @@ const { values } = parseArgs({
     'record-bytes': { type: 'string', default: '100' },
     scale: { type: 'string', default: '1' },
     'offset-keys': { type: 'string', default: '10000000' },
+    'kafka-records': { type: 'string', default: '1000000' },
     partitions: { type: 'string', default: '10000' },
     'edit-copies': { type: 'string', default: '5' },
     groups: { type: 'string', default: '100' },
@@ -72,6 +74,9 @@ if (only === undefined || only === 'partitions') {
 if (only === undefined || only === 'retries') await retriesBenchmark({ copies: Number(values['edit-copies']) });
 if (only === undefined || only === 'monitoring') await monitoringBenchmark({ partitions: Number(values.partitions), groups: Number(values.groups) });
 if (only === undefined || only === 'kafka-codec') await kafkaCodecBenchmark();
+if (only === undefined || only === 'kafka') {
+  await kafkaThroughput({ records: Number(values['kafka-records']), recordBytes: 100, partitions: 4, batchRecords: 1_000, inFlight: 4 });
+}
 if (only === undefined || only === 'client') {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-'));
   try {
