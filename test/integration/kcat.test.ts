@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import zlib from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GroupDescription } from '../../src/protocol/api.js';
+import { partitionForKey } from '../../src/protocol/murmur2.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -66,6 +67,9 @@ describe('kcat', () => {
         return `${r.partition}:${r.offset} ${r.key}`;
       }).sort();
     expect(byOnelog).toEqual(byKcat);
+    // Each key where onelog's partitioner (and Java's) puts it.
+    const misplaced = byOnelog.map((l) => /^(\d+):\d+ (.*)$/.exec(l)!).filter(([, p, key]) => Number(p) !== partitionForKey(Buffer.from(key!), 4));
+    expect(misplaced).toEqual([]);
 
     const topic = JSON.parse(await cli(['topics', 'describe', 'edits', '--json'])) as { partitions: Array<{ highWatermark: number }> };
     const d = JSON.parse(await cli(['groups', 'describe', 'kcat-group', '--json'])) as GroupDescription;
