@@ -208,14 +208,12 @@ export class Catalog {
   /**
    * Deletes a topic and, in the same transaction, every group's subscription to it (by cascade), the pauses of
    * its partitions and its partitions' offsets in checkpoints. Alerts and reset history stay (history).
-   * @returns whether the topic existed
    */
-  async deleteTopic(name: string): Promise<boolean> {
-    return this.db.transaction().execute(async (tx) => {
+  async deleteTopic(name: string): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
       await tx.deleteFrom('paused_partitions').where('topic', '=', name).execute();
       await tx.deleteFrom('offset_checkpoints').where('topic', '=', name).execute();
-      const deleted = await tx.deleteFrom('topics').where('name', '=', name).executeTakeFirst();
-      return deleted.numDeletedRows > 0n;
+      await tx.deleteFrom('topics').where('name', '=', name).execute();
     });
   }
 
