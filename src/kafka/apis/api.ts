@@ -39,5 +39,10 @@ export interface KafkaApi {
   handle(request: Struct, ctx: RequestContext): Promise<Struct | null>;
 }
 
+/** ListOffsets' timestamp for a partition's earliest offset; also what clients commit to reset a partition to it. */
+export const EARLIEST = -2;
+/** ListOffsets' timestamp for a partition's latest offset (the high watermark); also committed to reset to it. */
+export const LATEST = -1;
+
 /** onelog is one broker: node 0, leader of every partition, at leader epoch 0. */
 export const NODE_ID = 0;

@@ -11,10 +11,9 @@ import type { FetchRequest } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import { fetchRequest, fetchResponse, listOffsetsRequest, listOffsetsResponse } from '../messages/fetch.js';
+import { EARLIEST, LATEST } from './api.js';
 import type { KafkaApi, KafkaDataApi } from './api.js';
 
-const LATEST = -1;
-const EARLIEST = -2;
 const MAX_TIMESTAMP = -3;
 const MAX_WAIT_MS = 30_000;
 
@@ -52,6 +51,8 @@ interface FetchTopic {
   partitions: Array<{ partition: number; fetchOffset: number; partitionMaxBytes: number }>;
 }
 
+const EMPTY = Buffer.alloc(0);
+
 /** One topic's part of a fetch, each partition's error as a Kafka code. */
 async function fetchTopic(broker: KafkaDataApi, t: FetchTopic, maxBytes: number, maxWaitMs: number) {
   const request: FetchRequest = {
@@ -64,13 +65,14 @@ async function fetchTopic(broker: KafkaDataApi, t: FetchTopic, maxBytes: number,
     return result.partitions.map((p) => ({
       partitionIndex: p.partition, errorCode: p.error ? kafkaCodeOf(p.error.code, 'fetch') : 0,
       highWatermark: p.highWatermark, lastStableOffset: p.highWatermark, logStartOffset: p.logStartOffset,
-      abortedTransactions: null, preferredReadReplica: -1, records: p.error ? null : p.batches,
+      // A partition with an error has an empty record set, as Kafka answers (librdkafka cannot read a null one).
+      abortedTransactions: null, preferredReadReplica: -1, records: p.error ? EMPTY : p.batches,
     }));
   } catch (err) {
     if (!(err instanceof OnelogError)) throw err;
     return t.partitions.map((p) => ({
       partitionIndex: p.partition, errorCode: kafkaErrorCode(err, 'fetch'), highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
-      abortedTransactions: null, preferredReadReplica: -1, records: null,
+      abortedTransactions: null, preferredReadReplica: -1, records: EMPTY,
     }));
   }
 }

@@ -14,7 +14,7 @@ import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
 import {
   findCoordinatorRequest, findCoordinatorResponse, offsetCommitRequest, offsetCommitResponse, offsetFetchRequest, offsetFetchResponse,
 } from '../messages/offsets.js';
-import { NODE_ID } from './api.js';
+import { EARLIEST, LATEST, NODE_ID } from './api.js';
 import type { KafkaApi, KafkaDataApi } from './api.js';
 
 const GROUP_KEY = 0;
@@ -51,9 +51,10 @@ export const offsetCommit: KafkaApi = {
     const topics = await Promise.all((request.topics as CommitTopic[]).map(async ({ name, partitions }) => {
       let errorCode = 0;
       try {
+        const offsets = await resolveResets(api, name, partitions);
         await api.commitOffsets({
           groupId, topic: name, ...member,
-          offsets: partitions.map((p) => ({ partition: p.partitionIndex, offset: p.committedOffset, metadata: p.committedMetadata ?? '' })),
+          offsets: partitions.map((p, i) => ({ partition: p.partitionIndex, offset: offsets[i]!, metadata: p.committedMetadata ?? '' })),
         });
       } catch (err) {
         if (!(err instanceof OnelogError)) throw err;
@@ -64,6 +65,21 @@ export const offsetCommit: KafkaApi = {
     return { throttleTimeMs: 0, topics };
   },
 };
+
+/**
+ * The offsets to commit: a client resetting a partition (kafkajs, after OFFSET_OUT_OF_RANGE) commits -2 for the
+ * earliest and -1 for the latest offset; those are the log start offset and the high watermark now (so a reset past
+ * deleted records is the commit that records an `offset-jump` alert). Other negative offsets are left to be refused.
+ */
+async function resolveResets(api: KafkaDataApi, topic: string, partitions: CommitTopic['partitions']): Promise<number[]> {
+  if (partitions.every((p) => p.committedOffset >= 0)) return partitions.map((p) => p.committedOffset);
+  const { partitions: offsets } = await api.describeTopic(topic);
+  return partitions.map(({ partitionIndex, committedOffset }) => {
+    const at = offsets[partitionIndex];
+    if (at === undefined) return committedOffset;
+    return committedOffset === EARLIEST ? at.logStartOffset : committedOffset === LATEST ? at.highWatermark : committedOffset;
+  });
+}
 
 type FetchTopics = Array<{ name: string; partitionIndexes: number[] }> | null;
 
