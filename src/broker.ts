@@ -52,7 +52,7 @@ import { BrokerMetrics } from './monitoring/metrics.js';
 import type { MetricsOptions } from './monitoring/metrics.js';
 import { Monitor } from './monitoring/monitor.js';
 import { BackgroundTasks } from './background-tasks.js';
-import { TopicAdmin } from './topic-admin.js';
+import { finishTopicDeletions, TopicAdmin } from './topic-admin.js';
 import { ProducePath } from './produce-path.js';
 import type { MonitorOptions } from './monitoring/monitor.js';
 import type { Logger } from './logger.js';
@@ -158,6 +158,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     }
     const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
     const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files });
+    await finishTopicDeletions(catalog, offsets, logs, logger);
     const started = Date.now();
     const report = logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
     logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');

@@ -22,6 +22,8 @@ import type { LogManager } from './storage/log-manager.js';
 export class TopicAdmin {
   /** Topics being created now: a second creation of the same name is refused before it touches any file. */
   private readonly creating = new Set<string>();
+  /** Topics being deleted now: refused for creation (their files may still be there) and for a second deletion. */
+  private readonly deleting = new Set<string>();
 
   constructor(
     private readonly catalog: Catalog,
@@ -85,6 +87,9 @@ export class TopicAdmin {
     if (existing || this.creating.has(topic)) { // checked and marked with no await between
       throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic} already exists`, { topic, partitions: existing?.partitions });
     }
+    if (this.deleting.has(topic)) {
+      throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic} is being deleted; create it again once the deletion is done`, { topic });
+    }
     this.creating.add(topic);
     try {
       this.logs.createTopicFiles(topic, partitions);
@@ -105,22 +110,33 @@ export class TopicAdmin {
    * Deletes a topic, as Kafka's DeleteTopics: its records, every group's committed offsets of it and
    * subscription to it, its partitions' pauses and their offsets in checkpoints; groups consuming it rebalance
    * without it; its open alerts resolve. The same name can then be created again, empty, with no committed
-   * offsets. In order, for crash safety: the logs close and their directories are renamed `-delete`, the
-   * committed offsets go, then the catalog row (the point of no return), then the directories. A crash before
-   * the catalog row went brings the topic back empty: delete it again.
+   * offsets. All or nothing across a crash: the logs close (nothing on disk changes), then one catalog transaction
+   * deletes the topic and records the deletion as pending (the point of no return), then the committed offsets and
+   * the partition directories go and the pending deletion is marked done; a crash after the catalog transaction
+   * leaves the rest to the next start ({@link finishTopicDeletions}), a crash before it leaves the topic whole.
    * @returns the topic's partition count and the subscriptions deleted with it (their webhooks must stop)
    * @throws OnelogError `UNKNOWN_TOPIC`; `TOPIC_IN_USE` if it is a retry tier or dead-letter topic of a
-   *   subscription, or a subscription to it has a retry policy (delete that group first); `STORAGE_ERROR`
+   *   subscription, or a subscription to it has a retry policy (delete that group first); `INVALID_TOPIC`;
+   *   `STORAGE_ERROR` (what is pending is finished at the next start)
    */
   async delete(topic: string): Promise<DeleteTopicResult & { subscriptions: SubscriptionRecord[] }> {
+    checkTopicName(topic);
     const t = await this.catalog.getTopic(topic);
-    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    if (!t || this.deleting.has(topic)) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
     await this.checkUnused(topic);
     const subscriptions = await this.catalog.listTopicSubscriptions(topic);
+    this.deleting.add(topic); // checked and marked with no await between
     await this.logs.retireTopic(topic);
-    await this.offsets.deleteTopic(topic);
-    await this.catalog.deleteTopic(topic);
-    this.logs.removeDeleted();
+    try {
+      await this.catalog.deleteTopic(topic, t.partitions, this.clock.now());
+    } catch (err) {
+      this.logs.addTopic(topic, t.partitions, pickTopicConfig(t)); // not deleted: back in service
+      this.deleting.delete(topic);
+      throw err;
+    }
+    // Deleted; a failure from here on leaves the name refused for creation until a restart finishes the deletion.
+    await finishTopicDeletion(this.catalog, this.offsets, this.logs, topic, t.partitions);
+    this.deleting.delete(topic);
     await this.groups.topicDeleted(topic);
     await this.monitor.deleteTopic(topic);
     const groups = subscriptions.map((s) => s.groupId);
@@ -186,5 +202,23 @@ export class TopicAdmin {
     const logStartOffset = log.deleteRecordsBefore(beforeOffset, 'delete-records');
     if (logStartOffset > previousLogStartOffset) await this.monitor.evaluate({ topic: request.topic });
     return { topic: request.topic, partition: log.partition, previousLogStartOffset, logStartOffset };
+  }
+}
+
+/** Removes a deleted topic's committed offsets and partition directories, then marks its deletion done. */
+async function finishTopicDeletion(catalog: Catalog, offsets: OffsetStore, logs: LogManager, topic: string, partitions: number): Promise<void> {
+  await offsets.deleteTopic(topic);
+  logs.deleteTopicFiles(topic, partitions);
+  await catalog.finishTopicDeletion(topic);
+}
+
+/**
+ * Finishes the topic deletions a crash cut short (the catalog deleted the topic, its files or committed offsets
+ * may remain): run at start, before the log store opens.
+ */
+export async function finishTopicDeletions(catalog: Catalog, offsets: OffsetStore, logs: LogManager, logger: Logger): Promise<void> {
+  for (const { name, partitions } of await catalog.listTopicDeletions()) {
+    await finishTopicDeletion(catalog, offsets, logs, name, partitions);
+    logger.warn({ topic: name, partitions }, 'finished deleting a topic whose deletion a crash cut short');
   }
 }

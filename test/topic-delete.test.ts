@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker } from '../src/broker.js';
 import { ManualClock } from '../src/clock.js';
+import { openSqliteCatalog } from '../src/catalog/sqlite.js';
+import type { OnelogError } from '../src/protocol/errors.js';
 import { tmpDir } from './helpers/tmp.js';
 import { asyncCodeOf } from './helpers/errors.js';
 import { readEdits } from './helpers/wikiticker.js';
@@ -60,22 +62,49 @@ describe('deleting a topic', () => {
     expect(resumed.positions.map((p) => p.offset)).toEqual([0, 0, 0]);
   });
 
-  it('survives a restart: the topic stays deleted, and a deletion cut short leaves no directory behind', async () => {
+  it('survives a restart; a deletion a crash cut short after the catalog forgot the topic is finished at start', async () => {
     const dataDir = tmpDir();
     const b = await broker(dataDir);
-    await b.createTopic({ topic: 'edits', partitions: 2 });
-    await produceEdits(b, 'edits', 100);
-    await b.deleteTopic('edits');
+    for (const topic of ['gone', 'cut']) {
+      await b.createTopic({ topic, partitions: 2 });
+      await produceEdits(b, topic, 100);
+      await b.subscribe({ groupId: 'g', topic, startPolicy: 'earliest' });
+      await b.commitOffsets({ groupId: 'g', topic, offsets: [{ partition: 0, offset: 10 }] });
+    }
+    await b.deleteTopic('gone');
     await b.close();
     open.splice(0);
-    // What a crash after the catalog forgot a topic, before its directories went, leaves.
-    const leftover = path.join(dataDir, 'log', 'gone-0-delete');
-    fs.mkdirSync(leftover);
-    fs.writeFileSync(path.join(leftover, '00000000000000000000.log'), Buffer.alloc(100));
+    // What a crash right after the catalog transaction of deleting 'cut' leaves: its files and offsets.
+    const catalog = await openSqliteCatalog(path.join(dataDir, 'catalog.sqlite'));
+    await catalog.deleteTopic('cut', 2, Date.now());
+    await catalog.close();
+    expect(partitionDirs(dataDir)).toEqual(['cut-0', 'cut-1']);
 
     const again = await broker(dataDir);
     expect(await again.listTopics()).toEqual([]);
     expect(partitionDirs(dataDir)).toEqual([]);
+    expect(await again.committedOffsets('g')).toEqual([]);
+    await again.createTopic({ topic: 'cut', partitions: 2 });
+    expect((await again.describeTopic('cut')).partitions.map((p) => p.highWatermark)).toEqual([0, 0]);
+  });
+
+  it('a commit racing the deletion is refused or removed with it: nothing committed survives', async () => {
+    const b = await broker();
+    for (let round = 0; round < 12; round++) {
+      await b.createTopic({ topic: 'race', partitions: 2 });
+      await produceEdits(b, 'race', 20);
+      const commit = (i: number) => b.commitOffsets({ groupId: 'g', topic: 'race', offsets: [{ partition: i % 2, offset: 5 }] });
+      const turns = async (n: number) => { for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve)); };
+      // Commits before and after the deletion starts, a varying number of event-loop turns apart.
+      const before = Array.from({ length: 4 }, (_, i) => turns(round % 3).then(() => commit(i)));
+      await turns(round % 4);
+      const deletion = b.deleteTopic('race');
+      const after = Array.from({ length: 4 }, (_, i) => turns(round % 5).then(() => commit(i)));
+      const outcomes = await Promise.allSettled([...before, ...after]);
+      await deletion;
+      for (const o of outcomes) if (o.status === 'rejected') expect((o.reason as OnelogError).code).toBe('UNKNOWN_TOPIC');
+      expect(await b.committedOffsets('g')).toEqual([]);
+    }
   });
 
   it('rebalances the groups consuming it: their members keep their other topics', async () => {

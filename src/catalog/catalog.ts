@@ -207,14 +207,27 @@ export class Catalog {
 
   /**
    * Deletes a topic and, in the same transaction, every group's subscription to it (by cascade), the pauses of
-   * its partitions and its partitions' offsets in checkpoints. Alerts and reset history stay (history).
+   * its partitions and its partitions' offsets in checkpoints, and records the deletion as pending until
+   * {@link finishTopicDeletion}: its files and committed offsets are removed after. Alerts and reset history stay.
+   * @param at when, ms since the epoch
    */
-  async deleteTopic(name: string): Promise<void> {
+  async deleteTopic(name: string, partitions: number, at: number): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
+      await tx.insertInto('topic_deletions').values({ name, partitions, requested_at: at }).execute();
       await tx.deleteFrom('paused_partitions').where('topic', '=', name).execute();
       await tx.deleteFrom('offset_checkpoints').where('topic', '=', name).execute();
       await tx.deleteFrom('topics').where('name', '=', name).execute();
     });
+  }
+
+  /** Topic deletions whose files and committed offsets are still to be removed. */
+  async listTopicDeletions(): Promise<Array<{ name: string; partitions: number }>> {
+    return this.db.selectFrom('topic_deletions').select(['name', 'partitions']).orderBy('name').execute();
+  }
+
+  /** Marks a topic deletion done: its files and committed offsets are gone. */
+  async finishTopicDeletion(name: string): Promise<void> {
+    await this.db.deleteFrom('topic_deletions').where('name', '=', name).execute();
   }
 
   /** The group `groupId`, or undefined. */
@@ -232,6 +245,7 @@ export class Catalog {
   /**
    * Creates the subscription of `groupId` to `topic` (and the group, if new), or updates its delivery mode
    * and start policy. One transaction.
+   * @throws OnelogError `UNKNOWN_TOPIC` if the topic is not in the catalog (deleted meanwhile)
    */
   async upsertSubscription(sub: SubscriptionRecord): Promise<SubscriptionRecord> {
     await this.db.transaction().execute(async (tx) => {
@@ -245,6 +259,11 @@ export class Catalog {
         .values({ group_id: sub.groupId, topic: sub.topic, ...subscriptionColumns(sub), created_at: sub.createdAt })
         .onConflict((oc) => oc.columns(['group_id', 'topic']).doUpdateSet(subscriptionColumns(sub)))
         .execute();
+    }).catch((err: unknown) => {
+      // The topic's row is the only foreign key the group's own insert cannot satisfy (SQLite's code; PostgreSQL's).
+      const code = (err as { code?: unknown }).code;
+      if (code !== 'SQLITE_CONSTRAINT_FOREIGNKEY' && code !== '23503') throw err;
+      throw new OnelogError('UNKNOWN_TOPIC', `topic ${sub.topic} does not exist`, { topic: sub.topic, groupId: sub.groupId });
     });
     return (await this.getSubscription(sub.groupId, sub.topic))!;
   }

@@ -166,4 +166,16 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0007-topic-deletions': {
+    // Topics deleted from the catalog whose files and committed offsets are still to be removed (a crash may
+    // come in between: the next start finishes the deletion).
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('topic_deletions')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('partitions', 'integer', (c) => c.notNull())
+        .addColumn('requested_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -121,6 +121,13 @@ export interface ProducerIdsTable {
   created_at: number;
 }
 
+/** A topic deleted from the catalog whose partition directories and committed offsets are still to be removed. */
+export interface TopicDeletionsTable {
+  name: string;
+  partitions: number;
+  requested_at: number;
+}
+
 export interface CatalogSchema {
   topics: TopicsTable;
   groups: GroupsTable;
@@ -132,4 +139,5 @@ export interface CatalogSchema {
   producer_ids: ProducerIdsTable;
   dead_letter_actions: DeadLetterActionsTable;
   alert_sinks: AlertSinksTable;
+  topic_deletions: TopicDeletionsTable;
 }

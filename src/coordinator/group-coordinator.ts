@@ -284,6 +284,9 @@ export class GroupCoordinator {
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
       await this.subscriptions.of(groupId, topic);
       const jumps = await this.positions.jumpsOf(groupId, logs, request.offsets);
+      // Checked and queued with no await between: a deletion that forgot the topic before this check refuses the
+      // commit; one after it removes the committed offsets after this commit is written (the store keeps call order).
+      if (!this.logs.has(topic)) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic, groupId });
       await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now());
       if (jumps.length > 0) await this.positions.recordJumps(groupId, topic, jumps, request.memberId);
       this.hooks.committed?.(groupId, topic, request.offsets);

@@ -53,9 +53,6 @@ export interface PartitionOffsets {
   highWatermark: number;
 }
 
-/** Suffix of a deleted partition's directory until it is removed (never a partition's: those end in a number). */
-const DELETED_SUFFIX = '-delete';
-
 /** Free space a produce leaves on the disk, for the index files and checkpoints that follow appends. */
 const DISK_HEADROOM_BYTES = 1 << 20;
 
@@ -116,7 +113,6 @@ export class LogManager {
     }
     if (repaired > 0) syncDirectory(this.files, this.dir);
     this.removeEmptyOrphans(present);
-    this.removeDeleted();
     let recovered = 0;
     for (const { topic, partition } of unclean) {
       try {
@@ -199,14 +195,10 @@ export class LogManager {
   }
 
   /**
-   * Takes a topic out of service for its deletion: forgets it at once (every later use answers
-   * `UNKNOWN_TOPIC`), closes its loaded logs after their pending syncs (ending their waiting fetches) and
-   * renames each partition directory to `<topic>-<partition>-delete`, a name no partition has. Once the
-   * catalog no longer holds the topic, {@link removeDeleted} removes those directories; a crash before that
-   * leaves them to {@link start}, which removes them too (as Kafka's `-delete` directories). A crash before
-   * the catalog forgot the topic brings it back empty.
-   * @throws OnelogError `UNKNOWN_TOPIC`; `STORAGE_ERROR` if a directory cannot be renamed (the topic is then
-   *   forgotten until the next start, where it comes back with what was not renamed)
+   * Takes a topic out of service for its deletion: forgets it at once (every later use answers `UNKNOWN_TOPIC`)
+   * and closes its loaded logs after their pending syncs, ending their waiting fetches. Nothing on disk changes:
+   * {@link deleteTopicFiles} removes the directories once the catalog no longer holds the topic.
+   * @throws OnelogError `UNKNOWN_TOPIC`
    */
   async retireTopic(topic: string): Promise<void> {
     const t = this.topic(topic);
@@ -217,35 +209,9 @@ export class LogManager {
       await log.close().catch((err: unknown) =>
         this.options.logger.warn({ topic, partition: p, err: (err as Error).message }, 'a partition of a deleted topic did not close cleanly'));
     }));
-    try {
-      for (let p = 0; p < t.logs.length; p++) {
-        const dir = path.join(this.dir, partitionDirName(topic, p));
-        fs.rmSync(dir + DELETED_SUFFIX, { recursive: true, force: true }); // left by an earlier deletion of this name
-        try {
-          fs.renameSync(dir, dir + DELETED_SUFFIX);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        }
-      }
-      syncDirectory(this.files, this.dir);
-    } catch (err) {
-      throw storageError(err, `deleting topic ${topic}`, { topic });
-    }
   }
 
-  /** Removes the directories of deleted partitions ({@link retireTopic}); what cannot be removed now is left for the next start. */
-  removeDeleted(): void {
-    for (const name of listDirectory(this.files, this.dir)) {
-      if (!name.endsWith(DELETED_SUFFIX)) continue;
-      try {
-        fs.rmSync(path.join(this.dir, name), { recursive: true, force: true });
-      } catch (err) {
-        this.options.logger.warn({ dir: path.join(this.dir, name), err: (err as Error).message }, 'could not remove a deleted partition\'s directory; the next start retries');
-      }
-    }
-  }
-
-  /** Removes the directories {@link createTopicFiles} made (the catalog refused the topic). */
+  /** Removes the directories of a topic's partitions: {@link createTopicFiles} made them and the catalog refused the topic, or the topic was deleted. */
   deleteTopicFiles(topic: string, partitions: number): void {
     for (let p = 0; p < partitions; p++) {
       this.files.transient(() => fs.rmSync(path.join(this.dir, partitionDirName(topic, p)), { recursive: true, force: true }));
