@@ -29,6 +29,10 @@ import {
   createTopics, deleteGroups, deleteRecords, deleteTopics, describeConfigs, describeGroups, listGroups, offsetForLeaderEpoch,
 } from './apis/admin.js';
 import { KAFKA_ERROR } from './errors.js';
+import { FrameReader } from './frames.js';
+
+/** Requests of one connection read ahead of the one being handled; past them, reading stops until one is answered. */
+const MAX_QUEUED_REQUESTS = 32;
 
 /** The APIs served, by key. */
 export const KAFKA_APIS: readonly KafkaApi[] = [
@@ -47,6 +51,11 @@ export interface KafkaListenerOptions {
   advertisedHost?: string;
   /** The port clients are told to connect to (Metadata, FindCoordinator), e.g. a proxy's in front of this listener. @default the port listened on */
   advertisedPort?: number;
+  /**
+   * A connection with no traffic for this long is closed, ms (Kafka's connections.max.idle.ms).
+   * @default 600000
+   */
+  idleTimeoutMs?: number;
   /** Largest request frame, bytes; a larger one closes the connection. @default 104857600 (100 MiB, Kafka's socket.request.max.bytes) */
   maxFrameBytes?: number;
   /**
@@ -90,6 +99,7 @@ export class KafkaListener {
     const server = net.createServer();
     const listener = new KafkaListener(api, server, {
       host, port: options.port, advertisedHost: options.advertisedHost ?? host, advertisedPort: options.advertisedPort, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
+      idleTimeoutMs: options.idleTimeoutMs ?? 600_000,
       clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {},
     });
     server.on('connection', (socket) => listener.serve(socket));
@@ -111,34 +121,50 @@ export class KafkaListener {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  /**
+   * Serves one connection: its requests one at a time, answered in order. Backpressure: a response the socket
+   * cannot take at once is waited for ('drain') before the next request is handled, and reading stops while
+   * {@link MAX_QUEUED_REQUESTS} requests wait (as Kafka mutes a connection), so a client that sends without
+   * reading holds a bounded amount of memory.
+   */
   private serve(socket: net.Socket): void {
     this.sockets.add(socket);
     socket.setNoDelay(true);
-    let pending: Buffer = Buffer.alloc(0);
+    const frames = new FrameReader(this.options.maxFrameBytes);
     let queue: Promise<void> = Promise.resolve();
+    let queued = 0;
     const drop = (why: string, extra: object = {}) => {
       this.options.logger.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}`, ...extra }, `kafka connection closed: ${why}`);
       socket.destroy();
     };
+    // Kafka's connections.max.idle.ms: a connection silent that long (or stuck in a partial frame) is closed.
+    socket.setTimeout(this.options.idleTimeoutMs, () => drop('idle', { idleTimeoutMs: this.options.idleTimeoutMs, pendingBytes: frames.pending }));
+    const handle = async (frame: Buffer) => {
+      if (socket.destroyed) return;
+      const response = await this.answer(frame).catch((err: unknown) => {
+        drop((err as Error).message);
+        return null;
+      });
+      if (--queued < MAX_QUEUED_REQUESTS && socket.isPaused()) socket.resume();
+      if (response === null || socket.destroyed) return;
+      socket.cork();
+      let flushed = true;
+      for (const part of response) flushed = socket.write(part);
+      socket.uncork();
+      if (!flushed) await new Promise((resolve) => { socket.once('drain', resolve); socket.once('close', resolve); });
+    };
     socket.on('data', (chunk: Buffer) => {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      while (pending.length >= 4) {
-        const size = pending.readInt32BE(0);
-        if (size < 0 || size > this.options.maxFrameBytes) return drop('frame too large', { size, maxFrameBytes: this.options.maxFrameBytes });
-        if (pending.length < 4 + size) break;
-        const frame = pending.subarray(4, 4 + size);
-        pending = pending.subarray(4 + size);
-        queue = queue.then(async () => {
-          if (socket.destroyed) return;
-          const response = await this.answer(frame).catch((err: unknown) => {
-            drop((err as Error).message);
-            return null;
-          });
-          if (response === null || socket.destroyed) return;
-          socket.cork();
-          for (const part of response) socket.write(part);
-          socket.uncork();
-        });
+      frames.push(chunk);
+      for (;;) {
+        let frame: Buffer | null;
+        try {
+          frame = frames.next();
+        } catch (err) {
+          return drop((err as Error).message, (err as OnelogError).context);
+        }
+        if (frame === null) return;
+        if (++queued >= MAX_QUEUED_REQUESTS) socket.pause();
+        queue = queue.then(() => handle(frame));
       }
     });
     socket.on('error', () => socket.destroy());

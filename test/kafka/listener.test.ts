@@ -127,6 +127,40 @@ describe('kafka listener', () => {
     expect(metadata!.readInt32BE(0)).toBe(43);
   });
 
+  it('answers 500 pipelined requests in order to a client that reads only after sending them all', async () => {
+    const frames = Array.from({ length: 500 }, (_, i) => request(18, 0, i));
+    const socket = net.connect(listener.port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.pause(); // not read until everything is sent: the listener stops reading after 32 waiting requests
+    await new Promise<void>((resolve) => socket.write(Buffer.concat(frames), () => resolve()));
+    const ids: number[] = [];
+    let pending = Buffer.alloc(0);
+    await new Promise<void>((resolve) => {
+      socket.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk]);
+        while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
+          ids.push(pending.readInt32BE(4));
+          pending = pending.subarray(4 + pending.readInt32BE(0));
+        }
+        if (ids.length === frames.length) resolve();
+      });
+      socket.resume();
+    });
+    socket.destroy();
+    expect(ids).toEqual(frames.map((_, i) => i));
+  });
+
+  it('closes a connection idle for idleTimeoutMs, also one stuck in a partial frame', async () => {
+    const idle = await KafkaListener.start(broker, { port: 0, logger: silentLogger, idleTimeoutMs: 200 });
+    try {
+      const socket = net.connect(idle.port, '127.0.0.1');
+      socket.on('connect', () => socket.write(Buffer.from([0, 0, 0, 50, 0, 18]))); // 50 bytes promised, 2 sent
+      await new Promise((resolve) => socket.once('close', resolve));
+    } finally {
+      await idle.close();
+    }
+  });
+
   it('closes a connection that sends an oversized frame, an unknown API or a version it does not serve', async () => {
     const huge = Buffer.alloc(4);
     huge.writeInt32BE(2 << 20);
