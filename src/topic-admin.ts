@@ -148,7 +148,7 @@ export class TopicAdmin {
   private async checkUnused(topic: string): Promise<void> {
     for (const sub of await this.catalog.listRetrySubscriptions()) {
       const tiers = this.groups.retryTopics.tiersOf(sub.groupId, sub.topic);
-      const role = sub.topic === topic ? 'has a retry policy (retry tier and dead-letter topics) on it'
+      const role = sub.topic === topic ? 'has retry tier or dead-letter topics (from a retry policy, now or before)'
         : tiers.includes(topic) ? 'retries records through it (a retry tier topic)'
           : sub.deadLetterTopic === topic ? 'dead-letters records to it' : null;
       if (role === null) continue;

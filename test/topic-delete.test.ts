@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Broker } from '../src/broker.js';
 import { ManualClock } from '../src/clock.js';
 import { openSqliteCatalog } from '../src/catalog/sqlite.js';
+import { createHttpServer } from '../src/server/http-server.js';
 import type { OnelogError } from '../src/protocol/errors.js';
 import { tmpDir } from './helpers/tmp.js';
 import { asyncCodeOf } from './helpers/errors.js';
@@ -134,6 +135,26 @@ describe('deleting a topic', () => {
     await b.deleteTopic('edits');
     expect(await b.listAlerts({ active: true })).toEqual([]);
     expect((await b.listAlerts())[0]).toMatchObject({ kind: 'data-lost', topic: 'edits', resolvedAt: expect.any(Number) });
+  });
+
+  it('over HTTP, names up to Kafka\'s 249 characters; its metrics series go with it', async () => {
+    const b = await broker();
+    const app = createHttpServer(b);
+    try {
+      const long = 'edits.'.padEnd(249, 'x');
+      expect((await app.inject({ method: 'POST', url: '/topics', payload: { topic: long, partitions: 1 } })).statusCode).toBe(201);
+      await produceEdits(b, long, 5);
+      expect(await b.metrics.scrape()).toContain(`onelog_produced_records_total{topic="${long}"} 5`);
+      const deleted = await app.inject({ method: 'DELETE', url: `/topics/${long}` });
+      expect([deleted.statusCode, deleted.json()]).toEqual([200, { topic: long, partitions: 1, groups: [] }]);
+      expect(await b.metrics.scrape()).not.toContain(long);
+      const again = await app.inject({ method: 'DELETE', url: `/topics/${long}` });
+      expect([again.statusCode, again.json().code]).toEqual([404, 'UNKNOWN_TOPIC']);
+      const bad = await app.inject({ method: 'DELETE', url: '/topics/bad%20name' });
+      expect([bad.statusCode, bad.json().code]).toEqual([400, 'INVALID_TOPIC']);
+    } finally {
+      await app.close();
+    }
   });
 
   it('refuses a topic a retry policy uses or is on (TOPIC_IN_USE), and deletes it once the group is gone', async () => {

@@ -54,6 +54,8 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: options.bodyLimitBytes ?? 64 * 1024 * 1024,
+    // Names travel in the path: topic names up to 249 characters (Kafka's limit), group ids longer, percent-encoded.
+    maxParamLength: 4096,
     ajv: { customOptions: { coerceTypes: false, allErrors: false, allowUnionTypes: true, removeAdditional: false } },
   });
 
