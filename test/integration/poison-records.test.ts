@@ -36,7 +36,7 @@ afterEach(async () => {
   endpoint = undefined;
 });
 
-async function waitFor(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
+async function waitFor(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 180_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -185,5 +185,5 @@ describe('poison records on the Wikipedia edits: 2 tiers, 3 attempts', () => {
       webhooks: { maxRecords: 20, minBackoffMs: 1, maxBackoffMs: 2, maxWaitMs: 50 },
     }, 8);
     await checkRun(seen, total, poison);
-  }, 240_000);
+  }, 420_000);
 });
