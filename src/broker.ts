@@ -49,6 +49,7 @@ import { LogManager } from './storage/log-manager.js';
 import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
 import { silentLogger } from './logger.js';
 import { BrokerMetrics } from './monitoring/metrics.js';
+import { Users } from './security/users.js';
 import type { MetricsOptions } from './monitoring/metrics.js';
 import { Monitor } from './monitoring/monitor.js';
 import { BackgroundTasks } from './background-tasks.js';
@@ -96,6 +97,8 @@ export interface BrokerOptions {
   monitoring?: MonitorOptions;
   /** Bounds of the per-partition metric series. @default see MetricsOptions */
   metrics?: MetricsOptions;
+  /** Answer clients not on loopback while no user exists (protected mode off; `serve --insecure`). @default false */
+  insecure?: boolean;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -108,6 +111,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   private topics!: TopicAdmin;
   /** Appends produced records and batches; issues producer ids. Set once open. */
   private producing!: ProducePath;
+  /** The users requests are authenticated against (docs/security.md); set once open. */
+  users!: Users;
   /** Prometheus metrics (`GET /metrics`, docs/monitoring.md); set once open. */
   metrics!: BrokerMetrics;
   /** POSTs the records of webhook subscriptions (docs/delivery.md); set once open. */
@@ -177,6 +182,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     });
     await groups.start();
     const broker: Broker = new Broker(catalog, offsets, logs, groups, monitor, clock, logger, unlock);
+    broker.users = await Users.open(catalog, clock, logger, options.insecure ?? false);
     broker.topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
     broker.metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub) }, options.metrics);

@@ -230,6 +230,40 @@ export class Catalog {
     await this.db.deleteFrom('topic_deletions').where('name', '=', name).execute();
   }
 
+  /**
+   * Adds a user; the first one is an admin whatever `admin` says (one transaction decides).
+   * @throws OnelogError `ALREADY_EXISTS` if the name is taken
+   */
+  async createUser(user: Omit<UserRecord, 'admin' | 'rotatedAt'> & { admin: boolean }): Promise<UserRecord> {
+    return this.db.transaction().execute(async (tx) => {
+      const first = (await tx.selectFrom('users').select('name').limit(1).execute()).length === 0;
+      const inserted = await tx.insertInto('users').values({
+        name: user.name, admin: user.admin || first ? 1 : 0, token_id: user.tokenId, token_salt: user.tokenSalt, token_hash: user.tokenHash,
+        created_at: user.createdAt, rotated_at: null,
+      }).onConflict((oc) => oc.column('name').doNothing()).executeTakeFirst();
+      if (inserted.numInsertedOrUpdatedRows === 0n) throw new OnelogError('ALREADY_EXISTS', `user ${user.name} already exists`, { user: user.name });
+      return { ...user, admin: user.admin || first, rotatedAt: null };
+    });
+  }
+
+  /** Every user, by name. */
+  async listUsers(): Promise<UserRecord[]> {
+    return (await this.db.selectFrom('users').selectAll().orderBy('name').execute()).map(toUser);
+  }
+
+  /** @returns whether the user existed */
+  async deleteUser(name: string): Promise<boolean> {
+    return (await this.db.deleteFrom('users').where('name', '=', name).executeTakeFirst()).numDeletedRows > 0n;
+  }
+
+  /** Replaces a user's token. @returns the user, or undefined if there is none of that name */
+  async replaceUserToken(name: string, token: Pick<UserRecord, 'tokenId' | 'tokenSalt' | 'tokenHash'>, at: number): Promise<UserRecord | undefined> {
+    await this.db.updateTable('users').set({ token_id: token.tokenId, token_salt: token.tokenSalt, token_hash: token.tokenHash, rotated_at: at })
+      .where('name', '=', name).execute();
+    const row = await this.db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst();
+    return row && toUser(row);
+  }
+
   /** The group `groupId`, or undefined. */
   async getGroup(groupId: string): Promise<GroupRecord | undefined> {
     const row = await this.db.selectFrom('groups').selectAll().where('group_id', '=', groupId).executeTakeFirst();
@@ -472,4 +506,22 @@ export class Catalog {
   async close(): Promise<void> {
     await this.db.destroy();
   }
+}
+
+/** A user as the catalog keeps it: its token only as an id, a salt and a hash. Times are ms since the epoch. */
+export interface UserRecord {
+  name: string;
+  admin: boolean;
+  tokenId: string;
+  tokenSalt: string;
+  tokenHash: string;
+  createdAt: number;
+  rotatedAt: number | null;
+}
+
+function toUser(row: { name: string; admin: number; token_id: string; token_salt: string; token_hash: string; created_at: number | bigint; rotated_at: number | bigint | null }): UserRecord {
+  return {
+    name: row.name, admin: row.admin === 1, tokenId: row.token_id, tokenSalt: row.token_salt, tokenHash: row.token_hash,
+    createdAt: Number(row.created_at), rotatedAt: row.rotated_at === null ? null : Number(row.rotated_at),
+  };
 }

@@ -178,4 +178,19 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0008-users': {
+    // Principals and their bearer tokens, stored as a salted hash (docs/security.md).
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('users')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('admin', 'integer', (c) => c.notNull())
+        .addColumn('token_id', 'text', (c) => c.notNull().unique())
+        .addColumn('token_salt', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('rotated_at', 'bigint')
+        .execute();
+    },
+  },
 };

@@ -128,6 +128,17 @@ export interface TopicDeletionsTable {
   requested_at: number;
 }
 
+/** A principal and its bearer token (only a salted hash of the token's secret). */
+export interface UsersTable {
+  name: string;
+  admin: number;
+  token_id: string;
+  token_salt: string;
+  token_hash: string;
+  created_at: number;
+  rotated_at: number | null;
+}
+
 export interface CatalogSchema {
   topics: TopicsTable;
   groups: GroupsTable;
@@ -140,4 +151,5 @@ export interface CatalogSchema {
   dead_letter_actions: DeadLetterActionsTable;
   alert_sinks: AlertSinksTable;
   topic_deletions: TopicDeletionsTable;
+  users: UsersTable;
 }

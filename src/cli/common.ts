@@ -8,10 +8,10 @@ import { HttpApi, defaultServerUrl } from '../client/http-api.js';
 import type { GroupDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 
-/** The API of the server named by `--server` (or `ONELOG_URL`). */
+/** The API of the server named by `--server` (or `ONELOG_URL`), as the user of `--token` (or `ONELOG_TOKEN`). */
 export function apiFor(command: Command): HttpApi {
-  const { server } = command.optsWithGlobals<{ server?: string }>();
-  return new HttpApi(server ?? defaultServerUrl());
+  const { server, token } = command.optsWithGlobals<{ server?: string; token?: string }>();
+  return new HttpApi(server ?? defaultServerUrl(), token !== undefined ? { token } : {});
 }
 
 /** The group's description, or undefined when the group does not exist (other errors pass). */

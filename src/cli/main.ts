@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import { Command } from 'commander';
 import { registerAlerts } from './alerts.js';
+import { registerUsers } from './users.js';
 import { registerConsume } from './consume.js';
 import { reportError } from './common.js';
 import { registerDlq } from './dlq.js';
@@ -18,6 +19,7 @@ const program = new Command('onelog')
   .description('onelog: a durable, log-based publish/subscribe broker. One log, many cursors.')
   .version((JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version)
   .option('--server <url>', 'onelog server address (default: env ONELOG_URL, else http://127.0.0.1:7070)')
+  .option('--token <token>', 'a user\'s token, once the broker has users (default: env ONELOG_TOKEN; docs/security.md)')
   .showHelpAfterError();
 
 registerServe(program);
@@ -28,6 +30,7 @@ registerGroups(program);
 registerOffsets(program);
 registerDlq(program);
 registerAlerts(program);
+registerUsers(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   reportError(err);

@@ -19,6 +19,7 @@ interface ServeOptions {
   maxOpenFiles?: number;
   alertCheckIntervalMs: number;
   kafkaPort?: number;
+  insecure?: boolean;
 }
 
 export function registerServe(program: Command): void {
@@ -34,6 +35,7 @@ export function registerServe(program: Command): void {
       'limit less max(64, a quarter of it), for connections, LMDB and SQLite)', parseInteger('--max-open-files'))
     .option('--alert-check-interval-ms <ms>', 'how often every group is evaluated for alerts and sampled for the console\'s charts ' +
       '(0 = only on commits, retention runs, deletes and resets)', parseInteger('--alert-check-interval-ms', 0), 30_000)
+    .option('--insecure', 'answer clients not on loopback while no user exists (protected mode off; docs/security.md)')
     .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
     .action(action(serve));
 }
@@ -74,11 +76,18 @@ async function serve(options: ServeOptions): Promise<void> {
   if (maxOpenFiles > limit - 32) {
     logger.warn({ openFilesLimit: limit, maxOpenFiles }, '--max-open-files leaves fewer than 32 descriptors of the open-files limit to connections; they may be refused');
   }
-  const broker = await Broker.open({ dataDir: options.dataDir, logger, maxOpenFiles, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs } });
-  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics });
+  const broker = await Broker.open({
+    dataDir: options.dataDir, logger, maxOpenFiles, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
+  });
+  if (!broker.users.any && !options.insecure && !isLoopbackHost(options.host)) {
+    await broker.close();
+    throw new OnelogError('FORBIDDEN', `refusing to listen on ${options.host}: no user exists, so anyone who reaches it could do anything. ` +
+      'Start on 127.0.0.1, create the first user (onelog users create NAME; it is an admin) and start again, or pass --insecure', { host: options.host });
+  }
+  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, users: broker.users });
   const address = await app.listen({ port: options.port, host: options.host });
   const kafka = options.kafkaPort === undefined ? null
-    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }) });
+    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users });
   logger.info({ url: address, dataDir: options.dataDir, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
 
   let stopping = false;
@@ -97,4 +106,9 @@ async function serve(options: ServeOptions): Promise<void> {
   await new Promise<void>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stop(signal).then(resolve));
   });
+}
+
+/** Whether `--host` is a loopback address (or localhost). */
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || /^127\./.test(host) || host === '::1';
 }

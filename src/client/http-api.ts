@@ -5,7 +5,7 @@
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
-  DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
+  CreatedUser, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, UserSummary, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
   NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
@@ -22,10 +22,18 @@ export function defaultServerUrl(): string {
 
 export class HttpApi implements OnelogApi {
   private readonly base: string;
+  /** The headers every request and WebSocket upgrade carries: the bearer token, if any. */
+  readonly authHeaders: Readonly<Record<string, string>>;
 
-  /** @param url server address, e.g. `http://127.0.0.1:7070` */
-  constructor(url: string = defaultServerUrl()) {
+  /**
+   * @param url server address, e.g. `http://127.0.0.1:7070`
+   * @param options.token a user's token (docs/security.md), sent as `Authorization: Bearer TOKEN`
+   *   @default env `ONELOG_TOKEN`, else none
+   */
+  constructor(url: string = defaultServerUrl(), options: { token?: string } = {}) {
     this.base = url.replace(/\/+$/, '');
+    const token = options.token ?? process.env.ONELOG_TOKEN;
+    this.authHeaders = token ? { authorization: `Bearer ${token}` } : {};
   }
 
   /** The server address this API talks to. */
@@ -39,7 +47,7 @@ export class HttpApi implements OnelogApi {
     try {
       response = await fetch(url, {
         method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers: body === undefined ? this.authHeaders : { ...this.authHeaders, 'content-type': 'application/json' },
         body: body === undefined ? null : JSON.stringify(body),
       });
     } catch (err) {
@@ -90,6 +98,26 @@ export class HttpApi implements OnelogApi {
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
     const { topic, ...body } = request;
     return this.call('POST', `/topics/${encodeURIComponent(topic)}/delete-records`, body);
+  }
+
+  /** Creates a user (the first is an admin); its token is in the answer, once. Needs an admin (docs/security.md). */
+  createUser(user: string, admin = false): Promise<CreatedUser> {
+    return this.call('POST', '/users', { user, admin });
+  }
+
+  /** Every user (never their tokens). Needs an admin. */
+  async listUsers(): Promise<UserSummary[]> {
+    return (await this.call<{ users: UserSummary[] }>('GET', '/users')).users;
+  }
+
+  /** Deletes a user: its token stops working at once. Needs an admin. */
+  deleteUser(user: string): Promise<void> {
+    return this.call('DELETE', `/users/${encodeURIComponent(user)}`);
+  }
+
+  /** Gives a user a new token (shown once); the old one stops working. Needs an admin, or the user itself. */
+  rotateUser(user: string): Promise<CreatedUser> {
+    return this.call('POST', `/users/${encodeURIComponent(user)}/rotate`);
   }
 
   deleteTopic(topic: string): Promise<DeleteTopicResult> {

@@ -43,9 +43,10 @@ export type * from '../protocol/types.js';
 /**
  * Where the client connects: a server URL, or any {@link OnelogApi} such as an embedded Broker. With
  * `binary: true`, produce and fetch use the binary data path (RecordBatch v2 in WebSocket binary frames,
- * no JSON or base64 per record); everything else stays HTTP/JSON. @default binary false
+ * no JSON or base64 per record); everything else stays HTTP/JSON. `token`: a user's token (docs/security.md).
+ * @default binary false; token: env `ONELOG_TOKEN`, else none
  */
-export type OnelogOptions = { url?: string; binary?: boolean } | { api: OnelogApi };
+export type OnelogOptions = { url?: string; binary?: boolean; token?: string } | { api: OnelogApi };
 
 export class Onelog {
   /** The API every producer, consumer and admin of this client uses. */
@@ -54,7 +55,10 @@ export class Onelog {
   /** @param options `{ url }` (default env `ONELOG_URL`, else `http://127.0.0.1:7070`) or `{ api }` */
   constructor(options: OnelogOptions = {}) {
     if ('api' in options) this.api = options.api;
-    else this.api = options.binary ? new BinaryApi(options.url ?? defaultServerUrl()) : new HttpApi(options.url ?? defaultServerUrl());
+    else {
+      const token = options.token !== undefined ? { token: options.token } : {};
+      this.api = options.binary ? new BinaryApi(options.url ?? defaultServerUrl(), token) : new HttpApi(options.url ?? defaultServerUrl(), token);
+    }
   }
 
   /** A producer; `{ idempotent: true }` stores each send once even when retried. */
@@ -74,7 +78,7 @@ export class Onelog {
    */
   pushConsumer(options: PushConsumerOptions): PushConsumer {
     if (!(this.api instanceof HttpApi)) throw new OnelogError('INVALID_REQUEST', 'push consumers need a server: new Onelog({ url })');
-    return new PushConsumer(this.api.url, options);
+    return new PushConsumer(this.api.url, options, this.api.authHeaders);
   }
 
   admin(): Admin {

@@ -54,6 +54,8 @@ export class PushConsumer {
   constructor(
     private readonly url: string,
     private readonly options: PushConsumerOptions,
+    /** Sent with the WebSocket upgrade: the bearer token, if any. */
+    private readonly headers: Readonly<Record<string, string>> = {},
   ) {}
 
   /** Adds a topic to receive. */
@@ -120,7 +122,7 @@ export class PushConsumer {
     const creditBytes = this.options.creditBytes ?? 1024 * 1024;
     const streamUrl = `${this.url.replace(/^http/, 'ws').replace(/\/+$/, '')}/groups/${encodeURIComponent(this.options.groupId)}/stream`;
     return new Promise<void>((resolve, reject) => {
-      const ws = new WebSocket(streamUrl);
+      const ws = new WebSocket(streamUrl, { headers: this.headers });
       this.ws = ws;
       let failure: unknown;
       let queue: Promise<void> = Promise.resolve();

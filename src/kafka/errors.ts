@@ -44,6 +44,9 @@ const KAFKA_CODES: Record<ErrorCode, number | Partial<Record<KafkaErrorContext, 
   UNKNOWN_PRODUCER_ID: 59,
   NO_RETRY_POLICY: 42,
   TOPIC_IN_USE: 42,
+  UNAUTHENTICATED: 58,
+  FORBIDDEN: 31,
+  ALREADY_EXISTS: 42,
   INTERNAL_ERROR: -1,
 };
 

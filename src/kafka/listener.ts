@@ -30,6 +30,7 @@ import {
 } from './apis/admin.js';
 import { KAFKA_ERROR } from './errors.js';
 import { FrameReader } from './frames.js';
+import type { Users } from '../security/users.js';
 
 /** Requests of one connection read ahead of the one being handled; past them, reading stops until one is answered. */
 const MAX_QUEUED_REQUESTS = 32;
@@ -67,6 +68,11 @@ export interface KafkaListenerOptions {
    */
   maxVersions?: Readonly<Record<number, number>>;
   logger: Logger;
+  /**
+   * The users of the broker (docs/security.md): while none exists, only loopback clients are answered (unless the
+   * broker is `--insecure`); once one exists, Kafka clients are refused (SASL is not served yet). @default none: no check
+   */
+  users?: Users;
   /** @default the system clock */
   clock?: Clock;
 }
@@ -80,7 +86,7 @@ export class KafkaListener {
   private constructor(
     private readonly api: KafkaDataApi,
     private readonly server: net.Server,
-    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort'>> & { advertisedHost: string; advertisedPort?: number },
+    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort' | 'users'>> & { advertisedHost: string; advertisedPort?: number; users?: Users },
   ) {
     this.members = new KafkaMembers(options.clock);
     this.apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
@@ -100,7 +106,7 @@ export class KafkaListener {
     const listener = new KafkaListener(api, server, {
       host, port: options.port, advertisedHost: options.advertisedHost ?? host, advertisedPort: options.advertisedPort, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
       idleTimeoutMs: options.idleTimeoutMs ?? 600_000,
-      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {},
+      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, users: options.users,
     });
     server.on('connection', (socket) => listener.serve(socket));
     await new Promise<void>((resolve, reject) => {
@@ -141,7 +147,7 @@ export class KafkaListener {
     socket.setTimeout(this.options.idleTimeoutMs, () => drop('idle', { idleTimeoutMs: this.options.idleTimeoutMs, pendingBytes: frames.pending }));
     const handle = async (frame: Buffer) => {
       if (socket.destroyed) return;
-      const response = await this.answer(frame).catch((err: unknown) => {
+      const response = await this.authenticated(socket).then(() => this.answer(frame)).catch((err: unknown) => {
         drop((err as Error).message);
         return null;
       });
@@ -169,6 +175,16 @@ export class KafkaListener {
     });
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.sockets.delete(socket));
+  }
+
+  /** @throws OnelogError `FORBIDDEN` in protected mode for a client not on loopback, `UNAUTHENTICATED` once users exist */
+  private async authenticated(socket: net.Socket): Promise<void> {
+    try {
+      this.options.users?.authenticate(undefined, socket.remoteAddress);
+    } catch (err) {
+      if ((err as OnelogError).code !== 'UNAUTHENTICATED') throw err;
+      throw new OnelogError('UNAUTHENTICATED', 'this broker has users: Kafka clients must authenticate, and SASL is not served yet', {});
+    }
   }
 
   /** The response frame to a request frame, in parts, or null when none is due. @throws when the connection must close */

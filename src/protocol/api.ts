@@ -68,6 +68,22 @@ export interface DeleteRecordsResult {
   logStartOffset: number;
 }
 
+/** A user just created or given a new token: the token is shown this once. */
+export interface CreatedUser {
+  user: string;
+  admin: boolean;
+  /** `onelog_<id>_<secret>`: send as `Authorization: Bearer TOKEN`. */
+  token: string;
+}
+
+/** A user as listed (never its token). Times are ms since the epoch. */
+export interface UserSummary {
+  user: string;
+  admin: boolean;
+  createdAt: number;
+  rotatedAt: number | null;
+}
+
 /** What deleting a topic deleted. */
 export interface DeleteTopicResult {
   topic: string;

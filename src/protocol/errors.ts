@@ -49,6 +49,9 @@ export const ERRORS = {
   UNKNOWN_PRODUCER_ID: { wireCode: 59, httpStatus: 409, retriable: false },
   NO_RETRY_POLICY: { wireCode: 1011, httpStatus: 409, retriable: false },
   TOPIC_IN_USE: { wireCode: 1012, httpStatus: 409, retriable: false },
+  UNAUTHENTICATED: { wireCode: 1013, httpStatus: 401, retriable: false },
+  FORBIDDEN: { wireCode: 1014, httpStatus: 403, retriable: false },
+  ALREADY_EXISTS: { wireCode: 1015, httpStatus: 409, retriable: false },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -23,6 +23,8 @@ import { pushSockets } from './push-socket.js';
 import { registerAlertRoutes } from './routes/alerts.js';
 import { registerMetricsRoutes } from './routes/metrics.js';
 import { consoleRoutes } from './routes/console.js';
+import { authenticateUpgrade, registerUserRoutes } from './routes/users.js';
+import type { Users } from '../security/users.js';
 import type { BrokerMetrics } from '../monitoring/metrics.js';
 
 /** Options of the HTTP server. */
@@ -33,6 +35,11 @@ export interface HttpServerOptions {
   logger?: FastifyBaseLogger;
   /** The broker's metrics, served at `GET /metrics`. @default none (no /metrics route) */
   metrics?: BrokerMetrics;
+  /**
+   * The users every request and WebSocket upgrade is authenticated against, and the `/users` routes
+   * (docs/security.md). @default none: no authentication (an embedded server in a test or a process of its own)
+   */
+  users?: Users;
 }
 
 const encodingSchema = { type: 'string', enum: BYTES_ENCODINGS } as const;
@@ -71,6 +78,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     void reply.status(e.httpStatus).send(e.toJSON());
   });
 
+  if (options.users) registerUserRoutes(app, options.users);
   app.get('/health', async () => ({ status: 'ok' }));
 
   app.post<{ Body: { topic: string; partitions: number; config?: Record<string, unknown> } }>(
@@ -316,6 +324,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   const push = pushSockets(api);
   const data = isBinaryDataApi(api) ? dataSockets(api) : null;
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (options.users && !authenticateUpgrade(options.users, request, socket)) return;
     if (push.upgrade(request, socket, head) || data?.upgrade(request, socket, head)) return;
     socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
   });

@@ -1,0 +1,112 @@
+/**
+ * Principals (docs/security.md): users with bearer tokens, kept in the catalog and cached here, so a request is
+ * authenticated without a catalog read. While no user exists the broker is in protected mode (the Redis idea):
+ * only loopback clients are answered, unless the broker was started `--insecure`. The first user is an admin; as
+ * soon as one exists every request must carry `Authorization: Bearer TOKEN`, loopback included. Managing users
+ * needs an admin (or, in protected mode, a loopback client).
+ */
+import type { Catalog, UserRecord } from '../catalog/catalog.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { CreatedUser, UserSummary } from '../protocol/api.js';
+import { newToken, tokenIdOf, tokenMatches } from './tokens.js';
+
+/** Who a request comes from: a user, or (protected mode, no user exists) the loopback client. */
+export type Principal = { user: string; admin: boolean } | { user: null; admin: true };
+
+const USER_NAME = /^[A-Za-z0-9._@-]{1,100}$/;
+
+export class Users {
+  /** token id -> user */
+  private byTokenId = new Map<string, UserRecord>();
+
+  private constructor(private readonly catalog: Catalog, private readonly clock: Clock, private readonly logger: Logger, private readonly insecure: boolean) {}
+
+  /** @param insecure answer non-loopback clients while no user exists (`serve --insecure`) */
+  static async open(catalog: Catalog, clock: Clock, logger: Logger, insecure = false): Promise<Users> {
+    const users = new Users(catalog, clock, logger, insecure);
+    await users.reload();
+    return users;
+  }
+
+  /** Whether any user exists (then every request must authenticate). */
+  get any(): boolean {
+    return this.byTokenId.size > 0;
+  }
+
+  /**
+   * Who sends a request with this `Authorization` header from this address.
+   * @throws OnelogError `UNAUTHENTICATED` (users exist and the header holds no valid bearer token), `FORBIDDEN`
+   *   (protected mode: no user exists and the client is not on loopback)
+   */
+  authenticate(authorization: string | undefined, remoteAddress: string | undefined): Principal {
+    if (!this.any) {
+      if (this.insecure || isLoopback(remoteAddress)) return { user: null, admin: true };
+      throw new OnelogError('FORBIDDEN', `onelog is in protected mode: no user exists, so it answers loopback clients only; create a user ` +
+        `from the broker's machine (onelog users create NAME) and send its token, or start the broker with --insecure`, { reason: 'protected-mode' });
+    }
+    const token = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
+    const user = token === undefined ? undefined : this.byTokenId.get(tokenIdOf(token) ?? '');
+    if (token === undefined || user === undefined || !tokenMatches(token, user)) {
+      throw new OnelogError('UNAUTHENTICATED', token === undefined
+        ? 'this broker has users: send Authorization: Bearer TOKEN (onelog --token TOKEN, or ONELOG_TOKEN)'
+        : 'the bearer token is not valid (unknown, deleted or rotated)', {});
+    }
+    return { user: user.name, admin: user.admin };
+  }
+
+  /**
+   * Creates a user and its token, shown once. The first user is an admin.
+   * @throws OnelogError `FORBIDDEN` unless `by` is an admin, `INVALID_REQUEST` for a bad name, `ALREADY_EXISTS`
+   */
+  async create(name: string, by: Principal, admin = false): Promise<CreatedUser> {
+    this.checkAdmin(by, 'create users');
+    if (typeof name !== 'string' || !USER_NAME.test(name)) {
+      throw new OnelogError('INVALID_REQUEST', `invalid user name ${JSON.stringify(name)}: use 1 to 100 characters of a-z, A-Z, 0-9, '.', '_', '@' and '-'`, { user: name });
+    }
+    const { token, stored } = newToken();
+    const created = await this.catalog.createUser({ name, admin, ...stored, createdAt: this.clock.now() });
+    await this.reload();
+    this.logger.info({ user: name, admin: created.admin, by: by.user }, 'user created');
+    return { user: name, admin: created.admin, token };
+  }
+
+  /** Every user, by name (never their tokens). @throws OnelogError `FORBIDDEN` unless `by` is an admin */
+  async list(by: Principal): Promise<UserSummary[]> {
+    this.checkAdmin(by, 'list users');
+    return (await this.catalog.listUsers()).map((u) => ({ user: u.name, admin: u.admin, createdAt: u.createdAt, rotatedAt: u.rotatedAt }));
+  }
+
+  /** @throws OnelogError `FORBIDDEN` unless `by` is an admin, `NOT_FOUND` */
+  async delete(name: string, by: Principal): Promise<void> {
+    this.checkAdmin(by, 'delete users');
+    if (!(await this.catalog.deleteUser(name))) throw new OnelogError('NOT_FOUND', `there is no user ${name}; onelog users list shows them`, { user: name });
+    await this.reload();
+    this.logger.info({ user: name, by: by.user }, 'user deleted');
+  }
+
+  /** Replaces a user's token: the old one stops working at once. @throws OnelogError `FORBIDDEN` unless `by` is an admin or the user, `NOT_FOUND` */
+  async rotate(name: string, by: Principal): Promise<CreatedUser> {
+    if (by.user !== name) this.checkAdmin(by, 'rotate another user\'s token');
+    const { token, stored } = newToken();
+    const user = await this.catalog.replaceUserToken(name, stored, this.clock.now());
+    if (!user) throw new OnelogError('NOT_FOUND', `there is no user ${name}; onelog users list shows them`, { user: name });
+    await this.reload();
+    this.logger.info({ user: name, by: by.user }, 'token rotated');
+    return { user: name, admin: user.admin, token };
+  }
+
+  private checkAdmin(by: Principal, what: string): void {
+    if (!by.admin) throw new OnelogError('FORBIDDEN', `only an admin may ${what}; ${by.user} is not one`, { user: by.user });
+  }
+
+  private async reload(): Promise<void> {
+    this.byTokenId = new Map((await this.catalog.listUsers()).map((u) => [u.tokenId, u]));
+  }
+}
+
+/** Whether an address is the machine's own (IPv4, IPv6, or IPv4 mapped into IPv6). */
+export function isLoopback(address: string | undefined): boolean {
+  return address !== undefined && (/^127\./.test(address) || address === '::1' || /^::ffff:127\./.test(address));
+}

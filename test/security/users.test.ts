@@ -1,0 +1,133 @@
+/**
+ * Users and bearer tokens against a real broker's HTTP server: protected mode while no user exists, then every
+ * request (HTTP, push stream, data socket) authenticated; tokens stored only as salted hashes; rotation and
+ * deletion take effect at once; only admins manage users.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import WebSocket from 'ws';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Broker } from '../../src/broker.js';
+import { HttpApi } from '../../src/client/http-api.js';
+import { createHttpServer } from '../../src/server/http-server.js';
+import { KafkaListener } from '../../src/kafka/listener.js';
+import { silentLogger } from '../../src/logger.js';
+import net from 'node:net';
+import { newToken, tokenMatches } from '../../src/security/tokens.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+let broker: Broker | undefined;
+let app: FastifyInstance | undefined;
+afterEach(async () => {
+  await app?.close();
+  await broker?.close();
+  app = broker = undefined;
+});
+
+async function serve(dataDir = tmpDir(), insecure = false): Promise<{ url: string; dataDir: string }> {
+  broker = await Broker.open({ dataDir, insecure });
+  app = createHttpServer(broker, { users: broker.users });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, dataDir };
+}
+
+/** The status and error code of an upgrade to `path` with `headers`, or 101 once it opened. */
+function upgrade(url: string, pathname: string, headers: Record<string, string> = {}): Promise<{ status: number; code?: string }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${pathname}`, { headers });
+    ws.on('open', () => { ws.close(); resolve({ status: 101 }); });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => { body += d.toString(); });
+      res.on('end', () => resolve({ status: res.statusCode!, code: (JSON.parse(body) as { code: string }).code }));
+    });
+  });
+}
+
+const codeOf = (p: Promise<unknown>) => p.then(() => 'ok', (err: { code?: string }) => err.code);
+
+describe('users and tokens', () => {
+  it('tokens are random, checked in constant time against a salted hash, and never match another', () => {
+    const a = newToken();
+    const b = newToken();
+    expect(a.token).toMatch(/^onelog_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
+    expect(a.stored.tokenHash).not.toContain(a.token.split('_')[2]);
+    expect(tokenMatches(a.token, a.stored)).toBe(true);
+    expect(tokenMatches(b.token, a.stored)).toBe(false);
+    expect(tokenMatches(`${a.token.slice(0, -1)}${a.token.endsWith('A') ? 'B' : 'A'}`, a.stored)).toBe(false);
+    expect(tokenMatches('garbage', a.stored)).toBe(false);
+  });
+
+  it('protected mode answers loopback only; the first user is an admin; then every request needs a valid token', async () => {
+    const { url, dataDir } = await serve();
+    expect((await app!.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).json()).toMatchObject({ code: 'FORBIDDEN', reason: 'protected-mode' });
+    expect((await app!.inject({ method: 'GET', url: '/topics' })).statusCode).toBe(200); // loopback
+
+    const anonymous = new HttpApi(url, { token: '' });
+    const admin = await anonymous.createUser('ops');
+    expect(admin).toMatchObject({ user: 'ops', admin: true });
+    expect(await codeOf(anonymous.listTopics())).toBe('UNAUTHENTICATED');
+    expect(await codeOf(new HttpApi(url, { token: newToken().token }).listTopics())).toBe('UNAUTHENTICATED');
+    const ops = new HttpApi(url, { token: admin.token });
+    expect(await ops.listTopics()).toEqual([]);
+
+    // The catalog holds no token.
+    expect(fs.readFileSync(path.join(dataDir, 'catalog.sqlite')).includes(Buffer.from(admin.token.split('_')[2]!))).toBe(false);
+
+    const reader = await ops.createUser('reader');
+    expect(reader.admin).toBe(false);
+    const readerApi = new HttpApi(url, { token: reader.token });
+    expect(await readerApi.listTopics()).toEqual([]);
+    expect(await codeOf(readerApi.createUser('x'))).toBe('FORBIDDEN');
+    expect(await codeOf(readerApi.listUsers())).toBe('FORBIDDEN');
+    expect(await codeOf(ops.createUser('reader'))).toBe('ALREADY_EXISTS');
+    expect(await codeOf(ops.createUser('bad name'))).toBe('INVALID_REQUEST');
+    expect((await ops.listUsers()).map((u) => [u.user, u.admin])).toEqual([['ops', true], ['reader', false]]);
+
+    // A user rotates its own token: the old one stops at once.
+    const rotated = await readerApi.rotateUser('reader');
+    expect(await codeOf(readerApi.listTopics())).toBe('UNAUTHENTICATED');
+    expect(await new HttpApi(url, { token: rotated.token }).listTopics()).toEqual([]);
+    await ops.deleteUser('reader');
+    expect(await codeOf(new HttpApi(url, { token: rotated.token }).listTopics())).toBe('UNAUTHENTICATED');
+    expect(await codeOf(ops.deleteUser('reader'))).toBe('NOT_FOUND');
+
+    // Push streams and the data socket: the same check at the upgrade.
+    for (const pathname of ['/data', '/groups/g/stream']) {
+      expect(await upgrade(url, pathname)).toEqual({ status: 401, code: 'UNAUTHENTICATED' });
+      expect((await upgrade(url, pathname, { authorization: `Bearer ${admin.token}` })).status).not.toBe(401);
+    }
+  });
+
+  it('the Kafka listener answers loopback clients while no user exists, and refuses Kafka clients once one does (no SASL yet)', async () => {
+    const { url } = await serve();
+    const kafka = await KafkaListener.start(broker!, { port: 0, logger: silentLogger, users: broker!.users });
+    const apiVersions = () => new Promise<'answered' | 'closed'>((resolve) => {
+      const socket = net.connect(kafka.port, '127.0.0.1');
+      socket.on('connect', () => socket.write(Buffer.from('0000000a00120000000000010000', 'hex')));
+      socket.on('data', () => { socket.destroy(); resolve('answered'); });
+      socket.on('close', () => resolve('closed'));
+    });
+    try {
+      expect(await apiVersions()).toBe('answered');
+      await new HttpApi(url, { token: '' }).createUser('ops');
+      expect(await apiVersions()).toBe('closed');
+    } finally {
+      await kafka.close();
+    }
+  });
+
+  it('keeps users across a restart; --insecure answers everyone while none exists', async () => {
+    const { url, dataDir } = await serve(tmpDir(), true);
+    expect((await app!.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).statusCode).toBe(200);
+    const created = await new HttpApi(url, { token: '' }).createUser('ops');
+    expect((await app!.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).json()).toMatchObject({ code: 'UNAUTHENTICATED' });
+    await app!.close();
+    await broker!.close();
+    const again = await serve(dataDir);
+    expect(await codeOf(new HttpApi(again.url, { token: '' }).listTopics())).toBe('UNAUTHENTICATED');
+    expect(await new HttpApi(again.url, { token: created.token }).listTopics()).toEqual([]);
+  });
+});
