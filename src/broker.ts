@@ -50,6 +50,7 @@ import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
 import { silentLogger } from './logger.js';
 import { BrokerMetrics } from './monitoring/metrics.js';
 import { Users } from './security/users.js';
+import { Audit } from './security/audit.js';
 import type { MetricsOptions } from './monitoring/metrics.js';
 import { Monitor } from './monitoring/monitor.js';
 import { BackgroundTasks } from './background-tasks.js';
@@ -113,6 +114,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   private producing!: ProducePath;
   /** The users requests are authenticated against (docs/security.md); set once open. */
   users!: Users;
+  /** Who did which offset, data or user operation (docs/security.md); set once open. */
+  audit!: Audit;
   /** Prometheus metrics (`GET /metrics`, docs/monitoring.md); set once open. */
   metrics!: BrokerMetrics;
   /** POSTs the records of webhook subscriptions (docs/delivery.md); set once open. */
@@ -183,6 +186,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     await groups.start();
     const broker: Broker = new Broker(catalog, offsets, logs, groups, monitor, clock, logger, unlock);
     broker.users = await Users.open(catalog, clock, logger, options.insecure ?? false);
+    broker.audit = new Audit(catalog, clock);
     broker.topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
     broker.metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub) }, options.metrics);

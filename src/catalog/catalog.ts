@@ -8,7 +8,7 @@ import { Kysely, Migrator } from 'kysely';
 import type { Dialect, MigrationProvider, Selectable } from 'kysely';
 import { OnelogError } from '../protocol/errors.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
-import type { OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
+import type { AuditEntry, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
 import type { AlertSink, GroupAlert, HealthSettings } from '../protocol/monitoring-api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
@@ -262,6 +262,17 @@ export class Catalog {
       .where('name', '=', name).execute();
     const row = await this.db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst();
     return row && toUser(row);
+  }
+
+  /** Records an operation and who did it. */
+  async addAudit(entry: Omit<AuditEntry, 'id'>): Promise<void> {
+    await this.db.insertInto('audit_log').values({ ...entry, details: JSON.stringify(entry.details) }).execute();
+  }
+
+  /** The most recent audit entries, newest first. */
+  async listAudit(limit: number): Promise<AuditEntry[]> {
+    const rows = await this.db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(limit).execute();
+    return rows.map((r) => ({ id: r.id, at: Number(r.at), principal: r.principal, action: r.action, target: r.target, details: JSON.parse(r.details) as Record<string, unknown> }));
   }
 
   /** The group `groupId`, or undefined. */

@@ -193,4 +193,18 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0009-audit': {
+    // Who did which offset, data or user operation (docs/security.md).
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('audit_log')
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('at', 'bigint', (c) => c.notNull())
+        .addColumn('principal', 'text', (c) => c.notNull())
+        .addColumn('action', 'text', (c) => c.notNull())
+        .addColumn('target', 'text', (c) => c.notNull())
+        .addColumn('details', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -139,6 +139,17 @@ export interface UsersTable {
   rotated_at: number | null;
 }
 
+/** An operation done, by whom (docs/security.md). */
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: number;
+  principal: string;
+  action: string;
+  target: string;
+  /** JSON */
+  details: string;
+}
+
 export interface CatalogSchema {
   topics: TopicsTable;
   groups: GroupsTable;
@@ -152,4 +163,5 @@ export interface CatalogSchema {
   alert_sinks: AlertSinksTable;
   topic_deletions: TopicDeletionsTable;
   users: UsersTable;
+  audit_log: AuditLogTable;
 }

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { Command } from 'commander';
 import { registerAlerts } from './alerts.js';
 import { registerUsers } from './users.js';
+import { registerAudit } from './audit.js';
 import { registerConsume } from './consume.js';
 import { reportError } from './common.js';
 import { registerDlq } from './dlq.js';
@@ -31,6 +32,7 @@ registerOffsets(program);
 registerDlq(program);
 registerAlerts(program);
 registerUsers(program);
+registerAudit(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   reportError(err);

@@ -5,7 +5,7 @@
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
-  CreatedUser, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, UserSummary, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
+  AuditEntry, CreatedUser, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, UserSummary, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
   NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
@@ -118,6 +118,11 @@ export class HttpApi implements OnelogApi {
   /** Gives a user a new token (shown once); the old one stops working. Needs an admin, or the user itself. */
   rotateUser(user: string): Promise<CreatedUser> {
     return this.call('POST', `/users/${encodeURIComponent(user)}/rotate`);
+  }
+
+  /** The most recent audited operations, newest first (admins only; docs/security.md). */
+  async listAudit(limit?: number): Promise<AuditEntry[]> {
+    return (await this.call<{ entries: AuditEntry[] }>('GET', `/audit${limit === undefined ? '' : `?limit=${limit}`}`)).entries;
   }
 
   deleteTopic(topic: string): Promise<DeleteTopicResult> {

@@ -68,6 +68,18 @@ export interface DeleteRecordsResult {
   logStartOffset: number;
 }
 
+/** An audited operation and who did it (docs/security.md). `at`: ms since the epoch. */
+export interface AuditEntry {
+  id: number;
+  at: number;
+  /** The authenticated user, or `anonymous` (no user existed: protected mode's loopback client, or an `--insecure` broker). */
+  principal: string;
+  action: string;
+  /** What it was done to: `group:G`, `topic:T`, `user:U`. */
+  target: string;
+  details: Record<string, unknown>;
+}
+
 /** A user just created or given a new token: the token is shown this once. */
 export interface CreatedUser {
   user: string;

@@ -25,6 +25,8 @@ import { registerMetricsRoutes } from './routes/metrics.js';
 import { consoleRoutes } from './routes/console.js';
 import { authenticateUpgrade, registerUserRoutes } from './routes/users.js';
 import type { Users } from '../security/users.js';
+import type { Audit } from '../security/audit.js';
+import { registerAuditRoutes } from './routes/audit.js';
 import type { BrokerMetrics } from '../monitoring/metrics.js';
 
 /** Options of the HTTP server. */
@@ -40,6 +42,8 @@ export interface HttpServerOptions {
    * (docs/security.md). @default none: no authentication (an embedded server in a test or a process of its own)
    */
   users?: Users;
+  /** Where audited operations are recorded, and `GET /audit` (docs/security.md). @default none: nothing recorded */
+  audit?: Audit;
 }
 
 const encodingSchema = { type: 'string', enum: BYTES_ENCODINGS } as const;
@@ -79,6 +83,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   });
 
   if (options.users) registerUserRoutes(app, options.users);
+  if (options.audit) registerAuditRoutes(app, options.audit);
   app.get('/health', async () => ({ status: 'ok' }));
 
   app.post<{ Body: { topic: string; partitions: number; config?: Record<string, unknown> } }>(

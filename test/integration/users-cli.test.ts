@@ -29,6 +29,9 @@ describe('onelog users', () => {
     const listed = await runCli(server.url, ['--token', token, 'users', 'list', '--json']);
     expect(JSON.parse(listed.stdout)).toMatchObject([{ user: 'ops', admin: true, rotatedAt: null }]);
 
+    const audit = JSON.parse((await runCli(server.url, ['--token', token, 'audit', 'list', '--json'])).stdout) as Array<{ principal: string; action: string }>;
+    expect(audit.map((e) => [e.principal, e.action])).toEqual([['anonymous', 'user-create']]);
+
     const rotated = await runCli(server.url, ['--token', token, 'users', 'rotate', 'ops']);
     expect(rotated.stdout).toMatch(/new token for ops \(admin\); its token, shown this once:\nonelog_/);
     expect((await runCli(server.url, ['--token', token, 'topics', 'list'])).stderr).toContain('UNAUTHENTICATED');

@@ -28,7 +28,7 @@ afterEach(async () => {
 
 async function serve(dataDir = tmpDir(), insecure = false): Promise<{ url: string; dataDir: string }> {
   broker = await Broker.open({ dataDir, insecure });
-  app = createHttpServer(broker, { users: broker.users });
+  app = createHttpServer(broker, { users: broker.users, audit: broker.audit });
   await app.listen({ port: 0, host: '127.0.0.1' });
   return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, dataDir };
 }
@@ -117,6 +117,34 @@ describe('users and tokens', () => {
     } finally {
       await kafka.close();
     }
+  });
+
+  it('audits executed resets, deletions and user changes with the authenticated principal, not the claimed one', async () => {
+    const { url } = await serve();
+    const admin = await new HttpApi(url, { token: '' }).createUser('ops');
+    const ops = new HttpApi(url, { token: admin.token });
+    const reader = await ops.createUser('reader');
+    await ops.createTopic({ topic: 'edits', partitions: 1 });
+    await ops.produce({ topic: 'edits', records: Array.from({ length: 10 }, (_, i) => ({ key: null, value: Buffer.from(`e${i}`) })) });
+    await ops.subscribe({ groupId: 'g', topic: 'edits', startPolicy: 'earliest' });
+    await ops.resetOffsets({ groupId: 'g', topic: 'edits', spec: { to: 'latest' }, requestedBy: 'mallory' }); // a dry run: not audited
+    await ops.resetOffsets({ groupId: 'g', topic: 'edits', spec: { to: 'latest' }, execute: true, requestedBy: 'mallory' });
+    expect((await ops.describeGroup('g')).resets[0]).toMatchObject({ requestedBy: 'ops' });
+    await ops.deleteRecords({ topic: 'edits', partition: 0, beforeOffset: 4 });
+    await ops.deleteTopic('edits');
+    await ops.deleteUser('reader');
+
+    const entries = await ops.listAudit();
+    expect(entries.map((e) => [e.principal, e.action, e.target])).toEqual([
+      ['ops', 'user-delete', 'user:reader'], ['ops', 'topic-delete', 'topic:edits'], ['ops', 'delete-records', 'topic:edits'],
+      ['ops', 'offsets-reset', 'group:g'], ['ops', 'user-create', 'user:reader'], ['anonymous', 'user-create', 'user:ops'],
+    ]);
+    expect(entries[3]!.details).toMatchObject({ groupId: 'g', topic: 'edits', execute: true });
+    expect(entries[3]!.details).not.toHaveProperty('requestedBy');
+    expect(await codeOf(new HttpApi(url, { token: reader.token }).listAudit())).toBe('UNAUTHENTICATED'); // deleted
+    const again = await ops.createUser('reader2');
+    expect(await codeOf(new HttpApi(url, { token: again.token }).listAudit())).toBe('FORBIDDEN');
+    expect((await ops.listAudit(2)).map((e) => e.action)).toEqual(['user-create', 'user-delete']);
   });
 
   it('keeps users across a restart; --insecure answers everyone while none exists', async () => {

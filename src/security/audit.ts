@@ -1,0 +1,68 @@
+/**
+ * The audit (docs/security.md): every executed offset reset, dead-letter redrive and purge, delete-records, topic
+ * and group deletion, and user change, with the authenticated principal who did it. Recorded by the HTTP server
+ * once the operation succeeded (a dry run is not recorded); the `requestedBy` these operations record is the
+ * principal, not what the client claims.
+ */
+import type { Catalog } from '../catalog/catalog.js';
+import type { AuditEntry } from '../protocol/api.js';
+import type { Clock } from '../clock.js';
+import { OnelogError } from '../protocol/errors.js';
+import { checkInteger } from '../protocol/validate.js';
+import type { Principal } from './users.js';
+
+type Params = Record<string, string>;
+type Body = Record<string, unknown> | undefined;
+
+/** An audited operation: its action name, what it targets, and whether the request did it (not a dry run). */
+interface Audited {
+  action: string;
+  target(params: Params, body: Body): string;
+  done?(body: Body): boolean;
+  /** The request body names who asked (`requestedBy`): set to the principal. */
+  claimsRequester?: true;
+}
+
+const executed = (body: Body) => body?.execute === true;
+const group = (p: Params) => `group:${p.groupId}`;
+const topic = (p: Params) => `topic:${p.topic}`;
+
+/** The audited operations, by `METHOD /route`. */
+export const AUDITED: Readonly<Record<string, Audited>> = {
+  'POST /groups/:groupId/offsets/reset': { action: 'offsets-reset', target: group, done: executed, claimsRequester: true },
+  'POST /groups/:groupId/dead-letters/redrive': { action: 'dead-letters-redrive', target: group, done: executed, claimsRequester: true },
+  'POST /groups/:groupId/dead-letters/purge': { action: 'dead-letters-purge', target: group, done: executed, claimsRequester: true },
+  'POST /topics/:topic/delete-records': { action: 'delete-records', target: topic },
+  'DELETE /topics/:topic': { action: 'topic-delete', target: topic },
+  'DELETE /groups/:groupId': { action: 'group-delete', target: group },
+  'POST /users': { action: 'user-create', target: (_p, body) => `user:${String(body?.user)}` },
+  'DELETE /users/:name': { action: 'user-delete', target: (p) => `user:${p.name}` },
+  'POST /users/:name/rotate': { action: 'user-rotate', target: (p) => `user:${p.name}` },
+};
+
+/** The name an audit entry gives a principal. */
+export function principalName(p: Principal): string {
+  return p.user ?? 'anonymous';
+}
+
+export class Audit {
+  constructor(private readonly catalog: Catalog, private readonly clock: Clock) {}
+
+  /** Records `route`'s operation if it is audited and this request did it. */
+  async record(route: string, principal: Principal, params: Params, body: Body): Promise<void> {
+    const audited = AUDITED[route];
+    if (audited === undefined || (audited.done && !audited.done(body))) return;
+    const details: Record<string, unknown> = { ...params, ...(body ?? {}) };
+    delete details.requestedBy;
+    await this.catalog.addAudit({ at: this.clock.now(), principal: principalName(principal), action: audited.action, target: audited.target(params, body), details });
+  }
+
+  /**
+   * The most recent entries, newest first.
+   * @throws OnelogError `FORBIDDEN` unless `by` is an admin, `INVALID_REQUEST` for a limit outside 1 to 10,000
+   */
+  async list(by: Principal, limit = 100): Promise<AuditEntry[]> {
+    if (!by.admin) throw new OnelogError('FORBIDDEN', `only an admin may read the audit; ${by.user} is not one`, { user: by.user });
+    return this.catalog.listAudit(checkInteger(limit, 'limit', 1, 10_000));
+  }
+}
