@@ -2,7 +2,7 @@
  * The audit (docs/security.md): every executed offset reset, dead-letter redrive and purge, delete-records, topic
  * and group deletion, and user change, with the authenticated principal who did it. Recorded by the HTTP server
  * once the operation succeeded (a dry run is not recorded); the `requestedBy` these operations record is the
- * principal, not what the client claims.
+ * authenticated principal, not what the client claims (without users, the claim stays).
  */
 import type { Catalog } from '../catalog/catalog.js';
 import type { AuditEntry } from '../protocol/api.js';

@@ -1,9 +1,9 @@
 /**
  * The audit (docs/security.md): audited operations are recorded once they succeeded, with the request's
- * principal, which also replaces the `requestedBy` a client claims; `GET /audit` lists them (admins only).
+ * principal, which also replaces the `requestedBy` an authenticated client claims; `GET /audit` lists them (admins only).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AUDITED, principalName } from '../../security/audit.js';
+import { AUDITED } from '../../security/audit.js';
 import type { Audit } from '../../security/audit.js';
 import type { Principal } from '../../security/users.js';
 
@@ -13,8 +13,10 @@ const principalOf = (request: FastifyRequest): Principal => request.principal ??
 
 export function registerAuditRoutes(app: FastifyInstance, audit: Audit): void {
   app.addHook('preHandler', async (request) => {
+    // Without users (protected mode) there is no principal: the client's claim is all there is to record.
     const body = request.body as Record<string, unknown> | undefined;
-    if (AUDITED[routeOf(request)]?.claimsRequester && body !== null && typeof body === 'object') body.requestedBy = principalName(principalOf(request));
+    const { user } = principalOf(request);
+    if (user !== null && AUDITED[routeOf(request)]?.claimsRequester && body !== null && typeof body === 'object') body.requestedBy = user;
   });
   app.addHook('onResponse', async (request, reply) => {
     if (reply.statusCode >= 300 || AUDITED[routeOf(request)] === undefined) return;
