@@ -50,6 +50,7 @@ import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
 import { silentLogger } from './logger.js';
 import { BrokerMetrics } from './monitoring/metrics.js';
 import { Users } from './security/users.js';
+import { Acls } from './security/acls.js';
 import { Audit } from './security/audit.js';
 import type { MetricsOptions } from './monitoring/metrics.js';
 import { Monitor } from './monitoring/monitor.js';
@@ -114,6 +115,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   private producing!: ProducePath;
   /** The users requests are authenticated against (docs/security.md); set once open. */
   users!: Users;
+  /** Who may do what on which topic, group or the cluster (docs/security.md); set once open. */
+  acls!: Acls;
   /** Who did which offset, data or user operation (docs/security.md); set once open. */
   audit!: Audit;
   /** Prometheus metrics (`GET /metrics`, docs/monitoring.md); set once open. */
@@ -185,7 +188,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     });
     await groups.start();
     const broker: Broker = new Broker(catalog, offsets, logs, groups, monitor, clock, logger, unlock);
-    broker.users = await Users.open(catalog, clock, logger, options.insecure ?? false);
+    broker.acls = await Acls.open(catalog, logger);
+    broker.users = await Users.open(catalog, clock, logger, broker.acls, options.insecure ?? false);
     broker.audit = new Audit(catalog, clock);
     broker.topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);

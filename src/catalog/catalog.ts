@@ -8,12 +8,12 @@ import { Kysely, Migrator } from 'kysely';
 import type { Dialect, MigrationProvider, Selectable } from 'kysely';
 import { OnelogError } from '../protocol/errors.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
-import type { AuditEntry, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
+import type { AclBinding, AuditEntry, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
 import type { AlertSink, GroupAlert, HealthSettings } from '../protocol/monitoring-api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { migrations } from './migrations.js';
-import type { CatalogSchema, GroupAlertsTable, SubscriptionsTable, TopicsTable } from './schema.js';
+import type { AclsTable, CatalogSchema, GroupAlertsTable, SubscriptionsTable, TopicsTable } from './schema.js';
 
 /** A topic as the catalog keeps it: its partition count and settings. */
 export interface TopicRecord extends TopicConfig {
@@ -251,9 +251,37 @@ export class Catalog {
     return (await this.db.selectFrom('users').selectAll().orderBy('name').execute()).map(toUser);
   }
 
-  /** @returns whether the user existed */
+  /** Deletes a user and the ACLs naming it. @returns whether the user existed */
   async deleteUser(name: string): Promise<boolean> {
-    return (await this.db.deleteFrom('users').where('name', '=', name).executeTakeFirst()).numDeletedRows > 0n;
+    return this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('acls').where('principal', '=', name).execute();
+      return (await tx.deleteFrom('users').where('name', '=', name).executeTakeFirst()).numDeletedRows > 0n;
+    });
+  }
+
+  /** Adds an ACL. @throws OnelogError `ALREADY_EXISTS` if the same ACL exists */
+  async addAcl(acl: AclBinding): Promise<void> {
+    const inserted = await this.db.insertInto('acls').values(aclRow(acl)).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+    if (inserted.numInsertedOrUpdatedRows === 0n) throw new OnelogError('ALREADY_EXISTS', 'this ACL already exists; onelog acls list shows them', { ...acl });
+  }
+
+  /** Every ACL, by principal, resource and operation. */
+  async listAcls(): Promise<AclBinding[]> {
+    const rows = await this.db.selectFrom('acls').selectAll()
+      .orderBy('principal').orderBy('resource_type').orderBy('resource_name').orderBy('operation').orderBy('permission').execute();
+    return rows.map((r) => ({
+      principal: r.principal, resourceType: r.resource_type as AclBinding['resourceType'], resourceName: r.resource_name,
+      patternType: r.pattern_type as AclBinding['patternType'], operation: r.operation as AclBinding['operation'], permission: r.permission as AclBinding['permission'],
+    }));
+  }
+
+  /** Removes one ACL. @returns whether it existed */
+  async removeAcl(acl: AclBinding): Promise<boolean> {
+    const row = aclRow(acl);
+    const deleted = await this.db.deleteFrom('acls').where('principal', '=', row.principal).where('resource_type', '=', row.resource_type)
+      .where('resource_name', '=', row.resource_name).where('pattern_type', '=', row.pattern_type).where('operation', '=', row.operation)
+      .where('permission', '=', row.permission).executeTakeFirst();
+    return deleted.numDeletedRows > 0n;
   }
 
   /** Replaces a user's token. @returns the user, or undefined if there is none of that name */
@@ -528,6 +556,13 @@ export interface UserRecord {
   tokenHash: string;
   createdAt: number;
   rotatedAt: number | null;
+}
+
+function aclRow(acl: AclBinding): AclsTable {
+  return {
+    principal: acl.principal, resource_type: acl.resourceType, resource_name: acl.resourceName, pattern_type: acl.patternType,
+    operation: acl.operation, permission: acl.permission,
+  };
 }
 
 function toUser(row: { name: string; admin: number; token_id: string; token_salt: string; token_hash: string; created_at: number | bigint; rotated_at: number | bigint | null }): UserRecord {

@@ -207,4 +207,19 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0010-acls': {
+    // Who may do what on which topic, group or the cluster (docs/security.md).
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('acls')
+        .addColumn('principal', 'text', (c) => c.notNull())
+        .addColumn('resource_type', 'text', (c) => c.notNull())
+        .addColumn('resource_name', 'text', (c) => c.notNull())
+        .addColumn('pattern_type', 'text', (c) => c.notNull())
+        .addColumn('operation', 'text', (c) => c.notNull())
+        .addColumn('permission', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('acls_pk', ['principal', 'resource_type', 'resource_name', 'pattern_type', 'operation', 'permission'])
+        .execute();
+    },
+  },
 };

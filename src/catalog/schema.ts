@@ -150,6 +150,16 @@ export interface AuditLogTable {
   details: string;
 }
 
+/** One ACL (docs/security.md); a row is unique on all its columns. */
+export interface AclsTable {
+  principal: string;
+  resource_type: string;
+  resource_name: string;
+  pattern_type: string;
+  operation: string;
+  permission: string;
+}
+
 export interface CatalogSchema {
   topics: TopicsTable;
   groups: GroupsTable;
@@ -164,4 +174,5 @@ export interface CatalogSchema {
   topic_deletions: TopicDeletionsTable;
   users: UsersTable;
   audit_log: AuditLogTable;
+  acls: AclsTable;
 }

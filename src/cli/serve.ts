@@ -84,7 +84,7 @@ async function serve(options: ServeOptions): Promise<void> {
     throw new OnelogError('FORBIDDEN', `refusing to listen on ${options.host}: no user exists, so anyone who reaches it could do anything. ` +
       'Start on 127.0.0.1, create the first user (onelog users create NAME; it is an admin) and start again, or pass --insecure', { host: options.host });
   }
-  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, users: broker.users, audit: broker.audit });
+  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, access: { users: broker.users, acls: broker.acls }, audit: broker.audit });
   const address = await app.listen({ port: options.port, host: options.host });
   const kafka = options.kafkaPort === undefined ? null
     : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users });

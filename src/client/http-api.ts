@@ -5,7 +5,7 @@
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
-  AuditEntry, CreatedUser, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, UserSummary, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
+  AclBinding, AuditEntry, CreatedUser, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, UserSummary, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
   JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
   NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
@@ -118,6 +118,21 @@ export class HttpApi implements OnelogApi {
   /** Gives a user a new token (shown once); the old one stops working. Needs an admin, or the user itself. */
   rotateUser(user: string): Promise<CreatedUser> {
     return this.call('POST', `/users/${encodeURIComponent(user)}/rotate`);
+  }
+
+  /** Adds an ACL (needs alter on the cluster, as admins have; docs/security.md). @returns it as stored */
+  addAcl(acl: AclBinding): Promise<AclBinding> {
+    return this.call('POST', '/acls', acl);
+  }
+
+  /** Every ACL, or those naming `principal` (needs describe on the cluster). */
+  async listAcls(principal?: string): Promise<AclBinding[]> {
+    return (await this.call<{ acls: AclBinding[] }>('GET', `/acls${principal === undefined ? '' : `?principal=${encodeURIComponent(principal)}`}`)).acls;
+  }
+
+  /** Removes an ACL (needs alter on the cluster). @throws OnelogError `NOT_FOUND` when there is no such ACL */
+  removeAcl(acl: AclBinding): Promise<void> {
+    return this.call('DELETE', `/acls?${new URLSearchParams({ ...acl }).toString()}`);
   }
 
   /** The most recent audited operations, newest first (admins only; docs/security.md). */

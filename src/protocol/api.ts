@@ -96,6 +96,27 @@ export interface UserSummary {
   rotatedAt: number | null;
 }
 
+/** What an ACL names: a topic, a consumer group, or the cluster (as Kafka's resource types). */
+export type AclResourceType = 'topic' | 'group' | 'cluster';
+/** The operations an ACL allows or denies (Kafka's, plus `reset` for groups; `all` matches every one). */
+export const ACL_OPERATIONS = ['read', 'write', 'create', 'delete', 'alter', 'describe', 'reset', 'all'] as const;
+export type AclOperation = (typeof ACL_OPERATIONS)[number];
+
+/**
+ * One ACL (docs/security.md): `principal` (a user name, or `*` for every user) may (`allow`) or may not (`deny`)
+ * do `operation` on the resources of `resourceType` named `resourceName` (`literal`; `*` names every one) or
+ * starting with it (`prefix`). A cluster ACL names no resource (`resourceName` is `""`). Deny wins over allow; with no ACL that
+ * allows it, an operation is refused (admins are never refused, as Kafka's super.users).
+ */
+export interface AclBinding {
+  principal: string;
+  resourceType: AclResourceType;
+  resourceName: string;
+  patternType: 'literal' | 'prefix';
+  operation: AclOperation;
+  permission: 'allow' | 'deny';
+}
+
 /** What deleting a topic deleted. */
 export interface DeleteTopicResult {
   topic: string;

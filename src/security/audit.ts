@@ -9,23 +9,25 @@ import type { AuditEntry } from '../protocol/api.js';
 import type { Clock } from '../clock.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { Principal } from './users.js';
+import type { Principal } from './principal.js';
 
-type Params = Record<string, string>;
-type Body = Record<string, unknown> | undefined;
+/** A request's path parameters, query and body, merged. */
+type Fields = Record<string, unknown>;
 
 /** An audited operation: its action name, what it targets, and whether the request did it (not a dry run). */
 interface Audited {
   action: string;
-  target(params: Params, body: Body): string;
-  done?(body: Body): boolean;
+  target(fields: Fields): string;
+  done?(fields: Fields): boolean;
   /** The request body names who asked (`requestedBy`): set to the principal. */
   claimsRequester?: true;
 }
 
-const executed = (body: Body) => body?.execute === true;
-const group = (p: Params) => `group:${p.groupId}`;
-const topic = (p: Params) => `topic:${p.topic}`;
+const executed = (f: Fields) => f.execute === true;
+const group = (f: Fields) => `group:${String(f.groupId)}`;
+const topic = (f: Fields) => `topic:${String(f.topic)}`;
+const user = (f: Fields) => `user:${String(f.user ?? f.name)}`;
+const acl = (f: Fields) => f.resourceType === 'cluster' ? 'cluster' : `${String(f.resourceType)}:${String(f.resourceName)}`;
 
 /** The audited operations, by `METHOD /route`. */
 export const AUDITED: Readonly<Record<string, Audited>> = {
@@ -35,9 +37,11 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'POST /topics/:topic/delete-records': { action: 'delete-records', target: topic },
   'DELETE /topics/:topic': { action: 'topic-delete', target: topic },
   'DELETE /groups/:groupId': { action: 'group-delete', target: group },
-  'POST /users': { action: 'user-create', target: (_p, body) => `user:${String(body?.user)}` },
-  'DELETE /users/:name': { action: 'user-delete', target: (p) => `user:${p.name}` },
-  'POST /users/:name/rotate': { action: 'user-rotate', target: (p) => `user:${p.name}` },
+  'POST /users': { action: 'user-create', target: user },
+  'DELETE /users/:name': { action: 'user-delete', target: user },
+  'POST /users/:name/rotate': { action: 'user-rotate', target: user },
+  'POST /acls': { action: 'acl-add', target: acl },
+  'DELETE /acls': { action: 'acl-remove', target: acl },
 };
 
 /** The name an audit entry gives a principal. */
@@ -48,13 +52,13 @@ export function principalName(p: Principal): string {
 export class Audit {
   constructor(private readonly catalog: Catalog, private readonly clock: Clock) {}
 
-  /** Records `route`'s operation if it is audited and this request did it. */
-  async record(route: string, principal: Principal, params: Params, body: Body): Promise<void> {
+  /** Records `route`'s operation if it is audited and this request did it. `fields`: its path parameters, query and body, merged. */
+  async record(route: string, principal: Principal, fields: Fields): Promise<void> {
     const audited = AUDITED[route];
-    if (audited === undefined || (audited.done && !audited.done(body))) return;
-    const details: Record<string, unknown> = { ...params, ...(body ?? {}) };
+    if (audited === undefined || (audited.done && !audited.done(fields))) return;
+    const details = { ...fields };
     delete details.requestedBy;
-    await this.catalog.addAudit({ at: this.clock.now(), principal: principalName(principal), action: audited.action, target: audited.target(params, body), details });
+    await this.catalog.addAudit({ at: this.clock.now(), principal: principalName(principal), action: audited.action, target: audited.target(details), details });
   }
 
   /**

@@ -10,10 +10,10 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CreatedUser, UserSummary } from '../protocol/api.js';
+import type { Acls } from './acls.js';
+import type { Principal } from './principal.js';
 import { newToken, tokenIdOf, tokenMatches } from './tokens.js';
 
-/** Who a request comes from: a user, or (protected mode, no user exists) the loopback client. */
-export type Principal = { user: string; admin: boolean } | { user: null; admin: true };
 
 const USER_NAME = /^[A-Za-z0-9._@-]{1,100}$/;
 
@@ -21,11 +21,15 @@ export class Users {
   /** token id -> user */
   private byTokenId = new Map<string, UserRecord>();
 
-  private constructor(private readonly catalog: Catalog, private readonly clock: Clock, private readonly logger: Logger, private readonly insecure: boolean) {}
+  private constructor(private readonly catalog: Catalog, private readonly clock: Clock, private readonly logger: Logger,
+    private readonly acls: Acls, private readonly insecure: boolean) {}
 
-  /** @param insecure answer non-loopback clients while no user exists (`serve --insecure`) */
-  static async open(catalog: Catalog, clock: Clock, logger: Logger, insecure = false): Promise<Users> {
-    const users = new Users(catalog, clock, logger, insecure);
+  /**
+   * @param acls the ACLs, which lose a deleted user's ACLs with it
+   * @param insecure answer non-loopback clients while no user exists (`serve --insecure`)
+   */
+  static async open(catalog: Catalog, clock: Clock, logger: Logger, acls: Acls, insecure = false): Promise<Users> {
+    const users = new Users(catalog, clock, logger, acls, insecure);
     await users.reload();
     return users;
   }
@@ -78,11 +82,11 @@ export class Users {
     return (await this.catalog.listUsers()).map((u) => ({ user: u.name, admin: u.admin, createdAt: u.createdAt, rotatedAt: u.rotatedAt }));
   }
 
-  /** @throws OnelogError `FORBIDDEN` unless `by` is an admin, `NOT_FOUND` */
+  /** Deletes a user and its ACLs. @throws OnelogError `FORBIDDEN` unless `by` is an admin, `NOT_FOUND` */
   async delete(name: string, by: Principal): Promise<void> {
     this.checkAdmin(by, 'delete users');
     if (!(await this.catalog.deleteUser(name))) throw new OnelogError('NOT_FOUND', `there is no user ${name}; onelog users list shows them`, { user: name });
-    await this.reload();
+    await Promise.all([this.reload(), this.acls.reload()]);
     this.logger.info({ user: name, by: by.user }, 'user deleted');
   }
 

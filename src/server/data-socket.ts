@@ -13,20 +13,30 @@ import type { BinaryDataApi, FetchRequest } from '../protocol/api.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { resourceExhausted } from '../storage/storage-errors.js';
+import type { Acls } from '../security/acls.js';
+import { authorize } from '../security/permissions.js';
+import type { Principal } from '../security/principal.js';
 
 /** The data sockets of one server. */
 export interface DataSockets {
-  /** Takes an HTTP upgrade for `/data`; answers false for any other path. */
-  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** Takes an HTTP upgrade for `/data` by `principal`; answers false for any other path. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, principal: Principal): boolean;
   close(): void;
 }
+
+/** The request frames, by the name the permission table gives them (`WS /data produce`). */
+export const DATA_REQUEST_FRAMES = { produce: FRAME_KIND.PRODUCE, fetch: FRAME_KIND.FETCH } as const;
 
 /** Largest frame accepted, bytes. */
 const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
-export function dataSockets(api: BinaryDataApi): DataSockets {
+/**
+ * The binary data path over `api`.
+ * @param acls every frame is authorized against them (the permission table's `WS /data produce|fetch`); none: no checks
+ */
+export function dataSockets(api: BinaryDataApi, acls?: Acls): DataSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
-  wss.on('connection', (ws: WebSocket) => {
+  wss.on('connection', (ws: WebSocket, principal: Principal) => {
     ws.on('message', (data, isBinary) => {
       if (!isBinary) {
         ws.close(1003, 'the data path takes binary frames');
@@ -38,7 +48,9 @@ export function dataSockets(api: BinaryDataApi): DataSockets {
         try {
           const frame = decodeFrame(bytes);
           requestId = frame.requestId;
-          if (frame.kind === FRAME_KIND.PRODUCE) {
+          const check = (kind: keyof typeof DATA_REQUEST_FRAMES) => acls && authorize(acls, principal, `WS /data ${kind}`, { body: frame.json });
+          if (frame.kind === DATA_REQUEST_FRAMES.produce) {
+            check('produce');
             const { topic, batches } = frame.json as { topic: string; batches: Array<{ partition: number; bytes: number }> };
             if (!Array.isArray(batches)) throw new OnelogError('INVALID_REQUEST', 'a produce frame names its batches: { topic, batches: [{ partition, bytes }] }');
             let pos = 0;
@@ -51,7 +63,8 @@ export function dataSockets(api: BinaryDataApi): DataSockets {
               throw new OnelogError('INVALID_REQUEST', `a produce frame's batches add up to ${pos} bytes, its payload holds ${frame.payload.length}`);
             }
             ws.send(encodeFrame(FRAME_KIND.PRODUCED, requestId, await api.produceBatches({ topic, batches: parts })));
-          } else if (frame.kind === FRAME_KIND.FETCH) {
+          } else if (frame.kind === DATA_REQUEST_FRAMES.fetch) {
+            check('fetch');
             const result = await api.fetchBatches(frame.json as FetchRequest);
             const partitions = result.partitions.map(({ batches, ...p }) => ({ ...p, batchBytes: batches.length }));
             ws.send(encodeFrame(FRAME_KIND.FETCHED, requestId, { ...result, partitions }, result.partitions.map((p) => p.batches)));
@@ -67,9 +80,9 @@ export function dataSockets(api: BinaryDataApi): DataSockets {
     });
   });
   return {
-    upgrade: (request, socket, head) => {
+    upgrade: (request, socket, head, principal) => {
       if (!/^\/data(?:\?.*)?$/.test(request.url ?? '')) return false;
-      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
+      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, principal));
       return true;
     },
     close: () => {

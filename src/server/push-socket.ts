@@ -22,25 +22,34 @@ import { PushSession } from '../delivery/push-session.js';
 import type { PushStats, PushSubscribe } from '../delivery/push-session.js';
 import type { OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
+import type { Acls } from '../security/acls.js';
+import { authorize } from '../security/permissions.js';
+import type { Principal } from '../security/principal.js';
 
 const STREAM_PATH = /^\/groups\/([^/?]+)\/stream(?:\?.*)?$/;
 
 /** The push streams of one server. */
 export interface PushSockets {
-  /** Takes an HTTP upgrade for `/groups/:group/stream`; answers false for any other path. */
-  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** Takes an HTTP upgrade for `/groups/:group/stream` by `principal`; answers false for any other path. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, principal: Principal): boolean;
   /** Every open session's counters, by member id. */
   stats(): Array<PushStats & { memberId: string; groupId: string }>;
   /** Closes every stream (members leave their groups). */
   close(): Promise<void>;
 }
 
-/** Push streams over `api` (the server routes upgrades to {@link PushSockets.upgrade}). */
-export function pushSockets(api: OnelogApi): PushSockets {
+/** The frames a member sends on a push stream. */
+export const PUSH_FRAME_TYPES: readonly string[] = ['subscribe', 'credit', 'ack', 'nack'];
+
+/**
+ * Push streams over `api` (the server routes upgrades to {@link PushSockets.upgrade}).
+ * @param acls every frame is authorized against them (the permission table's `WS /groups/:groupId/stream TYPE`); none: no checks
+ */
+export function pushSockets(api: OnelogApi, acls?: Acls): PushSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   const sessions = new Map<WebSocket, { groupId: string; session: PushSession | null }>();
 
-  function serve(ws: WebSocket, groupId: string): void {
+  function serve(ws: WebSocket, groupId: string, principal: Principal): void {
     const entry: { groupId: string; session: PushSession | null } = { groupId, session: null };
     sessions.set(ws, entry);
     const refuse = (err: unknown, fatal: boolean) => {
@@ -52,6 +61,10 @@ export function pushSockets(api: OnelogApi): PushSockets {
       try {
         if (isBinary) throw new OnelogError('INVALID_REQUEST', 'send JSON text frames: subscribe, credit, ack, nack');
         const frame = JSON.parse(data.toString()) as Record<string, unknown>;
+        if (typeof frame.type !== 'string' || !PUSH_FRAME_TYPES.includes(frame.type)) {
+          throw new OnelogError('INVALID_REQUEST', `unknown frame type ${JSON.stringify(frame.type)}; allowed: ${PUSH_FRAME_TYPES.join(', ')}`);
+        }
+        if (acls) authorize(acls, principal, `WS /groups/:groupId/stream ${frame.type}`, { params: { groupId }, body: frame });
         if (!entry.session) {
           if (frame.type !== 'subscribe') throw new OnelogError('INVALID_REQUEST', 'the first frame must be { "type": "subscribe", "topics": [...] }');
           entry.session = new PushSession(api, subscribeRequest(groupId, frame), (text) => ws.send(text), (code) => ws.close(1008, code),
@@ -70,7 +83,7 @@ export function pushSockets(api: OnelogApi): PushSockets {
               ws.send(JSON.stringify({ type: 'error', ...e.toJSON(), ...where }));
             },
           );
-        } else throw new OnelogError('INVALID_REQUEST', `unknown frame type ${JSON.stringify(frame.type)}; allowed: credit, ack, nack`);
+        } else throw new OnelogError('INVALID_REQUEST', 'a stream subscribes once: send credit, ack or nack frames');
       } catch (err) {
         refuse(err instanceof SyntaxError ? new OnelogError('INVALID_REQUEST', `malformed JSON frame: ${err.message}`) : err, !entry.session);
       }
@@ -82,11 +95,11 @@ export function pushSockets(api: OnelogApi): PushSockets {
   }
 
   return {
-    upgrade: (request, socket, head) => {
+    upgrade: (request, socket, head, principal) => {
       const match = STREAM_PATH.exec(request.url ?? '');
       if (!match) return false;
       const groupId = decodeURIComponent(match[1]!);
-      wss.handleUpgrade(request, socket, head, (ws) => serve(ws, groupId));
+      wss.handleUpgrade(request, socket, head, (ws) => serve(ws, groupId, principal));
       return true;
     },
     stats: () => [...sessions.values()].flatMap(({ groupId, session }) =>

@@ -37,6 +37,36 @@ describe('onelog users', () => {
     expect((await runCli(server.url, ['--token', token, 'topics', 'list'])).stderr).toContain('UNAUTHENTICATED');
   });
 
+  it('onelog acls add, list and remove decide what a user may do', async () => {
+    server = await startServer(tmpDir());
+    const { token } = JSON.parse((await runCli(server.url, ['users', 'create', 'ops', '--json'])).stdout) as { token: string };
+    const loader = (JSON.parse((await runCli(server.url, ['--token', token, 'users', 'create', 'loader', '--json'])).stdout) as { token: string }).token;
+    await runCli(server.url, ['--token', token, 'topics', 'create', 'orders.eu', '--partitions', '1']);
+    const produce = () => runCli(server!.url, ['--token', loader, 'produce', 'orders.eu'], Buffer.from('{"value":"one"}\n'));
+    expect((await produce()).stderr).toContain('FORBIDDEN');
+
+    const add = await runCli(server.url, ['--token', token, 'acls', 'add', '--principal', 'loader', '--topic', 'orders.', '--prefix', '--operation', 'write']);
+    expect(add.stdout).toBe('added: allow loader write on topic:orders.*\n');
+    expect((await produce()).stderr).toBe('');
+    await runCli(server.url, ['--token', token, 'acls', 'add', '--principal', '*', '--topic', 'orders.eu', '--operation', 'write', '--deny']);
+    expect((await produce()).stderr).toContain('FORBIDDEN');
+
+    const listed = await runCli(server.url, ['--token', token, 'acls', 'list']);
+    expect(listed.stdout.split('\n')[0]).toMatch(/^PRINCIPAL +RESOURCE +OPERATION +PERMISSION$/);
+    expect(JSON.parse((await runCli(server.url, ['--token', token, 'acls', 'list', '--principal', 'loader', '--json'])).stdout)).toEqual([
+      { principal: 'loader', resourceType: 'topic', resourceName: 'orders.', patternType: 'prefix', operation: 'write', permission: 'allow' },
+    ]);
+    const removed = await runCli(server.url, ['--token', token, 'acls', 'remove', '--principal', '*', '--topic', 'orders.eu', '--operation', 'write', '--deny']);
+    expect(removed.code).toBe(0);
+    expect((await produce()).code).toBe(0);
+
+    const bad = await runCli(server.url, ['--token', token, 'acls', 'add', '--principal', 'loader', '--topic', 't', '--cluster', '--operation', 'read']);
+    expect(bad.stderr).toContain('name one resource: --topic T, --group G or --cluster');
+    const badOp = await runCli(server.url, ['--token', token, 'acls', 'add', '--principal', 'loader', '--topic', 't', '--operation', 'steal']);
+    expect(badOp.stderr).toContain('INVALID_REQUEST');
+    expect((await runCli(server.url, ['--token', loader, 'acls', 'list'])).stderr).toContain('FORBIDDEN');
+  });
+
   it('serve refuses a non-loopback --host while no user exists, saying what to do', async () => {
     const r = await runCli('http://127.0.0.1:1', ['serve', '--data-dir', tmpDir(), '--host', '0.0.0.0', '--port', '0']);
     expect(r.code).toBe(1);

@@ -5,32 +5,24 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import WebSocket from 'ws';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { describe, expect, it } from 'vitest';
+import type { Broker } from '../../src/broker.js';
 import { HttpApi } from '../../src/client/http-api.js';
-import { createHttpServer } from '../../src/server/http-server.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/logger.js';
 import net from 'node:net';
 import { newToken, tokenMatches } from '../../src/security/tokens.js';
-import { tmpDir } from '../helpers/tmp.js';
+import { serveSecured } from '../helpers/secured-broker.js';
 
-let broker: Broker | undefined;
-let app: FastifyInstance | undefined;
-afterEach(async () => {
-  await app?.close();
-  await broker?.close();
-  app = broker = undefined;
-});
+let broker: Broker;
+let app: FastifyInstance;
 
-async function serve(dataDir = tmpDir(), insecure = false): Promise<{ url: string; dataDir: string }> {
-  broker = await Broker.open({ dataDir, insecure });
-  app = createHttpServer(broker, { users: broker.users, audit: broker.audit });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, dataDir };
+async function serve(dataDir?: string, insecure = false): Promise<{ url: string; dataDir: string }> {
+  const served = await serveSecured({ ...(dataDir !== undefined ? { dataDir } : {}), insecure });
+  ({ broker, app } = served);
+  return served;
 }
 
 /** The status and error code of an upgrade to `path` with `headers`, or 101 once it opened. */
@@ -64,8 +56,8 @@ describe('users and tokens', () => {
 
   it('protected mode answers loopback only; the first user is an admin; then every request needs a valid token', async () => {
     const { url, dataDir } = await serve();
-    expect((await app!.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).json()).toMatchObject({ code: 'FORBIDDEN', reason: 'protected-mode' });
-    expect((await app!.inject({ method: 'GET', url: '/topics' })).statusCode).toBe(200); // loopback
+    expect((await app.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).json()).toMatchObject({ code: 'FORBIDDEN', reason: 'protected-mode' });
+    expect((await app.inject({ method: 'GET', url: '/topics' })).statusCode).toBe(200); // loopback
 
     const anonymous = new HttpApi(url, { token: '' });
     const admin = await anonymous.createUser('ops');
@@ -105,7 +97,7 @@ describe('users and tokens', () => {
 
   it('the Kafka listener answers loopback clients while no user exists, and refuses Kafka clients once one does (no SASL yet)', async () => {
     const { url } = await serve();
-    const kafka = await KafkaListener.start(broker!, { port: 0, logger: silentLogger, users: broker!.users });
+    const kafka = await KafkaListener.start(broker, { port: 0, logger: silentLogger, users: broker.users });
     const apiVersions = () => new Promise<'answered' | 'closed'>((resolve) => {
       const socket = net.connect(kafka.port, '127.0.0.1');
       socket.on('connect', () => socket.write(Buffer.from('0000000a00120000000000010000', 'hex')));
@@ -150,13 +142,12 @@ describe('users and tokens', () => {
   });
 
   it('keeps users across a restart; --insecure answers everyone while none exists', async () => {
-    const { url, dataDir } = await serve(tmpDir(), true);
-    expect((await app!.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).statusCode).toBe(200);
-    const created = await new HttpApi(url, { token: '' }).createUser('ops');
-    expect((await app!.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).json()).toMatchObject({ code: 'UNAUTHENTICATED' });
-    await app!.close();
-    await broker!.close();
-    const again = await serve(dataDir);
+    const first = await serveSecured({ insecure: true });
+    expect((await first.app.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).statusCode).toBe(200);
+    const created = await new HttpApi(first.url, { token: '' }).createUser('ops');
+    expect((await first.app.inject({ method: 'GET', url: '/topics', remoteAddress: '10.1.2.3' })).json()).toMatchObject({ code: 'UNAUTHENTICATED' });
+    await first.stop();
+    const again = await serveSecured({ dataDir: first.dataDir });
     expect(await codeOf(new HttpApi(again.url, { token: '' }).listTopics())).toBe('UNAUTHENTICATED');
     expect(await new HttpApi(again.url, { token: created.token }).listTopics()).toEqual([]);
   });

@@ -1,0 +1,103 @@
+/**
+ * ACLs (docs/security.md): who may do which operation on which topic, group or the cluster, kept in the catalog
+ * and cached here so that authorizing a request reads no catalog. The model is Kafka's: an ACL names a principal
+ * (or `*`), a resource by literal name (`*`: every one) or prefix, an operation and allow or deny; deny wins; without an ACL that
+ * allows it an operation is refused; `read`, `write`, `delete`, `alter` and `reset` imply `describe`, `all`
+ * matches every operation; admins (Kafka's super.users) and protected mode's loopback client are never refused.
+ */
+import type { Catalog } from '../catalog/catalog.js';
+import type { Logger } from '../logger.js';
+import { ACL_OPERATIONS } from '../protocol/api.js';
+import type { AclBinding, AclOperation, AclResourceType } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { Principal } from './principal.js';
+
+const RESOURCE_TYPES: readonly AclResourceType[] = ['topic', 'group', 'cluster'];
+/** Operations that, allowed, also allow `describe` (as Kafka's implied DESCRIBE). */
+const IMPLY_DESCRIBE: ReadonlySet<AclOperation> = new Set(['read', 'write', 'delete', 'alter', 'reset', 'all']);
+const PRINCIPAL = /^(\*|[A-Za-z0-9._@-]{1,100})$/;
+
+export class Acls {
+  private acls: AclBinding[] = [];
+
+  private constructor(private readonly catalog: Catalog, private readonly logger: Logger) {}
+
+  static async open(catalog: Catalog, logger: Logger): Promise<Acls> {
+    const acls = new Acls(catalog, logger);
+    await acls.reload();
+    return acls;
+  }
+
+  /** Whether `principal` may do `operation` on the resource (for the cluster, `name` is ignored). */
+  allows(principal: Principal, resourceType: AclResourceType, name: string, operation: Exclude<AclOperation, 'all'>): boolean {
+    if (principal.admin || principal.user === null) return true;
+    const matching = this.acls.filter((a) => a.resourceType === resourceType && (a.principal === '*' || a.principal === principal.user) &&
+      (resourceType === 'cluster' || (a.patternType === 'literal' ? a.resourceName === name || a.resourceName === '*' : name.startsWith(a.resourceName))));
+    if (matching.some((a) => a.permission === 'deny' && (a.operation === operation || a.operation === 'all'))) return false;
+    return matching.some((a) => a.permission === 'allow' &&
+      (a.operation === operation || a.operation === 'all' || (operation === 'describe' && IMPLY_DESCRIBE.has(a.operation))));
+  }
+
+  /**
+   * Refuses what {@link allows} refuses.
+   * @throws OnelogError `FORBIDDEN` naming the user, the operation and the resource, and the command that would allow it
+   */
+  authorize(principal: Principal, resourceType: AclResourceType, name: string, operation: Exclude<AclOperation, 'all'>): void {
+    if (this.allows(principal, resourceType, name, operation)) return;
+    const what = resourceType === 'cluster' ? 'the cluster' : `${resourceType} ${JSON.stringify(name)}`;
+    const flag = resourceType === 'cluster' ? '--cluster' : `--${resourceType} ${name}`;
+    throw new OnelogError('FORBIDDEN', `user ${principal.user} may not ${operation} ${what}: no ACL allows it, or one denies it ` +
+      `(an admin can run onelog acls add --principal ${principal.user} ${flag} --operation ${operation})`,
+    { user: principal.user, operation, resourceType, ...(resourceType === 'cluster' ? {} : { resourceName: name }) });
+  }
+
+  /** Every ACL, or those of one principal. @throws OnelogError `FORBIDDEN` unless `by` may describe the cluster */
+  list(by: Principal, principal?: string): AclBinding[] {
+    this.authorize(by, 'cluster', '', 'describe');
+    return principal === undefined ? [...this.acls] : this.acls.filter((a) => a.principal === principal);
+  }
+
+  /**
+   * Adds an ACL.
+   * @throws OnelogError `FORBIDDEN` unless `by` may alter the cluster, `INVALID_REQUEST` for a malformed ACL, `ALREADY_EXISTS`
+   */
+  async add(acl: AclBinding, by: Principal): Promise<AclBinding> {
+    this.authorize(by, 'cluster', '', 'alter');
+    const checked = checkAcl(acl);
+    await this.catalog.addAcl(checked);
+    await this.reload();
+    this.logger.info({ acl: checked, by: by.user }, 'ACL added');
+    return checked;
+  }
+
+  /** Removes an ACL. @throws OnelogError `FORBIDDEN` unless `by` may alter the cluster, `INVALID_REQUEST`, `NOT_FOUND` */
+  async remove(acl: AclBinding, by: Principal): Promise<void> {
+    this.authorize(by, 'cluster', '', 'alter');
+    const checked = checkAcl(acl);
+    if (!(await this.catalog.removeAcl(checked))) throw new OnelogError('NOT_FOUND', 'there is no such ACL; onelog acls list shows them', { ...checked });
+    await this.reload();
+    this.logger.info({ acl: checked, by: by.user }, 'ACL removed');
+  }
+
+  /** Re-reads the catalog (after a user, and so its ACLs, was deleted). */
+  async reload(): Promise<void> {
+    this.acls = await this.catalog.listAcls();
+  }
+}
+
+/** `acl` checked field by field, the cluster's name normalized to `""`. @throws OnelogError `INVALID_REQUEST` naming the field */
+export function checkAcl(acl: AclBinding): AclBinding {
+  const bad = (field: string, allowed: string) =>
+    new OnelogError('INVALID_REQUEST', `invalid ACL ${field} ${JSON.stringify((acl as unknown as Record<string, unknown>)[field])}: ${allowed}`, { field });
+  if (typeof acl.principal !== 'string' || !PRINCIPAL.test(acl.principal)) throw bad('principal', 'a user name, or * for every user');
+  if (!RESOURCE_TYPES.includes(acl.resourceType)) throw bad('resourceType', `one of ${RESOURCE_TYPES.join(', ')}`);
+  if (!(ACL_OPERATIONS as readonly string[]).includes(acl.operation)) throw bad('operation', `one of ${ACL_OPERATIONS.join(', ')}`);
+  if (acl.operation === 'reset' && acl.resourceType !== 'group') throw bad('operation', 'reset applies to groups only');
+  if (acl.patternType !== 'literal' && acl.patternType !== 'prefix') throw bad('patternType', 'literal or prefix');
+  if (acl.permission !== 'allow' && acl.permission !== 'deny') throw bad('permission', 'allow or deny');
+  if (acl.resourceType === 'cluster') return { ...acl, resourceName: '', patternType: 'literal' };
+  if (typeof acl.resourceName !== 'string' || acl.resourceName.length === 0 || acl.resourceName.length > 1000) {
+    throw bad('resourceName', 'the topic or group name (or prefix), 1 to 1000 characters');
+  }
+  return acl;
+}

@@ -1,0 +1,169 @@
+/**
+ * The permission table (docs/security.md): every HTTP route, WebSocket frame and CLI command, and what it needs.
+ * The server authorizes every request and frame from this table alone ({@link authorize}); a test walks the
+ * server's routes, the socket frames and the CLI's commands and fails on any not listed here, and docs/security.md
+ * shows {@link permissionsMarkdown}'s rendering of it.
+ *
+ * What an entry needs: `public` (no authentication: health checks, the console's files), `user` (any
+ * authenticated principal; the answer may be filtered to what it may describe), `admin`, or a list of checks,
+ * all of which must pass: an operation on a topic, a group or the cluster, the name taken from the request
+ * (`param.X` a path parameter, `body.X` a field of the JSON body or frame, `query.X` a query parameter; `[]`: each
+ * name of an array; `?`: checked only when present).
+ */
+import type { AclOperation, AclResourceType } from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { Acls } from './acls.js';
+import type { Principal } from './principal.js';
+
+/** One check: `operation` on the `resource` named by `from` (none for the cluster). */
+export interface Check {
+  operation: Exclude<AclOperation, 'all'>;
+  resource: AclResourceType;
+  from?: string;
+}
+
+export interface Permission {
+  needs: 'public' | 'user' | 'admin' | readonly Check[];
+  /** The CLI commands (`topics create`) that use this route or frame. */
+  cli?: readonly string[];
+  /** A list answer keeps only the items whose `resource` named by `key` the principal may describe. */
+  filter?: { field: string; resource: 'topic' | 'group'; key: string };
+}
+
+/** What a request carries names in. For a WebSocket frame, `params` are the upgrade path's and `body` is the frame. */
+export interface RequestParts {
+  params?: unknown;
+  query?: unknown;
+  body?: unknown;
+}
+
+/** CLI commands that talk to no server. */
+export const LOCAL_COMMANDS: readonly string[] = ['serve'];
+
+const topic = (operation: Check['operation'], from = 'param.topic'): Check => ({ resource: 'topic', operation, from });
+const group = (operation: Check['operation'], from = 'param.groupId'): Check => ({ resource: 'group', operation, from });
+const cluster = (operation: Check['operation']): Check => ({ resource: 'cluster', operation });
+const consuming = [group('read'), topic('read', 'body.topic')];
+
+/** Every route (`METHOD /path`), WebSocket frame (`WS /path type`) and what it needs. */
+export const PERMISSIONS: Readonly<Record<string, Permission>> = {
+  'GET /health': { needs: 'public' },
+  'GET /(console files)': { needs: 'public' },
+  'GET /metrics': { needs: [cluster('describe')] },
+  'GET /push-streams': { needs: [cluster('describe')] },
+
+  'POST /users': { needs: 'admin', cli: ['users create'] },
+  'GET /users': { needs: 'admin', cli: ['users list'] },
+  'DELETE /users/:name': { needs: 'admin', cli: ['users delete'] },
+  // A user may rotate its own token; the route checks.
+  'POST /users/:name/rotate': { needs: 'user', cli: ['users rotate'] },
+  'GET /audit': { needs: 'admin', cli: ['audit list'] },
+  'POST /acls': { needs: [cluster('alter')], cli: ['acls add'] },
+  'GET /acls': { needs: [cluster('describe')], cli: ['acls list'] },
+  'DELETE /acls': { needs: [cluster('alter')], cli: ['acls remove'] },
+
+  'POST /topics': { needs: [topic('create', 'body.topic')], cli: ['topics create'] },
+  'GET /topics': { needs: 'user', filter: { field: 'topics', resource: 'topic', key: 'topic' }, cli: ['topics list'] },
+  'GET /topics/:topic': { needs: [topic('describe')], cli: ['topics describe'] },
+  'DELETE /topics/:topic': { needs: [topic('delete')], cli: ['topics delete'] },
+  'POST /topics/:topic/config': { needs: [topic('alter')], cli: ['topics alter'] },
+  'POST /topics/:topic/compact': { needs: [topic('alter')], cli: ['topics compact'] },
+  'POST /topics/:topic/enforce-retention': { needs: [topic('alter')], cli: ['topics enforce-retention'] },
+  'POST /topics/:topic/delete-records': { needs: [topic('delete')], cli: ['topics delete-records'] },
+  'POST /topics/:topic/records': { needs: [topic('write')], cli: ['produce'] },
+  'POST /topics/:topic/fetch': { needs: [topic('read'), group('read', 'body.groupId?')], cli: ['consume'] },
+  // A producer id alone writes nothing: producing with it needs write on the topic.
+  'POST /producers': { needs: 'user' },
+
+  'GET /groups': { needs: 'user', filter: { field: 'groups', resource: 'group', key: 'groupId' }, cli: ['groups list'] },
+  'GET /groups/:groupId': { needs: [group('describe')], cli: ['groups describe'] },
+  'GET /groups/:groupId/history': { needs: [group('describe')] },
+  'POST /groups/:groupId/subscriptions': {
+    needs: [...consuming, topic('write', 'body.retry.deadLetterTopic?')], cli: ['groups create', 'groups alter'],
+  },
+  'POST /groups/:groupId/offsets': { needs: consuming, cli: ['consume'] },
+  'POST /groups/:groupId/offsets/reset': { needs: [group('reset')], cli: ['offsets reset'] },
+  'POST /groups/:groupId/checkpoints': { needs: [group('reset')], cli: ['offsets checkpoint save'] },
+  'DELETE /groups/:groupId': { needs: [group('delete')], cli: ['groups delete'] },
+  'POST /groups/:groupId/members': { needs: [group('read'), topic('read', 'body.topics[]')], cli: ['consume'] },
+  'POST /groups/:groupId/members/:memberId/heartbeat': { needs: [group('read')], cli: ['consume'] },
+  'DELETE /groups/:groupId/members/:memberId': { needs: [group('read')], cli: ['consume'] },
+  'POST /groups/:groupId/nacks': { needs: consuming },
+  'POST /groups/:groupId/nacks/batch': { needs: consuming },
+  'GET /groups/:groupId/dead-letters': { needs: [group('read'), topic('read', 'query.topic')], cli: ['dlq list'] },
+  'POST /groups/:groupId/dead-letters/redrive': { needs: [group('reset')], cli: ['dlq redrive'] },
+  'POST /groups/:groupId/dead-letters/purge': { needs: [group('reset')], cli: ['dlq purge'] },
+
+  'GET /alerts': { needs: 'user', filter: { field: 'alerts', resource: 'group', key: 'groupId' }, cli: ['alerts list'] },
+  'POST /alerts/:id/ack': { needs: [cluster('alter')], cli: ['alerts ack'] },
+  'GET /alerts/sinks': { needs: [cluster('describe')], cli: ['alerts notify'] },
+  'POST /alerts/sinks': { needs: [cluster('alter')], cli: ['alerts notify'] },
+  'DELETE /alerts/sinks/:id': { needs: [cluster('alter')], cli: ['alerts notify'] },
+
+  // Push streams (docs/delivery.md): the upgrade authenticates; each frame is authorized.
+  'WS /groups/:groupId/stream subscribe': { needs: [group('read'), topic('read', 'body.topics[]')], cli: ['consume'] },
+  'WS /groups/:groupId/stream credit': { needs: 'user', cli: ['consume'] },
+  'WS /groups/:groupId/stream ack': { needs: consuming, cli: ['consume'] },
+  'WS /groups/:groupId/stream nack': { needs: consuming },
+  // The binary data path (docs/delivery.md).
+  'WS /data produce': { needs: [topic('write', 'body.topic')] },
+  'WS /data fetch': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')] },
+};
+
+/**
+ * Authorizes `principal` for the route or frame `key` with the names `parts` carries.
+ * @throws OnelogError `FORBIDDEN` naming what is missing, `INVALID_REQUEST` when a name the check needs is absent or
+ *   not text, `INTERNAL_ERROR` for a key the table does not list (a route added without its permission)
+ */
+export function authorize(acls: Acls, principal: Principal, key: string, parts: RequestParts): void {
+  const permission = PERMISSIONS[key];
+  if (permission === undefined) throw new OnelogError('INTERNAL_ERROR', `${key} has no entry in the permission table (src/security/permissions.ts)`);
+  const { needs } = permission;
+  if (needs === 'public' || needs === 'user') return;
+  if (needs === 'admin') {
+    if (!principal.admin) throw new OnelogError('FORBIDDEN', `only an admin may ${key}; ${principal.user} is not one`, { user: principal.user });
+    return;
+  }
+  for (const check of needs) {
+    for (const name of check.from === undefined ? [''] : namesAt(check.from, parts)) acls.authorize(principal, check.resource, name, check.operation);
+  }
+}
+
+/** The names at `from` (`body.retry.deadLetterTopic?`, `body.topics[]`) in `parts`. @throws OnelogError `INVALID_REQUEST` */
+export function namesAt(from: string, parts: RequestParts): string[] {
+  const optional = from.endsWith('?');
+  const many = from.endsWith('[]');
+  const path = from.replace(/(\?|\[\])$/, '').split('.');
+  let value: unknown = parts;
+  for (const step of [`${path[0]}${path[0] === 'param' ? 's' : ''}`, ...path.slice(1)]) {
+    value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[step] : undefined;
+  }
+  if (value === undefined && optional) return [];
+  const names = many && Array.isArray(value) ? value : [value];
+  if (!names.every((n): n is string => typeof n === 'string')) {
+    throw new OnelogError('INVALID_REQUEST', `the request needs ${path.slice(1).join('.')}: ${many ? 'an array of names' : 'a name'}`, { field: path.slice(1).join('.') });
+  }
+  return names;
+}
+
+/** For a list answer: `payload` with only the items `principal` may describe (unchanged for other routes). */
+export function filterAnswer(acls: Acls, principal: Principal, key: string, payload: unknown): unknown {
+  const filter = PERMISSIONS[key]?.filter;
+  if (filter === undefined || payload === null || typeof payload !== 'object') return payload;
+  const items = (payload as Record<string, unknown>)[filter.field];
+  if (!Array.isArray(items)) return payload;
+  return {
+    ...payload,
+    [filter.field]: items.filter((item) => acls.allows(principal, filter.resource, String((item as Record<string, unknown>)[filter.key]), 'describe')),
+  };
+}
+
+/** The table as docs/security.md shows it (a test keeps the two equal). */
+export function permissionsMarkdown(): string {
+  const needs = (p: Permission) => {
+    if (typeof p.needs === 'string') return p.needs === 'user' ? `any user${p.filter ? `; lists only the ${p.filter.resource}s it may describe` : ''}` : p.needs;
+    return p.needs.map((c) => `${c.operation} ${c.resource}${c.from ? ` (${c.from})` : ''}`).join(', ');
+  };
+  const rows = Object.entries(PERMISSIONS).map(([key, p]) => `| \`${key}\` | ${needs(p)} | ${(p.cli ?? []).map((c) => `\`${c}\``).join(', ')} |`);
+  return ['| route or frame | needs | CLI |', '| --- | --- | --- |', ...rows].join('\n');
+}

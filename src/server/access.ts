@@ -1,0 +1,95 @@
+/**
+ * Access control of the HTTP server (docs/security.md): every request is authenticated before its route runs
+ * (unless the permission table says the route is public), authorized from the permission table once its body is
+ * parsed, and a list answer keeps only what the principal may describe. WebSocket upgrades are authenticated here
+ * too; their frames are authorized by the sockets with {@link authorize}.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import { OnelogError } from '../protocol/errors.js';
+import type { Acls } from '../security/acls.js';
+import { authorize, filterAnswer, PERMISSIONS } from '../security/permissions.js';
+import type { Principal } from '../security/principal.js';
+import type { Users } from '../security/users.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who sent the request (set before its route runs, when the server checks access). */
+    principal?: Principal;
+  }
+  interface FastifyContextConfig {
+    /** The route serves one of the console's files (a public route of the permission table). */
+    consoleFile?: boolean;
+  }
+}
+
+/** The users and ACLs a server checks requests against. */
+export interface Access {
+  users: Users;
+  acls: Acls;
+}
+
+/** Protected mode's principal: what a server without access control answers everyone as. */
+export const LOOPBACK_ADMIN: Principal = { user: null, admin: true };
+
+/** The request's principal ({@link LOOPBACK_ADMIN} on a server without access control). */
+export function principalOf(request: FastifyRequest): Principal {
+  return request.principal ?? LOOPBACK_ADMIN;
+}
+
+/** The permission table's key of a request's route (`GET /topics/:topic`); HEAD is its GET. Undefined when no route matched. */
+export function routeKey(request: FastifyRequest): string | undefined {
+  const { url, config } = request.routeOptions;
+  return url === undefined ? undefined : keyOf(request.method, url, config.consoleFile);
+}
+
+function keyOf(method: string, url: string, consoleFile: boolean | undefined): string {
+  return consoleFile ? 'GET /(console files)' : `${method === 'HEAD' ? 'GET' : method} ${url}`;
+}
+
+/**
+ * Authenticates, authorizes and filters every request of `app` (register before its routes).
+ * @throws Error from `app.ready()` when a route has no entry in the permission table: such a route is never served
+ */
+export function registerAccessControl(app: FastifyInstance, { users, acls }: Access): void {
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => {
+    routes.push(route);
+  });
+  app.addHook('onReady', async () => {
+    const keys = routes.flatMap((r) => (Array.isArray(r.method) ? r.method : [r.method])
+      .map((m) => keyOf(m, r.url, r.config?.consoleFile)));
+    const unlisted = keys.filter((key) => PERMISSIONS[key] === undefined);
+    if (unlisted.length > 0) throw new Error(`routes without an entry in the permission table (src/security/permissions.ts): ${unlisted.join(', ')}`);
+  });
+  app.addHook('onRequest', async (request) => {
+    const key = routeKey(request);
+    if (key !== undefined && PERMISSIONS[key]?.needs === 'public') return;
+    request.principal = users.authenticate(request.headers.authorization, request.socket.remoteAddress);
+  });
+  app.addHook('preHandler', async (request) => {
+    const key = routeKey(request);
+    if (key !== undefined) authorize(acls, principalOf(request), key, request);
+  });
+  app.addHook('preSerialization', async (request, _reply, payload: unknown) => {
+    const key = routeKey(request);
+    return key === undefined ? payload : filterAnswer(acls, principalOf(request), key, payload);
+  });
+}
+
+/**
+ * Authenticates a WebSocket upgrade as {@link registerAccessControl} does a request.
+ * @returns the principal, or null when the socket was answered 401/403 with the error as JSON and closed
+ */
+export function authenticateUpgrade(users: Users, request: IncomingMessage, socket: Duplex): Principal | null {
+  try {
+    return users.authenticate(request.headers.authorization, request.socket.remoteAddress);
+  } catch (err) {
+    if (!(err instanceof OnelogError)) throw err;
+    const body = JSON.stringify(err.toJSON());
+    socket.end(`HTTP/1.1 ${err.httpStatus} ${err.httpStatus === 401 ? 'Unauthorized' : 'Forbidden'}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    return null;
+  }
+}
