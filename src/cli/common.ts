@@ -5,13 +5,21 @@
  */
 import type { Command } from 'commander';
 import { HttpApi, defaultServerUrl } from '../client/http-api.js';
+import { readTlsFiles } from '../client/connection.js';
 import type { GroupDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 
-/** The API of the server named by `--server` (or `ONELOG_URL`), as the user of `--token` (or `ONELOG_TOKEN`). */
+/**
+ * The API of the server named by `--server` (or `ONELOG_URL`), as the user of `--token` (or `ONELOG_TOKEN`), with
+ * the TLS files of `--ca`, `--cert`, `--key` (or `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY`).
+ */
 export function apiFor(command: Command): HttpApi {
-  const { server, token } = command.optsWithGlobals<{ server?: string; token?: string }>();
-  return new HttpApi(server ?? defaultServerUrl(), token !== undefined ? { token } : {});
+  const { server, token, ca, cert, key } = command.optsWithGlobals<{ server?: string; token?: string; ca?: string; cert?: string; key?: string }>();
+  const flags = ca !== undefined || cert !== undefined || key !== undefined;
+  return new HttpApi(server ?? defaultServerUrl(), {
+    ...(token !== undefined ? { token } : {}),
+    ...(flags ? { tls: readTlsFiles({ ca: ca ?? process.env.ONELOG_CA, cert: cert ?? process.env.ONELOG_CERT, key: key ?? process.env.ONELOG_KEY }) } : {}),
+  });
 }
 
 /** The group's description, or undefined when the group does not exist (other errors pass). */

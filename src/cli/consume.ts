@@ -110,7 +110,7 @@ export function registerConsume(program: Command): void {
       };
       // The subscription's delivery mode decides: pull (fetch) or push (a WebSocket stream with credit).
       const consumer = (await deliveryMode(api, o.group, topic)) === 'push'
-        ? new PushConsumer(api.url, { ...common, clientId: 'onelog-cli', creditRecords: Math.min(o.maxRecords ?? 1000, 1000) })
+        ? new PushConsumer(api.url, { ...common, clientId: 'onelog-cli', creditRecords: Math.min(o.maxRecords ?? 1000, 1000) }, api.connection)
         : new Consumer(api, {
           ...common,
           clientId: 'onelog-cli',

@@ -23,6 +23,9 @@ export function buildProgram(): Command {
     .version((JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version)
     .option('--server <url>', 'onelog server address (default: env ONELOG_URL, else http://127.0.0.1:7070)')
     .option('--token <token>', 'a user\'s token, once the broker has users (default: env ONELOG_TOKEN; docs/security.md)')
+    .option('--ca <file>', 'the CA certificate (PEM) that signed an https:// server\'s certificate (default: env ONELOG_CA)')
+    .option('--cert <file>', 'a client certificate (PEM), for a server started with --tls-ca (default: env ONELOG_CERT)')
+    .option('--key <file>', 'the client certificate\'s key (PEM) (default: env ONELOG_KEY)')
     .showHelpAfterError();
   registerServe(program);
   registerTopics(program);

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 import pretty from 'pino-pretty';
 import { OnelogError } from '../protocol/errors.js';
+import { loadServerTls } from '../security/tls.js';
 import { action, parseInteger } from './common.js';
 
 interface ServeOptions {
@@ -20,6 +21,9 @@ interface ServeOptions {
   alertCheckIntervalMs: number;
   kafkaPort?: number;
   insecure?: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
 }
 
 export function registerServe(program: Command): void {
@@ -36,6 +40,9 @@ export function registerServe(program: Command): void {
     .option('--alert-check-interval-ms <ms>', 'how often every group is evaluated for alerts and sampled for the console\'s charts ' +
       '(0 = only on commits, retention runs, deletes and resets)', parseInteger('--alert-check-interval-ms', 0), 30_000)
     .option('--insecure', 'answer clients not on loopback while no user exists (protected mode off; docs/security.md)')
+    .option('--tls-cert <file>', 'serve every listener over TLS with this certificate (PEM; with --tls-key; docs/security.md)')
+    .option('--tls-key <file>', 'the private key (PEM) of --tls-cert')
+    .option('--tls-ca <file>', 'ask every client for a certificate signed by this CA (PEM), and refuse those without one')
     .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
     .action(action(serve));
 }
@@ -69,6 +76,7 @@ async function serve(options: ServeOptions): Promise<void> {
     throw new OnelogError('INVALID_REQUEST', `--max-open-files must be at least ${MIN_OPEN_FILES} (a segment roll holds ` +
       `two segment files and a checkpoint at once), got ${options.maxOpenFiles}`);
   }
+  const tls = loadServerTls({ cert: options.tlsCert, key: options.tlsKey, ca: options.tlsCa });
   const logger = serverLogger(options.logLevel, options.logFormat);
   const limit = openFilesLimit();
   const maxOpenFiles = options.maxOpenFiles ?? defaultMaxOpenFiles(limit);
@@ -84,10 +92,12 @@ async function serve(options: ServeOptions): Promise<void> {
     throw new OnelogError('FORBIDDEN', `refusing to listen on ${options.host}: no user exists, so anyone who reaches it could do anything. ` +
       'Start on 127.0.0.1, create the first user (onelog users create NAME; it is an admin) and start again, or pass --insecure', { host: options.host });
   }
-  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, access: { users: broker.users, acls: broker.acls }, audit: broker.audit });
+  const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, access: { users: broker.users, acls: broker.acls }, audit: broker.audit,
+    ...(tls ? { tls } : {}),
+  });
   const address = await app.listen({ port: options.port, host: options.host });
   const kafka = options.kafkaPort === undefined ? null
-    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users });
+    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, ...(tls ? { tls } : {}) });
   logger.info({ url: address, dataDir: options.dataDir, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
 
   let stopping = false;

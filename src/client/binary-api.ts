@@ -114,7 +114,7 @@ export class BinaryApi extends HttpApi {
   private connect(): Promise<WebSocket> {
     this.socket ??= new Promise<WebSocket>((resolve, reject) => {
       const url = `${this.url.replace(/^http/, 'ws')}/data`;
-      const ws = new WebSocket(url, { headers: this.authHeaders });
+      const ws = new WebSocket(url, { headers: this.connection.headers, ...this.connection.tls });
       const fail = (message: string) => {
         this.socket = null;
         const err = new OnelogError('NETWORK_ERROR', `the data path at ${url}: ${message}`, { url });

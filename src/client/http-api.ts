@@ -11,7 +11,11 @@ import type {
   NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
   AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
 } from '../protocol/api.js';
+import { Agent, fetch } from 'undici';
+import type { Dispatcher, Response } from 'undici';
 import { OnelogError } from '../protocol/errors.js';
+import { connectionOf } from './connection.js';
+import type { Connection, ConnectionOptions } from './connection.js';
 import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
 import type { JsonRecord } from '../protocol/json-records.js';
 
@@ -22,18 +26,21 @@ export function defaultServerUrl(): string {
 
 export class HttpApi implements OnelogApi {
   private readonly base: string;
-  /** The headers every request and WebSocket upgrade carries: the bearer token, if any. */
-  readonly authHeaders: Readonly<Record<string, string>>;
+  /** What every request and WebSocket upgrade carries: the bearer token, the TLS settings. */
+  readonly connection: Connection;
+  /** Connections with the client's TLS settings; none: the default. */
+  private readonly dispatcher: Dispatcher | undefined;
 
   /**
-   * @param url server address, e.g. `http://127.0.0.1:7070`
-   * @param options.token a user's token (docs/security.md), sent as `Authorization: Bearer TOKEN`
-   *   @default env `ONELOG_TOKEN`, else none
+   * @param url server address, `http://127.0.0.1:7070` or `https://...` (docs/security.md)
+   * @param options the token (sent as `Authorization: Bearer TOKEN`) and TLS settings; defaults from the environment
+   *   (`ONELOG_TOKEN`, `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY`)
+   * @throws OnelogError `INVALID_REQUEST` when a TLS file named by the environment cannot be read
    */
-  constructor(url: string = defaultServerUrl(), options: { token?: string } = {}) {
+  constructor(url: string = defaultServerUrl(), options: ConnectionOptions = {}) {
     this.base = url.replace(/\/+$/, '');
-    const token = options.token ?? process.env.ONELOG_TOKEN;
-    this.authHeaders = token ? { authorization: `Bearer ${token}` } : {};
+    this.connection = connectionOf(options);
+    this.dispatcher = Object.keys(this.connection.tls).length > 0 ? new Agent({ connect: { ...this.connection.tls } }) : undefined;
   }
 
   /** The server address this API talks to. */
@@ -47,17 +54,12 @@ export class HttpApi implements OnelogApi {
     try {
       response = await fetch(url, {
         method,
-        headers: body === undefined ? this.authHeaders : { ...this.authHeaders, 'content-type': 'application/json' },
+        headers: body === undefined ? this.connection.headers : { ...this.connection.headers, 'content-type': 'application/json' },
         body: body === undefined ? null : JSON.stringify(body),
+        ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
       });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new OnelogError(
-        'NETWORK_ERROR',
-        `cannot reach the onelog server at ${this.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}` +
-          ' (start it with `onelog serve`, or set --server / ONELOG_URL)',
-        { url },
-      );
+      throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${this.base}: ${networkFailure(err, this.base)}`, { url });
     }
     if (response.status === 204) return undefined as T;
     const text = await response.text();
@@ -271,4 +273,18 @@ export class HttpApi implements OnelogApi {
   groupHistory(groupId: string): Promise<GroupHistory> {
     return this.call('GET', `/groups/${encodeURIComponent(groupId)}/history`);
   }
+}
+
+/** Why a request could not be sent, and what to do. */
+function networkFailure(err: unknown, base: string): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  const code = cause?.code ?? '';
+  const what = [code, cause?.message ?? (err as Error).message].filter(Boolean).join(' ');
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
+    return `${what} (give the CA that signed the server's certificate: --ca FILE or ONELOG_CA; docs/security.md)`;
+  }
+  if (base.startsWith('http:') && /UND_ERR_SOCKET|ECONNRESET/.test(code)) {
+    return `${what} (the connection was closed: if the server uses TLS, use an https:// URL)`;
+  }
+  return `${what} (start it with \`onelog serve\`, or set --server / ONELOG_URL)`;
 }

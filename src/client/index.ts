@@ -22,6 +22,7 @@ import { Producer } from './producer.js';
 import { PushConsumer } from './push-consumer.js';
 import type { PushConsumerOptions } from './push-consumer.js';
 import type { ProducerOptions } from './producer.js';
+import type { ConnectionOptions } from './connection.js';
 
 export { Admin } from './admin.js';
 export { Consumer } from './consumer.js';
@@ -43,10 +44,11 @@ export type * from '../protocol/types.js';
 /**
  * Where the client connects: a server URL, or any {@link OnelogApi} such as an embedded Broker. With
  * `binary: true`, produce and fetch use the binary data path (RecordBatch v2 in WebSocket binary frames,
- * no JSON or base64 per record); everything else stays HTTP/JSON. `token`: a user's token (docs/security.md).
- * @default binary false; token: env `ONELOG_TOKEN`, else none
+ * no JSON or base64 per record); everything else stays HTTP/JSON. `token`: a user's token; `tls`: the CA of an
+ * `https://` server and a client certificate (docs/security.md).
+ * @default binary false; token: env `ONELOG_TOKEN`, else none; tls: the files env `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY` name
  */
-export type OnelogOptions = { url?: string; binary?: boolean; token?: string } | { api: OnelogApi };
+export type OnelogOptions = ({ url?: string; binary?: boolean } & ConnectionOptions) | { api: OnelogApi };
 
 export class Onelog {
   /** The API every producer, consumer and admin of this client uses. */
@@ -56,8 +58,8 @@ export class Onelog {
   constructor(options: OnelogOptions = {}) {
     if ('api' in options) this.api = options.api;
     else {
-      const token = options.token !== undefined ? { token: options.token } : {};
-      this.api = options.binary ? new BinaryApi(options.url ?? defaultServerUrl(), token) : new HttpApi(options.url ?? defaultServerUrl(), token);
+      const { url = defaultServerUrl(), binary, ...connection } = options;
+      this.api = binary ? new BinaryApi(url, connection) : new HttpApi(url, connection);
     }
   }
 
@@ -78,7 +80,7 @@ export class Onelog {
    */
   pushConsumer(options: PushConsumerOptions): PushConsumer {
     if (!(this.api instanceof HttpApi)) throw new OnelogError('INVALID_REQUEST', 'push consumers need a server: new Onelog({ url })');
-    return new PushConsumer(this.api.url, options, this.api.authHeaders);
+    return new PushConsumer(this.api.url, options, this.api.connection);
   }
 
   admin(): Admin {

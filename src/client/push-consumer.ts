@@ -16,6 +16,8 @@ import { deliveryInfo } from '../protocol/retry-policy.js';
 import type { JsonRecord } from '../protocol/json-records.js';
 import type { CommitMode, StartPolicy } from '../protocol/types.js';
 import type { ConsumedMessage, RunOptions } from './consumer.js';
+import { connectionOf } from './connection.js';
+import type { Connection } from './connection.js';
 
 /** Push consumer settings; units in the names. */
 export interface PushConsumerOptions {
@@ -54,8 +56,8 @@ export class PushConsumer {
   constructor(
     private readonly url: string,
     private readonly options: PushConsumerOptions,
-    /** Sent with the WebSocket upgrade: the bearer token, if any. */
-    private readonly headers: Readonly<Record<string, string>> = {},
+    /** The bearer token sent with the WebSocket upgrade and the TLS settings. @default from the environment, as HttpApi's */
+    private readonly connection: Connection = connectionOf(),
   ) {}
 
   /** Adds a topic to receive. */
@@ -122,7 +124,7 @@ export class PushConsumer {
     const creditBytes = this.options.creditBytes ?? 1024 * 1024;
     const streamUrl = `${this.url.replace(/^http/, 'ws').replace(/\/+$/, '')}/groups/${encodeURIComponent(this.options.groupId)}/stream`;
     return new Promise<void>((resolve, reject) => {
-      const ws = new WebSocket(streamUrl, { headers: this.headers });
+      const ws = new WebSocket(streamUrl, { headers: this.connection.headers, ...this.connection.tls });
       this.ws = ws;
       let failure: unknown;
       let queue: Promise<void> = Promise.resolve();

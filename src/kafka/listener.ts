@@ -7,6 +7,7 @@
  * can retry with a version both know.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import { systemClock } from '../clock.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -31,6 +32,7 @@ import {
 import { KAFKA_ERROR } from './errors.js';
 import { FrameReader } from './frames.js';
 import type { Users } from '../security/users.js';
+import type { ServerTls } from '../security/tls.js';
 
 /** Requests of one connection read ahead of the one being handled; past them, reading stops until one is answered. */
 const MAX_QUEUED_REQUESTS = 32;
@@ -73,6 +75,8 @@ export interface KafkaListenerOptions {
    * broker is `--insecure`); once one exists, Kafka clients are refused (SASL is not served yet). @default none: no check
    */
   users?: Users;
+  /** Serve TLS with these settings (`serve --tls-cert --tls-key [--tls-ca]`). @default none: plain TCP */
+  tls?: ServerTls;
   /** @default the system clock */
   clock?: Clock;
 }
@@ -86,7 +90,7 @@ export class KafkaListener {
   private constructor(
     private readonly api: KafkaDataApi,
     private readonly server: net.Server,
-    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort' | 'users'>> & { advertisedHost: string; advertisedPort?: number; users?: Users },
+    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort' | 'users' | 'tls'>> & { advertisedHost: string; advertisedPort?: number; users?: Users },
   ) {
     this.members = new KafkaMembers(options.clock);
     this.apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
@@ -102,13 +106,13 @@ export class KafkaListener {
   /** Listens on `options.host:options.port`; resolves once listening. */
   static async start(api: KafkaDataApi, options: KafkaListenerOptions): Promise<KafkaListener> {
     const host = options.host ?? '127.0.0.1';
-    const server = net.createServer();
+    const server = options.tls ? tls.createServer(options.tls) : net.createServer();
     const listener = new KafkaListener(api, server, {
       host, port: options.port, advertisedHost: options.advertisedHost ?? host, advertisedPort: options.advertisedPort, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
       idleTimeoutMs: options.idleTimeoutMs ?? 600_000,
       clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, users: options.users,
     });
-    server.on('connection', (socket) => listener.serve(socket));
+    server.on(options.tls ? 'secureConnection' : 'connection', (socket: net.Socket) => listener.serve(socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port, host, () => resolve());

@@ -23,6 +23,7 @@ import { registerUserRoutes } from './routes/users.js';
 import { registerAclRoutes } from './routes/acls.js';
 import { authenticateUpgrade, LOOPBACK_ADMIN, registerAccessControl } from './access.js';
 import type { Access } from './access.js';
+import type { ServerTls } from '../security/tls.js';
 import type { Audit } from '../security/audit.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import type { BrokerMetrics } from '../monitoring/metrics.js';
@@ -41,6 +42,8 @@ export interface HttpServerOptions {
    * routes (docs/security.md). @default none: no access control (an embedded server in a test or a process of its own)
    */
   access?: Access;
+  /** Serve HTTPS (and WSS) with these settings (`serve --tls-cert --tls-key [--tls-ca]`). @default none: plain HTTP */
+  tls?: ServerTls;
   /** Where audited operations are recorded, and `GET /audit` (docs/security.md). @default none: nothing recorded */
   audit?: Audit;
 }
@@ -51,6 +54,7 @@ export interface HttpServerOptions {
  */
 export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}): FastifyInstance {
   const app = Fastify({
+    ...(options.tls ? { https: options.tls } : {}),
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: options.bodyLimitBytes ?? 64 * 1024 * 1024,
     // Names travel in the path: topic names up to 249 characters (Kafka's limit), group ids longer, percent-encoded.

@@ -66,10 +66,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `onelog ARGS...` against `url` (via ONELOG_URL) and collects its output. */
-export function runCli(url: string, args: string[], input?: Buffer): Promise<CliResult> {
+/** Runs `onelog ARGS...` against `url` (via ONELOG_URL), with `env` added to the environment, and collects its output. */
+export function runCli(url: string, args: string[], input?: Buffer, env: Record<string, string> = {}): Promise<CliResult> {
   const proc = spawn(process.execPath, [BIN, ...args], {
-    env: { ...process.env, ONELOG_URL: url },
+    env: { ...process.env, ONELOG_URL: url, ...env },
     stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
   // Keep bytes until the end: decoding chunk by chunk would split multi-byte UTF-8 characters.
