@@ -51,6 +51,7 @@ import { silentLogger } from './logger.js';
 import { BrokerMetrics } from './monitoring/metrics.js';
 import { Users } from './security/users.js';
 import { Acls } from './security/acls.js';
+import { OutboundPolicy } from './security/outbound.js';
 import { Audit } from './security/audit.js';
 import type { MetricsOptions } from './monitoring/metrics.js';
 import { Monitor } from './monitoring/monitor.js';
@@ -72,6 +73,8 @@ export interface BrokerOptions {
   maxRecordBytes?: number;
   /** Produce splits a partition's records into batches of about this size, bytes. @default 1048576 */
   maxBatchBytes?: number;
+  /** Most records one produce request may carry (`REQUEST_TOO_LARGE` beyond). @default 100000 */
+  maxRecordsPerRequest?: number;
   /**
    * How often retention runs over every topic, ms; 0 = never on a schedule (only on demand).
    * @default 300000 (Kafka's log.retention.check.interval.ms)
@@ -101,6 +104,11 @@ export interface BrokerOptions {
   metrics?: MetricsOptions;
   /** Answer clients not on loopback while no user exists (protected mode off; `serve --insecure`). @default false */
   insecure?: boolean;
+  /**
+   * Refuse webhooks (push endpoints, alert sinks) to loopback and private addresses (`serve --webhook-deny-private`;
+   * docs/security.md). @default false
+   */
+  webhookDenyPrivate?: boolean;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -123,6 +131,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   metrics!: BrokerMetrics;
   /** POSTs the records of webhook subscriptions (docs/delivery.md); set once open. */
   private webhooks: WebhookDispatcher | null = null;
+  /** Where webhooks may go. Set once open. */
+  private outbound!: OutboundPolicy;
   /** Nacked records through retry tiers (docs/retries.md); set once open. */
   private retries!: Retries;
   private deadLetters!: DeadLetters;
@@ -173,7 +183,10 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const started = Date.now();
     const report = logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
     logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
-    const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, options.monitoring);
+    const outbound = new OutboundPolicy(options.webhookDenyPrivate ?? false);
+    const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, {
+      ...options.monitoring, notifications: { ...options.monitoring?.notifications, outbound },
+    });
     const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, {
       reset: (groupId, topic) => {
         broker.retries.forget(groupId, topic);
@@ -188,20 +201,24 @@ export class Broker implements OnelogApi, BinaryDataApi {
     });
     await groups.start();
     const broker: Broker = new Broker(catalog, offsets, logs, groups, monitor, clock, logger, unlock);
+    broker.outbound = outbound;
     broker.acls = await Acls.open(catalog, logger);
     broker.users = await Users.open(catalog, clock, logger, broker.acls, options.insecure ?? false);
     broker.audit = new Audit(catalog, clock);
     broker.topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
     broker.metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub) }, options.metrics);
-    const limits = { maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024 };
+    const limits = {
+      maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024,
+      maxRecordsPerRequest: options.maxRecordsPerRequest ?? 100_000,
+    };
     broker.producing = new ProducePath(logs, catalog, clock, broker.metrics, limits, await catalog.lastProducerId());
     broker.retries = new Retries({
       logs, offsets, catalog, clock, retryTopics: groups.retryTopics, findSubscription: (groupId, topic) => groups.findSubscription(groupId, topic),
       createTopic: (request) => broker.createTopic(request),
       deadLettered: async (sub) => void (await broker.deadLetters.checkAlert(sub)),
     });
-    broker.webhooks = new WebhookDispatcher(broker, logger, options.webhooks);
+    broker.webhooks = new WebhookDispatcher(broker, logger, { ...options.webhooks, outbound: broker.outbound });
     await broker.webhooks.start(await catalog.listWebhookSubscriptions());
     // Retention visits every partition (opening idle ones just for it); compaction only those loaded: a partition
     // not opened since start-up had no appends since, and is compacted when next used or on demand.
@@ -393,6 +410,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
     this.checkOpen();
     checkSubscribeRequest(request);
+    if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) this.outbound.check(request.pushEndpoint, 'pushEndpoint');
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
     const retry = await this.retries.preparePolicy(request.groupId, request.topic, request.retry);
     const result = await this.groups.subscribe({ ...request, retry });

@@ -24,6 +24,8 @@ export interface ProduceLimits {
   maxRecordBytes: number;
   /** Produce splits a partition's records into batches of about this size, bytes. */
   maxBatchBytes: number;
+  /** Most records one produce request may carry (JSON records, or the batches' record counts). */
+  maxRecordsPerRequest: number;
 }
 
 export class ProducePath {
@@ -47,11 +49,12 @@ export class ProducePath {
    * partition that fails once others stored their records answers an error whose `stored` names them (see
    * {@link LogManager.appendAll}): an idempotent producer's retry is stored once, a plain one's again.
    * With `idempotence`, a retried request is stored once and answers the original offsets.
-   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `INVALID_RECORD`,
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `REQUEST_TOO_LARGE`, `INVALID_RECORD`,
    *   `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
    */
   async produce(request: ProduceRequest): Promise<ProduceResult> {
     const { topic, records } = request;
+    this.checkRecordCount(topic, Array.isArray(records) ? records.length : 0);
     const partitionCount = this.logs.partitionCount(topic);
     const { cleanupPolicy, compressionType } = this.logs.config(topic);
     const batches = planProduce(request, {
@@ -90,12 +93,19 @@ export class ProducePath {
 
 
 
+  /** @throws OnelogError `REQUEST_TOO_LARGE` for more records than {@link ProduceLimits.maxRecordsPerRequest} */
+  private checkRecordCount(topic: string, records: number): void {
+    if (records <= this.limits.maxRecordsPerRequest) return;
+    throw new OnelogError('REQUEST_TOO_LARGE', `the request carries ${records} records, above the limit of ${this.limits.maxRecordsPerRequest} ` +
+      'per request; send them in several requests. Nothing was written', { topic, records, maxRecordsPerRequest: this.limits.maxRecordsPerRequest });
+  }
+
   /**
    * Appends client-encoded RecordBatch v2 batches without decoding their records (the binary data path); see
    * {@link prepareClientBatch} for what is checked. The request is refused whole: every batch is checked, and
    * each partition's first idempotent batch checked against its producer state, before any is appended (no
    * await in between). Resolves as {@link produce} does.
-   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `CORRUPT_MESSAGE`, `RECORD_TOO_LARGE`,
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `CORRUPT_MESSAGE`, `RECORD_TOO_LARGE`, `REQUEST_TOO_LARGE`,
    *   `INVALID_RECORD`, `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
    */
   async produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult> {
@@ -108,6 +118,7 @@ export class ProducePath {
       if (!Buffer.isBuffer(batch)) throw new OnelogError('INVALID_REQUEST', 'each batch must be the bytes of one RecordBatch v2');
       return { log, batch: prepareClientBatch(batch, log, limits) };
     });
+    this.checkRecordCount(request.topic, prepared.reduce((sum, { batch }) => sum + readBatchHeader(batch).recordCount, 0));
     const checked = new Set<number>();
     for (const { log, batch } of prepared) {
       if (readBatchHeader(batch).producerId >= 0 && !checked.has(log.partition)) {

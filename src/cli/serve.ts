@@ -9,6 +9,9 @@ import type { Logger as PinoLogger } from 'pino';
 import pretty from 'pino-pretty';
 import { OnelogError } from '../protocol/errors.js';
 import { loadServerTls } from '../security/tls.js';
+import { Quotas } from '../security/quotas.js';
+import { DEFAULT_SERVER_LIMITS } from '../server/limits.js';
+import { systemClock } from '../clock.js';
 import { action, parseInteger } from './common.js';
 
 interface ServeOptions {
@@ -24,6 +27,15 @@ interface ServeOptions {
   tlsCert?: string;
   tlsKey?: string;
   tlsCa?: string;
+  maxBodyBytes: number;
+  maxRecordBytes: number;
+  maxRecordsPerRequest: number;
+  maxFrameBytes: number;
+  maxConnections: number;
+  maxInFlightPerConnection: number;
+  quotaRequestsPerSec: number;
+  quotaProduceBytesPerSec: number;
+  webhookDenyPrivate?: boolean;
 }
 
 export function registerServe(program: Command): void {
@@ -43,6 +55,17 @@ export function registerServe(program: Command): void {
     .option('--tls-cert <file>', 'serve every listener over TLS with this certificate (PEM; with --tls-key; docs/security.md)')
     .option('--tls-key <file>', 'the private key (PEM) of --tls-cert')
     .option('--tls-ca <file>', 'ask every client for a certificate signed by this CA (PEM), and refuse those without one')
+    .option('--max-body-bytes <n>', 'largest HTTP request body, bytes', parseInteger('--max-body-bytes', 1024), DEFAULT_SERVER_LIMITS.maxBodyBytes)
+    .option('--max-record-bytes <n>', 'largest record (key + value + headers) or produced batch, bytes', parseInteger('--max-record-bytes', 1024), 1024 * 1024)
+    .option('--max-records-per-request <n>', 'most records one produce request may carry', parseInteger('--max-records-per-request', 1), 100_000)
+    .option('--max-frame-bytes <n>', 'largest WebSocket frame a client may send, bytes', parseInteger('--max-frame-bytes', 1024), DEFAULT_SERVER_LIMITS.maxFrameBytes)
+    .option('--max-connections <n>', 'connections open at once, per listener', parseInteger('--max-connections', 1), DEFAULT_SERVER_LIMITS.maxConnections)
+    .option('--max-in-flight-per-connection <n>', 'requests a data socket or Kafka connection has unanswered before reading pauses',
+      parseInteger('--max-in-flight-per-connection', 1), DEFAULT_SERVER_LIMITS.maxInFlightPerConnection)
+    .option('--quota-requests-per-sec <n>', 'requests per second per principal (token bucket; 0 = unlimited)', parseInteger('--quota-requests-per-sec', 0), 0)
+    .option('--quota-produce-bytes-per-sec <n>', 'produced bytes per second per principal (token bucket; 0 = unlimited)',
+      parseInteger('--quota-produce-bytes-per-sec', 0), 0)
+    .option('--webhook-deny-private', 'refuse webhooks (push endpoints, alert sinks) to loopback and private addresses')
     .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
     .action(action(serve));
 }
@@ -77,6 +100,10 @@ async function serve(options: ServeOptions): Promise<void> {
       `two segment files and a checkpoint at once), got ${options.maxOpenFiles}`);
   }
   const tls = loadServerTls({ cert: options.tlsCert, key: options.tlsKey, ca: options.tlsCa });
+  const limits = {
+    maxBodyBytes: options.maxBodyBytes, maxFrameBytes: options.maxFrameBytes, maxConnections: options.maxConnections,
+    maxInFlightPerConnection: options.maxInFlightPerConnection,
+  };
   const logger = serverLogger(options.logLevel, options.logFormat);
   const limit = openFilesLimit();
   const maxOpenFiles = options.maxOpenFiles ?? defaultMaxOpenFiles(limit);
@@ -86,6 +113,7 @@ async function serve(options: ServeOptions): Promise<void> {
   }
   const broker = await Broker.open({
     dataDir: options.dataDir, logger, maxOpenFiles, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
+    maxRecordBytes: options.maxRecordBytes, maxRecordsPerRequest: options.maxRecordsPerRequest, webhookDenyPrivate: options.webhookDenyPrivate ?? false,
   });
   if (!broker.users.any && !options.insecure && !isLoopbackHost(options.host)) {
     await broker.close();
@@ -93,11 +121,13 @@ async function serve(options: ServeOptions): Promise<void> {
       'Start on 127.0.0.1, create the first user (onelog users create NAME; it is an admin) and start again, or pass --insecure', { host: options.host });
   }
   const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, access: { users: broker.users, acls: broker.acls }, audit: broker.audit,
-    ...(tls ? { tls } : {}),
+    ...(tls ? { tls } : {}), limits, quotas: new Quotas(systemClock, { requestsPerSec: options.quotaRequestsPerSec, produceBytesPerSec: options.quotaProduceBytesPerSec }),
   });
   const address = await app.listen({ port: options.port, host: options.host });
   const kafka = options.kafkaPort === undefined ? null
-    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, ...(tls ? { tls } : {}) });
+    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, ...(tls ? { tls } : {}),
+      maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection,
+    });
   logger.info({ url: address, dataDir: options.dataDir, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
 
   let stopping = false;

@@ -29,7 +29,8 @@ export function checkJoinRequest(request: JoinGroupRequest): void {
 }
 
 /**
- * @throws OnelogError `INVALID_REQUEST` for a bad policy, delivery mode, endpoint, maxInFlight (1 to 100), headroomWarnRatio
+ * The push endpoint is the broker's to check (its outbound policy).
+ * @throws OnelogError `INVALID_REQUEST` for a bad policy, delivery mode, maxInFlight (1 to 100), headroomWarnRatio
  *   (0 to 1, exclusive) or stallMs (1,000 ms to 30 days)
  */
 export function checkSubscribeRequest(request: SubscribeRequest): void {
@@ -37,7 +38,6 @@ export function checkSubscribeRequest(request: SubscribeRequest): void {
   if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', START_POLICIES);
   if (request.deliveryMode !== undefined) checkOneOf(request.deliveryMode, 'deliveryMode', DELIVERY_MODES);
   if (request.onOutOfRange !== undefined) checkOneOf(request.onOutOfRange, 'onOutOfRange', OUT_OF_RANGE_POLICIES);
-  if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) checkEndpoint(request.pushEndpoint);
   if (request.maxInFlight !== undefined) checkInteger(request.maxInFlight, 'maxInFlight', 1, 100);
   const ratio = request.headroomWarnRatio;
   if (ratio !== undefined && (typeof ratio !== 'number' || !(ratio > 0 && ratio < 1))) {
@@ -63,20 +63,6 @@ export function checkResetRequest(request: ResetOffsetsRequest): void {
  * A webhook endpoint: an absolute http or https URL.
  * @throws OnelogError `INVALID_REQUEST`
  */
-function checkEndpoint(endpoint: unknown): void {
-  let url: URL | undefined;
-  try {
-    url = new URL(String(endpoint));
-  } catch {
-    url = undefined;
-  }
-  if (typeof endpoint !== 'string' || !url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    throw new OnelogError('INVALID_REQUEST', `pushEndpoint must be an absolute http:// or https:// URL (or null), got ${JSON.stringify(endpoint)}`, {
-      pushEndpoint: endpoint,
-    });
-  }
-}
-
 /**
  * A request from a group member names its generation too.
  * @throws OnelogError `INVALID_REQUEST`

@@ -10,6 +10,7 @@ import { recordToJson } from '../protocol/json-records.js';
 import type { StoredRecord } from '../protocol/types.js';
 import type { Logger } from '../logger.js';
 import { postBatch } from './webhook-post.js';
+import type { OutboundPolicy } from '../security/outbound.js';
 import type { PostOutcome } from './webhook-post.js';
 
 /** Limits and timings of webhook delivery; every option has a default. */
@@ -34,6 +35,8 @@ export interface WebhookOptions {
   maxWaitMs?: number;
   /** Session timeout of the dispatcher's group membership, ms (it heartbeats on its own timer). @default 45000; 1000 to 3600000 */
   sessionTimeoutMs?: number;
+  /** Where POSTs may go (`serve --webhook-deny-private`). @default any http(s) URL */
+  outbound?: OutboundPolicy;
 }
 
 /** What a partition's pusher needs from its group member. */
@@ -194,7 +197,7 @@ export class PartitionPusher {
       'onelog-group-id': groupId, 'onelog-topic': topic, 'onelog-partition': String(this.partition),
       'onelog-first-offset': String(b.firstOffset), 'onelog-last-offset': String(b.lastOffset), 'onelog-attempt': String(b.attempt),
     };
-    void postBatch(endpoint, b.body, headers, options.ackTimeoutMs, ctrl).then((outcome) => this.settled(b, ctrl, outcome));
+    void postBatch(endpoint, b.body, headers, options.ackTimeoutMs, ctrl, options.outbound).then((outcome) => this.settled(b, ctrl, outcome));
   }
 
   private settled(b: Batch, ctrl: AbortController, outcome: PostOutcome): void {

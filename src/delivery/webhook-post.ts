@@ -1,8 +1,12 @@
 /**
- * One webhook attempt: POSTs a batch to the endpoint with Node's fetch (undici) and says whether it was
+ * One webhook attempt: POSTs a batch to the endpoint with undici's fetch and says whether it was
  * acknowledged. Only a 2xx acknowledges; any other status (redirects included: they are not followed), a
  * network error, or no answer within the ack deadline is a failure. Never throws.
  */
+
+import { fetch } from 'undici';
+import { OnelogError } from '../protocol/errors.js';
+import type { OutboundPolicy } from '../security/outbound.js';
 
 /** What one POST came to. */
 export type PostOutcome =
@@ -11,7 +15,7 @@ export type PostOutcome =
   | { ok: false; status?: number; error?: string };
 
 /**
- * POSTs `body` (JSON) to `url`. `ctrl` aborts the attempt (a shutdown or a go-back); after `ackTimeoutMs`
+ * POSTs `body` (JSON) to `url`, where `outbound` allows. `ctrl` aborts the attempt (a shutdown or a go-back); after `ackTimeoutMs`
  * without an answer it is aborted as timed out. The response body is read and dropped, so the connection
  * is reused.
  */
@@ -21,6 +25,7 @@ export async function postBatch(
   headers: Record<string, string>,
   ackTimeoutMs: number,
   ctrl: AbortController,
+  outbound: OutboundPolicy,
 ): Promise<PostOutcome> {
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -29,15 +34,18 @@ export async function postBatch(
   }, ackTimeoutMs);
   timer.unref();
   try {
+    outbound.check(url, 'webhook');
     const res = await fetch(url, {
       method: 'POST', body, redirect: 'manual', signal: ctrl.signal,
       headers: { 'content-type': 'application/json', ...headers },
+      ...(outbound.dispatcher ? { dispatcher: outbound.dispatcher } : {}),
     });
     // Decided on the status line: a slow or broken body after a 2xx does not undo the acknowledgement.
     const ok = res.status >= 200 && res.status < 300;
     await res.arrayBuffer().catch(() => undefined);
     return ok ? { ok, status: res.status } : { ok, status: res.status };
   } catch (err) {
+    if (err instanceof OnelogError) return { ok: false, error: err.message };
     if (timedOut) return { ok: false, error: `no answer within ackTimeoutMs (${ackTimeoutMs} ms)` };
     return { ok: false, error: describeFetchError(err) };
   } finally {
@@ -48,6 +56,7 @@ export async function postBatch(
 /** undici says `fetch failed` and hides the reason (ECONNREFUSED, ...) in `cause`: name both. */
 function describeFetchError(err: unknown): string {
   const e = err as { message?: string; cause?: { message?: string; code?: string } };
-  const cause = e.cause?.code ?? e.cause?.message;
+  // A refusal of the outbound policy carries its reason in the message; a system error (ECONNREFUSED) in the code.
+  const cause = e.cause?.code === 'FORBIDDEN' ? e.cause.message : e.cause?.code ?? e.cause?.message;
   return cause ? `${e.message ?? String(err)}: ${cause}` : e.message ?? String(err);
 }

@@ -25,6 +25,8 @@ export type { WebhookOptions } from './webhook-partition.js';
 export type WebhookApi = Pick<OnelogApi, 'joinGroup' | 'heartbeat' | 'fetch' | 'commitOffsets' | 'leaveGroup' | 'nack'>;
 
 /** The clientId webhook dispatchers join their groups with (shown by `groups describe`). */
+import { OutboundPolicy } from '../security/outbound.js';
+
 export const WEBHOOK_CLIENT_ID = 'webhook';
 
 /**
@@ -41,6 +43,7 @@ export function resolveWebhookOptions(o: WebhookOptions = {}): Required<WebhookO
     maxBytes: checkInteger(o.maxBytes ?? 1024 * 1024, 'maxBytes', 1, 64 * 1024 * 1024),
     maxWaitMs: checkInteger(o.maxWaitMs ?? 500, 'maxWaitMs', 0, 30_000),
     sessionTimeoutMs: checkInteger(o.sessionTimeoutMs ?? 45_000, 'sessionTimeoutMs', 1000, 3_600_000),
+    outbound: o.outbound ?? new OutboundPolicy(),
   };
 }
 

@@ -47,6 +47,8 @@ const KAFKA_CODES: Record<ErrorCode, number | Partial<Record<KafkaErrorContext, 
   UNAUTHENTICATED: 58,
   FORBIDDEN: 31,
   ALREADY_EXISTS: 42,
+  // THROTTLING_QUOTA_EXCEEDED
+  RATE_LIMITED: 89,
   INTERNAL_ERROR: -1,
 };
 

@@ -33,9 +33,7 @@ import { KAFKA_ERROR } from './errors.js';
 import { FrameReader } from './frames.js';
 import type { Users } from '../security/users.js';
 import type { ServerTls } from '../security/tls.js';
-
-/** Requests of one connection read ahead of the one being handled; past them, reading stops until one is answered. */
-const MAX_QUEUED_REQUESTS = 32;
+import { DEFAULT_SERVER_LIMITS, limitConnections } from '../server/limits.js';
 
 /** The APIs served, by key. */
 export const KAFKA_APIS: readonly KafkaApi[] = [
@@ -75,6 +73,10 @@ export interface KafkaListenerOptions {
    * broker is `--insecure`); once one exists, Kafka clients are refused (SASL is not served yet). @default none: no check
    */
   users?: Users;
+  /** Requests a connection may have waiting before reading pauses (as Kafka mutes a connection). @default 64 */
+  maxInFlightPerConnection?: number;
+  /** Connections open at once; one more is closed at once. @default 1024 */
+  maxConnections?: number;
   /** Serve TLS with these settings (`serve --tls-cert --tls-key [--tls-ca]`). @default none: plain TCP */
   tls?: ServerTls;
   /** @default the system clock */
@@ -109,10 +111,15 @@ export class KafkaListener {
     const server = options.tls ? tls.createServer(options.tls) : net.createServer();
     const listener = new KafkaListener(api, server, {
       host, port: options.port, advertisedHost: options.advertisedHost ?? host, advertisedPort: options.advertisedPort, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
-      idleTimeoutMs: options.idleTimeoutMs ?? 600_000,
+      idleTimeoutMs: options.idleTimeoutMs ?? 600_000, maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULT_SERVER_LIMITS.maxInFlightPerConnection,
+      maxConnections: options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections,
       clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, users: options.users,
     });
     server.on(options.tls ? 'secureConnection' : 'connection', (socket: net.Socket) => listener.serve(socket));
+    limitConnections(server, listener.options.maxConnections, (socket) => {
+      listener.options.logger.warn({ remoteAddress: socket.remoteAddress, maxConnections: listener.options.maxConnections }, 'connection refused: at the connection limit');
+      socket.destroy();
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port, host, () => resolve());
@@ -134,7 +141,7 @@ export class KafkaListener {
   /**
    * Serves one connection: its requests one at a time, answered in order. Backpressure: a response the socket
    * cannot take at once is waited for ('drain') before the next request is handled, and reading stops while
-   * {@link MAX_QUEUED_REQUESTS} requests wait (as Kafka mutes a connection), so a client that sends without
+   * `maxInFlightPerConnection` requests wait (as Kafka mutes a connection), so a client that sends without
    * reading holds a bounded amount of memory.
    */
   private serve(socket: net.Socket): void {
@@ -155,7 +162,7 @@ export class KafkaListener {
         drop((err as Error).message);
         return null;
       });
-      if (--queued < MAX_QUEUED_REQUESTS && socket.isPaused()) socket.resume();
+      if (--queued < this.options.maxInFlightPerConnection && socket.isPaused()) socket.resume();
       if (response === null || socket.destroyed) return;
       socket.cork();
       let flushed = true;
@@ -173,7 +180,7 @@ export class KafkaListener {
           return drop((err as Error).message, (err as OnelogError).context);
         }
         if (frame === null) return;
-        if (++queued >= MAX_QUEUED_REQUESTS) socket.pause();
+        if (++queued >= this.options.maxInFlightPerConnection) socket.pause();
         queue = queue.then(() => handle(frame));
       }
     });

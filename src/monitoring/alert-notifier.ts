@@ -9,6 +9,7 @@ import type { BackoffPolicy } from '../backoff.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import { postBatch } from '../delivery/webhook-post.js';
+import { OutboundPolicy } from '../security/outbound.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { AlertNotification, AlertSink } from '../protocol/monitoring-api.js';
@@ -22,9 +23,13 @@ export interface AlertNotifierOptions {
   timeoutMs?: number;
   /** Notifications waiting per sink before the oldest is dropped. @default 10000 */
   maxQueued?: number;
+  /** Where sinks may be (`serve --webhook-deny-private`). @default any http(s) URL */
+  outbound?: OutboundPolicy;
 }
 
-const DEFAULTS: Required<AlertNotifierOptions> = { backoff: { initialMs: 1000, maxMs: 60_000 }, timeoutMs: 10_000, maxQueued: 10_000 };
+const DEFAULTS: Required<AlertNotifierOptions> = {
+  backoff: { initialMs: 1000, maxMs: 60_000 }, timeoutMs: 10_000, maxQueued: 10_000, outbound: new OutboundPolicy(),
+};
 
 interface SinkQueue {
   sink: AlertSink;
@@ -53,18 +58,11 @@ export class AlertNotifier {
 
   /**
    * Adds a sink (or answers the one already added for `url`); it gets the events from now on.
-   * @throws OnelogError `INVALID_REQUEST` unless `url` is an absolute http(s) URL
+   * @throws OnelogError `INVALID_REQUEST` unless `url` is an absolute http(s) URL, `FORBIDDEN` for a private address
+   *   when the outbound policy refuses them
    */
   async addSink(url: string): Promise<AlertSink> {
-    let parsed: URL | null = null;
-    try {
-      parsed = new URL(url);
-    } catch {
-      parsed = null;
-    }
-    if (typeof url !== 'string' || parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-      throw new OnelogError('INVALID_REQUEST', `an alert sink must be an absolute http:// or https:// URL, got ${JSON.stringify(url)}`, { url });
-    }
+    this.options.outbound.check(url, 'url');
     const sink = await this.catalog.addAlertSink(url, this.clock.now());
     if (!this.sinks.has(sink.id)) this.sinks.set(sink.id, newQueue(sink));
     return redacted(sink);
@@ -119,7 +117,7 @@ export class AlertNotifier {
       const ctrl = new AbortController();
       const onStop = () => ctrl.abort();
       q.stop.signal.addEventListener('abort', onStop, { once: true });
-      const outcome = await postBatch(q.sink.url, JSON.stringify(next), { 'onelog-alert-id': String(next.alert.id) }, this.options.timeoutMs, ctrl);
+      const outcome = await postBatch(q.sink.url, JSON.stringify(next), { 'onelog-alert-id': String(next.alert.id) }, this.options.timeoutMs, ctrl, this.options.outbound);
       q.stop.signal.removeEventListener('abort', onStop);
       if (outcome.ok) {
         if (q.queue[0] === next) q.queue.shift();

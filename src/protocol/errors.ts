@@ -52,6 +52,7 @@ export const ERRORS = {
   UNAUTHENTICATED: { wireCode: 1013, httpStatus: 401, retriable: false },
   FORBIDDEN: { wireCode: 1014, httpStatus: 403, retriable: false },
   ALREADY_EXISTS: { wireCode: 1015, httpStatus: 409, retriable: false },
+  RATE_LIMITED: { wireCode: 1016, httpStatus: 429, retriable: true },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 

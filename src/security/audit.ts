@@ -9,6 +9,7 @@ import type { AuditEntry } from '../protocol/api.js';
 import type { Clock } from '../clock.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
+import { principalName } from './principal.js';
 import type { Principal } from './principal.js';
 
 /** A request's path parameters, query and body, merged. */
@@ -43,11 +44,6 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'POST /acls': { action: 'acl-add', target: acl },
   'DELETE /acls': { action: 'acl-remove', target: acl },
 };
-
-/** The name an audit entry gives a principal. */
-export function principalName(p: Principal): string {
-  return p.user ?? 'anonymous';
-}
 
 export class Audit {
   constructor(private readonly catalog: Catalog, private readonly clock: Clock) {}

@@ -1,2 +1,7 @@
 /** Who a request comes from: a user, or (protected mode, no user exists) the loopback client, an admin. */
 export type Principal = { user: string; admin: boolean } | { user: null; admin: true };
+
+/** The name audit entries and quotas give a principal: the user, or `anonymous`. */
+export function principalName(p: Principal): string {
+  return p.user ?? 'anonymous';
+}

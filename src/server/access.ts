@@ -9,7 +9,9 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { OnelogError } from '../protocol/errors.js';
 import type { Acls } from '../security/acls.js';
+import type { Quotas } from '../security/quotas.js';
 import { authorize, filterAnswer, PERMISSIONS } from '../security/permissions.js';
+import { principalName } from '../security/principal.js';
 import type { Principal } from '../security/principal.js';
 import type { Users } from '../security/users.js';
 
@@ -75,6 +77,16 @@ export function registerAccessControl(app: FastifyInstance, { users, acls }: Acc
   app.addHook('preSerialization', async (request, _reply, payload: unknown) => {
     const key = routeKey(request);
     return key === undefined ? payload : filterAnswer(acls, principalOf(request), key, payload);
+  });
+}
+
+/** Holds every request but the public ones to its principal's quotas (register after {@link registerAccessControl}). */
+export function registerQuotas(app: FastifyInstance, quotas: Quotas): void {
+  app.addHook('onRequest', async (request) => {
+    const key = routeKey(request);
+    if (key !== undefined && PERMISSIONS[key]?.needs === 'public') return;
+    const produced = key === 'POST /topics/:topic/records' ? Number(request.headers['content-length'] ?? 0) : 0;
+    quotas.take(principalName(principalOf(request)), produced);
   });
 }
 

@@ -13,9 +13,10 @@ import type { BinaryDataApi, FetchRequest } from '../protocol/api.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { resourceExhausted } from '../storage/storage-errors.js';
-import type { Acls } from '../security/acls.js';
 import { authorize } from '../security/permissions.js';
+import { principalName } from '../security/principal.js';
 import type { Principal } from '../security/principal.js';
+import type { SocketChecks } from './limits.js';
 
 /** The data sockets of one server. */
 export interface DataSockets {
@@ -27,28 +28,49 @@ export interface DataSockets {
 /** The request frames, by the name the permission table gives them (`WS /data produce`). */
 export const DATA_REQUEST_FRAMES = { produce: FRAME_KIND.PRODUCE, fetch: FRAME_KIND.FETCH } as const;
 
-/** Largest frame accepted, bytes. */
-const MAX_FRAME_BYTES = 16 * 1024 * 1024;
-
 /**
  * The binary data path over `api`.
- * @param acls every frame is authorized against them (the permission table's `WS /data produce|fetch`); none: no checks
+ * @param checks every frame is authorized against the ACLs (the permission table's `WS /data produce|fetch`) and
+ *   held to the principal's quotas; a frame above `limits.maxFrameBytes` closes the socket (1009); with
+ *   `limits.maxInFlightPerConnection` requests unanswered, reading pauses until one is
  */
-export function dataSockets(api: BinaryDataApi, acls?: Acls): DataSockets {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: SocketChecks): DataSockets {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes });
   wss.on('connection', (ws: WebSocket, principal: Principal) => {
+    // Requests past the in-flight limit wait here, reading paused; at most what one read held.
+    const waiting: Buffer[] = [];
+    let inFlight = 0;
+    const answered = () => {
+      inFlight--;
+      while (waiting.length > 0 && inFlight < limits.maxInFlightPerConnection) handle(waiting.shift()!);
+      if (waiting.length === 0 && ws.isPaused) ws.resume();
+    };
+    // A frame above maxPayload: ws closes the socket with 1009 and reports it here.
+    ws.on('error', () => undefined);
     ws.on('message', (data, isBinary) => {
       if (!isBinary) {
         ws.close(1003, 'the data path takes binary frames');
         return;
       }
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      if (inFlight < limits.maxInFlightPerConnection) handle(bytes);
+      else {
+        waiting.push(bytes);
+        ws.pause();
+      }
+    });
+
+    function handle(bytes: Buffer): void {
+      inFlight++;
       let requestId = 0;
       void (async () => {
         try {
           const frame = decodeFrame(bytes);
           requestId = frame.requestId;
-          const check = (kind: keyof typeof DATA_REQUEST_FRAMES) => acls && authorize(acls, principal, `WS /data ${kind}`, { body: frame.json });
+          const check = (kind: keyof typeof DATA_REQUEST_FRAMES) => {
+            if (acls) authorize(acls, principal, `WS /data ${kind}`, { body: frame.json });
+            if (quotas?.limited) quotas.take(principalName(principal), kind === 'produce' ? frame.payload.length : 0);
+          };
           if (frame.kind === DATA_REQUEST_FRAMES.produce) {
             check('produce');
             const { topic, batches } = frame.json as { topic: string; batches: Array<{ partition: number; bytes: number }> };
@@ -75,9 +97,11 @@ export function dataSockets(api: BinaryDataApi, acls?: Acls): DataSockets {
           const e = err instanceof OnelogError ? err
             : resourceExhausted(err, 'the request') ?? new OnelogError('INTERNAL_ERROR', (err as Error).message);
           if (ws.readyState === ws.OPEN) ws.send(encodeFrame(FRAME_KIND.ERROR, requestId, e.toJSON()));
+        } finally {
+          answered();
         }
       })();
-    });
+    }
   });
   return {
     upgrade: (request, socket, head, principal) => {

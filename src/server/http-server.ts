@@ -21,17 +21,22 @@ import { registerMetricsRoutes } from './routes/metrics.js';
 import { consoleRoutes } from './routes/console.js';
 import { registerUserRoutes } from './routes/users.js';
 import { registerAclRoutes } from './routes/acls.js';
-import { authenticateUpgrade, LOOPBACK_ADMIN, registerAccessControl } from './access.js';
+import { authenticateUpgrade, LOOPBACK_ADMIN, registerAccessControl, registerQuotas } from './access.js';
 import type { Access } from './access.js';
 import type { ServerTls } from '../security/tls.js';
+import type { Quotas } from '../security/quotas.js';
+import { DEFAULT_SERVER_LIMITS, limitConnections, refuseHttpConnection } from './limits.js';
+import type { ServerLimits } from './limits.js';
 import type { Audit } from '../security/audit.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import type { BrokerMetrics } from '../monitoring/metrics.js';
 
 /** Options of the HTTP server. */
 export interface HttpServerOptions {
-  /** Largest request body, bytes. @default 67108864 (64 MiB) */
-  bodyLimitBytes?: number;
+  /** Body, frame, connection and in-flight limits. @default {@link DEFAULT_SERVER_LIMITS} */
+  limits?: Partial<ServerLimits>;
+  /** Per-principal rates every request and data-path frame is held to. @default none: unlimited */
+  quotas?: Quotas;
   /** A pino logger for request logs. @default none (no request logging) */
   logger?: FastifyBaseLogger;
   /** The broker's metrics, served at `GET /metrics`. @default none (no /metrics route) */
@@ -53,10 +58,11 @@ export interface HttpServerOptions {
  * `app.inject()` to test.
  */
 export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}): FastifyInstance {
+  const limits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
   const app = Fastify({
     ...(options.tls ? { https: options.tls } : {}),
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
-    bodyLimit: options.bodyLimitBytes ?? 64 * 1024 * 1024,
+    bodyLimit: limits.maxBodyBytes,
     // Names travel in the path: topic names up to 249 characters (Kafka's limit), group ids longer, percent-encoded.
     routerOptions: { maxParamLength: 4096 },
     ajv: { customOptions: { coerceTypes: false, allErrors: false, allowUnionTypes: true, removeAdditional: false } },
@@ -74,11 +80,13 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     void reply.status(e.httpStatus).send(e.toJSON());
   });
 
+  limitConnections(app.server, limits.maxConnections, refuseHttpConnection(limits.maxConnections));
   if (options.access) {
     registerAccessControl(app, options.access);
     registerUserRoutes(app, options.access.users);
     registerAclRoutes(app, options.access.acls);
   }
+  if (options.quotas?.limited) registerQuotas(app, options.quotas);
   if (options.audit) registerAuditRoutes(app, options.audit);
   app.get('/health', async () => ({ status: 'ok' }));
 
@@ -91,8 +99,9 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
   // WebSockets: push streams (and their counters: what each session holds) and the binary data path
   // (docs/delivery.md). Any other upgrade is answered 404.
-  const push = pushSockets(api, options.access?.acls);
-  const data = isBinaryDataApi(api) ? dataSockets(api, options.access?.acls) : null;
+  const sockets = { acls: options.access?.acls, quotas: options.quotas, limits };
+  const push = pushSockets(api, sockets);
+  const data = isBinaryDataApi(api) ? dataSockets(api, sockets) : null;
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const principal = options.access ? authenticateUpgrade(options.access.users, request, socket) : LOOPBACK_ADMIN;
     if (principal === null) return;

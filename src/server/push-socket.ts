@@ -22,9 +22,9 @@ import { PushSession } from '../delivery/push-session.js';
 import type { PushStats, PushSubscribe } from '../delivery/push-session.js';
 import type { OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { Acls } from '../security/acls.js';
 import { authorize } from '../security/permissions.js';
 import type { Principal } from '../security/principal.js';
+import type { SocketChecks } from './limits.js';
 
 const STREAM_PATH = /^\/groups\/([^/?]+)\/stream(?:\?.*)?$/;
 
@@ -43,10 +43,11 @@ export const PUSH_FRAME_TYPES: readonly string[] = ['subscribe', 'credit', 'ack'
 
 /**
  * Push streams over `api` (the server routes upgrades to {@link PushSockets.upgrade}).
- * @param acls every frame is authorized against them (the permission table's `WS /groups/:groupId/stream TYPE`); none: no checks
+ * @param checks every frame is authorized against the ACLs (the permission table's `WS /groups/:groupId/stream TYPE`);
+ *   a frame above `limits.maxFrameBytes` closes the socket (1009). Quotas do not apply: credits bound the stream.
  */
-export function pushSockets(api: OnelogApi, acls?: Acls): PushSockets {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+export function pushSockets(api: OnelogApi, { acls, limits }: SocketChecks): PushSockets {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes });
   const sessions = new Map<WebSocket, { groupId: string; session: PushSession | null }>();
 
   function serve(ws: WebSocket, groupId: string, principal: Principal): void {
@@ -57,6 +58,8 @@ export function pushSockets(api: OnelogApi, acls?: Acls): PushSockets {
       ws.send(JSON.stringify({ type: 'error', ...e.toJSON() }));
       if (fatal) ws.close(1008, e.code);
     };
+    // A frame above maxPayload: ws closes the socket with 1009 and reports it here.
+    ws.on('error', () => undefined);
     ws.on('message', (data, isBinary) => {
       try {
         if (isBinary) throw new OnelogError('INVALID_REQUEST', 'send JSON text frames: subscribe, credit, ack, nack');

@@ -6,7 +6,9 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach } from 'vitest';
 import { Broker } from '../../src/broker.js';
+import type { BrokerOptions } from '../../src/broker.js';
 import { createHttpServer } from '../../src/server/http-server.js';
+import type { HttpServerOptions } from '../../src/server/http-server.js';
 import { tmpDir } from './tmp.js';
 
 export interface SecuredBroker {
@@ -20,11 +22,18 @@ export interface SecuredBroker {
 
 const running = new Set<SecuredBroker>();
 
-/** Opens a broker on `dataDir` (default: a fresh one) and serves it. `insecure`: as `serve --insecure`. */
-export async function serveSecured(options: { dataDir?: string; insecure?: boolean } = {}): Promise<SecuredBroker> {
+/**
+ * Opens a broker on `dataDir` (default: a fresh one) and serves it. `insecure`: as `serve --insecure`; `broker` and
+ * `server`: more options of each (limits, quotas, a clock).
+ */
+export async function serveSecured(options: {
+  dataDir?: string; insecure?: boolean; broker?: Partial<BrokerOptions>; server?: HttpServerOptions;
+} = {}): Promise<SecuredBroker> {
   const dataDir = options.dataDir ?? tmpDir();
-  const broker = await Broker.open({ dataDir, insecure: options.insecure ?? false });
-  const app = createHttpServer(broker, { access: { users: broker.users, acls: broker.acls }, audit: broker.audit, metrics: broker.metrics });
+  const broker = await Broker.open({ ...options.broker, dataDir, insecure: options.insecure ?? false });
+  const app = createHttpServer(broker, {
+    access: { users: broker.users, acls: broker.acls }, audit: broker.audit, metrics: broker.metrics, ...options.server,
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const served: SecuredBroker = {
     broker, app, dataDir, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,

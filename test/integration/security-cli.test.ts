@@ -1,7 +1,7 @@
 /**
- * `onelog users` and `--token` as a user runs them against `onelog serve`: the first user from loopback, its token
- * printed once; commands without a token refused with UNAUTHENTICATED; `serve` refuses a non-loopback --host while
- * no user exists. Needs the build.
+ * `onelog users`, `onelog acls` and `--token` as a user runs them against `onelog serve`: the first user from
+ * loopback, its token printed once; commands without a token refused with UNAUTHENTICATED; ACLs deciding what a
+ * user may do; `serve` refuses a non-loopback --host while no user exists; serve's limit and quota flags. Needs the build.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, startServer } from '../helpers/processes.js';
@@ -65,6 +65,18 @@ describe('onelog users', () => {
     const badOp = await runCli(server.url, ['--token', token, 'acls', 'add', '--principal', 'loader', '--topic', 't', '--operation', 'steal']);
     expect(badOp.stderr).toContain('INVALID_REQUEST');
     expect((await runCli(server.url, ['--token', loader, 'acls', 'list'])).stderr).toContain('FORBIDDEN');
+  });
+
+  it('serve takes its limits and quotas from flags', async () => {
+    server = await startServer(tmpDir(), { args: ['--max-records-per-request', '2', '--max-record-bytes', '2048', '--quota-requests-per-sec', '1000'] });
+    await runCli(server.url, ['topics', 'create', 'edits', '--partitions', '1']);
+    const three = await runCli(server.url, ['produce', 'edits'], Buffer.from('{"value":"a"}\n{"value":"b"}\n{"value":"c"}\n'));
+    expect(three.stderr).toContain('REQUEST_TOO_LARGE');
+    const big = await runCli(server.url, ['produce', 'edits'], Buffer.from(`${JSON.stringify({ value: 'x'.repeat(4000) })}\n`));
+    expect(big.stderr).toContain('RECORD_TOO_LARGE');
+    expect((await runCli(server.url, ['produce', 'edits'], Buffer.from('{"value":"a"}\n{"value":"b"}\n'))).code).toBe(0);
+    const bad = await runCli('http://127.0.0.1:1', ['serve', '--data-dir', tmpDir(), '--port', '0', '--max-connections', '0']);
+    expect(bad.stderr).toContain('--max-connections must be an integer >= 1');
   });
 
   it('serve refuses a non-loopback --host while no user exists, saying what to do', async () => {

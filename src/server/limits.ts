@@ -1,0 +1,73 @@
+/**
+ * Limits of the broker's listeners (docs/security.md), each with a clear answer when reached: request bodies
+ * (`REQUEST_TOO_LARGE`, 413), WebSocket frames (the socket is closed with 1009, "message too big"), open
+ * connections (an HTTP client is answered `RESOURCE_EXHAUSTED`, 503, `resource: connections`, and closed; a Kafka
+ * client is closed), and requests in flight on one connection (reading pauses until answers go out, as Kafka mutes
+ * a connection: memory stays bounded and nothing fails). Records per request and record bytes are the broker's
+ * (BrokerOptions); rates per principal are {@link Quotas}.
+ */
+import net from 'node:net';
+import tls from 'node:tls';
+import { OnelogError } from '../protocol/errors.js';
+import type { Acls } from '../security/acls.js';
+import type { Quotas } from '../security/quotas.js';
+
+export interface ServerLimits {
+  /** Largest HTTP request body, bytes. @default 67108864 (64 MiB) */
+  maxBodyBytes: number;
+  /** Largest WebSocket frame a client may send (push streams, the data path), bytes. @default 16777216 (16 MiB) */
+  maxFrameBytes: number;
+  /** Connections open at once, per listener. @default 1024 */
+  maxConnections: number;
+  /** Requests a data socket or Kafka connection has in flight before reading pauses. @default 64 */
+  maxInFlightPerConnection: number;
+}
+
+/** What the WebSocket servers check: ACLs and quotas (none: no checks) and the limits. */
+export interface SocketChecks {
+  acls?: Acls | undefined;
+  quotas?: Quotas | undefined;
+  limits: ServerLimits;
+}
+
+export const DEFAULT_SERVER_LIMITS: Readonly<ServerLimits> = {
+  maxBodyBytes: 64 * 1024 * 1024,
+  maxFrameBytes: 16 * 1024 * 1024,
+  maxConnections: 1024,
+  maxInFlightPerConnection: 64,
+};
+
+/**
+ * Holds `server` to `max` open connections: beyond it, `refuse` gets the socket instead of the server. Call once
+ * the server's own connection listeners are installed (it wraps them); for a TLS server the count is of
+ * connections past their handshake.
+ */
+export function limitConnections(server: net.Server, max: number, refuse: (socket: net.Socket) => void): void {
+  const event = server instanceof tls.Server ? 'secureConnection' : 'connection';
+  const listeners = server.listeners(event) as Array<(socket: net.Socket) => void>;
+  server.removeAllListeners(event);
+  let open = 0;
+  server.on(event, (socket: net.Socket) => {
+    if (open >= max) {
+      refuse(socket);
+      return;
+    }
+    open++;
+    socket.once('close', () => open--);
+    for (const listener of listeners) listener.call(server, socket);
+  });
+}
+
+/** Answers an HTTP client over the connection limit with `RESOURCE_EXHAUSTED` (503) and closes the connection. */
+export function refuseHttpConnection(max: number): (socket: net.Socket) => void {
+  const error = new OnelogError('RESOURCE_EXHAUSTED', `the server has ${max} connections open, its limit (serve --max-connections); retry later`,
+    { resource: 'connections', limit: max });
+  const body = JSON.stringify(error.toJSON());
+  const response = `HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return (socket) => {
+    socket.on('error', () => undefined);
+    socket.setTimeout(5_000, () => socket.destroy());
+    socket.resume(); // the request is not read
+    socket.end(response);
+  };
+}
