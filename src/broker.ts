@@ -354,6 +354,10 @@ export class Broker implements OnelogApi, BinaryDataApi {
   ): Promise<{ topic: string; partitions: P[]; generationId?: number; assignmentChanged?: boolean }> {
     this.checkOpen();
     const { topic, groupId, memberId } = request;
+    if (!Array.isArray(request.partitions) || !request.partitions.every((p) => p !== null && typeof p === 'object')) {
+      throw new OnelogError('INVALID_REQUEST', 'a fetch names its partitions: [{ partition, offset }]', { topic });
+    }
+    if (groupId !== undefined) checkGroupId(groupId);
     if (memberId !== undefined && groupId === undefined) {
       throw new OnelogError('INVALID_REQUEST', 'a fetch with memberId needs its groupId', { memberId });
     }

@@ -17,7 +17,7 @@ export interface ErrorSpec {
 /** Every error code onelog reports. */
 export const ERRORS = {
   OFFSET_OUT_OF_RANGE: { wireCode: 1, httpStatus: 409, retriable: false },
-  CORRUPT_MESSAGE: { wireCode: 2, httpStatus: 500, retriable: false },
+  CORRUPT_MESSAGE: { wireCode: 2, httpStatus: 400, retriable: false },
   UNKNOWN_TOPIC: { wireCode: 3, httpStatus: 404, retriable: false },
   UNKNOWN_PARTITION: { wireCode: 1003, httpStatus: 404, retriable: false },
   RECORD_TOO_LARGE: { wireCode: 10, httpStatus: 413, retriable: false },

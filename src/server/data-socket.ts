@@ -74,7 +74,9 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: Socket
           if (frame.kind === DATA_REQUEST_FRAMES.produce) {
             check('produce');
             const { topic, batches } = frame.json as { topic: string; batches: Array<{ partition: number; bytes: number }> };
-            if (!Array.isArray(batches)) throw new OnelogError('INVALID_REQUEST', 'a produce frame names its batches: { topic, batches: [{ partition, bytes }] }');
+            if (!Array.isArray(batches) || !batches.every((b) => b !== null && typeof b === 'object' && Number.isSafeInteger(b.bytes) && b.bytes >= 0)) {
+              throw new OnelogError('INVALID_REQUEST', 'a produce frame names its batches: { topic, batches: [{ partition, bytes }] }, bytes a count >= 0');
+            }
             let pos = 0;
             const parts = batches.map(({ partition, bytes }) => {
               const batch = frame.payload.subarray(pos, pos + bytes);
