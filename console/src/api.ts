@@ -1,6 +1,7 @@
 /**
  * The console talks to the broker through the same HTTP API as every client (docs/http-api.md), on the origin
- * that served it.
+ * that served it. Once the broker has users, it sends the token the user gave (kept in this tab's sessionStorage
+ * only); an UNAUTHENTICATED answer asks for one ({@link TOKEN_NEEDED}).
  */
 import type {
   DeadLetterList, GroupAlert, GroupDescription, GroupHistory, GroupSummary, RedriveResult, TopicDescription, TopicSummary,
@@ -15,11 +16,23 @@ export class ApiError extends Error {
   }
 }
 
+const TOKEN_KEY = 'onelog-token';
+/** The window event sent when the broker asks for a token (401). */
+export const TOKEN_NEEDED = 'onelog-token-needed';
+
+/** The token this tab uses, if any. */
+export const token = {
+  get: (): string | null => sessionStorage.getItem(TOKEN_KEY),
+  set: (value: string | null): void => (value ? sessionStorage.setItem(TOKEN_KEY, value) : sessionStorage.removeItem(TOKEN_KEY)),
+};
+
 async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-  const res = await fetch(path, {
-    method, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-  });
+  const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
+  const bearer = token.get();
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
+  const res = await fetch(path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   const json = (await res.json()) as T & { code?: string; message?: string };
+  if (res.status === 401) dispatchEvent(new Event(TOKEN_NEEDED));
   if (!res.ok) throw new ApiError(json.code ?? 'ERROR', json.message ?? res.statusText);
   return json;
 }

@@ -7,6 +7,7 @@ import { html } from 'htm/preact';
 import { render } from 'preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { token, TOKEN_NEEDED } from './api.js';
 import { AlertsPage } from './pages/alerts.js';
 import { GroupPage, GroupsPage } from './pages/groups.js';
 import { TopicPage, TopicsPage } from './pages/topics.js';
@@ -23,18 +24,44 @@ function route(hash: string): VNode {
   return html`<${TopicsPage} />`;
 }
 
+/** Asks for a user's token once the broker answers 401 (docs/security.md); keeps it for this tab only. */
+function TokenForm(): VNode {
+  const [value, setValue] = useState('');
+  const submit = (e: Event) => {
+    e.preventDefault();
+    token.set(value.trim());
+    location.reload();
+  };
+  return html`<form id="token-form" onSubmit=${submit}>
+    <p>This broker has users: give a user's token (<code>onelog users create NAME</code> prints one).</p>
+    <input id="token" type="password" autocomplete="off" placeholder="onelog_..." value=${value} onInput=${(e: Event) => setValue((e.target as HTMLInputElement).value)} />
+    <button type="submit">Use token</button>
+  </form>`;
+}
+
 function App(): VNode {
   const [hash, setHash] = useState(location.hash);
+  const [needsToken, setNeedsToken] = useState(false);
   useEffect(() => {
     const onChange = () => setHash(location.hash);
+    const onTokenNeeded = () => setNeedsToken(true);
     addEventListener('hashchange', onChange);
-    return () => removeEventListener('hashchange', onChange);
+    addEventListener(TOKEN_NEEDED, onTokenNeeded);
+    return () => {
+      removeEventListener('hashchange', onChange);
+      removeEventListener(TOKEN_NEEDED, onTokenNeeded);
+    };
   }, []);
+  const signOut = () => {
+    token.set(null);
+    location.reload();
+  };
   return html`<header>
       <b>onelog</b>
-      <nav><a href="#/topics">Topics</a> <a href="#/groups">Groups</a> <a href="#/alerts">Alerts</a> <a href="/metrics">Metrics</a></nav>
+      <nav><a href="#/topics">Topics</a> <a href="#/groups">Groups</a> <a href="#/alerts">Alerts</a> <a href="/metrics">Metrics</a>
+        ${token.get() ? html` <a href="#" id="sign-out" onClick=${signOut}>Forget token</a>` : null}</nav>
     </header>
-    <main>${route(hash)}</main>`;
+    <main>${needsToken ? html`<${TokenForm} />` : route(hash)}</main>`;
 }
 
 render(html`<${App} />`, document.getElementById('app')!);

@@ -13,7 +13,7 @@ import type { AlertSink, GroupAlert, HealthSettings } from '../protocol/monitori
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { migrations } from './migrations.js';
-import type { AclsTable, CatalogSchema, GroupAlertsTable, SubscriptionsTable, TopicsTable } from './schema.js';
+import type { AclsTable, UsersTable, CatalogSchema, GroupAlertsTable, SubscriptionsTable, TopicsTable } from './schema.js';
 
 /** A topic as the catalog keeps it: its partition count and settings. */
 export interface TopicRecord extends TopicConfig {
@@ -239,7 +239,7 @@ export class Catalog {
       const first = (await tx.selectFrom('users').select('name').limit(1).execute()).length === 0;
       const inserted = await tx.insertInto('users').values({
         name: user.name, admin: user.admin || first ? 1 : 0, token_id: user.tokenId, token_salt: user.tokenSalt, token_hash: user.tokenHash,
-        created_at: user.createdAt, rotated_at: null,
+        token_scram: user.tokenScram, created_at: user.createdAt, rotated_at: null,
       }).onConflict((oc) => oc.column('name').doNothing()).executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows === 0n) throw new OnelogError('ALREADY_EXISTS', `user ${user.name} already exists`, { user: user.name });
       return { ...user, admin: user.admin || first, rotatedAt: null };
@@ -285,8 +285,8 @@ export class Catalog {
   }
 
   /** Replaces a user's token. @returns the user, or undefined if there is none of that name */
-  async replaceUserToken(name: string, token: Pick<UserRecord, 'tokenId' | 'tokenSalt' | 'tokenHash'>, at: number): Promise<UserRecord | undefined> {
-    await this.db.updateTable('users').set({ token_id: token.tokenId, token_salt: token.tokenSalt, token_hash: token.tokenHash, rotated_at: at })
+  async replaceUserToken(name: string, token: Pick<UserRecord, 'tokenId' | 'tokenSalt' | 'tokenHash' | 'tokenScram'>, at: number): Promise<UserRecord | undefined> {
+    await this.db.updateTable('users').set({ token_id: token.tokenId, token_salt: token.tokenSalt, token_hash: token.tokenHash, token_scram: token.tokenScram, rotated_at: at })
       .where('name', '=', name).execute();
     const row = await this.db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst();
     return row && toUser(row);
@@ -554,6 +554,8 @@ export interface UserRecord {
   tokenId: string;
   tokenSalt: string;
   tokenHash: string;
+  /** The token's SCRAM-SHA-256 credential (security/scram.ts); null for a user made before SCRAM was served. */
+  tokenScram: string | null;
   createdAt: number;
   rotatedAt: number | null;
 }
@@ -565,9 +567,9 @@ function aclRow(acl: AclBinding): AclsTable {
   };
 }
 
-function toUser(row: { name: string; admin: number; token_id: string; token_salt: string; token_hash: string; created_at: number | bigint; rotated_at: number | bigint | null }): UserRecord {
+function toUser(row: Selectable<UsersTable>): UserRecord {
   return {
-    name: row.name, admin: row.admin === 1, tokenId: row.token_id, tokenSalt: row.token_salt, tokenHash: row.token_hash,
+    name: row.name, admin: row.admin === 1, tokenId: row.token_id, tokenSalt: row.token_salt, tokenHash: row.token_hash, tokenScram: row.token_scram,
     createdAt: Number(row.created_at), rotatedAt: row.rotated_at === null ? null : Number(row.rotated_at),
   };
 }

@@ -222,4 +222,10 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0011-user-scram': {
+    // The SCRAM-SHA-256 credential of each user's token, for SASL on the Kafka listener (docs/security.md).
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('users').addColumn('token_scram', 'text').execute();
+    },
+  },
 };

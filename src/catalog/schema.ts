@@ -135,6 +135,7 @@ export interface UsersTable {
   token_id: string;
   token_salt: string;
   token_hash: string;
+  token_scram: string | null;
   created_at: number;
   rotated_at: number | null;
 }

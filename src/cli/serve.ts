@@ -120,13 +120,14 @@ async function serve(options: ServeOptions): Promise<void> {
     throw new OnelogError('FORBIDDEN', `refusing to listen on ${options.host}: no user exists, so anyone who reaches it could do anything. ` +
       'Start on 127.0.0.1, create the first user (onelog users create NAME; it is an admin) and start again, or pass --insecure', { host: options.host });
   }
+  const quotas = new Quotas(systemClock, { requestsPerSec: options.quotaRequestsPerSec, produceBytesPerSec: options.quotaProduceBytesPerSec });
   const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, access: { users: broker.users, acls: broker.acls }, audit: broker.audit,
-    ...(tls ? { tls } : {}), limits, quotas: new Quotas(systemClock, { requestsPerSec: options.quotaRequestsPerSec, produceBytesPerSec: options.quotaProduceBytesPerSec }),
+    ...(tls ? { tls } : {}), limits, quotas,
   });
   const address = await app.listen({ port: options.port, host: options.host });
   const kafka = options.kafkaPort === undefined ? null
-    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, ...(tls ? { tls } : {}),
-      maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection,
+    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
+      maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection, quotas,
     });
   logger.info({ url: address, dataDir: options.dataDir, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
 

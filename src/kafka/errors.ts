@@ -65,7 +65,11 @@ export const KAFKA_ERROR = {
 
 /** The Kafka error code for `err` answered in `context` (-1, UNKNOWN_SERVER_ERROR, for anything not an OnelogError). */
 export function kafkaErrorCode(err: unknown, context: KafkaErrorContext = 'data'): number {
-  return err instanceof OnelogError ? kafkaCodeOf(err.code, context) : -1;
+  if (!(err instanceof OnelogError)) return -1;
+  // An ACL's refusal names its resource: TOPIC_ (29) or GROUP_AUTHORIZATION_FAILED (30), else CLUSTER_ (31).
+  if (err.code === 'FORBIDDEN' && err.context.resourceType === 'topic') return 29;
+  if (err.code === 'FORBIDDEN' && err.context.resourceType === 'group') return 30;
+  return kafkaCodeOf(err.code, context);
 }
 
 /** The Kafka error code for a registry code answered in `context` (-1 for a code not in the registry). */

@@ -18,7 +18,14 @@ import type { RequestHeader } from './codec/headers.js';
 import { decode, encode } from './codec/interpreter.js';
 import type { Struct } from './codec/interpreter.js';
 import { inRange } from './codec/schema.js';
-import type { KafkaApi, KafkaDataApi } from './apis/api.js';
+import type { KafkaApi, KafkaConnection, KafkaDataApi } from './apis/api.js';
+import { authorizedApi } from './authorized-api.js';
+import { authenticateStep, saslAuthenticate, saslHandshake } from './apis/sasl.js';
+import type { Acls } from '../security/acls.js';
+import type { Audit } from '../security/audit.js';
+import { LOOPBACK_ADMIN, principalName } from '../security/principal.js';
+import type { Quotas } from '../security/quotas.js';
+import type { Principal } from '../security/principal.js';
 import { apiVersions } from './apis/api-versions.js';
 import { metadata } from './apis/metadata.js';
 import { initProducerId, produce } from './apis/produce.js';
@@ -40,7 +47,11 @@ export const KAFKA_APIS: readonly KafkaApi[] = [
   apiVersions, metadata, produce, initProducerId, listOffsets, fetch, findCoordinator, offsetCommit, offsetFetch,
   joinGroup, syncGroup, heartbeat, leaveGroup,
   createTopics, deleteTopics, listGroups, describeGroups, deleteRecords, deleteGroups, describeConfigs, offsetForLeaderEpoch,
+  saslHandshake, saslAuthenticate,
 ];
+
+/** The requests a connection may send before SASL: the versions served and SASL itself. */
+const BEFORE_SASL = new Set([apiVersions.key, saslHandshake.key, saslAuthenticate.key]);
 
 /** Options of the listener. */
 export interface KafkaListenerOptions {
@@ -70,9 +81,19 @@ export interface KafkaListenerOptions {
   logger: Logger;
   /**
    * The users of the broker (docs/security.md): while none exists, only loopback clients are answered (unless the
-   * broker is `--insecure`); once one exists, Kafka clients are refused (SASL is not served yet). @default none: no check
+   * broker is `--insecure`); once one exists, a connection must authenticate with SASL (PLAIN or SCRAM-SHA-256)
+   * before any request but ApiVersions. @default none: no check
    */
   users?: Users;
+  /** What an authenticated principal may do (the permission table's `KAFKA` entries). @default none: anything */
+  acls?: Acls;
+  /** Where topic, group and record deletions are recorded with the principal. @default none */
+  audit?: Audit;
+  /**
+   * Per-principal rates: a request above them is answered late, once the principal's bucket allows it (as Kafka
+   * throttles a connection), never refused. @default none: unlimited
+   */
+  quotas?: Quotas;
   /** Requests a connection may have waiting before reading pauses (as Kafka mutes a connection). @default 64 */
   maxInFlightPerConnection?: number;
   /** Connections open at once; one more is closed at once. @default 1024 */
@@ -92,7 +113,8 @@ export class KafkaListener {
   private constructor(
     private readonly api: KafkaDataApi,
     private readonly server: net.Server,
-    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort' | 'users' | 'tls'>> & { advertisedHost: string; advertisedPort?: number; users?: Users },
+    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort' | 'users' | 'tls' | 'acls' | 'audit' | 'quotas'>> &
+      Pick<KafkaListenerOptions, 'users' | 'acls' | 'audit' | 'quotas'> & { advertisedHost: string; advertisedPort?: number },
   ) {
     this.members = new KafkaMembers(options.clock);
     this.apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
@@ -113,7 +135,7 @@ export class KafkaListener {
       host, port: options.port, advertisedHost: options.advertisedHost ?? host, advertisedPort: options.advertisedPort, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
       idleTimeoutMs: options.idleTimeoutMs ?? 600_000, maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULT_SERVER_LIMITS.maxInFlightPerConnection,
       maxConnections: options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections,
-      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, users: options.users,
+      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, users: options.users, acls: options.acls, audit: options.audit, quotas: options.quotas,
     });
     server.on(options.tls ? 'secureConnection' : 'connection', (socket: net.Socket) => listener.serve(socket));
     limitConnections(server, listener.options.maxConnections, (socket) => {
@@ -156,9 +178,10 @@ export class KafkaListener {
     };
     // Kafka's connections.max.idle.ms: a connection silent that long (or stuck in a partial frame) is closed.
     socket.setTimeout(this.options.idleTimeoutMs, () => drop('idle', { idleTimeoutMs: this.options.idleTimeoutMs, pendingBytes: frames.pending }));
+    const connection: KafkaConnection = { principal: null, mechanism: null, scram: null, bareTokens: false, closeAfterAnswer: false };
     const handle = async (frame: Buffer) => {
       if (socket.destroyed) return;
-      const response = await this.authenticated(socket).then(() => this.answer(frame)).catch((err: unknown) => {
+      const response = await this.answer(frame, connection, socket).catch((err: unknown) => {
         drop((err as Error).message);
         return null;
       });
@@ -168,7 +191,8 @@ export class KafkaListener {
       let flushed = true;
       for (const part of response) flushed = socket.write(part);
       socket.uncork();
-      if (!flushed) await new Promise((resolve) => { socket.once('drain', resolve); socket.once('close', resolve); });
+      if (connection.closeAfterAnswer) socket.end();
+      else if (!flushed) await new Promise((resolve) => { socket.once('drain', resolve); socket.once('close', resolve); });
     };
     socket.on('data', (chunk: Buffer) => {
       frames.push(chunk);
@@ -188,18 +212,29 @@ export class KafkaListener {
     socket.on('close', () => this.sockets.delete(socket));
   }
 
-  /** @throws OnelogError `FORBIDDEN` in protected mode for a client not on loopback, `UNAUTHENTICATED` once users exist */
-  private async authenticated(socket: net.Socket): Promise<void> {
-    try {
-      this.options.users?.authenticate(undefined, socket.remoteAddress);
-    } catch (err) {
-      if ((err as OnelogError).code !== 'UNAUTHENTICATED') throw err;
-      throw new OnelogError('UNAUTHENTICATED', 'this broker has users: Kafka clients must authenticate, and SASL is not served yet', {});
-    }
+  /**
+   * Who sends a request of `apiKey` on `connection`: null before SASL for the requests that come before it.
+   * @throws OnelogError `FORBIDDEN` in protected mode for a client not on loopback, `UNAUTHENTICATED` for any other
+   *   request before SASL once users exist (the connection closes)
+   */
+  private principalOf(apiKey: number, connection: KafkaConnection, socket: net.Socket): Principal | null {
+    const { users } = this.options;
+    if (users === undefined) return LOOPBACK_ADMIN;
+    if (connection.principal !== null) return connection.principal;
+    if (!users.any) return users.authenticate(undefined, socket.remoteAddress);
+    if (BEFORE_SASL.has(apiKey)) return null;
+    throw new OnelogError('UNAUTHENTICATED', 'this broker has users: authenticate with SASL (PLAIN or SCRAM-SHA-256; the password is the user\'s token) first', {});
   }
 
   /** The response frame to a request frame, in parts, or null when none is due. @throws when the connection must close */
-  private async answer(frame: Buffer): Promise<Buffer[] | null> {
+  private async answer(frame: Buffer, connection: KafkaConnection, socket: net.Socket): Promise<Buffer[] | null> {
+    if (connection.bareTokens && connection.principal === null) {
+      // SASL after a SaslHandshake v0: a bare token in, a bare token out; a failure closes the connection.
+      const token = authenticateStep(connection, this.options.users, frame);
+      const size = Buffer.alloc(4);
+      size.writeInt32BE(token.length, 0);
+      return [size, token];
+    }
     const r = new ByteReader(frame);
     const header = readRequestHeader(r);
     const api = this.apis.get(header.apiKey);
@@ -211,10 +246,27 @@ export class KafkaListener {
     const flexible = inRange(api.request.flexible, header.apiVersion);
     if (flexible) skipHeaderTags(r);
     const request = decode(api.request, header.apiVersion, r);
+    const principal = this.principalOf(header.apiKey, connection, socket);
+    if (principal !== null) await this.throttle(principal, header.apiKey === produce.key ? frame.length : 0);
     const response = await api.handle(request, {
-      api: this.api, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, apis: [...this.apis.values()], members: this.members,
+      api: principal === null ? this.api : authorizedApi(this.api, principal, this.options), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, apis: [...this.apis.values()], members: this.members,
     });
     return response === null ? null : this.frame(header, api, response);
+  }
+
+  /** Waits until `principal`'s quotas let a request (of `producedBytes`) through. */
+  private async throttle(principal: Principal, producedBytes: number): Promise<void> {
+    const { quotas, clock } = this.options;
+    if (!quotas?.limited) return;
+    for (;;) {
+      try {
+        quotas.take(principalName(principal), producedBytes);
+        return;
+      } catch (err) {
+        if (!(err instanceof OnelogError) || err.code !== 'RATE_LIMITED') throw err;
+        await clock.sleep(err.context.retryAfterMs as number);
+      }
+    }
   }
 
   /** A response frame, in parts: record batches go out as the slices read from the log. */

@@ -43,6 +43,10 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'POST /users/:name/rotate': { action: 'user-rotate', target: user },
   'POST /acls': { action: 'acl-add', target: acl },
   'DELETE /acls': { action: 'acl-remove', target: acl },
+  // The same operations through the Kafka listener (DeleteTopics, DeleteGroups, DeleteRecords).
+  'KAFKA deleteTopic': { action: 'topic-delete', target: topic },
+  'KAFKA deleteGroup': { action: 'group-delete', target: group },
+  'KAFKA deleteRecords': { action: 'delete-records', target: topic },
 };
 
 export class Audit {

@@ -26,8 +26,13 @@ export interface Permission {
   needs: 'public' | 'user' | 'admin' | readonly Check[];
   /** The CLI commands (`topics create`) that use this route or frame. */
   cli?: readonly string[];
-  /** A list answer keeps only the items whose `resource` named by `key` the principal may describe. */
-  filter?: { field: string; resource: 'topic' | 'group'; key: string };
+  /** The Kafka APIs (`Produce`) whose handlers call this broker method (`KAFKA method` entries). */
+  kafka?: readonly string[];
+  /**
+   * A list answer keeps only the items whose `resource` named by `key` the principal may describe; `field`: where
+   * the list is in the answer (none: the answer is the list).
+   */
+  filter?: { field?: string; resource: 'topic' | 'group'; key: string };
 }
 
 /** What a request carries names in. For a WebSocket frame, `params` are the upgrade path's and `body` is the frame. */
@@ -39,6 +44,8 @@ export interface RequestParts {
 
 /** CLI commands that talk to no server. */
 export const LOCAL_COMMANDS: readonly string[] = ['serve'];
+/** Kafka APIs that reach no broker method: versions, SASL itself, where the coordinator is. */
+export const KAFKA_UNCHECKED: readonly string[] = ['ApiVersions', 'SaslHandshake', 'SaslAuthenticate', 'FindCoordinator'];
 
 const topic = (operation: Check['operation'], from = 'param.topic'): Check => ({ resource: 'topic', operation, from });
 const group = (operation: Check['operation'], from = 'param.groupId'): Check => ({ resource: 'group', operation, from });
@@ -108,6 +115,28 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   // The binary data path (docs/delivery.md).
   'WS /data produce': { needs: [topic('write', 'body.topic')] },
   'WS /data fetch': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')] },
+
+  // The Kafka listener (docs/kafka.md): once SASL names the principal, every broker method its handlers call.
+  'KAFKA produceBatches': { needs: [topic('write', 'body.topic')], kafka: ['Produce'] },
+  'KAFKA fetchBatches': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')], kafka: ['Fetch'] },
+  'KAFKA fetch': { needs: [topic('read', 'body.topic')], kafka: ['ListOffsets'] },
+  'KAFKA listTopics': { needs: 'user', filter: { resource: 'topic', key: 'topic' }, kafka: ['Metadata'] },
+  'KAFKA describeTopic': {
+    needs: [topic('describe', 'body.topic')], kafka: ['Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords'],
+  },
+  'KAFKA offsetForTimestamp': { needs: [topic('describe', 'body.topic')], kafka: ['ListOffsets'] },
+  'KAFKA createTopic': { needs: [topic('create', 'body.topic')], kafka: ['CreateTopics'] },
+  'KAFKA deleteTopic': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteTopics'] },
+  'KAFKA deleteRecords': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteRecords'] },
+  'KAFKA initProducerId': { needs: 'user', kafka: ['InitProducerId'] },
+  'KAFKA joinGroup': { needs: [group('read', 'body.groupId'), topic('read', 'body.topics[]')], kafka: ['JoinGroup'] },
+  'KAFKA heartbeat': { needs: [group('read', 'body.groupId')], kafka: ['JoinGroup', 'SyncGroup', 'Heartbeat'] },
+  'KAFKA leaveGroup': { needs: [group('read', 'body.groupId')], kafka: ['LeaveGroup'] },
+  'KAFKA commitOffsets': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['OffsetCommit'] },
+  'KAFKA committedOffsets': { needs: [group('describe', 'body.groupId')], filter: { resource: 'topic', key: 'topic' }, kafka: ['OffsetFetch'] },
+  'KAFKA describeGroup': { needs: [group('describe', 'body.groupId')], kafka: ['DescribeGroups'] },
+  'KAFKA listGroups': { needs: 'user', filter: { resource: 'group', key: 'groupId' }, kafka: ['ListGroups'] },
+  'KAFKA deleteGroup': { needs: [group('delete', 'body.groupId')], kafka: ['DeleteGroups'] },
 };
 
 /**
@@ -150,12 +179,10 @@ export function namesAt(from: string, parts: RequestParts): string[] {
 export function filterAnswer(acls: Acls, principal: Principal, key: string, payload: unknown): unknown {
   const filter = PERMISSIONS[key]?.filter;
   if (filter === undefined || payload === null || typeof payload !== 'object') return payload;
-  const items = (payload as Record<string, unknown>)[filter.field];
+  const items = filter.field === undefined ? payload : (payload as Record<string, unknown>)[filter.field];
   if (!Array.isArray(items)) return payload;
-  return {
-    ...payload,
-    [filter.field]: items.filter((item) => acls.allows(principal, filter.resource, String((item as Record<string, unknown>)[filter.key]), 'describe')),
-  };
+  const kept = items.filter((item) => acls.allows(principal, filter.resource, String((item as Record<string, unknown>)[filter.key]), 'describe'));
+  return filter.field === undefined ? kept : { ...payload, [filter.field]: kept };
 }
 
 /** The table as docs/security.md shows it (a test keeps the two equal). */
@@ -164,6 +191,7 @@ export function permissionsMarkdown(): string {
     if (typeof p.needs === 'string') return p.needs === 'user' ? `any user${p.filter ? `; lists only the ${p.filter.resource}s it may describe` : ''}` : p.needs;
     return p.needs.map((c) => `${c.operation} ${c.resource}${c.from ? ` (${c.from})` : ''}`).join(', ');
   };
-  const rows = Object.entries(PERMISSIONS).map(([key, p]) => `| \`${key}\` | ${needs(p)} | ${(p.cli ?? []).map((c) => `\`${c}\``).join(', ')} |`);
-  return ['| route or frame | needs | CLI |', '| --- | --- | --- |', ...rows].join('\n');
+  const used = (p: Permission) => [...(p.cli ?? []).map((c) => `\`onelog ${c}\``), ...(p.kafka ?? []).map((a) => `Kafka ${a}`)].join(', ');
+  const rows = Object.entries(PERMISSIONS).map(([key, p]) => `| \`${key}\` | ${needs(p)} | ${used(p)} |`);
+  return ['| route, frame or broker method | needs | used by |', '| --- | --- | --- |', ...rows].join('\n');
 }

@@ -5,12 +5,15 @@
  * keyed hash is enough (as GitHub stores its tokens): no password-stretching is needed to resist guessing.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { scramCredential } from './scram.js';
 
 /** What is stored of a token. */
 export interface StoredToken {
   tokenId: string;
   tokenSalt: string;
   tokenHash: string;
+  /** The SCRAM-SHA-256 credential of the token as a password (Kafka's SASL/SCRAM); null for users made before it. */
+  tokenScram: string | null;
 }
 
 const TOKEN = /^onelog_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
@@ -24,7 +27,8 @@ export function newToken(): { token: string; stored: StoredToken } {
   const tokenId = randomBytes(8).toString('hex');
   const secret = randomBytes(32).toString('base64url');
   const tokenSalt = randomBytes(16).toString('hex');
-  return { token: `onelog_${tokenId}_${secret}`, stored: { tokenId, tokenSalt, tokenHash: hash(tokenSalt, secret) } };
+  const token = `onelog_${tokenId}_${secret}`;
+  return { token, stored: { tokenId, tokenSalt, tokenHash: hash(tokenSalt, secret), tokenScram: scramCredential(token) } };
 }
 
 /** The id of a well-formed token, or null. */

@@ -13,6 +13,8 @@ import type { CreatedUser, UserSummary } from '../protocol/api.js';
 import type { Acls } from './acls.js';
 import type { Principal } from './principal.js';
 import { newToken, tokenIdOf, tokenMatches } from './tokens.js';
+import { parseScramCredential } from './scram.js';
+import type { ScramCredential } from './scram.js';
 
 
 const USER_NAME = /^[A-Za-z0-9._@-]{1,100}$/;
@@ -58,6 +60,31 @@ export class Users {
         : 'the bearer token is not valid (unknown, deleted or rotated)', {});
     }
     return { user: user.name, admin: user.admin };
+  }
+
+  /**
+   * SASL/PLAIN on the Kafka listener: the user's name and its token as the password.
+   * @throws OnelogError `UNAUTHENTICATED` unless `password` is `user`'s current token
+   */
+  authenticatePlain(user: string, password: string): Principal {
+    const record = this.byTokenId.get(tokenIdOf(password) ?? '');
+    if (record === undefined || record.name !== user || !tokenMatches(password, record)) {
+      throw new OnelogError('UNAUTHENTICATED', `SASL/PLAIN authentication failed for user ${user}: the password must be its current token`, {});
+    }
+    return { user: record.name, admin: record.admin };
+  }
+
+  /** A user's SCRAM-SHA-256 credential (SASL/SCRAM on the Kafka listener), or undefined (unknown user, or made before SCRAM). */
+  scramCredentialOf(user: string): ScramCredential | undefined {
+    const record = [...this.byTokenId.values()].find((u) => u.name === user);
+    return record?.tokenScram ? parseScramCredential(record.tokenScram) : undefined;
+  }
+
+  /** The principal of an existing user (after SCRAM proved who it is). @throws OnelogError `UNAUTHENTICATED` for a user deleted meanwhile */
+  principalOf(user: string): Principal {
+    const record = [...this.byTokenId.values()].find((u) => u.name === user);
+    if (record === undefined) throw new OnelogError('UNAUTHENTICATED', `there is no user ${user}`, {});
+    return { user: record.name, admin: record.admin };
   }
 
   /**

@@ -11,7 +11,7 @@ import { OnelogError } from '../protocol/errors.js';
 import type { Acls } from '../security/acls.js';
 import type { Quotas } from '../security/quotas.js';
 import { authorize, filterAnswer, PERMISSIONS } from '../security/permissions.js';
-import { principalName } from '../security/principal.js';
+import { LOOPBACK_ADMIN, principalName } from '../security/principal.js';
 import type { Principal } from '../security/principal.js';
 import type { Users } from '../security/users.js';
 
@@ -31,9 +31,6 @@ export interface Access {
   users: Users;
   acls: Acls;
 }
-
-/** Protected mode's principal: what a server without access control answers everyone as. */
-export const LOOPBACK_ADMIN: Principal = { user: null, admin: true };
 
 /** The request's principal ({@link LOOPBACK_ADMIN} on a server without access control). */
 export function principalOf(request: FastifyRequest): Principal {

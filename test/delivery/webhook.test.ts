@@ -157,6 +157,7 @@ describe('backoffMs', () => {
     expect([1, 2, 3, 4, 10, 11, 12, 1000].map((n) => backoffMs(n, options))).toEqual([100, 200, 400, 800, 51_200, 60_000, 60_000, 60_000]);
     expect(options).toEqual({
       ackTimeoutMs: 10_000, minBackoffMs: 100, maxBackoffMs: 60_000, maxRecords: 500, maxBytes: 1_048_576, maxWaitMs: 500, sessionTimeoutMs: 45_000,
+      outbound: expect.objectContaining({ denyPrivateAddresses: false }),
     });
     expect(() => resolveWebhookOptions({ minBackoffMs: 500, maxBackoffMs: 100 })).toThrow(/maxBackoffMs must be an integer from 500/);
   });

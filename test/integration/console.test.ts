@@ -108,4 +108,26 @@ describe('web console', () => {
     await page.screenshot({ path: path.join(OUTPUT, 'console-alerts.png'), fullPage: true });
     expect(errors).toEqual([]);
   });
+
+  it('asks for a token once the broker has users, and shows the data with it', async () => {
+    const secured = await startServer(tmpDir());
+    try {
+      const { token } = JSON.parse((await runCli(secured.url, ['users', 'create', 'ops', '--json'])).stdout) as { token: string };
+      await runCli(secured.url, ['--token', token, 'topics', 'create', 'private-edits', '--partitions', '1']);
+      const page = await browser.newPage();
+      await page.goto(`${secured.url}/#/topics`);
+      await page.locator('#token-form').waitFor();
+      expect(await page.locator('#topics').count()).toBe(0);
+      await page.locator('#token').fill('onelog_0000000000000000_wrong');
+      await page.locator('#token-form button').click();
+      await page.locator('#token-form').waitFor(); // a wrong token is asked again
+      await page.locator('#token').fill(token);
+      await page.locator('#token-form button').click();
+      await page.locator('#topics').waitFor();
+      expect(await page.locator('#topics').textContent()).toContain('private-edits');
+      await page.screenshot({ path: path.join(OUTPUT, 'console-token.png') });
+    } finally {
+      await secured.stop();
+    }
+  });
 });

@@ -5,7 +5,9 @@
  */
 import net from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { Quotas } from '../../src/security/quotas.js';
 import { Broker } from '../../src/broker.js';
 import { ByteReader, ByteWriter } from '../../src/kafka/codec/bytes.js';
 import { decode, encode } from '../../src/kafka/codec/interpreter.js';
@@ -106,13 +108,14 @@ describe('kafka listener', () => {
     expect((await broker.listTopics()).map((t) => t.topic).sort()).toEqual(['edits', 'pages']);
   });
 
-  it('advertises exactly the APIs and versions of the issue\'s table in ApiVersions v3', async () => {
+  it('advertises exactly the APIs and versions of the issue\'s table, and SASL\'s, in ApiVersions v3', async () => {
     const answer = await call(18, 3, apiVersionsRequest, apiVersionsResponse, { clientSoftwareName: 't', clientSoftwareVersion: '1' });
     const advertised = (answer.apiKeys as Array<{ apiKey: number; minVersion: number; maxVersion: number }>)
       .map((k) => [k.apiKey, k.minVersion, k.maxVersion]).sort((a, b) => a[0]! - b[0]!);
     expect(advertised).toEqual([
       [0, 3, 11], [1, 4, 12], [2, 1, 9], [3, 1, 9], [8, 2, 9], [9, 1, 9], [10, 0, 6], [11, 0, 9], [12, 0, 4], [13, 0, 5],
-      [14, 0, 5], [15, 0, 5], [16, 0, 5], [18, 0, 3], [19, 2, 7], [20, 1, 6], [21, 0, 2], [22, 0, 5], [23, 2, 4], [32, 1, 4], [42, 0, 2],
+      [14, 0, 5], [15, 0, 5], [16, 0, 5], [17, 0, 1], [18, 0, 3], [19, 2, 7], [20, 1, 6], [21, 0, 2], [22, 0, 5], [23, 2, 4], [32, 1, 4],
+      [36, 0, 2], [42, 0, 2],
     ]);
   });
 
@@ -302,5 +305,30 @@ describe('kafka listener', () => {
         { partitionIndex: 1, committedOffset: 4, committedLeaderEpoch: -1, metadata: '', errorCode: 0 },
       ] }],
     }]);
+  });
+
+  it('holds a principal above its request rate back (as Kafka throttles), answering once the bucket allows', async () => {
+    const clock = new ManualClock(1_000);
+    const throttled = await KafkaListener.start(broker, { port: 0, logger: silentLogger, clock, quotas: new Quotas(clock, { requestsPerSec: 2, produceBytesPerSec: 0 }) });
+    try {
+      const socket = net.connect(throttled.port, '127.0.0.1');
+      let answers = 0;
+      let pending = Buffer.alloc(0);
+      socket.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk]);
+        while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
+          answers++;
+          pending = pending.subarray(4 + pending.readInt32BE(0));
+        }
+      });
+      socket.write(Buffer.concat([request(18, 0, 1), request(18, 0, 2), request(18, 0, 3)]));
+      await vi.waitFor(() => expect(answers).toBe(2), { timeout: 5000, interval: 10 });
+      expect(answers).toBe(2); // the third waits on the clock
+      clock.advance(500);
+      await vi.waitFor(() => expect(answers).toBe(3), { timeout: 5000, interval: 10 });
+      socket.destroy();
+    } finally {
+      await throttled.close();
+    }
   });
 });

@@ -17,7 +17,8 @@ import { HttpApi } from '../../src/client/http-api.js';
 import { silentLogger } from '../../src/logger.js';
 import type { AclBinding } from '../../src/protocol/api.js';
 import { Acls } from '../../src/security/acls.js';
-import { LOCAL_COMMANDS, PERMISSIONS, permissionsMarkdown } from '../../src/security/permissions.js';
+import { KAFKA_UNCHECKED, LOCAL_COMMANDS, PERMISSIONS, permissionsMarkdown } from '../../src/security/permissions.js';
+import { KAFKA_APIS } from '../../src/kafka/listener.js';
 import { DATA_REQUEST_FRAMES } from '../../src/server/data-socket.js';
 import { createHttpServer } from '../../src/server/http-server.js';
 import { PUSH_FRAME_TYPES } from '../../src/server/push-socket.js';
@@ -46,7 +47,7 @@ function leafCommands(command: Command, prefix = ''): string[] {
 describe('the permission table', () => {
   it('lists every route of the server, every socket frame and every CLI command, and nothing else', async () => {
     const { app } = await serveSecured(); // listening: no route lacks an entry
-    const http = Object.keys(PERMISSIONS).filter((k) => !k.startsWith('WS ') && k !== 'GET /(console files)');
+    const http = Object.keys(PERMISSIONS).filter((k) => !/^(WS|KAFKA) /.test(k) && k !== 'GET /(console files)');
     for (const key of http) {
       const [method, url] = key.split(' ') as [string, string];
       expect(app.hasRoute({ method, url }), key).toBe(true);
@@ -56,6 +57,15 @@ describe('the permission table', () => {
       ...Object.keys(DATA_REQUEST_FRAMES).map((k) => `WS /data ${k}`),
     ];
     expect(Object.keys(PERMISSIONS).filter((k) => k.startsWith('WS ')).sort()).toEqual(frames.sort());
+
+    // Every Kafka API reaches the broker through methods the table lists, or through none.
+    const kafkaUses = new Set(Object.values(PERMISSIONS).flatMap((p) => p.kafka ?? []));
+    const apiNames = KAFKA_APIS.map((a) => a.name);
+    expect(apiNames.filter((n) => !kafkaUses.has(n) && !KAFKA_UNCHECKED.includes(n))).toEqual([]);
+    expect([...kafkaUses, ...KAFKA_UNCHECKED].filter((n) => !apiNames.includes(n))).toEqual([]);
+    const { broker } = await serveSecured();
+    const methods = Object.keys(PERMISSIONS).filter((k) => k.startsWith('KAFKA ')).map((k) => k.slice(6));
+    expect(methods.filter((m) => typeof (broker as unknown as Record<string, unknown>)[m] !== 'function')).toEqual([]);
 
     const commands = leafCommands(buildProgram());
     const mapped = new Set(Object.values(PERMISSIONS).flatMap((p) => p.cli ?? []));

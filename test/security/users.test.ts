@@ -95,19 +95,22 @@ describe('users and tokens', () => {
     }
   });
 
-  it('the Kafka listener answers loopback clients while no user exists, and refuses Kafka clients once one does (no SASL yet)', async () => {
+  it('the Kafka listener answers loopback clients while no user exists, and only SASL\'s first steps once one does', async () => {
     const { url } = await serve();
     const kafka = await KafkaListener.start(broker, { port: 0, logger: silentLogger, users: broker.users });
-    const apiVersions = () => new Promise<'answered' | 'closed'>((resolve) => {
+    const send = (hex: string) => new Promise<'answered' | 'closed'>((resolve) => {
       const socket = net.connect(kafka.port, '127.0.0.1');
-      socket.on('connect', () => socket.write(Buffer.from('0000000a00120000000000010000', 'hex')));
+      socket.on('connect', () => socket.write(Buffer.from(hex, 'hex')));
       socket.on('data', () => { socket.destroy(); resolve('answered'); });
       socket.on('close', () => resolve('closed'));
     });
+    const apiVersions = '0000000a00120000000000010000';
+    const metadata = '0000000f0003000100000001000174ffffffff';
     try {
-      expect(await apiVersions()).toBe('answered');
+      expect(await send(metadata)).toBe('answered');
       await new HttpApi(url, { token: '' }).createUser('ops');
-      expect(await apiVersions()).toBe('closed');
+      expect(await send(apiVersions)).toBe('answered');
+      expect(await send(metadata)).toBe('closed');
     } finally {
       await kafka.close();
     }

@@ -4,6 +4,9 @@ import type { Struct } from '../codec/interpreter.js';
 import type { RequestHeader } from '../codec/headers.js';
 import type { MessageDefinition } from '../codec/schema.js';
 import type { KafkaMembers } from '../kafka-members.js';
+import type { Principal } from '../../security/principal.js';
+import type { ScramExchange } from '../../security/scram.js';
+import type { Users } from '../../security/users.js';
 
 /** What the Kafka listener needs of the broker: its API, the binary data path, lookups by timestamp (the embedded broker). */
 export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
@@ -13,9 +16,27 @@ export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
   committedOffsets(groupId: string): Promise<Array<{ topic: string; partition: number; offset: number; metadata: string }>>;
 }
 
+/** One client connection's SASL state (docs/security.md). */
+export interface KafkaConnection {
+  /** Who it authenticated as; null until SASL succeeded (or on a broker without users to check). */
+  principal: Principal | null;
+  /** The mechanism SaslHandshake chose. */
+  mechanism: 'PLAIN' | 'SCRAM-SHA-256' | null;
+  /** A SCRAM exchange under way. */
+  scram: ScramExchange | null;
+  /** After a SaslHandshake v0: the next frames are bare SASL tokens, not requests, until it authenticated. */
+  bareTokens: boolean;
+  /** Close the connection once this answer is written (a failed authentication). */
+  closeAfterAnswer: boolean;
+}
+
 /** What a handler knows of the request and the broker. */
 export interface RequestContext {
+  /** The broker, as the connection's principal may use it (ACLs applied; security/permissions.ts). */
   api: KafkaDataApi;
+  connection: KafkaConnection;
+  /** The users SASL authenticates against; none on a broker that checks no one. */
+  users?: Users | undefined;
   header: RequestHeader;
   /** The listener's address as clients must reach it (Metadata's only broker, FindCoordinator's coordinator). */
   advertised: { host: string; port: number };

@@ -104,13 +104,18 @@ async function committedOf(api: KafkaDataApi, groupId: string, topics: FetchTopi
 export const offsetFetch: KafkaApi = {
   key: 9, name: 'OffsetFetch', minVersion: 1, maxVersion: 9, request: offsetFetchRequest, response: offsetFetchResponse,
   async handle(request, { api, header }) {
+    // A group the principal may not describe answers GROUP_AUTHORIZATION_FAILED, with no topics.
+    const groupOf = (groupId: string, topics: FetchTopics) => committedOf(api, groupId, topics).then(
+      (found) => ({ topics: found, errorCode: 0 }),
+      (err: unknown) => {
+        if (!(err instanceof OnelogError)) throw err;
+        return { topics: [], errorCode: kafkaErrorCode(err, 'group') };
+      },
+    );
     if (header.apiVersion >= 8) {
       const groups = request.groups as Array<{ groupId: string; topics: FetchTopics }>;
-      return {
-        throttleTimeMs: 0,
-        groups: await Promise.all(groups.map(async (g) => ({ groupId: g.groupId, topics: await committedOf(api, g.groupId, g.topics), errorCode: 0 }))),
-      };
+      return { throttleTimeMs: 0, groups: await Promise.all(groups.map(async (g) => ({ groupId: g.groupId, ...await groupOf(g.groupId, g.topics) }))) };
     }
-    return { throttleTimeMs: 0, topics: await committedOf(api, request.groupId as string, request.topics as FetchTopics), errorCode: 0 };
+    return { throttleTimeMs: 0, ...await groupOf(request.groupId as string, request.topics as FetchTopics) };
   },
 };
