@@ -88,11 +88,15 @@ describe('users and tokens', () => {
     expect(await codeOf(new HttpApi(url, { token: rotated.token }).listTopics())).toBe('UNAUTHENTICATED');
     expect(await codeOf(ops.deleteUser('reader'))).toBe('NOT_FOUND');
 
-    // Push streams and the data socket: the same check at the upgrade.
+    // Push streams and the data socket: the same check at the upgrade, with the same error body.
     for (const pathname of ['/data', '/groups/g/stream']) {
       expect(await upgrade(url, pathname)).toEqual({ status: 401, code: 'UNAUTHENTICATED' });
-      expect((await upgrade(url, pathname, { authorization: `Bearer ${admin.token}` })).status).not.toBe(401);
+      for (const stale of [reader.token, rotated.token, newToken().token]) {
+        expect(await upgrade(url, pathname, { authorization: `Bearer ${stale}` })).toEqual({ status: 401, code: 'UNAUTHENTICATED' });
+      }
+      expect((await upgrade(url, pathname, { authorization: `Bearer ${admin.token}` })).status).toBe(101);
     }
+    expect(await ops.listGroups()).toEqual([]); // nothing the refused upgrades asked for happened
   });
 
   it('the Kafka listener answers loopback clients while no user exists, and only SASL\'s first steps once one does', async () => {
