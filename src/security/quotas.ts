@@ -33,12 +33,13 @@ export class Quotas {
   }
 
   /**
-   * Takes one request and `producedBytes` from `principal`'s buckets.
+   * Takes one request (unless `countRequest` is false: bytes of a request already counted) and `producedBytes`
+   * from `principal`'s buckets.
    * @throws OnelogError `RATE_LIMITED` (retriable) with `retryAfterMs`, the rate passed and its limit; nothing is taken
    */
-  take(principal: string, producedBytes = 0): void {
+  take(principal: string, producedBytes = 0, countRequest = true): void {
     const now = this.clock.now();
-    const requests = this.refill(this.requests, principal, this.rates.requestsPerSec, now);
+    const requests = countRequest ? this.refill(this.requests, principal, this.rates.requestsPerSec, now) : undefined;
     const bytes = producedBytes > 0 ? this.refill(this.bytes, principal, this.rates.produceBytesPerSec, now) : undefined;
     if (requests && requests.tokens < 1) throw limited(principal, 'requestsPerSec', this.rates.requestsPerSec, 1 - requests.tokens);
     if (bytes && bytes.tokens <= 0) throw limited(principal, 'produceBytesPerSec', this.rates.produceBytesPerSec, -bytes.tokens);

@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { OnelogError } from '../protocol/errors.js';
 import type { Acls } from '../security/acls.js';
@@ -77,13 +78,38 @@ export function registerAccessControl(app: FastifyInstance, { users, acls }: Acc
   });
 }
 
-/** Holds every request but the public ones to its principal's quotas (register after {@link registerAccessControl}). */
+const PRODUCE_ROUTE = 'POST /topics/:topic/records';
+
+/**
+ * Holds every request but the public ones to its principal's request rate as it arrives, and a produce's body, as
+ * counted while it is read (whatever its framing), to the produced-bytes rate before it runs (register after
+ * {@link registerAccessControl}).
+ */
 export function registerQuotas(app: FastifyInstance, quotas: Quotas): void {
+  const bodyBytes = new WeakMap<FastifyRequest, { bytes: number }>();
   app.addHook('onRequest', async (request) => {
     const key = routeKey(request);
     if (key !== undefined && PERMISSIONS[key]?.needs === 'public') return;
-    const produced = key === 'POST /topics/:topic/records' ? Number(request.headers['content-length'] ?? 0) : 0;
-    quotas.take(principalName(principalOf(request)), produced);
+    quotas.take(principalName(principalOf(request)));
+  });
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    if (routeKey(request) !== PRODUCE_ROUTE) return payload;
+    const counted = { bytes: 0 };
+    bodyBytes.set(request, counted);
+    const counting = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        counted.bytes += chunk.length;
+        // What fastify checks against content-length and its body limit.
+        (counting as Transform & { receivedEncodedLength: number }).receivedEncodedLength = counted.bytes;
+        done(null, chunk);
+      },
+    });
+    payload.on('error', (err) => counting.destroy(err));
+    return payload.pipe(counting);
+  });
+  app.addHook('preHandler', async (request) => {
+    const counted = bodyBytes.get(request);
+    if (counted !== undefined) quotas.take(principalName(principalOf(request)), counted.bytes, false);
   });
 }
 

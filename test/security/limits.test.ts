@@ -3,6 +3,7 @@
  * frame bytes, open connections, requests in flight on a data socket, per-principal rates (token buckets on a manual
  * clock), and where webhooks may go. Each answers a typed error (or closes the socket) and stores nothing refused.
  */
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import WebSocket from 'ws';
@@ -72,6 +73,30 @@ describe('quotas', () => {
     expect(kinds.filter((k) => k === FRAME_KIND.ERROR)).toHaveLength(1);
     clock.advance(1000);
     expect((await api.describeTopic('t')).partitions[0]!.highWatermark).toBe(5);
+  });
+
+
+  it('count a produce\'s body bytes as they are read, chunked or not', async () => {
+    const clock = new ManualClock(1_000);
+    const { url } = await serveSecured({ server: { quotas: new Quotas(clock, { requestsPerSec: 0, produceBytesPerSec: 1000 }) } });
+    await new HttpApi(url, { token: '' }).createTopic({ topic: 't', partitions: 1 });
+    /** A produce sent chunked (no content-length), in two writes. */
+    const chunked = (text: string) => new Promise<number>((resolve, reject) => {
+      const req = http.request(`${url}/topics/t/records`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject);
+      req.write(text.slice(0, 10));
+      req.end(text.slice(10));
+    });
+    const body = JSON.stringify({ records: [{ value: 'x'.repeat(1500) }] });
+    expect(await chunked(body)).toBe(200); // a second's worth and more passes, then the debt is paid
+    expect(await chunked(body)).toBe(429);
+    clock.advance(500);
+    expect(await chunked(body)).toBe(429); // 26 bytes still owed
+    clock.advance(100);
+    expect(await chunked(body)).toBe(200);
   });
 });
 
