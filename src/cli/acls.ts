@@ -24,6 +24,9 @@ function aclOf(o: AclFlags): AclBinding {
   const named = [o.topic !== undefined, o.group !== undefined, o.cluster === true].filter(Boolean).length;
   if (named !== 1) throw new OnelogError('INVALID_REQUEST', 'name one resource: --topic T, --group G or --cluster');
   if (o.cluster && o.prefix) throw new OnelogError('INVALID_REQUEST', '--prefix goes with --topic or --group, not --cluster');
+  if (!(ACL_OPERATIONS as readonly string[]).includes(o.operation)) {
+    throw new OnelogError('INVALID_REQUEST', `--operation must be one of ${ACL_OPERATIONS.join(', ')}, got ${JSON.stringify(o.operation)}`);
+  }
   return {
     principal: o.principal,
     resourceType: o.topic !== undefined ? 'topic' : o.group !== undefined ? 'group' : 'cluster',
@@ -45,7 +48,7 @@ function bindingOptions(command: Command): Command {
     .option('--deny', 'deny instead of allow (a deny wins over any allow)');
 }
 
-const resourceOf = (a: AclBinding) => a.resourceType === 'cluster' ? 'cluster' : `${a.resourceType}:${a.resourceName}${a.patternType === 'prefix' ? '*' : ''}`;
+const resourceOf = (a: AclBinding) => a.resourceType === 'cluster' ? 'cluster' : `${a.resourceType}:${a.resourceName}${a.patternType === 'prefix' ? ' (prefix)' : ''}`;
 
 export function registerAcls(program: Command): void {
   const acls = program.command('acls').description('who may do what on which topic, group or the cluster (admins are never refused)');

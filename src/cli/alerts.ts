@@ -43,7 +43,7 @@ export function registerAlerts(program: Command): void {
   alerts
     .command('ack <id>')
     .description('record that you saw an alert (it stays active until its condition clears)')
-    .option('--by <who>', 'who acknowledges (default user@host)')
+    .option('--by <who>', 'who acknowledges (default user@host; once the broker has users, the authenticated user)')
     .option('--json', 'print the alert as JSON')
     .action(action(async (id: string, o: { by?: string; json?: boolean }, cmd: Command) => {
       const alert = await apiFor(cmd).acknowledgeAlert({ id: parseInteger('alert id', 1)(id), requestedBy: o.by ?? `${os.userInfo().username}@${os.hostname()}` });

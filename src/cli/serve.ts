@@ -33,6 +33,7 @@ interface ServeOptions {
   maxFrameBytes: number;
   maxConnections: number;
   maxInFlightPerConnection: number;
+  idleTimeoutMs: number;
   quotaRequestsPerSec: number;
   quotaProduceBytesPerSec: number;
   webhookDenyPrivate?: boolean;
@@ -62,6 +63,8 @@ export function registerServe(program: Command): void {
     .option('--max-connections <n>', 'connections open at once, per listener', parseInteger('--max-connections', 1), DEFAULT_SERVER_LIMITS.maxConnections)
     .option('--max-in-flight-per-connection <n>', 'requests a data socket or Kafka connection has unanswered before reading pauses',
       parseInteger('--max-in-flight-per-connection', 1), DEFAULT_SERVER_LIMITS.maxInFlightPerConnection)
+    .option('--idle-timeout-ms <ms>', 'an HTTP connection silent this long is closed (WebSockets are not)', parseInteger('--idle-timeout-ms', 1000),
+      DEFAULT_SERVER_LIMITS.idleTimeoutMs)
     .option('--quota-requests-per-sec <n>', 'requests per second per principal (token bucket; 0 = unlimited)', parseInteger('--quota-requests-per-sec', 0), 0)
     .option('--quota-produce-bytes-per-sec <n>', 'produced bytes per second per principal (token bucket; 0 = unlimited)',
       parseInteger('--quota-produce-bytes-per-sec', 0), 0)
@@ -102,7 +105,7 @@ async function serve(options: ServeOptions): Promise<void> {
   const tls = loadServerTls({ cert: options.tlsCert, key: options.tlsKey, ca: options.tlsCa });
   const limits = {
     maxBodyBytes: options.maxBodyBytes, maxFrameBytes: options.maxFrameBytes, maxConnections: options.maxConnections,
-    maxInFlightPerConnection: options.maxInFlightPerConnection,
+    maxInFlightPerConnection: options.maxInFlightPerConnection, idleTimeoutMs: options.idleTimeoutMs,
   };
   const logger = serverLogger(options.logLevel, options.logFormat);
   const limit = openFilesLimit();
@@ -121,6 +124,10 @@ async function serve(options: ServeOptions): Promise<void> {
       'Start on 127.0.0.1, create the first user (onelog users create NAME; it is an admin) and start again, or pass --insecure', { host: options.host });
   }
   const quotas = new Quotas(systemClock, { requestsPerSec: options.quotaRequestsPerSec, produceBytesPerSec: options.quotaProduceBytesPerSec });
+  if (options.insecure && !broker.users.any && !isLoopbackHost(options.host)) {
+    logger.warn({ host: options.host }, 'protected mode is off (--insecure) and no user exists: anyone who reaches this address may do anything; ' +
+      'create a user (onelog users create NAME) to require tokens');
+  }
   const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, access: { users: broker.users, acls: broker.acls }, audit: broker.audit,
     ...(tls ? { tls } : {}), limits, quotas,
   });

@@ -3,8 +3,19 @@
  * servers, the TLS settings: the CA that signed the server's certificate, and a client certificate for a server
  * started with `--tls-ca`. Shared by the HTTP client, the binary data path and push consumers.
  */
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import { OnelogError } from '../protocol/errors.js';
+
+/** Whether `pem` holds an X.509 certificate (node:crypto parses it). */
+export function isCertificate(pem: Buffer): boolean {
+  try {
+    new X509Certificate(pem);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** PEM text or bytes, as node's tls takes them. */
 export interface ClientTls {
@@ -59,6 +70,9 @@ export function readTlsFiles(files: { ca?: string | undefined; cert?: string | u
       tls[name] = fs.readFileSync(file);
     } catch (err) {
       throw new OnelogError('INVALID_REQUEST', `cannot read ${nameOf(name)} ${file}: ${(err as Error).message}`, { file });
+    }
+    if (name !== 'key' && !isCertificate(tls[name]!)) {
+      throw new OnelogError('INVALID_REQUEST', `${nameOf(name)} ${file} is not a PEM certificate`, { file });
     }
   }
   return tls;

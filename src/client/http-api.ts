@@ -280,11 +280,16 @@ function networkFailure(err: unknown, base: string): string {
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   const code = cause?.code ?? '';
   const what = [code, cause?.message ?? (err as Error).message].filter(Boolean).join(' ');
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${what} (the server's certificate is not for this host name: use the name or address it was issued for)`;
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
     return `${what} (give the CA that signed the server's certificate: --ca FILE or ONELOG_CA; docs/security.md)`;
   }
+  if (code.startsWith('ERR_OSSL')) return `${what} (check the TLS files: --cert and --key must be a certificate and its own key, --ca a CA certificate)`;
   if (base.startsWith('http:') && /UND_ERR_SOCKET|ECONNRESET/.test(code)) {
     return `${what} (the connection was closed: if the server uses TLS, use an https:// URL)`;
+  }
+  if (base.startsWith('https:') && /UND_ERR_SOCKET|ECONNRESET/.test(code)) {
+    return `${what} (the server closed the connection: if it asks for client certificates, give --cert FILE and --key FILE)`;
   }
   return `${what} (start it with \`onelog serve\`, or set --server / ONELOG_URL)`;
 }

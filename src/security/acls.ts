@@ -30,12 +30,17 @@ export class Acls {
 
   /** Whether `principal` may do `operation` on the resource (for the cluster, `name` is ignored). */
   allows(principal: Principal, resourceType: AclResourceType, name: string, operation: Exclude<AclOperation, 'all'>): boolean {
-    if (principal.admin || principal.user === null) return true;
+    return this.decide(principal, resourceType, name, operation) === 'allowed';
+  }
+
+  /** What the ACLs say: allowed, denied by a deny ACL, or allowed by none. */
+  private decide(principal: Principal, resourceType: AclResourceType, name: string, operation: Exclude<AclOperation, 'all'>): 'allowed' | 'denied' | 'no-acl' {
+    if (principal.admin || principal.user === null) return 'allowed';
     const matching = this.acls.filter((a) => a.resourceType === resourceType && (a.principal === '*' || a.principal === principal.user) &&
       (resourceType === 'cluster' || (a.patternType === 'literal' ? a.resourceName === name || a.resourceName === '*' : name.startsWith(a.resourceName))));
-    if (matching.some((a) => a.permission === 'deny' && (a.operation === operation || a.operation === 'all'))) return false;
+    if (matching.some((a) => a.permission === 'deny' && (a.operation === operation || a.operation === 'all'))) return 'denied';
     return matching.some((a) => a.permission === 'allow' &&
-      (a.operation === operation || a.operation === 'all' || (operation === 'describe' && IMPLY_DESCRIBE.has(a.operation))));
+      (a.operation === operation || a.operation === 'all' || (operation === 'describe' && IMPLY_DESCRIBE.has(a.operation)))) ? 'allowed' : 'no-acl';
   }
 
   /**
@@ -43,12 +48,16 @@ export class Acls {
    * @throws OnelogError `FORBIDDEN` naming the user, the operation and the resource, and the command that would allow it
    */
   authorize(principal: Principal, resourceType: AclResourceType, name: string, operation: Exclude<AclOperation, 'all'>): void {
-    if (this.allows(principal, resourceType, name, operation)) return;
+    const decision = this.decide(principal, resourceType, name, operation);
+    if (decision === 'allowed') return;
     const what = resourceType === 'cluster' ? 'the cluster' : `${resourceType} ${JSON.stringify(name)}`;
     const flag = resourceType === 'cluster' ? '--cluster' : `--${resourceType} ${name}`;
-    throw new OnelogError('FORBIDDEN', `user ${principal.user} may not ${operation} ${what}: no ACL allows it, or one denies it ` +
-      `(an admin can run onelog acls add --principal ${principal.user} ${flag} --operation ${operation})`,
-    { user: principal.user, operation, resourceType, ...(resourceType === 'cluster' ? {} : { resourceName: name }) });
+    const why = decision === 'denied'
+      ? 'an ACL denies it (onelog acls list shows it; a deny wins over any allow)'
+      : `no ACL allows it (an admin can run onelog acls add --principal ${principal.user} ${flag} --operation ${operation}` +
+        `${operation === 'describe' ? ', or grant read, write, delete, alter or reset, which imply describe' : ''})`;
+    throw new OnelogError('FORBIDDEN', `user ${principal.user} may not ${operation} ${what}: ${why}`,
+      { user: principal.user, operation, resourceType, ...(resourceType === 'cluster' ? {} : { resourceName: name }), reason: decision });
   }
 
   /** Every ACL, or those of one principal. @throws OnelogError `FORBIDDEN` unless `by` may describe the cluster */

@@ -20,9 +20,12 @@ interface Audited {
   action: string;
   target(fields: Fields): string;
   done?(fields: Fields): boolean;
-  /** The request body names who asked (`requestedBy`): set to the principal. */
-  claimsRequester?: true;
 }
+
+/** Routes whose body names who asked (`requestedBy`, recorded with what they did): an authenticated user's name replaces it. */
+export const CLAIMS_REQUESTER: ReadonlySet<string> = new Set([
+  'POST /groups/:groupId/offsets/reset', 'POST /groups/:groupId/dead-letters/redrive', 'POST /groups/:groupId/dead-letters/purge', 'POST /alerts/:id/ack',
+]);
 
 const executed = (f: Fields) => f.execute === true;
 const group = (f: Fields) => `group:${String(f.groupId)}`;
@@ -32,9 +35,9 @@ const acl = (f: Fields) => f.resourceType === 'cluster' ? 'cluster' : `${String(
 
 /** The audited operations, by `METHOD /route`. */
 export const AUDITED: Readonly<Record<string, Audited>> = {
-  'POST /groups/:groupId/offsets/reset': { action: 'offsets-reset', target: group, done: executed, claimsRequester: true },
-  'POST /groups/:groupId/dead-letters/redrive': { action: 'dead-letters-redrive', target: group, done: executed, claimsRequester: true },
-  'POST /groups/:groupId/dead-letters/purge': { action: 'dead-letters-purge', target: group, done: executed, claimsRequester: true },
+  'POST /groups/:groupId/offsets/reset': { action: 'offsets-reset', target: group, done: executed },
+  'POST /groups/:groupId/dead-letters/redrive': { action: 'dead-letters-redrive', target: group, done: executed },
+  'POST /groups/:groupId/dead-letters/purge': { action: 'dead-letters-purge', target: group, done: executed },
   'POST /topics/:topic/delete-records': { action: 'delete-records', target: topic },
   'DELETE /topics/:topic': { action: 'topic-delete', target: topic },
   'DELETE /groups/:groupId': { action: 'group-delete', target: group },

@@ -50,7 +50,8 @@ export class OutboundPolicy {
     if (typeof url !== 'string' || !parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
       throw new OnelogError('INVALID_REQUEST', `${field} must be an absolute http:// or https:// URL, got ${JSON.stringify(url)}`, { [field]: url });
     }
-    const host = parsed.hostname.replace(/^\[|\]$/g, '');
+    // `localhost.` is `localhost`: a trailing dot names the same host.
+    const host = parsed.hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '');
     if (this.denyPrivateAddresses && (isPrivateAddress(host) || host === 'localhost' || host.endsWith('.localhost'))) {
       throw refused(field, url, host);
     }

@@ -34,6 +34,10 @@ export function parseScramCredential(text: string): ScramCredential {
 }
 
 const failed = (why: string) => new OnelogError('UNAUTHENTICATED', `SCRAM-SHA-256 authentication failed: ${why}`, {});
+/** What every wrong user name or password is told (which one was wrong is not said, so names cannot be probed). */
+const WRONG = 'wrong user name or password (a user made before SCRAM was served needs onelog users rotate)';
+/** Keys the stand-in credentials of unknown users, so that they answer as a real user with a wrong password would. */
+const STAND_IN_KEY = randomBytes(32);
 
 /** The attributes of a SCRAM message (`n=user,r=nonce`). */
 function attributes(message: string): Map<string, string> {
@@ -58,8 +62,10 @@ export class ScramExchange {
     const user = (attrs.get('n') ?? '').replace(/=2C/g, ',').replace(/=3D/g, '=');
     const clientNonce = attrs.get('r');
     if (!user || !clientNonce) throw failed('the client-first message names no user or nonce');
-    const credential = this.credentialOf(user);
-    if (credential === undefined) throw failed(`no SCRAM credential for user ${user} (unknown, or made before SCRAM: rotate its token)`);
+    // An unknown user goes through the exchange with a stand-in (the same salt each time) and fails at the proof.
+    const credential = this.credentialOf(user) ?? {
+      salt: createHmac('sha256', STAND_IN_KEY).update(user).digest().subarray(0, 16), iterations: ITERATIONS, storedKey: randomBytes(32), serverKey: randomBytes(32),
+    };
     const nonce = clientNonce + randomBytes(18).toString('base64');
     const serverFirst = `r=${nonce},s=${credential.salt.toString('base64')},i=${credential.iterations}`;
     this.state = { user, credential, clientFirstBare, serverFirst, nonce };
@@ -84,7 +90,7 @@ export class ScramExchange {
     const clientSignature = hmac(credential.storedKey, authMessage);
     if (proof.length !== clientSignature.length) throw failed('the proof is malformed');
     const clientKey = Buffer.from(proof.map((b, i) => b ^ clientSignature[i]!));
-    if (!timingSafeEqual(createHash('sha256').update(clientKey).digest(), credential.storedKey)) throw failed(`wrong password for user ${user}`);
+    if (!timingSafeEqual(createHash('sha256').update(clientKey).digest(), credential.storedKey)) throw failed(WRONG);
     return { user, serverFinal: `v=${hmac(credential.serverKey, authMessage).toString('base64')}` };
   }
 }

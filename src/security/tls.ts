@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import tls from 'node:tls';
+import { isCertificate } from '../client/connection.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** What node's `tls.createServer` and `https.createServer` take. */
@@ -42,6 +43,9 @@ export function loadServerTls(files: { cert?: string | undefined; key?: string |
     ...(files.ca !== undefined ? { ca: read('--tls-ca', files.ca) } : {}),
     requestCert: files.ca !== undefined, rejectUnauthorized: files.ca !== undefined,
   };
+  for (const [flag, pem] of [['--tls-cert', settings.cert], ['--tls-ca', settings.ca]] as const) {
+    if (pem !== undefined && !isCertificate(pem)) throw new OnelogError('INVALID_REQUEST', `${flag} is not a PEM certificate`, { flag });
+  }
   try {
     tls.createSecureContext(settings);
   } catch (err) {

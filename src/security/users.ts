@@ -52,7 +52,7 @@ export class Users {
       throw new OnelogError('FORBIDDEN', `onelog is in protected mode: no user exists, so it answers loopback clients only; create a user ` +
         `from the broker's machine (onelog users create NAME) and send its token, or start the broker with --insecure`, { reason: 'protected-mode' });
     }
-    const token = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
     const user = token === undefined ? undefined : this.byTokenId.get(tokenIdOf(token) ?? '');
     if (token === undefined || user === undefined || !tokenMatches(token, user)) {
       throw new OnelogError('UNAUTHENTICATED', token === undefined
@@ -69,7 +69,7 @@ export class Users {
   authenticatePlain(user: string, password: string): Principal {
     const record = this.byTokenId.get(tokenIdOf(password) ?? '');
     if (record === undefined || record.name !== user || !tokenMatches(password, record)) {
-      throw new OnelogError('UNAUTHENTICATED', `SASL/PLAIN authentication failed for user ${user}: the password must be its current token`, {});
+      throw new OnelogError('UNAUTHENTICATED', 'SASL/PLAIN authentication failed: wrong user name or password (the password is the user\'s current token)', {});
     }
     return { user: record.name, admin: record.admin };
   }
@@ -109,9 +109,16 @@ export class Users {
     return (await this.catalog.listUsers()).map((u) => ({ user: u.name, admin: u.admin, createdAt: u.createdAt, rotatedAt: u.rotatedAt }));
   }
 
-  /** Deletes a user and its ACLs. @throws OnelogError `FORBIDDEN` unless `by` is an admin, `NOT_FOUND` */
+  /**
+   * Deletes a user and its ACLs. The last admin stays: without one nobody could manage users, ACLs or read the audit.
+   * @throws OnelogError `FORBIDDEN` unless `by` is an admin, or for the last admin; `NOT_FOUND`
+   */
   async delete(name: string, by: Principal): Promise<void> {
     this.checkAdmin(by, 'delete users');
+    const admins = [...this.byTokenId.values()].filter((u) => u.admin);
+    if (admins.length === 1 && admins[0]!.name === name) {
+      throw new OnelogError('FORBIDDEN', `${name} is the last admin: create another admin first (onelog users create NAME --admin)`, { user: name });
+    }
     if (!(await this.catalog.deleteUser(name))) throw new OnelogError('NOT_FOUND', `there is no user ${name}; onelog users list shows them`, { user: name });
     await Promise.all([this.reload(), this.acls.reload()]);
     this.logger.info({ user: name, by: by.user }, 'user deleted');

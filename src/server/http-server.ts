@@ -64,6 +64,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     ...(options.tls ? { https: options.tls } : {}),
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: limits.maxBodyBytes,
+    connectionTimeout: limits.idleTimeoutMs,
     // Names travel in the path: topic names up to 249 characters (Kafka's limit), group ids longer, percent-encoded.
     routerOptions: { maxParamLength: 4096 },
     ajv: { customOptions: { coerceTypes: false, allErrors: false, allowUnionTypes: true, removeAdditional: false } },
@@ -82,6 +83,12 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   });
 
   limitConnections(app.server, limits.maxConnections, refuseHttpConnection(limits.maxConnections));
+  // Deep nesting costs every later step (validation, serializing a record value, the audit) stack: refused first.
+  app.addHook('preValidation', async (request) => {
+    if (depthOf(request.body) > MAX_JSON_DEPTH) {
+      throw new OnelogError('INVALID_REQUEST', `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, { maxDepth: MAX_JSON_DEPTH });
+    }
+  });
   if (options.access) {
     registerAccessControl(app, options.access);
     registerUserRoutes(app, options.access.users);
@@ -117,6 +124,23 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   app.get('/push-streams', async () => ({ streams: push.stats() }));
 
   return app;
+}
+
+/** Deepest nesting of arrays and objects a JSON body may have. */
+const MAX_JSON_DEPTH = 100;
+
+/** How deeply `value` nests arrays and objects (walked without recursion, so any depth is measured safely). */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_JSON_DEPTH) return deepest;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 function isBinaryDataApi(api: OnelogApi): api is OnelogApi & BinaryDataApi {

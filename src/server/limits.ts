@@ -21,6 +21,11 @@ export interface ServerLimits {
   maxConnections: number;
   /** Requests a data socket or Kafka connection has in flight before reading pauses. @default 64 */
   maxInFlightPerConnection: number;
+  /**
+   * An HTTP connection that sends nothing for this long is closed (one that never sends a request too, so idle
+   * sockets cannot hold the connection limit), ms; WebSockets are not timed out. @default 60000
+   */
+  idleTimeoutMs: number;
 }
 
 /** What the WebSocket servers check: ACLs and quotas (none: no checks) and the limits. */
@@ -35,6 +40,7 @@ export const DEFAULT_SERVER_LIMITS: Readonly<ServerLimits> = {
   maxFrameBytes: 16 * 1024 * 1024,
   maxConnections: 1024,
   maxInFlightPerConnection: 64,
+  idleTimeoutMs: 60_000,
 };
 
 /**

@@ -165,6 +165,11 @@ describe('SCRAM-SHA-256', () => {
     expect(() => exchange.final(`${withoutProof},p=${proof}`)).toThrow(/before the client-first/); // no replay
     exchange.first(`n,,${clientFirstBare}`);
     expect(() => exchange.final(`${withoutProof},p=${proof}`)).toThrow(/nonce/); // a new server nonce each time
-    expect(() => new ScramExchange(() => undefined).first('n,,n=bob,r=x')).toThrow(/no SCRAM credential/);
+    // An unknown user is told what a wrong password is told, at the same step, with the same salt each time.
+    const unknown = new ScramExchange(() => undefined);
+    const first = unknown.first('n,,n=bob,r=x');
+    expect(new ScramExchange(() => undefined).first('n,,n=bob,r=x').split(',')[1]).toBe(first.split(',')[1]);
+    const nonce = first.split(',')[0]!.slice(2);
+    expect(() => unknown.final(`c=biws,r=${nonce},p=${Buffer.alloc(32).toString('base64')}`)).toThrow(/wrong user name or password/);
   });
 });

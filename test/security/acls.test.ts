@@ -114,7 +114,7 @@ describe('ACLs', () => {
   });
 
   it('topics: create, write, read and describe by literal name, prefix and *; a refused produce stores nothing', async () => {
-    const { ops, user } = await serve();
+    const { url, ops, user } = await serve();
     const alice = await user('alice');
     expect(await asyncCodeOf(alice.createTopic({ topic: 'orders.eu', partitions: 1 }))).toBe('FORBIDDEN');
     await ops.addAcl(acl('alice', 'topic', 'orders.', 'create', { patternType: 'prefix' }));
@@ -144,10 +144,23 @@ describe('ACLs', () => {
     expect((await ops.describeTopic('orders.eu')).partitions[0]!.highWatermark).toBe(2);
     await ops.produce({ topic: 'orders.eu', records: [one('c')] }); // admins are never refused
 
+    // A name in the body never replaces the one in the path the ACLs were checked on.
+    const raw = (path: string, body: unknown) => fetch(`${url}${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: alice.connection.headers.authorization! }, body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: await r.json() as { code?: string } }));
+    await ops.addAcl(acl('alice', 'topic', 'orders.eu', 'read'));
+    expect(await raw('/topics/orders.eu/fetch', { topic: 'payments', partitions: [{ partition: 0, offset: 0 }] }))
+      .toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST' } });
+    expect(await raw('/topics/orders.eu/delete-records', { topic: 'payments', partition: 0, beforeOffset: 0 })).toMatchObject({ status: 400 });
+
     // The refusal names what is missing, with the error body of every other error.
-    const refused = await alice.deleteTopic('orders.eu').then(() => undefined, (e: unknown) => e as { code: string; message: string; context: Record<string, unknown> });
-    expect(refused).toMatchObject({ code: 'FORBIDDEN', context: { user: 'alice', operation: 'delete', resourceType: 'topic', resourceName: 'orders.eu' } });
-    expect(refused?.message).toContain('onelog acls add --principal alice --topic orders.eu --operation delete');
+    const refusal = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as { code: string; message: string; context: Record<string, unknown> });
+    const denied = await refusal(alice.deleteTopic('orders.eu'));
+    expect(denied).toMatchObject({ code: 'FORBIDDEN', context: { user: 'alice', operation: 'delete', resourceType: 'topic', resourceName: 'orders.eu', reason: 'denied' } });
+    expect(denied?.message).toContain('an ACL denies it');
+    const missing = await refusal(alice.deleteTopic('payments'));
+    expect(missing).toMatchObject({ code: 'FORBIDDEN', context: { resourceName: 'payments', reason: 'no-acl' } });
+    expect(missing?.message).toContain('onelog acls add --principal alice --topic payments --operation delete');
   });
 
   it('groups: consuming needs read on the topic and the group; a reset or redrive needs reset on the group', async () => {
@@ -175,6 +188,9 @@ describe('ACLs', () => {
     expect(await asyncCodeOf(alice.deleteGroup('team-a.loader'))).toBe('FORBIDDEN');
     await ops.addAcl(acl('alice', 'group', 'team-a.loader', 'reset'));
     await alice.leaveGroup({ groupId: 'team-a.loader', memberId: member.memberId });
+    // A reset also needs read on its topic: it would show and move offsets of a topic alice cannot read.
+    await ops.createTopic({ topic: 'secret', partitions: 1 });
+    expect(await asyncCodeOf(alice.resetOffsets({ groupId: 'team-a.loader', topic: 'secret', spec: { to: 'latest' } }))).toBe('FORBIDDEN');
     await reset();
     expect((await ops.describeGroup('team-a.loader')).subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 0 });
     expect((await ops.listAudit()).find((e) => e.action === 'offsets-reset')).toMatchObject({ principal: 'alice', target: 'group:team-a.loader' });

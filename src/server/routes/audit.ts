@@ -3,7 +3,7 @@
  * principal, which also replaces the `requestedBy` an authenticated client claims; `GET /audit` lists them (admins only).
  */
 import type { FastifyInstance } from 'fastify';
-import { AUDITED } from '../../security/audit.js';
+import { AUDITED, CLAIMS_REQUESTER } from '../../security/audit.js';
 import type { Audit } from '../../security/audit.js';
 import { principalOf, routeKey } from '../access.js';
 
@@ -12,14 +12,13 @@ const objectOf = (value: unknown) => (value !== null && typeof value === 'object
 export function registerAuditRoutes(app: FastifyInstance, audit: Audit): void {
   app.addHook('preHandler', async (request) => {
     // Without users (protected mode) there is no principal: the client's claim is all there is to record.
-    const body = request.body as Record<string, unknown> | undefined;
     const { user } = principalOf(request);
-    if (user !== null && AUDITED[routeKey(request) ?? '']?.claimsRequester && body !== null && typeof body === 'object') body.requestedBy = user;
+    if (user !== null && CLAIMS_REQUESTER.has(routeKey(request) ?? '')) request.body = { ...objectOf(request.body), requestedBy: user };
   });
   app.addHook('onResponse', async (request, reply) => {
     const route = routeKey(request) ?? '';
     if (reply.statusCode >= 300 || AUDITED[route] === undefined) return;
-    await audit.record(route, principalOf(request), { ...objectOf(request.params), ...objectOf(request.query), ...objectOf(request.body) })
+    await audit.record(route, principalOf(request), { ...objectOf(request.body), ...objectOf(request.query), ...objectOf(request.params) })
       .catch((err: unknown) => request.log.error({ err, route }, 'could not record an audited operation'));
   });
   app.get<{ Querystring: { limit?: string } }>(

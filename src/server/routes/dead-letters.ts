@@ -19,7 +19,7 @@ export function registerDeadLetterRoutes(app: FastifyInstance, api: OnelogApi): 
         },
       },
     },
-    async (request) => api.nack({ groupId: request.params.groupId, ...request.body }),
+    async (request) => api.nack({ ...request.body, groupId: request.params.groupId }),
   );
   app.post<{ Params: { groupId: string }; Body: Omit<NackBatchRequest, 'groupId'> }>(
     '/groups/:groupId/nacks/batch',
@@ -39,7 +39,7 @@ export function registerDeadLetterRoutes(app: FastifyInstance, api: OnelogApi): 
         },
       },
     },
-    async (request) => ({ results: await api.nackBatch({ groupId: request.params.groupId, ...request.body }) }),
+    async (request) => ({ results: await api.nackBatch({ ...request.body, groupId: request.params.groupId }) }),
   );
   app.get<{ Params: { groupId: string }; Querystring: { topic: string; limit?: string } }>(
     '/groups/:groupId/dead-letters',
@@ -68,7 +68,7 @@ export function registerDeadLetterRoutes(app: FastifyInstance, api: OnelogApi): 
       },
     },
     async (request) => api.redriveDeadLetters({
-      groupId: request.params.groupId, ...request.body, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
+      ...request.body, groupId: request.params.groupId, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
     }),
   );
   app.post<{ Params: { groupId: string }; Body: Omit<PurgeRequest, 'groupId'> }>(
@@ -82,7 +82,7 @@ export function registerDeadLetterRoutes(app: FastifyInstance, api: OnelogApi): 
       },
     },
     async (request) => api.purgeDeadLetters({
-      groupId: request.params.groupId, ...request.body, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
+      ...request.body, groupId: request.params.groupId, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
     }),
   );
 }

@@ -34,7 +34,7 @@ export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void 
         },
       },
     },
-    async (request) => api.subscribe({ groupId: request.params.groupId, ...request.body }),
+    async (request) => api.subscribe({ ...request.body, groupId: request.params.groupId }),
   );
 
   app.post<{ Params: { groupId: string }; Body: Omit<CommitRequest, 'groupId'> }>(
@@ -50,7 +50,7 @@ export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void 
       },
     },
     async (request, reply) => {
-      await api.commitOffsets({ groupId: request.params.groupId, ...request.body });
+      await api.commitOffsets({ ...request.body, groupId: request.params.groupId });
       return reply.status(204).send();
     },
   );
@@ -71,7 +71,7 @@ export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void 
       },
     },
     async (request) => api.resetOffsets({
-      groupId: request.params.groupId, ...request.body, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
+      ...request.body, groupId: request.params.groupId, requestedBy: request.body.requestedBy ?? `http ${request.ip}`,
     }),
   );
 
@@ -101,7 +101,7 @@ export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void 
         },
       },
     },
-    async (request) => api.joinGroup({ groupId: request.params.groupId, ...request.body }),
+    async (request) => api.joinGroup({ ...request.body, groupId: request.params.groupId }),
   );
 
   app.post<{ Params: { groupId: string; memberId: string }; Body: Omit<HeartbeatRequest, 'groupId' | 'memberId'> }>(
@@ -122,7 +122,7 @@ export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void 
         },
       },
     },
-    async (request) => api.heartbeat({ ...request.params, ...request.body }),
+    async (request) => api.heartbeat({ ...request.body, ...request.params }),
   );
 
   app.delete<{ Params: { groupId: string; memberId: string } }>('/groups/:groupId/members/:memberId', async (request, reply) => {

@@ -43,8 +43,8 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
 
   app.post<{ Params: { topic: string }; Body: { partition: number; beforeOffset: number } }>(
     '/topics/:topic/delete-records',
-    { schema: { body: { type: 'object', required: ['partition', 'beforeOffset'], properties: { partition: nonNegInt, beforeOffset: nonNegInt } } } },
-    async (request) => api.deleteRecords({ topic: request.params.topic, ...request.body }),
+    { schema: { body: { type: 'object', required: ['partition', 'beforeOffset'], additionalProperties: false, properties: { partition: nonNegInt, beforeOffset: nonNegInt } } } },
+    async (request) => api.deleteRecords({ ...request.body, topic: request.params.topic }),
   );
 
   app.post<{ Params: { topic: string }; Body: { records: JsonProduceRecord[]; encoding?: BytesEncoding; idempotence?: ProducerIdempotence } }>(
@@ -99,6 +99,7 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
         body: {
           type: 'object',
           required: ['partitions'],
+          additionalProperties: false,
           properties: {
             groupId: { type: 'string' }, memberId: { type: 'string' }, generationId: { type: 'integer' },
             partitions: partitionOffsets, maxRecords: { type: 'integer', minimum: 1 },
@@ -109,7 +110,7 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
     },
     async (request) => {
       const { encoding = 'utf8', ...rest } = request.body;
-      const result = await api.fetch({ topic: request.params.topic, ...rest });
+      const result = await api.fetch({ ...rest, topic: request.params.topic });
       return {
         ...result,
         partitions: result.partitions.map((p) => ({ ...p, records: p.records.map((r) => recordToJson(r, encoding)) })),

@@ -9,7 +9,11 @@ export function registerUserRoutes(app: FastifyInstance, users: Users): void {
   app.post<{ Body: { user: string; admin?: boolean } }>(
     '/users',
     { schema: { body: { type: 'object', required: ['user'], additionalProperties: false, properties: { user: { type: 'string' }, admin: { type: 'boolean' } } } } },
-    async (request, reply) => reply.status(201).send(await users.create(request.body.user, principalOf(request), request.body.admin ?? false)),
+    async (request, reply) => {
+      const created = await users.create(request.body.user, principalOf(request), request.body.admin ?? false);
+      request.body.admin = created.admin; // the audit records what was done: the first user is an admin whatever was asked
+      return reply.status(201).send(created);
+    },
   );
   app.get('/users', async (request) => ({ users: await users.list(principalOf(request)) }));
   app.delete<{ Params: { name: string } }>('/users/:name', { schema: { params: nameParams } }, async (request, reply) => {
