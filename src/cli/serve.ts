@@ -34,6 +34,7 @@ interface ServeOptions {
   maxConnections: number;
   maxInFlightPerConnection: number;
   idleTimeoutMs: number;
+  requestTimeoutMs: number;
   quotaRequestsPerSec: number;
   quotaProduceBytesPerSec: number;
   webhookDenyPrivate?: boolean;
@@ -65,6 +66,8 @@ export function registerServe(program: Command): void {
       parseInteger('--max-in-flight-per-connection', 1), DEFAULT_SERVER_LIMITS.maxInFlightPerConnection)
     .option('--idle-timeout-ms <ms>', 'an HTTP connection silent this long is closed (WebSockets are not)', parseInteger('--idle-timeout-ms', 1000),
       DEFAULT_SERVER_LIMITS.idleTimeoutMs)
+    .option('--request-timeout-ms <ms>', 'a request not received whole this long after it began is answered 408 (slow clients)',
+      parseInteger('--request-timeout-ms', 1000), DEFAULT_SERVER_LIMITS.requestTimeoutMs)
     .option('--quota-requests-per-sec <n>', 'requests per second per principal (token bucket; 0 = unlimited)', parseInteger('--quota-requests-per-sec', 0), 0)
     .option('--quota-produce-bytes-per-sec <n>', 'produced bytes per second per principal (token bucket; 0 = unlimited)',
       parseInteger('--quota-produce-bytes-per-sec', 0), 0)
@@ -106,6 +109,7 @@ async function serve(options: ServeOptions): Promise<void> {
   const limits = {
     maxBodyBytes: options.maxBodyBytes, maxFrameBytes: options.maxFrameBytes, maxConnections: options.maxConnections,
     maxInFlightPerConnection: options.maxInFlightPerConnection, idleTimeoutMs: options.idleTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs,
   };
   const logger = serverLogger(options.logLevel, options.logFormat);
   const limit = openFilesLimit();

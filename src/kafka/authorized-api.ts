@@ -33,7 +33,7 @@ export function authorizedApi(api: KafkaDataApi, principal: Principal, { acls, a
         const body = field === undefined ? args[0] : { [field]: args[0] };
         if (acls) authorize(acls, principal, key, { body });
         const answer = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        await audit?.record(key, principal, body !== null && typeof body === 'object' ? { ...body } : {});
+        await audit?.record(key, principal, { body });
         return acls ? filterAnswer(acls, principal, key, answer) : answer;
       };
     },

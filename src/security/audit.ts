@@ -20,6 +20,8 @@ interface Audited {
   action: string;
   target(fields: Fields): string;
   done?(fields: Fields): boolean;
+  /** The request names its target in the query (validated strictly); other routes' queries are never read. */
+  fromQuery?: true;
 }
 
 /** Routes whose body names who asked (`requestedBy`, recorded with what they did): an authenticated user's name replaces it. */
@@ -45,19 +47,25 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'DELETE /users/:name': { action: 'user-delete', target: user },
   'POST /users/:name/rotate': { action: 'user-rotate', target: user },
   'POST /acls': { action: 'acl-add', target: acl },
-  'DELETE /acls': { action: 'acl-remove', target: acl },
+  'DELETE /acls': { action: 'acl-remove', target: acl, fromQuery: true },
   // The same operations through the Kafka listener (DeleteTopics, DeleteGroups, DeleteRecords).
   'KAFKA deleteTopic': { action: 'topic-delete', target: topic },
   'KAFKA deleteGroup': { action: 'group-delete', target: group },
   'KAFKA deleteRecords': { action: 'delete-records', target: topic },
 };
 
+const objectOf = (value: unknown): Fields => (value !== null && typeof value === 'object' ? value as Fields : {});
+
 export class Audit {
   constructor(private readonly catalog: Catalog, private readonly clock: Clock) {}
 
-  /** Records `route`'s operation if it is audited and this request did it. `fields`: its path parameters, query and body, merged. */
-  async record(route: string, principal: Principal, fields: Fields): Promise<void> {
+  /**
+   * Records `route`'s operation if it is audited and this request did it. The path parameters win over the body,
+   * and the query is read only where the route names its target there.
+   */
+  async record(route: string, principal: Principal, request: { params?: unknown; query?: unknown; body?: unknown }): Promise<void> {
     const audited = AUDITED[route];
+    const fields: Fields = { ...objectOf(request.body), ...(audited?.fromQuery ? objectOf(request.query) : {}), ...objectOf(request.params) };
     if (audited === undefined || (audited.done && !audited.done(fields))) return;
     const details = { ...fields };
     delete details.requestedBy;

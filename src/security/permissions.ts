@@ -15,11 +15,12 @@ import { OnelogError } from '../protocol/errors.js';
 import type { Acls } from './acls.js';
 import type { Principal } from './principal.js';
 
-/** One check: `operation` on the `resource` named by `from` (none for the cluster). */
+/** One check: `operation` on the `resource` named by `from` (none for the cluster); with `when`, only if the request has that field. */
 export interface Check {
   operation: Exclude<AclOperation, 'all'>;
   resource: AclResourceType;
   from?: string;
+  when?: string;
 }
 
 export interface Permission {
@@ -71,7 +72,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
 
   'POST /topics': { needs: [topic('create', 'body.topic')], cli: ['topics create'] },
   'GET /topics': { needs: 'user', filter: { field: 'topics', resource: 'topic', key: 'topic' }, cli: ['topics list'] },
-  'GET /topics/:topic': { needs: [topic('describe')], cli: ['topics describe'] },
+  'GET /topics/:topic': { needs: [topic('describe')], filter: { field: 'groups', resource: 'group', key: 'groupId' }, cli: ['topics describe'] },
   'DELETE /topics/:topic': { needs: [topic('delete')], cli: ['topics delete'] },
   'POST /topics/:topic/config': { needs: [topic('alter')], cli: ['topics alter'] },
   'POST /topics/:topic/compact': { needs: [topic('alter')], cli: ['topics compact'] },
@@ -85,8 +86,14 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /groups': { needs: 'user', filter: { field: 'groups', resource: 'group', key: 'groupId' }, cli: ['groups list'] },
   'GET /groups/:groupId': { needs: [group('describe')], cli: ['groups describe'] },
   'GET /groups/:groupId/history': { needs: [group('describe')] },
+  // A retry policy creates the group's tier and dead-letter topics: alter on the group. A dead-letter topic named by
+  // the subscriber is read (listed, redriven) and deleted from (purged) through the group: all three on it.
   'POST /groups/:groupId/subscriptions': {
-    needs: [...consuming, topic('write', 'body.retry.deadLetterTopic?')], cli: ['groups create', 'groups alter'],
+    needs: [
+      ...consuming, { ...group('alter'), when: 'body.retry' },
+      topic('read', 'body.retry.deadLetterTopic?'), topic('write', 'body.retry.deadLetterTopic?'), topic('delete', 'body.retry.deadLetterTopic?'),
+    ],
+    cli: ['groups create', 'groups alter'],
   },
   'POST /groups/:groupId/offsets': { needs: consuming, cli: ['consume'] },
   'POST /groups/:groupId/offsets/reset': { needs: [group('reset'), topic('read', 'body.topic')], cli: ['offsets reset'] },
@@ -154,6 +161,7 @@ export function authorize(acls: Acls, principal: Principal, key: string, parts: 
     return;
   }
   for (const check of needs) {
+    if (check.when !== undefined && valueAt(check.when, parts) == null) continue;
     for (const name of check.from === undefined ? [''] : namesAt(check.from, parts)) acls.authorize(principal, check.resource, name, check.operation);
   }
 }
@@ -163,16 +171,23 @@ export function namesAt(from: string, parts: RequestParts): string[] {
   const optional = from.endsWith('?');
   const many = from.endsWith('[]');
   const path = from.replace(/(\?|\[\])$/, '').split('.');
-  let value: unknown = parts;
-  for (const step of [`${path[0]}${path[0] === 'param' ? 's' : ''}`, ...path.slice(1)]) {
-    value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[step] : undefined;
-  }
-  if (value === undefined && optional) return [];
+  const value = valueAt(path.join('.'), parts);
+  if (value == null && optional) return [];
   const names = many && Array.isArray(value) ? value : [value];
   if (!names.every((n): n is string => typeof n === 'string')) {
     throw new OnelogError('INVALID_REQUEST', `the request needs ${path.slice(1).join('.')}: ${many ? 'an array of names' : 'a name'}`, { field: path.slice(1).join('.') });
   }
   return names;
+}
+
+/** The value at `path` (`body.retry.deadLetterTopic`; `param.X` is a path parameter) in `parts`, or undefined. */
+function valueAt(path: string, parts: RequestParts): unknown {
+  const [first, ...rest] = path.split('.');
+  let value: unknown = parts;
+  for (const step of [`${first!}${first === 'param' ? 's' : ''}`, ...rest]) {
+    value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[step] : undefined;
+  }
+  return value;
 }
 
 /** For a list answer: `payload` with only the items `principal` may describe (unchanged for other routes). */
@@ -189,7 +204,8 @@ export function filterAnswer(acls: Acls, principal: Principal, key: string, payl
 export function permissionsMarkdown(): string {
   const needs = (p: Permission) => {
     if (typeof p.needs === 'string') return p.needs === 'user' ? `any user${p.filter ? `; lists only the ${p.filter.resource}s it may describe` : ''}` : p.needs;
-    return p.needs.map((c) => `${c.operation} ${c.resource}${c.from ? ` (${c.from})` : ''}`).join(', ');
+    const checks = p.needs.map((c) => `${c.operation} ${c.resource}${c.from ? ` (${c.from})` : ''}${c.when ? ` if ${c.when}` : ''}`).join(', ');
+    return `${checks}${p.filter ? `; shows only the ${p.filter.resource}s it may describe` : ''}`;
   };
   const used = (p: Permission) => [...(p.cli ?? []).map((c) => `\`onelog ${c}\``), ...(p.kafka ?? []).map((a) => `Kafka ${a}`)].join(', ');
   const rows = Object.entries(PERMISSIONS).map(([key, p]) => `| \`${key}\` | ${needs(p)} | ${used(p)} |`);

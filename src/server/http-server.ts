@@ -65,6 +65,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: limits.maxBodyBytes,
     connectionTimeout: limits.idleTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
     // Names travel in the path: topic names up to 249 characters (Kafka's limit), group ids longer, percent-encoded.
     routerOptions: { maxParamLength: 4096 },
     ajv: { customOptions: { coerceTypes: false, allErrors: false, allowUnionTypes: true, removeAdditional: false } },
@@ -83,19 +84,21 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   });
 
   limitConnections(app.server, limits.maxConnections, refuseHttpConnection(limits.maxConnections));
+  app.server.headersTimeout = Math.min(10_000, limits.requestTimeoutMs);
   // Deep nesting costs every later step (validation, serializing a record value, the audit) stack: refused first.
   app.addHook('preValidation', async (request) => {
     if (depthOf(request.body) > MAX_JSON_DEPTH) {
       throw new OnelogError('INVALID_REQUEST', `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, { maxDepth: MAX_JSON_DEPTH });
     }
   });
+  // Hooks first (they apply to the routes registered after them): access control, quotas, the audit.
+  if (options.access) registerAccessControl(app, options.access);
+  if (options.quotas?.limited) registerQuotas(app, options.quotas);
+  if (options.audit) registerAuditRoutes(app, options.audit);
   if (options.access) {
-    registerAccessControl(app, options.access);
     registerUserRoutes(app, options.access.users);
     registerAclRoutes(app, options.access.acls);
   }
-  if (options.quotas?.limited) registerQuotas(app, options.quotas);
-  if (options.audit) registerAuditRoutes(app, options.audit);
   app.get('/health', async () => ({ status: 'ok' }));
 
   registerTopicRoutes(app, api);

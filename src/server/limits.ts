@@ -26,6 +26,11 @@ export interface ServerLimits {
    * sockets cannot hold the connection limit), ms; WebSockets are not timed out. @default 60000
    */
   idleTimeoutMs: number;
+  /**
+   * A request not received whole this long after it began (a slow client trickling bytes) is answered 408 and its
+   * connection closed, ms; its headers must arrive within min(10 s, this). Checked every 30 s. @default 120000
+   */
+  requestTimeoutMs: number;
 }
 
 /** What the WebSocket servers check: ACLs and quotas (none: no checks) and the limits. */
@@ -41,6 +46,7 @@ export const DEFAULT_SERVER_LIMITS: Readonly<ServerLimits> = {
   maxConnections: 1024,
   maxInFlightPerConnection: 64,
   idleTimeoutMs: 60_000,
+  requestTimeoutMs: 120_000,
 };
 
 /**

@@ -182,6 +182,20 @@ describe('ACLs', () => {
     await ops.subscribe({ groupId: 'team-b.audit', topic: 'edits', startPolicy: 'earliest' });
     expect((await alice.listGroups()).map((g) => g.groupId)).toEqual(['team-a.loader']);
 
+    // A topic's description shows only the groups alice may describe.
+    expect((await alice.describeTopic('edits', { groups: true })).groups?.map((g) => g.groupId)).toEqual(['team-a.loader']);
+
+    // A retry policy needs alter on the group; a dead-letter topic of one's own, read, write and delete on it.
+    const withRetry = (deadLetterTopic?: string) => alice.subscribe({
+      groupId: 'team-a.loader', topic: 'edits', retry: { delaysMs: [1000], maxAttempts: 2, ...(deadLetterTopic ? { deadLetterTopic } : {}) },
+    });
+    expect(await asyncCodeOf(withRetry())).toBe('FORBIDDEN');
+    await ops.addAcl(acl('alice', 'group', 'team-a.loader', 'alter'));
+    await ops.createTopic({ topic: 'shared-dlq', partitions: 1 });
+    await ops.addAcl(acl('alice', 'topic', 'shared-dlq', 'write'));
+    expect(await asyncCodeOf(withRetry('shared-dlq'))).toBe('FORBIDDEN');
+    await withRetry();
+
     const reset = () => alice.resetOffsets({ groupId: 'team-a.loader', topic: 'edits', spec: { to: 'earliest' }, execute: true });
     expect(await asyncCodeOf(reset())).toBe('FORBIDDEN');
     expect(await asyncCodeOf(alice.redriveDeadLetters({ groupId: 'team-a.loader', topic: 'edits', all: true, execute: true }))).toBe('FORBIDDEN');

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import WebSocket from 'ws';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Broker } from '../../src/broker.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
@@ -135,21 +135,37 @@ describe('users and tokens', () => {
     await ops.resetOffsets({ groupId: 'g', topic: 'edits', spec: { to: 'latest' }, execute: true, requestedBy: 'mallory' });
     expect((await ops.describeGroup('g')).resets[0]).toMatchObject({ requestedBy: 'ops' });
     await ops.deleteRecords({ topic: 'edits', partition: 0, beforeOffset: 4 });
+    // A query cannot hide an executed reset from the audit (only the body says whether it executes).
+    const hidden = await fetch(`${url}/groups/g/offsets/reset?execute=no`, {
+      method: 'POST', headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ topic: 'edits', spec: { to: 'earliest' }, execute: true }),
+    });
+    expect(hidden.status).toBe(200);
     // The path names the target, whatever the query says.
     expect((await fetch(`${url}/topics/edits?topic=payments`, { method: 'DELETE', headers: { authorization: `Bearer ${admin.token}` } })).status).toBe(200);
     await ops.deleteUser('reader');
 
     const entries = await ops.listAudit();
     expect(entries.map((e) => [e.principal, e.action, e.target])).toEqual([
-      ['ops', 'user-delete', 'user:reader'], ['ops', 'topic-delete', 'topic:edits'], ['ops', 'delete-records', 'topic:edits'],
+      ['ops', 'user-delete', 'user:reader'], ['ops', 'topic-delete', 'topic:edits'], ['ops', 'offsets-reset', 'group:g'], ['ops', 'delete-records', 'topic:edits'],
       ['ops', 'offsets-reset', 'group:g'], ['ops', 'user-create', 'user:reader'], ['anonymous', 'user-create', 'user:ops'],
     ]);
-    expect(entries[3]!.details).toMatchObject({ groupId: 'g', topic: 'edits', execute: true });
-    expect(entries[3]!.details).not.toHaveProperty('requestedBy');
+    expect(entries[4]!.details).toMatchObject({ groupId: 'g', topic: 'edits', execute: true });
+    expect(entries[4]!.details).not.toHaveProperty('requestedBy');
+    expect(entries[6]!.details).toMatchObject({ user: 'ops', admin: true }); // what was done: the first user is an admin
     expect(await codeOf(new HttpApi(url, { token: reader.token }).listAudit())).toBe('UNAUTHENTICATED'); // deleted
     const again = await ops.createUser('reader2');
     expect(await codeOf(new HttpApi(url, { token: again.token }).listAudit())).toBe('FORBIDDEN');
     expect((await ops.listAudit(2)).map((e) => e.action)).toEqual(['user-create', 'user-delete']);
+
+    // A client that hangs up as soon as it sent the request does not skip the audit.
+    await ops.createTopic({ topic: 'short-lived', partitions: 1 });
+    const { port } = new URL(url);
+    const socket = net.connect(Number(port), '127.0.0.1', () => {
+      socket.end(`DELETE /topics/short-lived HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${admin.token}\r\n\r\n`);
+      socket.destroy();
+    });
+    await vi.waitFor(async () => expect((await ops.listAudit(1))[0]).toMatchObject({ action: 'topic-delete', target: 'topic:short-lived' }), { timeout: 5000, interval: 50 });
   });
 
   it('keeps users across a restart; --insecure answers everyone while none exists', async () => {

@@ -154,8 +154,9 @@ export const leaveGroup: KafkaApi = {
     const groupId = request.groupId as string;
     const leaving = header.apiVersion >= 3 ? (request.members as Array<{ memberId: string }>).map((m) => m.memberId) : [request.memberId as string];
     const results = await Promise.all(leaving.map(async (memberId) => {
-      members.delete(groupId, memberId);
+      // Forgotten once the broker let it leave: a refused LeaveGroup (an ACL) leaves the member as it was.
       const errorCode = await api.leaveGroup({ groupId, memberId }).then(() => 0, (err: unknown) => kafkaErrorCode(err, 'group'));
+      if (errorCode === 0 || errorCode === kafkaCodeOf('UNKNOWN_MEMBER_ID', 'group')) members.delete(groupId, memberId);
       return { memberId, groupInstanceId: null, errorCode };
     }));
     return { throttleTimeMs: 0, errorCode: 0, members: results };

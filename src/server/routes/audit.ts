@@ -15,11 +15,17 @@ export function registerAuditRoutes(app: FastifyInstance, audit: Audit): void {
     const { user } = principalOf(request);
     if (user !== null && CLAIMS_REQUESTER.has(routeKey(request) ?? '')) request.body = { ...objectOf(request.body), requestedBy: user };
   });
-  app.addHook('onResponse', async (request, reply) => {
-    const route = routeKey(request) ?? '';
-    if (reply.statusCode >= 300 || AUDITED[route] === undefined) return;
-    await audit.record(route, principalOf(request), { ...objectOf(request.body), ...objectOf(request.query), ...objectOf(request.params) })
-      .catch((err: unknown) => request.log.error({ err, route }, 'could not record an audited operation'));
+  // Recorded as the handler succeeds, before the answer is written: a client that hangs up cannot skip it.
+  app.addHook('onRoute', (route) => {
+    const key = `${String(route.method)} ${route.url}`;
+    if (AUDITED[key] === undefined) return;
+    const handler = route.handler;
+    route.handler = async function audited(this: FastifyInstance, request, reply) {
+      const answer: unknown = await handler.call(this, request, reply);
+      await audit.record(key, principalOf(request), request)
+        .catch((err: unknown) => request.log.error({ err, route: key }, 'could not record an audited operation'));
+      return answer;
+    };
   });
   app.get<{ Querystring: { limit?: string } }>(
     '/audit',
