@@ -178,7 +178,7 @@ export class KafkaListener {
     };
     // Kafka's connections.max.idle.ms: a connection silent that long (or stuck in a partial frame) is closed.
     socket.setTimeout(this.options.idleTimeoutMs, () => drop('idle', { idleTimeoutMs: this.options.idleTimeoutMs, pendingBytes: frames.pending }));
-    const connection: KafkaConnection = { principal: null, mechanism: null, scram: null, bareTokens: false, closeAfterAnswer: false };
+    const connection: KafkaConnection = { principal: null, mechanism: null, scram: null, bareTokens: false, closeAfterAnswer: false, authorized: null };
     const handle = async (frame: Buffer) => {
       if (socket.destroyed) return;
       const response = await this.answer(frame, connection, socket).catch((err: unknown) => {
@@ -249,9 +249,18 @@ export class KafkaListener {
     const principal = this.principalOf(header.apiKey, connection, socket);
     if (principal !== null) await this.throttle(principal, header.apiKey === produce.key ? frame.length : 0);
     const response = await api.handle(request, {
-      api: principal === null ? this.api : authorizedApi(this.api, principal, this.options), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, apis: [...this.apis.values()], members: this.members,
+      api: principal === null ? this.api : this.apiFor(principal, connection), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, apis: [...this.apis.values()], members: this.members,
     });
     return response === null ? null : this.frame(header, api, response);
+  }
+
+  /** The broker as `principal` may use it, kept on the connection while its principal stays the same user. */
+  private apiFor(principal: Principal, connection: KafkaConnection): KafkaDataApi {
+    const kept = connection.authorized;
+    if (kept === null || kept.principal.user !== principal.user || kept.principal.admin !== principal.admin) {
+      connection.authorized = { principal, api: authorizedApi(this.api, principal, this.options) };
+    }
+    return connection.authorized!.api;
   }
 
   /** Waits until `principal`'s quotas let a request (of `producedBytes`) through. */

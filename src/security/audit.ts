@@ -54,7 +54,8 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'KAFKA deleteRecords': { action: 'delete-records', target: topic },
 };
 
-const objectOf = (value: unknown): Fields => (value !== null && typeof value === 'object' ? value as Fields : {});
+/** `value` if it is an object (a request's params, query or body), else `{}`. */
+export const objectOf = (value: unknown): Fields => (value !== null && typeof value === 'object' ? value as Fields : {});
 
 export class Audit {
   constructor(private readonly catalog: Catalog, private readonly clock: Clock) {}

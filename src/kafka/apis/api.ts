@@ -28,6 +28,8 @@ export interface KafkaConnection {
   bareTokens: boolean;
   /** Close the connection once this answer is written (a failed authentication). */
   closeAfterAnswer: boolean;
+  /** The broker as the connection's principal uses it, made once per principal (not per request). */
+  authorized: { principal: Principal; api: KafkaDataApi } | null;
 }
 
 /** What a handler knows of the request and the broker. */

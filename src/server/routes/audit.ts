@@ -3,11 +3,9 @@
  * principal, which also replaces the `requestedBy` an authenticated client claims; `GET /audit` lists them (admins only).
  */
 import type { FastifyInstance } from 'fastify';
-import { AUDITED, CLAIMS_REQUESTER } from '../../security/audit.js';
+import { AUDITED, CLAIMS_REQUESTER, objectOf } from '../../security/audit.js';
 import type { Audit } from '../../security/audit.js';
 import { principalOf, routeKey } from '../access.js';
-
-const objectOf = (value: unknown) => (value !== null && typeof value === 'object' ? value : {});
 
 export function registerAuditRoutes(app: FastifyInstance, audit: Audit): void {
   app.addHook('preHandler', async (request) => {
