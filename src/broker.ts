@@ -41,7 +41,7 @@ import type {
 import type { SubscriptionRecord } from './catalog/catalog.js';
 import { OnelogError } from './protocol/errors.js';
 import { pickTopicConfig } from './protocol/topic-config.js';
-import { checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from './coordinator/request-checks.js';
+import { checkCommitRequest, checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from './coordinator/request-checks.js';
 import { checkGroupId, checkInteger } from './protocol/validate.js';
 import { FileCache } from './storage/file-cache.js';
 import type { FileCacheStats } from './storage/file-cache.js';
@@ -528,8 +528,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see GroupCoordinator.commit */
   async commitOffsets(request: CommitRequest): Promise<void> {
     this.checkOpen();
-    checkGroupId(request.groupId);
-    checkMember(request);
+    checkCommitRequest(request);
     return this.groups.commit(request);
   }
 

@@ -1,12 +1,12 @@
 /**
  * {@link OnelogApi} with a binary data path: produce and fetch travel as RecordBatch v2 bytes in WebSocket
  * binary frames on `GET /data` (src/protocol/data-frames.ts), encoded and decoded here, so the broker
- * appends and serves batches without decoding records and no JSON or base64 touches the records. Every
- * other operation goes over HTTP/JSON as {@link HttpApi}. One socket, opened on first use and again after a
+ * appends and serves batches without decoding records and no JSON or base64 touches the records. Commits
+ * travel on the same socket; every other operation goes over HTTP/JSON as {@link HttpApi}. One socket, opened on first use and again after a
  * failure; requests on it run concurrently.
  */
 import WebSocket from 'ws';
-import type { FetchRequest, FetchResult, ProduceRequest, ProduceResult } from '../protocol/api.js';
+import type { CommitRequest, FetchRequest, FetchResult, ProduceRequest, ProduceResult } from '../protocol/api.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import type { DataFrame, FrameKind } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -87,6 +87,15 @@ export class BinaryApi extends HttpApi {
       return { ...p, records, nextOffset };
     });
     return { ...json, partitions };
+  }
+
+  /**
+   * Commits on the data socket, so a consumer's commit and its next fetch travel together (and neither waits
+   * for an HTTP connection).
+   * @throws OnelogError as {@link HttpApi.commitOffsets}; `NETWORK_ERROR` when the socket fails
+   */
+  override async commitOffsets(request: CommitRequest): Promise<void> {
+    await this.request(FRAME_KIND.COMMIT, request, Buffer.alloc(0), FRAME_KIND.COMMITTED);
   }
 
   /** Closes the data socket (pending requests fail with `NETWORK_ERROR`). */

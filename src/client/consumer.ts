@@ -3,9 +3,10 @@
  * rebalances incrementally as members come and go), pulls batches from its positions and commits as its
  * commit mode says:
  *
- * - `'after-processing'` (default, at-least-once): after the handlers of a fetched batch resolved. A crash
- *   redelivers the records processed since the last commit; a handler that throws never has its record
- *   committed.
+ * - `'after-processing'` (default, at-least-once): after the handlers of a fetched batch resolved. The commit
+ *   goes out beside the next fetch, and the next batch is handled once it is answered: a crash redelivers at
+ *   most the batch in hand (the records processed since the last commit); a handler that throws never has
+ *   its record committed.
  * - `'before-processing'` (at-most-once): a fetched batch is committed before its first handler runs. A
  *   crash drops the records of that batch not yet processed (at most `maxRecords`).
  * - with an `offsetStore` (exactly-once effect): each handler runs inside a transaction of the user's
@@ -112,6 +113,11 @@ export class Consumer<Tx = undefined> {
   private session: MemberSession | null = null;
   /** The retriable error of the last commit, while no later commit got through. */
   private commitPending: OnelogError | null = null;
+  /**
+   * The last batch's commit while it is in flight: the next fetch goes out beside it, and the next batch is
+   * handled only once it is answered, so a crash still redelivers at most the batch in hand.
+   */
+  private commitInFlight: Promise<{ ok: boolean } | { error: unknown }> | null = null;
   private readonly options: ConsumerOptions<Tx>;
 
   constructor(
@@ -255,16 +261,20 @@ export class Consumer<Tx = undefined> {
         // due) must not hold up a busy one.
         const othersBusy = topics.some((t) => t !== topic && busy.has(t));
         const fetched = await this.fetch(session, topic, fetchable.filter((p) => p.topic === topic), rotation, othersBusy ? 0 : undefined);
+        // A fenced member handles nothing more: it rejoins first.
+        if (!(await this.settleCommit()) && session.fenced) continue;
         if (!fetched) continue;
         if (fetched.partitions.some((p) => p.records.length > 0)) busy.add(topic);
         else busy.delete(topic);
         if (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId) await session.heartbeat().catch(() => {});
         await this.handleBatch(session, topic, fetched.partitions, handlers, report);
       }
+      await this.settleCommit();
       await this.nacks.settled();
       await this.releaseRevoked(session);
       if (this.nacks.failure !== undefined) throw this.nacks.failure;
     } finally {
+      await this.settleCommit().catch(() => {});
       await this.nacks.settled();
       this.session = null;
       await session.leave().catch(() => {});
@@ -283,7 +293,9 @@ export class Consumer<Tx = undefined> {
   private async releaseRevoked(session: MemberSession): Promise<void> {
     const revoked = [...session.held.values()].filter((p) => p.revoked);
     if (revoked.length === 0) return;
-    await this.nacks.settled(); // their progress is committed before they are let go
+    // Their progress is committed before they are let go.
+    await this.settleCommit();
+    await this.nacks.settled();
     for (const p of revoked) session.release(p);
     await session.heartbeat().catch(() => {});
   }
@@ -360,9 +372,32 @@ export class Consumer<Tx = undefined> {
     if (this.nacks.busy) {
       await this.nacks.endBatch(progress, autoCommit ? (p) => this.commitOffsets(session, p) : null, failure !== undefined);
     } else if (!beforeProcessing && (autoCommit || this.options.offsetStore)) {
-      await this.commitOffsets(session, progress);
+      this.sendCommit(session, progress);
     }
-    if (failure !== undefined) throw failure;
+    if (failure !== undefined) {
+      await this.settleCommit();
+      throw failure;
+    }
+  }
+
+  /** Sends a batch's commit without waiting for it; {@link settleCommit} waits. */
+  private sendCommit(session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>): void {
+    if (offsets.size === 0) return;
+    this.commitInFlight = this.commitOffsets(session, offsets).then((ok) => ({ ok }), (error: unknown) => ({ error }));
+  }
+
+  /**
+   * Waits for the commit in flight, if any.
+   * @returns whether it got through (false: fenced, or the broker unreachable; the next commit carries its progress)
+   * @throws the commit's error when the broker refused it otherwise
+   */
+  private async settleCommit(): Promise<boolean> {
+    const sent = this.commitInFlight;
+    if (sent === null) return true;
+    this.commitInFlight = null;
+    const outcome = await sent;
+    if ('error' in outcome) throw outcome.error;
+    return outcome.ok;
   }
 
   /**

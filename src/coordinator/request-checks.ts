@@ -3,7 +3,7 @@
  * wrong and what is allowed (`INVALID_REQUEST`, `INVALID_OFFSET`). Topics' existence is the log manager's
  * to check. Pure: no I/O.
  */
-import type { JoinGroupRequest, ResetOffsetsRequest, SubscribeRequest } from '../protocol/api.js';
+import type { CommitRequest, JoinGroupRequest, ResetOffsetsRequest, SubscribeRequest } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { COMMIT_MODES, DELIVERY_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from '../protocol/types.js';
 import { checkGroupId, checkInteger, checkOneOf } from '../protocol/validate.js';
@@ -60,9 +60,26 @@ export function checkResetRequest(request: ResetOffsetsRequest): void {
 }
 
 /**
- * A webhook endpoint: an absolute http or https URL.
- * @throws OnelogError `INVALID_REQUEST`
+ * A commit's shape (any transport: HTTP checks it by schema, the data path and embedded callers here): a topic
+ * name, and offsets a list of `{ partition, offset, metadata? }` with integer partitions. The offsets' values
+ * are the coordinator's to check (`INVALID_OFFSET`, `OFFSET_OUT_OF_RANGE`).
+ * @throws OnelogError `INVALID_REQUEST` naming the field
  */
+export function checkCommitRequest(request: CommitRequest): void {
+  checkGroupId(request.groupId);
+  if (typeof request.topic !== 'string') throw new OnelogError('INVALID_REQUEST', `a commit names its topic, got ${JSON.stringify(request.topic)}`);
+  if (!Array.isArray(request.offsets) || !request.offsets.every((o) => o !== null && typeof o === 'object')) {
+    throw new OnelogError('INVALID_REQUEST', 'a commit names its offsets: [{ partition, offset, metadata? }]', { topic: request.topic });
+  }
+  for (const o of request.offsets) {
+    checkInteger(o.partition, 'partition', 0);
+    if (o.metadata !== undefined && typeof o.metadata !== 'string') {
+      throw new OnelogError('INVALID_REQUEST', `an offset's metadata is a string, got ${JSON.stringify(o.metadata)}`, { partition: o.partition });
+    }
+  }
+  checkMember(request);
+}
+
 /**
  * A request from a group member names its generation too.
  * @throws OnelogError `INVALID_REQUEST`

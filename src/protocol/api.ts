@@ -552,6 +552,8 @@ export interface BatchFetchResult extends Omit<FetchResult, 'partitions'> {
 export interface BinaryDataApi {
   produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult>;
   fetchBatches(request: FetchRequest): Promise<BatchFetchResult>;
+  /** A group member's commit, carried on the data socket beside its fetches. */
+  commitOffsets(request: CommitRequest): Promise<void>;
 }
 
 /**

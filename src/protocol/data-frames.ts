@@ -6,14 +6,16 @@
  *     kind u8 | requestId u32 | jsonBytes u32 | json (UTF-8) | payload
  *
  * with big-endian integers. Requests: `PRODUCE` (json `{ topic, batches: [{ partition, bytes }] }`, payload the
- * batches one after another; stored or refused whole) and `FETCH` (json a fetch request, no payload). Answers
- * repeat the request id: `PRODUCED` (json `{ batches: [{ partition, baseOffset, lastOffset }] }`), `FETCHED` (json the fetch result with each partition's
- * `batchBytes`; payload the partitions' batches one after another) or `ERROR` (json `{ code, message, ...}`).
+ * batches one after another; stored or refused whole), `FETCH` (json a fetch request, no payload) and `COMMIT`
+ * (json a commit request, no payload). Answers repeat the request id: `PRODUCED` (json
+ * `{ batches: [{ partition, baseOffset, lastOffset }] }`), `FETCHED` (json the fetch result with each partition's
+ * `batchBytes`; payload the partitions' batches one after another), `COMMITTED` (json `{}`) or `ERROR`
+ * (json `{ code, message, ...}`).
  * Pure: no I/O.
  */
 import { OnelogError } from './errors.js';
 
-export const FRAME_KIND = { PRODUCE: 1, FETCH: 2, PRODUCED: 101, FETCHED: 102, ERROR: 255 } as const;
+export const FRAME_KIND = { PRODUCE: 1, FETCH: 2, COMMIT: 3, PRODUCED: 101, FETCHED: 102, COMMITTED: 103, ERROR: 255 } as const;
 export type FrameKind = (typeof FRAME_KIND)[keyof typeof FRAME_KIND];
 
 const HEADER_BYTES = 9;

@@ -122,6 +122,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   // The binary data path (docs/delivery.md).
   'WS /data produce': { needs: [topic('write', 'body.topic')] },
   'WS /data fetch': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')] },
+  'WS /data commit': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')] },
 
   // The Kafka listener (docs/kafka.md): once SASL names the principal, every broker method its handlers call.
   'KAFKA produceBatches': { needs: [topic('write', 'body.topic')], kafka: ['Produce'] },

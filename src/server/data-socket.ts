@@ -1,7 +1,8 @@
 /**
  * The binary data path: WebSocket binary messages on `GET /data`, framed as src/protocol/data-frames.ts
  * says. A `PRODUCE` frame's batches (one request, stored or refused whole) are appended as they are (no per-record decoding on the hot path); a `FETCH`
- * answers the stored batches undecoded. Requests on one socket run concurrently; each answer repeats its
+ * answers the stored batches undecoded; a `COMMIT` is a group member's commit, so a consumer's commit and its
+ * next fetch travel together. Requests on one socket run concurrently; each answer repeats its
  * request id. Errors answer an `ERROR` frame with the registry code; a frame that cannot be read closes the
  * socket (1003).
  */
@@ -9,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import type { BinaryDataApi, FetchRequest } from '../protocol/api.js';
+import type { BinaryDataApi, CommitRequest, FetchRequest } from '../protocol/api.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { resourceExhausted } from '../storage/storage-errors.js';
@@ -26,7 +27,7 @@ export interface DataSockets {
 }
 
 /** The request frames, by the name the permission table gives them (`WS /data produce`). */
-export const DATA_REQUEST_FRAMES = { produce: FRAME_KIND.PRODUCE, fetch: FRAME_KIND.FETCH } as const;
+export const DATA_REQUEST_FRAMES = { produce: FRAME_KIND.PRODUCE, fetch: FRAME_KIND.FETCH, commit: FRAME_KIND.COMMIT } as const;
 
 /**
  * The binary data path over `api`.
@@ -92,8 +93,12 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: Socket
             const result = await api.fetchBatches(frame.json as FetchRequest);
             const partitions = result.partitions.map(({ batches, ...p }) => ({ ...p, batchBytes: batches.length }));
             ws.send(encodeFrame(FRAME_KIND.FETCHED, requestId, { ...result, partitions }, result.partitions.map((p) => p.batches)));
+          } else if (frame.kind === DATA_REQUEST_FRAMES.commit) {
+            check('commit');
+            await api.commitOffsets(frame.json as CommitRequest);
+            ws.send(encodeFrame(FRAME_KIND.COMMITTED, requestId, {}));
           } else {
-            throw new OnelogError('INVALID_REQUEST', `unknown data frame kind ${frame.kind}; allowed: 1 (produce), 2 (fetch)`);
+            throw new OnelogError('INVALID_REQUEST', `unknown data frame kind ${frame.kind}; allowed: 1 (produce), 2 (fetch), 3 (commit)`);
           }
         } catch (err) {
           const e = err instanceof OnelogError ? err

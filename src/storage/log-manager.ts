@@ -55,6 +55,13 @@ export interface PartitionOffsets {
 
 /** Free space a produce leaves on the disk, for the index files and checkpoints that follow appends. */
 const DISK_HEADROOM_BYTES = 1 << 20;
+/**
+ * A statfs reading answers later produces without a new one for up to this long, ms, while what they asked
+ * for since leaves {@link DISK_READING_MARGIN_BYTES} free by it (a statfs per produce costs as much as the
+ * append itself).
+ */
+const DISK_READING_MS = 1000;
+const DISK_READING_MARGIN_BYTES = 256 * (1 << 20);
 
 /** Partitions a background sweep visits between two yields to the event loop. */
 const VISIT_YIELD_EVERY = 64;
@@ -65,6 +72,8 @@ export class LogManager {
   /** Whether the directory had no journal (written by an earlier version): {@link start} reads every recovery point once. */
   private readonly journalWasMissing: boolean;
   private loadedCount = 0;
+  /** The last statfs of the log directory, and the bytes produces asked for since (see {@link checkDiskRoom}). */
+  private diskReading: { atMs: number; freeBytes: number; requestedSince: number } | null = null;
 
   /**
    * @param dir directory holding one folder per partition; created if missing
@@ -329,7 +338,8 @@ export class LogManager {
 
   /**
    * Appends batches to partitions of one request (the batches of one partition in order). Before anything
-   * is written, the disk must have room for all of them (statfs), so a full disk refuses the request whole.
+   * is written, the disk must have room for all of them (statfs; one reading serves up to a second of
+   * requests while they leave 256 MiB free by it), so a full disk refuses the request whole.
    * A partition can still fail once others stored their batches (the disk filled meanwhile, no descriptor):
    * the error then names, in `stored`, what was stored where; a retry stores those again unless the producer
    * is idempotent (as with Kafka, a produce across partitions is not atomic).
@@ -342,6 +352,7 @@ export class LogManager {
     const settled = await Promise.allSettled(batches.map(({ log, batch }) => log.appendBatch(batch)));
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed === undefined) return settled.map((r) => (r as PromiseFulfilledResult<AppendResult>).value);
+    this.diskReading = null; // a full disk shows in the next request's reading
     const stored = settled.flatMap((r, i) => r.status === 'fulfilled'
       ? [{ partition: batches[i]!.log.partition, baseOffset: r.value.baseOffset, lastOffset: r.value.lastOffset }] : []);
     const err = storageError(failed.reason, 'append', {});
@@ -353,8 +364,15 @@ export class LogManager {
 
   /** @throws OnelogError `RESOURCE_EXHAUSTED` if the log directory's file system has less than `bytes` (plus 1 MiB) free */
   private checkDiskRoom(bytes: number, topic: string | undefined): void {
+    const reading = this.diskReading;
+    if (reading !== null && performance.now() - reading.atMs < DISK_READING_MS &&
+      reading.freeBytes - reading.requestedSince - bytes >= DISK_READING_MARGIN_BYTES) {
+      reading.requestedSince += bytes;
+      return;
+    }
     const { bavail, bsize } = fs.statfsSync(this.dir);
     const free = bavail * bsize;
+    this.diskReading = { atMs: performance.now(), freeBytes: free, requestedSince: bytes };
     if (free >= bytes + DISK_HEADROOM_BYTES) return;
     throw new OnelogError('RESOURCE_EXHAUSTED', `the disk holding ${this.dir} has ${free} bytes free, and this request needs ` +
       `${bytes} (plus ${DISK_HEADROOM_BYTES} of headroom for indexes and checkpoints); nothing was stored. Free space ` +

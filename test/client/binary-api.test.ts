@@ -78,6 +78,26 @@ describe('binary data path', () => {
     expect((await broker.describeGroup('g')).subscriptions[0]!.partitions.map((p) => p.lag)).toEqual([0, 0]);
   });
 
+  it('commits on the data socket, fenced as over HTTP; a commit of the wrong shape is refused and commits nothing', async () => {
+    await broker.createTopic({ topic: 't', partitions: 2 });
+    await new Onelog({ api: binary() }).producer().send({ topic: 't', messages: messages(100) });
+    const api = binary();
+    const member = await api.joinGroup({ groupId: 'g', topics: ['t'], sessionTimeoutMs: 5000 });
+    const partitions = member.assignment.map((a) => a.partition);
+    await api.commitOffsets({ groupId: 'g', topic: 't', memberId: member.memberId, generationId: member.generationId, offsets: partitions.map((partition) => ({ partition, offset: 3 })) });
+    const committed = async () => (await broker.describeGroup('g')).subscriptions[0]!.partitions.map((p) => p.committedOffset);
+    expect(await committed()).toEqual([3, 3]);
+    expect(await asyncCodeOf(api.commitOffsets({
+      groupId: 'g', topic: 't', memberId: member.memberId, generationId: member.generationId + 1, offsets: [{ partition: 0, offset: 5 }],
+    }))).toBe('ILLEGAL_GENERATION');
+    expect(await asyncCodeOf(api.commitOffsets({ groupId: 'g', topic: 't', memberId: 'nobody', generationId: 1, offsets: [{ partition: 0, offset: 5 }] })))
+      .toBe('UNKNOWN_MEMBER_ID');
+    for (const bad of [{ offsets: 'all' }, { offsets: [null] }, { offsets: [{ partition: -1, offset: 5 }] }, { topic: 7, offsets: [] }]) {
+      expect(await asyncCodeOf(api.commitOffsets({ groupId: 'g', topic: 't', ...bad } as never))).toBe('INVALID_REQUEST');
+    }
+    expect(await committed()).toEqual([3, 3]);
+  });
+
   it('refuses a corrupt batch, a keyless record on a compacted topic, and stores nothing of either', async () => {
     await broker.createTopic({ topic: 't', partitions: 1 });
     await broker.createTopic({ topic: 'state', partitions: 1, config: { cleanupPolicy: 'compact' } });
