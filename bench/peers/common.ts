@@ -3,6 +3,7 @@
  * driver (N records per request, K requests in flight) and the record values (the first 8 bytes carry the
  * record's scheduled send time for the latency run).
  */
+import fs from 'node:fs';
 import os from 'node:os';
 
 /** The workload, the same for every system. */
@@ -57,11 +58,26 @@ export interface PeerResult {
   produce: Map<number, Throughput>;
   consume: Map<number, Throughput>;
   latency: Latency | null;
+  /** Produce again on the same (warm) server, by record size; onelog's rows only. */
+  produceWarm: Map<number, Throughput>;
+  /** The server's CPU time (user + system) per record, µs, by record size; where the server is a child of this run. */
+  serverCpu: { produce: Map<number, number>; consume: Map<number, number> };
   errors: string[];
 }
 
 export function emptyResult(name: string, durability: string): PeerResult {
-  return { name, durability, produce: new Map(), consume: new Map(), latency: null, errors: [] };
+  return { name, durability, produce: new Map(), consume: new Map(), latency: null, produceWarm: new Map(), serverCpu: { produce: new Map(), consume: new Map() }, errors: [] };
+}
+
+/** CPU time (user + system) process `pid` used so far, ms (Linux /proc, 10 ms ticks); null where it cannot be read. */
+export function processCpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
 }
 
 /** Runs `part`, storing its error message in `result.errors` instead of ending the whole benchmark. */

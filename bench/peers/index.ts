@@ -6,16 +6,21 @@
  *
  * Rows: onelog with flush.policy=interval beside Redis appendfsync everysec, onelog flush.policy=always beside
  * Redis appendfsync always, and JetStream file storage (its server's sync setting, which no client can change).
+ * Each peer has two rows: its best path (Redis: raw RESP pipelines; JetStream: a deep async-publish window and a
+ * pulling consumer), against which the targets are judged, and a path driven as onelog's client is (ioredis
+ * pipelines; batches of the same size and count in flight). The machine's load is printed before and after;
+ * above 1.5 at the start, the targets are not judged.
  * A system that does not answer is skipped with the reason printed.
  */
-import type { PeerResult, PeerWorkload } from './common.js';
+import os from 'node:os';
+import type { PeerWorkload } from './common.js';
 import { loadAverage, machineLine } from './common.js';
 import { jetstreamAnswers, jetstreamBenchmark, NATS_SERVER } from './jetstream.js';
 import type { LatencySending } from './latency.js';
 import { onelogBenchmark, onelogClient } from './onelog.js';
 import { describePersistence, readPersistence, redisAnswers, redisBenchmark, REDIS_URL, restorePersistence } from './redis-streams.js';
 import type { PeerRows } from './table.js';
-import { printTables, printTargets } from './table.js';
+import { printTables, printTargets, rowsInOrder } from './table.js';
 
 export interface PeersOptions extends PeerWorkload {
   latencySending: LatencySending;
@@ -31,6 +36,7 @@ export async function peersBenchmark(o: PeersOptions): Promise<void> {
     `the producer and consumers run in this process, the servers in their own`);
   console.log(`onelog client: ${onelogClient.name}`);
   console.log(machineLine());
+  const loadAtStart = os.loadavg()[0]!;
 
   const redisDown = await redisAnswers();
   const natsDown = await jetstreamAnswers();
@@ -56,8 +62,7 @@ export async function peersBenchmark(o: PeersOptions): Promise<void> {
   }
   if (!natsDown) rows.jetstream = await jetstreamBenchmark(o, o.latencySending);
 
-  const results = [rows.onelogInterval, rows.onelogAlways, rows.redisEverysec, rows.redisAlways, rows.jetstream].filter((r): r is PeerResult => r !== null);
-  printTables(results, o.recordSizes, o.latencyRate, o.latencyRecordBytes);
-  printTargets(rows, o.recordSizes, o.latencyRate);
+  printTables(rowsInOrder(rows), o.recordSizes, o.latencyRate, o.latencyRecordBytes);
+  printTargets(rows, o.recordSizes, o.latencyRate, loadAtStart);
   console.log(`at the end: ${loadAverage()} (the machine is shared: other work running at the same time lowers every figure, unevenly)`);
 }

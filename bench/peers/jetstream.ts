@@ -8,6 +8,9 @@
  * its rate is printed beside, for reference, on a tenth of the records. Consume = a durable pull consumer fetching N at a time (ack policy `all`,
  * the batch's last message acknowledged with ackAck: one confirmed ack per batch, like a commit), latency =
  * publishes per tick (or per record) and a pull consumer in `consume()` mode acknowledging each message.
+ * The best path beside it: the same async publishes with {@link BEST_IN_FLIGHT_BATCHES} batches in flight, and a
+ * pull consumer in `consume()` mode (the client keeps pulls of {@link BEST_PULL_MESSAGES} outstanding) acknowledging
+ * each batch's last message without waiting.
  *
  * Durability: nats-server's file store does not fsync per message; it syncs on a timer (`sync_interval`,
  * default 2 minutes). A publish ack means the message was written to the server's files (the OS page cache).
@@ -88,13 +91,27 @@ class AsyncPublisher {
   }
 }
 
-export async function jetstreamBenchmark(w: PeerWorkload, sending: LatencySending): Promise<PeerResult> {
-  const result = emptyResult('JetStream file', JETSTREAM_DURABILITY);
+/** Batches in flight on the best path (the like-for-like path has the workload's `inFlight`). */
+const BEST_IN_FLIGHT_BATCHES = 32;
+/** Messages the best path's consumer keeps pulled ahead. */
+const BEST_PULL_MESSAGES = 10_000;
+
+/** JetStream's two rows: shaped as onelog's client is driven, and at its best. */
+export interface JetStreamResults {
+  client: PeerResult;
+  best: PeerResult;
+}
+
+export async function jetstreamBenchmark(w: PeerWorkload, sending: LatencySending): Promise<JetStreamResults> {
+  const result = emptyResult('JetStream file (as onelog is driven)', JETSTREAM_DURABILITY);
+  const best = emptyResult('JetStream file (best path)', JETSTREAM_DURABILITY);
   const nc: NatsConnection = await connect({ servers: NATS_SERVER, name: 'onelog-bench' });
   console.log(`-- NATS JetStream (nats-server ${nc.info?.version ?? '?'}), file storage (${loadAverage()}) --`);
   console.log(`setup: ${NATS_SERVER} via nats.js; one stream per size (file storage, 1 replica, limits retention); ` +
     `produce: ${w.batchRecords} async publishes (reply inbox per message) then await their acks, ${w.inFlight} batches in flight; ` +
-    `consume: durable pull consumer, fetch ${w.batchRecords} at a time, ack policy all, ackAck of each batch's last message`);
+    `consume: durable pull consumer, fetch ${w.batchRecords} at a time, ack policy all, ackAck of each batch's last message; ` +
+    `best path: ${BEST_IN_FLIGHT_BATCHES} batches in flight, and consume() with ${BEST_PULL_MESSAGES} messages pulled ahead, ` +
+    `acking each ${w.batchRecords}-th message (ack policy all) without waiting`);
   console.log(`durability: ${JETSTREAM_DURABILITY}`);
   try {
     const jsm = await nc.jetstreamManager();
@@ -152,6 +169,11 @@ export async function jetstreamBenchmark(w: PeerWorkload, sending: LatencySendin
       } finally {
         await jsm.streams.delete(stream).catch(() => false);
       }
+      try {
+        await bestThroughput(nc, jsm, js, best, w, stream, subject, size);
+      } finally {
+        await jsm.streams.delete(stream).catch(() => false);
+      }
     }
     const stream = `${STREAM_PREFIX}_LATENCY`;
     const subject = `${SUBJECT_PREFIX}.latency`;
@@ -186,7 +208,50 @@ export async function jetstreamBenchmark(w: PeerWorkload, sending: LatencySendin
   } finally {
     await nc.drain().catch(() => nc.close());
   }
-  return result;
+  return { client: result, best };
+}
+
+/** Produce and consume of one size on the best path, into `best`. */
+async function bestThroughput(
+  nc: NatsConnection, jsm: JetStreamManager, js: JetStreamClient, best: PeerResult, w: PeerWorkload, stream: string, subject: string, size: number,
+): Promise<void> {
+  await attempt(best, `produce ${size} B`, async () => {
+    await createStream(jsm, stream, subject);
+    const value = fillerValue(size);
+    const batch = Array.from({ length: w.batchRecords }, () => value);
+    const publisher = new AsyncPublisher(nc, subject);
+    try {
+      const seconds = await driveBatches(w.records, w.batchRecords, BEST_IN_FLIGHT_BATCHES, (n) => publisher.publish(n === batch.length ? batch : batch.slice(0, n)));
+      best.produce.set(size, { records: w.records, bytes: w.records * size, seconds });
+      console.log(`  best path: produce ${size} B: ${formatThroughput(best.produce.get(size)!)}`);
+    } finally {
+      publisher.close();
+    }
+  });
+  if (!best.produce.has(size)) return;
+  await attempt(best, `consume ${size} B`, async () => {
+    await jsm.consumers.add(stream, { durable_name: 'best', ack_policy: AckPolicy.All, max_ack_pending: 2 * BEST_PULL_MESSAGES });
+    const consumer = await js.consumers.get(stream, 'best');
+    let received = 0;
+    let bytes = 0;
+    const started = performance.now();
+    const messages = await consumer.consume({ max_messages: BEST_PULL_MESSAGES });
+    const stalled = setTimeout(() => messages.stop(), 120_000);
+    try {
+      for await (const m of messages) {
+        received++;
+        bytes += m.data.length;
+        if (received % w.batchRecords === 0 || received === w.records) m.ack();
+        if (received === w.records) break;
+      }
+    } finally {
+      clearTimeout(stalled);
+      messages.stop();
+    }
+    if (received < w.records) throw new Error(`stalled after ${received} records`);
+    best.consume.set(size, { records: received, bytes, seconds: (performance.now() - started) / 1000 });
+    console.log(`  best path: consume ${size} B: ${formatThroughput(best.consume.get(size)!)}`);
+  });
 }
 
 /** Answers null when the NATS server accepts a connection with JetStream on, else why not. */

@@ -11,7 +11,7 @@ import { Onelog } from '../../src/client/index.js';
 import type { FlushPolicy } from '../../src/protocol/topic-config.js';
 import { startServer } from '../../test/helpers/processes.js';
 import type { PeerResult, PeerWorkload } from './common.js';
-import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage } from './common.js';
+import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage, processCpuMs } from './common.js';
 import type { LatencySending } from './latency.js';
 import { measureLatency } from './latency.js';
 
@@ -31,6 +31,16 @@ export const onelogClient: OnelogClientChoice = {
 const LATENCY_MAX_WAIT_MS = 20;
 /** Byte budget per fetch: large enough that `batchRecords` records of the largest size fit. */
 const FETCH_MAX_BYTES = 64 * 1024 * 1024;
+
+/** Process `pid`'s CPU time since `beforeMs` per record, µs. */
+function cpuPerRecordUs(pid: number | undefined, beforeMs: number | null, records: number): number | null {
+  const after = processCpuMs(pid);
+  return beforeMs === null || after === null ? null : ((after - beforeMs) * 1000) / records;
+}
+
+function cpuNote(cpuUs: number | null): string {
+  return cpuUs === null ? '' : `; broker CPU ${cpuUs.toFixed(2)} µs per record`;
+}
 
 export function onelogDurability(policy: FlushPolicy): string {
   return policy === 'always'
@@ -53,15 +63,25 @@ export async function onelogBenchmark(w: PeerWorkload, policy: FlushPolicy, send
     const producer = onelog.producer();
     for (const size of w.recordSizes) {
       const topic = `bench-${size}`;
-      await attempt(result, `produce ${size} B`, async () => {
-        await admin.createTopic({ topic, partitions: 1, config: { flushPolicy: policy } });
-        const value = fillerValue(size);
-        const messages = Array.from({ length: w.batchRecords }, () => ({ value }));
+      const value = fillerValue(size);
+      const messages = Array.from({ length: w.batchRecords }, () => ({ value }));
+      const produce = async (into: string) => {
+        await admin.createTopic({ topic: into, partitions: 1, config: { flushPolicy: policy } });
+        const cpuBefore = processCpuMs(server.proc.pid);
         const seconds = await driveBatches(w.records, w.batchRecords, w.inFlight, async (n) => {
-          await producer.send({ topic, messages: n === messages.length ? messages : messages.slice(0, n) });
+          await producer.send({ topic: into, messages: n === messages.length ? messages : messages.slice(0, n) });
         });
-        result.produce.set(size, { records: w.records, bytes: w.records * size, seconds });
-        console.log(`  produce ${size} B: ${formatThroughput(result.produce.get(size)!)}`);
+        return { throughput: { records: w.records, bytes: w.records * size, seconds }, cpuUs: cpuPerRecordUs(server.proc.pid, cpuBefore, w.records) };
+      };
+      await attempt(result, `produce ${size} B`, async () => {
+        // The first run of a size meets code the broker has not run yet (JIT, allocation); the second runs warm.
+        const fresh = await produce(topic);
+        result.produce.set(size, fresh.throughput);
+        console.log(`  produce ${size} B: ${formatThroughput(fresh.throughput)}${cpuNote(fresh.cpuUs)}`);
+        const warm = await produce(`${topic}-warm`);
+        result.produceWarm.set(size, warm.throughput);
+        if (warm.cpuUs !== null) result.serverCpu.produce.set(size, warm.cpuUs);
+        console.log(`  produce ${size} B again, warm: ${formatThroughput(warm.throughput)}${cpuNote(warm.cpuUs)}`);
       });
       if (!result.produce.has(size)) continue;
       await attempt(result, `consume ${size} B`, async () => {
@@ -71,6 +91,7 @@ export async function onelogBenchmark(w: PeerWorkload, policy: FlushPolicy, send
         consumer.subscribe({ topic });
         let received = 0;
         let bytes = 0;
+        const cpuBefore = processCpuMs(server.proc.pid);
         const started = performance.now();
         await consumer.run({
           eachMessage: ({ message }) => {
@@ -80,7 +101,9 @@ export async function onelogBenchmark(w: PeerWorkload, policy: FlushPolicy, send
           },
         });
         result.consume.set(size, { records: received, bytes, seconds: (performance.now() - started) / 1000 });
-        console.log(`  consume ${size} B: ${formatThroughput(result.consume.get(size)!)} (group join, fetches and commits included)`);
+        const cpuUs = cpuPerRecordUs(server.proc.pid, cpuBefore, received);
+        if (cpuUs !== null) result.serverCpu.consume.set(size, cpuUs);
+        console.log(`  consume ${size} B: ${formatThroughput(result.consume.get(size)!)} (group join, fetches and commits included)${cpuNote(cpuUs)}`);
       });
     }
     await attempt(result, 'latency', async () => {

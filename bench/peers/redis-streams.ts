@@ -2,19 +2,29 @@
  * Redis Streams' side of the peer benchmarks, on the Redis at 127.0.0.1:6379 (ioredis, one connection for
  * writes, one for blocking reads): produce = pipelined XADD (one pipeline per batch of N, K pipelines in
  * flight), consume = XREADGROUP COUNT N then XACK of the batch's ids, latency = XADD per tick (or per record)
- * and a blocking XREADGROUP consumer.
+ * and a blocking XREADGROUP consumer. Beside those (the same kind of client as onelog's), the best path:
+ * throughput through one raw socket with pre-encoded RESP pipelines (redis-raw.ts), and redis-benchmark's own
+ * figure where it is installed, to show the harness keeps up.
  *
  * Durability: the AOF with `appendfsync everysec` (fsync about once a second) or `always` (fsync before the
  * reply). The run reads `appendonly`/`appendfsync` with CONFIG GET, sets them for each row with CONFIG SET,
  * and puts the original values back afterwards; where CONFIG is refused it says so and runs with what Redis has.
  */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import type { PeerResult, PeerWorkload } from './common.js';
 import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage } from './common.js';
 import type { LatencySending } from './latency.js';
 import { measureLatency } from './latency.js';
+import { command, RawRedis, readAll, xaddPipeline } from './redis-raw.js';
 
-export const REDIS_URL = 'redis://127.0.0.1:6379';
+const execFileAsync = promisify(execFile);
+
+export const REDIS_HOST = '127.0.0.1';
+export const REDIS_PORT = 6379;
+export const REDIS_URL = `redis://${REDIS_HOST}:${REDIS_PORT}`;
 const KEY_PREFIX = 'onelog-bench:peers';
 /** How long a blocking XREADGROUP waits, ms (the consumer checks for stop between reads). */
 const BLOCK_MS = 100;
@@ -122,21 +132,32 @@ async function readGroup(redis: Redis, key: string, group: string, count: number
   return (entries ?? []) as StreamEntry[];
 }
 
-export async function redisBenchmark(w: PeerWorkload, appendfsync: AppendFsync, persistence: RedisPersistence, sending: LatencySending): Promise<PeerResult> {
+/** Redis's two rows: through ioredis (the same kind of client as onelog's), and at its best (raw RESP pipelines). */
+export interface RedisResults {
+  client: PeerResult;
+  best: PeerResult;
+}
+
+export async function redisBenchmark(w: PeerWorkload, appendfsync: AppendFsync, persistence: RedisPersistence, sending: LatencySending): Promise<RedisResults> {
   const settable = persistence.configRefused === null;
   const durability = settable
     ? `AOF on, appendfsync ${appendfsync}: ${appendfsync === 'always' ? 'fsync of the AOF before the reply' : 'AOF written before the reply, fsync about once a second'}; ` +
       'XACKs go through the same AOF'
     : `as Redis runs (CONFIG refused): AOF ${persistence.appendonly ?? 'unknown'}`;
-  const result = emptyResult(settable ? `Redis ${appendfsync}` : 'Redis (as configured)', durability);
+  const name = settable ? `Redis ${appendfsync}` : 'Redis (as configured)';
+  const result = emptyResult(`${name} (ioredis)`, durability);
+  const best = emptyResult(`${name} (raw RESP, best path)`, durability);
   console.log(`-- Redis Streams ${persistence.version}, appendfsync ${appendfsync} (${loadAverage()}) --`);
   console.log(`setup: ${REDIS_URL} via ioredis; one stream per size; produce: pipelines of ${w.batchRecords} XADD (field v = value), ` +
-    `${w.inFlight} pipelines in flight on one connection; consume: XREADGROUP COUNT ${w.batchRecords} then XACK of the batch's ids`);
+    `${w.inFlight} pipelines in flight on one connection; consume: XREADGROUP COUNT ${w.batchRecords} then XACK of the batch's ids; ` +
+    `best path: the same through one raw socket, ${w.inFlight} pre-encoded RESP pipelines of ${w.batchRecords} XADD in flight, ` +
+    'replies parsed by redis-parser; XACK of a batch pipelined with the next XREADGROUP');
   console.log(`durability: ${durability}`);
   const redis = connect();
   const reader = connect();
   await redis.connect();
   await reader.connect();
+  const raw = await RawRedis.connect(REDIS_HOST, REDIS_PORT);
   try {
     if (settable) await setPersistence(redis, appendfsync);
     for (const size of w.recordSizes) {
@@ -174,7 +195,13 @@ export async function redisBenchmark(w: PeerWorkload, appendfsync: AppendFsync, 
       } finally {
         await redis.del(key);
       }
+      try {
+        await rawThroughput(raw, best, w, key, size);
+      } finally {
+        await redis.del(key);
+      }
     }
+    if (redisBenchmarkTool && w.recordSizes.length > 0) await printRedisBenchmark(w, `${KEY_PREFIX}:${appendfsync}:tool`, redis);
     const key = `${KEY_PREFIX}:${appendfsync}:latency`;
     await redis.del(key);
     try {
@@ -218,8 +245,57 @@ export async function redisBenchmark(w: PeerWorkload, appendfsync: AppendFsync, 
   } finally {
     redis.disconnect();
     reader.disconnect();
+    raw.close();
   }
-  return result;
+  return { client: result, best };
+}
+
+/** Produce and consume of one size through the raw socket, into `best`. */
+async function rawThroughput(raw: RawRedis, best: PeerResult, w: PeerWorkload, key: string, size: number): Promise<void> {
+  await attempt(best, `produce ${size} B`, async () => {
+    const value = fillerValue(size);
+    const full = xaddPipeline(key, value, w.batchRecords);
+    const seconds = await driveBatches(w.records, w.batchRecords, w.inFlight, async (n) => {
+      await raw.send(n === w.batchRecords ? full : xaddPipeline(key, value, n), n);
+    });
+    best.produce.set(size, { records: w.records, bytes: w.records * size, seconds });
+    console.log(`  best path: produce ${size} B: ${formatThroughput(best.produce.get(size)!)}`);
+  });
+  if (!best.produce.has(size)) return;
+  await attempt(best, `consume ${size} B`, async () => {
+    await raw.send(command('XGROUP', 'CREATE', key, 'bench', '0'), 1);
+    let received = 0;
+    let bytes = 0;
+    const started = performance.now();
+    await readAll(raw, key, 'bench', w.batchRecords, w.records, (value) => {
+      received++;
+      bytes += value.length;
+    });
+    best.consume.set(size, { records: received, bytes, seconds: (performance.now() - started) / 1000 });
+    console.log(`  best path: consume ${size} B: ${formatThroughput(best.consume.get(size)!)}`);
+  });
+}
+
+/** redis-benchmark, where installed: its own figure for the same XADDs, to show whether the harness keeps up. */
+const redisBenchmarkTool = ['/usr/bin/redis-benchmark', '/usr/local/bin/redis-benchmark'].find((f) => fs.existsSync(f));
+
+/** Runs redis-benchmark on one connection with pipelines of the batch size for each record size, and prints its figure. */
+async function printRedisBenchmark(w: PeerWorkload, key: string, redis: Redis): Promise<void> {
+  for (const size of w.recordSizes) {
+    try {
+      const { stdout } = await execFileAsync(redisBenchmarkTool!, [
+        '-h', REDIS_HOST, '-p', String(REDIS_PORT), '-c', '1', '-P', String(w.batchRecords), '-n', String(w.records), '-q',
+        'XADD', key, '*', 'v', fillerValue(size).toString('latin1'),
+      ], { maxBuffer: 1 << 20 });
+      const rate = /([\d.]+) requests per second/.exec(stdout)?.[1];
+      console.log(`  (for reference, redis-benchmark -c 1 -P ${w.batchRecords} -n ${w.records} XADD of ${size} B: ` +
+        `${rate ? `${Math.round(Number(rate)).toLocaleString('en-US')} records/s` : stdout.trim().slice(-200)}; not in the tables)`);
+    } catch (err) {
+      console.log(`  (redis-benchmark failed: ${(err as Error).message})`);
+    } finally {
+      await redis.del(key);
+    }
+  }
 }
 
 /** Answers whether Redis answers PING within `timeoutMs`. */
