@@ -112,7 +112,9 @@ export class ProducePath {
     if (!Array.isArray(request.batches) || request.batches.length === 0) {
       throw new OnelogError('INVALID_REQUEST', 'a batch produce needs at least one batch', { topic: request.topic });
     }
-    const limits = { maxBatchBytes: Math.max(this.limits.maxBatchBytes, this.limits.maxRecordBytes), lastProducerId: this.lastProducerId };
+    const limits = {
+      maxBatchBytes: Math.max(this.limits.maxBatchBytes, this.limits.maxRecordBytes), maxRecordBytes: this.limits.maxRecordBytes, lastProducerId: this.lastProducerId,
+    };
     const prepared = request.batches.map(({ partition, batch }) => {
       const log = this.logs.get(request.topic, partition);
       if (!Buffer.isBuffer(batch)) throw new OnelogError('INVALID_REQUEST', 'each batch must be the bytes of one RecordBatch v2');

@@ -4,6 +4,7 @@
  * context on stderr, exit code 1).
  */
 import type { Command } from 'commander';
+import { BinaryApi } from '../client/binary-api.js';
 import { HttpApi, defaultServerUrl } from '../client/http-api.js';
 import { readTlsFiles } from '../client/connection.js';
 import type { GroupDescription } from '../protocol/api.js';
@@ -12,11 +13,12 @@ import { OnelogError } from '../protocol/errors.js';
 /**
  * The API of the server named by `--server` (or `ONELOG_URL`), as the user of `--token` (or `ONELOG_TOKEN`), with
  * the TLS files of `--ca`, `--cert`, `--key` (or `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY`).
+ * @param binary produce, fetch and commit on the binary data path (a WebSocket: `close()` it when done)
  */
-export function apiFor(command: Command): HttpApi {
+export function apiFor(command: Command, { binary = false } = {}): HttpApi {
   const { server, token, ca, cert, key } = command.optsWithGlobals<{ server?: string; token?: string; ca?: string; cert?: string; key?: string }>();
   const flags = ca !== undefined || cert !== undefined || key !== undefined;
-  return new HttpApi(server ?? defaultServerUrl(), {
+  return new (binary ? BinaryApi : HttpApi)(server ?? defaultServerUrl(), {
     ...(token !== undefined ? { token } : {}),
     ...(flags ? { tls: readTlsFiles({ ca: ca ?? process.env.ONELOG_CA, cert: cert ?? process.env.ONELOG_CERT, key: key ?? process.env.ONELOG_KEY }) } : {}),
   });

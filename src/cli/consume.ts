@@ -1,5 +1,6 @@
 /**
- * `onelog consume TOPIC --group G`: joins the group as a member (fetching, or receiving over a WebSocket
+ * `onelog consume TOPIC --group G`: joins the group as a member (fetching and committing on the binary data
+ * path, or receiving over a WebSocket
  * when the group's subscription says push) and prints one JSON object per record
  * `{topic, partition, offset, timestamp, key, value, headers, attempt, original}` (key, value and header values
  * as UTF-8 text; `attempt` and `original` say which delivery this is and where the record first was, for
@@ -101,7 +102,7 @@ export function registerConsume(program: Command): void {
       if (!COMMIT_MODES.includes(o.commitMode as CommitMode)) {
         throw new OnelogError('INVALID_REQUEST', `--commit-mode must be ${COMMIT_MODES.join(' or ')}, got ${JSON.stringify(o.commitMode)}`);
       }
-      const api = apiFor(cmd);
+      const api = apiFor(cmd, { binary: true });
       const common = {
         groupId: o.group,
         commitMode: o.commitMode as CommitMode,
@@ -164,6 +165,7 @@ export function registerConsume(program: Command): void {
         clearTimeout(idleTimer);
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
+        api.close();
       }
       if (partitionErrors > 0) process.exitCode = 1;
     }));

@@ -1,6 +1,6 @@
 /**
  * `onelog produce TOPIC --file F`: appends every row of an NDJSON or CSV file (plain or gzip, or stdin) as
- * a record, in order, in batches; shows a progress bar on a terminal and prints a summary (`--json` for
+ * a record, in order, in batches on the binary data path (RecordBatch v2 over a WebSocket); shows a progress bar on a terminal and prints a summary (`--json` for
  * machine output). If a row is bad, the rows before it stay produced and the error names the line.
  */
 import fs from 'node:fs';
@@ -48,7 +48,12 @@ export function registerProduce(program: Command): void {
       if (o.format !== undefined && o.format !== 'ndjson' && o.format !== 'csv') {
         throw new OnelogError('INVALID_REQUEST', `--format must be ndjson or csv, got ${JSON.stringify(o.format)}`);
       }
-      await produce(apiFor(cmd), topic, o);
+      const api = apiFor(cmd, { binary: true });
+      try {
+        await produce(api, topic, o);
+      } finally {
+        api.close();
+      }
     }));
 }
 
@@ -92,6 +97,14 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
 
   let batch: InputRecord[] = [];
   let batchBytes = 0;
+  // One request in flight while the next batch is read: reading and the broker's work overlap, and records
+  // still reach each partition in input order.
+  let inFlight: Promise<void> = Promise.resolve();
+  const sendInTurn = async (items: InputRecord[]) => {
+    await inFlight;
+    inFlight = send(items);
+    inFlight.catch(() => {}); // awaited by the next send or at the end
+  };
   try {
     const input = readRecords({
       keyFields: o.keyField,
@@ -108,6 +121,7 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
         next = await rows.next();
       } catch (inputError) {
         // The rows read before a bad one are kept: send them, then report it.
+        await inFlight;
         if (batch.length > 0) await send(batch);
         throw inputError;
       }
@@ -118,12 +132,13 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
       batchBytes += size;
       valueBytes += size;
       if (batch.length >= o.batchRecords || batchBytes >= BATCH_BYTES) {
-        await send(batch);
+        await sendInTurn(batch);
         batch = [];
         batchBytes = 0;
       }
     }
-    if (batch.length > 0) await send(batch);
+    if (batch.length > 0) await sendInTurn(batch);
+    await inFlight;
   } catch (err) {
     bar?.stop();
     const kept = `${records} records before it were produced and are kept`;

@@ -23,6 +23,18 @@ type FetchedJson = Omit<FetchResult, 'partitions'> & {
   partitions: Array<Omit<FetchResult['partitions'][number], 'records'> & { batchBytes: number }>;
 };
 
+/**
+ * A refusal naming a record by its index in one partition's batch (`context.partition`, `context.index`) names it
+ * by its index in the request instead, as the HTTP path does.
+ */
+function requestIndexed(err: unknown, batches: ReadonlyArray<{ partition: number; indexes: number[] }>): unknown {
+  if (!(err instanceof OnelogError) || typeof err.context.index !== 'number') return err;
+  const index = batches.find((b) => b.partition === err.context.partition)?.indexes[err.context.index];
+  return index === undefined ? err : new OnelogError(err.code, err.message.replace(`record ${err.context.index} of the batch`, `record ${index} of the request`), {
+    ...err.context, index,
+  });
+}
+
 export class BinaryApi extends HttpApi {
   private socket: Promise<WebSocket> | null = null;
   private nextRequestId = 1;
@@ -49,7 +61,9 @@ export class BinaryApi extends HttpApi {
     const encoded = batches.map(({ indexes, producer }) => encodeBatch(indexes.map((i) => records[i]!), 0, now, producer));
     const answer = await this.request(FRAME_KIND.PRODUCE, {
       topic, batches: batches.map((b, i) => ({ partition: b.partition, bytes: encoded[i]!.length })),
-    }, Buffer.concat(encoded), FRAME_KIND.PRODUCED);
+    }, Buffer.concat(encoded), FRAME_KIND.PRODUCED).catch((err: unknown) => {
+      throw requestIndexed(err, batches);
+    });
     const stored = (answer.json as { batches: Array<{ partition: number; baseOffset: number }> }).batches;
     const offsets = new Array<{ partition: number; offset: number }>(records.length);
     batches.forEach(({ partition, indexes }, b) => {
@@ -98,8 +112,9 @@ export class BinaryApi extends HttpApi {
     await this.request(FRAME_KIND.COMMIT, request, Buffer.alloc(0), FRAME_KIND.COMMITTED);
   }
 
-  /** Closes the data socket (pending requests fail with `NETWORK_ERROR`). */
-  close(): void {
+  /** Closes the data socket (pending requests fail with `NETWORK_ERROR`) and the HTTP connections. */
+  override close(): void {
+    super.close();
     void this.socket?.then((ws) => ws.close(1000, 'client closed')).catch(() => {});
     this.socket = null;
   }

@@ -8,12 +8,15 @@
 import type { BatchProducer } from '../protocol/record-batch.js';
 import { batchCompression, decodeRecords, encodeBatch, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
 import { OnelogError } from '../protocol/errors.js';
+import { recordBytes } from '../protocol/produce-plan.js';
 import type { PartitionLog } from '../storage/partition-log.js';
 
 /** Limits a produced batch is held to. */
 export interface BatchLimits {
   /** Largest batch accepted, bytes (Kafka's max.message.bytes applies to the batch). */
   maxBatchBytes: number;
+  /** Largest record accepted, bytes, counted as the JSON path counts it ({@link recordBytes}). */
+  maxRecordBytes: number;
   /** The highest producer id issued: a higher one was never issued (`UNKNOWN_PRODUCER_ID`). */
   lastProducerId: number;
 }
@@ -21,7 +24,8 @@ export interface BatchLimits {
 /**
  * Makes a client's batch ready to append to `log`: checked, and recompressed only when the topic says so.
  * @returns the batch to append (the same buffer on the fast path)
- * @throws OnelogError `CORRUPT_MESSAGE` (torn, bad CRC or magic, counts that disagree), `RECORD_TOO_LARGE`,
+ * @throws OnelogError `CORRUPT_MESSAGE` (torn, bad CRC or magic, counts that disagree), `RECORD_TOO_LARGE` (the
+ *   batch, or a record in it),
  *   `INVALID_RECORD` (a keyless record on a compacted topic), `UNKNOWN_PRODUCER_ID`
  */
 export function prepareClientBatch(batch: Buffer, log: PartitionLog, limits: BatchLimits): Buffer {
@@ -48,8 +52,19 @@ export function prepareClientBatch(batch: Buffer, log: PartitionLog, limits: Bat
   const settings = log.settings;
   const wanted = settings.compressionType;
   const recompress = wanted !== 'producer' && wanted !== batchCompression(header);
-  if (!settings.cleanupPolicy.includes('compact') && !recompress) return batch;
+  // A batch within the record limit holds no record above it: only a larger one is decoded to check.
+  const checkRecords = size > limits.maxRecordBytes;
+  if (!settings.cleanupPolicy.includes('compact') && !recompress && !checkRecords) return batch;
   const records = decodeRecords(batch);
+  if (checkRecords) {
+    const index = records.findIndex((r) => recordBytes(r) > limits.maxRecordBytes);
+    if (index >= 0) {
+      const bytes = recordBytes(records[index]!);
+      throw new OnelogError('RECORD_TOO_LARGE', `record ${index} of the batch is ${bytes} bytes, above the limit of ${limits.maxRecordBytes} bytes; nothing was written`, {
+        ...where, index, recordBytes: bytes, maxRecordBytes: limits.maxRecordBytes,
+      });
+    }
+  }
   if (settings.cleanupPolicy.includes('compact')) {
     const keyless = records.findIndex((r) => r.key === null);
     if (keyless >= 0) {

@@ -123,7 +123,7 @@ function checkIdempotence(idempotence: ProducerIdempotence, byPartition: Readonl
 }
 
 /** Bytes a record takes against `maxRecordBytes`: key, value, header keys and values, plus fixed overhead. */
-function recordBytes(r: ProduceRecord): number {
+export function recordBytes(r: ProduceRecord): number {
   let size = RECORD_OVERHEAD_BYTES + (r.key?.length ?? 0) + (r.value?.length ?? 0);
   for (const h of r.headers ?? []) size += Buffer.byteLength(h.key) + (h.value?.length ?? 0);
   return size;
