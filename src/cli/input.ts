@@ -1,6 +1,6 @@
 /**
  * Reads records for `onelog produce` from a file or stdin: NDJSON (one JSON object per line) or CSV with a
- * header row (csv-parse), plain or gzip. The format comes from the extension (`.json`, `.ndjson`, `.jsonl`,
+ * header row (papaparse), plain or gzip, in batches (one per chunk of input: no promise per row). The format comes from the extension (`.json`, `.ndjson`, `.jsonl`,
  * `.csv`, each optionally `.gz`) or from `--format` for stdin. Each row becomes a record:
  *
  * - value: the NDJSON line exactly as written; for CSV, a JSON object of the row (`{"column": "text"}`);
@@ -10,9 +10,8 @@
 import fs from 'node:fs';
 import { pipeline, Transform } from 'node:stream';
 import type { Readable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
 import zlib from 'node:zlib';
-import { parse } from 'csv-parse';
+import Papa from 'papaparse';
 import type { ProduceRecord } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { parseTimestamp } from '../protocol/json-records.js';
@@ -73,56 +72,203 @@ function open(spec: InputSpec): { stream: Readable; format: InputFormat } {
   return { stream, format };
 }
 
-/** One input row, before it becomes a record. */
+/** One input row, before it becomes a record: its fields as an object (NDJSON) or as values by column (CSV). */
 interface Row {
   line: number;
   value: string;
-  fields: Record<string, unknown>;
+  fields: Record<string, unknown> | { columns: ReadonlyMap<string, number>; values: string[] };
 }
 
-/** Lines of a byte stream (UTF-8, `\n` or `\r\n`), each with its 1-based number; a stream error is thrown. */
-async function* lines(stream: Readable): AsyncGenerator<{ line: number; text: string }> {
-  const decoder = new StringDecoder('utf8');
+/** The value of `field` in `row`, or undefined. */
+function fieldOf(row: Row, field: string): unknown {
+  const f = row.fields;
+  if (!(f.columns instanceof Map)) return (f as Record<string, unknown>)[field];
+  const i = f.columns.get(field);
+  return i === undefined ? undefined : (f.values as string[])[i];
+}
+
+/** Rows waiting for the reader, filled by a parser that pauses while the reader is behind. */
+const HIGH_WATER_ROWS = 500;
+
+/** Lines of a byte stream (UTF-8, `\n` or `\r\n`) a chunk at a time, each with its 1-based number; a stream error is thrown. */
+async function* lineBatches(stream: Readable): AsyncGenerator<Array<{ line: number; text: string }>> {
+  stream.setEncoding('utf8');
   let pending = '';
   let line = 0;
   const emit = (text: string) => ({ line: ++line, text: text.endsWith('\r') ? text.slice(0, -1) : text });
   for await (const chunk of stream) {
-    pending += decoder.write(chunk as Buffer);
+    pending += chunk as string;
+    const batch: Array<{ line: number; text: string }> = [];
+    let start = 0;
     let nl: number;
-    while ((nl = pending.indexOf('\n')) >= 0) {
-      yield emit(pending.slice(0, nl));
-      pending = pending.slice(nl + 1);
+    while ((nl = pending.indexOf('\n', start)) >= 0) {
+      batch.push(emit(pending.slice(start, nl)));
+      start = nl + 1;
     }
+    pending = pending.slice(start);
+    if (batch.length > 0) yield batch;
   }
-  pending += decoder.end();
-  if (pending !== '') yield emit(pending);
+  if (pending !== '') yield [emit(pending)];
 }
 
-async function* ndjsonRows(stream: Readable): AsyncGenerator<Row> {
-  for await (const { line, text } of lines(stream)) {
-    if (text.trim() === '') continue;
-    let fields: unknown;
-    try {
-      fields = JSON.parse(text);
-    } catch (err) {
-      throw new OnelogError('INVALID_RECORD', `line ${line} is not valid JSON: ${(err as Error).message}`, { line });
+async function* ndjsonRows(stream: Readable): AsyncGenerator<Row[]> {
+  for await (const lines of lineBatches(stream)) {
+    const rows: Row[] = [];
+    for (const { line, text } of lines) {
+      if (text.trim() === '') continue;
+      let fields: unknown;
+      try {
+        fields = JSON.parse(text);
+      } catch (err) {
+        throw new OnelogError('INVALID_RECORD', `line ${line} is not valid JSON: ${(err as Error).message}`, { line });
+      }
+      const isObject = typeof fields === 'object' && fields !== null && !Array.isArray(fields);
+      rows.push({ line, value: text, fields: isObject ? (fields as Record<string, unknown>) : {} });
     }
-    const isObject = typeof fields === 'object' && fields !== null && !Array.isArray(fields);
-    yield { line, value: text, fields: isObject ? (fields as Record<string, unknown>) : {} };
+    yield rows;
   }
 }
 
-async function* csvRows(stream: Readable): AsyncGenerator<Row> {
-  const parser = pipeline(stream, parse({ columns: true, info: true, skip_empty_lines: true, bom: true }), () => {});
-  for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
-    yield { line: info.lines, value: JSON.stringify(record), fields: record };
+/**
+ * Counts lines of the text a parser consumed: {@link lineAt} answers the line on which the text before an offset
+ * ends. Offsets only grow, so chunks before the last one asked about are dropped.
+ */
+class LineCounter {
+  private readonly chunks: string[] = [];
+  /** Offset of chunks[0] in the whole text, and where counting stopped in it. */
+  private chunkStart = 0;
+  private at = 0;
+  private newlines = 0;
+
+  add(chunk: string): void {
+    this.chunks.push(chunk);
   }
+
+  /** 1 + the newlines in the text before `offset - 1`: the line of the character just before `offset`. */
+  lineAt(offset: number): number {
+    const until = offset - 1;
+    while (this.chunks.length > 0 && this.chunkStart + this.at < until) {
+      const chunk = this.chunks[0]!;
+      const end = Math.min(chunk.length, until - this.chunkStart);
+      for (let i = chunk.indexOf('\n', this.at); i >= 0 && i < end; i = chunk.indexOf('\n', i + 1)) this.newlines++;
+      this.at = end;
+      if (end < chunk.length) break;
+      this.chunks.shift();
+      this.chunkStart += chunk.length;
+      this.at = 0;
+    }
+    return this.newlines + 1;
+  }
+}
+
+/**
+ * CSV rows with a header row, as papaparse streams them (comma-separated, `"` quotes, blank lines skipped, a BOM
+ * dropped, rows ending all in LF or all in CRLF, as the first line does); each row's value is the JSON object of
+ * its columns in header order, and its line is the one it ends on.
+ * @throws OnelogError `INVALID_RECORD` naming the line of a row with another number of fields than the header,
+ *   or an unclosed quote
+ */
+async function* csvRows(stream: Readable): AsyncGenerator<Row[]> {
+  const counter = new LineCounter();
+  let first = true;
+  stream.setEncoding('utf8');
+  const text = (pipeline as (...args: unknown[]) => Readable)(stream, new Transform({
+    decodeStrings: false,
+    encoding: 'utf8',
+    transform(chunk: string, _enc, done) {
+      const t = first && chunk.charCodeAt(0) === 0xfeff ? chunk.slice(1) : chunk;
+      first = false;
+      counter.add(t);
+      done(null, t);
+    },
+  }), () => {});
+
+  let header: string[] | null = null;
+  let names: string[] = [];
+  let columns = new Map<string, number>();
+  let pending: Row[] = [];
+  let failure: unknown = null;
+  let ended = false;
+  // Backpressure on the text stream, not the parser: papaparse's row positions (meta.cursor) restart after its own pause.
+  let paused = false;
+  let wake: (() => void) | null = null;
+  const signal = () => {
+    wake?.();
+    wake = null;
+  };
+  const fail = (err: unknown) => {
+    failure ??= err;
+    signal();
+  };
+  Papa.parse<string[], Readable>(text, {
+    delimiter: ',',
+    quoteChar: '"',
+    skipEmptyLines: true,
+    step: (result) => {
+      if (failure !== null) return;
+      const line = counter.lineAt(result.meta.cursor);
+      const quoteError = result.errors.find((e) => e.type === 'Quotes');
+      if (quoteError) return fail(new OnelogError('INVALID_RECORD', `line ${line}: ${quoteError.message}`, { line }));
+      const fields = result.data;
+      if (header === null) {
+        header = fields;
+        names = header.map((h) => `${JSON.stringify(h)}:`);
+        // A repeated column name answers its last value, as the row's JSON object does.
+        columns = new Map(header.map((h, i) => [h, i]));
+        return;
+      }
+      if (fields.length !== header.length) {
+        return fail(new OnelogError('INVALID_RECORD', `line ${line} has ${fields.length} fields, the header has ${header.length}`, { line }));
+      }
+      pending.push({ line, value: rowJson(header, names, fields), fields: { columns, values: fields } });
+      if (pending.length >= HIGH_WATER_ROWS && !paused) {
+        paused = true;
+        text.pause();
+        signal();
+      }
+    },
+    complete: () => {
+      ended = true;
+      signal();
+    },
+    error: (err: Error) => fail(err),
+  });
+
+  for (;;) {
+    if (pending.length === 0 && failure === null && !ended) await new Promise<void>((resolve) => (wake = resolve));
+    if (pending.length > 0) {
+      const rows = pending;
+      pending = [];
+      yield rows;
+    }
+    if (failure !== null) throw failure;
+    if (ended && pending.length === 0) return;
+    if (paused) {
+      paused = false;
+      text.resume();
+    }
+  }
+}
+
+/** Characters a JSON string must escape (a value without them is quoted as it is). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\u2028\u2029\ud800-\udfff]/; // eslint-disable-line no-control-regex -- JSON escapes them
+
+/** A row as the JSON object of its columns (header order; a repeated column name keeps its last value, as an object would). */
+function rowJson(header: string[], names: string[], fields: string[]): string {
+  if (new Set(header).size !== header.length) return JSON.stringify(Object.fromEntries(header.map((h, i) => [h, fields[i]])));
+  let json = '{';
+  for (let i = 0; i < fields.length; i++) {
+    const v = fields[i]!;
+    json += `${i === 0 ? '' : ','}${names[i]!}${NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`}`;
+  }
+  return `${json}}`;
 }
 
 function fieldText(row: Row, field: string, flag: string): string {
-  const v = row.fields[field];
+  const v = fieldOf(row, field);
   if (v === undefined || v === null) {
-    const known = Object.keys(row.fields).slice(0, 20).join(', ');
+    const f = row.fields;
+    const known = (f.columns instanceof Map ? [...f.columns.keys()] : Object.keys(f)).slice(0, 20).join(', ');
     throw new OnelogError('INVALID_RECORD', `line ${row.line} has no field ${JSON.stringify(field)} for ${flag}; its fields are ${known}`, {
       line: row.line, field,
     });
@@ -130,26 +276,44 @@ function fieldText(row: Row, field: string, flag: string): string {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-/**
- * Reads records one by one, in input order.
- * @throws OnelogError `INVALID_RECORD` naming the line of a row that is not JSON, lacks a key field or has
- *   a bad timestamp; rows before it have already been yielded
- */
 /** A record read from the input and the line it came from. */
 export interface InputRecord {
   record: ProduceRecord;
   line: number;
 }
 
-export async function* readRecords(spec: InputSpec): AsyncGenerator<InputRecord> {
+/**
+ * Reads records in input order, a batch (one chunk of input) at a time.
+ * @throws OnelogError `INVALID_RECORD` naming the line of a row that is not JSON, lacks a key field, has a bad
+ *   timestamp or (CSV) another number of fields than the header; the batches before it have been yielded, and
+ *   the rows before it in its own batch are in the error's `context.before`
+ */
+export async function* readRecordBatches(spec: InputSpec): AsyncGenerator<InputRecord[]> {
   const { stream, format } = open(spec);
-  const rows = format === 'csv' ? csvRows(stream) : ndjsonRows(stream);
-  for await (const row of rows) {
-    const key = spec.keyFields.length === 0 ? null : spec.keyFields.map((f) => fieldText(row, f, '--key-field')).join('|');
-    const record: ProduceRecord = { key: key === null ? null : Buffer.from(key, 'utf8'), value: Buffer.from(row.value, 'utf8') };
-    if (spec.timestampField !== undefined) {
-      record.timestamp = parseTimestamp(row.fields[spec.timestampField], `line ${row.line} field ${spec.timestampField}`);
+  const batches = format === 'csv' ? csvRows(stream) : ndjsonRows(stream);
+  for await (const rows of batches) {
+    const records: InputRecord[] = [];
+    try {
+      for (const row of rows) {
+        const key = spec.keyFields.length === 0 ? null : spec.keyFields.map((f) => fieldText(row, f, '--key-field')).join('|');
+        const record: ProduceRecord = { key: key === null ? null : Buffer.from(key, 'utf8'), value: Buffer.from(row.value, 'utf8') };
+        if (spec.timestampField !== undefined) {
+          record.timestamp = parseTimestamp(fieldOf(row, spec.timestampField), `line ${row.line} field ${spec.timestampField}`);
+        }
+        records.push({ record, line: row.line });
+      }
+    } catch (err) {
+      if (records.length > 0) yield records;
+      throw err;
     }
-    yield { record, line: row.line };
+    if (records.length > 0) yield records;
   }
+}
+
+/**
+ * Reads records one by one, in input order.
+ * @throws as {@link readRecordBatches}; the rows before a bad one have been yielded
+ */
+export async function* readRecords(spec: InputSpec): AsyncGenerator<InputRecord> {
+  for await (const batch of readRecordBatches(spec)) yield* batch;
 }

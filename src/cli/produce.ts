@@ -9,7 +9,7 @@ import cliProgress from 'cli-progress';
 import type { OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { action, apiFor, parseInteger } from './common.js';
-import { readRecords } from './input.js';
+import { readRecordBatches } from './input.js';
 import type { InputFormat, InputRecord } from './input.js';
 
 interface ProduceOptions {
@@ -106,7 +106,7 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
     inFlight.catch(() => {}); // awaited by the next send or at the end
   };
   try {
-    const input = readRecords({
+    const input = readRecordBatches({
       keyFields: o.keyField,
       ...(o.file === undefined ? {} : { file: o.file }),
       ...(o.timestampField === undefined ? {} : { timestampField: o.timestampField }),
@@ -114,11 +114,11 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
       ...(o.gzip === undefined ? {} : { gzip: o.gzip }),
       onBytes: (b) => (bytesRead = b),
     });
-    const rows = input[Symbol.asyncIterator]();
+    const chunks = input[Symbol.asyncIterator]();
     for (;;) {
-      let next: IteratorResult<InputRecord>;
+      let next: IteratorResult<InputRecord[]>;
       try {
-        next = await rows.next();
+        next = await chunks.next();
       } catch (inputError) {
         // The rows read before a bad one are kept: send them, then report it.
         await inFlight;
@@ -126,15 +126,16 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
         throw inputError;
       }
       if (next.done) break;
-      const item = next.value;
-      batch.push(item);
-      const size = (item.record.key?.length ?? 0) + (item.record.value?.length ?? 0);
-      batchBytes += size;
-      valueBytes += size;
-      if (batch.length >= o.batchRecords || batchBytes >= BATCH_BYTES) {
-        await sendInTurn(batch);
-        batch = [];
-        batchBytes = 0;
+      for (const item of next.value) {
+        batch.push(item);
+        const size = (item.record.key?.length ?? 0) + (item.record.value?.length ?? 0);
+        batchBytes += size;
+        valueBytes += size;
+        if (batch.length >= o.batchRecords || batchBytes >= BATCH_BYTES) {
+          await sendInTurn(batch);
+          batch = [];
+          batchBytes = 0;
+        }
       }
     }
     if (batch.length > 0) await sendInTurn(batch);

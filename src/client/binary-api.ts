@@ -61,7 +61,7 @@ export class BinaryApi extends HttpApi {
     const encoded = batches.map(({ indexes, producer }) => encodeBatch(indexes.map((i) => records[i]!), 0, now, producer));
     const answer = await this.request(FRAME_KIND.PRODUCE, {
       topic, batches: batches.map((b, i) => ({ partition: b.partition, bytes: encoded[i]!.length })),
-    }, Buffer.concat(encoded), FRAME_KIND.PRODUCED).catch((err: unknown) => {
+    }, encoded, FRAME_KIND.PRODUCED).catch((err: unknown) => {
       throw requestIndexed(err, batches);
     });
     const stored = (answer.json as { batches: Array<{ partition: number; baseOffset: number }> }).batches;
@@ -119,7 +119,7 @@ export class BinaryApi extends HttpApi {
     this.socket = null;
   }
 
-  private async request(kind: FrameKind, json: unknown, payload: Buffer, expected: FrameKind): Promise<DataFrame> {
+  private async request(kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], expected: FrameKind): Promise<DataFrame> {
     const ws = await this.connect();
     const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
     const answer = await new Promise<DataFrame>((resolve, reject) => {

@@ -69,9 +69,14 @@ export class PushConsumer {
    * Receives until {@link stop}. Resolves once stopped (the group left); rejects with the broker's fatal
    * error, a handler's error (its record unacknowledged, as those after it), or `NETWORK_ERROR` when the
    * stream closes without a stop (the broker went away): records sent but not acknowledged are redelivered.
+   * @throws OnelogError `INVALID_REQUEST` with `afterBatch`: each record is acknowledged as its handler resolves, so
+   *   there is no batch to end (buffer nothing past a handler)
    */
   run(handlers: RunOptions): Promise<void> {
     if (this.running) throw new OnelogError('INVALID_REQUEST', 'this consumer is already running');
+    if (handlers.afterBatch) {
+      throw new OnelogError('INVALID_REQUEST', 'afterBatch is for pull consumers: a push consumer acknowledges each record as its handler resolves');
+    }
     if (this.topics.length === 0) throw new OnelogError('INVALID_REQUEST', 'call subscribe({ topic }) before run()');
     this.stopping = false;
     this.running = this.loop(handlers).finally(() => (this.running = null));

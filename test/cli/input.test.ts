@@ -83,6 +83,29 @@ describe('produce input', () => {
     await expect(all(readRecords({ file, keyFields: [], timestampField: 't' }))).rejects.toMatchObject({ code: 'INVALID_RECORD' });
   });
 
+  it('reads CSV as written: quotes, escaped quotes, commas and newlines in fields, CRLF, a BOM; names the line of a bad row', async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'in.csv');
+    fs.writeFileSync(file, '\ufeffname,"note, quoted",n\r\nA,"say ""hi""",1\r\n\r\nB,"two\nlines",2\r\nC,\\ \u0001 \u00e9,3\r\n');
+    const rows: Array<{ line: number; key: string; value: unknown }> = [];
+    for await (const { line, record } of readRecords({ file, keyFields: ['name'] })) {
+      rows.push({ line, key: record.key!.toString(), value: JSON.parse(record.value!.toString()) });
+    }
+    expect(rows).toEqual([
+      { line: 2, key: 'A', value: { 'name': 'A', 'note, quoted': 'say "hi"', 'n': '1' } },
+      { line: 5, key: 'B', value: { 'name': 'B', 'note, quoted': 'two\nlines', 'n': '2' } },
+      { line: 6, key: 'C', value: { 'name': 'C', 'note, quoted': '\\ \u0001 \u00e9', 'n': '3' } },
+    ]);
+    fs.writeFileSync(file, 'a,b\n1,2\n3\n4,5\n');
+    const seen: string[] = [];
+    await expect(async () => {
+      for await (const { record } of readRecords({ file, keyFields: ['a'] })) seen.push(record.key!.toString());
+    }).rejects.toMatchObject({ code: 'INVALID_RECORD', context: { line: 3 } });
+    expect(seen).toEqual(['1']);
+    fs.writeFileSync(file, 'a,b\n1,2\n3,"open\n');
+    await expect(all(readRecords({ file, keyFields: [] }))).rejects.toMatchObject({ code: 'INVALID_RECORD' });
+  });
+
   it('tells formats by extension and refuses unknown ones', () => {
     expect(formatOf('x.json.gz')).toEqual({ format: 'ndjson', gzip: true });
     expect(formatOf('x.CSV')).toEqual({ format: 'csv', gzip: false });

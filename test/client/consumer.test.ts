@@ -45,6 +45,41 @@ describe('Consumer (at-least-once)', () => {
     expect(await committed('g')).toEqual([10, 10, 10]);
   });
 
+  it('afterBatch runs once per fetched batch before its commit; when it throws, none of the batch is committed', async () => {
+    const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxRecords: 4, maxWaitMs: 0 });
+    consumer.subscribe({ topic: 't' });
+    let buffered: number[] = [];
+    const flushed: number[][] = [];
+    const commitsSeenAtFlush: Array<Array<number | null>> = [];
+    await consumer.run({
+      eachMessage: ({ message }) => void buffered.push(message.offset),
+      afterBatch: async () => {
+        commitsSeenAtFlush.push(await committed('g'));
+        flushed.push(buffered);
+        buffered = [];
+        if (flushed.flat().length === 30) void consumer.stop();
+      },
+    });
+    expect(flushed.flat()).toHaveLength(30);
+    expect(flushed.every((b) => b.length > 0 && b.length <= 4)).toBe(true);
+    // At each flush, the batch's own records are not committed yet.
+    expect(commitsSeenAtFlush.every((c) => c.reduce<number>((sum, o) => sum + (o ?? 0), 0) < 30)).toBe(true);
+    expect(await committed('g')).toEqual([10, 10, 10]);
+
+    const failing = onelog.consumer({ groupId: 'h', startPolicy: 'earliest', maxRecords: 4, maxWaitMs: 0 });
+    failing.subscribe({ topic: 't' });
+    let batches = 0;
+    const error = await failing.run({
+      eachMessage: () => {},
+      afterBatch: () => {
+        if (++batches === 2) throw new Error('stdout closed');
+      },
+    }).catch((err: Error) => err);
+    expect((error as Error).message).toBe('stdout closed');
+    // Only the first batch (4 records) was committed.
+    expect((await committed('h')).reduce<number>((sum, o) => sum + (o ?? 0), 0)).toBe(4);
+  });
+
   it('never commits a record whose handler threw, and commits those processed before it', async () => {
     const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxWaitMs: 0 });
     consumer.subscribe({ topic: 't' });

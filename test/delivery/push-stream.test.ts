@@ -161,6 +161,8 @@ describe('WebSocket push', () => {
     const pulled: string[] = [];
     const push = onelog.pushConsumer({ groupId: 'live', startPolicy: 'earliest', creditRecords: 64, creditBytes: 4096 });
     push.subscribe({ topic: 'edits' });
+    // A push consumer acknowledges each record as its handler resolves: there is no batch end to hook.
+    expect(() => push.run({ eachMessage: () => {}, afterBatch: () => {} })).toThrow(/afterBatch is for pull consumers/);
     const pull = onelog.consumer({ groupId: 'batch', startPolicy: 'earliest', maxWaitMs: 50 });
     pull.subscribe({ topic: 'edits' });
     const runs = [
