@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: onelog's benchmarks. Each prints its setup and its figures. Options:
- * `--only client|storage|offsets|partitions|retries|monitoring|kafka-codec|kafka|peers`, `--partitions N` (partitions and monitoring benchmarks,
+ * `--only client|storage|offsets|partitions|retries|monitoring|kafka-codec|kafka|peers|sweep`, `--partitions N` (partitions and monitoring benchmarks,
  * default 10,000), `--groups N` (monitoring benchmark, default 100),
  * `--edit-copies N` (retries benchmark: times the 39,244 Wikipedia edits are produced, default 5), `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
  * and 100), `--scale X` (storage benchmark sizes, default 1), `--offset-keys N` (offset store benchmark,
@@ -11,6 +11,10 @@
  * (records per request/pipeline/ack batch, default 1,000), `--peer-in-flight K` (default 4), `--latency-rate R`
  * (records/s, default 10,000), `--latency-seconds S` (default 10), `--latency-warmup-seconds S` (default 1),
  * `--latency-sending tick|record` (one request per 1 ms tick, default, or one per record).
+ *
+ * `--only sweep` (not in the default run): latency at several rates and at the maximum sustainable rate, with
+ * `--sweep-rates 1000,10000,50000,100000`, `--sweep-partitions 1,16,100`, `--sweep-producers 1,4`, `--sweep-seconds 3`;
+ * writes bench/results/latency-sweep.json and .svg.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -25,6 +29,7 @@ import { kafkaThroughput } from './kafka-throughput.js';
 import { monitoringBenchmark } from './monitoring.js';
 import { retriesBenchmark } from './retries.js';
 import { storageBenchmark } from './storage.js';
+import { latencySweep } from './sweep.js';
 
 const { values } = parseArgs({
   options: {
@@ -46,6 +51,10 @@ const { values } = parseArgs({
     'latency-seconds': { type: 'string', default: '10' },
     'latency-warmup-seconds': { type: 'string', default: '1' },
     'latency-sending': { type: 'string', default: 'tick' },
+    'sweep-rates': { type: 'string', default: '1000,10000,50000,100000' },
+    'sweep-partitions': { type: 'string', default: '1,16,100' },
+    'sweep-producers': { type: 'string', default: '1,4' },
+    'sweep-seconds': { type: 'string', default: '3' },
   },
 });
 
@@ -66,6 +75,14 @@ if (only === 'peers') {
   });
 }
 
+if (only === 'sweep') {
+  await latencySweep({
+    rates: values['sweep-rates'].split(',').map(Number),
+    partitions: values['sweep-partitions'].split(',').map(Number),
+    producers: values['sweep-producers'].split(',').map(Number),
+    seconds: Number(values['sweep-seconds']),
+  });
+}
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
 if (only === undefined || only === 'offsets') await offsetStoreBenchmark({ keys: Number(values['offset-keys']) });
 if (only === undefined || only === 'partitions') {

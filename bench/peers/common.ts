@@ -45,6 +45,8 @@ export interface Latency {
   missing: number;
   /** p99 of (actual send time - scheduled time), µs: how late the harness itself sent (timer, event loop, back-pressure). */
   sendLagP99Us: number;
+  /** From the last record's scheduled time to the receipt of the last record, ms: the backlog left when sending ended. */
+  drainMs: number;
   /** Records sent per request: 'tick' (every record due in a 1 ms tick in one request) or 'record' (one per request). */
   sending: string;
 }

@@ -109,8 +109,9 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
       setTimeout(tick, Math.max(0, start - performance.now()));
     });
     if (failure !== null) throw failure;
-    await waitFor(() => received >= total, DRAIN_MS);
+    const drained = await waitFor(() => received >= total, DRAIN_MS);
     return {
+      drainMs: drained ? performance.now() - (start + (total - 1) * intervalMs) : DRAIN_MS,
       p50Us: latency.getValueAtPercentile(50),
       p99Us: latency.getValueAtPercentile(99),
       p999Us: latency.getValueAtPercentile(99.9),

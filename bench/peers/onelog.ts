@@ -23,7 +23,7 @@ export interface OnelogClientChoice {
 
 /** The client under test: the binary data path (RecordBatch v2 in WebSocket binary frames). */
 export const onelogClient: OnelogClientChoice = {
-  name: 'TypeScript client, binary data path (RecordBatch v2 in WebSocket binary frames on GET /data; group operations over HTTP/JSON)',
+  name: 'TypeScript client, binary data path (RecordBatch v2 in WebSocket binary frames on GET /data, commits on the same socket; group membership over HTTP/JSON)',
   connect: (url) => new Onelog({ url, binary: true }),
 };
 

@@ -1,7 +1,8 @@
 /**
  * Reads records for `onelog produce` from a file or stdin: NDJSON (one JSON object per line) or CSV with a
- * header row (papaparse), plain or gzip, in batches (one per chunk of input: no promise per row). The format comes from the extension (`.json`, `.ndjson`, `.jsonl`,
- * `.csv`, each optionally `.gz`) or from `--format` for stdin. Each row becomes a record:
+ * header row (papaparse), plain or gzip, in batches (one per chunk of input: no promise per row). The format
+ * comes from the extension (`.json`, `.ndjson`, `.jsonl`, `.csv`, each optionally `.gz`) or from `--format` for
+ * stdin. Each row becomes a record:
  *
  * - value: the NDJSON line exactly as written; for CSV, a JSON object of the row (`{"column": "text"}`);
  * - key: the `--key-field` values joined with `|`, or null without `--key-field`;
@@ -87,7 +88,7 @@ function fieldOf(row: Row, field: string): unknown {
   return i === undefined ? undefined : (f.values as string[])[i];
 }
 
-/** Rows waiting for the reader, filled by a parser that pauses while the reader is behind. */
+/** Most CSV rows parsed ahead of the reader; past it the input pauses (a small live set keeps GC pauses short). */
 const HIGH_WATER_ROWS = 500;
 
 /** Lines of a byte stream (UTF-8, `\n` or `\r\n`) a chunk at a time, each with its 1-based number; a stream error is thrown. */
@@ -120,6 +121,8 @@ async function* ndjsonRows(stream: Readable): AsyncGenerator<Row[]> {
       try {
         fields = JSON.parse(text);
       } catch (err) {
+        // The rows before it are kept: yielded first.
+        if (rows.length > 0) yield rows;
         throw new OnelogError('INVALID_RECORD', `line ${line} is not valid JSON: ${(err as Error).message}`, { line });
       }
       const isObject = typeof fields === 'object' && fields !== null && !Array.isArray(fields);
@@ -285,8 +288,7 @@ export interface InputRecord {
 /**
  * Reads records in input order, a batch (one chunk of input) at a time.
  * @throws OnelogError `INVALID_RECORD` naming the line of a row that is not JSON, lacks a key field, has a bad
- *   timestamp or (CSV) another number of fields than the header; the batches before it have been yielded, and
- *   the rows before it in its own batch are in the error's `context.before`
+ *   timestamp or (CSV) another number of fields than the header, once every row before it was yielded
  */
 export async function* readRecordBatches(spec: InputSpec): AsyncGenerator<InputRecord[]> {
   const { stream, format } = open(spec);

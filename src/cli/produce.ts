@@ -1,7 +1,7 @@
 /**
  * `onelog produce TOPIC --file F`: appends every row of an NDJSON or CSV file (plain or gzip, or stdin) as
- * a record, in order, in batches on the binary data path (RecordBatch v2 over a WebSocket); shows a progress bar on a terminal and prints a summary (`--json` for
- * machine output). If a row is bad, the rows before it stay produced and the error names the line.
+ * a record, in order, in batches on the binary data path (RecordBatch v2 over a WebSocket); shows a progress
+ * bar on a terminal and prints a summary (`--json` for machine output). If a row is bad, the rows before it stay produced and the error names the line.
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';

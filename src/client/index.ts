@@ -86,4 +86,12 @@ export class Onelog {
   admin(): Admin {
     return new Admin(this.api);
   }
+
+  /**
+   * Closes the connections this client keeps to a server (the binary data socket, a TLS agent), once its
+   * producers and consumers are done; the process can then exit. Nothing to close on an in-process `{ api }`.
+   */
+  close(): void {
+    if (this.api instanceof HttpApi) this.api.close();
+  }
 }

@@ -78,7 +78,11 @@ describe('produce input', () => {
     }).rejects.toMatchObject({ code: 'INVALID_RECORD', context: { line: 3, field: 'k' } });
     expect(seen).toEqual(['a', 'b']);
     fs.writeFileSync(file, '{"k":"a"}\nnot json\n');
-    await expect(all(readRecords({ file, keyFields: [] }))).rejects.toMatchObject({ code: 'INVALID_RECORD', context: { line: 2 } });
+    const before: string[] = [];
+    await expect(async () => {
+      for await (const { record: r } of readRecords({ file, keyFields: ['k'] })) before.push(r.key!.toString());
+    }).rejects.toMatchObject({ code: 'INVALID_RECORD', context: { line: 2 } });
+    expect(before).toEqual(['a']);
     fs.writeFileSync(file, '{"t":"yesterday"}\n');
     await expect(all(readRecords({ file, keyFields: [], timestampField: 't' }))).rejects.toMatchObject({ code: 'INVALID_RECORD' });
   });
