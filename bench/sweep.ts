@@ -160,7 +160,7 @@ function printTable(points: Point[]): void {
 }
 
 /** p50, p99 and p99.9 against the rate, one panel per percentile, a line per partitions x producers (vega-lite, SVG). */
-async function chart(points: Point[]): Promise<string> {
+export async function chart(points: Point[]): Promise<string> {
   const values = points.flatMap((p) => [['p50', p.p50Us], ['p99', p.p99Us], ['p99.9', p.p999Us]].map(([percentile, us]) => ({
     rate: p.rate, latencyMs: (us as number) / 1000, percentile, setup: `${p.partitions} partitions, ${p.producers} producer${p.producers > 1 ? 's' : ''}`,
     point: p.maxSustainable ? 'maximum sustainable rate' : 'fixed rate',
@@ -176,8 +176,8 @@ async function chart(points: Point[]): Promise<string> {
       encoding: {
         x: { field: 'rate', type: 'quantitative', scale: { type: 'log' }, title: 'records/s' },
         y: { field: 'latencyMs', type: 'quantitative', scale: { type: 'log' }, title: 'latency, ms' },
-        color: { field: 'setup', type: 'nominal', title: null },
-        shape: { field: 'point', type: 'nominal', title: null },
+        color: { field: 'setup', type: 'nominal', title: null, legend: { labelLimit: 400 } },
+        shape: { field: 'point', type: 'nominal', title: null, legend: { labelLimit: 400 } },
       },
     },
   };
