@@ -88,9 +88,9 @@ export interface RunOptions<Tx = undefined> {
   /** Called for each record in order per partition. */
   eachMessage: (payload: EachMessagePayload<Tx>) => Promise<void> | void;
   /**
-   * Called once the handlers of a fetched batch ran, before its records are committed (after-processing mode):
-   * to flush what the handlers buffered (output, writes). If it throws, none of the batch is committed and
-   * {@link Consumer.run} rejects with its error. @default none
+   * Called once the handlers of a fetched batch ran, before its records are committed (in `'before-processing'`
+   * mode they were committed before the handlers ran): to flush what the handlers buffered (output, writes). If
+   * it throws, none of the batch is committed and {@link Consumer.run} rejects with its error. @default none
    */
   afterBatch?: () => Promise<void> | void;
   /**
