@@ -21,6 +21,7 @@ import { startServer } from '../test/helpers/processes.js';
 import type { Latency, PeerWorkload } from './peers/common.js';
 import { loadAverage, machineLine } from './peers/common.js';
 import { measureLatency } from './peers/latency.js';
+import { latencyConsumer } from './peers/onelog.js';
 
 /** What the sweep varies. */
 export interface SweepOptions {
@@ -77,16 +78,7 @@ export async function latencySweep(o: SweepOptions): Promise<void> {
             };
             return await measureLatency({
               send: (values) => sending[turn++ % sending.length]!.send({ topic, messages: values.map((value) => ({ value })) }),
-              startConsumer: async (onValue) => {
-                const consumer = clients[0]!.consumer({ groupId: topic, startPolicy: 'earliest', maxRecords: 5000, maxBytes: 16 << 20, maxWaitMs: 20 });
-                consumer.subscribe({ topic });
-                const running = consumer.run({ eachMessage: ({ message }) => onValue(message.value!) });
-                running.catch(() => {});
-                return async () => {
-                  await consumer.stop();
-                  await running;
-                };
-              },
+              startConsumer: latencyConsumer(clients[0]!, topic, { groupId: topic, maxRecords: 5000, maxBytes: 16 << 20, maxWaitMs: 20 }),
             }, workload, 'tick');
           } finally {
             for (const c of clients) c.close();

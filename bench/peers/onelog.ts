@@ -8,11 +8,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Onelog } from '../../src/client/index.js';
+import type { ConsumerOptions } from '../../src/client/consumer.js';
 import type { FlushPolicy } from '../../src/protocol/topic-config.js';
 import { startServer } from '../../test/helpers/processes.js';
 import type { PeerResult, PeerWorkload } from './common.js';
 import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage, processCpuMs } from './common.js';
-import type { LatencySending } from './latency.js';
+import type { LatencySending, LatencyTarget } from './latency.js';
 import { measureLatency } from './latency.js';
 
 /** How the benchmark reaches the server: a name for the printed setup, and a factory. */
@@ -31,6 +32,23 @@ export const onelogClient: OnelogClientChoice = {
 const LATENCY_MAX_WAIT_MS = 20;
 /** Byte budget per fetch: large enough that `batchRecords` records of the largest size fit. */
 const FETCH_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A latency run's consumer ({@link LatencyTarget.startConsumer}): a group member reading `topic` from the earliest
+ * offset, handing each record's value on; the function it resolves with stops it.
+ */
+export function latencyConsumer(onelog: Onelog, topic: string, options: Omit<ConsumerOptions, 'startPolicy'>): LatencyTarget['startConsumer'] {
+  return async (onValue) => {
+    const consumer = onelog.consumer({ ...options, startPolicy: 'earliest' });
+    consumer.subscribe({ topic });
+    const running = consumer.run({ eachMessage: ({ message }) => onValue(message.value!) });
+    running.catch(() => {});
+    return async () => {
+      await consumer.stop();
+      await running;
+    };
+  };
+}
 
 /** Process `pid`'s CPU time since `beforeMs` per record, µs. */
 function cpuPerRecordUs(pid: number | undefined, beforeMs: number | null, records: number): number | null {
@@ -111,16 +129,7 @@ export async function onelogBenchmark(w: PeerWorkload, policy: FlushPolicy, send
       await admin.createTopic({ topic, partitions: 1, config: { flushPolicy: policy } });
       result.latency = await measureLatency({
         send: (values) => producer.send({ topic, messages: values.map((value) => ({ value })) }),
-        startConsumer: async (onValue) => {
-          const consumer = onelog.consumer({ groupId: 'latency', startPolicy: 'earliest', maxRecords: w.batchRecords, maxWaitMs: LATENCY_MAX_WAIT_MS });
-          consumer.subscribe({ topic });
-          const running = consumer.run({ eachMessage: ({ message }) => onValue(message.value!) });
-          running.catch(() => {});
-          return async () => {
-            await consumer.stop();
-            await running;
-          };
-        },
+        startConsumer: latencyConsumer(onelog, topic, { groupId: 'latency', maxRecords: w.batchRecords, maxWaitMs: LATENCY_MAX_WAIT_MS }),
       }, w, sending);
       console.log(`  latency at ${w.latencyRate.toLocaleString('en-US')} records/s (consumer maxWaitMs ${LATENCY_MAX_WAIT_MS}, ` +
         `sending per ${sending}): ${formatLatency(result.latency)}`);
