@@ -43,7 +43,7 @@ export class ProducePath {
 
   /**
    * Appends records; each goes to its `partition`, else to murmur2(key) % partitions, else (null key) to the
-   * next partition in turn. Every record is checked before any is written, so a refused request stores
+   * topic's sticky partition ({@link Partitioner}). Every record is checked before any is written, so a refused request stores
    * nothing. Batches are compressed with the topic's `compressionType` (`producer` and `none`: uncompressed).
    * Resolves once every record is durable. A full disk refuses the request before anything is written; a
    * partition that fails once others stored their records answers an error whose `stored` names them (see
@@ -148,7 +148,7 @@ export class ProducePath {
 
   private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
     if (r.partition !== undefined) return this.logs.get(topic, r.partition).partition;
-    return this.partitioner.partitionOf(topic, r.key, partitions);
+    return this.partitioner.partitionOf(topic, r, partitions);
   }
 }
 

@@ -6,6 +6,7 @@ import { ManualClock } from '../src/clock.js';
 import type { CompressionCodec } from '../src/protocol/compression.js';
 import { OnelogError } from '../src/protocol/errors.js';
 import { partitionForKey } from '../src/protocol/murmur2.js';
+import { STICKY_BYTES } from '../src/protocol/partitioner.js';
 import { batchCompression, LOG_OVERHEAD, readBatchHeader } from '../src/protocol/record-batch.js';
 import type { CompressionType } from '../src/protocol/topic-config.js';
 import { tmpDir } from './helpers/tmp.js';
@@ -71,7 +72,7 @@ describe('Broker', () => {
     expect((await b.describeTopic('t')).config).toMatchObject({ retentionMs: 1000, flushPolicy: 'always', segmentBytes: 4096 });
   });
 
-  it('partitions by explicit partition, by murmur2 of the key, and spreads null keys', async () => {
+  it('partitions by explicit partition, by murmur2 of the key, and keeps null keys on a sticky partition that moves on', async () => {
     const b = await broker();
     await b.createTopic({ topic: 't', partitions: 4 });
     const r = await b.produce({
@@ -80,7 +81,13 @@ describe('Broker', () => {
     });
     expect(r.offsets[0]).toEqual({ partition: 3, offset: 0 });
     expect(r.offsets[1]!.partition).toBe(partitionForKey(Buffer.from('kafka'), 4));
-    expect(r.offsets.slice(2).map((o) => o.partition).sort()).toEqual([0, 1, 2, 3]);
+    // The keyless records of a small request are one batch on one partition (KIP-480)...
+    const sticky = r.offsets[2]!.partition;
+    expect(r.offsets.slice(2).map((o) => o.partition)).toEqual([sticky, sticky, sticky, sticky]);
+    // ... and the next STICKY_BYTES go to the next partition.
+    const big = { key: null, value: Buffer.alloc(STICKY_BYTES) };
+    const next = await b.produce({ topic: 't', records: [big, big, big] });
+    expect(next.offsets.map((o) => o.partition)).toEqual([sticky, (sticky + 1) % 4, (sticky + 2) % 4]);
   });
 
   it('refuses a bad record without storing any record of the request', async () => {

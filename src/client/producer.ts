@@ -1,7 +1,7 @@
 /**
  * The producer: turns friendly messages (strings or bytes) into records and appends them. Without a
- * `partition`, a message goes to murmur2 of its key (Kafka's default partitioner) or, with no key, to the next
- * partition in turn.
+ * `partition`, a message goes to murmur2 of its key (Kafka's default partitioner) or, with no key, to the
+ * topic's sticky partition, which moves on every 16 KiB (Kafka's uniform sticky partitioner, KIP-794).
  *
  * With `idempotent: true` (Kafka's enable.idempotence) the producer gets a producer id and epoch from the
  * broker, picks partitions itself, and numbers each partition's records with consecutive sequences; a send
@@ -152,7 +152,7 @@ export class Producer {
     const partitions = await this.partitionCount(topic);
     const counts = new Map<number, number>();
     for (const r of records) {
-      r.partition ??= this.partitioner.partitionOf(topic, r.key, partitions);
+      r.partition ??= this.partitioner.partitionOf(topic, r, partitions);
       counts.set(r.partition, (counts.get(r.partition) ?? 0) + 1);
     }
     const baseSequences: Record<number, number> = {};

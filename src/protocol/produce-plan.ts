@@ -24,7 +24,7 @@ export interface ProducePlanOptions {
   maxRecordBytes: number;
   /** Batch size to cut at, bytes. */
   maxBatchBytes: number;
-  /** The partition of a record (its own, murmur2 of its key, or the next in turn). */
+  /** The partition of a record (its own, murmur2 of its key, or the sticky partition of keyless records). */
   choosePartition: (record: ProduceRecord) => number;
 }
 
@@ -123,7 +123,7 @@ function checkIdempotence(idempotence: ProducerIdempotence, byPartition: Readonl
 }
 
 /** Bytes a record takes against `maxRecordBytes`: key, value, header keys and values, plus fixed overhead. */
-export function recordBytes(r: ProduceRecord): number {
+export function recordBytes(r: Pick<ProduceRecord, 'key' | 'value' | 'headers'>): number {
   let size = RECORD_OVERHEAD_BYTES + (r.key?.length ?? 0) + (r.value?.length ?? 0);
   for (const h of r.headers ?? []) size += Buffer.byteLength(h.key) + (h.value?.length ?? 0);
   return size;
