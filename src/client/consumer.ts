@@ -1,6 +1,7 @@
 /**
  * The consumer: a member of a consumer group. It joins, gets partitions from the coordinator (which
- * rebalances incrementally as members come and go), pulls batches from its positions and commits as its
+ * rebalances incrementally as members come and go), pulls batches from its positions (the next batch's fetch
+ * goes out while the handlers of the one before run, as Kafka's consumer fetches ahead) and commits as its
  * commit mode says:
  *
  * - `'after-processing'` (default, at-least-once): after the handlers of a fetched batch resolved. The commit
@@ -19,7 +20,9 @@
 import { backoff, backoffDelayMs } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import type { AssignorName, FetchedPartition, NackResult, OnelogApi, PartitionError, TopicPartition } from '../protocol/api.js';
+import type {
+  AssignorName, FetchedPartition, FetchRequest, FetchResult, NackResult, OnelogApi, PartitionError, TopicPartition,
+} from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { deliveryInfo } from '../protocol/retry-policy.js';
 import type { DeliveryInfo } from '../protocol/retry-policy.js';
@@ -243,6 +246,8 @@ export class Consumer<Tx = undefined> {
     let rotation = 0;
     /** Topics whose last fetch had records. */
     const busy = new Set<string>();
+    /** The next fetch, sent while the batch before it is handled; used only if it asks what the loop then would. */
+    let ahead: { request: FetchRequest; sent: Promise<FetchResult> } | null = null;
     try {
       await session.start();
       while (!this.stopping) {
@@ -261,18 +266,21 @@ export class Consumer<Tx = undefined> {
           if (session.state !== 'Stable' && !this.stopping) await session.heartbeat().catch(() => {});
           continue;
         }
-        const topics = [...new Set(fetchable.map((p) => p.topic))];
-        const topic = topics[rotation++ % topics.length]!;
-        // Long-poll only when no other topic had records last time: an idle topic (a retry tier with nothing
-        // due) must not hold up a busy one.
-        const othersBusy = topics.some((t) => t !== topic && busy.has(t));
-        const fetched = await this.fetch(session, topic, fetchable.filter((p) => p.topic === topic), rotation, othersBusy ? 0 : undefined);
+        const request = this.fetchRequest(session, fetchable, rotation++, busy);
+        const fetched = await this.fetch(session, request, ahead !== null && sameFetch(ahead.request, request) ? ahead.sent : undefined);
+        ahead = null;
+        const { topic } = request;
+        const moved = fetched !== null && (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId);
+        if (fetched !== null) {
+          if (fetched.partitions.some((p) => p.records.length > 0)) busy.add(topic);
+          else busy.delete(topic);
+          // The broker reads the next batch while the commit before this one is answered and this one handled.
+          if (!moved) ahead = this.fetchAhead(session, fetched.partitions, topic, rotation, busy);
+        }
         // A fenced member handles nothing more: it rejoins first.
         if (!(await this.settleCommit()) && session.fenced) continue;
         if (!fetched) continue;
-        if (fetched.partitions.some((p) => p.records.length > 0)) busy.add(topic);
-        else busy.delete(topic);
-        if (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId) await session.heartbeat().catch(() => {});
+        if (moved) await session.heartbeat().catch(() => {});
         await this.handleBatch(session, topic, fetched.partitions, handlers, report);
       }
       await this.settleCommit();
@@ -282,6 +290,8 @@ export class Consumer<Tx = undefined> {
     } finally {
       await this.settleCommit().catch(() => {});
       await this.nacks.settled();
+      // A fetch sent ahead is answered (within maxWaitMs) before the member leaves: none outlives run().
+      await ahead?.sent.catch(() => {});
       this.session = null;
       await session.leave().catch(() => {});
     }
@@ -306,20 +316,63 @@ export class Consumer<Tx = undefined> {
     await session.heartbeat().catch(() => {});
   }
 
-  private async fetch(session: MemberSession, topic: string, partitions: HeldPartition[], rotation: number, maxWaitMs = this.options.maxWaitMs ?? 500) {
-    // Rotate the order so one partition's backlog cannot take every fetch's byte budget.
+  /**
+   * The fetch the loop sends next from `fetchable`'s positions: one topic in turn, its partitions in an order
+   * that rotates so one partition's backlog cannot take every fetch's byte budget. It long-polls only when no
+   * other topic had records last time: an idle topic (a retry tier with nothing due) must not hold up a busy one.
+   */
+  private fetchRequest(
+    session: MemberSession, fetchable: ReadonlyArray<Pick<HeldPartition, 'topic' | 'partition' | 'position'>>, rotation: number,
+    busy: ReadonlySet<string>,
+  ): FetchRequest {
+    const topics = [...new Set(fetchable.map((p) => p.topic))];
+    const topic = topics[rotation % topics.length]!;
+    const partitions = fetchable.filter((p) => p.topic === topic);
     const order = partitions.map((_, i) => partitions[(i + rotation) % partitions.length]!);
+    return {
+      topic, groupId: this.options.groupId, memberId: session.memberId, generationId: session.generationId,
+      partitions: order.map((p) => ({ partition: p.partition, offset: p.position })),
+      maxRecords: this.options.maxRecords ?? 500,
+      maxBytes: this.options.maxBytes ?? 1024 * 1024,
+      maxWaitMs: topics.some((t) => t !== topic && busy.has(t)) ? 0 : this.options.maxWaitMs ?? 500,
+    };
+  }
+
+  /**
+   * Sends the fetch that will follow `fetched` once every record of it is handled (as Kafka's consumer fetches
+   * ahead while the application processes), so the broker reads the next batch while the handlers run. The loop
+   * uses its answer only when it then asks for the same partitions at the same offsets in the same generation;
+   * otherwise (a failure, a pause, a revocation, stopping) the answer is dropped. It asks for the offsets the broker
+   * has just answered as next, so it does nothing on the broker that the same fetch sent later would not: a dropped
+   * answer costs only the read.
+   */
+  private fetchAhead(
+    session: MemberSession, fetched: readonly FetchedPartition[], topic: string, rotation: number, busy: ReadonlySet<string>,
+  ): { request: FetchRequest; sent: Promise<FetchResult> } | null {
+    if (this.stopping || session.fenced) return null;
+    const next = new Map(fetched.map((p) => [p.partition, p]));
+    const positions = session.fetchable().flatMap((h) => {
+      const p = h.topic === topic ? next.get(h.partition) : undefined;
+      if (p?.error) return []; // paused once the batch is handled
+      return [{ topic: h.topic, partition: h.partition, position: p ? Math.max(h.position, p.nextOffset) : h.position }];
+    });
+    if (positions.length === 0) return null;
+    const request = this.fetchRequest(session, positions, rotation, busy);
+    const sent = this.api.fetch(request);
+    sent.catch(() => {}); // a dropped answer's failure is nobody's; a used one's is handled where it is awaited
+    return { request, sent };
+  }
+
+  /**
+   * Sends `request` (or awaits the same fetch `sent` ahead) and notes the contact.
+   * @returns the answer, or null after a fencing error (the session rejoins) or a retriable one (after the backoff)
+   * @throws any other error
+   */
+  private async fetch(session: MemberSession, request: FetchRequest, sent = this.api.fetch(request)): Promise<FetchResult | null> {
     try {
-      return await this.api.fetch({
-        topic, groupId: this.options.groupId, memberId: session.memberId, generationId: session.generationId,
-        partitions: order.map((p) => ({ partition: p.partition, offset: p.position })),
-        maxRecords: this.options.maxRecords ?? 500,
-        maxBytes: this.options.maxBytes ?? 1024 * 1024,
-        maxWaitMs,
-      }).then((fetched) => {
-        session.contact();
-        return fetched;
-      });
+      const fetched = await sent;
+      session.contact();
+      return fetched;
     } catch (err) {
       if (!session.noteFencing(err)) await this.retryLater(session, err);
       return null;
@@ -555,6 +608,13 @@ export class Consumer<Tx = undefined> {
       return false;
     }
   }
+}
+
+/** Whether two fetches ask for the same thing: the same member, generation, partitions, offsets and wait. */
+function sameFetch(a: FetchRequest, b: FetchRequest): boolean {
+  return a.topic === b.topic && a.memberId === b.memberId && a.generationId === b.generationId && a.maxWaitMs === b.maxWaitMs &&
+    a.partitions.length === b.partitions.length &&
+    a.partitions.every((p, i) => p.partition === b.partitions[i]!.partition && p.offset === b.partitions[i]!.offset);
 }
 
 function definedOptions(o: ConsumerOptions<unknown>) {

@@ -28,15 +28,26 @@ export interface DataFrame {
   payload: Buffer;
 }
 
-/** Builds a frame. */
-export function encodeFrame(kind: FrameKind, requestId: number, json: unknown, payload: Buffer | readonly Buffer[] = []): Buffer {
-  const text = Buffer.from(JSON.stringify(json), 'utf8');
+/**
+ * Builds a frame, in one buffer from `alloc` (given the frame's size in bytes; the broker's fetch answers come
+ * from its buffer pool). @default alloc `Buffer.allocUnsafe`
+ */
+export function encodeFrame(
+  kind: FrameKind, requestId: number, json: unknown, payload: Buffer | readonly Buffer[] = [], alloc: (bytes: number) => Buffer = Buffer.allocUnsafe,
+): Buffer {
+  const text = JSON.stringify(json);
+  const textBytes = Buffer.byteLength(text, 'utf8');
   const parts = Buffer.isBuffer(payload) ? [payload] : payload;
-  const header = Buffer.allocUnsafe(HEADER_BYTES);
-  header.writeUInt8(kind, 0);
-  header.writeUInt32BE(requestId, 1);
-  header.writeUInt32BE(text.length, 5);
-  return Buffer.concat([header, text, ...parts]);
+  let size = HEADER_BYTES + textBytes;
+  for (const part of parts) size += part.length;
+  const frame = alloc(size);
+  frame.writeUInt8(kind, 0);
+  frame.writeUInt32BE(requestId, 1);
+  frame.writeUInt32BE(textBytes, 5);
+  frame.write(text, HEADER_BYTES, 'utf8');
+  let pos = HEADER_BYTES + textBytes;
+  for (const part of parts) pos += part.copy(frame, pos);
+  return frame;
 }
 
 /**

@@ -12,6 +12,7 @@ import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import type { BinaryDataApi, CommitRequest, FetchRequest } from '../protocol/api.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
+import { ioBuffers } from '../buffer-pool.js';
 import { OnelogError } from '../protocol/errors.js';
 import { resourceExhausted } from '../storage/storage-errors.js';
 import { authorize } from '../security/permissions.js';
@@ -92,7 +93,10 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: Socket
             check('fetch');
             const result = await api.fetchBatches(frame.json as FetchRequest);
             const partitions = result.partitions.map(({ batches, ...p }) => ({ ...p, batchBytes: batches.length }));
-            ws.send(encodeFrame(FRAME_KIND.FETCHED, requestId, { ...result, partitions }, result.partitions.map((p) => p.batches)));
+            // Read into pooled buffers and answered from one: each goes back once copied, the frame once written.
+            const answer = encodeFrame(FRAME_KIND.FETCHED, requestId, { ...result, partitions }, result.partitions.map((p) => p.batches), (bytes) => ioBuffers.take(bytes));
+            for (const p of result.partitions) ioBuffers.give(p.batches);
+            ws.send(answer, () => ioBuffers.give(answer));
           } else if (frame.kind === DATA_REQUEST_FRAMES.commit) {
             check('commit');
             await api.commitOffsets(frame.json as CommitRequest);

@@ -6,6 +6,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { ioBuffers } from '../buffer-pool.js';
+import type { BufferPool } from '../buffer-pool.js';
 import { BATCH_HEADER_BYTES, LOG_OVERHEAD, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
 import { readFileIfExists, removeFileIfExists, replaceFile } from './checkpoint.js';
@@ -22,15 +24,19 @@ export function segmentStem(baseOffset: number): string {
   return String(baseOffset).padStart(20, '0');
 }
 
-/** Reads a file in large chunks so scans over many small batches make few system calls. */
+/**
+ * Reads a file in large chunks so scans over many small batches make few system calls. With `pool`, its chunks
+ * come from the pool, and {@link release} gives the last one back.
+ */
 class ChunkReader {
-  private buf = EMPTY;
+  private buf: Buffer = EMPTY;
   private start = 0;
   private length = 0;
 
   constructor(
     private readonly file: CachedFile,
     private readonly fileBytes: number,
+    private readonly pool?: BufferPool,
   ) {}
 
   /**
@@ -40,7 +46,10 @@ class ChunkReader {
     if (pos >= this.start && pos + len <= this.start + this.length) return pos - this.start;
     if (pos + len > this.fileBytes) return -1;
     const want = Math.min(Math.max(len, CHUNK_BYTES), this.fileBytes - pos);
-    if (this.buf.length < want) this.buf = Buffer.allocUnsafe(want);
+    if (this.buf.length < want) {
+      this.release();
+      this.buf = this.pool?.take(want) ?? Buffer.allocUnsafe(want);
+    }
     this.length = fs.readSync(this.file.fd(), this.buf, 0, want, pos);
     this.start = pos;
     return this.length >= len ? 0 : -1;
@@ -48,6 +57,18 @@ class ChunkReader {
 
   get buffer(): Buffer {
     return this.buf;
+  }
+
+  /** The bytes `[from, to)` of the file when the chunk in hand holds them all (a view of it), else undefined. */
+  view(from: number, to: number): Buffer | undefined {
+    return from >= this.start && to <= this.start + this.length ? this.buf.subarray(from - this.start, to - this.start) : undefined;
+  }
+
+  /** Gives the chunk back to the pool; the reader must not be used after. */
+  release(): void {
+    this.pool?.give(this.buf);
+    this.buf = EMPTY;
+    this.length = 0;
   }
 }
 
@@ -367,7 +388,8 @@ export class LogSegment {
   read(offset: number, maxBytes: number, endOffset: number, maxOffsets = Infinity): Buffer | null {
     let pos = this.loadedIndexes().offset.lookup(offset);
     const size = this.size;
-    const reader = new ChunkReader(this.file, size);
+    // Pooled: the data path gives the answer back once its frame holds a copy (src/buffer-pool.ts says why).
+    const reader = new ChunkReader(this.file, size, ioBuffers);
     let first = -1;
     let end = -1;
     let lastRead = offset - 1;
@@ -388,9 +410,18 @@ export class LogSegment {
       }
       pos += batchBytes;
     }
-    if (first < 0) return null;
-    const out = Buffer.allocUnsafe(end - first);
-    fs.readSync(this.file.fd(), out, 0, out.length, first);
+    if (first < 0) {
+      reader.release();
+      return null;
+    }
+    // Usually the chunk the scan read holds the whole answer: no second read. It is answered as a view of the
+    // chunk when it fills most of it, else copied, so a reader that keeps the answer does not keep the chunk.
+    const inChunk = reader.view(first, end);
+    if (inChunk !== undefined && inChunk.length * 2 >= reader.buffer.length) return inChunk;
+    const out = ioBuffers.take(end - first);
+    if (inChunk !== undefined) inChunk.copy(out);
+    else fs.readSync(this.file.fd(), out, 0, out.length, first);
+    reader.release();
     return out;
   }
 

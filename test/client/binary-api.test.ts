@@ -53,6 +53,26 @@ describe('binary data path', () => {
     }
   });
 
+  it('answers many concurrent large fetches on one socket with every record intact (pooled read and frame buffers)', async () => {
+    await broker.createTopic({ topic: 'big', partitions: 4 });
+    const api = binary();
+    // 4 partitions x 2,000 records of ~100 B: each fetch answer is 100-200 KB, above the pooled size.
+    const value = (p: number, i: number) => `${p}:${i}:`.padEnd(100, String.fromCharCode(97 + ((p * 7 + i) % 26)));
+    for (let p = 0; p < 4; p++) {
+      await api.produce({ topic: 'big', records: Array.from({ length: 2000 }, (_, i) => ({ key: null, value: Buffer.from(value(p, i)), partition: p })) });
+    }
+    const fetches = Array.from({ length: 40 }, (_, k) => {
+      const partition = k % 4;
+      const offset = (k * 97) % 800;
+      return api.fetch({ topic: 'big', partitions: [{ partition, offset }], maxRecords: 1200, maxBytes: 1 << 20 })
+        .then((r) => ({ partition, offset, records: r.partitions[0]!.records }));
+    });
+    for (const { partition, offset, records } of await Promise.all(fetches)) {
+      expect(records).toHaveLength(1200);
+      records.forEach((r, i) => expect(r.value!.toString()).toBe(value(partition, offset + i)));
+    }
+  });
+
   it('applies maxRecords on the client and skips records before the requested offset in the first batch', async () => {
     await broker.createTopic({ topic: 't', partitions: 1 });
     await new Onelog({ api: binary() }).producer().send({ topic: 't', messages: Array.from({ length: 100 }, (_, i) => ({ value: `v${i}`, partition: 0 })) });

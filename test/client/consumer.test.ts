@@ -45,6 +45,49 @@ describe('Consumer (at-least-once)', () => {
     expect(await committed('g')).toEqual([10, 10, 10]);
   });
 
+  it('fetches the next batch while a batch is handled, and drops that fetch when a handler fails instead', async () => {
+    let fetches = 0;
+    const fetch = broker.fetch.bind(broker);
+    vi.spyOn(broker, 'fetch').mockImplementation((request) => {
+      fetches++;
+      return fetch(request);
+    });
+    const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxRecords: 4, maxWaitMs: 0 });
+    consumer.subscribe({ topic: 't' });
+    const sentBeforeHandling: Array<number> = [];
+    let firstOfBatch = true;
+    let failed = false;
+    const seen: string[] = [];
+    await consumer.run({
+      afterBatch: () => void (firstOfBatch = true),
+      eachMessage: ({ partition, message }) => {
+        // While the first record of a batch is handled, the fetch from the batch's end is already out.
+        if (firstOfBatch) sentBeforeHandling.push(fetches);
+        firstOfBatch = false;
+        if (partition === 1 && message.offset === 5 && !failed) {
+          failed = true;
+          throw new Error('once');
+        }
+        seen.push(`${partition}:${message.offset}`);
+        if (seen.length === 30) void consumer.stop();
+      },
+      onPartitionError: () => {},
+    }).catch(() => {});
+    // Every batch handled had its successor's fetch sent first (run stops at the failure: no retry policy).
+    expect(sentBeforeHandling.length).toBeGreaterThan(3);
+    expect(sentBeforeHandling.every((sent, batch) => sent >= batch + 2)).toBe(true);
+    // The failure left partition 1 at offset 5: a new member starts there, nothing is skipped.
+    const again = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxRecords: 4, maxWaitMs: 0 });
+    again.subscribe({ topic: 't' });
+    await again.run({
+      eachMessage: ({ partition, message }) => {
+        seen.push(`${partition}:${message.offset}`);
+        if (seen.length === 30) void again.stop();
+      },
+    });
+    expect(new Set(seen).size).toBe(30);
+  });
+
   it('afterBatch runs once per fetched batch before its commit; when it throws, none of the batch is committed', async () => {
     const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxRecords: 4, maxWaitMs: 0 });
     consumer.subscribe({ topic: 't' });
