@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: onelog's benchmarks. Each prints its setup and its figures. Options:
- * `--only client|storage|offsets|partitions|retries|monitoring|kafka-codec|kafka|peers|sweep`, `--partitions N` (partitions and monitoring benchmarks,
+ * `--only client|storage|offsets|partitions|retries|monitoring|kafka-codec|kafka|peers|sweep|latency-modes`, `--partitions N` (partitions and monitoring benchmarks,
  * default 10,000), `--groups N` (monitoring benchmark, default 100),
  * `--edit-copies N` (retries benchmark: times the 39,244 Wikipedia edits are produced, default 5), `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
  * and 100), `--scale X` (storage benchmark sizes, default 1), `--offset-keys N` (offset store benchmark,
@@ -15,6 +15,10 @@
  * `--only sweep` (not in the default run): latency at several rates and at the maximum sustainable rate, with
  * `--sweep-rates 1000,10000,50000,100000`, `--sweep-partitions 1,16,100`, `--sweep-producers 1,4`, `--sweep-seconds 3`;
  * writes bench/results/latency-sweep.json and .svg.
+ *
+ * `--only latency-modes` (not in the default run): latency at `--latency-rate` (default 10,000 records/s) for pull
+ * and push consumers, beside the producer and in their own process, for each flush policy (`--latency-seconds`,
+ * `--latency-warmup-seconds`).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,6 +34,7 @@ import { monitoringBenchmark } from './monitoring.js';
 import { retriesBenchmark } from './retries.js';
 import { storageBenchmark } from './storage.js';
 import { latencySweep } from './sweep.js';
+import { latencyModes } from './latency-modes.js';
 
 const { values } = parseArgs({
   options: {
@@ -81,6 +86,13 @@ if (only === 'sweep') {
     partitions: values['sweep-partitions'].split(',').map(Number),
     producers: values['sweep-producers'].split(',').map(Number),
     seconds: Number(values['sweep-seconds']),
+  });
+}
+if (only === 'latency-modes') {
+  await latencyModes({
+    rate: Number(values['latency-rate']),
+    seconds: Number(values['latency-seconds']),
+    warmupSeconds: Number(values['latency-warmup-seconds']),
   });
 }
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });

@@ -26,6 +26,17 @@ export interface PeerWorkload {
   latencyRecordBytes: number;
 }
 
+/** Bytes of values a consumer reads per fetch in the consume runs: 1 MiB, Kafka's `max.partition.fetch.bytes` default. */
+export const FETCH_BYTES = 1024 * 1024;
+
+/**
+ * Records per fetch (XREADGROUP COUNT, JetStream pull) in the consume runs, for values of `size` bytes: as many
+ * as fill {@link FETCH_BYTES}, at least `batchRecords`; each system acknowledges (commits) once per fetch.
+ */
+export function recordsPerFetch(w: Pick<PeerWorkload, 'batchRecords'>, size: number): number {
+  return Math.max(w.batchRecords, Math.floor(FETCH_BYTES / size));
+}
+
 /** One throughput measurement. */
 export interface Throughput {
   records: number;

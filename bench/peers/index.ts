@@ -14,7 +14,7 @@
  */
 import os from 'node:os';
 import type { PeerWorkload } from './common.js';
-import { loadAverage, machineLine } from './common.js';
+import { FETCH_BYTES, loadAverage, machineLine, recordsPerFetch } from './common.js';
 import { jetstreamAnswers, jetstreamBenchmark, NATS_SERVER } from './jetstream.js';
 import type { LatencySending } from './latency.js';
 import { onelogBenchmark, onelogClient } from './onelog.js';
@@ -29,7 +29,8 @@ export interface PeersOptions extends PeerWorkload {
 export async function peersBenchmark(o: PeersOptions): Promise<void> {
   console.log('== peers: onelog beside Redis Streams and NATS JetStream, same workload, loopback ==');
   console.log(`setup: throughput: ${o.records.toLocaleString('en-US')} records per run for each of ${o.recordSizes.map((s) => `${s} B`).join(', ')} values, ` +
-    `batches of ${o.batchRecords} records, ${o.inFlight} batches in flight, then the same records consumed in batches of ${o.batchRecords}; ` +
+    `batches of ${o.batchRecords} records, ${o.inFlight} batches in flight, then the same records consumed ` +
+    `${FETCH_BYTES / 1024 / 1024} MiB of values per fetch (Kafka's max.partition.fetch.bytes default; ${o.recordSizes.map((s) => `${recordsPerFetch(o, s).toLocaleString('en-US')} of ${s} B`).join(', ')}), acknowledged per fetch; ` +
     `latency: ${o.latencyRate.toLocaleString('en-US')} records/s of ${o.latencyRecordBytes} B for ${o.latencySeconds} s after a ${o.latencyWarmupSeconds} s warm-up, ` +
     `measured from each record's scheduled send time (carried in its first 8 bytes) to its receipt by a consumer, HdrHistogram; ` +
     `records due in a ~1 ms timer tick are sent ${o.latencySending === 'tick' ? 'as one request per tick' : 'one request each'}; ` +

@@ -18,7 +18,7 @@
 import { AckPolicy, connect, createInbox, StorageType } from 'nats';
 import type { JetStreamClient, JetStreamManager, NatsConnection, Subscription } from 'nats';
 import type { PeerResult, PeerWorkload } from './common.js';
-import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage } from './common.js';
+import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage, recordsPerFetch } from './common.js';
 import type { LatencySending } from './latency.js';
 import { measureLatency } from './latency.js';
 
@@ -109,9 +109,9 @@ export async function jetstreamBenchmark(w: PeerWorkload, sending: LatencySendin
   console.log(`-- NATS JetStream (nats-server ${nc.info?.version ?? '?'}), file storage (${loadAverage()}) --`);
   console.log(`setup: ${NATS_SERVER} via nats.js; one stream per size (file storage, 1 replica, limits retention); ` +
     `produce: ${w.batchRecords} async publishes (reply inbox per message) then await their acks, ${w.inFlight} batches in flight; ` +
-    `consume: durable pull consumer, fetch ${w.batchRecords} at a time, ack policy all, ackAck of each batch's last message; ` +
+    'consume: durable pull consumer, fetch as many at a time as the setup line says, ack policy all, ackAck of each batch\'s last message; ' +
     `best path: ${BEST_IN_FLIGHT_BATCHES} batches in flight, and consume() with ${BEST_PULL_MESSAGES} messages pulled ahead, ` +
-    `acking each ${w.batchRecords}-th message (ack policy all) without waiting`);
+    'acking once per fetch\'s worth of messages (ack policy all) without waiting');
   console.log(`durability: ${JETSTREAM_DURABILITY}`);
   try {
     const jsm = await nc.jetstreamManager();
@@ -150,10 +150,11 @@ export async function jetstreamBenchmark(w: PeerWorkload, sending: LatencySendin
           let received = 0;
           let bytes = 0;
           const started = performance.now();
-          await jsm.consumers.add(stream, { durable_name: 'bench', ack_policy: AckPolicy.All, max_ack_pending: 10 * w.batchRecords });
+          const perFetch = recordsPerFetch(w, size);
+          await jsm.consumers.add(stream, { durable_name: 'bench', ack_policy: AckPolicy.All, max_ack_pending: 10 * perFetch });
           const consumer = await js.consumers.get(stream, 'bench');
           while (received < w.records) {
-            const messages = await consumer.fetch({ max_messages: Math.min(w.batchRecords, w.records - received), expires: 2000 });
+            const messages = await consumer.fetch({ max_messages: Math.min(perFetch, w.records - received), expires: 2000 });
             let last = null;
             for await (const m of messages) {
               received++;
@@ -230,18 +231,20 @@ async function bestThroughput(
   });
   if (!best.produce.has(size)) return;
   await attempt(best, `consume ${size} B`, async () => {
-    await jsm.consumers.add(stream, { durable_name: 'best', ack_policy: AckPolicy.All, max_ack_pending: 2 * BEST_PULL_MESSAGES });
+    const perFetch = recordsPerFetch(w, size);
+    const pulled = Math.max(BEST_PULL_MESSAGES, perFetch);
+    await jsm.consumers.add(stream, { durable_name: 'best', ack_policy: AckPolicy.All, max_ack_pending: 2 * pulled });
     const consumer = await js.consumers.get(stream, 'best');
     let received = 0;
     let bytes = 0;
     const started = performance.now();
-    const messages = await consumer.consume({ max_messages: BEST_PULL_MESSAGES });
+    const messages = await consumer.consume({ max_messages: pulled });
     const stalled = setTimeout(() => messages.stop(), 120_000);
     try {
       for await (const m of messages) {
         received++;
         bytes += m.data.length;
-        if (received % w.batchRecords === 0 || received === w.records) m.ack();
+        if (received % perFetch === 0 || received === w.records) m.ack();
         if (received === w.records) break;
       }
     } finally {

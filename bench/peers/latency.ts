@@ -1,7 +1,8 @@
 /**
  * End-to-end latency at a fixed rate, without coordinated omission: record i is SCHEDULED at
  * `start + i / rate` whatever happened before, its scheduled time travels in the first 8 bytes of its value
- * (a float64, `performance.now()` of this process: the producer and the consumer run here), and the consumer
+ * (a float64, ms since the epoch as `performance.timeOrigin + performance.now()`, which a consumer in another
+ * process on the machine reads alike), and the consumer
  * records `receipt time - scheduled time` into an HdrHistogram. A stalled producer, a slow acknowledgement or
  * a late timer therefore shows as latency instead of silently sending later. The producer does not wait for
  * acknowledgements before the next tick (open loop); it stops sending only past a cap of unacknowledged records,
@@ -18,8 +19,12 @@ import { fillerValue, waitFor } from './common.js';
 export interface LatencyTarget {
   /** Sends these values as one request (a batch, a pipeline, or publishes); resolves once acknowledged. */
   send(values: Buffer[]): Promise<unknown>;
-  /** Starts a consumer that calls `onValue` with every record's value; resolves with a function that stops it. */
-  startConsumer(onValue: (value: Buffer) => void): Promise<() => Promise<void>>;
+  /**
+   * Starts a consumer that calls `onValue` with every record's value (at least its first 8 bytes) and, for a
+   * consumer in another process, the record's receipt time there ({@link now}); resolves with a function that
+   * stops it.
+   */
+  startConsumer(onValue: (value: Buffer, receivedAt?: number) => void): Promise<() => Promise<void>>;
 }
 
 export type LatencySending = 'tick' | 'record';
@@ -30,6 +35,11 @@ const MAX_UNACKED_RECORDS = 100_000;
 const DRAIN_MS = 10_000;
 /** A probe record's scheduled time: sent until the consumer receives one, before the schedule starts. */
 const PROBE = -1;
+
+/** The latency clock: ms since the epoch, sub-ms precision, read alike by every process on the machine. */
+export function now(): number {
+  return performance.timeOrigin + performance.now();
+}
 
 function histogram() {
   // µs, 1 µs to 60 s at 3 significant digits (larger values resize the histogram).
@@ -54,21 +64,20 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
   let received = 0;
   let probed = false;
 
-  const stopConsumer = await target.startConsumer((value) => {
-    const now = performance.now();
+  const stopConsumer = await target.startConsumer((value, receivedAt = now()) => {
     const scheduled = value.readDoubleLE(0);
     if (scheduled === PROBE) {
       probed = true;
       return;
     }
     received++;
-    if (scheduled >= measureFrom) latency.recordValue(Math.max(1, Math.round((now - scheduled) * 1000)));
+    if (scheduled >= measureFrom) latency.recordValue(Math.max(1, Math.round((receivedAt - scheduled) * 1000)));
   });
   try {
     // The consumer is live once it receives a probe; only then does the schedule start.
-    const probeUntil = performance.now() + 15_000;
+    const probeUntil = now() + 15_000;
     while (!probed) {
-      if (performance.now() > probeUntil) throw new Error('the consumer received no probe record within 15 s');
+      if (now() > probeUntil) throw new Error('the consumer received no probe record within 15 s');
       await target.send([valueAt(PROBE)]);
       await waitFor(() => probed, 250);
     }
@@ -86,17 +95,17 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
         },
       );
     };
-    start = performance.now() + 1;
+    start = now() + 1;
     measureFrom = start + warmup * intervalMs;
     await new Promise<void>((resolve) => {
       const tick = () => {
-        const now = performance.now();
-        const due = Math.min(total, Math.floor((now - start) / intervalMs) + 1);
+        const at = now();
+        const due = Math.min(total, Math.floor((at - start) / intervalMs) + 1);
         if (due > sent && unacked < MAX_UNACKED_RECORDS && failure === null) {
           const values: Buffer[] = [];
           for (let i = sent; i < due; i++) {
             const scheduled = start + i * intervalMs;
-            if (i >= warmup) sendLag.recordValue(Math.max(1, Math.round((now - scheduled) * 1000)));
+            if (i >= warmup) sendLag.recordValue(Math.max(1, Math.round((at - scheduled) * 1000)));
             values.push(valueAt(scheduled));
           }
           sent = due;
@@ -106,12 +115,12 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
         if (sent < total && failure === null) setTimeout(tick, 1);
         else resolve();
       };
-      setTimeout(tick, Math.max(0, start - performance.now()));
+      setTimeout(tick, Math.max(0, start - now()));
     });
     if (failure !== null) throw failure;
     const drained = await waitFor(() => received >= total, DRAIN_MS);
     return {
-      drainMs: drained ? performance.now() - (start + (total - 1) * intervalMs) : DRAIN_MS,
+      drainMs: drained ? now() - (start + (total - 1) * intervalMs) : DRAIN_MS,
       p50Us: latency.getValueAtPercentile(50),
       p99Us: latency.getValueAtPercentile(99),
       p999Us: latency.getValueAtPercentile(99.9),

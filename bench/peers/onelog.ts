@@ -12,7 +12,7 @@ import type { ConsumerOptions } from '../../src/client/consumer.js';
 import type { FlushPolicy } from '../../src/protocol/topic-config.js';
 import { startServer } from '../../test/helpers/processes.js';
 import type { PeerResult, PeerWorkload } from './common.js';
-import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage, processCpuMs } from './common.js';
+import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage, processCpuMs, recordsPerFetch } from './common.js';
 import type { LatencySending, LatencyTarget } from './latency.js';
 import { measureLatency } from './latency.js';
 
@@ -30,16 +30,21 @@ export const onelogClient: OnelogClientChoice = {
 
 /** Long-poll wait of the latency consumer's fetches, ms (a fetch answers as soon as a record arrives). */
 const LATENCY_MAX_WAIT_MS = 20;
-/** Byte budget per fetch: large enough that `batchRecords` records of the largest size fit. */
+/** Byte budget per fetch: large enough that a fetch is cut by its record count ({@link recordsPerFetch}), not by bytes. */
 const FETCH_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
  * A latency run's consumer ({@link LatencyTarget.startConsumer}): a group member reading `topic` from the earliest
- * offset, handing each record's value on; the function it resolves with stops it.
+ * offset, handing each record's value on; the function it resolves with stops it. `push`: a WebSocket push member
+ * instead, with `options.maxRecords` as its record credit.
  */
-export function latencyConsumer(onelog: Onelog, topic: string, options: Omit<ConsumerOptions, 'startPolicy'>): LatencyTarget['startConsumer'] {
+export function latencyConsumer(
+  onelog: Onelog, topic: string, options: Omit<ConsumerOptions, 'startPolicy'>, delivery: 'pull' | 'push' = 'pull',
+): LatencyTarget['startConsumer'] {
   return async (onValue) => {
-    const consumer = onelog.consumer({ ...options, startPolicy: 'earliest' });
+    const consumer = delivery === 'pull'
+      ? onelog.consumer({ ...options, startPolicy: 'earliest' })
+      : onelog.pushConsumer({ groupId: options.groupId, startPolicy: 'earliest', creditRecords: options.maxRecords });
     consumer.subscribe({ topic });
     const running = consumer.run({ eachMessage: ({ message }) => onValue(message.value!) });
     running.catch(() => {});
@@ -72,7 +77,7 @@ export async function onelogBenchmark(w: PeerWorkload, policy: FlushPolicy, send
   console.log(`-- onelog, flush.policy=${policy} (${loadAverage()}) --`);
   console.log(`setup: child \`onelog serve\` on loopback, data dir ${dataDir}; ${client.name}; topics of 1 partition, ` +
     `created with config { flushPolicy: '${policy}' }; produce ${w.batchRecords} records/request, ${w.inFlight} requests in flight; ` +
-    `consume: one consumer group member, startPolicy earliest, maxRecords ${w.batchRecords}, commit after each fetch`);
+    'consume: one consumer group member, startPolicy earliest, maxRecords as the setup line says, commit after each fetch');
   console.log(`durability: ${result.durability}`);
   const server = await startServer(dataDir);
   try {
@@ -104,7 +109,7 @@ export async function onelogBenchmark(w: PeerWorkload, policy: FlushPolicy, send
       if (!result.produce.has(size)) continue;
       await attempt(result, `consume ${size} B`, async () => {
         const consumer = onelog.consumer({
-          groupId: `bench-${size}`, startPolicy: 'earliest', maxRecords: w.batchRecords, maxBytes: FETCH_MAX_BYTES, maxWaitMs: 100,
+          groupId: `bench-${size}`, startPolicy: 'earliest', maxRecords: recordsPerFetch(w, size), maxBytes: FETCH_MAX_BYTES, maxWaitMs: 100,
         });
         consumer.subscribe({ topic });
         let received = 0;

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import type { PeerResult, PeerWorkload } from './common.js';
-import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage } from './common.js';
+import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage, recordsPerFetch } from './common.js';
 import type { LatencySending } from './latency.js';
 import { measureLatency } from './latency.js';
 import { command, RawRedis, readAll, xaddPipeline } from './redis-raw.js';
@@ -149,7 +149,7 @@ export async function redisBenchmark(w: PeerWorkload, appendfsync: AppendFsync, 
   const best = emptyResult(`${name} (raw RESP, best path)`, durability);
   console.log(`-- Redis Streams ${persistence.version}, appendfsync ${appendfsync} (${loadAverage()}) --`);
   console.log(`setup: ${REDIS_URL} via ioredis; one stream per size; produce: pipelines of ${w.batchRecords} XADD (field v = value), ` +
-    `${w.inFlight} pipelines in flight on one connection; consume: XREADGROUP COUNT ${w.batchRecords} then XACK of the batch's ids; ` +
+    `${w.inFlight} pipelines in flight on one connection; consume: XREADGROUP COUNT as the setup line says, then XACK of the batch's ids; ` +
     `best path: the same through one raw socket, ${w.inFlight} pre-encoded RESP pipelines of ${w.batchRecords} XADD in flight, ` +
     'replies parsed by redis-parser; XACK of a batch pipelined with the next XREADGROUP');
   console.log(`durability: ${durability}`);
@@ -183,7 +183,7 @@ export async function redisBenchmark(w: PeerWorkload, appendfsync: AppendFsync, 
           const started = performance.now();
           await redis.xgroup('CREATE', key, 'bench', '0');
           while (received < w.records) {
-            const entries = await readGroup(reader, key, 'bench', w.batchRecords, 1000);
+            const entries = await readGroup(reader, key, 'bench', recordsPerFetch(w, size), 1000);
             if (!entries.length) throw new Error(`stalled after ${received} records`);
             for (const [, fields] of entries) bytes += fields[1]?.length ?? 0;
             received += entries.length;
@@ -267,7 +267,7 @@ async function rawThroughput(raw: RawRedis, best: PeerResult, w: PeerWorkload, k
     let received = 0;
     let bytes = 0;
     const started = performance.now();
-    await readAll(raw, key, 'bench', w.batchRecords, w.records, (value) => {
+    await readAll(raw, key, 'bench', recordsPerFetch(w, size), w.records, (value) => {
       received++;
       bytes += value.length;
     });
