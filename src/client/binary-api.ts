@@ -7,6 +7,7 @@
  */
 import WebSocket from 'ws';
 import type { CommitRequest, FetchRequest, FetchResult, ProduceRequest, ProduceResult } from '../protocol/api.js';
+import { ioBuffers } from '../buffer-pool.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import type { DataFrame, FrameKind } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -58,11 +59,14 @@ export class BinaryApi extends HttpApi {
     });
     const now = Date.now();
     // One frame for the whole request, so the broker stores or refuses it whole.
-    const encoded = batches.map(({ indexes, producer }) => encodeBatch(indexes.map((i) => records[i]!), 0, now, producer));
+    const encoded = batches.map(({ indexes, producer }) => encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { alloc: ioBuffers.take }));
     const answer = await this.request(FRAME_KIND.PRODUCE, {
       topic, batches: batches.map((b, i) => ({ partition: b.partition, bytes: encoded[i]!.length })),
     }, encoded, FRAME_KIND.PRODUCED).catch((err: unknown) => {
       throw requestIndexed(err, batches);
+    }).finally(() => {
+      // The frame holds a copy of the batches by now (or was never built).
+      for (const batch of encoded) ioBuffers.give(batch);
     });
     const stored = (answer.json as { batches: Array<{ partition: number; baseOffset: number }> }).batches;
     const offsets = new Array<{ partition: number; offset: number }>(records.length);
@@ -124,7 +128,9 @@ export class BinaryApi extends HttpApi {
     const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
     const answer = await new Promise<DataFrame>((resolve, reject) => {
       this.pending.set(requestId, { resolve, reject });
-      ws.send(encodeFrame(kind, requestId, json, payload), (err) => {
+      const frame = encodeFrame(kind, requestId, json, payload, ioBuffers.take);
+      ws.send(frame, (err) => {
+        ioBuffers.give(frame);
         if (!err) return;
         this.pending.delete(requestId);
         reject(new OnelogError('NETWORK_ERROR', `sending to ${this.url}/data failed: ${err.message}`, { url: this.url }));
@@ -138,7 +144,9 @@ export class BinaryApi extends HttpApi {
   private connect(): Promise<WebSocket> {
     this.socket ??= new Promise<WebSocket>((resolve, reject) => {
       const url = `${this.url.replace(/^http/, 'ws')}/data`;
-      const ws = new WebSocket(url, { headers: this.connection.headers, ...this.connection.tls });
+      // A zero masking key: ws then neither copies nor XORs a frame on either side. Masking (RFC 6455 section 10.3)
+      // keeps a browser script's frames from poisoning proxy caches; a Node client is not such a script.
+      const ws = new WebSocket(url, { headers: this.connection.headers, ...this.connection.tls, generateMask: (mask) => void mask.fill(0) });
       const fail = (message: string) => {
         this.socket = null;
         const err = new OnelogError('NETWORK_ERROR', `the data path at ${url}: ${message}`, { url });

@@ -177,6 +177,8 @@ export interface BatchOptions {
   compression?: CompressionCodec;
   /** Offsets with gaps and a delete horizon, for compaction. @default consecutive offsets, no horizon */
   layout?: BatchLayout;
+  /** Allocates an uncompressed batch's buffer, given its size in bytes (the client's buffer pool). @default `Buffer.allocUnsafe` */
+  alloc?: (bytes: number) => Buffer;
 }
 
 /**
@@ -198,7 +200,7 @@ export function encodeBatch(
   options: BatchOptions = {},
 ): Buffer {
   if (records.length === 0) throw new OnelogError('INVALID_RECORD', 'a record batch needs at least one record');
-  const { layout, compression = 'none' } = options;
+  const { layout, compression = 'none', alloc = Buffer.allocUnsafe } = options;
   let baseTimestamp = Infinity;
   let maxTimestamp = -Infinity;
   for (const r of records) {
@@ -216,7 +218,7 @@ export function encodeBatch(
     bodySizes[i] = body;
     total += varintSize(body) + body;
   }
-  const buf = Buffer.allocUnsafe(total);
+  const buf = compression === 'none' ? alloc(total) : Buffer.allocUnsafe(total);
   writeInt64(buf, 0, baseOffset);
   buf.writeInt32BE(0, 12); // partitionLeaderEpoch: one writer per partition on the embedded broker
   buf.writeInt8(MAGIC, 16);

@@ -94,7 +94,7 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: Socket
             const result = await api.fetchBatches(frame.json as FetchRequest);
             const partitions = result.partitions.map(({ batches, ...p }) => ({ ...p, batchBytes: batches.length }));
             // Read into pooled buffers and answered from one: each goes back once copied, the frame once written.
-            const answer = encodeFrame(FRAME_KIND.FETCHED, requestId, { ...result, partitions }, result.partitions.map((p) => p.batches), (bytes) => ioBuffers.take(bytes));
+            const answer = encodeFrame(FRAME_KIND.FETCHED, requestId, { ...result, partitions }, result.partitions.map((p) => p.batches), ioBuffers.take);
             for (const p of result.partitions) ioBuffers.give(p.batches);
             ws.send(answer, () => ioBuffers.give(answer));
           } else if (frame.kind === DATA_REQUEST_FRAMES.commit) {
