@@ -31,10 +31,12 @@ export const FETCH_BYTES = 1024 * 1024;
 
 /**
  * Records per fetch (XREADGROUP COUNT, JetStream pull) in the consume runs, for values of `size` bytes: as many
- * as fill {@link FETCH_BYTES}, at least `batchRecords`; each system acknowledges (commits) once per fetch.
+ * whole produced batches (`batchRecords`) as fill {@link FETCH_BYTES}, at least one; each system acknowledges
+ * (commits) once per fetch. Whole batches: onelog answers stored batches whole, and its client drops what is
+ * past `maxRecords` (fetched again next time), so a count that cuts a batch would read it twice.
  */
 export function recordsPerFetch(w: Pick<PeerWorkload, 'batchRecords'>, size: number): number {
-  return Math.max(w.batchRecords, Math.floor(FETCH_BYTES / size));
+  return Math.max(1, Math.floor(FETCH_BYTES / size / w.batchRecords)) * w.batchRecords;
 }
 
 /** One throughput measurement. */
