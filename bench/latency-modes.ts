@@ -4,7 +4,7 @@
  * data path, commit beside each fetch) and a WebSocket push member (credit 1,000 records), each in the
  * harness's process beside the producer and in a process of its own (bench/latency/consumer-process.ts). The
  * producer sends the records due at each ~1 ms tick in one request; latency runs from each record's scheduled
- * send time to its receipt (bench/peers/latency.ts: no coordinated omission, the clock both processes read).
+ * send time to its receipt (bench/peers/latency.ts: no coordinated omission, the monotonic clock both processes read).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';

@@ -2,17 +2,18 @@
  * A latency run's consumer in a process of its own (bench/latency-modes.ts): `tsx consumer-process.ts JSON` with
  * `{ url, topic, groupId, delivery: 'pull' | 'push' }`. It joins the group from the earliest offset and sends its
  * parent, over the IPC channel, each record's first 8 bytes (the scheduled send time) and its receipt time, both
- * in ms since the epoch (`performance.timeOrigin + performance.now()`, the clock both processes read), in
- * messages of `number[]` pairs at most every millisecond. The message `'stop'` stops it; it then exits.
+ * on the clock both processes read (bench/peers/latency.ts `now`), in messages of `number[]` pairs, one per
+ * event-loop turn that received records. The message `'stop'` stops it; it then exits.
  */
 import { Onelog } from '../../src/client/index.js';
+import { now } from '../peers/latency.js';
 
 const { url, topic, groupId, delivery } = JSON.parse(process.argv[2]!) as { url: string; topic: string; groupId: string; delivery: 'pull' | 'push' };
 const onelog = new Onelog({ url, binary: true });
 let pending: number[] = [];
 let flushing = false;
 const onValue = (value: Buffer | null) => {
-  pending.push(value!.readDoubleLE(0), performance.timeOrigin + performance.now());
+  pending.push(value!.readDoubleLE(0), now());
   if (flushing) return;
   flushing = true;
   setImmediate(() => {
