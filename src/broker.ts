@@ -376,7 +376,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
       ? fromRecords(await this.retries.fetch(groupId, topic, targets, limits))
       : await read(targets, limits);
     if (memberId !== undefined) {
-      await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
+      if (request.ahead !== true) await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
       return { topic, partitions, ...membership };
     }
     if (groupId !== undefined) {

@@ -127,6 +127,8 @@ export class Consumer<Tx = undefined> {
    * handled only once it is answered, so a crash still redelivers at most the batch in hand.
    */
   private commitInFlight: Promise<{ ok: boolean } | { error: unknown }> | null = null;
+  /** Fetches sent ahead and not yet answered (settled promises that never reject). */
+  private readonly fetchesAhead = new Set<Promise<void>>();
   private readonly options: ConsumerOptions<Tx>;
 
   constructor(
@@ -267,8 +269,11 @@ export class Consumer<Tx = undefined> {
           continue;
         }
         const request = this.fetchRequest(session, fetchable, rotation++, busy);
-        const fetched = await this.fetch(session, request, ahead !== null && sameFetch(ahead.request, request) ? ahead.sent : undefined);
+        const fromAhead = ahead !== null && sameFetch(ahead.request, request);
+        let fetched = await this.fetch(session, request, fromAhead ? ahead!.sent : undefined);
         ahead = null;
+        // Fetched ahead and out of range: fetched again, so the subscription's onOutOfRange applies now.
+        if (fromAhead && fetched?.partitions.some((p) => p.error?.code === 'OFFSET_OUT_OF_RANGE')) fetched = await this.fetch(session, request);
         const { topic } = request;
         const moved = fetched !== null && (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId);
         if (fetched !== null) {
@@ -290,8 +295,8 @@ export class Consumer<Tx = undefined> {
     } finally {
       await this.settleCommit().catch(() => {});
       await this.nacks.settled();
-      // A fetch sent ahead is answered (within maxWaitMs) before the member leaves: none outlives run().
-      await ahead?.sent.catch(() => {});
+      // Fetches sent ahead, used or dropped, are answered (within maxWaitMs) before the member leaves: none outlives run().
+      await Promise.all([...this.fetchesAhead]);
       this.session = null;
       await session.leave().catch(() => {});
     }
@@ -342,9 +347,10 @@ export class Consumer<Tx = undefined> {
    * Sends the fetch that will follow `fetched` once every record of it is handled (as Kafka's consumer fetches
    * ahead while the application processes), so the broker reads the next batch while the handlers run. The loop
    * uses its answer only when it then asks for the same partitions at the same offsets in the same generation;
-   * otherwise (a failure, a pause, a revocation, stopping) the answer is dropped. It asks for the offsets the broker
-   * has just answered as next, so it does nothing on the broker that the same fetch sent later would not: a dropped
-   * answer costs only the read.
+   * otherwise (a failure, a pause, a revocation, stopping) the answer is dropped. It is read only (`ahead`): an
+   * offset that fell out of the log meanwhile is answered as an error, and the loop fetches again so the pause or
+   * jump happens after this batch's commit (a jump's commit must not be overwritten by it). A dropped answer costs
+   * only the read.
    */
   private fetchAhead(
     session: MemberSession, fetched: readonly FetchedPartition[], topic: string, rotation: number, busy: ReadonlySet<string>,
@@ -358,8 +364,12 @@ export class Consumer<Tx = undefined> {
     });
     if (positions.length === 0) return null;
     const request = this.fetchRequest(session, positions, rotation, busy);
-    const sent = this.api.fetch(request);
-    sent.catch(() => {}); // a dropped answer's failure is nobody's; a used one's is handled where it is awaited
+    // Read only: were an offset out of range, the pause or jump (and its commit) must come after this batch's commit.
+    const sent = this.api.fetch({ ...request, ahead: true });
+    // A dropped answer's failure is nobody's; a used one's is handled where it is awaited.
+    const settled = sent.then(() => {}, () => {});
+    this.fetchesAhead.add(settled);
+    void settled.then(() => this.fetchesAhead.delete(settled));
     return { request, sent };
   }
 

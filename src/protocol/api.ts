@@ -215,6 +215,12 @@ export interface FetchRequest {
   maxBytes?: number;
   /** How long to wait for new records when none are ready, ms. @default 0; at most 30,000 */
   maxWaitMs?: number;
+  /**
+   * A group member's fetch sent ahead, while the batch before it is handled: an offset outside the log is answered
+   * as the partition's `OFFSET_OUT_OF_RANGE` error without applying the subscription's `onOutOfRange` (no pause, no
+   * jump and its commit), which the member's next fetch applies once the batch's commit went out. @default false
+   */
+  ahead?: boolean;
 }
 
 /** A per-partition error, returned as a value so the other partitions of a fetch still flow. */

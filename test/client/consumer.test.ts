@@ -2,6 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker.js';
 import { ManualClock } from '../../src/clock.js';
+import { LmdbOffsetStore } from '../../src/offsets/lmdb-offset-store.js';
 import { Onelog } from '../../src/client/index.js';
 import { headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -86,6 +87,48 @@ describe('Consumer (at-least-once)', () => {
       },
     });
     expect(new Set(seen).size).toBe(30);
+  });
+
+  it('a fetch sent ahead never applies onOutOfRange: the jump and its commit come after the batch before is committed', async () => {
+    await broker.createTopic({ topic: 'o', partitions: 1 });
+    await onelog.producer().send({ topic: 'o', messages: Array.from({ length: 20 }, (_, i) => ({ value: `v${i}` })) });
+    // Retention takes offsets 0-9 while the first batch (0-3) is handled: the fetch sent ahead from 4 is out of range.
+    const fetch = broker.fetch.bind(broker);
+    let deleted = false;
+    let aheadAnswered: Promise<unknown> = Promise.resolve();
+    vi.spyOn(broker, 'fetch').mockImplementation(async (request) => {
+      if (request.ahead && !deleted) {
+        deleted = true;
+        await broker.deleteRecords({ topic: 'o', partition: 0, beforeOffset: 10 });
+        aheadAnswered = fetch(request);
+        return aheadAnswered as ReturnType<typeof fetch>;
+      }
+      return fetch(request);
+    });
+    // Every commit the offset store writes for the group, the consumer's and the jump's, in the order written.
+    const commits: number[] = [];
+    const commit = LmdbOffsetStore.prototype.commit;
+    vi.spyOn(LmdbOffsetStore.prototype, 'commit').mockImplementation(function (this: LmdbOffsetStore, groupId, offsets, now) {
+      if (groupId === 'j') commits.push(...offsets.map((o) => o.offset));
+      return commit.call(this, groupId, offsets, now);
+    });
+    const consumer = onelog.consumer({ groupId: 'j', startPolicy: 'earliest', onOutOfRange: 'earliest', maxRecords: 4, maxWaitMs: 0 });
+    consumer.subscribe({ topic: 'o' });
+    const seen: number[] = [];
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        seen.push(message.offset);
+        // The batch's commit goes out only after the broker answered the fetch sent ahead.
+        if (message.offset === 3) await new Promise((resolve) => setTimeout(resolve, 0)).then(() => aheadAnswered);
+        if (message.offset === 19) void consumer.stop();
+      },
+    });
+    expect(deleted).toBe(true);
+    expect(seen).toEqual([0, 1, 2, 3, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    // The batch's commit (4) is written before the jump's (10), never after it (which would move the group back).
+    expect(commits.indexOf(4)).toBeGreaterThanOrEqual(0);
+    expect(commits.indexOf(10)).toBeGreaterThan(commits.indexOf(4));
+    expect(commits).toEqual([...commits].sort((a, b) => a - b));
   });
 
   it('afterBatch runs once per fetched batch before its commit; when it throws, none of the batch is committed', async () => {

@@ -468,6 +468,24 @@ describe('group coordinator', () => {
       expect((await committed('g', 't'))[0]).toBe(6);
       expect((await broker.describeGroup('g')).alerts[0]).toMatchObject({ kind: 'offset-jump', context: { recordsSkipped: 5 } });
     });
+
+    it('answers a fetch sent ahead that is out of range with the error, and neither jumps nor pauses', async () => {
+      await topic('t', 1, 6);
+      const a = await join('g', ['t'], { onOutOfRange: 'latest' });
+      await commit(a, 't', { 0: 1 });
+      await broker.deleteRecords({ topic: 't', partition: 0, beforeOffset: 3 });
+      const f = await broker.fetch({
+        topic: 't', groupId: 'g', memberId: a.memberId, generationId: a.generationId, partitions: [{ partition: 0, offset: 1 }], ahead: true,
+      });
+      expect(f.partitions[0]).toMatchObject({ records: [], nextOffset: 1, error: { code: 'OFFSET_OUT_OF_RANGE' } });
+      expect((await committed('g', 't'))[0]).toBe(1);
+      const d = await broker.describeGroup('g');
+      expect(d.subscriptions[0]!.partitions[0]!.paused).toBeNull();
+      expect(d.alerts.filter((x) => x.kind === 'offset-jump')).toEqual([]);
+      // The member's own fetch then applies the policy.
+      expect((await fetch(a, 't', { 0: 1 })).partitions[0]).toMatchObject({ records: [], nextOffset: 6 });
+      expect((await committed('g', 't'))[0]).toBe(6);
+    });
   });
 
   describe('offset resets', () => {

@@ -90,7 +90,7 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
     Params: { topic: string };
     Body: {
       groupId?: string; memberId?: string; generationId?: number; partitions: Array<{ partition: number; offset: number }>; maxRecords?: number;
-      maxBytes?: number; maxWaitMs?: number; encoding?: BytesEncoding;
+      maxBytes?: number; maxWaitMs?: number; ahead?: boolean; encoding?: BytesEncoding;
     };
   }>(
     '/topics/:topic/fetch',
@@ -103,7 +103,7 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
           properties: {
             groupId: { type: 'string' }, memberId: { type: 'string' }, generationId: { type: 'integer' },
             partitions: partitionOffsets, maxRecords: { type: 'integer', minimum: 1 },
-            maxBytes: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt, encoding: encodingSchema,
+            maxBytes: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt, ahead: { type: 'boolean' }, encoding: encodingSchema,
           },
         },
       },
