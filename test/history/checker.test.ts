@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { checkHistory } from './checker.js';
+import type { CommitOp, FinalReadOp, Operation, PollOp, ResetOp, SendOp } from './checker.js';
+
+let clock = 0;
+const at = () => ({ start: ++clock, end: ++clock, process: 'p1' });
+const send = (value: string, partition: number, offset: number): SendOp => ({ ...at(), type: 'send', topic: 't', value, outcome: { ok: true, partition, offset } });
+const records = (from: number, values: string[]) => values.map((value, i) => ({ offset: from + i, value }));
+const poll = (from: number, values: string[], generation = 1, process = 'p1'): PollOp => ({
+  ...at(), process, type: 'poll', group: 'g', generation, topic: 't', partition: 0, records: records(from, values),
+});
+const commit = (offset: number, ok: boolean | null = true): CommitOp => ({ ...at(), type: 'commit', group: 'g', topic: 't', partition: 0, offset, ok });
+const reset = (offset: number): ResetOp => ({ ...at(), type: 'reset', group: 'g', topic: 't', partition: 0, offset });
+const finalRead = (values: string[], logStartOffset = 0): FinalReadOp => ({
+  ...at(), type: 'final-read', topic: 't', partition: 0, logStartOffset, records: records(logStartOffset, values),
+});
+const kinds = (history: Operation[], compacted?: string[]) => checkHistory(history, { compacted: new Set(compacted) }).map((a) => a.kind);
+
+describe('checkHistory', () => {
+  it('finds nothing in a clean history: sends, polls, commits, a redelivery of what was not committed, a reset back', () => {
+    const history: Operation[] = [
+      send('a', 0, 0), send('b', 0, 1), send('c', 0, 2),
+      { ...at(), type: 'send', topic: 't', value: 'x', outcome: { ok: null } },
+      poll(0, ['a', 'b']), commit(2), poll(2, ['c']), commit(3, null),
+      poll(2, ['c'], 2, 'p2'), // the unknown commit did not land: redelivered to the next member, allowed
+      reset(0), poll(0, ['a', 'b', 'c'], 3, 'p2'), commit(3),
+      finalRead(['a', 'b', 'c']),
+    ];
+    expect(checkHistory(history)).toEqual([]);
+  });
+
+  it('reports a lost acknowledged write, naming the send and the final read', () => {
+    const history: Operation[] = [send('a', 0, 0), send('b', 0, 1), finalRead(['a'])];
+    const [anomaly] = checkHistory(history);
+    expect(anomaly).toMatchObject({ kind: 'lost-write', operations: [history[1], history[2]] });
+    // Below the log start it is retention's, not a loss.
+    expect(kinds([send('a', 0, 0), send('b', 0, 1), finalRead(['b'], 1)])).toEqual([]);
+  });
+
+  it('reports a duplicate offset and an offset reused for another record', () => {
+    expect(kinds([send('a', 0, 0), send('b', 0, 0)])).toEqual(['duplicate-offset']);
+    expect(kinds([send('a', 0, 0), poll(0, ['z'])])).toEqual(['offset-reused']);
+    expect(kinds([poll(0, ['a']), poll(0, ['b'], 2, 'p2')])).toEqual(['offset-reused']);
+  });
+
+  it('reports a gap in a poll, except on a compacted topic', () => {
+    const gappy: PollOp = { ...poll(0, []), records: [{ offset: 0, value: 'a' }, { offset: 2, value: 'c' }] };
+    expect(kinds([gappy])).toEqual(['poll-gap']);
+    expect(kinds([gappy], ['t'])).toEqual([]);
+  });
+
+  it('reports a member polling backwards within a generation, and offsets that do not increase within a poll', () => {
+    expect(kinds([poll(0, ['a', 'b']), poll(1, ['b'])])).toEqual(['poll-not-monotonic']);
+    // A new generation (a rebalance) may start again from the committed offset.
+    expect(kinds([poll(0, ['a', 'b']), poll(0, ['a'], 2)])).toEqual([]);
+    const unordered: PollOp = { ...poll(0, []), records: [{ offset: 1, value: 'b' }, { offset: 0, value: 'a' }] };
+    expect(kinds([unordered])).toEqual(['poll-not-monotonic']);
+  });
+
+  it('reports a committed offset going backwards without a reset, from commits and from committed-offset reads', () => {
+    expect(kinds([commit(5), commit(3)])).toEqual(['commit-backwards']);
+    expect(kinds([commit(5), reset(3), commit(3)])).toEqual([]);
+    expect(kinds([commit(5), { ...at(), type: 'committed', group: 'g', topic: 't', partition: 0, offset: 4 }])).toEqual(['commit-backwards']);
+    // A refused or unknown commit says nothing about the committed offset.
+    expect(kinds([commit(5), commit(3, false), commit(3, null)])).toEqual([]);
+  });
+
+  it('reports a record delivered to the group below an offset it had committed, unless reset in between', () => {
+    const history: Operation[] = [poll(0, ['a', 'b', 'c']), commit(3), poll(1, ['b', 'c'], 2, 'p2')];
+    const [anomaly] = checkHistory(history);
+    expect(anomaly).toMatchObject({ kind: 'redelivered-after-commit', operations: [history[1], history[2]] });
+    expect(kinds([poll(0, ['a', 'b', 'c']), commit(3), reset(1), poll(1, ['b', 'c'], 2, 'p2')])).toEqual([]);
+    // A poll that started before the commit was acknowledged may return what it covers.
+    const overlapping: PollOp = { ...poll(1, ['b', 'c'], 2, 'p2'), start: 0 };
+    expect(kinds([poll(0, ['a', 'b', 'c']), commit(3), overlapping])).toEqual([]);
+  });
+});
