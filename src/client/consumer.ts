@@ -272,8 +272,12 @@ export class Consumer<Tx = undefined> {
         const fromAhead = ahead !== null && sameFetch(ahead.request, request);
         let fetched = await this.fetch(session, request, fromAhead ? ahead!.sent : undefined);
         ahead = null;
-        // Fetched ahead and out of range: fetched again, so the subscription's onOutOfRange applies now.
-        if (fromAhead && fetched?.partitions.some((p) => p.error?.code === 'OFFSET_OUT_OF_RANGE')) fetched = await this.fetch(session, request);
+        if (fromAhead && fetched?.partitions.some((p) => p.error?.code === 'OFFSET_OUT_OF_RANGE')) {
+          // Fetched ahead and out of range: fetched again once the batch's commit is answered, so the pause or jump
+          // (and its commit) lands after it, whichever connection each travels on.
+          if (!(await this.settleCommit()) && session.fenced) continue;
+          fetched = await this.fetch(session, request);
+        }
         const { topic } = request;
         const moved = fetched !== null && (fetched.assignmentChanged || (fetched.generationId ?? 0) > session.generationId);
         if (fetched !== null) {
