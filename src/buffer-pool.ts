@@ -17,8 +17,8 @@
 const MIN_POOLED_BYTES = 64 * 1024;
 
 export class BufferPool {
-  /** Free buffers by capacity (a power of two, bytes). */
-  private readonly free = new Map<number, Buffer[]>();
+  /** Free backing stores by capacity (a power of two, bytes). */
+  private readonly free = new Map<number, ArrayBufferLike[]>();
   /** The backing stores this pool made: only these are taken back. */
   private readonly owned = new WeakSet<ArrayBufferLike>();
   private freeBytes = 0;
@@ -33,7 +33,7 @@ export class BufferPool {
     const reused = this.free.get(capacity)?.pop();
     if (reused !== undefined) {
       this.freeBytes -= capacity;
-      return reused.subarray(0, size);
+      return Buffer.from(reused, 0, size);
     }
     const fresh = Buffer.allocUnsafeSlow(capacity);
     this.owned.add(fresh.buffer);
@@ -45,9 +45,8 @@ export class BufferPool {
     const store = buf.buffer;
     if (!this.owned.has(store) || this.freeBytes + store.byteLength > this.maxFreeBytes) return;
     const list = this.free.get(store.byteLength);
-    const whole = Buffer.from(store, 0, store.byteLength);
-    if (list === undefined) this.free.set(store.byteLength, [whole]);
-    else if (!list.some((b) => b.buffer === store)) list.push(whole);
+    if (list === undefined) this.free.set(store.byteLength, [store]);
+    else if (!list.includes(store)) list.push(store);
     else return; // given back twice
     this.freeBytes += store.byteLength;
   }

@@ -62,7 +62,7 @@ export class ProducePath {
       compacted: cleanupPolicy.includes('compact'),
       maxRecordBytes: this.limits.maxRecordBytes,
       maxBatchBytes: this.limits.maxBatchBytes,
-      choosePartition: (r) => this.choosePartition(topic, r, partitionCount),
+      choosePartition: (r, bytes) => this.choosePartition(topic, r, bytes, partitionCount),
     });
     if (request.idempotence && request.idempotence.producerId > this.lastProducerId) {
       throw new OnelogError('UNKNOWN_PRODUCER_ID', `producer id ${request.idempotence.producerId} was never issued by this broker; ` +
@@ -146,9 +146,9 @@ export class ProducePath {
     return { producerId, producerEpoch: 0 };
   }
 
-  private choosePartition(topic: string, r: ProduceRecord, partitions: number): number {
+  private choosePartition(topic: string, r: ProduceRecord, bytes: number, partitions: number): number {
     if (r.partition !== undefined) return this.logs.get(topic, r.partition).partition;
-    return this.partitioner.partitionOf(topic, r, partitions);
+    return this.partitioner.partitionOf(topic, r.key, bytes, partitions);
   }
 }
 

@@ -7,13 +7,14 @@
  */
 import { Onelog } from '../../src/client/index.js';
 import { now } from '../peers/latency.js';
+import { latencyConsumer } from '../peers/onelog.js';
 
 const { url, topic, groupId, delivery } = JSON.parse(process.argv[2]!) as { url: string; topic: string; groupId: string; delivery: 'pull' | 'push' };
 const onelog = new Onelog({ url, binary: true });
 let pending: number[] = [];
 let flushing = false;
-const onValue = (value: Buffer | null) => {
-  pending.push(value!.readDoubleLE(0), now());
+const onValue = (value: Buffer) => {
+  pending.push(value.readDoubleLE(0), now());
   if (flushing) return;
   flushing = true;
   setImmediate(() => {
@@ -22,14 +23,11 @@ const onValue = (value: Buffer | null) => {
     flushing = false;
   });
 };
-const consumer = delivery === 'push'
-  ? onelog.pushConsumer({ groupId, startPolicy: 'earliest' })
-  : onelog.consumer({ groupId, startPolicy: 'earliest', maxRecords: 1000, maxWaitMs: 20 });
-consumer.subscribe({ topic });
-const running = consumer.run({ eachMessage: ({ message }) => onValue(message.value) });
+// As the in-process consumers of bench/latency-modes.ts are set up.
+const stop = await latencyConsumer(onelog, topic, { groupId, maxRecords: 1000, maxWaitMs: 20 }, delivery)(onValue);
 process.on('message', (message) => {
   if (message !== 'stop') return;
-  void consumer.stop().then(() => running).finally(() => {
+  void stop().finally(() => {
     onelog.close();
     process.exit(0);
   });

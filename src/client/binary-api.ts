@@ -55,7 +55,7 @@ export class BinaryApi extends HttpApi {
     // Record size, keys on compacted topics and partition bounds are the broker's to check, per batch.
     const batches = planProduce(request, {
       partitions, compacted: false, maxRecordBytes: Infinity, maxBatchBytes: BATCH_BYTES,
-      choosePartition: (r) => r.partition ?? this.partitioner.partitionOf(topic, r, partitions),
+      choosePartition: (r, bytes) => r.partition ?? this.partitioner.partitionOf(topic, r.key, bytes, partitions),
     });
     const now = Date.now();
     // One frame for the whole request, so the broker stores or refuses it whole.

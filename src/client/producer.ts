@@ -13,6 +13,7 @@ import { backoff } from '../backoff.js';
 import { systemClock } from '../clock.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
+import { recordBytes } from '../protocol/produce-plan.js';
 import type { RecordHeader } from '../protocol/types.js';
 
 /** Bytes given as a string (UTF-8) or a Buffer. */
@@ -152,7 +153,8 @@ export class Producer {
     const partitions = await this.partitionCount(topic);
     const counts = new Map<number, number>();
     for (const r of records) {
-      r.partition ??= this.partitioner.partitionOf(topic, r, partitions);
+      // A keyed record's size does not matter to the partitioner.
+      r.partition ??= this.partitioner.partitionOf(topic, r.key, r.key ? 0 : recordBytes(r), partitions);
       counts.set(r.partition, (counts.get(r.partition) ?? 0) + 1);
     }
     const baseSequences: Record<number, number> = {};

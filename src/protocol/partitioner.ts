@@ -6,9 +6,7 @@
  * and the clients that pick partitions themselves (idempotent and binary produce) use the same one, so a keyed
  * record lands in the same partition whichever path sent it.
  */
-import type { ProduceRecord } from './api.js';
 import { partitionForKey } from './murmur2.js';
-import { recordBytes } from './produce-plan.js';
 
 /** Bytes of keyless records a partition takes before the next one is chosen: Kafka's `batch.size` default. */
 export const STICKY_BYTES = 16_384;
@@ -23,11 +21,11 @@ export class Partitioner {
 
   /**
    * The partition of a record without an explicit one: murmur2 of its key, else the topic's sticky partition
-   * (which moves on once {@link STICKY_BYTES} bytes of keyless records, counted as `maxRecordBytes` counts
-   * them, went to it).
+   * (which moves on once {@link STICKY_BYTES} bytes of keyless records went to it).
+   * @param bytes the record's size as `maxRecordBytes` counts it (`recordBytes`, which the caller has computed)
    */
-  partitionOf(topic: string, record: Pick<ProduceRecord, 'key' | 'value' | 'headers'>, partitions: number): number {
-    if (record.key !== null && record.key !== undefined) return partitionForKey(record.key, partitions);
+  partitionOf(topic: string, key: Uint8Array | null | undefined, bytes: number, partitions: number): number {
+    if (key !== null && key !== undefined) return partitionForKey(key, partitions);
     // As Kafka's, a producer starts on a random partition, so producers started together do not all fill the same one.
     let s = this.sticky.get(topic);
     if (s === undefined) {
@@ -38,7 +36,7 @@ export class Partitioner {
       s.bytes = 0;
     }
     s.partition %= partitions;
-    s.bytes += recordBytes(record);
+    s.bytes += bytes;
     return s.partition;
   }
 }

@@ -24,8 +24,11 @@ export interface ProducePlanOptions {
   maxRecordBytes: number;
   /** Batch size to cut at, bytes. */
   maxBatchBytes: number;
-  /** The partition of a record (its own, murmur2 of its key, or the sticky partition of keyless records). */
-  choosePartition: (record: ProduceRecord) => number;
+  /**
+   * The partition of a record (its own, murmur2 of its key, or the sticky partition of keyless records), given
+   * its size as {@link recordBytes} counts it.
+   */
+  choosePartition: (record: ProduceRecord, bytes: number) => number;
 }
 
 /** One batch to append: the request indexes of its records, in order. */
@@ -67,7 +70,7 @@ export function planProduce(request: ProduceRequest, options: ProducePlanOptions
         topic, index,
       });
     }
-    const partition = options.choosePartition(r);
+    const partition = options.choosePartition(r, size);
     const indexes = byPartition.get(partition);
     if (indexes === undefined) byPartition.set(partition, [index]);
     else indexes.push(index);
