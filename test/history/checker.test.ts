@@ -74,4 +74,39 @@ describe('checkHistory', () => {
     const overlapping: PollOp = { ...poll(1, ['b', 'c'], 2, 'p2'), start: 0 };
     expect(kinds([poll(0, ['a', 'b', 'c']), commit(3), overlapping])).toEqual([]);
   });
+
+  it('reports a value stored more often than it was sent (a retry stored twice)', () => {
+    expect(kinds([send('a', 0, 0), finalRead(['a', 'a'])])).toEqual(['duplicate-write']);
+    // Sent twice (a retry after an unknown outcome, by the application): two copies are allowed.
+    const unknown: SendOp = { ...at(), type: 'send', topic: 't', value: 'a', outcome: { ok: null } };
+    expect(kinds([send('a', 0, 0), unknown, finalRead(['a', 'a'])])).toEqual([]);
+  });
+
+  it('on a compacted topic, reports a key whose latest acknowledged record is gone with nothing later of its key', () => {
+    const keyed = (key: string, value: string, offset: number): SendOp => ({ ...send(value, 0, offset), key });
+    const held = (records: Array<[number, string, string]>): FinalReadOp => ({
+      ...finalRead([]), records: records.map(([offset, key, value]) => ({ offset, key, value })),
+    });
+    const sends = [keyed('k', 'a', 0), keyed('k', 'b', 1), keyed('j', 'c', 2)];
+    // Compaction dropped k's older record: allowed.
+    expect(kinds([...sends, held([[1, 'k', 'b'], [2, 'j', 'c']])], ['t'])).toEqual([]);
+    const history = [...sends, held([[0, 'k', 'a'], [2, 'j', 'c']])];
+    const [anomaly] = checkHistory(history, { compacted: new Set(['t']) });
+    expect(anomaly).toMatchObject({ kind: 'lost-latest', operations: [sends[1], history[3]] });
+    // A later record of the key from a send whose outcome was unknown replaces it.
+    const unknown: SendOp = { ...at(), type: 'send', topic: 't', key: 'k', value: 'x', outcome: { ok: null } };
+    expect(kinds([...sends, unknown, held([[2, 'j', 'c'], [3, 'k', 'x']])], ['t'])).toEqual([]);
+  });
+
+  it('reports an acknowledged record a complete group never got, and a record an exactly-once group got twice', () => {
+    const history: Operation[] = [send('a', 0, 0), send('b', 0, 1), poll(0, ['a']), finalRead(['a', 'b'])];
+    const [anomaly] = checkHistory(history, { complete: [{ group: 'g', topic: 't' }] });
+    expect(anomaly).toMatchObject({ kind: 'not-delivered', operations: [history[1]] });
+    // Below the log start at the end, retention took it before the group came.
+    expect(checkHistory([send('a', 0, 0), send('b', 0, 1), poll(1, ['b']), finalRead(['b'], 1)], { complete: [{ group: 'g', topic: 't' }] })).toEqual([]);
+    const pushed = (from: number, values: string[]): PollOp => ({ ...poll(from, values), generation: null });
+    expect(checkHistory([pushed(0, ['a', 'b']), pushed(1, ['b'])], { exactlyOnce: new Set(['g']) }).map((a) => a.kind)).toEqual(['delivered-twice']);
+    // Without a generation, pushed records are not checked for moving forward (a redelivery after a crash).
+    expect(kinds([pushed(0, ['a', 'b']), pushed(1, ['b'])])).toEqual([]);
+  });
 });

@@ -13,7 +13,15 @@
  * - `commit-backwards`: a group's committed offset (acknowledged commits and committed-offset reads) going down
  *   without a reset in between;
  * - `redelivered-after-commit`: a poll by a group, started after one of its commits was acknowledged, that returns a
- *   record below that committed offset, without a reset in between.
+ *   record below that committed offset, without a reset in between;
+ * - `duplicate-write`: a value a final read holds at more offsets than it was sent (a retry stored twice, or a value
+ *   never sent at all);
+ * - `lost-latest`: on a compacted topic, the latest acknowledged record of a key missing from the final read with
+ *   no later record of its key there (compaction may drop any record but its key's latest);
+ * - `not-delivered`: an acknowledged record (at or past the log start) that a group which must deliver everything
+ *   ({@link CheckOptions.complete}) never delivered;
+ * - `delivered-twice`: a record delivered twice to a group whose deliveries must not repeat
+ *   ({@link CheckOptions.exactlyOnce}: the rows an exactly-once-effect consumer wrote).
  */
 
 /** Times every operation carries: when it was invoked and when its outcome was known, ms (one monotonic clock). */
@@ -28,18 +36,30 @@ interface Timed {
 export interface SendOp extends Timed {
   type: 'send';
   topic: string;
+  /** The record's key, when it has one (compacted topics are checked per key). */
+  key?: string;
   value: string;
   outcome: { ok: true; partition: number; offset: number } | { ok: false; error: string } | { ok: null };
 }
 
-/** A group member's poll of one partition. */
+/** A record as a poll or a final read saw it. */
+export interface ReadRecord {
+  offset: number;
+  key?: string;
+  value: string;
+}
+
+/**
+ * A group member's poll of one partition, or a delivery pushed to it (a push member's, a webhook's). Polls of one
+ * process in one generation must move forward; `generation: null` (unknown, e.g. pushed records) is not checked so.
+ */
 export interface PollOp extends Timed {
   type: 'poll';
   group: string;
-  generation: number;
+  generation: number | null;
   topic: string;
   partition: number;
-  records: ReadonlyArray<{ offset: number; value: string }>;
+  records: readonly ReadRecord[];
 }
 
 /** A commit of one partition's offset: acknowledged (`ok: true`), refused, or unknown. */
@@ -76,14 +96,14 @@ export interface FinalReadOp extends Timed {
   topic: string;
   partition: number;
   logStartOffset: number;
-  records: ReadonlyArray<{ offset: number; value: string }>;
+  records: readonly ReadRecord[];
 }
 
 export type Operation = SendOp | PollOp | CommitOp | CommittedOp | ResetOp | FinalReadOp;
 
 export type AnomalyKind =
   | 'lost-write' | 'duplicate-offset' | 'offset-reused' | 'poll-gap' | 'poll-not-monotonic' | 'commit-backwards'
-  | 'redelivered-after-commit';
+  | 'redelivered-after-commit' | 'duplicate-write' | 'lost-latest' | 'not-delivered' | 'delivered-twice';
 
 export interface Anomaly {
   kind: AnomalyKind;
@@ -95,6 +115,13 @@ export interface Anomaly {
 export interface CheckOptions {
   /** Topics whose offsets may have gaps (compaction, retention) within a poll and a final read. @default none */
   compacted?: ReadonlySet<string>;
+  /**
+   * Groups that must have delivered every acknowledged record of their topic at or past the log start by the end
+   * (at-least-once groups that were let catch up before the final read). @default none
+   */
+  complete?: ReadonlyArray<{ group: string; topic: string }>;
+  /** Groups whose deliveries must not repeat a record (an exactly-once effect). @default none */
+  exactlyOnce?: ReadonlySet<string>;
 }
 
 const place = (topic: string, partition: number, offset: number) => `${topic}/${partition}@${offset}`;
@@ -103,19 +130,33 @@ const cursor = (group: string, topic: string, partition: number) => `${group} ${
 /** Every anomaly of `history` (in any order: operations are ordered by their times here). */
 export function checkHistory(history: readonly Operation[], options: CheckOptions = {}): Anomaly[] {
   const ops = [...history].sort((a, b) => a.start - b.start || a.end - b.end);
-  return [...checkPlaces(ops, options), ...checkPolls(ops, options), ...checkCommits(ops)];
+  return [
+    ...checkPlaces(ops), ...checkFinalReads(ops, options), ...checkPolls(ops, options), ...checkCommits(ops),
+    ...checkDeliveries(ops, options),
+  ];
 }
 
-/** Lost writes, duplicate offsets, reused offsets. */
-function checkPlaces(ops: readonly Operation[], options: CheckOptions): Anomaly[] {
+type AckedSend = SendOp & { outcome: { ok: true } };
+
+/** The first acknowledged send of each place. */
+function acknowledged(ops: readonly Operation[]): Map<string, AckedSend> {
+  const acked = new Map<string, AckedSend>();
+  for (const op of ops) {
+    if (op.type === 'send' && op.outcome.ok === true && !acked.has(place(op.topic, op.outcome.partition, op.outcome.offset))) {
+      acked.set(place(op.topic, op.outcome.partition, op.outcome.offset), op as AckedSend);
+    }
+  }
+  return acked;
+}
+
+/** Duplicate offsets, reused offsets. */
+function checkPlaces(ops: readonly Operation[]): Anomaly[] {
   const anomalies: Anomaly[] = [];
-  const acked = new Map<string, SendOp>();
+  const acked = acknowledged(ops);
   for (const op of ops) {
     if (op.type !== 'send' || op.outcome.ok !== true) continue;
-    const at = place(op.topic, op.outcome.partition, op.outcome.offset);
-    const earlier = acked.get(at);
-    if (earlier) anomalies.push({ kind: 'duplicate-offset', message: `two sends were acknowledged at ${at}`, operations: [earlier, op] });
-    else acked.set(at, op);
+    const earlier = acked.get(place(op.topic, op.outcome.partition, op.outcome.offset))!;
+    if (earlier !== op) anomalies.push({ kind: 'duplicate-offset', message: `two sends were acknowledged at ${place(op.topic, op.outcome.partition, op.outcome.offset)}`, operations: [earlier, op] });
   }
   // Every value read at a place: the acknowledged send's, and the first read's.
   const seen = new Map<string, { value: string; op: Operation }>();
@@ -134,15 +175,77 @@ function checkPlaces(ops: readonly Operation[], options: CheckOptions): Anomaly[
       } else if (!first) seen.set(at, { value: r.value, op });
     }
   }
+  return anomalies;
+}
+
+/** Lost writes (on compacted topics: lost latest records of a key), and values stored more often than sent. */
+function checkFinalReads(ops: readonly Operation[], options: CheckOptions): Anomaly[] {
+  const anomalies: Anomaly[] = [];
+  const acked = acknowledged(ops);
+  const sendsOf = new Map<string, number>();
+  for (const op of ops) if (op.type === 'send') sendsOf.set(`${op.topic} ${op.value}`, (sendsOf.get(`${op.topic} ${op.value}`) ?? 0) + 1);
   for (const op of ops) {
     if (op.type !== 'final-read') continue;
     const held = new Map(op.records.map((r) => [r.offset, r.value]));
-    for (const [at, sent] of acked) {
-      if (sent.topic !== op.topic || sent.outcome.ok !== true || sent.outcome.partition !== op.partition) continue;
-      const { offset } = sent.outcome;
-      // Below the log start, retention took it; on a compacted topic a later record of its key may replace it.
-      if (offset < op.logStartOffset || options.compacted?.has(op.topic) || held.get(offset) === sent.value) continue;
-      anomalies.push({ kind: 'lost-write', message: `${at} was acknowledged and is not in the final read`, operations: [sent, op] });
+    const sends = [...acked.values()].filter((s) => s.topic === op.topic && s.outcome.partition === op.partition);
+    const missing = (sent: AckedSend) =>
+      sent.outcome.offset >= op.logStartOffset && held.get(sent.outcome.offset) !== sent.value;
+    if (options.compacted?.has(op.topic)) {
+      // Compaction keeps at least each key's latest record: the latest acknowledged one, or a later one of its key.
+      const latestOf = new Map<string, AckedSend>();
+      for (const s of sends) if (s.key !== undefined && !(s.outcome.offset < (latestOf.get(s.key)?.outcome.offset ?? -1))) latestOf.set(s.key, s);
+      const lastHeld = new Map<string, number>();
+      for (const r of op.records) if (r.key !== undefined) lastHeld.set(r.key, r.offset);
+      for (const [key, sent] of latestOf) {
+        if (!missing(sent) || (lastHeld.get(key) ?? -1) > sent.outcome.offset) continue;
+        const at = place(op.topic, op.partition, sent.outcome.offset);
+        anomalies.push({ kind: 'lost-latest', message: `${at}, the latest acknowledged record of key ${JSON.stringify(key)}, is not in the final read`, operations: [sent, op] });
+      }
+    } else {
+      // Below the log start, retention took it.
+      for (const sent of sends.filter(missing)) {
+        const at = place(op.topic, op.partition, sent.outcome.offset);
+        anomalies.push({ kind: 'lost-write', message: `${at} was acknowledged and is not in the final read`, operations: [sent, op] });
+      }
+    }
+    const offsetsOf = new Map<string, number[]>();
+    for (const r of op.records) offsetsOf.set(r.value, [...(offsetsOf.get(r.value) ?? []), r.offset]);
+    for (const [value, offsets] of offsetsOf) {
+      if (offsets.length <= (sendsOf.get(`${op.topic} ${value}`) ?? 0)) continue;
+      anomalies.push({
+        kind: 'duplicate-write',
+        message: `${JSON.stringify(value)} is stored at ${op.topic}/${op.partition} offsets ${offsets.join(', ')} and was sent ${sendsOf.get(`${op.topic} ${value}`) ?? 0} time(s)`,
+        operations: [op],
+      });
+    }
+  }
+  return anomalies;
+}
+
+/** Groups that must deliver every acknowledged record, and groups that must not deliver one twice. */
+function checkDeliveries(ops: readonly Operation[], options: CheckOptions): Anomaly[] {
+  const anomalies: Anomaly[] = [];
+  const polls = ops.filter((op): op is PollOp => op.type === 'poll');
+  for (const { group, topic } of options.complete ?? []) {
+    const delivered = new Set<string>();
+    for (const p of polls) if (p.group === group && p.topic === topic) for (const r of p.records) delivered.add(place(topic, p.partition, r.offset));
+    const logStart = new Map<number, number>();
+    for (const op of ops) if (op.type === 'final-read' && op.topic === topic) logStart.set(op.partition, op.logStartOffset);
+    for (const [at, sent] of acknowledged(ops)) {
+      if (sent.topic !== topic || sent.outcome.offset < (logStart.get(sent.outcome.partition) ?? 0) || delivered.has(at)) continue;
+      anomalies.push({ kind: 'not-delivered', message: `${at} was acknowledged and never delivered to group ${group}`, operations: [sent] });
+    }
+  }
+  for (const group of options.exactlyOnce ?? []) {
+    const first = new Map<string, PollOp>();
+    for (const p of polls) {
+      if (p.group !== group) continue;
+      for (const r of p.records) {
+        const at = place(p.topic, p.partition, r.offset);
+        const earlier = first.get(at);
+        if (earlier) anomalies.push({ kind: 'delivered-twice', message: `${at} was delivered twice to group ${group}`, operations: [earlier, p] });
+        else first.set(at, p);
+      }
     }
   }
   return anomalies;
@@ -162,6 +265,7 @@ function checkPolls(ops: readonly Operation[], options: CheckOptions): Anomaly[]
         anomalies.push({ kind: 'poll-gap', message: `a poll of ${op.topic}/${op.partition} skipped offsets ${before + 1}-${after - 1}`, operations: [op] });
       }
     }
+    if (op.generation === null) continue;
     const key = `${op.process} ${op.group} ${op.generation} ${op.topic}/${op.partition}`;
     const previous = last.get(key);
     const lastOffset = previous?.records.at(-1)?.offset;
