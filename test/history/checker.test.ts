@@ -80,6 +80,9 @@ describe('checkHistory', () => {
     // Sent twice (a retry after an unknown outcome, by the application): two copies are allowed.
     const unknown: SendOp = { ...at(), type: 'send', topic: 't', value: 'a', outcome: { ok: null } };
     expect(kinds([send('a', 0, 0), unknown, finalRead(['a', 'a'])])).toEqual([]);
+    // A refused send stores nothing: its value in the log was refused but stored (a retry answered with an error).
+    const refusedSend: SendOp = { ...at(), type: 'send', topic: 't', value: 'b', outcome: { ok: false, error: 'OUT_OF_ORDER_SEQUENCE' } };
+    expect(kinds([send('a', 0, 0), refusedSend, finalRead(['a', 'b'])])).toEqual(['refused-but-stored']);
   });
 
   it('on a compacted topic, reports a key whose latest acknowledged record is gone with nothing later of its key', () => {

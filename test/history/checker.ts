@@ -14,8 +14,9 @@
  *   without a reset in between;
  * - `redelivered-after-commit`: a poll by a group, started after one of its commits was acknowledged, that returns a
  *   record below that committed offset, without a reset in between;
- * - `duplicate-write`: a value a final read holds at more offsets than it was sent (a retry stored twice, or a value
- *   never sent at all);
+ * - `duplicate-write`: a value a final read holds at more offsets than sends of it were acknowledged or left unknown
+ *   (a retry stored twice, or a value never sent at all);
+ * - `refused-but-stored`: a value whose only sends were refused with an error, found in a final read;
  * - `lost-latest`: on a compacted topic, the latest acknowledged record of a key missing from the final read with
  *   no later record of its key there (compaction may drop any record but its key's latest);
  * - `not-delivered`: an acknowledged record (at or past the log start) that a group which must deliver everything
@@ -103,7 +104,7 @@ export type Operation = SendOp | PollOp | CommitOp | CommittedOp | ResetOp | Fin
 
 export type AnomalyKind =
   | 'lost-write' | 'duplicate-offset' | 'offset-reused' | 'poll-gap' | 'poll-not-monotonic' | 'commit-backwards'
-  | 'redelivered-after-commit' | 'duplicate-write' | 'lost-latest' | 'not-delivered' | 'delivered-twice';
+  | 'redelivered-after-commit' | 'duplicate-write' | 'refused-but-stored' | 'lost-latest' | 'not-delivered' | 'delivered-twice';
 
 export interface Anomaly {
   kind: AnomalyKind;
@@ -182,8 +183,9 @@ function checkPlaces(ops: readonly Operation[]): Anomaly[] {
 function checkFinalReads(ops: readonly Operation[], options: CheckOptions): Anomaly[] {
   const anomalies: Anomaly[] = [];
   const acked = acknowledged(ops);
-  const sendsOf = new Map<string, number>();
-  for (const op of ops) if (op.type === 'send') sendsOf.set(`${op.topic} ${op.value}`, (sendsOf.get(`${op.topic} ${op.value}`) ?? 0) + 1);
+  // Sends of each value that may have stored it (not refused), and the refused ones.
+  const sendsOf = new Map<string, SendOp[]>();
+  for (const op of ops) if (op.type === 'send') sendsOf.set(`${op.topic} ${op.value}`, [...(sendsOf.get(`${op.topic} ${op.value}`) ?? []), op]);
   for (const op of ops) {
     if (op.type !== 'final-read') continue;
     const held = new Map(op.records.map((r) => [r.offset, r.value]));
@@ -211,12 +213,13 @@ function checkFinalReads(ops: readonly Operation[], options: CheckOptions): Anom
     const offsetsOf = new Map<string, number[]>();
     for (const r of op.records) offsetsOf.set(r.value, [...(offsetsOf.get(r.value) ?? []), r.offset]);
     for (const [value, offsets] of offsetsOf) {
-      if (offsets.length <= (sendsOf.get(`${op.topic} ${value}`) ?? 0)) continue;
-      anomalies.push({
-        kind: 'duplicate-write',
-        message: `${JSON.stringify(value)} is stored at ${op.topic}/${op.partition} offsets ${offsets.join(', ')} and was sent ${sendsOf.get(`${op.topic} ${value}`) ?? 0} time(s)`,
-        operations: [op],
-      });
+      const sends = sendsOf.get(`${op.topic} ${value}`) ?? [];
+      const mayStore = sends.filter((s) => s.outcome.ok !== false).length;
+      if (offsets.length <= mayStore) continue;
+      const where = `${op.topic}/${op.partition} offsets ${offsets.join(', ')}`;
+      anomalies.push(mayStore === 0 && sends.length > 0
+        ? { kind: 'refused-but-stored', message: `${JSON.stringify(value)} is stored at ${where} and its send was refused`, operations: [...sends, op] }
+        : { kind: 'duplicate-write', message: `${JSON.stringify(value)} is stored at ${where} and was sent ${mayStore} time(s)`, operations: [...sends, op] });
     }
   }
   return anomalies;
