@@ -47,6 +47,7 @@ import { FileCache } from './storage/file-cache.js';
 import type { FileCacheStats } from './storage/file-cache.js';
 import { LogManager } from './storage/log-manager.js';
 import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
+import { DEFAULT_DEDUPE_BUFFER_BYTES, LogCleaner } from './storage/log-cleaner.js';
 import { silentLogger } from './logger.js';
 import { BrokerMetrics } from './monitoring/metrics.js';
 import { Users } from './security/users.js';
@@ -93,6 +94,14 @@ export interface BrokerOptions {
    *   LMDB and SQLite
    */
   maxOpenFiles?: number;
+  /**
+   * Most bytes of compaction's key map, shared by every partition (Kafka's `log.cleaner.dedupe.buffer.size`;
+   * `serve --cleaner-dedupe-buffer-bytes`): 24 bytes a key, so the default maps about 2.5 million keys per
+   * pass; a partition with more keys is compacted in several passes. Partitions compact one at a time, each
+   * holding only as much as its log can need; none is held between compactions. From 48 to 2147483648 (2 GiB).
+   * @default 67108864 (64 MiB, {@link DEFAULT_DEDUPE_BUFFER_BYTES})
+   */
+  cleanerDedupeBufferBytes?: number;
   /**
    * How often the log store closes files unused since the check before, ms, so that at rest its descriptors go
    * back to connections; 0 = never. @default 30000 (a file closes after 30 to 60 s unused)
@@ -167,6 +176,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
 
   private static async openLocked(options: BrokerOptions, clock: Clock, logger: Logger, unlock: () => void): Promise<Broker> {
     const files = new FileCache({ maxOpenFiles: options.maxOpenFiles ?? defaultMaxOpenFiles() });
+    const cleaner = new LogCleaner({ dedupeBufferBytes: options.cleanerDedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES });
     const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
     const topics = await catalog.listTopics();
     const logDir = path.join(options.dataDir, 'log');
@@ -178,7 +188,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
         'to start over, use an empty --data-dir', { dataDir: options.dataDir, topics: topics.length });
     }
     const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
-    const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files });
+    const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files, cleaner });
     await finishTopicDeletions(catalog, offsets, logs, logger);
     const started = Date.now();
     const report = logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));

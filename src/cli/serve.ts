@@ -21,6 +21,7 @@ interface ServeOptions {
   logLevel: string;
   logFormat?: string;
   maxOpenFiles?: number;
+  cleanerDedupeBufferBytes?: number;
   alertCheckIntervalMs: number;
   kafkaPort?: number;
   insecure?: boolean;
@@ -51,6 +52,9 @@ export function registerServe(program: Command): void {
     .option('--log-format <format>', 'pretty (human-readable lines) | json (one JSON object per line); default: pretty on a terminal, else json')
     .option('--max-open-files <n>', 'file descriptors the log store may hold open at once (default: the open-files ' +
       'limit less max(64, a quarter of it), for connections, LMDB and SQLite)', parseInteger('--max-open-files'))
+    .option('--cleaner-dedupe-buffer-bytes <n>', 'most memory of compaction\'s key map, bytes, shared by all partitions (Kafka\'s ' +
+      'log.cleaner.dedupe.buffer.size): 24 bytes a key; a partition with more keys compacts in several passes ' +
+      '(default 67108864, 64 MiB; 48 to 2147483648)', parseInteger('--cleaner-dedupe-buffer-bytes'))
     .option('--alert-check-interval-ms <ms>', 'how often every group is evaluated for alerts and sampled for the console\'s charts ' +
       '(0 = only on commits, retention runs, deletes and resets)', parseInteger('--alert-check-interval-ms', 0), 30_000)
     .option('--insecure', 'answer clients not on loopback while no user exists (protected mode off; docs/security.md)')
@@ -105,6 +109,8 @@ async function serve(options: ServeOptions): Promise<void> {
     throw new OnelogError('INVALID_REQUEST', `--max-open-files must be at least ${MIN_OPEN_FILES} (a segment roll holds ` +
       `two segment files and a checkpoint at once), got ${options.maxOpenFiles}`);
   }
+  const { checkOffsetMapBytes } = await import('../storage/offset-map.js');
+  if (options.cleanerDedupeBufferBytes !== undefined) checkOffsetMapBytes(options.cleanerDedupeBufferBytes, '--cleaner-dedupe-buffer-bytes');
   const tls = loadServerTls({ cert: options.tlsCert, key: options.tlsKey, ca: options.tlsCa });
   const limits = {
     maxBodyBytes: options.maxBodyBytes, maxFrameBytes: options.maxFrameBytes, maxConnections: options.maxConnections,
@@ -119,7 +125,7 @@ async function serve(options: ServeOptions): Promise<void> {
     logger.warn({ openFilesLimit: limit, maxOpenFiles }, '--max-open-files leaves fewer than 32 descriptors of the open-files limit to connections; they may be refused');
   }
   const broker = await Broker.open({
-    dataDir: options.dataDir, logger, maxOpenFiles, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
+    dataDir: options.dataDir, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
     maxRecordBytes: options.maxRecordBytes, maxRecordsPerRequest: options.maxRecordsPerRequest, webhookDenyPrivate: options.webhookDenyPrivate ?? false,
   });
   if (!broker.users.any && !options.insecure && !isLoopbackHost(options.host)) {

@@ -138,9 +138,13 @@ export interface RetentionResult {
   }>;
 }
 
-/** What one compaction pass did to one partition. */
+/**
+ * What a compaction did to a partition (see src/storage/log-cleaner.ts). The records and bytes are those of
+ * the segments it cleaned (closed, past `min.compaction.lag.ms`), before and after it, whether it rewrote them
+ * or found nothing to remove.
+ */
 export interface CompactionStats {
-  /** Segments rewritten. */
+  /** Segments rewritten (a segment in which nothing was removed is left as it is). */
   segments: number;
   recordsBefore: number;
   recordsAfter: number;
@@ -148,6 +152,11 @@ export interface CompactionStats {
   tombstonesRemoved: number;
   bytesBefore: number;
   bytesAfter: number;
+  /**
+   * Key-map passes the compaction took: 1 when the log's keys fit in the cleaner's dedupe buffer
+   * (`serve --cleaner-dedupe-buffer-bytes`), more when they did not; 0 when no segment was old enough.
+   */
+  passes: number;
 }
 
 /** What a compaction pass did to each partition of a topic. */

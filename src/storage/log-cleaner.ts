@@ -1,33 +1,69 @@
 /**
  * Log compaction (Kafka's LogCleaner, one partition at a time): keep the latest record per key in closed
- * segments, offsets preserved (gaps allowed).
+ * segments, offsets preserved (gaps allowed), in bounded memory.
  *
- * 1. Build the key map: the latest offset of every key, over the whole log up to the high watermark.
- * 2. Clean the closed segments, oldest first, while their largest timestamp is at least
- *    `minCompactionLagMs` old: a record stays if it is its key's latest. A kept tombstone (null value) gets a
- *    delete horizon (`now + deleteRetentionMs`, stored in its batch as KIP-534 does); once the horizon passed,
- *    a later pass removes it. Each batch keeps its base offset, last offset delta and compression codec.
- * 3. Swap each cleaned segment in: the new file is written beside the old as `.cleaned`, fsynced, then
+ * The segments a compaction may clean are fixed when it starts: the closed ones, oldest first, while their
+ * largest timestamp is at least `minCompactionLagMs` old. It then runs passes until it has covered the log
+ * up to the high watermark (as it was at the start). Each pass:
+ *
+ * 1. Maps keys to their latest offset over the next range of the log, [start, end): from where the pass
+ *    before ended (the first pass: the first segment's base offset) until its {@link OffsetMap} is full
+ *    (`end` is then the first record whose key did not fit) or the high watermark. The map is Kafka's
+ *    SkimpyOffsetMap, in the cleaner's dedupe buffer (Kafka's `log.cleaner.dedupe.buffer.size`): a log with
+ *    more keys than the buffer holds takes several passes, where Kafka takes several cleanings.
+ * 2. Cleans the eligible segments that start below `end`, oldest first. A record at offset r < end goes when
+ *    its key is null, when the map holds its key at an offset above r (a later record of the key lies in the
+ *    range), or when it is a tombstone (null value) the map holds at r (its key's latest in the range) whose
+ *    batch's delete horizon passed. Records at or beyond `end`, and those whose key the map lacks, stay: the
+ *    range that holds a later record of their key, if any, is a later pass's. A kept tombstone without a delete
+ *    horizon gets one, `now + deleteRetentionMs`, stored in its batch as KIP-534 does. Each batch keeps its base
+ *    offset, last offset delta and compression codec; a batch the pass does not change is copied as it is,
+ *    and a segment it does not change is not rewritten.
+ * 3. Swaps each rewritten segment in: the new file is written beside the old as `.cleaned`, fsynced, then
  *    renamed over the `.log` (atomic), and its indexes rebuilt. A crash before the rename leaves the old
  *    segment (the `.cleaned` file is removed on open); after it, the new one. Either is a correct log.
  *
- * The work yields to the event loop between batches, so produce and fetch go on while it runs; a segment
- * that retention deleted meanwhile is skipped.
+ * So a record goes exactly when a later record of its key lies below the high watermark (the pass whose range
+ * holds the key's latest record removes it), or it is its key's latest, a tombstone, and its horizon passed:
+ * the single-map result of Kafka's cleaner, whatever the number of passes. Memory: the map (at most the
+ * dedupe buffer), one batch decoded at a time, a 1 MiB write buffer, and a few numbers per segment.
+ *
+ * The work yields to the event loop every 500 batches or 20,000 records, so produce and fetch go on while it
+ * runs; a segment that retention deleted meanwhile is skipped, and a log that closed ends the compaction.
  */
 import fs from 'node:fs';
-import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader } from '../protocol/record-batch.js';
+import type { Clock } from '../clock.js';
+import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch } from '../protocol/record-batch.js';
+import type { BatchHeader } from '../protocol/record-batch.js';
 import type { CompactionStats } from '../protocol/api.js';
 import type { StoredRecord } from '../protocol/types.js';
-import type { FileCache } from './file-cache.js';
+import type { CachedFile, FileCache } from './file-cache.js';
+import { checkOffsetMapBytes, OffsetMap } from './offset-map.js';
 import type { LogSegment } from './segment.js';
 
 export type { CompactionStats } from '../protocol/api.js';
+
+/**
+ * Default size of the dedupe buffer, bytes: 64 MiB, room for about 2.5 million keys per pass (24 bytes a key,
+ * 90% full). Half Kafka's 128 MiB `log.cleaner.dedupe.buffer.size`: onelog runs embedded in an application's
+ * process, and a log with more keys still compacts, in more passes. Only a compaction holds it, and only as
+ * much as its log can need (a log of 1,000 records takes about 27 KB).
+ */
+export const DEFAULT_DEDUPE_BUFFER_BYTES = 64 * 1024 * 1024;
+
+const YIELD_EVERY_BATCHES = 500;
+const YIELD_EVERY_RECORDS = 20_000;
+/** Bytes of cleaned output gathered before a write. */
+const WRITE_CHUNK_BYTES = 1024 * 1024;
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** What the cleaner needs of a partition log. */
 export interface CleanableLog {
   /** All segments, oldest first; the last is the active one. */
   readonly segmentsForCleaning: readonly LogSegment[];
   readonly highWatermark: number;
+  /** Whether the log closed: a compaction stops at its next yield. */
+  readonly isClosed: boolean;
   /**
    * Swaps a cleaned file in for `segment`. Returns false (and removes the file) if the segment is no longer
    * part of the log.
@@ -35,108 +71,371 @@ export interface CleanableLog {
   replaceSegment(segment: LogSegment, cleanedPath: string): Promise<boolean>;
 }
 
-/** Settings of a compaction pass. */
+/** A topic's settings for one compaction. */
 export interface CompactionSettings {
-  now: number;
+  /** Read once, when the compaction starts (not when it is asked for: it may wait for others). */
+  clock: Clock;
+  /** Segments whose largest timestamp is younger than this, ms, are not cleaned (nor any after them). */
   minCompactionLagMs: number;
+  /** How long a kept tombstone stays, ms: its delete horizon is the compaction's now plus this. */
   deleteRetentionMs: number;
   /** The cleaned files are written through this cache. */
   files: FileCache;
 }
 
-const YIELD_EVERY_BATCHES = 500;
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Options of a {@link LogCleaner}. */
+export interface LogCleanerOptions {
+  /**
+   * Most bytes of the key map (Kafka's `log.cleaner.dedupe.buffer.size`, `onelog serve
+   * --cleaner-dedupe-buffer-bytes`): 24 bytes a key, so 64 MiB maps about 2.5 million keys per pass. From 48
+   * to 2^31 (2 GiB). @default {@link DEFAULT_DEDUPE_BUFFER_BYTES} (64 MiB)
+   */
+  dedupeBufferBytes?: number;
+  /**
+   * Share of the map's slots filled before a pass ends (Kafka's `log.cleaner.io.buffer.load.factor`), above 0
+   * and below 1. @default 0.9
+   */
+  loadFactor?: number;
+}
 
-/** Runs one compaction pass over the closed segments of `log`. */
-export async function compactLog(log: CleanableLog, settings: CompactionSettings): Promise<CompactionStats> {
-  const stats: CompactionStats = { segments: 0, recordsBefore: 0, recordsAfter: 0, tombstonesRemoved: 0, bytesBefore: 0, bytesAfter: 0 };
-  const segments = [...log.segmentsForCleaning];
+/**
+ * Compacts logs one at a time in one bounded key map (the dedupe buffer), as Kafka's single cleaner thread:
+ * share one cleaner between all the logs of a process so that compaction's memory stays bounded however many
+ * partitions compact at once. The map's memory is allocated when a compaction starts (only what its log can
+ * need, up to `dedupeBufferBytes`) and given back once no compaction is waiting.
+ */
+export class LogCleaner {
+  private readonly map: OffsetMap;
+  private tail: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+
+  /** @throws OnelogError `INVALID_REQUEST` for a buffer size or load factor out of bounds */
+  constructor(options: LogCleanerOptions = {}) {
+    this.map = new OffsetMap(checkOffsetMapBytes(options.dedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES), options.loadFactor);
+  }
+
+  /** Most bytes of the key map. */
+  get dedupeBufferBytes(): number {
+    return this.map.bufferBytes;
+  }
+
+  /** Keys one pass maps at most (the whole buffer, at the load factor). */
+  get maxKeysPerPass(): number {
+    return this.map.maxEntries;
+  }
+
+  /** Bytes the key map holds now: 0 when no compaction runs or waits. */
+  get allocatedBytes(): number {
+    return this.map.allocatedBytes;
+  }
+
+  /**
+   * Compacts the closed segments of `log` (see the file's comment), after the compactions asked for before.
+   * @returns what it did; `passes` > 1 when the log's keys did not fit in the buffer at once
+   * @throws what reading or writing the files throws; the log is left correct (see step 3)
+   */
+  clean(log: CleanableLog, settings: CompactionSettings): Promise<CompactionStats> {
+    this.pending++;
+    const run = this.tail.then(() => compactLog(log, settings, this.map)).finally(() => {
+      if (--this.pending === 0) this.map.release();
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+}
+
+let shared: LogCleaner | null = null;
+
+/** The cleaner of the logs opened without one: made on first use, with the default options. */
+export function defaultLogCleaner(): LogCleaner {
+  return (shared ??= new LogCleaner());
+}
+
+/** What happened to one eligible segment over the passes so far. */
+interface SegmentTally {
+  recordsBefore: number;
+  bytesBefore: number;
+  records: number;
+  bytes: number;
+  rewritten: boolean;
+  /** Deleted by retention meanwhile: not counted. */
+  gone: boolean;
+}
+
+/** What a pass cleans with. */
+interface PassContext {
+  map: OffsetMap;
+  /** The pass's range ends here: records at or beyond it stay. */
+  end: number;
+  now: number;
+  deleteRetentionMs: number;
+  files: FileCache;
+  pace: Pace;
+  /** The write buffer of the cleaned files. */
+  staging: Buffer;
+}
+
+/**
+ * Counts stats over the passes: each eligible segment's records and bytes before the compaction are taken the
+ * first time a pass cleans it, and after it from the last; `segments` counts those rewritten at least once,
+ * `tombstonesRemoved` the tombstones removed because their horizon passed (as the latest of their key in
+ * their pass's range: one that a later record of its key also supersedes may be counted here too).
+ */
+async function compactLog(log: CleanableLog, settings: CompactionSettings, map: OffsetMap): Promise<CompactionStats> {
+  const now = settings.clock.now();
+  const stats: CompactionStats = { segments: 0, recordsBefore: 0, recordsAfter: 0, tombstonesRemoved: 0, bytesBefore: 0, bytesAfter: 0, passes: 0 };
+  const segments = log.segmentsForCleaning;
   const hw = log.highWatermark;
-  const latest = await buildKeyMap(segments, hw);
-  const cutoff = settings.now - settings.minCompactionLagMs;
+  const tallies = new Map<number, SegmentTally | null>(); // by base offset: a rewritten segment is a new object
   for (const segment of segments.slice(0, -1)) {
-    if (segment.maxTimestamp > cutoff) break; // too young, and so is everything after it
-    const cleanedPath = `${segment.logPath}.cleaned`;
-    const result = await cleanSegment(segment, cleanedPath, latest, settings);
-    if (!(await log.replaceSegment(segment, cleanedPath))) continue;
-    stats.segments++;
-    stats.recordsBefore += result.recordsBefore;
-    stats.recordsAfter += result.recordsAfter;
-    stats.tombstonesRemoved += result.tombstonesRemoved;
-    stats.bytesBefore += segment.size;
-    stats.bytesAfter += result.bytes;
+    if (segment.maxTimestamp > now - settings.minCompactionLagMs) break; // too young, and so is everything after it
+    tallies.set(segment.baseOffset, null);
+  }
+  if (tallies.size === 0 || log.isClosed) return stats;
+  const pace = new Pace();
+  const staging = Buffer.allocUnsafe(WRITE_CHUNK_BYTES);
+  passes: for (let start = segments[0]!.baseOffset; start < hw; ) {
+    const end = await mapKeys(log, map, start, hw, pace);
+    if (end === null) break;
+    if (end <= start) throw new Error(`compaction pass made no progress at offset ${start}`);
+    stats.passes++;
+    const context: PassContext = { map, end, now, deleteRetentionMs: settings.deleteRetentionMs, files: settings.files, pace, staging };
+    for (const segment of [...log.segmentsForCleaning]) {
+      if (segment.baseOffset >= end) break;
+      if (!tallies.has(segment.baseOffset)) continue;
+      const outcome = await cleanSegment(log, segment, context);
+      if (outcome === 'closed') break passes;
+      const tally = tallies.get(segment.baseOffset);
+      if (outcome === 'gone') {
+        if (tally) tally.gone = true;
+        continue;
+      }
+      stats.tombstonesRemoved += outcome.tombstonesRemoved;
+      if (tally) {
+        tally.records = outcome.recordsAfter;
+        tally.bytes = outcome.bytesAfter;
+        tally.rewritten ||= outcome.rewritten;
+      } else {
+        tallies.set(segment.baseOffset, {
+          recordsBefore: outcome.recordsBefore, bytesBefore: outcome.bytesBefore, records: outcome.recordsAfter,
+          bytes: outcome.bytesAfter, rewritten: outcome.rewritten, gone: false,
+        });
+      }
+    }
+    start = end;
+  }
+  for (const tally of tallies.values()) {
+    if (tally === null || tally.gone) continue;
+    if (tally.rewritten) stats.segments++;
+    stats.recordsBefore += tally.recordsBefore;
+    stats.recordsAfter += tally.records;
+    stats.bytesBefore += tally.bytesBefore;
+    stats.bytesAfter += tally.bytes;
   }
   return stats;
 }
 
-/** key (bytes as latin1) -> latest offset, over every record below `hw`. */
-async function buildKeyMap(segments: readonly LogSegment[], hw: number): Promise<Map<string, number>> {
-  const latest = new Map<string, number>();
-  let batches = 0;
-  for (const segment of segments) {
-    const pending: Buffer[] = [];
-    segment.forEachBatch(segment.baseOffset, (header, batch) => {
-      if (header.baseOffset >= hw) return false;
-      pending.push(Buffer.from(batch));
-      return true;
-    });
-    for (const batch of pending) {
-      for (const r of decodeRecords(batch)) if (r.key !== null && r.offset < hw) latest.set(r.key.toString('latin1'), r.offset);
-      if (++batches % YIELD_EVERY_BATCHES === 0) await yieldToEventLoop();
+/**
+ * Fills `map` with the latest offset of each key from `start` on, below `hw`, until it is full.
+ * @returns where the range ends: the first record whose key did not fit, else `hw`; null if the log closed
+ */
+async function mapKeys(log: CleanableLog, map: OffsetMap, start: number, hw: number, pace: Pace): Promise<number | null> {
+  map.reset(hw - start); // no more keys than offsets
+  const segments = [...log.segmentsForCleaning];
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (segment.baseOffset >= hw) break;
+    if (i + 1 < segments.length && segments[i + 1]!.baseOffset <= start) continue;
+    if (!log.segmentsForCleaning.includes(segment)) continue; // retention deleted it meanwhile
+    for (const { header, batch } of segment.batches(Math.max(start, segment.baseOffset))) {
+      if (header.baseOffset >= hw) return hw;
+      if (header.baseOffset + header.lastOffsetDelta >= start) {
+        // The range ends before a batch that might not fit, unless it is the first: one batch with more keys
+        // than the map holds is split (and cleanBatch leaves its horizon alone until it is passed whole).
+        if (map.size > 0 && map.size + header.recordCount > map.capacity) return header.baseOffset;
+        for (const r of decodeRecords(batch)) {
+          if (r.offset < start || r.key === null) continue;
+          if (r.offset >= hw) return hw;
+          if (!map.put(r.key, r.offset)) return r.offset;
+        }
+      }
+      if (pace.spent(header.recordCount)) {
+        await yieldToEventLoop();
+        if (log.isClosed) return null;
+        if (!log.segmentsForCleaning.includes(segment)) break; // retention deleted it meanwhile
+      }
     }
   }
-  return latest;
+  return hw;
 }
 
-/** Writes the kept records of `segment` to `cleanedPath` (fsynced) and counts what it kept. */
-async function cleanSegment(
-  segment: LogSegment, cleanedPath: string, latest: Map<string, number>, settings: CompactionSettings,
-): Promise<{ recordsBefore: number; recordsAfter: number; tombstonesRemoved: number; bytes: number }> {
-  const { now, deleteRetentionMs, files } = settings;
-  const result = { recordsBefore: 0, recordsAfter: 0, tombstonesRemoved: 0, bytes: 0 };
-  const batches: Buffer[] = [];
-  segment.forEachBatch(segment.baseOffset, (_h, batch) => {
-    batches.push(Buffer.from(batch));
-    return true;
-  });
-  files.transient(() => fs.closeSync(fs.openSync(cleanedPath, 'w')));
-  // Written by position through the cache, so the descriptor may be lent to others while the pass yields.
-  const out = files.file(cleanedPath, 'r+');
-  try {
-    let n = 0;
-    for (const batch of batches) {
-      const header = readBatchHeader(batch);
-      const horizon = header.attributes & DELETE_HORIZON_FLAG ? header.baseTimestamp : undefined;
-      const records = decodeRecords(batch);
-      result.recordsBefore += records.length;
-      const kept: StoredRecord[] = [];
-      for (const r of records) {
-        if (r.key === null || latest.get(r.key.toString('latin1')) !== r.offset) continue;
-        if (r.value === null && horizon !== undefined && now >= horizon) {
-          result.tombstonesRemoved++;
-          continue;
-        }
-        kept.push(r);
-      }
-      if (kept.length > 0) {
-        const hasTombstone = kept.some((r) => r.value === null);
-        const rewritten = encodeBatch(kept, header.baseOffset, 0, header, {
-          compression: batchCompression(header), // as Kafka's cleaner: a batch keeps its codec
-          layout: {
-            offsetDeltas: kept.map((r) => r.offset - header.baseOffset),
-            lastOffsetDelta: header.lastOffsetDelta,
-            ...(hasTombstone ? { deleteHorizonMs: horizon ?? now + deleteRetentionMs } : {}),
-          },
-        });
-        fs.writeSync(out.fd(), rewritten, 0, rewritten.length, result.bytes);
-        result.bytes += rewritten.length;
-        result.recordsAfter += kept.length;
-      }
-      if (++n % YIELD_EVERY_BATCHES === 0) await yieldToEventLoop();
+/** What cleaning a segment in one pass did. */
+interface SegmentOutcome {
+  rewritten: boolean;
+  recordsBefore: number;
+  recordsAfter: number;
+  bytesBefore: number;
+  bytesAfter: number;
+  tombstonesRemoved: number;
+}
+
+/**
+ * Cleans `segment` by the pass's map: first reads it to the first batch the pass changes (if none, the
+ * segment stays as it is), then writes the cleaned copy and swaps it in.
+ * @returns 'gone' if retention deleted the segment meanwhile, 'closed' if the log closed
+ */
+async function cleanSegment(log: CleanableLog, segment: LogSegment, pass: PassContext): Promise<SegmentOutcome | 'gone' | 'closed'> {
+  const stopped = () => (log.isClosed ? 'closed' : log.segmentsForCleaning.includes(segment) ? null : 'gone');
+  const first = stopped();
+  if (first !== null) return first;
+  const bytesBefore = segment.size;
+  let records = 0;
+  let firstChange = -1;
+  for (const { header, batch, position } of segment.batches(segment.baseOffset)) {
+    if (cleanBatch(batch, header, pass) !== null) {
+      firstChange = position;
+      break;
     }
-    fs.fdatasyncSync(out.fd());
+    records += header.recordCount;
+    if (pass.pace.spent(header.recordCount)) {
+      await yieldToEventLoop();
+      const stop = stopped();
+      if (stop !== null) return stop;
+    }
+  }
+  if (firstChange < 0) return { rewritten: false, recordsBefore: records, recordsAfter: records, bytesBefore, bytesAfter: bytesBefore, tombstonesRemoved: 0 };
+
+  const cleanedPath = `${segment.logPath}.cleaned`;
+  pass.files.transient(() => fs.closeSync(fs.openSync(cleanedPath, 'w')));
+  // Written by position through the cache, so the descriptor may be lent to others while the pass yields.
+  const out = new CleanedFile(pass.files.file(cleanedPath, 'r+'), pass.staging);
+  const result: SegmentOutcome = { rewritten: true, recordsBefore: 0, recordsAfter: 0, bytesBefore, bytesAfter: 0, tombstonesRemoved: 0 };
+  let stop: 'gone' | 'closed' | null = null;
+  try {
+    for (const { header, batch, position } of segment.batches(segment.baseOffset)) {
+      result.recordsBefore += header.recordCount;
+      const cleaned = position < firstChange ? null : cleanBatch(batch, header, pass);
+      if (cleaned === null) {
+        out.write(batch);
+        result.recordsAfter += header.recordCount;
+      } else {
+        result.tombstonesRemoved += cleaned.tombstonesRemoved;
+        if (cleaned.batch !== null) out.write(cleaned.batch);
+        result.recordsAfter += cleaned.records;
+      }
+      if (pass.pace.spent(header.recordCount)) {
+        await yieldToEventLoop();
+        if ((stop = stopped()) !== null) break;
+      }
+    }
+    if (stop === null) result.bytesAfter = out.finish();
+  } catch (err) {
+    out.close();
+    fs.rmSync(cleanedPath, { force: true });
+    throw err;
   } finally {
     out.close();
   }
+  if (stop !== null) {
+    fs.rmSync(cleanedPath, { force: true });
+    return stop;
+  }
+  if (!(await log.replaceSegment(segment, cleanedPath))) return log.isClosed ? 'closed' : 'gone';
   return result;
+}
+
+/**
+ * What the pass does to one batch: null when it keeps it as it is, else the batch rewritten (null when no
+ * record is left) with its kept records counted.
+ */
+function cleanBatch(batch: Buffer, header: BatchHeader, pass: PassContext): { batch: Buffer | null; records: number; tombstonesRemoved: number } | null {
+  if (header.baseOffset >= pass.end) return null;
+  const horizon = header.attributes & DELETE_HORIZON_FLAG ? header.baseTimestamp : undefined;
+  // A batch that reaches the range's end (split by a full map) gets no horizon in this pass: the pass that
+  // judges its last records must see the horizon it had before the compaction, as a single pass would.
+  const whole = header.baseOffset + header.lastOffsetDelta < pass.end;
+  const records = decodeRecords(batch);
+  const kept: StoredRecord[] = [];
+  let tombstonesRemoved = 0;
+  let tombstoneKept = false;
+  for (const r of records) {
+    if (r.offset < pass.end) {
+      if (r.key === null) continue;
+      const latest = pass.map.get(r.key);
+      if (latest > r.offset) continue;
+      if (latest === r.offset && r.value === null && horizon !== undefined && pass.now >= horizon) {
+        tombstonesRemoved++;
+        continue;
+      }
+    }
+    if (r.value === null) tombstoneKept = true;
+    kept.push(r);
+  }
+  const horizonAdded = tombstoneKept && horizon === undefined && whole;
+  if (kept.length === records.length && !horizonAdded) return null;
+  if (kept.length === 0) return { batch: null, records: 0, tombstonesRemoved };
+  const rewritten = encodeBatch(kept, header.baseOffset, 0, header, {
+    compression: batchCompression(header), // as Kafka's cleaner: a batch keeps its codec
+    layout: {
+      offsetDeltas: kept.map((r) => r.offset - header.baseOffset),
+      lastOffsetDelta: header.lastOffsetDelta,
+      ...(horizon !== undefined && tombstoneKept ? { deleteHorizonMs: horizon } : {}),
+      ...(horizonAdded ? { deleteHorizonMs: pass.now + pass.deleteRetentionMs } : {}),
+    },
+  });
+  return { batch: rewritten, records: kept.length, tombstonesRemoved };
+}
+
+/** A cleaned segment file being written: batches gathered in the staging buffer, written by position. */
+class CleanedFile {
+  private staged = 0;
+  private written = 0;
+
+  constructor(
+    private readonly file: CachedFile,
+    private readonly staging: Buffer,
+  ) {}
+
+  /** Appends `bytes` (copied: a view of the segment's read buffer may change once the caller goes on). */
+  write(bytes: Buffer): void {
+    if (this.staged + bytes.length > this.staging.length) this.flush();
+    if (bytes.length > this.staging.length) this.writeAt(bytes, bytes.length);
+    else this.staged += bytes.copy(this.staging, this.staged);
+  }
+
+  /** Writes what is staged and fdatasyncs the file. @returns its size, bytes */
+  finish(): number {
+    this.flush();
+    fs.fdatasyncSync(this.file.fd());
+    return this.written;
+  }
+
+  close(): void {
+    this.file.close();
+  }
+
+  private flush(): void {
+    if (this.staged > 0) this.writeAt(this.staging, this.staged);
+    this.staged = 0;
+  }
+
+  private writeAt(bytes: Buffer, length: number): void {
+    fs.writeSync(this.file.fd(), bytes, 0, length, this.written);
+    this.written += length;
+  }
+}
+
+/** Counts the work since the last yield to the event loop. */
+class Pace {
+  private batches = 0;
+  private records = 0;
+
+  /** Counts a batch of `records` records. @returns true when it is time to yield (and starts counting again) */
+  spent(records: number): boolean {
+    this.records += records;
+    if (++this.batches < YIELD_EVERY_BATCHES && this.records < YIELD_EVERY_RECORDS) return false;
+    this.batches = 0;
+    this.records = 0;
+    return true;
+  }
 }

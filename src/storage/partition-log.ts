@@ -23,8 +23,8 @@ import {
   listDirectory, readLogStartCheckpoint, readRecoveryCheckpoint, syncDirectory, writeLogStartCheckpoint, writeRecoveryCheckpoint,
 } from './checkpoint.js';
 import type { FileCache } from './file-cache.js';
-import { compactLog } from './log-cleaner.js';
-import type { CompactionStats } from './log-cleaner.js';
+import { defaultLogCleaner } from './log-cleaner.js';
+import type { CompactionStats, LogCleaner } from './log-cleaner.js';
 import type { LogStartReason } from './log-start-reason.js';
 import { DEFAULT_MAX_PRODUCERS, ProducerStateManager } from './producer-state.js';
 import type { DuplicateBatch, ProducerStateView } from './producer-state.js';
@@ -73,6 +73,13 @@ export interface PartitionLogOptions {
    * is forgotten, and its next batch needs sequence 0 (see producer-state.ts). @default 10000
    */
   maxProducers?: number;
+  /**
+   * Compacts the log (src/storage/log-cleaner.ts) in its bounded key map, one log at a time: share one
+   * between all the logs of a process, as the log manager does, so compaction's memory stays bounded.
+   * @default {@link defaultLogCleaner}: one shared by every log opened without one, with the default 64 MiB
+   *   dedupe buffer
+   */
+  cleaner?: LogCleaner;
 }
 
 /** Where an append landed. */
@@ -582,15 +589,26 @@ export class PartitionLog {
   private async compactionPass(rollActive: boolean): Promise<CompactionStats> {
     try {
       if (rollActive && this.active.size > 0 && !this.closed) this.roll();
-      return await compactLog(this, {
-        now: this.options.clock.now(),
+      const cleaner = this.options.cleaner ?? defaultLogCleaner();
+      const stats = await cleaner.clean(this, {
+        clock: this.options.clock,
         minCompactionLagMs: this.config.minCompactionLagMs,
         deleteRetentionMs: this.config.deleteRetentionMs,
         files: this.options.files,
       });
+      if (stats.passes > 1) {
+        this.options.logger.info({ ...this.where(), ...stats, maxKeysPerPass: cleaner.maxKeysPerPass, dedupeBufferBytes: cleaner.dedupeBufferBytes },
+          'compaction took several passes: the log has more keys than the dedupe buffer holds at once (onelog serve --cleaner-dedupe-buffer-bytes)');
+      }
+      return stats;
     } catch (err) {
       throw storageError(err, 'compaction', this.where());
     }
+  }
+
+  /** Whether {@link close} (or {@link closeIfIdle}) closed the log. */
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   /** For the log cleaner: every segment, oldest first (the last is the active one). */

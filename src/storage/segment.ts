@@ -432,6 +432,17 @@ export class LogSegment {
    *   position in the segment
    */
   forEachBatch(fromOffset: number, visit: (header: BatchHeader, batch: Buffer, position: number) => boolean): void {
+    for (const { header, batch, position } of this.batches(fromOffset)) if (!visit(header, batch, position)) return;
+  }
+
+  /**
+   * The batches in order, from the one the offset index points at for `fromOffset` (at or before the batch
+   * holding it), read in chunks of 256 KiB: for a scan that may pause between batches (compaction yields to
+   * the event loop). Only the bytes the file had when the scan began are visited.
+   * @returns per batch its header, its bytes (a view valid until the next batch is asked for) and its byte
+   *   position in the segment
+   */
+  *batches(fromOffset: number): Generator<{ header: BatchHeader; batch: Buffer; position: number }, void, undefined> {
     let pos = fromOffset <= this.baseOffset ? 0 : this.loadedIndexes().offset.lookup(fromOffset);
     const size = this.size;
     const reader = new ChunkReader(this.file, size);
@@ -442,7 +453,7 @@ export class LogSegment {
       const batchBytes = LOG_OVERHEAD + header.batchLength;
       off = reader.ensure(pos, batchBytes);
       if (off < 0) return;
-      if (!visit(header, reader.buffer.subarray(off, off + batchBytes), pos)) return;
+      yield { header, batch: reader.buffer.subarray(off, off + batchBytes), position: pos };
       pos += batchBytes;
     }
   }

@@ -38,8 +38,8 @@ export function logConfig(overrides: Partial<LogConfig> = {}): LogConfig {
  * to force rolls and index entries, or any other setting.
  */
 export function logOptions(overrides: LogOverrides = {}): PartitionLogOptions {
-  const { indexIntervalBytes = 4096, clock = new ManualClock(T0), logger = new RecordingLogger(), files = smallFileCache(), ...config } = overrides;
-  return { indexIntervalBytes, clock, logger, files, config: logConfig(config) };
+  const { indexIntervalBytes = 4096, clock = new ManualClock(T0), logger = new RecordingLogger(), files = smallFileCache(), cleaner, ...config } = overrides;
+  return { indexIntervalBytes, clock, logger, files, ...(cleaner ? { cleaner } : {}), config: logConfig(config) };
 }
 
 /**
