@@ -19,6 +19,13 @@
  * `--only latency-modes` (not in the default run): latency at `--latency-rate` (default 10,000 records/s) for pull
  * and push consumers, beside the producer and in their own process, for each flush policy (`--latency-seconds`,
  * `--latency-warmup-seconds`).
+ *
+ * `--only scale` (not in the default run): the limits at scale of issue 15 (bench/scale/), each a `onelog serve`
+ * child; or one of them with `--only scale-partitions|scale-compaction|scale-offsets|scale-websockets|scale-restart`.
+ * Options: `--scale-partitions N` (default 10,000), `--compaction-keys N` (default 20,000,000; the 2,000,000-key
+ * baseline runs first), `--offset-groups N` x `--offset-partitions N` (default 1,000 x 1,000), `--offset-seconds S`
+ * (default 30), `--websockets N` (default 1,000), `--restart-gb G` (default 10) and `--restart-dir DIR`
+ * (default os.tmpdir()).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -35,6 +42,7 @@ import { retriesBenchmark } from './retries.js';
 import { storageBenchmark } from './storage.js';
 import { latencySweep } from './sweep.js';
 import { latencyModes } from './latency-modes.js';
+import { scaleBenchmarks } from './scale/index.js';
 
 const { values } = parseArgs({
   options: {
@@ -60,6 +68,14 @@ const { values } = parseArgs({
     'sweep-partitions': { type: 'string', default: '1,16,100' },
     'sweep-producers': { type: 'string', default: '1,4' },
     'sweep-seconds': { type: 'string', default: '3' },
+    'scale-partitions': { type: 'string', default: '10000' },
+    'compaction-keys': { type: 'string', default: '20000000' },
+    'offset-groups': { type: 'string', default: '1000' },
+    'offset-partitions': { type: 'string', default: '1000' },
+    'offset-seconds': { type: 'string', default: '30' },
+    websockets: { type: 'string', default: '1000' },
+    'restart-gb': { type: 'string', default: '10' },
+    'restart-dir': { type: 'string' },
   },
 });
 
@@ -93,6 +109,18 @@ if (only === 'latency-modes') {
     rate: Number(values['latency-rate']),
     seconds: Number(values['latency-seconds']),
     warmupSeconds: Number(values['latency-warmup-seconds']),
+  });
+}
+if (only === 'scale' || only?.startsWith('scale-')) {
+  await scaleBenchmarks(only === 'scale' ? 'all' : only.slice('scale-'.length), {
+    partitions: Number(values['scale-partitions']),
+    compactionKeys: Number(values['compaction-keys']),
+    offsetGroups: Number(values['offset-groups']),
+    offsetPartitions: Number(values['offset-partitions']),
+    offsetSeconds: Number(values['offset-seconds']),
+    websockets: Number(values.websockets),
+    restartGigabytes: Number(values['restart-gb']),
+    restartDir: values['restart-dir'],
   });
 }
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
