@@ -39,7 +39,7 @@ let lastStart: Record<string, unknown> = {};
 async function open(dataDir: string): Promise<Broker> {
   const logger = { info: (obj: object, msg: string) => {
     if (msg === 'opened the log store') lastStart = obj as Record<string, unknown>;
-  }, warn: () => {} };
+  }, warn: () => {}, error: () => {} };
   return Broker.open({ dataDir, maxOpenFiles: MAX_OPEN_FILES, retentionCheckIntervalMs: 0, compactionIntervalMs: 0, logger });
 }
 

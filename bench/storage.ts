@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../src/clock.js';
+import { silentLogger } from '../src/logger.js';
 import { encodeBatch } from '../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
 import type { FlushPolicy, TopicConfig } from '../src/protocol/topic-config.js';
@@ -14,11 +15,10 @@ import { FileCache } from '../src/storage/file-cache.js';
 import { PartitionLog } from '../src/storage/partition-log.js';
 
 const MB = 1e6;
-const silent = { info() {}, warn() {} };
 
 function openLog(dir: string, config: Partial<TopicConfig>): PartitionLog {
   return PartitionLog.open(dir, 'bench', 0, {
-    config: { ...DEFAULT_TOPIC_CONFIG, ...config }, indexIntervalBytes: 4096, clock: systemClock, logger: silent,
+    config: { ...DEFAULT_TOPIC_CONFIG, ...config }, indexIntervalBytes: 4096, clock: systemClock, logger: silentLogger,
     files: new FileCache({ maxOpenFiles: 64 }),
   });
 }

@@ -40,6 +40,7 @@ import type { StoredRecord } from '../protocol/types.js';
 import type { CachedFile, FileCache } from './file-cache.js';
 import { checkOffsetMapBytes, OffsetMap } from './offset-map.js';
 import type { LogSegment } from './segment.js';
+import { writeFully } from './write-fully.js';
 
 export type { CompactionStats } from '../protocol/api.js';
 
@@ -420,7 +421,7 @@ class CleanedFile {
   }
 
   private writeAt(bytes: Buffer, length: number): void {
-    fs.writeSync(this.file.fd(), bytes, 0, length, this.written);
+    writeFully(this.file.fd(), bytes.subarray(0, length), this.written);
     this.written += length;
   }
 }

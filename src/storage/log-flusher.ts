@@ -2,8 +2,14 @@
  * What of a partition's log is on disk, and the fdatasyncs that move it forward: callers waiting for the
  * same range share one fdatasync (group commit), a timer runs the `interval` flush policy, and a background
  * flush syncs without making anyone wait.
+ *
+ * A failed fdatasync is never tried again (the "fsyncgate" lesson): the kernel may have dropped the pages whose
+ * writeback failed and reports the failure once, so a second fdatasync could succeed over lost data and
+ * acknowledge what came after it. The first failure is final: it and every later sync throw the error the
+ * target's `onFailure` gives (the partition stops accepting writes). Only a sync that never ran, for want of a
+ * file descriptor, is not a failure of the disk and may be tried again.
  */
-import { OnelogError } from '../protocol/errors.js';
+import type { OnelogError } from '../protocol/errors.js';
 import { storageError } from './storage-errors.js';
 
 /** What the flusher needs from its log. */
@@ -14,8 +20,13 @@ export interface FlushTarget {
   datasync(): Promise<void>;
   /** Everything below `offset` is on disk. */
   onSynced(offset: number): void;
-  /** A background flush failed (the data stays in the page cache). */
+  /** A background flush failed for want of a descriptor (nothing is lost: it is tried again). */
   onBackgroundError(err: Error): void;
+  /**
+   * An fdatasync failed (`err` says how, typed by storageError): what was not synced may be lost. Called once;
+   * the error returned is what this and every later sync throws.
+   */
+  onFailure(err: OnelogError): OnelogError;
   /** Names the partition in errors. */
   where: { topic: string; partition: number };
   /** How long after a background flush that found no descriptor to try again, ms (the flush.ms in force). */
@@ -32,6 +43,8 @@ export class LogFlusher {
   private timer: NodeJS.Timeout | null = null;
   /** Background flushes failed in a row. */
   private failures = 0;
+  /** Set by the first failed fdatasync: every later sync throws it. */
+  private failure: OnelogError | null = null;
 
   /** @param synced the offset below which everything is known to be on disk */
   constructor(synced: number, private readonly target: FlushTarget) {
@@ -44,10 +57,12 @@ export class LogFlusher {
 
   /**
    * Waits until everything below `offset` is on disk; concurrent callers share one fdatasync.
-   * @throws OnelogError `STORAGE_ERROR` if the fdatasync fails, `RESOURCE_EXHAUSTED` if for want of disk or descriptors
+   * @throws the `onFailure` error once an fdatasync failed (this one or any before); OnelogError
+   *   `RESOURCE_EXHAUSTED` if no descriptor was free to run it
    */
   async syncTo(offset: number): Promise<void> {
     while (this.syncedOffset < offset) {
+      if (this.failure !== null) throw this.failure;
       this.inFlight ??= this.run();
       await this.inFlight;
     }
@@ -58,7 +73,10 @@ export class LogFlusher {
     try {
       await this.target.datasync();
     } catch (err) {
-      throw storageError(err, 'fdatasync', this.target.where);
+      const typed = storageError(err, 'fdatasync', this.target.where);
+      if (typed.code === 'RESOURCE_EXHAUSTED' && typed.context.resource === 'open-files') throw typed; // it never ran
+      this.failure ??= this.target.onFailure(typed);
+      throw this.failure;
     } finally {
       this.inFlight = null;
     }
@@ -67,19 +85,20 @@ export class LogFlusher {
   }
 
   /**
-   * Syncs everything appended so far without making anyone wait. A failure goes to `onBackgroundError`, once
-   * per run of failures; one for want of a descriptor (the fdatasync never ran, so nothing is known lost) is
-   * tried again after `retryMs`, doubling up to {@link MAX_RETRY_MS}.
+   * Syncs everything appended so far without making anyone wait. A failed fdatasync goes to `onFailure` (see
+   * the file's comment); one that found no descriptor (it never ran, so nothing is known lost) goes to
+   * `onBackgroundError`, once per run of such failures, and is tried again after `retryMs`, doubling up to
+   * {@link MAX_RETRY_MS}.
    */
   flushInBackground(): void {
     this.cancelTimer();
+    if (this.failure !== null) return;
     this.syncTo(this.target.end()).then(() => {
       this.failures = 0;
     }, (err: unknown) => {
+      if (err === this.failure) return;
       if (this.failures++ === 0) this.target.onBackgroundError(err as Error);
-      if (err instanceof OnelogError && err.code === 'RESOURCE_EXHAUSTED' && err.context.resource === 'open-files') {
-        this.schedule(Math.min(this.target.retryMs() * 2 ** (this.failures - 1), MAX_RETRY_MS));
-      }
+      this.schedule(Math.min(this.target.retryMs() * 2 ** (this.failures - 1), MAX_RETRY_MS));
     });
   }
 

@@ -10,6 +10,12 @@
  * - `interval`: the append resolves at once; an fdatasync runs `flushMs` after the first unsynced append, or
  *   as soon as `flushMessages` records are unsynced. A power loss can take the last `flushMs` of records.
  * - `never`: the append resolves at once; the OS writes the pages back when it decides.
+ *
+ * A disk error stops the partition's writes for good (until the broker restarts): a failed fdatasync (never
+ * tried again, see log-flusher.ts), a failed write other than a full disk, or a write whose partly written tail
+ * could not be cut off. From then on appends, deletes, retention and compaction throw the partition's
+ * {@link failure} (`STORAGE_ERROR`, logged once); reads go on. A full disk (ENOSPC) during an append is not a
+ * failure: the write is undone, the append refused with `RESOURCE_EXHAUSTED`, and appends resume once space is free.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -108,6 +114,8 @@ export class PartitionLog {
   private hw: number;
   private readonly flusher: LogFlusher;
   private compacting: Promise<CompactionStats> | null = null;
+  /** Set by a disk error: the partition accepts no write since (see the file's comment). */
+  private failed: OnelogError | null = null;
   /** When the active segment was created or, after a restart, opened (ms); segment.ms counts from here. */
   private activeSince: number;
   private config: LogConfig;
@@ -141,7 +149,8 @@ export class PartitionLog {
       end: () => this.logEnd,
       datasync: () => this.active.datasync(),
       onSynced: (offset) => this.advanceHighWatermark(offset),
-      onBackgroundError: (err) => this.options.logger.warn({ ...this.where(), err: err.message }, 'background fdatasync failed'),
+      onBackgroundError: (err) => this.options.logger.warn({ ...this.where(), err: err.message }, 'background fdatasync found no descriptor; trying again'),
+      onFailure: (err) => this.fail(err),
       where: this.where(),
       retryMs: () => Math.max(this.config.flushMs, 10),
     });
@@ -269,6 +278,7 @@ export class PartitionLog {
    */
   async appendBatch(batch: Buffer): Promise<AppendResult> {
     if (this.closed) throw new OnelogError('BROKER_CLOSED', 'the partition log is closed', this.where());
+    this.checkWritable();
     const header = readBatchHeader(batch);
     const idempotent = header.producerId >= 0;
     if (idempotent) {
@@ -285,7 +295,8 @@ export class PartitionLog {
       if (idempotent) this.producers.beforeAppend();
       this.active.append(batch, { ...header, baseOffset });
     } catch (err) {
-      throw storageError(err, 'append', this.where());
+      const typed = storageError(err, 'append', this.where());
+      throw typed.code === 'RESOURCE_EXHAUSTED' ? typed : this.fail(typed);
     }
     if (idempotent) this.producers.update(header, baseOffset);
     const lastOffset = baseOffset + header.lastOffsetDelta;
@@ -348,7 +359,12 @@ export class PartitionLog {
   private roll(): void {
     void this.beforeWrite();
     this.active.seal();
-    this.active.datasyncNow();
+    try {
+      this.active.datasyncNow();
+    } catch (err) {
+      const typed = storageError(err, 'fdatasync', this.where());
+      throw typed.code === 'RESOURCE_EXHAUSTED' && typed.context.resource === 'open-files' ? typed : this.fail(typed); // else it ran and failed
+    }
     this.flusher.markSynced(this.logEnd);
     this.advanceHighWatermark(this.logEnd);
     this.producers.snapshotForRoll(this.logEnd);
@@ -520,6 +536,7 @@ export class PartitionLog {
         { ...this.where(), offset, logStartOffset: this.logStart, highWatermark: this.hw },
       );
     }
+    this.checkWritable();
     return this.guarded('delete-records', () => this.moveLogStart(offset, reason));
   }
 
@@ -529,6 +546,7 @@ export class PartitionLog {
    * @returns the move made, or null when nothing expired
    */
   enforceRetention(): { previousLogStartOffset: number; logStartOffset: number; reason: LogStartReason } | null {
+    this.checkWritable();
     return this.guarded('retention', () => {
       const view = {
         segments: this.segments, logStartOffset: this.logStart, highWatermark: this.hw,
@@ -575,6 +593,7 @@ export class PartitionLog {
    */
   compact(rollActive = false): Promise<CompactionStats | null> {
     if (!this.config.cleanupPolicy.split(',').includes('compact')) return Promise.resolve(null);
+    if (this.failed !== null) return Promise.reject(this.failed);
     if (this.compacting !== null) return this.compacting;
     const pass = this.compactionPass(rollActive);
     this.compacting = pass;
@@ -699,7 +718,8 @@ export class PartitionLog {
   private closeFiles(): void {
     this.flusher.cancelTimer();
     for (const s of this.segments) s.close();
-    if (this.dirty && this.flusher.synced === this.logEnd) {
+    // After a disk error nothing is marked clean: the next open validates what the disk really holds.
+    if (this.dirty && this.flusher.synced === this.logEnd && this.failed === null) {
       if (!this.checkpointClean || this.producers.size > 0) {
         this.producers.snapshotForClose(this.logEnd);
         // Durable only when producer snapshots rely on it; else losing it to a power loss costs recovery work only.
@@ -709,6 +729,32 @@ export class PartitionLog {
       }
       this.dirty = false;
     }
+  }
+
+  /**
+   * The disk error that stopped this partition's writes (`STORAGE_ERROR`, with the partition, `errno` and
+   * `failedAt`), or null while it accepts writes.
+   */
+  get failure(): OnelogError | null {
+    return this.failed;
+  }
+
+  /** @throws the partition's {@link failure}, if any */
+  private checkWritable(): void {
+    if (this.failed !== null) throw this.failed;
+  }
+
+  /**
+   * Stops the partition's writes after a disk error (the first one counts; it is logged once).
+   * @returns the partition's failure, for the caller to throw
+   */
+  private fail(cause: OnelogError): OnelogError {
+    if (this.failed !== null) return this.failed;
+    this.failed = new OnelogError('STORAGE_ERROR', `${this.topic}/${this.partition} stopped accepting writes: ${cause.message}. ` +
+      'What was not yet synced to disk may be lost, so nothing more is acknowledged; reads go on. Restart the broker ' +
+      'once the disk is healthy: recovery keeps what reached the disk', { ...this.where(), ...cause.context, failedAt: new Date(this.options.clock.now()).toISOString() });
+    this.options.logger.error({ ...this.where(), err: cause.message, errno: cause.context.errno }, 'a disk error stopped the partition\'s writes');
+    return this.failed;
   }
 
   /** Runs a storage operation, its failures typed (see storage-errors.ts). */

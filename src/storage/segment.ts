@@ -10,10 +10,12 @@ import { ioBuffers } from '../buffer-pool.js';
 import type { BufferPool } from '../buffer-pool.js';
 import { BATCH_HEADER_BYTES, LOG_OVERHEAD, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
+import { OnelogError } from '../protocol/errors.js';
 import { readFileIfExists, removeFileIfExists, replaceFile } from './checkpoint.js';
 import type { CachedFile, FileCache } from './file-cache.js';
 import { OffsetIndex } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
+import { writeFully } from './write-fully.js';
 import type { Logger } from '../logger.js';
 
 const CHUNK_BYTES = 256 * 1024;
@@ -325,20 +327,22 @@ export class LogSegment {
   /**
    * Appends one encoded batch (base offset already stamped) at the end of the file. The bytes reach the
    * page cache before this returns; {@link datasync} makes them durable. A failed write leaves the segment
-   * as it was (a partly written tail is cut off again, or overwritten by the next append).
+   * as it was: a partly written tail is cut off again.
+   * @throws the file system's error when the write failed and its tail was cut off; OnelogError
+   *   `STORAGE_ERROR` when the tail could not be cut off either (the file then holds bytes the segment does not
+   *   count: its partition must stop writing, see partition-log.ts)
    */
   append(batch: Buffer, header: Pick<BatchHeader, 'baseOffset' | 'lastOffsetDelta' | 'maxTimestamp'>): void {
     const size = this.size;
     try {
       // A short write (the disk filling up) is continued: the next write says why it cannot (ENOSPC).
-      for (let written = 0; written < batch.length;) {
-        written += fs.writeSync(this.file.fd(), batch, written, batch.length - written, size + written);
-      }
+      writeFully(this.file.fd(), batch, size);
     } catch (err) {
       try {
         fs.ftruncateSync(this.file.fd(), size);
-      } catch {
-        // the next append overwrites the bytes; recovery cuts them if none comes
+      } catch (cut) {
+        throw new OnelogError('STORAGE_ERROR', `a write to ${this.logPath} failed (${(err as Error).message}) and its ` +
+          `partly written tail could not be cut off (${(cut as Error).message})`, { segment: this.logPath, errno: (err as NodeJS.ErrnoException).code });
       }
       throw err;
     }

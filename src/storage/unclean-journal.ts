@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { readFileIfExists, replaceFile, syncDirectory } from './checkpoint.js';
 import type { FileCache } from './file-cache.js';
+import { writeFully } from './write-fully.js';
 
 const FILE = 'unclean-partitions';
 
@@ -88,7 +89,7 @@ export class UncleanJournal {
     this.files.transient(() => {
       const fd = fs.openSync(path.join(this.dir, FILE), 'a');
       try {
-        fs.writeSync(fd, lines);
+        writeFully(fd, lines);
         fs.fdatasyncSync(fd);
       } finally {
         fs.closeSync(fd);

@@ -60,7 +60,7 @@ afterEach(async () => {
   warnings = [];
 });
 
-const logger = { info: () => {}, warn: (obj: object, msg: string) => void warnings.push({ obj: obj as Record<string, unknown>, msg }) };
+const logger = { info: () => {}, error: () => {}, warn: (obj: object, msg: string) => void warnings.push({ obj: obj as Record<string, unknown>, msg }) };
 
 async function openBroker(options: Partial<BrokerOptions> = {}): Promise<Broker> {
   const broker = await Broker.open({

@@ -8,6 +8,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/logger.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { FileCache } from '../../src/storage/file-cache.js';
 import { PartitionLog } from '../../src/storage/partition-log.js';
@@ -51,7 +52,7 @@ describe('crash safety of acknowledged appends (flush.policy=always)', () => {
 
       const log = PartitionLog.open(dir, 'crash', 0, {
         config: { ...DEFAULT_TOPIC_CONFIG, flushPolicy: 'always', segmentBytes: 64 * 1024 },
-        indexIntervalBytes: 1024, clock: systemClock, logger: { info() {}, warn() {} }, files: new FileCache({ maxOpenFiles: 16 }),
+        indexIntervalBytes: 1024, clock: systemClock, logger: silentLogger, files: new FileCache({ maxOpenFiles: 16 }),
       });
       try {
         const stored = new Map<number, string>();
@@ -73,7 +74,7 @@ describe('crash safety of acknowledged appends (flush.policy=always)', () => {
     const dir = tmpDir();
     const open = () => PartitionLog.open(dir, 'crash', 0, {
       config: { ...DEFAULT_TOPIC_CONFIG, cleanupPolicy: 'compact', flushPolicy: 'always', segmentBytes: 16 * 1024 },
-      indexIntervalBytes: 1024, clock: systemClock, logger: { info() {}, warn() {} }, files: new FileCache({ maxOpenFiles: 16 }),
+      indexIntervalBytes: 1024, clock: systemClock, logger: silentLogger, files: new FileCache({ maxOpenFiles: 16 }),
     });
     // 5,000 records over 50 keys: the latest value of each key is what compaction must never lose.
     const latest = new Map<string, { offset: number; value: string }>();

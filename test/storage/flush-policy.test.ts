@@ -55,7 +55,7 @@ describe('flush policy', () => {
     });
     const syncs = vi.spyOn(fs, 'fdatasync');
     vi.advanceTimersByTime(50);
-    await vi.waitFor(() => expect(logger.warns.map((w) => w.msg)).toContain('background fdatasync failed'));
+    await vi.waitFor(() => expect(logger.warns.map((w) => w.msg)).toContain('background fdatasync found no descriptor; trying again'));
     open.mockClear();
     for (const wait of [50, 100, 200]) { // tried again after flushMs, doubling; warned about once
       await vi.advanceTimersByTimeAsync(wait - 1);
@@ -64,7 +64,7 @@ describe('flush policy', () => {
       await vi.waitFor(() => expect(open).toHaveBeenCalled());
       open.mockClear();
     }
-    expect(logger.warns.filter((w) => w.msg === 'background fdatasync failed')).toHaveLength(1);
+    expect(logger.warns.filter((w) => w.msg === 'background fdatasync found no descriptor; trying again')).toHaveLength(1);
     expect(syncs).not.toHaveBeenCalled();
     open.mockRestore();
     await vi.advanceTimersByTimeAsync(400);

@@ -17,11 +17,15 @@ export const T0 = 1_700_000_000_000;
 export class RecordingLogger implements Logger {
   readonly infos: { obj: object; msg: string }[] = [];
   readonly warns: { obj: object; msg: string }[] = [];
+  readonly errors: { obj: object; msg: string }[] = [];
   info(obj: object, msg: string): void {
     this.infos.push({ obj, msg });
   }
   warn(obj: object, msg: string): void {
     this.warns.push({ obj, msg });
+  }
+  error(obj: object, msg: string): void {
+    this.errors.push({ obj, msg });
   }
 }
 
