@@ -28,6 +28,7 @@ import type { FetchLimits, FetchTarget } from './delivery/fetch.js';
 import { WebhookDispatcher } from './delivery/webhook.js';
 import type { WebhookOptions } from './delivery/webhook.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
+import { FencedOffsetStore } from './offsets/fenced-offset-store.js';
 import type { GroupOffset, OffsetStore } from './offsets/offset-store.js';
 import type {
   BatchFetchResult, BinaryDataApi, FetchedPartition, ProduceBatchesRequest, ProduceBatchesResult,
@@ -61,6 +62,7 @@ import { finishTopicDeletions, TopicAdmin } from './topic-admin.js';
 import { ProducePath } from './produce-path.js';
 import type { MonitorOptions } from './monitoring/monitor.js';
 import type { Logger } from './logger.js';
+import { WriteFence } from './write-fence.js';
 
 /** Options of the embedded broker. */
 export interface BrokerOptions {
@@ -177,7 +179,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   private static async openLocked(options: BrokerOptions, clock: Clock, logger: Logger, unlock: () => void): Promise<Broker> {
     const files = new FileCache({ maxOpenFiles: options.maxOpenFiles ?? defaultMaxOpenFiles() });
     const cleaner = new LogCleaner({ dedupeBufferBytes: options.cleanerDedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES });
-    const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'));
+    const fence = new WriteFence(clock, logger);
+    const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'), fence);
     const topics = await catalog.listTopics();
     const logDir = path.join(options.dataDir, 'log');
     if (!holdsAnyPartition(logDir, topics)) {
@@ -187,8 +190,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
         'or holds none of their partitions: is a volume not mounted, or was the data directory copied without it? Put it back; ' +
         'to start over, use an empty --data-dir', { dataDir: options.dataDir, topics: topics.length });
     }
-    const offsets = LmdbOffsetStore.open(path.join(options.dataDir, 'offsets'));
+    const offsets = new FencedOffsetStore(LmdbOffsetStore.open(path.join(options.dataDir, 'offsets')), fence);
     const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files, cleaner });
+    fence.onFailure((failure) => logs.stopWrites(failure));
     await finishTopicDeletions(catalog, offsets, logs, logger);
     const started = Date.now();
     const report = logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));

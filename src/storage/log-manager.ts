@@ -74,6 +74,8 @@ export class LogManager {
   private loadedCount = 0;
   /** The last statfs of the log directory, and the bytes produces asked for since (see {@link checkDiskRoom}). */
   private diskReading: { atMs: number; freeBytes: number; requestedSince: number } | null = null;
+  /** Set by {@link stopWrites}: every append throws it. */
+  private stopped: OnelogError | null = null;
 
   /**
    * @param dir directory holding one folder per partition; created if missing
@@ -343,9 +345,11 @@ export class LogManager {
    * A partition can still fail once others stored their batches (the disk filled meanwhile, no descriptor):
    * the error then names, in `stored`, what was stored where; a retry stores those again unless the producer
    * is idempotent (as with Kafka, a produce across partitions is not atomic).
-   * @throws OnelogError `RESOURCE_EXHAUSTED` (disk) before anything is written; as {@link PartitionLog.appendBatch}
+   * @throws OnelogError `RESOURCE_EXHAUSTED` (disk) before anything is written; the failure given to
+   *   {@link stopWrites}; as {@link PartitionLog.appendBatch}
    */
   async appendAll(batches: readonly { log: PartitionLog; batch: Buffer }[]): Promise<AppendResult[]> {
+    if (this.stopped !== null) throw this.stopped;
     let bytes = 0;
     for (const { batch } of batches) bytes += batch.length;
     this.checkDiskRoom(bytes, batches[0]?.log.topic);
@@ -360,6 +364,14 @@ export class LogManager {
     throw new OnelogError(err.code, `${err.message}; the batches of this request for partitions ` +
       `${[...new Set(stored.map((s) => s.partition))].join(', ')} were stored (see stored): a retry stores them again unless the producer is idempotent`,
     { ...err.context, stored });
+  }
+
+  /**
+   * Refuses every later append with `failure` (the broker's catalog or offset store failed: the broker accepts
+   * no write, see write-fence.ts). Reads go on.
+   */
+  stopWrites(failure: OnelogError): void {
+    this.stopped ??= failure;
   }
 
   /** @throws OnelogError `RESOURCE_EXHAUSTED` if the log directory's file system has less than `bytes` (plus 1 MiB) free */

@@ -116,6 +116,8 @@ export class PartitionLog {
   private compacting: Promise<CompactionStats> | null = null;
   /** Set by a disk error: the partition accepts no write since (see the file's comment). */
   private failed: OnelogError | null = null;
+  /** Corrupt batches reads met, as `segment@position`: each is logged once. */
+  private readonly corruptBatches = new Set<string>();
   /** When the active segment was created or, after a restart, opened (ms); segment.ms counts from here. */
   private activeSince: number;
   private config: LogConfig;
@@ -393,7 +395,7 @@ export class PartitionLog {
    */
   fetch(offset: number, limits: ReadLimits): { records: StoredRecord[]; nextOffset: number } {
     this.checkReadable(offset);
-    return this.guarded('fetch', () => this.fetchRecords(offset, limits));
+    return this.guardedRead(() => this.fetchRecords(offset, limits));
   }
 
   private fetchRecords(offset: number, limits: ReadLimits): { records: StoredRecord[]; nextOffset: number } {
@@ -429,7 +431,7 @@ export class PartitionLog {
    */
   readBatches(offset: number, maxBytes: number, maxRecords = Infinity): { batches: Buffer; nextOffset: number } {
     this.checkReadable(offset);
-    return this.guarded('fetch', () => this.readStoredBatches(offset, maxBytes, maxRecords));
+    return this.guardedRead(() => this.readStoredBatches(offset, maxBytes, maxRecords));
   }
 
   private readStoredBatches(offset: number, maxBytes: number, maxRecords: number): { batches: Buffer; nextOffset: number } {
@@ -755,6 +757,21 @@ export class PartitionLog {
       'once the disk is healthy: recovery keeps what reached the disk', { ...this.where(), ...cause.context, failedAt: new Date(this.options.clock.now()).toISOString() });
     this.options.logger.error({ ...this.where(), err: cause.message, errno: cause.context.errno }, 'a disk error stopped the partition\'s writes');
     return this.failed;
+  }
+
+  /** Runs a read, its failures typed; a corrupt batch (see LogSegment.read) is logged once per batch. */
+  private guardedRead<T>(work: () => T): T {
+    try {
+      return this.guarded('fetch', work);
+    } catch (err) {
+      const { code, context, message } = err as OnelogError;
+      const batch = `${String(context.segment)}@${String(context.position)}`;
+      if (code === 'CORRUPT_MESSAGE' && !this.corruptBatches.has(batch)) {
+        this.corruptBatches.add(batch);
+        this.options.logger.error({ ...context }, message);
+      }
+      throw err;
+    }
   }
 
   /** Runs a storage operation, its failures typed (see storage-errors.ts). */

@@ -334,12 +334,13 @@ export class LogSegment {
    */
   append(batch: Buffer, header: Pick<BatchHeader, 'baseOffset' | 'lastOffsetDelta' | 'maxTimestamp'>): void {
     const size = this.size;
+    const fd = this.file.fd(); // for want of a descriptor this throws before anything is written
     try {
       // A short write (the disk filling up) is continued: the next write says why it cannot (ENOSPC).
-      writeFully(this.file.fd(), batch, size);
+      writeFully(fd, batch, size);
     } catch (err) {
       try {
-        fs.ftruncateSync(this.file.fd(), size);
+        fs.ftruncateSync(fd, size);
       } catch (cut) {
         throw new OnelogError('STORAGE_ERROR', `a write to ${this.logPath} failed (${(err as Error).message}) and its ` +
           `partly written tail could not be cut off (${(cut as Error).message})`, { segment: this.logPath, errno: (err as NodeJS.ErrnoException).code });
@@ -404,6 +405,10 @@ export class LogSegment {
       const baseOffset = buf.readInt32BE(off) * 0x1_0000_0000 + buf.readUInt32BE(off + 4);
       if (baseOffset >= endOffset) break;
       const batchBytes = LOG_OVERHEAD + buf.readInt32BE(off + 8);
+      if (batchBytes < BATCH_HEADER_BYTES || pos + batchBytes > size) {
+        reader.release();
+        throw this.corrupt(pos, baseOffset, `its length of ${batchBytes} bytes does not fit the ${size} bytes of the file`);
+      }
       const lastOffset = baseOffset + buf.readInt32BE(off + 23);
       if (first < 0) {
         if (lastOffset >= offset) first = pos;
@@ -421,12 +426,36 @@ export class LogSegment {
     // Usually the chunk the scan read holds the whole answer: no second read. It is answered as a view of the
     // chunk when it fills most of it, else copied, so a reader that keeps the answer does not keep the chunk.
     const inChunk = reader.view(first, end);
-    if (inChunk !== undefined && inChunk.length * 2 >= reader.buffer.length) return inChunk;
+    if (inChunk !== undefined && inChunk.length * 2 >= reader.buffer.length) return this.checked(inChunk, first);
     const out = ioBuffers.take(end - first);
     if (inChunk !== undefined) inChunk.copy(out);
     else fs.readSync(this.file.fd(), out, 0, out.length, first);
     reader.release();
-    return out;
+    return this.checked(out, first);
+  }
+
+  /**
+   * Checks every batch read (CRC-32C, magic, length) before anyone decodes or sends it, as recovery does for
+   * the unflushed tail: a bit that rots on disk after recovery is reported, never served.
+   * @param position byte position in the file of `batches`
+   * @throws OnelogError `CORRUPT_MESSAGE` naming the segment file, the batch's position and first offset
+   */
+  private checked(batches: Buffer, position: number): Buffer {
+    for (let pos = 0; pos < batches.length;) {
+      const size = validateBatch(batches, pos);
+      if (typeof size === 'string') {
+        const baseOffset = batches.readInt32BE(pos) * 0x1_0000_0000 + batches.readUInt32BE(pos + 4);
+        throw this.corrupt(position + pos, baseOffset, size);
+      }
+      pos += size;
+    }
+    return batches;
+  }
+
+  private corrupt(position: number, baseOffset: number, why: string): OnelogError {
+    return new OnelogError('CORRUPT_MESSAGE', `the batch at byte ${position} of ${this.logPath} (offsets from ${baseOffset}) ` +
+      `is corrupt on disk: ${why}. Its records cannot be served; restore the partition from a replica or backup, or ` +
+      'delete the records up to past it (onelog topics delete-records)', { segment: this.logPath, position, offset: baseOffset });
   }
 
   /**

@@ -14,6 +14,7 @@
  * their drivers (see store-faults.test.ts) and with a real full file system (disk-full.test.ts).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 
 /** The calls a rule can fail. */
 export type FaultOp = 'write' | 'fsync' | 'read';
@@ -150,6 +151,27 @@ export class FaultyDisk {
   /** Removes every fault: the disk is healthy again. */
   heal(): void {
     this.faults.length = 0;
+  }
+
+  /**
+   * What a power loss would leave of directory `from`, copied to `to`: each file this layer saw opened cut back
+   * to its size at its last fdatasync (or when first opened), as its unsynced pages never reached the disk;
+   * other files (checkpoints, written whole and synced before their rename) copied as they are. A model: a
+   * real disk may also keep part of the unsynced data, which recovery must then cut at a whole batch.
+   */
+  powerLossCopy(from: string, to: string): void {
+    fs.mkdirSync(to, { recursive: true });
+    for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+      const source = path.join(from, entry.name);
+      const target = path.join(to, entry.name);
+      if (entry.isDirectory()) {
+        this.powerLossCopy(source, target);
+        continue;
+      }
+      fs.copyFileSync(source, target);
+      const synced = this.syncedSize.get(source);
+      if (synced !== undefined && synced < fs.statSync(target).size) fs.truncateSync(target, synced);
+    }
   }
 
   /** Puts the real calls back on `node:fs`. */
