@@ -190,8 +190,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
         'or holds none of their partitions: is a volume not mounted, or was the data directory copied without it? Put it back; ' +
         'to start over, use an empty --data-dir', { dataDir: options.dataDir, topics: topics.length });
     }
-    const offsets = new FencedOffsetStore(LmdbOffsetStore.open(path.join(options.dataDir, 'offsets')), fence);
     const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files, cleaner });
+    const offsets = new FencedOffsetStore(LmdbOffsetStore.open(path.join(options.dataDir, 'offsets')), fence, () => logs.ensureDiskRoom(0));
     fence.onFailure((failure) => logs.stopWrites(failure));
     await finishTopicDeletions(catalog, offsets, logs, logger);
     const started = Date.now();

@@ -1,6 +1,8 @@
 /**
  * An offset store whose writes run through the broker's {@link WriteFence}: a commit or deletion that fails
- * for any reason but a bad argument stops the broker's writes (see write-fence.ts); reads pass through.
+ * for any reason but a bad argument stops the broker's writes (see write-fence.ts); reads pass through. A
+ * write first checks that the disk has room (LMDB reports a full disk as an I/O error, which would stop every
+ * write until a restart), so a full disk refuses it with `RESOURCE_EXHAUSTED` and stops nothing.
  */
 import { OnelogError } from '../protocol/errors.js';
 import type { WriteFence } from '../write-fence.js';
@@ -12,7 +14,11 @@ function isStoreFailure(err: unknown): boolean {
 }
 
 export class FencedOffsetStore implements OffsetStore {
-  constructor(private readonly store: OffsetStore, private readonly fence: WriteFence) {}
+  /**
+   * @param checkRoom throws OnelogError `RESOURCE_EXHAUSTED` when the store's disk is (nearly) full; called
+   *   before every write
+   */
+  constructor(private readonly store: OffsetStore, private readonly fence: WriteFence, private readonly checkRoom: () => void) {}
 
   get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
     return this.store.get(groupId, topic, partition);
@@ -22,19 +28,25 @@ export class FencedOffsetStore implements OffsetStore {
     return this.store.list(groupId);
   }
 
-  /** As {@link OffsetStore.commit}. @throws as {@link WriteFence.guard} */
+  /** As {@link OffsetStore.commit}. @throws as {@link WriteFence.guard}; `RESOURCE_EXHAUSTED` for a full disk */
   commit(groupId: string, offsets: readonly OffsetCommit[], now: number): Promise<void> {
-    return this.fence.guard('offset store', 'commit', isStoreFailure, () => this.store.commit(groupId, offsets, now));
+    return this.write('commit', () => this.store.commit(groupId, offsets, now));
   }
 
   /** As {@link OffsetStore.deleteGroup}. @throws as {@link WriteFence.guard} */
   deleteGroup(groupId: string): Promise<void> {
-    return this.fence.guard('offset store', 'group deletion', isStoreFailure, () => this.store.deleteGroup(groupId));
+    return this.write('group deletion', () => this.store.deleteGroup(groupId));
   }
 
   /** As {@link OffsetStore.deleteTopic}. @throws as {@link WriteFence.guard} */
   deleteTopic(topic: string): Promise<number> {
-    return this.fence.guard('offset store', 'topic deletion', isStoreFailure, () => this.store.deleteTopic(topic));
+    return this.write('topic deletion', () => this.store.deleteTopic(topic));
+  }
+
+  private async write<T>(action: string, work: () => Promise<T>): Promise<T> {
+    this.fence.check();
+    this.checkRoom();
+    return this.fence.guard('offset store', action, isStoreFailure, work);
   }
 
   close(): Promise<void> {

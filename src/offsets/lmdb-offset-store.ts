@@ -1,7 +1,7 @@
 /**
  * The embedded offset store on LMDB (`lmdb` package): a memory-mapped B+tree, so a lookup is a read of
  * mapped pages and a commit of many offsets is one write transaction. Commits are synced to disk before they
- * resolve (LMDB's default durability; lmdb-js joins the writes of one event turn in one synced transaction).
+ * resolve (LMDB's default durability; lmdb-js joins the writes queued while a transaction is written in the next synced one).
  *
  * Keys are binary and sort by group, then topic, then partition:
  * `utf8(groupId) 0x00 utf8(topic) 0x00 uint32be(partition)`, so a group's offsets are one key range.
@@ -11,6 +11,7 @@
  * (offsets up to 2^53 - 1 exactly). Offsets kept by an older build as MessagePack objects, in the sub-database
  * `committed-offsets`, are moved into this format (sub-database `committed-offsets-v1`) when the store opens.
  */
+import os from 'node:os';
 import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import type { CommittedOffset, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
@@ -162,8 +163,17 @@ function migrateLegacy(root: RootDatabase, db: Database<Buffer, Buffer>): void {
   });
 }
 
+const ignore = (): void => {};
+
+/** `EIO` for 5, ...: the errno name of a number LMDB reports, or the number as text. */
+function errnoName(errno: number): string {
+  return Object.entries(os.constants.errno).find(([, n]) => n === errno)?.[0] ?? String(errno);
+}
+
 export class LmdbOffsetStore implements OffsetStore {
   private readonly keys = new KeyBuilder();
+  /** Set by a failed write (see {@link close}). */
+  private failed = false;
 
   private constructor(
     private readonly root: RootDatabase,
@@ -175,7 +185,10 @@ export class LmdbOffsetStore implements OffsetStore {
    * @param path a directory; LMDB keeps `data.mdb` and `lock.mdb` in it
    */
   static open(path: string): LmdbOffsetStore {
-    const root = open({ path, name: undefined });
+    // eventTurnBatching off: with it, lmdb-js wraps each event turn's writes in a batch of its own whose promise
+    // no caller holds, so a failed commit (an I/O error) rejects it unhandled and ends the process. Commits
+    // queued while one is written still share the next transaction, at the same throughput.
+    const root = open({ path, name: undefined, eventTurnBatching: false });
     // strictAsyncOrder: deleteGroup's transaction callback runs in call order with the puts commits queue (by
     // default lmdb-js runs queued transaction callbacks after the queued puts of the same batch).
     const db = root.openDB<Buffer, Buffer>({ name: DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
@@ -195,15 +208,16 @@ export class LmdbOffsetStore implements OffsetStore {
     const values = encodeValues(offsets, now);
     const keys = this.keys;
     const db = this.db;
-    // One block of queued puts: lmdb-js writes them in one transaction (with whatever else this event turn
-    // queued) on its write thread and resolves once that transaction is committed and synced.
-    await db.batch(() => {
+    // One block of queued puts: lmdb-js writes them in one transaction (with whatever else was queued meanwhile)
+    // on its write thread and resolves once that transaction is committed and synced. Each put's own
+    // promise fails with the batch's: handled here, the batch's failure is the one reported.
+    await this.written(db.batch(() => {
       keys.group(groupId, maxTopicLength);
       for (let i = 0; i < offsets.length; i++) {
         const o = offsets[i]!;
-        void db.put(keys.key(o.topic, o.partition), values[i]!);
+        db.put(keys.key(o.topic, o.partition), values[i]!).catch(ignore);
       }
-    });
+    }));
   }
 
   async list(groupId: string): Promise<GroupOffset[]> {
@@ -219,29 +233,56 @@ export class LmdbOffsetStore implements OffsetStore {
 
   async deleteGroup(groupId: string): Promise<void> {
     // A transaction callback runs inside the write transaction, so it sees (and removes) every earlier commit.
-    await this.db.transaction(() => {
-      for (const key of this.db.getKeys(groupRange(groupId))) void this.db.remove(key);
-    });
+    await this.written(this.db.transaction(() => {
+      for (const key of this.db.getKeys(groupRange(groupId))) this.db.remove(key).catch(ignore);
+    }));
   }
 
   /** Scans every key (topic deletion is rare; keys are ordered by group, not by topic). */
   async deleteTopic(topic: string): Promise<number> {
     const name = Buffer.from(topic, 'utf8');
     let removed = 0;
-    await this.db.transaction(() => {
+    await this.written(this.db.transaction(() => {
       for (const key of this.db.getKeys()) {
         // group \0 topic \0 partition(4 bytes): the topic ends 5 bytes before the key does.
         const end = key.length - 5;
         const start = end - name.length;
         if (start < 1 || key[start - 1] !== 0 || name.compare(key, start, end) !== 0) continue;
-        void this.db.remove(key);
+        this.db.remove(key).catch(ignore);
         removed++;
       }
-    });
+    }));
     return removed;
   }
 
+  /**
+   * Closes the store. After a failed write it does not wait: lmdb-js's close would wait for that
+   * transaction's flush, which never comes.
+   */
   async close(): Promise<void> {
+    if (this.failed) {
+      this.root.close().catch(ignore);
+      return;
+    }
     await this.root.close();
+  }
+
+  /**
+   * Waits for an LMDB write. lmdb-js rejects a failed transaction with a generic "Commit failed" whose
+   * `commitError` promise carries the cause (an I/O error, errno in `code`); that promise is handled here (left
+   * unhandled it would end the process) and its cause thrown instead.
+   * @throws Error naming the cause, with `code` the system's errno name where LMDB gave a number (5 is EIO)
+   */
+  private async written<T>(write: Promise<T>): Promise<T> {
+    try {
+      return await write;
+    } catch (err) {
+      this.failed = true;
+      const pending = (err as { commitError?: Promise<unknown> }).commitError;
+      if (pending === undefined) throw err;
+      const cause = await pending.then(() => err, (c: unknown) => c) as Error & { code?: unknown };
+      const code = typeof cause.code === 'number' ? errnoName(cause.code) : cause.code;
+      throw Object.assign(new Error(`LMDB write failed: ${cause.message}`), code === undefined ? {} : { code });
+    }
   }
 }

@@ -72,7 +72,7 @@ export class LogManager {
   /** Whether the directory had no journal (written by an earlier version): {@link start} reads every recovery point once. */
   private readonly journalWasMissing: boolean;
   private loadedCount = 0;
-  /** The last statfs of the log directory, and the bytes produces asked for since (see {@link checkDiskRoom}). */
+  /** The last statfs of the log directory, and the bytes produces asked for since (see {@link ensureDiskRoom}). */
   private diskReading: { atMs: number; freeBytes: number; requestedSince: number } | null = null;
   /** Set by {@link stopWrites}: every append throws it. */
   private stopped: OnelogError | null = null;
@@ -352,7 +352,7 @@ export class LogManager {
     if (this.stopped !== null) throw this.stopped;
     let bytes = 0;
     for (const { batch } of batches) bytes += batch.length;
-    this.checkDiskRoom(bytes, batches[0]?.log.topic);
+    this.ensureDiskRoom(bytes, batches[0]?.log.topic);
     const settled = await Promise.allSettled(batches.map(({ log, batch }) => log.appendBatch(batch)));
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed === undefined) return settled.map((r) => (r as PromiseFulfilledResult<AppendResult>).value);
@@ -374,8 +374,14 @@ export class LogManager {
     this.stopped ??= failure;
   }
 
-  /** @throws OnelogError `RESOURCE_EXHAUSTED` if the log directory's file system has less than `bytes` (plus 1 MiB) free */
-  private checkDiskRoom(bytes: number, topic: string | undefined): void {
+  /**
+   * Checks that the log directory's file system has room for a write of `bytes`, plus 1 MiB of headroom: before
+   * an append, and before a write of a store beside the log in the data directory (the offset store, whose
+   * LMDB reports a full disk as an I/O error).
+   * @param topic names the topic in the error, if the write is an append
+   * @throws OnelogError `RESOURCE_EXHAUSTED` (resource `disk`) if it has not
+   */
+  ensureDiskRoom(bytes: number, topic?: string): void {
     const reading = this.diskReading;
     if (reading !== null && performance.now() - reading.atMs < DISK_READING_MS &&
       reading.freeBytes - reading.requestedSince - bytes >= DISK_READING_MARGIN_BYTES) {

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpApi, Producer } from '../../src/client/index.js';
+import { LmdbOffsetStore } from '../../src/offsets/lmdb-offset-store.js';
 import { OnelogError } from '../../src/protocol/errors.js';
 import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
@@ -20,7 +21,8 @@ const mounts: string[] = [];
 const running: ServerProcess[] = [];
 afterEach(async () => {
   for (const s of running.splice(0)) await s.stop('SIGKILL');
-  for (const dir of mounts.splice(0)) execFileSync('umount', [dir]);
+  // -l: an LMDB environment left open after its failed write (see LmdbOffsetStore.close) keeps the mount busy.
+  for (const dir of mounts.splice(0)) execFileSync('umount', ['-l', dir]);
 });
 
 /** A tmpfs of `size` (as mount's size=, e.g. '12m') mounted on a fresh directory. */
@@ -29,6 +31,19 @@ function smallFileSystem(size: string): string {
   execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]);
   mounts.push(dir);
   return dir;
+}
+
+/** Writes `file` until the file system is full. */
+function fillUp(file: string): void {
+  const fd = fs.openSync(file, 'w');
+  const chunk = Buffer.alloc(64 * 1024);
+  try {
+    for (;;) fs.writeSync(fd, chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 async function serve(dataDir: string): Promise<ServerProcess> {
@@ -75,16 +90,24 @@ describe('a real full disk', () => {
     const before = fs.statfsSync(mount);
     expect(before.bavail * before.bsize).toBeLessThan(2 << 20);
 
-    // Nothing of the refused batch was stored; everything acknowledged reads back; it stays refused while full.
+    // Nothing of the refused batch was stored; everything acknowledged reads back; it stays refused while full,
+    // and so does a commit (refused before LMDB meets the full disk, which would stop every write).
     expect(await readValues(api, 'edits')).toEqual(acked);
     next -= BATCH;
     await expect(sendBatch()).rejects.toMatchObject({ code: 'RESOURCE_EXHAUSTED' });
+    // Something else fills the rest of the disk: even a commit finds no room.
+    const commit = (offset: number) => api.commitOffsets({ groupId: 'readers', topic: 'edits', offsets: [{ partition: 0, offset }] });
+    await commit(100);
+    fillUp(path.join(mount, 'filler'));
+    await expect(commit(200)).rejects.toMatchObject({ code: 'RESOURCE_EXHAUSTED', context: { resource: 'disk' } });
 
-    // Space freed (the file system grown): the same broker takes produces again.
+    // Space freed (the filler gone, the file system grown): the same broker takes produces and commits again.
+    fs.rmSync(path.join(mount, 'filler'));
     execFileSync('mount', ['-o', 'remount,size=32m', mount]);
     next -= BATCH;
     for (let i = 0; i < 5; i++) await sendBatch();
     expect(await readValues(api, 'edits')).toEqual(acked);
+    await commit(acked.length);
 
     server.proc.kill('SIGKILL');
     await new Promise((resolve) => server.proc.once('exit', resolve));
@@ -92,5 +115,23 @@ describe('a real full disk', () => {
     server = await serve(dataDir);
     api = new HttpApi(server.url);
     expect(await readValues(api, 'edits')).toEqual(acked);
+    const { subscriptions } = await api.describeGroup('readers');
+    expect(subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: acked.length, highWatermark: acked.length });
+  });
+
+  it.runIf(process.getuid?.() === 0)('LMDB on a full disk: the commit is refused with its cause, and nothing is left unhandled to end the process', async () => {
+    const store = LmdbOffsetStore.open(path.join(smallFileSystem('1m'), 'offsets'));
+    try {
+      let err: unknown;
+      for (let i = 0; i < 10_000 && err === undefined; i++) {
+        const offsets = Array.from({ length: 50 }, (_, p) => ({ topic: `topic-${i}`, partition: p, offset: i, metadata: 'm'.repeat(200) }));
+        await store.commit('g', offsets, 0).catch((e: unknown) => (err = e));
+      }
+      // LMDB reports the full file system as an I/O error: the broker checks for room before it writes.
+      expect(err).toMatchObject({ message: expect.stringMatching(/^LMDB write failed: /), code: 'EIO' });
+      expect(await store.get('g', 'topic-0', 0)).toMatchObject({ offset: 0 });
+    } finally {
+      await store.close();
+    }
   });
 });
