@@ -114,6 +114,8 @@ export class PartitionLog {
   private hw: number;
   private readonly flusher: LogFlusher;
   private compacting: Promise<CompactionStats> | null = null;
+  /** The on-demand pass asked for while {@link compacting} runs: it starts once that one ends. */
+  private compactingNext: Promise<CompactionStats | null> | null = null;
   /** Set by a disk error: the partition accepts no write since (see the file's comment). */
   private failed: OnelogError | null = null;
   /** Corrupt batches reads met, as `segment@position`: each is logged once. */
@@ -587,8 +589,10 @@ export class PartitionLog {
   }
 
   /**
-   * Runs one compaction pass (see log-cleaner.ts) if the cleanup policy includes `compact`; concurrent calls
-   * share the pass in progress.
+   * Runs one compaction pass (see log-cleaner.ts) if the cleanup policy includes `compact`. A background call
+   * made while a pass runs shares it. An on-demand one does not: that pass began earlier, with the log as it was
+   * then, and may not roll the active segment; it gets the next pass, run once that one ends and shared by all
+   * the on-demand calls made meanwhile.
    * @param rollActive seal the active segment first, so everything appended so far can be compacted
    *   (on-demand compaction; the background never does this)
    * @returns what the pass did, or null when the topic is not compacted
@@ -596,7 +600,13 @@ export class PartitionLog {
   compact(rollActive = false): Promise<CompactionStats | null> {
     if (!this.config.cleanupPolicy.split(',').includes('compact')) return Promise.resolve(null);
     if (this.failed !== null) return Promise.reject(this.failed);
-    if (this.compacting !== null) return this.compacting;
+    if (this.compacting !== null && !rollActive) return this.compacting;
+    if (this.compacting !== null) {
+      return (this.compactingNext ??= this.compacting.catch(() => undefined).then(() => {
+        this.compactingNext = null;
+        return this.compact(true);
+      }));
+    }
     const pass = this.compactionPass(rollActive);
     this.compacting = pass;
     // Cleared once settled; set before, so a pass that fails at once does not stay in place for good.
