@@ -1,7 +1,8 @@
 /**
  * What is left to read from an offset: on a compacted log (offsets with gaps, several segments), the count
  * equals the records a reader gets, the first timestamp is the first of them, and the bytes are those from
- * its batch to the end; past the walk's bound the count is an estimate, and says so.
+ * its batch to the end; past the walk's bound the count is an estimate, and says so. On a plain log the first
+ * unread record is found inside a batch of many without decoding the batch whole.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -38,6 +39,42 @@ describe('unread range', () => {
             const unread = all.filter((r) => r.offset >= offset);
             expect(range).toMatchObject({ records: unread.length, estimate: false, firstTimestamp: unread[0]?.timestamp ?? null });
             expect(log.unread(offset).records).toBe(unread.length);
+          }
+        } finally {
+          await log.close();
+        }
+      },
+    ), { numRuns: 30 });
+  });
+
+  it('finds the first unread record inside multi-record batches of a plain log, and past gaps a compaction left', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.integer({ min: 1, max: 30 }), { minLength: 1, maxLength: 12 }),
+      fc.boolean(),
+      async (batchSizes, compacted) => {
+        const log = openLog(tmpDir(), { cleanupPolicy: compacted ? 'compact' : 'delete', segmentBytes: 600, minCompactionLagMs: 0, retentionMs: -1 });
+        try {
+          let n = 0;
+          for (const size of batchSizes) {
+            // Keys repeat every 7 records: compaction leaves gaps inside and across batches.
+            await log.append(Array.from({ length: size }, (_, i) => ({ key: Buffer.from(`k${(n + i) % 7}`), value: Buffer.from(`v${n + i}`), timestamp: T0 - 100_000 + 10 * (n + i) })));
+            n += size;
+          }
+          if (compacted) await log.compact(true);
+          const all: StoredRecord[] = [];
+          for (let next = 0; next < log.highWatermark;) {
+            const read = log.fetch(next, { maxBytes: 1 << 30, maxRecords: 1 << 30 });
+            all.push(...read.records);
+            next = read.nextOffset;
+          }
+          const view = { segments: log.segmentsForCleaning, highWatermark: log.highWatermark };
+          for (let offset = 0; offset <= log.highWatermark; offset++) {
+            const segment = log.segmentsForCleaning.filter((s) => s.baseOffset <= offset).length - 1;
+            // Read as a plain log (countGaps false): records are offsets, the first timestamp that of the first record a reader gets.
+            const first = all.find((r) => r.offset >= offset);
+            expect(unreadRange(view, offset, Math.max(segment, 0), false)).toMatchObject(first === undefined
+              ? { records: 0, firstTimestamp: null, bytes: 0 }
+              : { records: log.highWatermark - offset, estimate: false, firstTimestamp: first.timestamp });
           }
         } finally {
           await log.close();
