@@ -554,8 +554,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see GroupCoordinator.describeGroup */
   async describeGroup(groupId: string): Promise<GroupDescription> {
     this.checkOpen();
-    await this.monitor.settled(); // its alerts as evaluations asked for so far left them
-    return this.groups.describeGroup(checkGroupId(groupId));
+    checkGroupId(groupId);
+    await this.monitor.settled(groupId); // its alerts as its evaluations asked for so far left them (not other groups')
+    return this.groups.describeGroup(groupId);
   }
 
   /** Evaluates every group's alerts now (the broker also does every `monitoring.alertCheckIntervalMs`). */

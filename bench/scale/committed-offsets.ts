@@ -4,7 +4,9 @@
  * meanwhile one group is described over HTTP again and again (`GET /groups/:groupId`, what `onelog groups
  * describe` reads: per partition its committed offset, log start offset, high watermark, lag, unread records and
  * time lag). The same is first measured with one group's offsets only, so the two show whether a describe grows
- * with the store (it should grow with the group's own partitions only: its offsets are one key range).
+ * with the store (it should grow with the group's own partitions only: its offsets are one key range). At full size
+ * it goes on until the broker's timer evaluated every group's alerts (all 1,000,000 group partitions) whole within
+ * the measurement, and shows the describes and commits made while that ran: it once held the event loop for minutes.
  *
  * Shape: 1,000 groups of one topic of 1,000 partitions, rather than 100 groups of 10,000 partitions, so one
  * describe answers 1,000 partitions (as a large group does) and what changes between the two measurements is the
@@ -65,12 +67,18 @@ async function fill(api: BinaryApi, groups: readonly number[], partitions: numbe
   await Promise.all(Array.from({ length: inFlight }, worker));
 }
 
+/** A request timed: when it started (ms since the epoch) and how long it took, ms. */
+interface Timed {
+  at: number;
+  ms: number;
+}
+
 /**
- * Commits `COMMIT_PARTITIONS` partitions of one group at a time until `stop()`, and counts them: every tenth commit
- * is the described group's (its lag moves), the others a random group's among 1 to `groups` - 1.
+ * Commits `COMMIT_PARTITIONS` partitions of one group at a time until `stop()`, and counts and times them: every
+ * tenth commit is the described group's (its lag moves), the others a random group's among 1 to `groups` - 1.
  */
-function commitContinuously(api: BinaryApi, groups: number, partitions: number, stop: () => boolean): { done: Promise<void>; counts: { requests: number; offsets: number } } {
-  const counts = { requests: 0, offsets: 0 };
+function commitContinuously(api: BinaryApi, groups: number, partitions: number, stop: () => boolean): { done: Promise<void>; counts: { requests: number; offsets: number; timed: Timed[] } } {
+  const counts = { requests: 0, offsets: 0, timed: [] as Timed[] };
   const next = random(2);
   let n = 0;
   const worker = async () => {
@@ -80,7 +88,10 @@ function commitContinuously(api: BinaryApi, groups: number, partitions: number, 
       const offsets = Array.from({ length: Math.min(COMMIT_PARTITIONS, partitions) }, (_, k) => ({
         partition: first + k, offset: Math.floor(next() * (RECORDS_PER_PARTITION + 1)),
       }));
+      const at = Date.now();
+      const t = performance.now();
       await api.commitOffsets({ groupId: groupId(g), topic: TOPIC, offsets });
+      counts.timed.push({ at, ms: performance.now() - t });
       counts.requests++;
       counts.offsets += offsets.length;
     }
@@ -88,33 +99,74 @@ function commitContinuously(api: BinaryApi, groups: number, partitions: number, 
   return { done: Promise.all(Array.from({ length: COMMITS_IN_FLIGHT }, worker)).then(() => undefined), counts };
 }
 
-/** Describes `group` over HTTP until `seconds` pass, while commits go on; prints the latencies and the commit rate. */
-async function measure(server: TimedServer, label: string, groups: number, partitions: number, seconds: number): Promise<void> {
+/** What the broker logs at the end of an evaluation of every group's alerts that took 1 s or more. */
+const EVALUATED = 'evaluated the alerts of every group';
+/** Longest a measurement waits, past its seconds, for an evaluation of every group to run whole within it, s. */
+const MAX_EVALUATION_WAIT_SECONDS = 900;
+
+/** An evaluation of every group the broker logged: when it started and ended (ms since the epoch) and its figures. */
+interface Evaluation {
+  start: number;
+  end: number;
+  entry: Record<string, unknown>;
+}
+
+/** The evaluations of every group `server` logged that started at or after `since` (ms since the epoch). */
+function evaluationsSince(server: TimedServer, since: number): Evaluation[] {
+  return server.logs.filter((e) => typeof e.msg === 'string' && e.msg.startsWith(EVALUATED) && typeof e.time === 'number' && typeof e.ms === 'number')
+    .map((e) => ({ start: (e.time as number) - (e.ms as number), end: e.time as number, entry: e }))
+    .filter((e) => e.start >= since);
+}
+
+/**
+ * Describes `group` over HTTP until `seconds` pass while commits go on, and, with `untilEvaluated`, on until the
+ * broker logged an evaluation of every group (its timer's, every 30 s) that ran whole within the measurement (at
+ * most {@link MAX_EVALUATION_WAIT_SECONDS} more); prints the latencies of describes and commits, overall and while
+ * that evaluation ran, and the commit rate.
+ */
+async function measure(server: TimedServer, label: string, groups: number, partitions: number, seconds: number, untilEvaluated: boolean): Promise<void> {
   const committer = new BinaryApi(server.url);
   const http = new HttpApi(server.url);
   let stopped = false;
   const commits = commitContinuously(committer, groups, partitions, () => stopped);
-  const latencies: number[] = [];
+  const describes: Timed[] = [];
   let lag = 0;
   let rows = 0;
+  const startedAt = Date.now();
   const started = performance.now();
   const end = started + seconds * 1000;
-  while (performance.now() < end) {
+  const giveUp = end + MAX_EVALUATION_WAIT_SECONDS * 1000;
+  let evaluation: Evaluation | undefined;
+  while (performance.now() < end || (untilEvaluated && evaluation === undefined && performance.now() < giveUp)) {
+    const at = Date.now();
     const t = performance.now();
     const d = await http.describeGroup(groupId(0));
-    latencies.push(performance.now() - t);
+    describes.push({ at, ms: performance.now() - t });
     const sub = d.subscriptions.find((s) => s.topic === TOPIC)!;
     rows = sub.partitions.length;
     lag = sub.partitions.reduce((sum, p) => sum + (p.lag ?? 0), 0);
+    if (untilEvaluated) evaluation ??= evaluationsSince(server, startedAt)[0];
   }
   const elapsed = (performance.now() - started) / 1000;
   stopped = true;
   await commits.done;
   committer.close();
   http.close();
-  console.log(`${label}: describe ${groupId(0)} (${fmt(rows)} partitions, total lag ${fmt(lag)} at the last one): ${latencyLine(latencies)}; ` +
-    `meanwhile ${fmt(commits.counts.requests / elapsed)} commits/s of ${COMMIT_PARTITIONS} offsets (${fmt(commits.counts.offsets / elapsed)} ` +
-    `offsets/s); broker RSS ${(residentMemory(server.proc.pid!).rssBytes / 1e6).toFixed(0)} MB`);
+  const ms = (timed: Timed[]) => timed.map((x) => x.ms);
+  console.log(`${label}: describe ${groupId(0)} (${fmt(rows)} partitions, total lag ${fmt(lag)} at the last one) for ${elapsed.toFixed(0)} s: ` +
+    `${latencyLine(ms(describes))}; meanwhile ${fmt(commits.counts.requests / elapsed)} commits/s of ${COMMIT_PARTITIONS} offsets ` +
+    `(${fmt(commits.counts.offsets / elapsed)} offsets/s), commit ${latencyLine(ms(commits.counts.timed))}; broker RSS ` +
+    `${(residentMemory(server.proc.pid!).rssBytes / 1e6).toFixed(0)} MB`);
+  if (!untilEvaluated) return;
+  if (evaluation === undefined) {
+    console.log(`  no evaluation of every group ran whole within ${elapsed.toFixed(0)} s (none logged "${EVALUATED}")`);
+    return;
+  }
+  const { start, end: ended, entry } = evaluation;
+  const during = (timed: Timed[]) => ms(timed.filter((x) => x.at >= start && x.at < ended));
+  console.log(`  while the timer's evaluation of every group ran (${fmt(Number(entry.groups))} groups, ${fmt(Number(entry.partitionsAssessed))} ` +
+    `partitions assessed in ${fmt(Number(entry.ms))} ms, slices of ${fmt(Number(entry.slicePartitions))}, longest slice ${fmt(Number(entry.longestSliceMs))} ms): ` +
+    `describe ${latencyLine(during(describes))}; commit ${latencyLine(during(commits.counts.timed))}`);
 }
 
 /** Runs `onelog groups describe GROUP` through the CLI `runs` times; answers the wall times, ms. */
@@ -142,7 +194,7 @@ export async function committedOffsetsBenchmark(o: CommittedOffsetsOptions): Pro
     `${fmt(o.partitions)} partitions (${fmt(total)} committed offsets); then a client on the data socket commits ${COMMIT_PARTITIONS} ` +
     `partitions of one group per request (one in ${DESCRIBED_GROUP_SHARE} the described group's, the others a random group's), ` +
     `${COMMITS_IN_FLIGHT} in flight, while another describes ${groupId(0)} over HTTP, one request ` +
-    `after the other, for ${o.seconds} s. Why ${fmt(o.groups)} x ${fmt(o.partitions)}: a describe answers the group's own partitions, so ` +
+    `after the other, for ${o.seconds} s and on until an evaluation of every group ran whole meanwhile. Why ${fmt(o.groups)} x ${fmt(o.partitions)}: a describe answers the group's own partitions, so ` +
     'this keeps that work fixed while the store grows');
   console.log(machineLine());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-offsets-'));
@@ -157,7 +209,7 @@ export async function committedOffsetsBenchmark(o: CommittedOffsetsOptions): Pro
     }
 
     await fill(api, [0, 1], o.partitions, 1);
-    await measure(server, `with ${fmt(2 * o.partitions)} committed offsets (2 groups)`, 2, o.partitions, Math.min(10, o.seconds));
+    await measure(server, `with ${fmt(2 * o.partitions)} committed offsets (2 groups)`, 2, o.partitions, Math.min(10, o.seconds), false);
 
     const started = performance.now();
     await fill(api, Array.from({ length: o.groups - 2 }, (_, g) => g + 2), o.partitions, 8);
@@ -165,7 +217,7 @@ export async function committedOffsetsBenchmark(o: CommittedOffsetsOptions): Pro
     console.log(`filled ${fmt(total)} committed offsets in ${fillSeconds.toFixed(1)} s (${fmt((total - 2 * o.partitions) / fillSeconds)} offsets/s ` +
       `in commits of ${fmt(o.partitions)}, 8 in flight); offset store ${(fs.statSync(path.join(dataDir, 'offsets', 'data.mdb')).size / 1e6).toFixed(0)} MB on disk`);
     api.close();
-    await measure(server, `with ${fmt(total)} committed offsets (${fmt(o.groups)} groups)`, o.groups, o.partitions, o.seconds);
+    await measure(server, `with ${fmt(total)} committed offsets (${fmt(o.groups)} groups)`, o.groups, o.partitions, o.seconds, true);
     console.log(`\`onelog groups describe ${groupId(0)}\` through the CLI (a node process each, its start included): ${latencyLine(await cliDescribe(server.url, CLI_RUNS))}`);
     console.log(`(${loadAverage()} at the end; other work on the machine moves these figures)`);
   } finally {

@@ -2,14 +2,22 @@
  * Evaluates the conditions behind alerts for every group's partitions (docs/monitoring.md) and raises or
  * resolves them through {@link Alerts}: `retention-headroom` (at risk), `data-lost`, `consumer-stalled`, and
  * the resolution of `offset-out-of-range` once a reset lifts the pause (the pause raises it). Runs on a timer
- * of the injected clock, and whenever the broker asks (after a commit, a retention run, a delete or a reset);
- * requests arriving while a run is under way are merged into the next run. Each full run also feeds the
- * health history the console charts.
+ * of the injected clock, and whenever the broker asks (after a commit, a retention run, a delete or a reset).
+ * Work is queued and done a group at a time ({@link EvaluationQueue}: callers' work ahead of the timer's, requests
+ * for a group queued and not started merged), in slices of at most `slicePartitions` partitions with a turn of the event
+ * loop between slices: an evaluation of every group of a large broker (1,000 groups x 1,000 partitions) goes on
+ * beside produce, fetch and commit requests instead of holding the single event loop for its whole length, and a
+ * describe of one group waits for that group's evaluations only ({@link AlertEvaluator.settle}). Each run also
+ * feeds the health history the console charts.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Clock } from '../clock.js';
 import type { GroupAlertKind, PartitionHealth } from '../protocol/monitoring-api.js';
 import type { Logger } from '../logger.js';
 import type { AlertSubject, Alerts } from './alerts.js';
+import { EvaluationQueue } from './evaluation-queue.js';
+import type { GroupWork } from './evaluation-queue.js';
+import { DEFAULT_SLICE_PARTITIONS } from './health-reader.js';
 import type { GroupPartitionHealth, HealthReader } from './health-reader.js';
 
 /** What a run evaluates: every group (empty), a group's partitions, or every group's partitions of a topic. */
@@ -21,7 +29,10 @@ export interface EvaluationScope {
 /** The kinds the evaluator owns (raises and resolves). */
 const EVALUATED: readonly GroupAlertKind[] = ['retention-headroom', 'data-lost', 'consumer-stalled', 'offset-out-of-range'];
 
-/** Where a full run reports each partition's health (the console's history). */
+/** An evaluation of every group that took at least this long is logged (info), ms of wall time. */
+const LOG_RUNS_FROM_MS = 1000;
+
+/** Where a run reports each partition's health (the console's history). */
 export type HealthSampler = (groupId: string, topic: string, partition: number, health: PartitionHealth, at: number) => void;
 
 export interface AlertEvaluatorSources {
@@ -30,41 +41,52 @@ export interface AlertEvaluatorSources {
   clock: Clock;
   logger: Logger;
   sample?: HealthSampler;
-}
-
-interface Queued {
-  scopes: EvaluationScope[];
-  done: Promise<void>;
-  resolve: () => void;
+  /**
+   * Most group partitions assessed in one turn of the event loop (each may read its log), partitions, >= 1.
+   * @default {@link DEFAULT_SLICE_PARTITIONS}
+   */
+  slicePartitions?: number;
 }
 
 export class AlertEvaluator {
-  /** The run under way, and the one asked for since (it starts when that ends). */
-  private running: Queued | null = null;
-  private queued: Queued | null = null;
+  private readonly queue = new EvaluationQueue((work) => this.evaluateGroup(work));
+  /** Requests for many groups still listing them (a settle waits for the listing, to see their work queued). */
+  private readonly listing = new Set<Promise<unknown>>();
   private readonly stopping = new AbortController();
+  private readonly slicePartitions: number;
+  /** Partitions assessed, and the longest slice (ms of wall time), since the last evaluation of every group began. */
+  private stats = { partitions: 0, longestSliceMs: 0 };
 
-  constructor(private readonly s: AlertEvaluatorSources) {}
-
-  /** Evaluates `scope` (every group by default); resolves once a run covering it ended. Never rejects: failures are logged. */
-  evaluate(scope: EvaluationScope = {}): Promise<void> {
-    if (this.queued === null) {
-      let resolve!: () => void;
-      const done = new Promise<void>((r) => (resolve = r));
-      this.queued = { scopes: [], done, resolve };
-    }
-    this.queued.scopes.push(scope);
-    const { done } = this.queued;
-    if (!this.running) void this.drain();
-    return done;
+  constructor(private readonly s: AlertEvaluatorSources) {
+    this.slicePartitions = s.slicePartitions ?? DEFAULT_SLICE_PARTITIONS;
   }
 
   /**
-   * Resolves once the evaluations asked for so far ended (not those asked for later: a stream of commits does not
-   * hold it up).
+   * Evaluates `scope` (every group by default); resolves once every group it covers was evaluated after this call.
+   * Never rejects: failures are logged.
+   * @param requested false for the timer's runs, which go after what callers asked for
    */
-  idle(): Promise<void> {
-    return (this.queued ?? this.running)?.done ?? Promise.resolve();
+  evaluate(scope: EvaluationScope = {}, requested = true): Promise<void> {
+    if (scope.groupId !== undefined) return this.queue.add(scope.groupId, null, requested);
+    return this.evaluateGroups(scope.topic ?? null, requested);
+  }
+
+  /**
+   * Resolves once the evaluations of `groupId` asked for so far ended (those of other groups are not waited for;
+   * one queued for the group is run now, see {@link EvaluationQueue.settle}).
+   */
+  async settle(groupId: string): Promise<void> {
+    await Promise.allSettled(this.listing);
+    await this.queue.settle(groupId);
+  }
+
+  /**
+   * Resolves once the evaluations callers asked for so far ended, not the timer's (a stream of commits does not hold
+   * it up: later requests are not waited for).
+   */
+  async settleRequested(): Promise<void> {
+    await Promise.allSettled(this.listing);
+    await this.queue.settleRequested();
   }
 
   /** Evaluates every group every `intervalMs` on the clock (0 = never on a schedule), until {@link stop}. */
@@ -72,65 +94,101 @@ export class AlertEvaluator {
     if (intervalMs <= 0) return;
     while (!this.stopping.signal.aborted) {
       await this.s.clock.sleep(intervalMs, this.stopping.signal);
-      if (!this.stopping.signal.aborted) await this.evaluate();
+      if (!this.stopping.signal.aborted) await this.evaluate({}, false);
     }
   }
 
-  stop(): void {
+  /** Stops the timer and the queue; resolves once the evaluation under way ended (at the end of its slice). */
+  async stop(): Promise<void> {
     this.stopping.abort();
+    await this.queue.stop();
   }
 
-  private async drain(): Promise<void> {
-    while (this.queued !== null) {
-      const batch = this.queued;
-      this.running = batch;
-      this.queued = null;
-      await this.runOnce(batch.scopes).catch((err: unknown) => {
-        this.s.logger.warn({ err: (err as Error).message }, 'alert evaluation failed');
-      });
-      batch.resolve();
+  /** Queues every group (with an open alert, or in the catalog) for `topic`'s subscriptions or all of them. */
+  private async evaluateGroups(topic: string | null, requested: boolean): Promise<void> {
+    const started = performance.now();
+    const listed = this.s.health.groupIds();
+    this.listing.add(listed);
+    let groups: string[];
+    try {
+      groups = await listed;
+    } catch (err) {
+      this.s.logger.warn({ err: (err as Error).message }, 'alert evaluation failed: the groups could not be listed');
+      return;
+    } finally {
+      this.listing.delete(listed);
     }
-    this.running = null;
+    // A group deleted meanwhile may still have alerts open: its run resolves them.
+    const all = topic === null ? [...new Set([...groups, ...this.s.alerts.groupsWithOpen()])] : groups;
+    if (topic === null) this.stats = { partitions: 0, longestSliceMs: 0 };
+    await Promise.all(all.map((groupId) => this.queue.add(groupId, topic, requested)));
+    const ms = performance.now() - started;
+    if (topic === null && ms >= LOG_RUNS_FROM_MS) {
+      this.s.logger.info({
+        groups: all.length, partitionsAssessed: this.stats.partitions, ms: Math.round(ms),
+        longestSliceMs: Math.round(this.stats.longestSliceMs), slicePartitions: this.slicePartitions, requested,
+      }, 'evaluated the alerts of every group (partitions assessed and the longest slice count every evaluation meanwhile)');
+    }
   }
 
-  private async runOnce(scopes: readonly EvaluationScope[]): Promise<void> {
+  /** One group's evaluation, a slice at a time with a turn of the event loop after each. Never rejects. */
+  private async evaluateGroup(work: GroupWork): Promise<void> {
     const { health, alerts, clock } = this.s;
-    const full = scopes.some((s) => s.groupId === undefined && s.topic === undefined);
-    const groups = new Set(scopes.flatMap((s) => (s.groupId !== undefined ? [s.groupId] : [])));
-    const topics = new Set(scopes.flatMap((s) => (s.topic !== undefined && s.groupId === undefined ? [s.topic] : [])));
-    /** `group \0 topic \0 partition` of every partition evaluated (full runs). */
-    const seen = new Set<string>();
+    const { groupId } = work;
+    /** `topic \0 partition` of every partition evaluated, when the group's every subscription is. */
+    const seen = work.everyTopic ? new Set<string>() : null;
     const now = clock.now();
-    for await (const partitions of health.walk((s) => full || groups.has(s.groupId) || topics.has(s.topic))) {
-      for (const p of partitions) {
-        const a = p.assessment;
-        if (full) seen.add(`${p.groupId}\0${p.sub.topic}\0${p.offsets.partition}`);
-        this.s.sample?.(p.groupId, p.sub.topic, p.offsets.partition, a.health, now);
-        // Most partitions hold no condition in a group with no open alert: nothing to compare.
-        if (a.health.lostRecords === 0 && !a.atRisk && !a.stalled && !alerts.hasOpen(p.groupId)) continue;
-        const subject = (kind: GroupAlertKind): AlertSubject => ({ groupId: p.groupId, kind, topic: p.sub.topic, partition: p.offsets.partition });
-        const conditions: Array<[GroupAlertKind, boolean, () => AlertText]> = [
-          ['data-lost', a.health.lostRecords > 0, () => dataLost(p)],
-          ['retention-headroom', a.atRisk, () => atRisk(p)],
-          ['consumer-stalled', a.stalled, () => stalled(p)],
-        ];
-        for (const [kind, holds, describe] of conditions) {
-          const s = subject(kind);
-          if (holds === alerts.isOpen(s)) continue;
-          if (holds) await alerts.raise({ ...s, ...describe() });
-          else await alerts.resolve(s);
+    try {
+      let sliceStarted = performance.now();
+      for await (const partitions of health.group(groupId, (s) => work.everyTopic || work.topics.has(s.topic), this.slicePartitions)) {
+        for (const p of partitions) {
+          seen?.add(`${p.sub.topic}\0${p.offsets.partition}`);
+          this.s.sample?.(groupId, p.sub.topic, p.offsets.partition, p.assessment.health, now);
+          await this.evaluatePartition(p);
         }
-        if (!p.paused) await alerts.resolve(subject('offset-out-of-range')); // the pause raised it
+        this.stats.partitions += partitions.length;
+        this.stats.longestSliceMs = Math.max(this.stats.longestSliceMs, performance.now() - sliceStarted);
+        await nextTurn();
+        if (this.stopping.signal.aborted) return;
+        sliceStarted = performance.now();
       }
-    }
-    // Alerts about partitions no longer evaluated (a subscription gone) resolve too, on a full run.
-    if (full) {
-      for (const alert of [...alerts.active()]) {
-        if (EVALUATED.includes(alert.kind) && !seen.has(`${alert.groupId}\0${alert.topic}\0${alert.partition}`)) await alerts.resolve(alert);
+      // Alerts about partitions no longer evaluated (a subscription or a topic gone) resolve too.
+      if (seen !== null) {
+        for (const alert of [...alerts.activeOf(groupId)]) {
+          if (EVALUATED.includes(alert.kind) && !seen.has(`${alert.topic}\0${alert.partition}`)) await alerts.resolve(alert);
+        }
       }
+    } catch (err) {
+      this.s.logger.warn({ groupId, err: (err as Error).message }, 'alert evaluation failed');
     }
   }
 
+  /** Raises and resolves the alerts of one group partition as its health says. */
+  private async evaluatePartition(p: GroupPartitionHealth): Promise<void> {
+    const { alerts, health } = this.s;
+    const a = p.assessment;
+    // Most partitions hold no condition in a group with no open alert: nothing to compare.
+    if (a.health.lostRecords === 0 && !a.atRisk && !a.stalled && !alerts.hasOpen(p.groupId)) return;
+    const subject = (kind: GroupAlertKind): AlertSubject => ({ groupId: p.groupId, kind, topic: p.sub.topic, partition: p.offsets.partition });
+    const conditions: Array<[GroupAlertKind, boolean, () => AlertText]> = [
+      ['data-lost', a.health.lostRecords > 0, () => dataLost(p)],
+      ['retention-headroom', a.atRisk, () => atRisk(p)],
+      ['consumer-stalled', a.stalled, () => stalled(p)],
+    ];
+    const changes = conditions.filter(([kind, holds]) => holds !== alerts.isOpen(subject(kind)));
+    if (changes.length > 0) {
+      // The group's commits were read before its first slice: one made since is newer than this assessment, and
+      // the evaluation after it decides (a commit evaluates a group with an open alert; the timer every group).
+      const now = await health.committedNow(p.groupId, p.sub.topic, p.offsets.partition);
+      if (now?.offset !== p.committed?.offset || now?.commitTimestamp !== p.committed?.commitTimestamp) return;
+    }
+    for (const [kind, holds, describe] of changes) {
+      const s = subject(kind);
+      if (holds) await alerts.raise({ ...s, ...describe() });
+      else await alerts.resolve(s);
+    }
+    if (!p.paused) await alerts.resolve(subject('offset-out-of-range')); // the pause raised it
+  }
 }
 
 /** What an alert says: its message, and the facts behind it as context. */

@@ -35,8 +35,11 @@ function alertKey(s: AlertSubject): string {
 export class Alerts {
   /** Unresolved alerts by {@link alertKey}. */
   private readonly open = new Map<string, GroupAlert>();
-  /** Unresolved alerts per group (a commit evaluates only groups with one). */
-  private readonly openPerGroup = new Map<string, number>();
+  /**
+   * The same per group, by {@link alertKey} (a commit evaluates only groups with one; an evaluation of a group
+   * compares against its own); a group with none has no entry.
+   */
+  private readonly openPerGroup = new Map<string, Map<string, GroupAlert>>();
   private writes: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -55,6 +58,16 @@ export class Alerts {
   /** The unresolved alerts. */
   active(): IterableIterator<GroupAlert> {
     return this.open.values();
+  }
+
+  /** The group's unresolved alerts. */
+  activeOf(groupId: string): IterableIterator<GroupAlert> {
+    return (this.openPerGroup.get(groupId) ?? new Map<string, GroupAlert>()).values();
+  }
+
+  /** The groups with an unresolved alert. */
+  groupsWithOpen(): IterableIterator<string> {
+    return this.openPerGroup.keys();
   }
 
   /** Whether the group has an unresolved alert. */
@@ -97,10 +110,7 @@ export class Alerts {
       const key = alertKey(subject);
       const open = this.open.get(key);
       if (!open) return;
-      this.open.delete(key);
-      const left = this.openPerGroup.get(open.groupId)! - 1;
-      if (left > 0) this.openPerGroup.set(open.groupId, left);
-      else this.openPerGroup.delete(open.groupId);
+      this.closed(key, open.groupId);
       const alert = await this.catalog.resolveAlert(open.id, this.clock.now());
       if (!alert) return; // its group was deleted meanwhile
       this.logger.info({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, `resolved: ${alert.message}`);
@@ -121,7 +131,7 @@ export class Alerts {
     return this.write(async () => {
       const alert = await this.catalog.acknowledgeAlert(id, by, this.clock.now());
       if (!alert) throw new OnelogError('NOT_FOUND', `there is no alert ${id}; onelog alerts list shows them`, { id });
-      if (this.open.has(alertKey(alert))) this.open.set(alertKey(alert), alert);
+      if (this.open.has(alertKey(alert))) this.opened(alert);
       this.logger.info({ alertId: id, by }, 'alert acknowledged');
       return alert;
     });
@@ -142,8 +152,7 @@ export class Alerts {
    */
   deleteGroup(groupId: string): void {
     const now = this.clock.now();
-    for (const [key, alert] of this.open) {
-      if (alert.groupId !== groupId) continue;
+    for (const [key, alert] of this.openPerGroup.get(groupId) ?? []) {
       this.open.delete(key);
       this.logger.info({ alertId: alert.id, groupId, kind: alert.kind }, `resolved (group deleted): ${alert.message}`);
       this.notifier.notify({ event: 'resolved', alert: { ...alert, resolvedAt: now } });
@@ -156,9 +165,21 @@ export class Alerts {
     await Promise.all([...this.open.values()].filter((a) => a.topic === topic).map((a) => this.resolve(a)));
   }
 
+  /** Records `alert` as unresolved (or its new version, acknowledged). */
   private opened(alert: GroupAlert): void {
-    this.open.set(alertKey(alert), alert);
-    this.openPerGroup.set(alert.groupId, (this.openPerGroup.get(alert.groupId) ?? 0) + 1);
+    const key = alertKey(alert);
+    this.open.set(key, alert);
+    let ofGroup = this.openPerGroup.get(alert.groupId);
+    if (ofGroup === undefined) this.openPerGroup.set(alert.groupId, (ofGroup = new Map()));
+    ofGroup.set(key, alert);
+  }
+
+  /** Forgets the unresolved alert under `key`. */
+  private closed(key: string, groupId: string): void {
+    this.open.delete(key);
+    const ofGroup = this.openPerGroup.get(groupId);
+    ofGroup?.delete(key);
+    if (ofGroup?.size === 0) this.openPerGroup.delete(groupId);
   }
 
   /** Resolves once every write queued so far is done. */

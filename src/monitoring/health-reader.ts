@@ -20,6 +20,9 @@ export interface CommittedPosition {
   commitTimestamp: number;
 }
 
+/** Partitions a {@link HealthReader.walk} slice holds by default: a few ms of work when no unread range is cached (a read from disk each). */
+export const DEFAULT_SLICE_PARTITIONS = 100;
+
 /** Unread ranges kept (about 100 bytes each), the oldest dropped first. */
 const MAX_CACHED_RANGES = 200_000;
 
@@ -54,19 +57,34 @@ export class HealthReader {
 
   /**
    * Visits every partition of every group's subscriptions that `include` keeps, with the group's health there
-   * (the alert evaluator and the metrics read them so), a subscription's partitions at a time; a subscription to
-   * a topic gone is skipped.
+   * (the metrics read them so), at most `slicePartitions` at a time; a subscription to a topic gone is skipped.
+   * It never waits for the event loop itself: a caller that must not hold it up lets it turn between slices.
+   * @param slicePartitions most partitions in one slice, >= 1 @default {@link DEFAULT_SLICE_PARTITIONS}
    */
-  async *walk(include: (sub: SubscriptionRecord) => boolean = () => true): AsyncGenerator<GroupPartitionHealth[]> {
-    for (const { groupId } of await this.catalog.listGroups()) {
-      const subs = (await this.catalog.listSubscriptions(groupId)).filter(include);
-      if (subs.length === 0) continue;
-      const committed = new Map((await this.offsets.list(groupId)).map((o) => [`${o.topic}/${o.partition}`, o]));
-      const pauses = await this.catalog.listPauses(groupId);
-      for (const sub of subs) {
-        if (!(await this.catalog.getTopic(sub.topic))) continue;
-        const reader = this.subscription(sub);
-        yield this.logs.offsets(sub.topic).map((offsets) => {
+  async *walk(include: (sub: SubscriptionRecord) => boolean = () => true, slicePartitions = DEFAULT_SLICE_PARTITIONS): AsyncGenerator<GroupPartitionHealth[]> {
+    for (const groupId of await this.groupIds()) yield* this.group(groupId, include, slicePartitions);
+  }
+
+  /** Every group in the catalog. */
+  async groupIds(): Promise<string[]> {
+    return (await this.catalog.listGroups()).map((g) => g.groupId);
+  }
+
+  /**
+   * Visits the partitions of one group's subscriptions that `include` keeps, as {@link walk} does; what the group
+   * committed and paused is read once, before the first slice.
+   */
+  async *group(groupId: string, include: (sub: SubscriptionRecord) => boolean = () => true, slicePartitions = DEFAULT_SLICE_PARTITIONS): AsyncGenerator<GroupPartitionHealth[]> {
+    const subs = (await this.catalog.listSubscriptions(groupId)).filter(include);
+    if (subs.length === 0) return;
+    const committed = new Map((await this.offsets.list(groupId)).map((o) => [`${o.topic}/${o.partition}`, o]));
+    const pauses = await this.catalog.listPauses(groupId);
+    for (const sub of subs) {
+      if (!(await this.catalog.getTopic(sub.topic))) continue;
+      const reader = this.subscription(sub);
+      const partitions = this.logs.offsets(sub.topic);
+      for (let first = 0; first < partitions.length; first += slicePartitions) {
+        yield partitions.slice(first, first + slicePartitions).map((offsets) => {
           const key = `${sub.topic}/${offsets.partition}`;
           const c = committed.get(key);
           const paused = pauses.has(key);
@@ -74,6 +92,11 @@ export class HealthReader {
         });
       }
     }
+  }
+
+  /** What the group has committed in the partition now (not what a {@link group} slice read before). */
+  async committedNow(groupId: string, topic: string, partition: number): Promise<CommittedPosition | undefined> {
+    return this.offsets.get(groupId, topic, partition);
   }
 
   /**

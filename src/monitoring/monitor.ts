@@ -7,6 +7,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
+import { checkInteger } from '../protocol/validate.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { Logger } from '../logger.js';
 import { AlertEvaluator } from './alert-evaluator.js';
@@ -16,7 +17,7 @@ import type { AlertNotifierOptions } from './alert-notifier.js';
 import { Alerts } from './alerts.js';
 import { HealthHistory } from './health-history.js';
 import type { PartitionHistory } from './health-history.js';
-import { HealthReader } from './health-reader.js';
+import { DEFAULT_SLICE_PARTITIONS, HealthReader } from './health-reader.js';
 
 /** Options of the monitor. */
 export interface MonitorOptions {
@@ -29,6 +30,11 @@ export interface MonitorOptions {
   notifications?: AlertNotifierOptions;
   /** Most group partitions the history keeps samples of. @default 10000 */
   historyMaxSeries?: number;
+  /**
+   * Most group partitions an evaluation assesses (each may read its log) before it lets the event loop turn, so
+   * requests are served between slices, partitions, 1 to 1,000,000. @default 100
+   */
+  evaluationSlicePartitions?: number;
 }
 
 export class Monitor {
@@ -46,10 +52,14 @@ export class Monitor {
     this.evaluator = new AlertEvaluator({
       health: this.health, alerts: this.alerts, clock, logger,
       sample: (groupId, topic, partition, health, at) => this.history.record(groupId, topic, partition, health, at),
+      slicePartitions: checkInteger(options.evaluationSlicePartitions ?? DEFAULT_SLICE_PARTITIONS, 'evaluationSlicePartitions', 1, 1_000_000),
     });
   }
 
-  /** Loads the unresolved alerts and the notification sinks. */
+  /**
+   * Loads the unresolved alerts and the notification sinks.
+   * @throws OnelogError `INVALID_REQUEST` for an option out of its bounds
+   */
   static async open(catalog: Catalog, offsets: OffsetStore, logs: LogManager, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
     const monitor = new Monitor(catalog, offsets, logs, clock, logger, options);
     await monitor.alerts.start();
@@ -71,15 +81,20 @@ export class Monitor {
     return this.evaluator.evaluate(scope);
   }
 
-  /** Resolves once the evaluations asked for so far (and the alert writes they made) are done. */
-  async settled(): Promise<void> {
-    await this.evaluator.idle();
+  /**
+   * Resolves once the evaluations asked for so far, and the alert writes queued so far, are done: with `groupId`,
+   * the evaluations of that group only, the timer's included (one queued is run now); without, those callers
+   * asked for (commits, resets, retention runs, deletes, `evaluate`), not the timer's.
+   */
+  async settled(groupId?: string): Promise<void> {
+    if (groupId !== undefined) await this.evaluator.settle(groupId);
+    else await this.evaluator.settleRequested();
     await this.alerts.settled();
   }
 
-  /** @see Alerts.list; after the evaluations asked for so far */
-  async listAlerts(request?: AlertListRequest): Promise<GroupAlert[]> {
-    await this.settled();
+  /** @see Alerts.list; after the evaluations asked for so far ({@link settled}, of the group if one is given) */
+  async listAlerts(request: AlertListRequest = {}): Promise<GroupAlert[]> {
+    await this.settled(request.groupId);
     return this.alerts.list(request);
   }
 
@@ -121,9 +136,9 @@ export class Monitor {
     await this.alerts.deleteTopic(topic);
   }
 
-  /** Stops the timer and the notifications; waits for catalog writes under way. */
+  /** Stops the timer, the evaluations (at the end of the slice under way) and the notifications; waits for catalog writes under way. */
   async stop(): Promise<void> {
-    this.evaluator.stop();
+    await this.evaluator.stop();
     this.alerts.notifier.stop();
     await this.alerts.settled();
   }

@@ -3,7 +3,7 @@
  * clock: each partition's health as time passes and retention runs, and the alerts that follow it, raised
  * once per episode and resolved when the condition clears.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker.js';
 import type { BrokerOptions } from '../../src/broker.js';
 import { ManualClock } from '../../src/clock.js';
@@ -137,8 +137,9 @@ describe('consumer health', () => {
     await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 0 }] });
     await produce('t', 1);
     for (let i = 0; i < 3; i++) {
-      clock.advance(30_000);
-      await new Promise((resolve) => setImmediate(resolve)); // the timer's run starts
+      const sleeping = clock.sleeping;
+      clock.advance(30_000); // the timer's run starts
+      await vi.waitFor(() => expect(clock.sleeping).toBe(sleeping)); // it ended: the timer sleeps again
     }
     expect(await alerts()).toEqual(['consumer-stalled']);
     expect((await broker.groupHistory('g')).partitions[0]!.samples.map((s) => s.lag)).toEqual([1, 1, 1]);
