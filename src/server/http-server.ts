@@ -116,6 +116,14 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     registerUserRoutes(app, options.access.users);
     registerAclRoutes(app, options.access.acls);
   }
+  // The idle timeout is for connections with no request under way: one waiting for its answer (a long poll, a
+  // compaction with wait: true) is not idle, so the timeout is off from the handler's start to the response.
+  app.addHook('preHandler', async (request) => {
+    request.raw.socket.setTimeout(0);
+  });
+  app.addHook('onResponse', async (request) => {
+    request.raw.socket.setTimeout(limits.idleTimeoutMs);
+  });
   app.get('/health', async () => ({ status: 'ok' }));
 
   registerTopicRoutes(app, api);

@@ -23,7 +23,8 @@ export interface ServerLimits {
   maxInFlightPerConnection: number;
   /**
    * An HTTP connection that sends nothing for this long is closed (one that never sends a request too, so idle
-   * sockets cannot hold the connection limit), ms; WebSockets are not timed out. @default 60000
+   * sockets cannot hold the connection limit), ms; not while a request waits for its answer (a long poll, a
+   * compaction with wait: true); WebSockets are not timed out. @default 60000
    */
   idleTimeoutMs: number;
   /**

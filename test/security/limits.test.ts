@@ -150,6 +150,24 @@ describe('request limits', () => {
     await new Promise<void>((resolve) => open[1]!.once('close', () => resolve()));
   });
 
+  it('does not cut a request waiting for its answer longer than the idle timeout, and times the connection out once answered', async () => {
+    const { url } = await serveSecured({ server: { limits: { idleTimeoutMs: 300 } } });
+    const api = new HttpApi(url, { token: '' });
+    await api.createTopic({ topic: 'quiet', partitions: 1 });
+    const { port } = new URL(url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString()));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // A long poll of 1 s on an empty partition: 700 ms past the idle timeout with nothing sent either way.
+    const body = JSON.stringify({ partitions: [{ partition: 0, offset: 0 }], maxWaitMs: 1000 });
+    socket.write(`POST /topics/quiet/fetch HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    const started = performance.now();
+    await expect.poll(() => text, { timeout: 5000 }).toMatch(/^HTTP\/1\.1 200[\s\S]*"records":\[\]/);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    await closed; // idle again once answered: closed by the idle timeout (the test times out if never)
+  });
+
   it('pauses reading a data socket while it has the most requests in flight, then answers every one', async () => {
     const { url } = await serveSecured({ server: { limits: { maxInFlightPerConnection: 1 } } });
     const api = new HttpApi(url, { token: '' });
