@@ -118,11 +118,12 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   }
   // The idle timeout is for connections with no request under way: one waiting for its answer (a long poll, a
   // compaction with wait: true) is not idle, so the timeout is off from the handler's start to the response.
+  // (app.inject() requests have a socket without timeouts.)
   app.addHook('preHandler', async (request) => {
-    request.raw.socket.setTimeout(0);
+    request.raw.socket?.setTimeout?.(0);
   });
   app.addHook('onResponse', async (request) => {
-    request.raw.socket.setTimeout(limits.idleTimeoutMs);
+    request.raw.socket?.setTimeout?.(limits.idleTimeoutMs);
   });
   app.get('/health', async () => ({ status: 'ok' }));
 
