@@ -8,8 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { unreadRange } from '../../src/storage/unread-range.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { openLog, T0 } from './log-fixtures.js';
-import type { StoredRecord } from '../../src/protocol/types.js';
+import { openLog, readAll, T0 } from './log-fixtures.js';
 
 describe('unread range', () => {
   it('counts the records a reader gets from any offset of a compacted log', async () => {
@@ -26,12 +25,7 @@ describe('unread range', () => {
             k += size;
           }
           await log.compact(true);
-          const all: StoredRecord[] = [];
-          for (let next = 0; next < log.highWatermark;) {
-            const read = log.fetch(next, { maxBytes: 1 << 30, maxRecords: 1 << 30 });
-            all.push(...read.records);
-            next = read.nextOffset;
-          }
+          const all = readAll(log, 0, 1 << 30, 1 << 30);
           const view = { segments: log.segmentsForCleaning, highWatermark: log.highWatermark };
           for (let offset = 0; offset <= log.highWatermark; offset++) {
             const segment = log.segmentsForCleaning.filter((s) => s.baseOffset <= offset).length - 1;
@@ -61,12 +55,7 @@ describe('unread range', () => {
             n += size;
           }
           if (compacted) await log.compact(true);
-          const all: StoredRecord[] = [];
-          for (let next = 0; next < log.highWatermark;) {
-            const read = log.fetch(next, { maxBytes: 1 << 30, maxRecords: 1 << 30 });
-            all.push(...read.records);
-            next = read.nextOffset;
-          }
+          const all = readAll(log, 0, 1 << 30, 1 << 30);
           const view = { segments: log.segmentsForCleaning, highWatermark: log.highWatermark };
           for (let offset = 0; offset <= log.highWatermark; offset++) {
             const segment = log.segmentsForCleaning.filter((s) => s.baseOffset <= offset).length - 1;
