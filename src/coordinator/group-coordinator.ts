@@ -98,11 +98,18 @@ export class GroupCoordinator {
     return next;
   }
 
-  private membership(groupId: string): GroupMembership {
+  /**
+   * The group's membership. This coordinator takes over a group not in memory (at its first use since start):
+   * it goes on from the highest generation the offset store holds and fences below the next one, so commits of
+   * members of a coordinator before it (this broker before a restart; later, another broker) are refused.
+   */
+  private async membership(groupId: string): Promise<GroupMembership> {
     let group = this.groups.get(groupId);
     if (!group) {
+      const generationId = await this.offsets.generation(groupId);
+      await this.offsets.advanceGeneration(groupId, generationId + 1, { fence: true });
       // A deleted topic has no partitions: its members keep it in their subscription, as Kafka's do.
-      group = new GroupMembership(groupId, (topic) => (this.logs.has(topic) ? this.logs.partitionCount(topic) : 0));
+      group = new GroupMembership(groupId, (topic) => (this.logs.has(topic) ? this.logs.partitionCount(topic) : 0), generationId);
       this.groups.set(groupId, group);
     }
     return group;
@@ -154,7 +161,7 @@ export class GroupCoordinator {
     for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC before anything changes
     return this.locked(groupId, async () => {
       for (const topic of request.topics) await this.subscriptions.get(groupId, topic, definedOnly(request));
-      const group = this.membership(groupId);
+      const group = await this.membership(groupId);
       if (this.expire(group)) await this.applyResets(group);
       const member = group.join({
         clientId: request.clientId ?? 'consumer',
@@ -242,6 +249,10 @@ export class GroupCoordinator {
         entries.set(partitionKey(tp), { ...tp, ...(position.error ? { error: position.error } : { offset: position.offset }) });
       });
     }
+    if (group.storedGeneration < group.generationId) {
+      // Recorded before any member hears of it, so a coordinator after this one numbers above it.
+      group.storedGeneration = await this.offsets.advanceGeneration(group.groupId, group.generationId);
+    }
     group.grant(member, granted, this.clock.now());
     return {
       groupId: group.groupId,
@@ -287,7 +298,8 @@ export class GroupCoordinator {
       // Checked and queued with no await between: a deletion that forgot the topic before this check refuses the
       // commit; one after it removes the committed offsets after this commit is written (the store keeps call order).
       if (!this.logs.has(topic)) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic, groupId });
-      await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now());
+      const generationFence = request.memberId === undefined ? undefined : { generationId: request.generationId ?? -1 };
+      await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now(), generationFence);
       if (jumps.length > 0) await this.positions.recordJumps(groupId, topic, jumps, request.memberId);
       this.hooks.committed?.(groupId, topic, request.offsets);
     });

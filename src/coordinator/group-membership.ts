@@ -81,17 +81,28 @@ export interface JoinOptions {
 
 export class GroupMembership {
   private currentState: GroupState = 'Empty';
-  private generation = 0;
+  private generation: number;
+  /** The highest generation recorded in the offset store as handed out, kept by the coordinator. */
+  storedGeneration: number;
   private assignor: Assignor | null = null;
   readonly members = new Map<string, Member>();
   /** Partitions withheld from every member until a pending offset reset is applied. */
   readonly withheld = new Set<PartitionKey>();
 
+  /**
+   * @param generationId the generation to go on from: the highest the offset store holds, so that generations
+   *   never repeat across broker restarts and coordinators
+   */
   constructor(
     readonly groupId: string,
     /** partition count of a topic */
     private readonly partitionCount: (topic: string) => number,
-  ) {}
+    generationId = 0,
+  ) {
+    this.generation = generationId;
+    // The coordinator fenced at the next one when it took the group over: that one is recorded already.
+    this.storedGeneration = generationId + 1;
+  }
 
   get state(): GroupState {
     return this.currentState;

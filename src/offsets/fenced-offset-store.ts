@@ -6,7 +6,7 @@
  */
 import { OnelogError } from '../protocol/errors.js';
 import type { WriteFence } from '../write-fence.js';
-import type { CommittedOffset, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** A failure of the store: anything but a typed error or a refused argument (RangeError, TypeError). */
 function isStoreFailure(err: unknown): boolean {
@@ -29,8 +29,17 @@ export class FencedOffsetStore implements OffsetStore {
   }
 
   /** As {@link OffsetStore.commit}. @throws as {@link WriteFence.guard}; `RESOURCE_EXHAUSTED` for a full disk */
-  commit(groupId: string, offsets: readonly OffsetCommit[], now: number): Promise<void> {
-    return this.write('commit', () => this.store.commit(groupId, offsets, now));
+  commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void> {
+    return this.write('commit', () => this.store.commit(groupId, offsets, now, fence));
+  }
+
+  generation(groupId: string): Promise<number> {
+    return this.store.generation(groupId);
+  }
+
+  /** As {@link OffsetStore.advanceGeneration}. @throws as {@link WriteFence.guard} */
+  advanceGeneration(groupId: string, generationId: number, options?: { fence?: boolean }): Promise<number> {
+    return this.write('generation', () => this.store.advanceGeneration(groupId, generationId, options));
   }
 
   /** As {@link OffsetStore.deleteGroup}. @throws as {@link WriteFence.guard} */

@@ -14,10 +14,13 @@
 import os from 'node:os';
 import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
-import type { CommittedOffset, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import { staleGeneration } from './offset-store.js';
+import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** The sub-database of the binary value format 1. */
 const DB_NAME = 'committed-offsets-v1';
+/** The sub-database of each group's generations: `utf8(groupId) -> float64le(highest) float64le(fence)`. */
+const GENERATIONS_DB_NAME = 'group-generations';
 /** The sub-database of the older MessagePack values, migrated on open. */
 const LEGACY_DB_NAME = 'committed-offsets';
 
@@ -178,6 +181,7 @@ export class LmdbOffsetStore implements OffsetStore {
   private constructor(
     private readonly root: RootDatabase,
     private readonly db: Database<Buffer, Buffer>,
+    private readonly generations: Database<Buffer, Buffer>,
   ) {}
 
   /**
@@ -192,8 +196,9 @@ export class LmdbOffsetStore implements OffsetStore {
     // strictAsyncOrder: deleteGroup's transaction callback runs in call order with the puts commits queue (by
     // default lmdb-js runs queued transaction callbacks after the queued puts of the same batch).
     const db = root.openDB<Buffer, Buffer>({ name: DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
+    const generations = root.openDB<Buffer, Buffer>({ name: GENERATIONS_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     migrateLegacy(root, db);
-    return new LmdbOffsetStore(root, db);
+    return new LmdbOffsetStore(root, db, generations);
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
@@ -202,12 +207,24 @@ export class LmdbOffsetStore implements OffsetStore {
     return bytes === undefined ? undefined : decodeValue(bytes);
   }
 
-  async commit(groupId: string, offsets: readonly OffsetCommit[], now: number): Promise<void> {
+  async commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void> {
     if (offsets.length === 0) return;
     const maxTopicLength = checkCommit(groupId, offsets);
     const values = encodeValues(offsets, now);
     const keys = this.keys;
     const db = this.db;
+    if (fence !== undefined) {
+      // Inside the write transaction the stored generation cannot change between the check and the puts.
+      const stored = await this.written(db.transaction(() => {
+        const { fence: stored } = this.storedGenerations(groupId);
+        if (stored > fence.generationId) return stored;
+        keys.group(groupId, maxTopicLength);
+        for (let i = 0; i < offsets.length; i++) db.put(keys.key(offsets[i]!.topic, offsets[i]!.partition), values[i]!).catch(ignore);
+        return -1;
+      }));
+      if (stored >= 0) throw staleGeneration(groupId, fence, stored);
+      return;
+    }
     // One block of queued puts: lmdb-js writes them in one transaction (with whatever else was queued meanwhile)
     // on its write thread and resolves once that transaction is committed and synced. Each put's own
     // promise fails with the batch's: handled here, the batch's failure is the one reported.
@@ -218,6 +235,32 @@ export class LmdbOffsetStore implements OffsetStore {
         db.put(keys.key(o.topic, o.partition), values[i]!).catch(ignore);
       }
     }));
+  }
+
+  async generation(groupId: string): Promise<number> {
+    return this.storedGenerations(groupId).highest;
+  }
+
+  async advanceGeneration(groupId: string, generationId: number, options: { fence?: boolean } = {}): Promise<number> {
+    return this.written(this.generations.transaction(() => {
+      const stored = this.storedGenerations(groupId);
+      const highest = Math.max(stored.highest, generationId);
+      const fence = options.fence ? Math.max(stored.fence, generationId) : stored.fence;
+      if (highest !== stored.highest || fence !== stored.fence) {
+        const value = Buffer.allocUnsafe(16);
+        value.writeDoubleLE(highest, 0);
+        value.writeDoubleLE(fence, 8);
+        this.generations.put(Buffer.from(groupId, 'utf8'), value).catch(ignore);
+      }
+      return highest;
+    }));
+  }
+
+  private storedGenerations(groupId: string): { highest: number; fence: number } {
+    const bytes = this.generations.getBinaryFast(Buffer.from(groupId, 'utf8'));
+    if (bytes === undefined) return { highest: 0, fence: 0 };
+    const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return { highest: buf.readDoubleLE(0), fence: buf.readDoubleLE(8) };
   }
 
   async list(groupId: string): Promise<GroupOffset[]> {

@@ -1,8 +1,15 @@
 /**
  * The offset store: the key-value store of committed offsets, `(groupId, topic, partition) -> committed
  * offset`. The committed offset is the NEXT offset the group will read (Kafka's convention). Engines:
- * LMDB (embedded default); Redis later. Every engine passes the same contract test suite.
+ * LMDB (embedded default, lmdb-offset-store.ts), Redis (redis-offset-store.ts) and a key-value table in
+ * PostgreSQL (postgres-offset-store.ts), for cluster mode. Every engine passes the same contract test suite
+ * (test/offsets/offset-store.contract.ts).
+ *
+ * The store also keeps each group's highest generation and its fence: a commit that carries a generation below
+ * the fence is refused, in the same atomic step as the write, so the members of a coordinator that lost the
+ * group (a broker paused past its lease) cannot overwrite what the group's new coordinator committed.
  */
+import { OnelogError } from '../protocol/errors.js';
 
 /** A committed offset and what came with it. */
 export interface CommittedOffset {
@@ -20,6 +27,16 @@ export interface OffsetCommit {
   partition: number;
   offset: number;
   metadata?: string;
+}
+
+/**
+ * What a member's commit carries to be fenced: its generation. The store refuses the commit, writing nothing of
+ * it, with `ILLEGAL_GENERATION` when the group's fence ({@link OffsetStore.advanceGeneration}) is higher. Within
+ * one coordinator's tenure members at different generations commit side by side (the incremental protocol
+ * moves each member to a new generation at its own next heartbeat); the coordinator checks those in memory.
+ */
+export interface GenerationFence {
+  generationId: number;
 }
 
 /** A stored offset with its key. */
@@ -41,10 +58,26 @@ export interface OffsetStore {
    * commit survives a crash.
    * @param now commit timestamp, ms since the epoch
    */
-  commit(groupId: string, offsets: readonly OffsetCommit[], now: number): Promise<void>;
+  commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void>;
+  /**
+   * The highest generation of the group recorded so far ({@link advanceGeneration}), 0 when none: a coordinator
+   * that takes a group over numbers its generations above it.
+   */
+  generation(groupId: string): Promise<number>;
+  /**
+   * Records that the group's generation `generationId` is handed out (the highest recorded never goes down),
+   * durably, before any member hears of it. With `fence`, commits of generations below `generationId` are
+   * refused from then on: a coordinator taking a group over (a broker's start, a moved group lease) fences the
+   * members of the coordinator before it, whose generations are all lower.
+   * @returns the highest generation recorded after the call (above `generationId` if another coordinator went further)
+   */
+  advanceGeneration(groupId: string, generationId: number, options?: { fence?: boolean }): Promise<number>;
   /** Every committed offset of a group, ordered by topic then partition. */
   list(groupId: string): Promise<GroupOffset[]>;
-  /** Removes every committed offset of a group. */
+  /**
+   * Removes every committed offset of a group. Its generation and fence stay, so a group created again under
+   * the id numbers its generations on from there and the deleted group's members stay refused.
+   */
   deleteGroup(groupId: string): Promise<void>;
   /**
    * Removes every group's committed offsets of a topic (the topic was deleted: a topic created again under
@@ -53,4 +86,13 @@ export interface OffsetStore {
    */
   deleteTopic(topic: string): Promise<number>;
   close(): Promise<void>;
+}
+
+/**
+ * The error of a commit refused by its generation fence (every engine throws this one).
+ * @param stored the group's fence, above the commit's generation
+ */
+export function staleGeneration(groupId: string, fence: GenerationFence, stored: number): OnelogError {
+  return new OnelogError('ILLEGAL_GENERATION', `group ${groupId} is at generation ${stored}: a commit of generation ` +
+    `${fence.generationId} is refused (its coordinator was replaced; join again)`, { groupId, generationId: fence.generationId, currentGenerationId: stored });
 }

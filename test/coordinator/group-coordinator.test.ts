@@ -645,9 +645,10 @@ describe('group coordinator', () => {
       expect(await asyncCodeOf(broker.deleteGroup('g'))).toBe('UNKNOWN_GROUP');
       expect(await asyncCodeOf(broker.deleteGroup('missing'))).toBe('UNKNOWN_GROUP');
 
-      // The same name again is a new group: starts from the log start, default policies, no history.
+      // The same name again is a new group: starts from the log start, default policies, no history; its
+      // generations go on above the deleted group's (whose members stay fenced).
       const b = await join('g', ['u']);
-      expect(b.generationId).toBe(1);
+      expect(b.generationId).toBe(a.generationId + 1);
       expect(b.assignment).toEqual([{ topic: 'u', partition: 0, offset: 0 }]);
       const c = await join('g', ['t']);
       expect(c.assignment).toEqual([{ topic: 't', partition: 0, offset: 0 }, { topic: 't', partition: 1, offset: 0 }]);
@@ -808,3 +809,30 @@ async function brokerProperty(groupId: string, assignor: AssignorName, commands:
   const all = [...new Set(clients.flatMap((c) => c.topics))].flatMap((t) => Array.from({ length: t === 'a' ? 3 : 4 }, (_, p) => `${t}/${p}`));
   expect(clients.flatMap((c) => [...c.held]).sort()).toEqual(all.sort());
 }
+
+describe('generations across restarts', () => {
+  it('a group goes on above the generation the offset store holds, so a member of the broker before stays fenced', async () => {
+    const dataDir = tmpDir();
+    const options = { dataDir, clock: new ManualClock(T0), sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0 };
+    broker = await Broker.open(options);
+    await topic('t', 2, 3);
+    const a = await join('g', ['t']);
+    const b = await join('g', ['t']);
+    const lastBefore = (await heartbeat(b)).generationId;
+    expect(lastBefore).toBeGreaterThanOrEqual(2);
+    await commit(await heartbeat(a), 't', { 0: 1 });
+    await broker.close();
+
+    broker = await Broker.open(options);
+    try {
+      const c = await join('g', ['t']);
+      expect(c.generationId).toBe(lastBefore + 1);
+      // A member of the broker before, whatever generation it sends, is refused; the new member commits.
+      expect(await asyncCodeOf(commit(a, 't', { 0: 3 }, lastBefore))).toBe('UNKNOWN_MEMBER_ID');
+      await commit(c, 't', { 0: 2, 1: 2 });
+      expect(await committed('g', 't')).toEqual([2, 2]);
+    } finally {
+      await broker.close();
+    }
+  });
+});

@@ -217,6 +217,70 @@ export function offsetStoreContract(name: string, factory: () => OffsetStoreFixt
       }
     });
 
+    it('a commit of a generation below the fence is refused whole; the fence\'s own generation and later ones pass', async () => {
+      const { store } = await fresh();
+      expect(await store.generation('g')).toBe(0);
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 1 }], T, { generationId: 0 });
+      // Advancing without a fence records the generation and refuses nothing.
+      expect(await store.advanceGeneration('g', 2)).toBe(2);
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 2 }], T, { generationId: 1 });
+      expect(await store.advanceGeneration('g', 3, { fence: true })).toBe(3);
+      expect(await store.generation('g')).toBe(3);
+      expect(await store.generation('h')).toBe(0);
+      const refused = await store.commit('g', [{ topic: 't', partition: 0, offset: 9 }, { topic: 't', partition: 1, offset: 9 }], T + 1, { generationId: 2 })
+        .then(() => undefined, (err: unknown) => err);
+      expect(refused).toMatchObject({ code: 'ILLEGAL_GENERATION', context: { groupId: 'g', generationId: 2, currentGenerationId: 3 } });
+      expect(await store.list('g')).toEqual([{ topic: 't', partition: 0, offset: 2, metadata: '', commitTimestamp: T }]);
+      await store.commit('g', [{ topic: 't', partition: 1, offset: 4 }], T + 2, { generationId: 3 });
+      await store.commit('g', [{ topic: 't', partition: 1, offset: 5 }], T + 3, { generationId: 4 }); // ahead of the store: passes
+      await store.commit('g', [{ topic: 't', partition: 2, offset: 6 }], T + 4); // unfenced (an admin's reset): passes
+      expect((await store.list('g')).map((o) => o.offset)).toEqual([2, 5, 6]);
+      // A later advance without a fence keeps the fence where it was.
+      expect(await store.advanceGeneration('g', 7)).toBe(7);
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 7 }], T + 5, { generationId: 3 });
+      await expect(store.commit('g', [{ topic: 't', partition: 0, offset: 8 }], T + 6, { generationId: 2 })).rejects.toMatchObject({ code: 'ILLEGAL_GENERATION' });
+      // Another group's generations are its own.
+      await store.commit('h', [{ topic: 't', partition: 0, offset: 2 }], T, { generationId: 1 });
+      expect(await store.get('h', 't', 0)).toMatchObject({ offset: 2 });
+    });
+
+    it('neither the highest generation nor the fence goes down, and both survive deleteGroup and reopen', async () => {
+      const { store, fixture } = await fresh();
+      expect(await store.advanceGeneration('g', 5, { fence: true })).toBe(5);
+      expect(await store.advanceGeneration('g', 2, { fence: true })).toBe(5);
+      expect(await store.advanceGeneration('g', 5)).toBe(5);
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 1 }], T, { generationId: 5 });
+      await expect(store.commit('g', [{ topic: 't', partition: 0, offset: 2 }], T, { generationId: 4 })).rejects.toMatchObject({ code: 'ILLEGAL_GENERATION' });
+      await store.deleteGroup('g');
+      expect(await store.list('g')).toEqual([]);
+      expect(await store.generation('g')).toBe(5);
+      const again = await reopen(fixture, store);
+      expect(await again.generation('g')).toBe(5);
+      await expect(again.commit('g', [{ topic: 't', partition: 0, offset: 2 }], T, { generationId: 4 })).rejects.toMatchObject({ code: 'ILLEGAL_GENERATION' });
+      expect(await again.advanceGeneration('g', 6)).toBe(6);
+    });
+
+    it('fences and fenced commits called without awaits take effect in call order', async () => {
+      const { store } = await fresh();
+      // As two coordinators racing would: every commit of the tenure before a fence, called after it, is refused.
+      const calls: Array<Promise<unknown>> = [];
+      const outcomes: Array<'ok' | 'refused'> = [];
+      for (let g = 1; g <= 20; g++) {
+        calls.push(store.advanceGeneration('g', g, { fence: true }));
+        for (const generationId of [g - 1, g]) {
+          const i = outcomes.push('ok') - 1;
+          calls.push(store.commit('g', [{ topic: 't', partition: 0, offset: generationId * 10 }], T + g, { generationId }).catch((err: { code?: string }) => {
+            if (err.code !== 'ILLEGAL_GENERATION') throw err;
+            outcomes[i] = 'refused';
+          }));
+        }
+      }
+      await Promise.all(calls);
+      expect(outcomes).toEqual(Array.from({ length: 20 }, () => ['refused', 'ok'] as const).flat());
+      expect(await store.get('g', 't', 0)).toMatchObject({ offset: 200 });
+      expect(await store.generation('g')).toBe(20);
+    });
+
     it('everything committed survives close and reopen; deletes too', async () => {
       const { store, fixture } = await fresh();
       await store.commit('g', [{ topic: 't', partition: 0, offset: 5, metadata: 'm' }, { topic: 't', partition: 1, offset: 6 }], T);

@@ -1,0 +1,241 @@
+/**
+ * The offset store on Redis (`ioredis`), for cluster mode: every broker of a cluster reads and commits the same
+ * offsets. Keys, under a prefix (default `onelog:`):
+ *
+ * - `<prefix>offsets:<groupId>`: a hash, field `topic 0x00 partition` (partition in decimal), value the same
+ *   binary record as the LMDB engine's: `0x01 float64le(offset) float64le(commitTimestamp) utf8(metadata)`;
+ * - `<prefix>generation:<groupId>`: a hash of the group's highest generation (`highest`) and its fence (`fence`);
+ * - `<prefix>topic-groups:<topic>`: a set of the groups that committed offsets of the topic (for deleteTopic).
+ *
+ * Every write is one Lua script, so it is atomic: a commit checks the group's generation and writes its
+ * offsets in the same step. Writes travel in call order on one connection, so operations take effect in the
+ * order they were called (the store's contract). The scripts touch the keys of several groups (deleteTopic),
+ * so the store needs a standalone Redis (or one behind Sentinel), not Redis Cluster.
+ *
+ * Durability is Redis's own: a commit is acknowledged once Redis has it in memory, and survives a Redis crash
+ * only with `appendonly yes` and `appendfsync always` (with `everysec`, up to a second of commits can go).
+ * {@link RedisOffsetStore.open} reads the server's setting and reports it (`durability`), so the broker can log
+ * it at start. A connection lost mid-call fails the call with `STORAGE_ERROR` (retriable), naming Redis.
+ */
+import { Redis } from 'ioredis';
+import { OnelogError } from '../protocol/errors.js';
+import { staleGeneration } from './offset-store.js';
+import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+
+/** Options of {@link RedisOffsetStore.open}. */
+export interface RedisOffsetStoreOptions {
+  /** `redis://[user:password@]host:port[/db]`, as ioredis reads it. */
+  url: string;
+  /** Prefix of every key, so several clusters (or tests) share one Redis. @default 'onelog:' */
+  keyPrefix?: string;
+  /**
+   * How long a call waits for Redis before it fails with `STORAGE_ERROR`, ms (ioredis's commandTimeout).
+   * @default 10000
+   */
+  commandTimeoutMs?: number;
+}
+
+const VALUE_FORMAT = 1;
+const VALUE_HEADER_BYTES = 17;
+
+/**
+ * KEYS: offsets hash, generation key, then one topic-groups set per topic of the commit.
+ * ARGV: the fence's generation ('' = unfenced), the group id, then field/value pairs.
+ * Returns -1 when written, else the fence that refused it (nothing written).
+ */
+const COMMIT = `
+local stored = tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')
+if ARGV[1] ~= '' and stored > tonumber(ARGV[1]) then return stored end
+for i = 3, #ARGV, 2000 do
+  redis.call('HSET', KEYS[1], unpack(ARGV, i, math.min(i + 1999, #ARGV)))
+end
+for i = 3, #KEYS do redis.call('SADD', KEYS[i], ARGV[2]) end
+return -1`;
+
+/** KEYS: generation key. ARGV: generation, '1' to fence. Returns the highest generation after the call. */
+const ADVANCE = `
+local highest = tonumber(redis.call('HGET', KEYS[1], 'highest') or '0')
+local wanted = tonumber(ARGV[1])
+if wanted > highest then redis.call('HSET', KEYS[1], 'highest', ARGV[1]); highest = wanted end
+if ARGV[2] == '1' and wanted > tonumber(redis.call('HGET', KEYS[1], 'fence') or '0') then redis.call('HSET', KEYS[1], 'fence', ARGV[1]) end
+return highest`;
+
+/**
+ * KEYS: the topic's topic-groups set. ARGV: the offsets-hash prefix, the topic. Removes the topic's fields
+ * from every group that committed it; returns how many were removed.
+ */
+const DELETE_TOPIC = `
+local removed = 0
+local prefix = ARGV[2] .. '\\0'
+for _, group in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local hash = ARGV[1] .. group
+  local fields = {}
+  for _, field in ipairs(redis.call('HKEYS', hash)) do
+    if string.sub(field, 1, #prefix) == prefix then fields[#fields + 1] = field end
+  end
+  for i = 1, #fields, 2000 do
+    removed = removed + redis.call('HDEL', hash, unpack(fields, i, math.min(i + 1999, #fields)))
+  end
+end
+redis.call('DEL', KEYS[1])
+return removed`;
+
+type Scripts = {
+  onelogCommit(numKeys: number, ...args: Array<string | Buffer>): Promise<number>;
+  onelogAdvance(key: string, generation: string, fence: '0' | '1'): Promise<number>;
+  onelogDeleteTopic(key: string, hashPrefix: string, topic: string): Promise<number>;
+};
+
+function encodeValue(offset: number, now: number, metadata: string | undefined): Buffer {
+  const meta = metadata ? Buffer.from(metadata, 'utf8') : undefined;
+  const buf = Buffer.allocUnsafe(VALUE_HEADER_BYTES + (meta?.length ?? 0));
+  buf[0] = VALUE_FORMAT;
+  buf.writeDoubleLE(offset, 1);
+  buf.writeDoubleLE(now, 9);
+  meta?.copy(buf, VALUE_HEADER_BYTES);
+  return buf;
+}
+
+function decodeValue(buf: Buffer): CommittedOffset {
+  if (buf.length < VALUE_HEADER_BYTES || buf[0] !== VALUE_FORMAT) {
+    throw new Error(`offset store: unknown value format ${buf[0]} (${buf.length} bytes)`);
+  }
+  return { offset: buf.readDoubleLE(1), commitTimestamp: buf.readDoubleLE(9), metadata: buf.toString('utf8', VALUE_HEADER_BYTES) };
+}
+
+function checkPartition(topic: string, partition: number): void {
+  if (!Number.isInteger(partition) || partition < 0 || partition > 0xffffffff) {
+    throw new RangeError(`offset store: partition ${partition} of topic '${topic}' is not an integer in 0..2^32-1`);
+  }
+}
+
+export class RedisOffsetStore implements OffsetStore {
+  private constructor(
+    private readonly redis: Redis & Scripts,
+    private readonly prefix: string,
+    /** What a commit survives, as the server is configured (read at open). */
+    readonly durability: string,
+  ) {}
+
+  /**
+   * Connects to Redis and reads its persistence setting.
+   * @throws OnelogError `STORAGE_ERROR` if Redis cannot be reached
+   */
+  static async open(options: RedisOffsetStoreOptions): Promise<RedisOffsetStore> {
+    const redis = new Redis(options.url, {
+      lazyConnect: true,
+      commandTimeout: options.commandTimeoutMs ?? 10_000,
+      maxRetriesPerRequest: 2,
+      // A broker keeps trying to reach Redis; each call in the meantime fails on its own timeout.
+      retryStrategy: (times) => Math.min(times * 100, 2000),
+    }) as Redis & Scripts;
+    redis.on('error', () => {}); // each call reports its own failure; ioredis reconnects
+    redis.defineCommand('onelogCommit', { lua: COMMIT });
+    redis.defineCommand('onelogAdvance', { lua: ADVANCE, numberOfKeys: 1 });
+    redis.defineCommand('onelogDeleteTopic', { lua: DELETE_TOPIC, numberOfKeys: 1 });
+    try {
+      await redis.connect();
+    } catch (err) {
+      redis.disconnect();
+      throw unavailable(err, 'connect');
+    }
+    return new RedisOffsetStore(redis, options.keyPrefix ?? 'onelog:', await readDurability(redis));
+  }
+
+  async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
+    const value = await this.call('get', () => this.redis.hgetBuffer(this.offsetsKey(groupId), `${topic}\0${partition}`));
+    return value === null ? undefined : decodeValue(value);
+  }
+
+  async commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void> {
+    if (offsets.length === 0) return;
+    const args: Array<string | Buffer> = [fence === undefined ? '' : String(fence.generationId), groupId];
+    const topics = new Set<string>();
+    for (const o of offsets) {
+      checkPartition(o.topic, o.partition);
+      topics.add(o.topic);
+      args.push(`${o.topic}\0${o.partition}`, encodeValue(o.offset, now, o.metadata));
+    }
+    const keys = [this.offsetsKey(groupId), this.generationKey(groupId), ...[...topics].map((t) => this.topicKey(t))];
+    const stored = await this.call('commit', () => this.redis.onelogCommit(keys.length, ...keys, ...args));
+    if (stored >= 0) throw staleGeneration(groupId, fence!, stored);
+  }
+
+  async generation(groupId: string): Promise<number> {
+    return Number(await this.call('generation', () => this.redis.hget(this.generationKey(groupId), 'highest')) ?? 0);
+  }
+
+  async advanceGeneration(groupId: string, generationId: number, options: { fence?: boolean } = {}): Promise<number> {
+    return this.call('generation', () => this.redis.onelogAdvance(this.generationKey(groupId), String(generationId), options.fence ? '1' : '0'));
+  }
+
+  async list(groupId: string): Promise<GroupOffset[]> {
+    const all = await this.call('list', () => this.redis.hgetallBuffer(this.offsetsKey(groupId)));
+    const out: Array<GroupOffset & { topicBytes: Buffer }> = [];
+    for (const [field, value] of Object.entries(all)) {
+      const cut = field.lastIndexOf('\0');
+      const topic = field.slice(0, cut);
+      out.push({ topic, partition: Number(field.slice(cut + 1)), ...decodeValue(value), topicBytes: Buffer.from(topic, 'utf8') });
+    }
+    // As the LMDB engine orders its keys: topic by UTF-8 bytes, then partition.
+    out.sort((a, b) => Buffer.compare(a.topicBytes, b.topicBytes) || a.partition - b.partition);
+    return out.map(({ topicBytes: _, ...o }) => o);
+  }
+
+  async deleteGroup(groupId: string): Promise<void> {
+    await this.call('group deletion', () => this.redis.del(this.offsetsKey(groupId)));
+  }
+
+  async deleteTopic(topic: string): Promise<number> {
+    return this.call('topic deletion', () => this.redis.onelogDeleteTopic(this.topicKey(topic), `${this.prefix}offsets:`, topic));
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  private offsetsKey(groupId: string): string {
+    return `${this.prefix}offsets:${groupId}`;
+  }
+
+  private generationKey(groupId: string): string {
+    return `${this.prefix}generation:${groupId}`;
+  }
+
+  private topicKey(topic: string): string {
+    return `${this.prefix}topic-groups:${topic}`;
+  }
+
+  private async call<T>(action: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      throw err instanceof OnelogError ? err : unavailable(err, action);
+    }
+  }
+}
+
+function unavailable(err: unknown, action: string): OnelogError {
+  const message = err instanceof Error ? err.message : String(err);
+  return new OnelogError('STORAGE_ERROR', `offset store (Redis): ${action} failed: ${message}`, { store: 'redis', action });
+}
+
+/** What an acknowledged commit survives, from the server's `appendonly` and `appendfsync`. */
+async function readDurability(redis: Redis): Promise<string> {
+  try {
+    const appendonly = configValue(await redis.config('GET', 'appendonly'));
+    const appendfsync = configValue(await redis.config('GET', 'appendfsync'));
+    if (appendonly !== 'yes') return 'appendonly no: commits are in Redis\'s memory only, a Redis crash or restart loses them';
+    if (appendfsync === 'always') return 'appendonly yes, appendfsync always: a commit survives a Redis crash and a power loss';
+    return `appendonly yes, appendfsync ${appendfsync}: a Redis crash or power loss can lose about the last second of commits`;
+  } catch {
+    return 'unknown (CONFIG GET is not allowed): see the server\'s appendonly and appendfsync';
+  }
+}
+
+/** A CONFIG GET answer's value: `[name, value]` in RESP2, `{ name: value }` in RESP3. */
+function configValue(answer: unknown): string | undefined {
+  if (Array.isArray(answer)) return answer[1] as string | undefined;
+  if (answer instanceof Map) return [...(answer as Map<string, string>).values()][0];
+  return answer !== null && typeof answer === 'object' ? Object.values(answer as Record<string, string>)[0] : undefined;
+}
