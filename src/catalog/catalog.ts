@@ -4,7 +4,7 @@
  * integrity by foreign keys. Written against Kysely, so the same code runs on SQLite (embedded default,
  * see {@link openSqliteCatalog}) and PostgreSQL.
  */
-import { Kysely, Migrator } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, sql } from 'kysely';
 import type { Dialect, MigrationProvider, Selectable } from 'kysely';
 import { OnelogError } from '../protocol/errors.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
@@ -236,6 +236,9 @@ export class Catalog {
    */
   async createUser(user: Omit<UserRecord, 'admin' | 'rotatedAt'> & { admin: boolean }): Promise<UserRecord> {
     return this.db.transaction().execute(async (tx) => {
+      // SQLite runs one transaction at a time; PostgreSQL's concurrent ones would each see no user yet: the lock
+      // (self-conflicting, reads go on) makes them take turns, on every broker of a cluster.
+      if (tx.getExecutor().adapter instanceof PostgresAdapter) await sql`lock table users in share row exclusive mode`.execute(tx);
       const first = (await tx.selectFrom('users').select('name').limit(1).execute()).length === 0;
       const inserted = await tx.insertInto('users').values({
         name: user.name, admin: user.admin || first ? 1 : 0, token_id: user.tokenId, token_salt: user.tokenSalt, token_hash: user.tokenHash,
@@ -300,7 +303,7 @@ export class Catalog {
   /** The most recent audit entries, newest first. */
   async listAudit(limit: number): Promise<AuditEntry[]> {
     const rows = await this.db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(limit).execute();
-    return rows.map((r) => ({ id: r.id, at: Number(r.at), principal: r.principal, action: r.action, target: r.target, details: JSON.parse(r.details) as Record<string, unknown> }));
+    return rows.map((r) => ({ id: Number(r.id), at: Number(r.at), principal: r.principal, action: r.action, target: r.target, details: JSON.parse(r.details) as Record<string, unknown> }));
   }
 
   /** The group `groupId`, or undefined. */
@@ -442,10 +445,10 @@ export class Catalog {
     return (await query.orderBy('id', 'desc').limit(filter.limit).execute()).map(toAlert);
   }
 
-  /** Adds an alert sink (the existing one for a URL already added). */
+  /** Adds an alert sink (the existing one for a URL already added, also when two add it at once). */
   async addAlertSink(url: string, createdAt: number): Promise<AlertSink> {
-    const existing = await this.db.selectFrom('alert_sinks').selectAll().where('url', '=', url).executeTakeFirst();
-    const row = existing ?? await this.db.insertInto('alert_sinks').values({ url, created_at: createdAt }).returningAll().executeTakeFirstOrThrow();
+    await this.db.insertInto('alert_sinks').values({ url, created_at: createdAt }).onConflict((oc) => oc.column('url').doNothing()).execute();
+    const row = await this.db.selectFrom('alert_sinks').selectAll().where('url', '=', url).executeTakeFirstOrThrow();
     return { id: Number(row.id), url: row.url, createdAt: Number(row.created_at) };
   }
 

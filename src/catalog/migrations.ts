@@ -1,9 +1,24 @@
 /**
  * Catalog migrations, in order. Written with Kysely's schema builder so the same steps run on SQLite and
- * PostgreSQL. Never edit a released migration: add the next one.
+ * PostgreSQL; where the two differ (an auto-incremented id, collations) a step asks {@link isPostgres}.
+ * Never change what a released migration does on an engine it ran on: add the next one.
  */
-import { sql } from 'kysely';
-import type { ColumnDefinitionBuilder, Kysely, Migration } from 'kysely';
+import { PostgresAdapter, sql } from 'kysely';
+import type { ColumnDefinitionBuilder, CreateTableBuilder, Kysely, Migration } from 'kysely';
+
+/** Whether the migration runs on PostgreSQL (else SQLite). */
+function isPostgres(db: Kysely<unknown>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+/**
+ * Adds an auto-incremented integer primary key: SQLite's `integer primary key autoincrement` (ids never reused),
+ * PostgreSQL's `serial primary key` (a sequence, never reused either).
+ */
+function serialId(db: Kysely<unknown>, column: string) {
+  return <T extends string, C extends string>(table: CreateTableBuilder<T, C>): CreateTableBuilder<T, C> =>
+    isPostgres(db) ? table.addColumn(column, 'serial', (c) => c.primaryKey()) : table.addColumn(column, 'integer', (c) => c.primaryKey().autoIncrement());
+}
 
 export const migrations: Record<string, Migration> = {
   '0001-topics-groups-subscriptions': {
@@ -71,7 +86,7 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema
         .createTable('group_alerts')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .$call(serialId(db, 'id'))
         .addColumn('group_id', 'text', groupId)
         .addColumn('kind', 'text', (c) => c.notNull())
         .addColumn('topic', 'text', (c) => c.notNull())
@@ -83,7 +98,7 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('group_alerts_by_group').on('group_alerts').columns(['group_id', 'id']).execute();
       await db.schema
         .createTable('offset_resets')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .$call(serialId(db, 'id'))
         .addColumn('group_id', 'text', groupId)
         .addColumn('topic', 'text', (c) => c.notNull())
         .addColumn('partition', 'integer', (c) => c.notNull())
@@ -106,7 +121,7 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema
         .createTable('producer_ids')
-        .addColumn('producer_id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .$call(serialId(db, 'producer_id'))
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
     },
@@ -136,7 +151,7 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('group_alerts').addColumn('resolved_at', 'bigint').execute();
       await db.schema
         .createTable('dead_letter_actions')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .$call(serialId(db, 'id'))
         .addColumn('group_id', 'text', (c) => c.notNull().references('groups.group_id').onDelete('cascade'))
         .addColumn('topic', 'text', (c) => c.notNull())
         .addColumn('action', 'text', (c) => c.notNull().check(sql.raw("action in ('redrive', 'purge')")))
@@ -160,7 +175,7 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('group_alerts_by_resolution').on('group_alerts').columns(['resolved_at', 'id']).execute();
       await db.schema
         .createTable('alert_sinks')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .$call(serialId(db, 'id'))
         .addColumn('url', 'text', (c) => c.notNull().unique())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
@@ -198,7 +213,7 @@ export const migrations: Record<string, Migration> = {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema
         .createTable('audit_log')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .$call(serialId(db, 'id'))
         .addColumn('at', 'bigint', (c) => c.notNull())
         .addColumn('principal', 'text', (c) => c.notNull())
         .addColumn('action', 'text', (c) => c.notNull())
@@ -226,6 +241,20 @@ export const migrations: Record<string, Migration> = {
     // The SCRAM-SHA-256 credential of each user's token, for SASL on the Kafka listener (docs/security.md).
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema.alterTable('users').addColumn('token_scram', 'text').execute();
+    },
+  },
+  '0012-binary-collation': {
+    // Names order by their bytes on every engine (SQLite's BINARY): on PostgreSQL the text columns lists are
+    // ordered by take the "C" collation, whatever the database's own is (en_US would put 'a' before 'B').
+    async up(db: Kysely<unknown>): Promise<void> {
+      if (!isPostgres(db)) return;
+      const columns: Record<string, string[]> = {
+        topics: ['name'], groups: ['group_id'], subscriptions: ['group_id', 'topic'], topic_deletions: ['name'],
+        offset_checkpoints: ['name', 'topic'], users: ['name'], acls: ['principal', 'resource_type', 'resource_name', 'operation', 'permission'],
+      };
+      for (const [table, names] of Object.entries(columns)) {
+        for (const name of names) await sql`alter table ${sql.table(table)} alter column ${sql.ref(name)} type text collate "C"`.execute(db);
+      }
     },
   },
 };

@@ -1,0 +1,423 @@
+/**
+ * The contract every catalog engine must pass (SQLite, PostgreSQL): the same tests, through the Catalog's
+ * queries and, to look under them, plain SQL on the engine's own connection. Call {@link catalogContract}
+ * from an engine's test file with a factory for that engine.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Catalog, SubscriptionRecord, TopicRecord } from '../../src/catalog/catalog.js';
+import { OnelogError } from '../../src/protocol/errors.js';
+import { DEFAULT_HEALTH_SETTINGS } from '../../src/protocol/monitoring-api.js';
+import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
+import type { DeliveryMode, StartPolicy } from '../../src/protocol/types.js';
+import { asyncCodeOf } from '../helpers/errors.js';
+
+/** A fresh, empty place for a catalog, and a way to open catalogs over it (again and again). */
+export interface CatalogFixture {
+  /** Opens a catalog over this fixture's place (migrating it); called again after close to check what survived. */
+  open(): Promise<Catalog>;
+  /** Runs one plain SQL statement (`?` placeholders) on a connection of the engine's own; answers its rows. */
+  sql(statement: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
+  /** Removes the place and closes what `sql` opened. */
+  dispose(): Promise<void>;
+  /** Whether several brokers share the place (a cluster's catalog), so tests open several catalogs on it at once. */
+  shared: boolean;
+}
+
+const T = 1_700_000_000_000;
+/** What each engine says when a CHECK or NOT NULL constraint refuses a row. */
+const CHECK_FAILED = /CHECK constraint failed|violates check constraint/i;
+const NOT_NULL_FAILED = /NOT NULL constraint failed|violates not-null constraint/i;
+
+export function topic(name: string, overrides: Partial<TopicRecord> = {}): TopicRecord {
+  return { name, partitions: 3, ...DEFAULT_TOPIC_CONFIG, createdAt: T, ...overrides };
+}
+
+export function sub(groupId: string, topicName: string, deliveryMode: DeliveryMode = 'pull', startPolicy: StartPolicy = 'latest', createdAt = T): SubscriptionRecord {
+  return {
+    groupId, topic: topicName, deliveryMode, startPolicy, onOutOfRange: 'pause', pushEndpoint: null, maxInFlight: 1, createdAt,
+    retry: null, deadLetterTopic: null, retryTiers: 0, deadLetterAlertDepth: 1, webhookMaxAttempts: 5, ...DEFAULT_HEALTH_SETTINGS,
+  };
+}
+
+/**
+ * Registers the catalog contract tests under `describe(name)`.
+ * @param factory makes a new, empty fixture for each test
+ */
+export function catalogContract(name: string, factory: () => Promise<CatalogFixture>): void {
+  describe(`catalog contract: ${name}`, () => {
+    const open = new Set<Catalog>();
+    const fixtures: CatalogFixture[] = [];
+
+    afterEach(async () => {
+      for (const c of open) await c.close();
+      open.clear();
+      for (const f of fixtures.splice(0)) await f.dispose();
+    });
+
+    async function fresh(): Promise<{ c: Catalog; fixture: CatalogFixture }> {
+      const fixture = await factory();
+      fixtures.push(fixture);
+      const c = await fixture.open();
+      open.add(c);
+      return { c, fixture };
+    }
+
+    async function reopen(fixture: CatalogFixture, c: Catalog): Promise<Catalog> {
+      open.delete(c);
+      await c.close();
+      const again = await fixture.open();
+      open.add(again);
+      return again;
+    }
+
+    it('opening the same place again applies the migrations once and keeps the data', async () => {
+      const { c, fixture } = await fresh();
+      await c.createTopic(topic('edits'));
+      await c.upsertSubscription(sub('g', 'edits'));
+      let again = await reopen(fixture, c);
+      expect(await again.getTopic('edits')).toEqual(topic('edits'));
+      expect(await again.listSubscriptions('g')).toEqual([sub('g', 'edits')]);
+      again = await reopen(fixture, again);
+      const applied = await fixture.sql('select name from kysely_migration');
+      expect(applied.map((r) => r.name).sort()).toEqual(Object.keys((await import('../../src/catalog/migrations.js')).migrations).sort());
+      expect(await again.listTopics()).toEqual([topic('edits')]);
+    });
+
+    describe('topics', () => {
+      it('creates, gets and lists topics by name (by code point: upper case first), with every field kept', async () => {
+        const { c } = await fresh();
+        expect(await c.listTopics()).toEqual([]);
+        expect(await c.getTopic('nope')).toBeUndefined();
+        const b = topic('b', { partitions: 1, cleanupPolicy: 'compact,delete', retentionMs: -1, retentionBytes: 9_007_199_254_740_991, segmentBytes: 4096, createdAt: T + 5 });
+        const a = topic('a', { cleanupPolicy: 'compact', flushPolicy: 'always', compressionType: 'zstd' });
+        const a1 = topic('a.1');
+        const upper = topic('B');
+        expect(await c.createTopic(b)).toEqual(b);
+        await c.createTopic(a1);
+        await c.createTopic(a);
+        await c.createTopic(upper);
+        expect(await c.getTopic('b')).toEqual(b);
+        expect(await c.listTopics()).toEqual([upper, a, a1, b]);
+      });
+
+      it('refuses a second topic of the same name with TOPIC_ALREADY_EXISTS, keeping the first', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t', { partitions: 4 }));
+        const err = await c.createTopic(topic('t', { partitions: 1 })).then(() => undefined, (e: unknown) => e);
+        expect(err).toBeInstanceOf(OnelogError);
+        expect(err).toMatchObject({ code: 'TOPIC_ALREADY_EXISTS', context: { topic: 't', partitions: 4 } });
+        expect(await c.getTopic('t')).toEqual(topic('t', { partitions: 4 }));
+      });
+
+      it('two concurrent creates of the same topic: one wins, the other gets TOPIC_ALREADY_EXISTS', async () => {
+        const { c } = await fresh();
+        const results = await Promise.all([
+          asyncCodeOf(c.createTopic(topic('t', { partitions: 2 }))),
+          asyncCodeOf(c.createTopic(topic('t', { partitions: 5 }))),
+        ]);
+        expect(results.sort()).toEqual(['TOPIC_ALREADY_EXISTS', 'no error']);
+        expect(await c.listTopics()).toHaveLength(1);
+      });
+
+      it('the schema refuses fewer than one partition', async () => {
+        const { c } = await fresh();
+        await expect(c.createTopic(topic('t', { partitions: 0 }))).rejects.toThrow(CHECK_FAILED);
+        expect(await c.listTopics()).toEqual([]);
+      });
+
+      it('updates a topic\'s settings; an unknown topic is UNKNOWN_TOPIC', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t'));
+        const changed = { ...DEFAULT_TOPIC_CONFIG, retentionMs: 1000, cleanupPolicy: 'compact' as const, flushMessages: 7 };
+        await c.updateTopicConfig('t', changed);
+        expect(await c.getTopic('t')).toEqual({ name: 't', partitions: 3, createdAt: T, ...changed });
+        expect(await asyncCodeOf(c.updateTopicConfig('u', changed))).toBe('UNKNOWN_TOPIC');
+      });
+
+      it('deleting a topic drops its subscriptions, pauses and checkpoint entries in one step and leaves it pending', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t'));
+        await c.createTopic(topic('u'));
+        await c.upsertSubscription(sub('g', 't'));
+        await c.upsertSubscription(sub('g', 'u'));
+        await c.pausePartition('g', { topic: 't', partition: 1 }, { code: 'OFFSET_OUT_OF_RANGE', message: 'm' }, T);
+        await c.saveCheckpoint('g', 'cp', [{ topic: 't', partition: 0, offset: 3 }, { topic: 'u', partition: 0, offset: 4 }], T);
+        await c.deleteTopic('t', 3, T + 1);
+        expect(await c.getTopic('t')).toBeUndefined();
+        expect(await c.listSubscriptions('g')).toEqual([sub('g', 'u')]);
+        expect(await c.listPauses('g')).toEqual(new Map());
+        expect(await c.listCheckpoints('g')).toEqual([{ name: 'cp', createdAt: T, offsets: [{ topic: 'u', partition: 0, offset: 4 }] }]);
+        expect(await c.listTopicDeletions()).toEqual([{ name: 't', partitions: 3 }]);
+        await c.finishTopicDeletion('t');
+        expect(await c.listTopicDeletions()).toEqual([]);
+        // A topic of the name can be created again at once.
+        await c.createTopic(topic('t', { partitions: 1 }));
+        expect(await c.getTopic('t')).toMatchObject({ partitions: 1 });
+      });
+    });
+
+    describe('groups and subscriptions', () => {
+      it('upsertSubscription creates the group and the subscription, then updates its settings only', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t'));
+        expect(await c.getGroup('g')).toBeUndefined();
+        expect(await c.getSubscription('g', 't')).toBeUndefined();
+        expect(await c.upsertSubscription(sub('g', 't', 'pull', 'earliest', T))).toEqual(sub('g', 't', 'pull', 'earliest', T));
+        expect(await c.getGroup('g')).toEqual({ groupId: 'g', createdAt: T });
+        // The second call changes mode and start policy; creation times stay those of the first.
+        expect(await c.upsertSubscription(sub('g', 't', 'push', 'latest', T + 99))).toEqual(sub('g', 't', 'push', 'latest', T));
+        expect(await c.getSubscription('g', 't')).toEqual(sub('g', 't', 'push', 'latest', T));
+        expect(await c.listGroups()).toEqual([{ groupId: 'g', createdAt: T }]);
+        expect(await c.listSubscriptions('g')).toEqual([sub('g', 't', 'push', 'latest', T)]);
+      });
+
+      it('keeps retry policies, webhook endpoints and health settings, and lists webhook and retry subscriptions', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t'));
+        await c.createTopic(topic('t.dlq'));
+        const retrying: SubscriptionRecord = {
+          ...sub('g', 't'), retry: { delaysMs: [1000, 30_000], maxAttempts: 3, deadLetterTopic: 't.dlq' }, deadLetterTopic: 't.dlq', retryTiers: 2,
+          deadLetterAlertDepth: 10, headroomWarnRatio: 0.1, stallMs: 60_000, onOutOfRange: 'earliest',
+        };
+        const hook: SubscriptionRecord = { ...sub('h', 't', 'push'), pushEndpoint: 'http://127.0.0.1:9/hook', maxInFlight: 4, webhookMaxAttempts: 2 };
+        await c.upsertSubscription(retrying);
+        await c.upsertSubscription(hook);
+        await c.upsertSubscription(sub('w', 't', 'push')); // pushed over WebSocket: no endpoint
+        expect(await c.getSubscription('g', 't')).toEqual(retrying);
+        expect(await c.listWebhookSubscriptions()).toEqual([hook]);
+        expect(await c.listRetrySubscriptions()).toEqual([retrying]);
+        expect((await c.listTopicSubscriptions('t')).map((s) => s.groupId)).toEqual(['g', 'h', 'w']);
+      });
+
+      it('lists a group\'s subscriptions by topic, and groups by id', async () => {
+        const { c } = await fresh();
+        for (const name of ['c', 'a', 'b']) await c.createTopic(topic(name));
+        await c.upsertSubscription(sub('g2', 'a', 'push', 'earliest', T + 3));
+        await c.upsertSubscription(sub('g', 'c', 'pull', 'latest', T + 1));
+        await c.upsertSubscription(sub('g', 'a', 'push', 'earliest', T + 2));
+        await c.upsertSubscription(sub('a-group', 'b', 'pull', 'latest', T + 4));
+        await c.upsertSubscription(sub('G', 'b', 'pull', 'latest', T + 5));
+        expect(await c.listSubscriptions('g')).toEqual([sub('g', 'a', 'push', 'earliest', T + 2), sub('g', 'c', 'pull', 'latest', T + 1)]);
+        expect(await c.listSubscriptions('g2')).toEqual([sub('g2', 'a', 'push', 'earliest', T + 3)]);
+        expect(await c.listSubscriptions('nobody')).toEqual([]);
+        expect(await c.listGroups()).toEqual([
+          { groupId: 'G', createdAt: T + 5 },
+          { groupId: 'a-group', createdAt: T + 4 },
+          { groupId: 'g', createdAt: T + 1 },
+          { groupId: 'g2', createdAt: T + 3 },
+        ]);
+      });
+
+      it('a subscription to an unknown topic is refused and leaves no group behind (one transaction)', async () => {
+        const { c } = await fresh();
+        await expect(c.upsertSubscription(sub('g', 'missing'))).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC' });
+        expect(await c.getGroup('g')).toBeUndefined();
+        expect(await c.listGroups()).toEqual([]);
+      });
+
+      it('refuses a bad delivery mode or start policy, through the API and in plain SQL', async () => {
+        const { c, fixture } = await fresh();
+        await c.createTopic(topic('t'));
+        await expect(c.upsertSubscription(sub('g', 't', 'carrier-pigeon' as DeliveryMode))).rejects.toThrow(CHECK_FAILED);
+        await expect(c.upsertSubscription(sub('g', 't', 'pull', 'middle' as StartPolicy))).rejects.toThrow(CHECK_FAILED);
+        expect(await c.listGroups()).toEqual([]);
+        await fixture.sql('insert into groups (group_id, created_at) values (?, ?)', ['g', T]);
+        const insert = 'insert into subscriptions (group_id, topic, delivery_mode, start_policy, created_at) values (?, ?, ?, ?, ?)';
+        await expect(fixture.sql(insert, ['g', 't', 'PULL', 'latest', T])).rejects.toThrow(CHECK_FAILED);
+        await expect(fixture.sql(insert, ['g', 't', 'pull', 'oldest', T])).rejects.toThrow(CHECK_FAILED);
+        await expect(fixture.sql(insert, ['g', 't', null, 'latest', T])).rejects.toThrow(NOT_NULL_FAILED);
+        await fixture.sql(insert, ['g', 't', 'push', 'earliest', T]);
+        await expect(fixture.sql("update subscriptions set delivery_mode = 'email'")).rejects.toThrow(CHECK_FAILED);
+        expect(await c.listSubscriptions('g')).toEqual([sub('g', 't', 'push', 'earliest', T)]);
+      });
+
+      it('deleting a topic or a group deletes its subscriptions (foreign keys cascade)', async () => {
+        const { c, fixture } = await fresh();
+        await c.createTopic(topic('t'));
+        await c.createTopic(topic('u'));
+        await c.upsertSubscription(sub('g', 't'));
+        await c.upsertSubscription(sub('g', 'u'));
+        await c.upsertSubscription(sub('h', 't'));
+        await fixture.sql("delete from topics where name = 't'");
+        expect(await c.listSubscriptions('g')).toEqual([sub('g', 'u')]);
+        expect(await c.listSubscriptions('h')).toEqual([]);
+        await fixture.sql("delete from groups where group_id = 'g'");
+        expect(await c.listSubscriptions('g')).toEqual([]);
+        expect(await c.listGroups()).toEqual([{ groupId: 'h', createdAt: T }]);
+      });
+
+      it('deleteGroup removes its subscriptions, pauses, alerts, resets, checkpoints and dead-letter history', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t'));
+        await c.upsertSubscription(sub('g', 't'));
+        await c.upsertSubscription(sub('h', 't'));
+        for (const groupId of ['g', 'h']) {
+          await c.pausePartition(groupId, { topic: 't', partition: 0 }, { code: 'OFFSET_OUT_OF_RANGE', message: 'm' }, T);
+          await c.addAlert({ groupId, kind: 'data-lost', topic: 't', partition: 0, message: 'm', context: {}, createdAt: T, resolvedAt: null });
+          await c.recordResets(groupId, [{ topic: 't', partition: 0, oldOffset: 1, newOffset: 0, spec: 'to-earliest', requestedBy: 'a', executedAt: T }]);
+          await c.saveCheckpoint(groupId, 'cp', [{ topic: 't', partition: 0, offset: 1 }], T);
+          await c.recordDeadLetterAction(groupId, 't', { action: 'purge', firstOffset: 0, endOffset: 1, records: 1, requestedBy: 'a', executedAt: T });
+        }
+        await c.deleteGroup('g');
+        expect(await c.getGroup('g')).toBeUndefined();
+        expect(await c.listSubscriptions('g')).toEqual([]);
+        expect(await c.listPauses('g')).toEqual(new Map());
+        expect(await c.listAlerts({ groupId: 'g', limit: 10 })).toEqual([]);
+        expect(await c.listResets('g', 10)).toEqual([]);
+        expect(await c.listCheckpoints('g')).toEqual([]);
+        expect(await c.listDeadLetterHistory('g', 10)).toEqual([]);
+        // The other group keeps all of its own.
+        expect((await c.listPauses('h')).size).toBe(1);
+        expect(await c.listAlerts({ groupId: 'h', limit: 10 })).toHaveLength(1);
+        expect(await c.listResets('h', 10)).toHaveLength(1);
+        expect(await c.listCheckpoints('h')).toHaveLength(1);
+        expect(await c.listDeadLetterActions('h', 't')).toHaveLength(1);
+      });
+    });
+
+    describe('group operations', () => {
+      it('pauses: one per partition, replaced by a later one, lifted by a resume', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t'));
+        await c.upsertSubscription(sub('g', 't'));
+        const first = { code: 'OFFSET_OUT_OF_RANGE', message: 'first', committedOffset: 3, logStartOffset: 9 };
+        await c.pausePartition('g', { topic: 't', partition: 2 }, first, T);
+        await c.pausePartition('g', { topic: 't', partition: 0 }, { code: 'OFFSET_OUT_OF_RANGE', message: 'zero' }, T);
+        await c.pausePartition('g', { topic: 't', partition: 2 }, { ...first, message: 'second' }, T + 1);
+        expect(await c.listPauses('g')).toEqual(new Map([
+          ['t/0', { code: 'OFFSET_OUT_OF_RANGE', message: 'zero' }], ['t/2', { ...first, message: 'second' }],
+        ]));
+        await c.resumePartition('g', { topic: 't', partition: 2 });
+        expect([...(await c.listPauses('g')).keys()]).toEqual(['t/0']);
+      });
+
+      it('alerts: ids, most recent first, filtered by group and activity; resolved and acknowledged once', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t'));
+        await c.upsertSubscription(sub('g', 't'));
+        await c.upsertSubscription(sub('h', 't'));
+        const raised = { kind: 'retention-headroom' as const, topic: 't', partition: 1, message: 'low', context: { headroomMs: 5, nested: { a: [1, 'ü'] } }, createdAt: T, resolvedAt: null };
+        const a = await c.addAlert({ groupId: 'g', ...raised });
+        const b = await c.addAlert({ groupId: 'h', ...raised, createdAt: T + 1 });
+        const oneOff = await c.addAlert({ groupId: 'g', ...raised, kind: 'offset-jump', createdAt: T + 2, resolvedAt: T + 2 });
+        expect(a).toEqual({ id: a.id, groupId: 'g', ...raised, acknowledgedAt: null, acknowledgedBy: null });
+        expect(b.id).toBeGreaterThan(a.id);
+        expect(oneOff.id).toBeGreaterThan(b.id);
+        expect((await c.listAlerts({ limit: 10 })).map((x) => x.id)).toEqual([oneOff.id, b.id, a.id]);
+        expect((await c.listAlerts({ limit: 2 })).map((x) => x.id)).toEqual([oneOff.id, b.id]);
+        expect((await c.listAlerts({ groupId: 'g', limit: 10 })).map((x) => x.id)).toEqual([oneOff.id, a.id]);
+        expect((await c.listAlerts({ active: true, limit: 10 })).map((x) => x.id)).toEqual([b.id, a.id]);
+        expect(await c.resolveAlert(a.id, T + 5)).toMatchObject({ id: a.id, resolvedAt: T + 5 });
+        expect(await c.resolveAlert(a.id, T + 6)).toBeUndefined(); // resolved already
+        expect(await c.resolveAlert(9999, T)).toBeUndefined();
+        expect(await c.acknowledgeAlert(b.id, 'alice', T + 7)).toMatchObject({ acknowledgedAt: T + 7, acknowledgedBy: 'alice' });
+        expect(await c.acknowledgeAlert(b.id, 'bob', T + 8)).toMatchObject({ acknowledgedAt: T + 7, acknowledgedBy: 'alice' });
+        expect(await c.acknowledgeAlert(9999, 'bob', T)).toBeUndefined();
+        expect((await c.listAlerts({ active: true, limit: 10 })).map((x) => x.id)).toEqual([b.id]);
+      });
+
+      it('resets and dead-letter actions are history, most recent first; checkpoints replace by name', async () => {
+        const { c } = await fresh();
+        await c.createTopic(topic('t'));
+        await c.upsertSubscription(sub('g', 't'));
+        const reset = (partition: number, executedAt: number) => ({ topic: 't', partition, oldOffset: null, newOffset: 2 ** 40, spec: 'to-offset 1099511627776', requestedBy: 'alice@host', executedAt });
+        await c.recordResets('g', [reset(0, T), reset(1, T)]);
+        await c.recordResets('g', []);
+        await c.recordResets('g', [{ ...reset(2, T + 1), oldOffset: 5 }]);
+        expect(await c.listResets('g', 10)).toEqual([{ ...reset(2, T + 1), oldOffset: 5 }, reset(1, T), reset(0, T)]);
+        expect(await c.listResets('g', 1)).toHaveLength(1);
+        const redrive = { action: 'redrive' as const, firstOffset: 0, endOffset: 10, records: 10, requestedBy: 'a', executedAt: T };
+        const purge = { action: 'purge' as const, firstOffset: 10, endOffset: 12, records: 2, requestedBy: 'b', executedAt: T + 1 };
+        await c.recordDeadLetterAction('g', 't', redrive);
+        await c.recordDeadLetterAction('g', 't', purge);
+        expect(await c.listDeadLetterActions('g', 't')).toEqual([redrive, purge]);
+        expect(await c.listDeadLetterHistory('g', 10)).toEqual([{ topic: 't', ...purge }, { topic: 't', ...redrive }]);
+        expect(await c.listDeadLetterActions('g', 'other')).toEqual([]);
+        await c.saveCheckpoint('g', 'b', [{ topic: 't', partition: 1, offset: 4 }, { topic: 't', partition: 0, offset: 3 }], T);
+        await c.saveCheckpoint('g', 'a', [], T);
+        await c.saveCheckpoint('g', 'b', [{ topic: 't', partition: 2, offset: 9 }], T + 1);
+        expect(await c.listCheckpoints('g')).toEqual([{ name: 'b', createdAt: T + 1, offsets: [{ topic: 't', partition: 2, offset: 9 }] }]);
+      });
+    });
+
+    describe('security', () => {
+      const token = (id: string) => ({ tokenId: id, tokenSalt: `salt-${id}`, tokenHash: `hash-${id}`, tokenScram: `scram-${id}` });
+
+      it('users: the first is an admin; names are unique; tokens replace; deletion takes its ACLs', async () => {
+        const { c } = await fresh();
+        const ops = await c.createUser({ name: 'ops', admin: false, ...token('1'), createdAt: T });
+        expect(ops).toMatchObject({ name: 'ops', admin: true, rotatedAt: null });
+        expect(await c.createUser({ name: 'loader', admin: false, ...token('2'), createdAt: T })).toMatchObject({ admin: false });
+        expect(await asyncCodeOf(c.createUser({ name: 'ops', admin: false, ...token('3'), createdAt: T }))).toBe('ALREADY_EXISTS');
+        expect((await c.listUsers()).map((u) => [u.name, u.admin])).toEqual([['loader', false], ['ops', true]]);
+        expect(await c.replaceUserToken('loader', token('4'), T + 1)).toEqual({ name: 'loader', admin: false, ...token('4'), createdAt: T, rotatedAt: T + 1 });
+        expect(await c.replaceUserToken('nobody', token('5'), T + 1)).toBeUndefined();
+        const acl = { principal: 'loader', resourceType: 'topic' as const, resourceName: 'edits', patternType: 'literal' as const, operation: 'write' as const, permission: 'allow' as const };
+        await c.addAcl(acl);
+        expect(await c.deleteUser('loader')).toBe(true);
+        expect(await c.deleteUser('loader')).toBe(false);
+        expect(await c.listAcls()).toEqual([]);
+      });
+
+      it('first users created at once (on a shared catalog, by two brokers): exactly one is the admin', async () => {
+        const { c, fixture } = await fresh();
+        const other = fixture.shared ? await fixture.open() : c;
+        open.add(other);
+        const names = Array.from({ length: 8 }, (_, i) => `u${i}`);
+        const made = await Promise.all(names.map((name, i) => (i % 2 === 0 ? c : other).createUser({ name, admin: false, ...token(name), createdAt: T })));
+        expect(made.filter((u) => u.admin)).toHaveLength(1);
+        expect((await c.listUsers()).filter((u) => u.admin)).toHaveLength(1);
+      });
+
+      it('ACLs: added once, listed in order, removed', async () => {
+        const { c } = await fresh();
+        const acl = (principal: string, resourceName: string, operation: 'read' | 'write', permission: 'allow' | 'deny' = 'allow') => ({
+          principal, resourceType: 'topic' as const, resourceName, patternType: 'prefix' as const, operation, permission,
+        });
+        await c.addAcl(acl('b', 'x', 'read'));
+        await c.addAcl(acl('a', 'y', 'write', 'deny'));
+        await c.addAcl(acl('a', 'y', 'read'));
+        await c.addAcl(acl('A', 'z', 'read'));
+        expect(await asyncCodeOf(c.addAcl(acl('b', 'x', 'read')))).toBe('ALREADY_EXISTS');
+        expect(await c.listAcls()).toEqual([acl('A', 'z', 'read'), acl('a', 'y', 'read'), acl('a', 'y', 'write', 'deny'), acl('b', 'x', 'read')]);
+        expect(await c.removeAcl(acl('a', 'y', 'read'))).toBe(true);
+        expect(await c.removeAcl(acl('a', 'y', 'read'))).toBe(false);
+        expect(await c.listAcls()).toHaveLength(3);
+      });
+
+      it('the audit keeps entries newest first with their details', async () => {
+        const { c } = await fresh();
+        for (let i = 0; i < 3; i++) await c.addAudit({ at: T + i, principal: 'ops', action: 'offsets.reset', target: 'group:g', details: { i, spec: 'to-earliest' } });
+        const entries = await c.listAudit(2);
+        expect(entries.map((e) => e.details)).toEqual([{ i: 2, spec: 'to-earliest' }, { i: 1, spec: 'to-earliest' }]);
+        expect(entries[0]).toMatchObject({ at: T + 2, principal: 'ops', action: 'offsets.reset', target: 'group:g' });
+        expect(entries[0]!.id).toBeGreaterThan(entries[1]!.id);
+      });
+    });
+
+    it('alert sinks: one per URL, listed by id, removed', async () => {
+      const { c } = await fresh();
+      const a = await c.addAlertSink('http://127.0.0.1:9/a', T);
+      const b = await c.addAlertSink('http://127.0.0.1:9/b', T + 1);
+      expect(await c.addAlertSink('http://127.0.0.1:9/a', T + 2)).toEqual(a);
+      const both = await Promise.all([c.addAlertSink('http://127.0.0.1:9/c', T), c.addAlertSink('http://127.0.0.1:9/c', T)]);
+      expect(both[0]).toEqual(both[1]);
+      await c.removeAlertSink(both[0].id);
+      expect(await c.listAlertSinks()).toEqual([a, b]);
+      expect(await c.removeAlertSink(a.id)).toBe(true);
+      expect(await c.removeAlertSink(a.id)).toBe(false);
+      expect(await c.listAlertSinks()).toEqual([b]);
+    });
+
+    it('producer ids are issued once each, also by concurrent calls, and survive a reopen', async () => {
+      const { c, fixture } = await fresh();
+      expect(await c.lastProducerId()).toBe(0);
+      const ids = await Promise.all(Array.from({ length: 20 }, () => c.newProducerId(T)));
+      expect(new Set(ids).size).toBe(20);
+      expect(Math.min(...ids)).toBeGreaterThan(0);
+      const again = await reopen(fixture, c);
+      expect(await again.lastProducerId()).toBe(Math.max(...ids));
+      expect(await again.newProducerId(T)).toBeGreaterThan(Math.max(...ids));
+    });
+  });
+}

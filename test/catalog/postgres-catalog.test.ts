@@ -1,0 +1,53 @@
+/**
+ * The catalog contract on the machine's PostgreSQL, each fixture in a schema of its own; and what is
+ * PostgreSQL's own: brokers opening one catalog at once migrate it once, and names order by code point even
+ * in a database whose collation would not.
+ */
+import { describe, expect, it } from 'vitest';
+import { openPostgresCatalog } from '../../src/catalog/postgres.js';
+import { pgSchema } from '../helpers/services.js';
+import { catalogContract, topic } from './catalog.contract.js';
+
+catalogContract('PostgreSQL', async () => {
+  const schema = await pgSchema('catalog');
+  const pool = schema.pool(2);
+  return {
+    shared: true,
+    open: () => openPostgresCatalog({ url: schema.url }),
+    async sql(statement, params = []) {
+      let n = 0;
+      return (await pool.query(statement.replace(/\?/g, () => `$${++n}`), params)).rows as Array<Record<string, unknown>>;
+    },
+    dispose: () => schema.drop(),
+  };
+});
+
+describe('PostgreSQL catalog', () => {
+  it('three brokers opening a new catalog at once migrate it once and share it', async () => {
+    const schema = await pgSchema('catalog');
+    try {
+      const catalogs = await Promise.all([1, 2, 3].map(() => openPostgresCatalog({ url: schema.url })));
+      await catalogs[0]!.createTopic(topic('t'));
+      for (const c of catalogs) expect(await c.listTopics()).toEqual([topic('t')]);
+      const { rows } = await schema.pool(1).query('select count(*)::int as n from kysely_migration');
+      const { migrations } = await import('../../src/catalog/migrations.js');
+      expect(rows[0].n).toBe(Object.keys(migrations).length);
+      for (const c of catalogs) await c.close();
+    } finally {
+      await schema.drop();
+    }
+  });
+
+  it('the listed names take the "C" collation, whatever the database\'s own', async () => {
+    const schema = await pgSchema('catalog');
+    try {
+      const c = await openPostgresCatalog({ url: schema.url });
+      const { rows } = await schema.pool(1).query(`select table_name, column_name, collation_name from information_schema.columns
+        where table_schema = $1 and table_name = 'topics' and column_name = 'name'`, [schema.name]);
+      expect(rows).toEqual([{ table_name: 'topics', column_name: 'name', collation_name: 'C' }]);
+      await c.close();
+    } finally {
+      await schema.drop();
+    }
+  });
+});
