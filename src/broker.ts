@@ -3,8 +3,8 @@
  * ({@link OnelogApi}). It composes the three stores, split by access pattern:
  *
  * - log store: `<dataDir>/log/<topic>-<partition>/` segment files ({@link LogManager});
- * - offset store: `<dataDir>/offsets/` (LMDB, {@link LmdbOffsetStore});
- * - catalog: `<dataDir>/catalog.sqlite` (SQLite through Kysely, {@link Catalog}).
+ * - offset store: `<dataDir>/offsets/` (LMDB), or Redis or PostgreSQL (`offsets`, see store-engines.ts);
+ * - catalog: `<dataDir>/catalog.sqlite` (SQLite through Kysely, {@link Catalog}), or PostgreSQL (`catalog`).
  *
  * One broker per data directory: `<dataDir>/broker.lock` refuses a second live one (`DATA_DIR_LOCKED`).
  *
@@ -17,7 +17,6 @@ import path from 'node:path';
 import { systemClock } from './clock.js';
 import type { Clock } from './clock.js';
 import type { Catalog } from './catalog/catalog.js';
-import { openSqliteCatalog } from './catalog/sqlite.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { GroupCoordinator } from './coordinator/group-coordinator.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
@@ -27,8 +26,6 @@ import { fetchPartitionBatches, fetchPartitions } from './delivery/fetch.js';
 import type { FetchLimits, FetchTarget } from './delivery/fetch.js';
 import { WebhookDispatcher } from './delivery/webhook.js';
 import type { WebhookOptions } from './delivery/webhook.js';
-import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
-import { FencedOffsetStore } from './offsets/fenced-offset-store.js';
 import type { GroupOffset, OffsetStore } from './offsets/offset-store.js';
 import type {
   BatchFetchResult, BinaryDataApi, FetchedPartition, ProduceBatchesRequest, ProduceBatchesResult,
@@ -63,10 +60,15 @@ import { ProducePath } from './produce-path.js';
 import type { MonitorOptions } from './monitoring/monitor.js';
 import type { Logger } from './logger.js';
 import { WriteFence } from './write-fence.js';
+import { checkStoreEngines, openCatalog, openOffsetStore } from './store-engines.js';
+import type { StoreEngines } from './store-engines.js';
 
-/** Options of the embedded broker. */
-export interface BrokerOptions {
-  /** Directory holding the log, the offset store and the catalog; created if missing. */
+/**
+ * Options of the embedded broker. `catalog` and `offsets` ({@link StoreEngines}) move those two stores to
+ * PostgreSQL and Redis (cluster mode, docs/cluster.md); by default they live in the data directory.
+ */
+export interface BrokerOptions extends StoreEngines {
+  /** Directory holding the log, and the offset store and the catalog unless `catalog` / `offsets` name servers; created if missing. */
   dataDir: string;
   /** @default the system clock */
   clock?: Clock;
@@ -164,6 +166,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
    * topic's partitions, recovering torn log tails.
    */
   static async open(options: BrokerOptions): Promise<Broker> {
+    checkStoreEngines(options);
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? silentLogger;
     fs.mkdirSync(options.dataDir, { recursive: true });
@@ -180,7 +183,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const files = new FileCache({ maxOpenFiles: options.maxOpenFiles ?? defaultMaxOpenFiles() });
     const cleaner = new LogCleaner({ dedupeBufferBytes: options.cleanerDedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES });
     const fence = new WriteFence(clock, logger);
-    const catalog = await openSqliteCatalog(path.join(options.dataDir, 'catalog.sqlite'), fence);
+    const catalog = await openCatalog(options, options.dataDir, fence);
     const topics = await catalog.listTopics();
     const logDir = path.join(options.dataDir, 'log');
     if (!holdsAnyPartition(logDir, topics)) {
@@ -191,7 +194,10 @@ export class Broker implements OnelogApi, BinaryDataApi {
         'to start over, use an empty --data-dir', { dataDir: options.dataDir, topics: topics.length });
     }
     const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files, cleaner });
-    const offsets = new FencedOffsetStore(LmdbOffsetStore.open(path.join(options.dataDir, 'offsets')), fence, () => logs.ensureDiskRoom(0));
+    const offsets = await openOffsetStore(options, options.dataDir, fence, () => logs.ensureDiskRoom(0), logger).catch(async (err: unknown) => {
+      await catalog.close();
+      throw err;
+    });
     fence.onFailure((failure) => logs.stopWrites(failure));
     await finishTopicDeletions(catalog, offsets, logs, logger);
     const started = Date.now();

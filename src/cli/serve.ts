@@ -16,6 +16,8 @@ import { action, parseInteger } from './common.js';
 
 interface ServeOptions {
   dataDir: string;
+  catalog?: string;
+  offsets?: string;
   port: number;
   host: string;
   logLevel: string;
@@ -46,6 +48,9 @@ export function registerServe(program: Command): void {
     .command('serve')
     .description('run the broker: HTTP/JSON API over a data directory (embedded default: no other server needed)')
     .option('--data-dir <dir>', 'directory for the log, offsets and catalog', './data')
+    .option('--catalog <url>', 'keep the catalog in PostgreSQL (postgres://HOST:PORT/DB) instead of the data directory\'s SQLite (docs/cluster.md)')
+    .option('--offsets <url>', 'keep committed offsets in Redis (redis://HOST:PORT/DB), in the catalog\'s PostgreSQL (postgres) or in ' +
+      'another one (postgres://HOST:PORT/DB) instead of the data directory\'s LMDB (docs/cluster.md)')
     .option('--port <n>', 'TCP port (0 = any free port)', parseInteger('--port', 0), 7070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--log-level <level>', 'log level: fatal, error, warn, info, debug, trace, silent', 'info')
@@ -101,6 +106,7 @@ async function serve(options: ServeOptions): Promise<void> {
   }
   // Loaded here, not at the top: other commands must not load the storage engine.
   const { Broker } = await import('../broker.js');
+  const { redactUrl } = await import('../store-engines.js');
   const { createHttpServer } = await import('../server/http-server.js');
   const { KafkaListener } = await import('../kafka/listener.js');
   const { defaultMaxOpenFiles, openFilesLimit } = await import('../storage/open-files-limit.js');
@@ -125,7 +131,7 @@ async function serve(options: ServeOptions): Promise<void> {
     logger.warn({ openFilesLimit: limit, maxOpenFiles }, '--max-open-files leaves fewer than 32 descriptors of the open-files limit to connections; they may be refused');
   }
   const broker = await Broker.open({
-    dataDir: options.dataDir, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
+    dataDir: options.dataDir, catalog: options.catalog, offsets: options.offsets, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
     maxRecordBytes: options.maxRecordBytes, maxRecordsPerRequest: options.maxRecordsPerRequest, webhookDenyPrivate: options.webhookDenyPrivate ?? false,
   });
   if (!broker.users.any && !options.insecure && !isLoopbackHost(options.host)) {
@@ -146,7 +152,11 @@ async function serve(options: ServeOptions): Promise<void> {
     : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
       maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection, quotas,
     });
-  logger.info({ url: address, dataDir: options.dataDir, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
+  const engines = {
+    catalog: options.catalog === undefined ? 'sqlite' : redactUrl(options.catalog),
+    offsets: options.offsets === undefined ? 'lmdb' : redactUrl(options.offsets),
+  };
+  logger.info({ url: address, dataDir: options.dataDir, ...engines, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -16,6 +16,7 @@
  * Durability is PostgreSQL's: a commit resolves after its transaction committed (synced, with the server's
  * default `synchronous_commit = on`). A failed call is `STORAGE_ERROR` (retriable), naming PostgreSQL.
  */
+import pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
 import { OnelogError } from '../protocol/errors.js';
 import { staleGeneration } from './offset-store.js';
@@ -23,8 +24,10 @@ import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, Offse
 
 /** Options of {@link PostgresKvOffsetStore.open}. */
 export interface PostgresKvOffsetStoreOptions {
-  /** The pool to run on; the store never ends it (its owner does). */
-  pool: Pool;
+  /** The pool to run on; the store never ends it (its owner does). Give this or `url`. */
+  pool?: Pool;
+  /** `postgres://...`: the store opens a pool of its own there (at most 4 connections) and ends it on close. */
+  url?: string;
   /** Prefix of the two tables' names: lower-case letters, digits and `_`. @default 'onelog_' */
   tablePrefix?: string;
 }
@@ -42,22 +45,28 @@ export class PostgresKvOffsetStore implements OffsetStore {
   private readonly offsets: string;
   private readonly generations: string;
 
-  private constructor(private readonly pool: Pool, prefix: string) {
+  private constructor(private readonly pool: Pool, prefix: string, private readonly ownsPool: boolean) {
     this.offsets = `${prefix}committed_offsets`;
     this.generations = `${prefix}group_generations`;
   }
 
   /**
    * Creates the tables if missing (under an advisory lock, so brokers starting together do not collide).
-   * @throws OnelogError `INVALID_CONFIG` for a bad table prefix; `STORAGE_ERROR` if PostgreSQL fails
+   * @throws OnelogError `INVALID_CONFIG` for a bad table prefix or neither `pool` nor `url`; `STORAGE_ERROR` if
+   *   PostgreSQL fails
    */
   static async open(options: PostgresKvOffsetStoreOptions): Promise<PostgresKvOffsetStore> {
     const prefix = options.tablePrefix ?? 'onelog_';
     if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) {
       throw new OnelogError('INVALID_CONFIG', `table prefix ${JSON.stringify(prefix)}: lower-case letters, digits and _ only, at most 41`, { tablePrefix: prefix });
     }
-    const store = new PostgresKvOffsetStore(options.pool, prefix);
-    await store.call('setup', () => store.transaction(async (client) => {
+    if ((options.pool === undefined) === (options.url === undefined)) {
+      throw new OnelogError('INVALID_CONFIG', 'the PostgreSQL offset store takes a pool or a url, one of the two');
+    }
+    const pool = options.pool ?? new pg.Pool({ connectionString: options.url, max: 4 });
+    if (options.pool === undefined) pool.on('error', () => {}); // an idle client's lost connection; the next query reports its own
+    const store = new PostgresKvOffsetStore(pool, prefix, options.pool === undefined);
+    const setup = store.call('setup', () => store.transaction(async (client) => {
       await client.query(`SELECT pg_advisory_xact_lock(hashtext('onelog offset store ' || $1))`, [prefix]);
       await client.query(`CREATE TABLE IF NOT EXISTS ${store.offsets} (
         group_id text NOT NULL, topic text NOT NULL, partition bigint NOT NULL,
@@ -67,6 +76,10 @@ export class PostgresKvOffsetStore implements OffsetStore {
       await client.query(`CREATE TABLE IF NOT EXISTS ${store.generations} (
         group_id text PRIMARY KEY, generation_id bigint NOT NULL, fence_generation_id bigint NOT NULL)`);
     }));
+    await setup.catch(async (err: unknown) => {
+      if (store.ownsPool) await pool.end();
+      throw err;
+    });
     return store;
   }
 
@@ -145,9 +158,10 @@ export class PostgresKvOffsetStore implements OffsetStore {
     return (result as { rowCount: number | null }).rowCount ?? 0;
   }
 
-  /** Waits for the queued writes; the pool stays open (its owner ends it). */
+  /** Waits for the queued writes, then ends the pool if the store opened it (a pool given stays open). */
   async close(): Promise<void> {
     await this.write(async () => undefined).catch(() => {});
+    if (this.ownsPool) await this.pool.end();
   }
 
   /** Queues a write; the writer runs the queue in call order, what queued meanwhile in one transaction. */
