@@ -49,6 +49,7 @@ const KAFKA_CODES: Record<ErrorCode, number | Partial<Record<KafkaErrorContext, 
   ALREADY_EXISTS: 42,
   // THROTTLING_QUOTA_EXCEEDED
   RATE_LIMITED: 89,
+  NOT_LEADER_OR_FOLLOWER: 6,
   INTERNAL_ERROR: -1,
 };
 

@@ -53,6 +53,7 @@ export const ERRORS = {
   FORBIDDEN: { wireCode: 1014, httpStatus: 403, retriable: false },
   ALREADY_EXISTS: { wireCode: 1015, httpStatus: 409, retriable: false },
   RATE_LIMITED: { wireCode: 1016, httpStatus: 429, retriable: true },
+  NOT_LEADER_OR_FOLLOWER: { wireCode: 6, httpStatus: 503, retriable: true },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 

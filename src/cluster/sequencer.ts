@@ -1,0 +1,295 @@
+/**
+ * The cluster's single commit point, in PostgreSQL: partition leases, offset assignment and the segment index
+ * (docs/cluster.md). A broker PUTs an object holding batches of many partitions under a fresh key, then calls
+ * {@link Sequencer.commit}: one transaction that, for each partition of the object, checks that the broker still
+ * holds the partition's lease at the epoch it sequenced with (by the database's clock), advances the
+ * partition's high watermark by the chunk's offsets, and inserts the index row saying which bytes of which
+ * object hold them. A produce is acknowledged only after the PUT and this transaction. A broker paused past its
+ * lease (GC, SIGSTOP) finds its epoch replaced and its commit refused for those partitions: nothing it wrote is
+ * indexed, so nothing is served, and its object is swept later.
+ *
+ * Tables (names under a prefix, default `onelog_`):
+ * - `<prefix>partitions (topic, partition)`: `log_start_offset`, `high_watermark`, and the lease: `leader_broker_id`,
+ *   `leader_epoch` (the fencing token, raised at every change of holder), `lease_expires_at` (database time);
+ * - `<prefix>log_index (topic, partition, base_offset)`: `end_offset` (exclusive), `object_key`, `position`, `length`
+ *   (bytes), `max_timestamp` (ms): one row per partition chunk of an object;
+ * - `<prefix>objects (object_key)`: `broker_id`, `size_bytes`, `committed_at`: every committed object (an object in
+ *   the bucket with no row is an orphan: its commit failed or never came).
+ *
+ * Offsets of a partition are assigned only here, under the row lock of its `partitions` row, so they strictly
+ * increase with no gap and no overlap whichever broker commits (the property test checks it under lease steals).
+ */
+import type { Pool, PoolClient } from 'pg';
+import { OnelogError } from '../protocol/errors.js';
+
+/** Options of {@link Sequencer.open}. */
+export interface SequencerOptions {
+  /** The pool to run on; the sequencer never ends it. */
+  pool: Pool;
+  /** This broker's id (`serve --broker-id`), 0 to 2^31 - 1: who holds a lease. */
+  brokerId: number;
+  /** How long a lease lasts unless renewed, ms, by the database's clock. @default 10000 */
+  leaseMs?: number;
+  /** Prefix of the tables' names: lower-case letters, digits and `_`. @default 'onelog_' */
+  tablePrefix?: string;
+}
+
+/** A partition's lease as this broker holds it. */
+export interface Lease {
+  topic: string;
+  partition: number;
+  /** The fencing token: every commit carries it; a new holder raises it. */
+  epoch: number;
+  /** When it ends unless renewed, ms since the epoch, database time. */
+  expiresAt: number;
+}
+
+/** One partition's part of an object: its batches, contiguous, at `position` for `length` bytes. */
+export interface ObjectChunk {
+  topic: string;
+  partition: number;
+  /** The lease epoch the broker sequenced the chunk under. */
+  epoch: number;
+  /** Offsets the chunk's batches take: the sum of each batch's lastOffsetDelta + 1. */
+  offsets: number;
+  /** Byte position of the chunk in the object. */
+  position: number;
+  /** Bytes of the chunk. */
+  length: number;
+  /** Largest record timestamp in the chunk, ms. */
+  maxTimestamp: number;
+}
+
+/** What a commit did with one chunk: its first offset, or why it was refused (nothing of it indexed). */
+export type ChunkResult = { baseOffset: number; highWatermark: number } | { error: OnelogError };
+
+/** An index row: offsets `[baseOffset, endOffset)` of a partition at bytes `[position, position + length)` of an object. */
+export interface IndexEntry {
+  baseOffset: number;
+  endOffset: number;
+  objectKey: string;
+  position: number;
+  length: number;
+  maxTimestamp: number;
+}
+
+/** A partition's positions and lease, as the database has them now. */
+export interface PartitionState {
+  logStartOffset: number;
+  highWatermark: number;
+  leaderBrokerId: number | null;
+  leaderEpoch: number;
+  leaseExpiresAt: number | null;
+}
+
+export class Sequencer {
+  private readonly partitions: string;
+  private readonly index: string;
+  private readonly objects: string;
+  /** The channel each commit notifies (LISTEN wakes the long-polls of the partitions it names). */
+  readonly channel: string;
+
+  private constructor(private readonly pool: Pool, readonly brokerId: number, private readonly leaseMs: number, prefix: string) {
+    this.partitions = `${prefix}partitions`;
+    this.index = `${prefix}log_index`;
+    this.objects = `${prefix}objects`;
+    this.channel = `${prefix}log`;
+  }
+
+  /**
+   * Creates the tables if missing (under an advisory lock, so brokers starting together do not collide).
+   * @throws OnelogError `INVALID_CONFIG` for a bad broker id, lease or table prefix; `STORAGE_ERROR` if PostgreSQL fails
+   */
+  static async open(options: SequencerOptions): Promise<Sequencer> {
+    const prefix = options.tablePrefix ?? 'onelog_';
+    if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) {
+      throw new OnelogError('INVALID_CONFIG', `table prefix ${JSON.stringify(prefix)}: lower-case letters, digits and _ only, at most 41`, { tablePrefix: prefix });
+    }
+    if (!Number.isInteger(options.brokerId) || options.brokerId < 0 || options.brokerId > 0x7fffffff) {
+      throw new OnelogError('INVALID_CONFIG', `broker id must be an integer from 0 to 2147483647, got ${options.brokerId}`, { brokerId: options.brokerId });
+    }
+    const leaseMs = options.leaseMs ?? 10_000;
+    if (!Number.isInteger(leaseMs) || leaseMs < 100) {
+      throw new OnelogError('INVALID_CONFIG', `lease must be an integer of at least 100 ms, got ${leaseMs}`, { leaseMs });
+    }
+    const s = new Sequencer(options.pool, options.brokerId, leaseMs, prefix);
+    await s.transaction('setup', async (client) => {
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext('onelog sequencer ' || $1))`, [prefix]);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${s.partitions} (
+        topic text COLLATE "C" NOT NULL, partition integer NOT NULL,
+        log_start_offset bigint NOT NULL DEFAULT 0, high_watermark bigint NOT NULL DEFAULT 0,
+        leader_broker_id integer, leader_epoch bigint NOT NULL DEFAULT 0, lease_expires_at timestamptz,
+        PRIMARY KEY (topic, partition), CHECK (log_start_offset <= high_watermark))`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${s.index} (
+        topic text COLLATE "C" NOT NULL, partition integer NOT NULL, base_offset bigint NOT NULL, end_offset bigint NOT NULL,
+        object_key text NOT NULL, position bigint NOT NULL, length bigint NOT NULL, max_timestamp bigint NOT NULL,
+        PRIMARY KEY (topic, partition, base_offset), CHECK (end_offset > base_offset))`);
+      await client.query(`CREATE INDEX IF NOT EXISTS ${s.index}_by_object ON ${s.index} (object_key)`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${s.objects} (
+        object_key text PRIMARY KEY, broker_id integer NOT NULL, size_bytes bigint NOT NULL, committed_at timestamptz NOT NULL)`);
+    });
+    return s;
+  }
+
+  /** Adds a topic's partitions (empty logs, no lease); those that exist stay as they are. */
+  async addPartitions(topic: string, partitions: number): Promise<void> {
+    await this.query('add partitions', `INSERT INTO ${this.partitions} (topic, partition) SELECT $1, p FROM generate_series(0, $2::int - 1) AS p
+      ON CONFLICT DO NOTHING`, [topic, partitions]);
+  }
+
+  /**
+   * Takes or renews the lease of each partition this broker may hold: one nobody holds, whose lease expired, or
+   * that it holds already (renewed at the same epoch). Taking one raises its epoch.
+   * @returns the leases held after the call (the partitions another live broker holds are left out)
+   */
+  async acquire(partitions: ReadonlyArray<{ topic: string; partition: number }>): Promise<Lease[]> {
+    if (partitions.length === 0) return [];
+    const wanted = [partitions.map((p) => p.topic), partitions.map((p) => p.partition)];
+    let rows: Array<{ topic: string; partition: number; leader_epoch: string; expires_ms: string }> = [];
+    await this.transaction('acquire leases', async (client) => {
+      // Rows locked in (topic, partition) order first, as commits lock them: brokers never deadlock.
+      await client.query(`SELECT 1 FROM ${this.partitions} AS p JOIN unnest($1::text[], $2::int[]) AS w(topic, partition)
+        ON p.topic = w.topic AND p.partition = w.partition ORDER BY p.topic, p.partition FOR UPDATE OF p`, wanted);
+      ({ rows } = await client.query<{ topic: string; partition: number; leader_epoch: string; expires_ms: string }>(`UPDATE ${this.partitions} AS p SET
+         leader_epoch = CASE WHEN p.leader_broker_id = $1 AND p.lease_expires_at > clock_timestamp() THEN p.leader_epoch ELSE p.leader_epoch + 1 END,
+         leader_broker_id = $1,
+         lease_expires_at = clock_timestamp() + $2::int * interval '1 millisecond'
+       FROM unnest($3::text[], $4::int[]) AS w(topic, partition)
+       WHERE p.topic = w.topic AND p.partition = w.partition
+         AND (p.leader_broker_id IS NULL OR p.leader_broker_id = $1 OR p.lease_expires_at <= clock_timestamp())
+       RETURNING p.topic, p.partition, p.leader_epoch, (extract(epoch from p.lease_expires_at) * 1000)::bigint AS expires_ms`,
+      [this.brokerId, this.leaseMs, ...wanted]));
+    });
+    return rows.map((r) => ({ topic: r.topic, partition: r.partition, epoch: Number(r.leader_epoch), expiresAt: Number(r.expires_ms) }))
+      .sort(byTopicPartition);
+  }
+
+  /** Gives leases up at once (a clean shutdown), so another broker takes them without waiting for expiry. */
+  async release(leases: readonly Lease[]): Promise<void> {
+    if (leases.length === 0) return;
+    await this.query('release leases', `UPDATE ${this.partitions} AS p SET leader_broker_id = NULL, lease_expires_at = NULL
+      FROM unnest($2::text[], $3::int[], $4::bigint[]) AS w(topic, partition, epoch)
+      WHERE p.topic = w.topic AND p.partition = w.partition AND p.leader_broker_id = $1 AND p.leader_epoch = w.epoch`,
+    [this.brokerId, leases.map((l) => l.topic), leases.map((l) => l.partition), leases.map((l) => l.epoch)]);
+  }
+
+  /**
+   * Commits an object PUT under `objectKey`: for each chunk, in one transaction, checks the lease (this broker,
+   * the chunk's epoch, not expired by the database's clock), assigns the chunk's offsets after the partition's
+   * high watermark and indexes them; then notifies {@link channel}'s listeners (`partition:highWatermark:topic`
+   * a line). A chunk whose lease check fails is
+   * refused (`NOT_LEADER_OR_FOLLOWER`, retriable: the client sends it again, to the partition's new leader) and
+   * leaves no trace; the others commit. Chunks are applied in (topic, partition) order, so brokers never deadlock.
+   * @returns one result per chunk, in the order given
+   * @throws OnelogError `STORAGE_ERROR` if the transaction fails (nothing of it committed)
+   */
+  async commit(objectKey: string, sizeBytes: number, chunks: readonly ObjectChunk[]): Promise<ChunkResult[]> {
+    const order = chunks.map((_, i) => i).sort((a, b) => byTopicPartition(chunks[a]!, chunks[b]!));
+    const results: ChunkResult[] = new Array<ChunkResult>(chunks.length);
+    await this.transaction('commit', async (client) => {
+      const accepted: Array<ObjectChunk & { baseOffset: number }> = [];
+      for (const i of order) {
+        const c = chunks[i]!;
+        if (!Number.isSafeInteger(c.offsets) || c.offsets < 1) {
+          throw new OnelogError('INVALID_REQUEST', `a chunk takes at least one offset, got ${c.offsets}`, { topic: c.topic, partition: c.partition });
+        }
+        const { rows: [row] } = await client.query<{ high_watermark: string }>(`UPDATE ${this.partitions}
+          SET high_watermark = high_watermark + $5 WHERE topic = $1 AND partition = $2 AND leader_broker_id = $3 AND leader_epoch = $4
+            AND lease_expires_at > clock_timestamp() RETURNING high_watermark`, [c.topic, c.partition, this.brokerId, c.epoch, c.offsets]);
+        if (row === undefined) {
+          results[i] = { error: await this.notLeader(client, c) };
+          continue;
+        }
+        const highWatermark = Number(row.high_watermark);
+        results[i] = { baseOffset: highWatermark - c.offsets, highWatermark };
+        accepted.push({ ...c, baseOffset: highWatermark - c.offsets });
+      }
+      if (accepted.length === 0) return;
+      await client.query(`INSERT INTO ${this.index} (topic, partition, base_offset, end_offset, object_key, position, length, max_timestamp)
+        SELECT topic, partition, base, base + n, $1, position, length, max_timestamp
+        FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
+          AS c(topic, partition, base, n, position, length, max_timestamp)`,
+      [objectKey, accepted.map((c) => c.topic), accepted.map((c) => c.partition), accepted.map((c) => c.baseOffset), accepted.map((c) => c.offsets),
+        accepted.map((c) => c.position), accepted.map((c) => c.length), accepted.map((c) => c.maxTimestamp)]);
+      await client.query(`INSERT INTO ${this.objects} (object_key, broker_id, size_bytes, committed_at) VALUES ($1, $2, $3, clock_timestamp())`,
+        [objectKey, this.brokerId, sizeBytes]);
+      // One notification per commit, naming each partition's new high watermark (delivered at COMMIT).
+      const payload = accepted.map((c) => `${c.partition}:${c.baseOffset + c.offsets}:${c.topic}`).join('\n');
+      await client.query(`SELECT pg_notify($1, $2)`, [this.channel, payload]);
+    });
+    return results;
+  }
+
+  /**
+   * The index rows of a partition that hold offsets at or after `offset` and below its high watermark, in
+   * offset order, at most `limit` of them.
+   */
+  async lookup(topic: string, partition: number, offset: number, limit = 16): Promise<IndexEntry[]> {
+    const { rows } = await this.query<{ base_offset: string; end_offset: string; object_key: string; position: string; length: string; max_timestamp: string }>(
+      'index lookup', `SELECT base_offset, end_offset, object_key, position, length, max_timestamp FROM ${this.index}
+        WHERE topic = $1 AND partition = $2 AND end_offset > $3 ORDER BY base_offset LIMIT $4`, [topic, partition, offset, limit]);
+    return rows.map((r) => ({
+      baseOffset: Number(r.base_offset), endOffset: Number(r.end_offset), objectKey: r.object_key,
+      position: Number(r.position), length: Number(r.length), maxTimestamp: Number(r.max_timestamp),
+    }));
+  }
+
+  /** A partition's log start offset, high watermark and lease; undefined for a partition not added. */
+  async state(topic: string, partition: number): Promise<PartitionState | undefined> {
+    const { rows: [r] } = await this.query<{ log_start_offset: string; high_watermark: string; leader_broker_id: number | null; leader_epoch: string; expires_ms: string | null }>(
+      'partition state', `SELECT log_start_offset, high_watermark, leader_broker_id, leader_epoch,
+        (extract(epoch from lease_expires_at) * 1000)::bigint AS expires_ms FROM ${this.partitions} WHERE topic = $1 AND partition = $2`, [topic, partition]);
+    if (r === undefined) return undefined;
+    return {
+      logStartOffset: Number(r.log_start_offset), highWatermark: Number(r.high_watermark), leaderBrokerId: r.leader_broker_id,
+      leaderEpoch: Number(r.leader_epoch), leaseExpiresAt: r.expires_ms === null ? null : Number(r.expires_ms),
+    };
+  }
+
+  /** Why a chunk's lease check failed: who holds the partition now, for the client's retry. */
+  private async notLeader(client: PoolClient, c: ObjectChunk): Promise<OnelogError> {
+    const { rows: [r] } = await client.query<{ leader_broker_id: number | null; leader_epoch: string; expired: boolean }>(
+      `SELECT leader_broker_id, leader_epoch, lease_expires_at <= clock_timestamp() AS expired FROM ${this.partitions} WHERE topic = $1 AND partition = $2`,
+      [c.topic, c.partition]);
+    if (r === undefined) return new OnelogError('UNKNOWN_PARTITION', `partition ${c.topic}/${c.partition} does not exist`, { topic: c.topic, partition: c.partition });
+    const context = { topic: c.topic, partition: c.partition, brokerId: this.brokerId, epoch: c.epoch, leaderBrokerId: r.leader_broker_id, leaderEpoch: Number(r.leader_epoch) };
+    const why = r.leader_broker_id === this.brokerId && Number(r.leader_epoch) === c.epoch ? 'its lease expired'
+      : `broker ${r.leader_broker_id ?? 'none'} holds it at epoch ${r.leader_epoch}`;
+    return new OnelogError('NOT_LEADER_OR_FOLLOWER', `broker ${this.brokerId} may no longer write ${c.topic}/${c.partition} at epoch ${c.epoch}: ${why}; ` +
+      'send it again (to the partition\'s leader)', context);
+  }
+
+  private async query<R extends object>(action: string, text: string, params: unknown[]): Promise<{ rows: R[] }> {
+    try {
+      return await this.pool.query<R>(text, params);
+    } catch (err) {
+      throw failed(err, action);
+    }
+  }
+
+  private async transaction(action: string, work: (client: PoolClient) => Promise<void>): Promise<void> {
+    let client: PoolClient | undefined;
+    try {
+      client = await this.pool.connect();
+      await client.query('BEGIN');
+      await work(client);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client?.query('ROLLBACK').catch(() => {});
+      throw failed(err, action);
+    } finally {
+      client?.release();
+    }
+  }
+}
+
+/** (topic, partition) order as the tables' "C" collation has it: topic by UTF-8 bytes, then partition. */
+function byTopicPartition(a: { topic: string; partition: number }, b: { topic: string; partition: number }): number {
+  return Buffer.compare(Buffer.from(a.topic), Buffer.from(b.topic)) || a.partition - b.partition;
+}
+
+function failed(err: unknown, action: string): OnelogError {
+  if (err instanceof OnelogError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new OnelogError('STORAGE_ERROR', `sequencer (PostgreSQL): ${action} failed: ${message}`, { store: 'postgres', action });
+}

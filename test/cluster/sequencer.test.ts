@@ -1,0 +1,166 @@
+/**
+ * The sequencer against the machine's PostgreSQL, each test in a schema of its own: leases (taken, renewed,
+ * expired by the database's clock, released), commits that assign offsets and index them, refused commits of a
+ * lost lease, LISTEN wake-ups, and a property test: brokers committing at once while leases move between them
+ * leave every partition's index gapless and without overlap, with each acknowledged chunk at its offsets.
+ */
+import fc from 'fast-check';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Sequencer } from '../../src/cluster/sequencer.js';
+import type { ChunkResult, ObjectChunk } from '../../src/cluster/sequencer.js';
+import { pgSchema } from '../helpers/services.js';
+import type { PgSchema } from '../helpers/services.js';
+
+const schemas: PgSchema[] = [];
+afterEach(async () => {
+  for (const s of schemas.splice(0)) await s.drop();
+});
+
+async function brokers(n: number, leaseMs = 60_000): Promise<{ schema: PgSchema; seqs: Sequencer[] }> {
+  const schema = await pgSchema('seq');
+  schemas.push(schema);
+  const seqs = [];
+  for (let id = 1; id <= n; id++) seqs.push(await Sequencer.open({ pool: schema.pool(3), brokerId: id, leaseMs }));
+  return { schema, seqs };
+}
+
+const admins = new WeakMap<PgSchema, pg.Pool>();
+
+/** Ends a partition's lease now, as the database's clock passing its expiry would. */
+async function expire(schema: PgSchema, topic: string, partition: number): Promise<void> {
+  if (!admins.has(schema)) admins.set(schema, schema.pool(2));
+  await admins.get(schema)!.query(`UPDATE onelog_partitions SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE topic = $1 AND partition = $2`,
+    [topic, partition]);
+}
+
+const chunk = (partition: number, epoch: number, offsets: number, position = 0): ObjectChunk => ({
+  topic: 't', partition, epoch, offsets, position, length: 100 * offsets, maxTimestamp: 1_000 + offsets,
+});
+
+function ok(r: ChunkResult): { baseOffset: number; highWatermark: number } {
+  if ('error' in r) throw r.error;
+  return r;
+}
+
+describe('sequencer', () => {
+  it('leases: taken at a new epoch, renewed at the same one, refused while another holds it, taken over after expiry or release', async () => {
+    const { schema, seqs: [a, b] } = await brokers(2);
+    await a!.addPartitions('t', 2);
+    await a!.addPartitions('t', 2); // again: nothing changes
+    const first = await a!.acquire([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+    expect(first.map((l) => [l.partition, l.epoch])).toEqual([[0, 1], [1, 1]]);
+    expect(first[0]!.expiresAt).toBeGreaterThan(Date.now() + 50_000);
+    expect((await a!.acquire([{ topic: 't', partition: 0 }])).map((l) => l.epoch)).toEqual([1]);
+    expect(await b!.acquire([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }, { topic: 't', partition: 9 }])).toEqual([]);
+    await expire(schema, 't', 0);
+    expect((await b!.acquire([{ topic: 't', partition: 0 }])).map((l) => [l.partition, l.epoch])).toEqual([[0, 2]]);
+    await a!.release(first.filter((l) => l.partition === 1));
+    expect((await b!.acquire([{ topic: 't', partition: 1 }])).map((l) => [l.partition, l.epoch])).toEqual([[1, 2]]);
+    expect(await a!.state('t', 1)).toMatchObject({ leaderBrokerId: 2, leaderEpoch: 2, highWatermark: 0, logStartOffset: 0 });
+    expect(await a!.state('t', 7)).toBeUndefined();
+  });
+
+  it('a commit assigns each chunk the next offsets and indexes it; a lost lease refuses its chunk only', async () => {
+    const { schema, seqs: [a, b] } = await brokers(2);
+    await a!.addPartitions('t', 3);
+    const leases = await a!.acquire([0, 1, 2].map((partition) => ({ topic: 't', partition })));
+    const epoch = (p: number) => leases[p]!.epoch;
+    const r1 = await a!.commit('obj-1', 600, [chunk(1, epoch(1), 3, 0), chunk(0, epoch(0), 2, 300), chunk(1, epoch(1), 1, 500)]);
+    expect(r1.map(ok)).toEqual([{ baseOffset: 0, highWatermark: 3 }, { baseOffset: 0, highWatermark: 2 }, { baseOffset: 3, highWatermark: 4 }]);
+    // Broker b takes partition 2 over while a is paused; a's next object is refused for 2, accepted for 0.
+    await expire(schema, 't', 2);
+    await b!.acquire([{ topic: 't', partition: 2 }]);
+    const r2 = await a!.commit('obj-2', 300, [chunk(2, epoch(2), 5), chunk(0, epoch(0), 1, 200)]);
+    expect('error' in r2[0]! && r2[0].error).toMatchObject({
+      code: 'NOT_LEADER_OR_FOLLOWER', context: { topic: 't', partition: 2, brokerId: 1, epoch: 1, leaderBrokerId: 2, leaderEpoch: 2 },
+    });
+    expect(ok(r2[1]!)).toEqual({ baseOffset: 2, highWatermark: 3 });
+    // An object all of whose chunks are refused leaves nothing: no index row, no object row.
+    const r3 = await a!.commit('obj-3', 100, [chunk(2, epoch(2), 1)]);
+    expect('error' in r3[0]!).toBe(true);
+    expect(await a!.lookup('t', 2, 0)).toEqual([]);
+    const objects = await schema.pool(1).query<{ object_key: string }>('SELECT object_key FROM onelog_objects ORDER BY object_key');
+    expect(objects.rows.map((r) => r.object_key)).toEqual(['obj-1', 'obj-2']);
+    expect(await a!.lookup('t', 1, 0)).toEqual([
+      { baseOffset: 0, endOffset: 3, objectKey: 'obj-1', position: 0, length: 300, maxTimestamp: 1003 },
+      { baseOffset: 3, endOffset: 4, objectKey: 'obj-1', position: 500, length: 100, maxTimestamp: 1001 },
+    ]);
+    expect((await a!.lookup('t', 1, 3)).map((e) => e.baseOffset)).toEqual([3]);
+    expect(await a!.lookup('t', 1, 4)).toEqual([]);
+    expect((await a!.lookup('t', 0, 1)).map((e) => [e.objectKey, e.baseOffset, e.endOffset])).toEqual([['obj-1', 0, 2], ['obj-2', 2, 3]]);
+    // Its own lease expired with nobody taking it: refused too, by the database's clock.
+    await expire(schema, 't', 0);
+    const r4 = await a!.commit('obj-4', 100, [chunk(0, epoch(0), 1)]);
+    expect('error' in r4[0]! && r4[0].error.message).toMatch(/its lease expired/);
+  });
+
+  it('a commit notifies the new high watermarks on the log channel', async () => {
+    const { schema, seqs: [a] } = await brokers(1);
+    await a!.addPartitions('t', 2);
+    const leases = await a!.acquire([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+    const listener = new pg.Client({ connectionString: schema.url });
+    await listener.connect();
+    try {
+      const heard = new Promise<string>((resolve) => listener.on('notification', (n) => resolve(`${n.channel} ${n.payload}`)));
+      await listener.query(`LISTEN ${a!.channel}`);
+      await a!.commit('obj', 10, [chunk(0, leases[0]!.epoch, 4), chunk(1, leases[1]!.epoch, 2)]);
+      expect(await heard).toBe('onelog_log 0:4:t\n1:2:t');
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('refuses a bad broker id, lease or table prefix', async () => {
+    const schema = await pgSchema('seq');
+    schemas.push(schema);
+    const pool = schema.pool(1);
+    await expect(Sequencer.open({ pool, brokerId: -1 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    await expect(Sequencer.open({ pool, brokerId: 1, leaseMs: 5 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    await expect(Sequencer.open({ pool, brokerId: 1, tablePrefix: 'A-b' })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  });
+
+  it('property: brokers committing at once while leases move leave each partition gapless, without overlap, every acknowledged chunk indexed at its offsets', async () => {
+    const { schema, seqs } = await brokers(3);
+    await seqs[0]!.addPartitions('t', 3);
+    let run = 0;
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.record({ broker: fc.nat(2), partitions: fc.uniqueArray(fc.nat(2), { minLength: 1, maxLength: 3 }), offsets: fc.integer({ min: 1, max: 5 }), steal: fc.boolean() }),
+        { minLength: 5, maxLength: 25 }),
+      async (steps) => {
+        run++;
+        const acknowledged: Array<{ partition: number; baseOffset: number; offsets: number; key: string }> = [];
+        // Every step runs at once with the others: its broker takes what leases it can, then commits an object.
+        await Promise.all(steps.map(async (step, i) => {
+          const seq = seqs[step.broker]!;
+          if (step.steal) await expire(schema, 't', step.partitions[0]!);
+          const leases = await seq.acquire(step.partitions.map((partition) => ({ topic: 't', partition })));
+          // Chunks under the leases held, and one under an epoch it never held (refused whatever happens).
+          const chunks = leases.map((l) => chunk(l.partition, l.epoch, step.offsets));
+          chunks.push(chunk(step.partitions[0]!, 1_000_000, 1));
+          const key = `run${run}-step${i}`;
+          const results = await seq.commit(key, 1, chunks);
+          expect('error' in results[results.length - 1]!).toBe(true);
+          results.forEach((r, k) => {
+            if (!('error' in r)) acknowledged.push({ partition: chunks[k]!.partition, baseOffset: r.baseOffset, offsets: chunks[k]!.offsets, key });
+            else expect(r.error.code).toBe('NOT_LEADER_OR_FOLLOWER');
+          });
+        }));
+        for (let p = 0; p < 3; p++) {
+          const index = await seqs[0]!.lookup('t', p, 0, 100_000);
+          const state = (await seqs[0]!.state('t', p))!;
+          // Gapless and without overlap, from 0 to the high watermark.
+          let next = 0;
+          for (const e of index) {
+            expect(e.baseOffset).toBe(next);
+            next = e.endOffset;
+          }
+          expect(next).toBe(state.highWatermark);
+          // Each acknowledged chunk is an index row at exactly its offsets, in its object; nothing else is.
+          const mine = index.filter((e) => e.objectKey.startsWith(`run${run}-`));
+          const acked = acknowledged.filter((a) => a.partition === p).sort((x, y) => x.baseOffset - y.baseOffset);
+          expect(mine.map((e) => [e.baseOffset, e.endOffset, e.objectKey])).toEqual(acked.map((a) => [a.baseOffset, a.baseOffset + a.offsets, a.key]));
+        }
+      }), { numRuns: 15 });
+  });
+});
