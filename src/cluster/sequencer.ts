@@ -234,6 +234,22 @@ export class Sequencer {
     }));
   }
 
+  /**
+   * Moves a partition's log start offset forward to `offset` (never back). Any broker may: it orders nothing.
+   * @returns the log start offset after the call
+   * @throws OnelogError `OFFSET_OUT_OF_RANGE` above the high watermark, `UNKNOWN_PARTITION`
+   */
+  async deleteRecordsBefore(topic: string, partition: number, offset: number): Promise<number> {
+    const { rows: [r] } = await this.query<{ log_start_offset: string }>('delete records', `UPDATE ${this.partitions}
+      SET log_start_offset = greatest(log_start_offset, $3) WHERE topic = $1 AND partition = $2 AND high_watermark >= $3
+      RETURNING log_start_offset`, [topic, partition, offset]);
+    if (r !== undefined) return Number(r.log_start_offset);
+    const state = await this.state(topic, partition);
+    if (state === undefined) throw new OnelogError('UNKNOWN_PARTITION', `partition ${topic}/${partition} does not exist`, { topic, partition });
+    throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot delete records before ${offset} in ${topic}/${partition}: the high watermark is ${state.highWatermark}`,
+      { topic, partition, offset, logStartOffset: state.logStartOffset, highWatermark: state.highWatermark });
+  }
+
   /** A partition's log start offset, high watermark and lease; undefined for a partition not added. */
   async state(topic: string, partition: number): Promise<PartitionState | undefined> {
     const { rows: [r] } = await this.query<{ log_start_offset: string; high_watermark: string; leader_broker_id: number | null; leader_epoch: string; expires_ms: string | null }>(

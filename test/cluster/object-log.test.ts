@@ -1,0 +1,117 @@
+/**
+ * The log store contract on object storage (s3rver on loopback) indexed in the machine's PostgreSQL; and what
+ * is the object log's own: one object per flush window for many partitions, a second broker reading what the
+ * first wrote, a lease lost while an object was written refusing its chunk, a partition another broker leads.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ObjectLogStore } from '../../src/cluster/object-log.js';
+import { parseS3Url, S3ObjectStore } from '../../src/cluster/object-store.js';
+import { Sequencer } from '../../src/cluster/sequencer.js';
+import { encodeBatch } from '../../src/protocol/record-batch.js';
+import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
+import { pgSchema, uniqueName } from '../helpers/services.js';
+import type { PgSchema } from '../helpers/services.js';
+import { startS3 } from '../helpers/s3.js';
+import type { S3Server } from '../helpers/s3.js';
+import { logStoreContract } from '../storage/log-store.contract.js';
+
+let s3: S3Server;
+beforeAll(async () => {
+  s3 = await startS3();
+});
+afterAll(async () => {
+  await s3?.close();
+});
+
+/** A broker's object log on `schema` and under `prefix` of the bucket. */
+async function broker(schema: PgSchema, prefix: string, brokerId: number, flushWindowMs = 5): Promise<{ store: ObjectLogStore; objects: S3ObjectStore }> {
+  const objects = new S3ObjectStore(parseS3Url(`s3://${s3.bucket}/${prefix}?endpoint=${s3.endpoint}`));
+  const sequencer = await Sequencer.open({ pool: schema.pool(3), brokerId, leaseMs: 30_000 });
+  const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: schema.url, flushWindowMs });
+  const close = store.close.bind(store);
+  store.close = async () => {
+    await close();
+    objects.close();
+  };
+  return { store, objects };
+}
+
+logStoreContract('objects in S3-compatible storage, indexed in PostgreSQL', async () => {
+  const schema = await pgSchema('objlog');
+  const prefix = uniqueName('log');
+  return { open: async () => (await broker(schema, prefix, 1)).store, dispose: () => schema.drop() };
+});
+
+const batch = (value: string) => encodeBatch([{ key: null, value: Buffer.from(value) }], 0, 1);
+
+describe('object log', () => {
+  it('batches of many partitions appended in one window make one object and one commit', async () => {
+    const schema = await pgSchema('objlog');
+    const { store, objects } = await broker(schema, uniqueName('log'), 1, 200);
+    try {
+      await store.createTopic('t', 8, DEFAULT_TOPIC_CONFIG);
+      const requests = Array.from({ length: 8 }, (_, partition) => ({ topic: 't', partition, batch: batch(`p${partition}`) }));
+      // Eight appends within the window, as eight producers' requests.
+      const outcomes = (await Promise.all(requests.map((r) => store.append([r])))).flat();
+      expect(outcomes).toEqual(requests.map(() => ({ baseOffset: 0, lastOffset: 0 })));
+      expect(store.stats).toMatchObject({ objectsPut: 1, commits: 1 });
+      const keys = [];
+      for await (const o of objects.list('objects/')) keys.push(o.key);
+      expect(keys).toHaveLength(1);
+      expect(keys[0]).toMatch(/^objects\/1\/[0-9a-z]+-[0-9a-f-]{36}$/);
+    } finally {
+      await store.close();
+      await schema.drop();
+    }
+  });
+
+  it('a second broker reads what the first wrote, and is refused the partitions the first leads', async () => {
+    const schema = await pgSchema('objlog');
+    const prefix = uniqueName('log');
+    const a = await broker(schema, prefix, 1);
+    const b = await broker(schema, prefix, 2);
+    try {
+      await a.store.createTopic('t', 2, DEFAULT_TOPIC_CONFIG);
+      expect(await a.store.append([{ topic: 't', partition: 0, batch: batch('from a') }])).toEqual([{ baseOffset: 0, lastOffset: 0 }]);
+      const read = await b.store.read('t', 0, 0, 1000);
+      expect(read.highWatermark).toBe(1);
+      expect(read.batches.includes(Buffer.from('from a'))).toBe(true);
+      // b waits on a partition a writes: LISTEN wakes it.
+      const waiting = b.store.waitForData('t', 0, 1, 20_000);
+      await a.store.append([{ topic: 't', partition: 0, batch: batch('again') }]);
+      await waiting;
+      const [refused, own] = await b.store.append([{ topic: 't', partition: 0, batch: batch('b on 0') }, { topic: 't', partition: 1, batch: batch('b on 1') }]);
+      expect(refused).toMatchObject({ error: { code: 'NOT_LEADER_OR_FOLLOWER' } });
+      expect(own).toEqual({ baseOffset: 0, lastOffset: 0 });
+      expect((await a.store.positions('t', 0)).highWatermark).toBe(2);
+    } finally {
+      await a.store.close();
+      await b.store.close();
+      await schema.drop();
+    }
+  });
+
+  it('a broker whose lease moved while its object was written has the chunk refused; nothing of it is served', async () => {
+    const schema = await pgSchema('objlog');
+    const prefix = uniqueName('log');
+    const a = await broker(schema, prefix, 1, 300);
+    const b = await broker(schema, prefix, 2);
+    try {
+      await a.store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      await a.store.append([{ topic: 't', partition: 0, batch: batch('first') }]);
+      // a's next append waits in its window; meanwhile a's lease ends (as a pause past it would) and b takes it.
+      const late = a.store.append([{ topic: 't', partition: 0, batch: batch('late') }]);
+      await schema.pool(1).query(`UPDATE onelog_partitions SET lease_expires_at = clock_timestamp() - interval '1 second'`);
+      expect(await b.store.append([{ topic: 't', partition: 0, batch: batch('b took over') }])).toEqual([{ baseOffset: 1, lastOffset: 1 }]);
+      expect(await late).toMatchObject([{ error: { code: 'NOT_LEADER_OR_FOLLOWER', context: { leaderBrokerId: 2 } } }]);
+      const read = await a.store.read('t', 0, 0, 1_000_000);
+      expect(read.highWatermark).toBe(2);
+      expect(read.batches.includes(Buffer.from('late'))).toBe(false);
+      expect(read.batches.includes(Buffer.from('b took over'))).toBe(true);
+    } finally {
+      await a.store.close();
+      await b.store.close();
+      await schema.drop();
+    }
+  });
+});
