@@ -20,6 +20,7 @@
  * increase with no gap and no overlap whichever broker commits (the property test checks it under lease steals).
  */
 import type { Pool, PoolClient } from 'pg';
+import { checkTablePrefix, createTables, inTransaction, query } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** Options of {@link Sequencer.open}. */
@@ -101,10 +102,7 @@ export class Sequencer {
    * @throws OnelogError `INVALID_CONFIG` for a bad broker id, lease or table prefix; `STORAGE_ERROR` if PostgreSQL fails
    */
   static async open(options: SequencerOptions): Promise<Sequencer> {
-    const prefix = options.tablePrefix ?? 'onelog_';
-    if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) {
-      throw new OnelogError('INVALID_CONFIG', `table prefix ${JSON.stringify(prefix)}: lower-case letters, digits and _ only, at most 41`, { tablePrefix: prefix });
-    }
+    const prefix = checkTablePrefix(options.tablePrefix ?? 'onelog_');
     if (!Number.isInteger(options.brokerId) || options.brokerId < 0 || options.brokerId > 0x7fffffff) {
       throw new OnelogError('INVALID_CONFIG', `broker id must be an integer from 0 to 2147483647, got ${options.brokerId}`, { brokerId: options.brokerId });
     }
@@ -113,21 +111,20 @@ export class Sequencer {
       throw new OnelogError('INVALID_CONFIG', `lease must be an integer of at least 100 ms, got ${leaseMs}`, { leaseMs });
     }
     const s = new Sequencer(options.pool, options.brokerId, leaseMs, prefix);
-    await s.transaction('setup', async (client) => {
-      await client.query(`SELECT pg_advisory_xact_lock(hashtext('onelog sequencer ' || $1))`, [prefix]);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${s.partitions} (
+    await createTables(options.pool, `sequencer ${prefix}`, [
+      `CREATE TABLE IF NOT EXISTS ${s.partitions} (
         topic text COLLATE "C" NOT NULL, partition integer NOT NULL,
         log_start_offset bigint NOT NULL DEFAULT 0, high_watermark bigint NOT NULL DEFAULT 0,
         leader_broker_id integer, leader_epoch bigint NOT NULL DEFAULT 0, lease_expires_at timestamptz,
-        PRIMARY KEY (topic, partition), CHECK (log_start_offset <= high_watermark))`);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${s.index} (
+        PRIMARY KEY (topic, partition), CHECK (log_start_offset <= high_watermark))`,
+      `CREATE TABLE IF NOT EXISTS ${s.index} (
         topic text COLLATE "C" NOT NULL, partition integer NOT NULL, base_offset bigint NOT NULL, end_offset bigint NOT NULL,
         object_key text NOT NULL, position bigint NOT NULL, length bigint NOT NULL, max_timestamp bigint NOT NULL,
-        PRIMARY KEY (topic, partition, base_offset), CHECK (end_offset > base_offset))`);
-      await client.query(`CREATE INDEX IF NOT EXISTS ${s.index}_by_object ON ${s.index} (object_key)`);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${s.objects} (
-        object_key text PRIMARY KEY, broker_id integer NOT NULL, size_bytes bigint NOT NULL, committed_at timestamptz NOT NULL)`);
-    });
+        PRIMARY KEY (topic, partition, base_offset), CHECK (end_offset > base_offset))`,
+      `CREATE INDEX IF NOT EXISTS ${s.index}_by_object ON ${s.index} (object_key)`,
+      `CREATE TABLE IF NOT EXISTS ${s.objects} (
+        object_key text PRIMARY KEY, broker_id integer NOT NULL, size_bytes bigint NOT NULL, committed_at timestamptz NOT NULL)`,
+    ]);
     return s;
   }
 
@@ -146,7 +143,7 @@ export class Sequencer {
     if (partitions.length === 0) return [];
     const wanted = [partitions.map((p) => p.topic), partitions.map((p) => p.partition)];
     let rows: Array<{ topic: string; partition: number; leader_epoch: string; expires_ms: string }> = [];
-    await this.transaction('acquire leases', async (client) => {
+    await inTransaction(this.pool, 'sequencer: acquire leases', async (client) => {
       // Rows locked in (topic, partition) order first, as commits lock them: brokers never deadlock.
       await client.query(`SELECT 1 FROM ${this.partitions} AS p JOIN unnest($1::text[], $2::int[]) AS w(topic, partition)
         ON p.topic = w.topic AND p.partition = w.partition ORDER BY p.topic, p.partition FOR UPDATE OF p`, wanted);
@@ -186,7 +183,7 @@ export class Sequencer {
   async commit(objectKey: string, sizeBytes: number, chunks: readonly ObjectChunk[]): Promise<ChunkResult[]> {
     const order = chunks.map((_, i) => i).sort((a, b) => byTopicPartition(chunks[a]!, chunks[b]!));
     const results: ChunkResult[] = new Array<ChunkResult>(chunks.length);
-    await this.transaction('commit', async (client) => {
+    await inTransaction(this.pool, 'sequencer: commit', async (client) => {
       const accepted: Array<ObjectChunk & { baseOffset: number }> = [];
       for (const i of order) {
         const c = chunks[i]!;
@@ -275,37 +272,12 @@ export class Sequencer {
       'send it again (to the partition\'s leader)', context);
   }
 
-  private async query<R extends object>(action: string, text: string, params: unknown[]): Promise<{ rows: R[] }> {
-    try {
-      return await this.pool.query<R>(text, params);
-    } catch (err) {
-      throw failed(err, action);
-    }
-  }
-
-  private async transaction(action: string, work: (client: PoolClient) => Promise<void>): Promise<void> {
-    let client: PoolClient | undefined;
-    try {
-      client = await this.pool.connect();
-      await client.query('BEGIN');
-      await work(client);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client?.query('ROLLBACK').catch(() => {});
-      throw failed(err, action);
-    } finally {
-      client?.release();
-    }
+  private query<R extends object>(action: string, text: string, params: unknown[]): Promise<{ rows: R[] }> {
+    return query<R>(this.pool, `sequencer: ${action}`, text, params);
   }
 }
 
 /** (topic, partition) order as the tables' "C" collation has it: topic by UTF-8 bytes, then partition. */
 function byTopicPartition(a: { topic: string; partition: number }, b: { topic: string; partition: number }): number {
   return Buffer.compare(Buffer.from(a.topic), Buffer.from(b.topic)) || a.partition - b.partition;
-}
-
-function failed(err: unknown, action: string): OnelogError {
-  if (err instanceof OnelogError) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new OnelogError('STORAGE_ERROR', `sequencer (PostgreSQL): ${action} failed: ${message}`, { store: 'postgres', action });
 }

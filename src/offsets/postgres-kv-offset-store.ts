@@ -18,6 +18,7 @@
  */
 import pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
+import { checkTablePrefix, createTables, inTransaction, postgresFailure } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { staleGeneration } from './offset-store.js';
 import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
@@ -56,26 +57,22 @@ export class PostgresKvOffsetStore implements OffsetStore {
    *   PostgreSQL fails
    */
   static async open(options: PostgresKvOffsetStoreOptions): Promise<PostgresKvOffsetStore> {
-    const prefix = options.tablePrefix ?? 'onelog_';
-    if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) {
-      throw new OnelogError('INVALID_CONFIG', `table prefix ${JSON.stringify(prefix)}: lower-case letters, digits and _ only, at most 41`, { tablePrefix: prefix });
-    }
+    const prefix = checkTablePrefix(options.tablePrefix ?? 'onelog_');
     if ((options.pool === undefined) === (options.url === undefined)) {
       throw new OnelogError('INVALID_CONFIG', 'the PostgreSQL offset store takes a pool or a url, one of the two');
     }
     const pool = options.pool ?? new pg.Pool({ connectionString: options.url, max: 4 });
     if (options.pool === undefined) pool.on('error', () => {}); // an idle client's lost connection; the next query reports its own
     const store = new PostgresKvOffsetStore(pool, prefix, options.pool === undefined);
-    const setup = store.call('setup', () => store.transaction(async (client) => {
-      await client.query(`SELECT pg_advisory_xact_lock(hashtext('onelog offset store ' || $1))`, [prefix]);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${store.offsets} (
+    const setup = createTables(pool, `offset store ${prefix}`, [
+      `CREATE TABLE IF NOT EXISTS ${store.offsets} (
         group_id text NOT NULL, topic text NOT NULL, partition bigint NOT NULL,
         "offset" bigint NOT NULL, metadata bytea NOT NULL, commit_timestamp bigint NOT NULL,
-        PRIMARY KEY (group_id, topic, partition))`);
-      await client.query(`CREATE INDEX IF NOT EXISTS ${store.offsets}_by_topic ON ${store.offsets} (topic)`);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${store.generations} (
-        group_id text PRIMARY KEY, generation_id bigint NOT NULL, fence_generation_id bigint NOT NULL)`);
-    }));
+        PRIMARY KEY (group_id, topic, partition))`,
+      `CREATE INDEX IF NOT EXISTS ${store.offsets}_by_topic ON ${store.offsets} (topic)`,
+      `CREATE TABLE IF NOT EXISTS ${store.generations} (
+        group_id text PRIMARY KEY, generation_id bigint NOT NULL, fence_generation_id bigint NOT NULL)`,
+    ]);
     await setup.catch(async (err: unknown) => {
       if (store.ownsPool) await pool.end();
       throw err;
@@ -178,9 +175,9 @@ export class PostgresKvOffsetStore implements OffsetStore {
       const batch = this.queue.splice(0);
       const results: unknown[] = [];
       try {
-        await this.call('commit', () => this.transaction(async (client) => {
+        await inTransaction(this.pool, 'offset store: commit', async (client) => {
           for (const w of batch) results.push(await w.run(client));
-        }));
+        });
         batch.forEach((w, i) => w.resolve(results[i]));
       } catch (err) {
         for (const w of batch) w.reject(err);
@@ -189,28 +186,11 @@ export class PostgresKvOffsetStore implements OffsetStore {
     this.writing = false;
   }
 
-  /** Runs `work` in one transaction on a client of the pool: committed if it resolves, rolled back if not. */
-  private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await work(client);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
-  }
-
   private async call<T>(action: string, work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (err) {
-      if (err instanceof OnelogError || err instanceof RangeError) throw err;
-      const message = err instanceof Error ? err.message : String(err);
-      throw new OnelogError('STORAGE_ERROR', `offset store (PostgreSQL): ${action} failed: ${message}`, { store: 'postgres', action });
+      throw postgresFailure(err, `offset store: ${action}`);
     }
   }
 }

@@ -1,0 +1,66 @@
+/**
+ * Shared PostgreSQL helpers of the engines that keep their own tables there (the offset store's key-value
+ * table, the cluster's sequencer, leases and broker registry): a transaction on a pool's client, the table-name
+ * prefix check, and a failure of the server reported as `STORAGE_ERROR` (retriable) naming what failed.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { OnelogError } from './protocol/errors.js';
+
+/**
+ * Checks a prefix of table names: lower-case letters, digits and `_`, at most 41 (PostgreSQL's identifiers
+ * are 63 bytes; the longest name added to it is 22).
+ * @throws OnelogError `INVALID_CONFIG`
+ */
+export function checkTablePrefix(prefix: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) {
+    throw new OnelogError('INVALID_CONFIG', `table prefix ${JSON.stringify(prefix)}: lower-case letters, digits and _ only, at most 41`, { tablePrefix: prefix });
+  }
+  return prefix;
+}
+
+/** `err` as the error its caller sees: a typed error or a refused argument as it is, else `STORAGE_ERROR` naming `what`. */
+export function postgresFailure(err: unknown, what: string): Error {
+  if (err instanceof OnelogError || err instanceof RangeError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new OnelogError('STORAGE_ERROR', `${what} (PostgreSQL) failed: ${message}`, { store: 'postgres', action: what });
+}
+
+/** Runs one statement on `pool`. @throws {@link postgresFailure} of the server's error, naming `what` */
+export async function query<R extends object>(pool: Pool, what: string, text: string, params: unknown[]): Promise<{ rows: R[]; rowCount: number | null }> {
+  try {
+    return await pool.query<R>(text, params);
+  } catch (err) {
+    throw postgresFailure(err, what);
+  }
+}
+
+/**
+ * Runs `work` in one transaction on a client of `pool`: committed if it resolves, rolled back if it throws.
+ * @throws what `work` threw, or {@link postgresFailure} of the server's error
+ */
+export async function inTransaction<T>(pool: Pool, what: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  let client: PoolClient | undefined;
+  try {
+    client = await pool.connect();
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client?.query('ROLLBACK').catch(() => {});
+    throw postgresFailure(err, what);
+  } finally {
+    client?.release();
+  }
+}
+
+/**
+ * Creates an engine's tables with `statements` (each `CREATE ... IF NOT EXISTS`) in one transaction under an
+ * advisory lock named by `name`, so brokers starting together do not collide.
+ */
+export function createTables(pool: Pool, name: string, statements: readonly string[]): Promise<void> {
+  return inTransaction(pool, `creating the tables of the ${name}`, async (client) => {
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`onelog ${name}`]);
+    for (const statement of statements) await client.query(statement);
+  });
+}

@@ -1,0 +1,97 @@
+/**
+ * Named leases and the broker registry against the machine's PostgreSQL, each test in a schema of its own:
+ * expiry is the database's clock passing it (set back by SQL, no sleeping), and a property test races brokers
+ * for one lease.
+ */
+import fc from 'fast-check';
+import type { Pool } from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BrokerRegistry } from '../../src/cluster/brokers.js';
+import { NamedLeases } from '../../src/cluster/leases.js';
+import { pgSchema } from '../helpers/services.js';
+import type { PgSchema } from '../helpers/services.js';
+
+const schemas: PgSchema[] = [];
+afterEach(async () => {
+  for (const s of schemas.splice(0)) await s.drop();
+});
+
+async function schema(): Promise<{ schema: PgSchema; pool: Pool }> {
+  const s = await pgSchema('leases');
+  schemas.push(s);
+  return { schema: s, pool: s.pool(6) };
+}
+
+describe('named leases', () => {
+  it('taken at epoch 1, renewed at the same epoch, refused while held, taken over at a new epoch after expiry or release', async () => {
+    const { pool } = await schema();
+    const [a, b] = await Promise.all([NamedLeases.open({ pool, brokerId: 1 }), NamedLeases.open({ pool, brokerId: 2 })]);
+    const first = (await a.acquire('group:g', 60_000))!;
+    expect(first).toMatchObject({ name: 'group:g', brokerId: 1, epoch: 1 });
+    expect((await a.acquire('group:g', 60_000))!.epoch).toBe(1);
+    expect(await b.acquire('group:g', 60_000)).toBeNull();
+    expect(await b.holder('group:g')).toMatchObject({ brokerId: 1, epoch: 1 });
+    await pool.query(`UPDATE onelog_leases SET expires_at = clock_timestamp() - interval '1 second'`);
+    expect(await b.holder('group:g')).toBeNull();
+    expect(await b.acquire('group:g', 60_000)).toMatchObject({ brokerId: 2, epoch: 2 });
+    await a.release('group:g', 1); // a's epoch is gone: nothing happens
+    expect(await a.holder('group:g')).toMatchObject({ brokerId: 2 });
+    await b.release('group:g', 2);
+    expect(await a.acquire('group:g', 60_000)).toMatchObject({ brokerId: 1, epoch: 3 });
+    expect(await a.acquire('job:retention', 60_000)).toMatchObject({ epoch: 1 }); // another name, another lease
+    await expect(a.acquire('x', 0)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+  });
+
+  it('property: brokers racing for one lease: one holder at a time, each epoch held by one broker, epochs only rise', async () => {
+    const { pool } = await schema();
+    const leases = await Promise.all([1, 2, 3].map((brokerId) => NamedLeases.open({ pool, brokerId })));
+    const seen = new Map<number, number>(); // epoch -> broker
+    let highest = 0;
+    await fc.assert(fc.asyncProperty(fc.array(fc.record({ broker: fc.nat(2), expire: fc.boolean() }), { minLength: 2, maxLength: 12 }), async (steps) => {
+      const results = await Promise.all(steps.map(async (s) => {
+        if (s.expire) await pool.query(`UPDATE onelog_leases SET expires_at = clock_timestamp() - interval '1 second' WHERE name = 'job:x'`);
+        return leases[s.broker]!.acquire('job:x', 60_000);
+      }));
+      for (const r of results) {
+        if (r === null) continue;
+        expect(seen.get(r.epoch) ?? r.brokerId).toBe(r.brokerId);
+        seen.set(r.epoch, r.brokerId);
+      }
+      const holder = (await leases[0]!.holder('job:x'))!;
+      expect(holder.epoch).toBeGreaterThanOrEqual(highest);
+      highest = holder.epoch;
+    }), { numRuns: 20 });
+  });
+});
+
+describe('broker registry', () => {
+  it('lists the live brokers with their addresses; a stale heartbeat is not live; a clean stop leaves at once', async () => {
+    const { pool } = await schema();
+    const one = await BrokerRegistry.open({ pool, brokerId: 1 });
+    const two = await BrokerRegistry.open({ pool, brokerId: 2 });
+    await two.register({ url: 'http://127.0.0.1:7002' });
+    await one.register({ url: 'http://127.0.0.1:7001', kafkaAddress: '127.0.0.1:9001' });
+    expect((await one.live()).map((b) => [b.brokerId, b.url, b.kafkaAddress])).toEqual([[1, 'http://127.0.0.1:7001', '127.0.0.1:9001'], [2, 'http://127.0.0.1:7002', null]]);
+    await pool.query(`UPDATE onelog_brokers SET heartbeat_at = clock_timestamp() - interval '11 seconds' WHERE broker_id = 2`);
+    expect((await one.live()).map((b) => b.brokerId)).toEqual([1]);
+    await two.heartbeat();
+    expect((await one.live()).map((b) => b.brokerId)).toEqual([1, 2]);
+    await one.deregister();
+    expect((await two.live()).map((b) => b.brokerId)).toEqual([2]);
+  });
+
+  it('a second process with a live broker\'s id is refused; once the first is not live it takes the id, and the first is told', async () => {
+    const { pool } = await schema();
+    const first = await BrokerRegistry.open({ pool, brokerId: 7 });
+    const second = await BrokerRegistry.open({ pool, brokerId: 7 });
+    await first.register({ url: 'http://127.0.0.1:7007' });
+    await expect(second.register({ url: 'http://127.0.0.1:8007' })).rejects.toMatchObject({
+      code: 'ALREADY_EXISTS', context: { brokerId: 7, url: 'http://127.0.0.1:7007' },
+    });
+    await first.register({ url: 'http://127.0.0.1:7007' }); // registering again itself is fine
+    await pool.query(`UPDATE onelog_brokers SET heartbeat_at = clock_timestamp() - interval '1 minute'`);
+    await second.register({ url: 'http://127.0.0.1:8007' });
+    await expect(first.heartbeat()).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
+    expect((await second.live()).map((b) => b.url)).toEqual(['http://127.0.0.1:8007']);
+  });
+});
