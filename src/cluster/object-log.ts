@@ -163,14 +163,15 @@ export class ObjectLogStore implements LogStore {
     });
     if (writable.length === 0) return;
     const { body, chunks } = buildObject(writable.map((e) => ({ topic: e.topic, partition: e.partition, batches: e.batches.map((w) => w.batch) })));
-    const key = `objects/${this.options.sequencer.brokerId}/${Date.now().toString(36)}-${randomUUID()}`;
+    const putStartedAt = Date.now();
+    const key = `objects/${this.options.sequencer.brokerId}/${putStartedAt.toString(36)}-${randomUUID()}`;
     await this.options.objects.put(key, body);
     this.stats.objectsPut++;
     this.stats.bytesPut += body.length;
     await previous;
     const results = await this.options.sequencer.commit(key, body.length, chunks.map((c) => ({
       ...c, epoch: leased.get(partitionKey(c.topic, c.partition))!.epoch,
-    })));
+    })), putStartedAt);
     this.stats.commits++;
     writable.forEach((entry, i) => {
       const result = results[i]!;

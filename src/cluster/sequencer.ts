@@ -31,6 +31,12 @@ export interface SequencerOptions {
   brokerId: number;
   /** How long a lease lasts unless renewed, ms, by the database's clock. @default 10000 */
   leaseMs?: number;
+  /**
+   * An object whose PUT began longer ago than this is not committed (its chunks are refused with
+   * `REQUEST_TIMED_OUT`), ms: the orphan sweep deletes uncommitted objects older than twice this, so it never
+   * deletes one a late commit could still index. @default 300000 (5 minutes)
+   */
+  maxObjectAgeMs?: number;
   /** Prefix of the tables' names: lower-case letters, digits and `_`. @default 'onelog_' */
   tablePrefix?: string;
 }
@@ -90,7 +96,9 @@ export class Sequencer {
   /** The channel each commit notifies (LISTEN wakes the long-polls of the partitions it names). */
   readonly channel: string;
 
-  private constructor(private readonly pool: Pool, readonly brokerId: number, private readonly leaseMs: number, prefix: string) {
+  private constructor(
+    private readonly pool: Pool, readonly brokerId: number, private readonly leaseMs: number, readonly maxObjectAgeMs: number, prefix: string,
+  ) {
     this.partitions = `${prefix}partitions`;
     this.index = `${prefix}log_index`;
     this.objects = `${prefix}objects`;
@@ -110,7 +118,7 @@ export class Sequencer {
     if (!Number.isInteger(leaseMs) || leaseMs < 100) {
       throw new OnelogError('INVALID_CONFIG', `lease must be an integer of at least 100 ms, got ${leaseMs}`, { leaseMs });
     }
-    const s = new Sequencer(options.pool, options.brokerId, leaseMs, prefix);
+    const s = new Sequencer(options.pool, options.brokerId, leaseMs, options.maxObjectAgeMs ?? 300_000, prefix);
     await createTables(options.pool, `sequencer ${prefix}`, [
       `CREATE TABLE IF NOT EXISTS ${s.partitions} (
         topic text COLLATE "C" NOT NULL, partition integer NOT NULL,
@@ -177,10 +185,18 @@ export class Sequencer {
    * a line). A chunk whose lease check fails is
    * refused (`NOT_LEADER_OR_FOLLOWER`, retriable: the client sends it again, to the partition's new leader) and
    * leaves no trace; the others commit. Chunks are applied in (topic, partition) order, so brokers never deadlock.
+   * @param putStartedAt when the object's PUT began, ms since the epoch (this broker's clock): an object older than
+   *   `maxObjectAgeMs` is refused whole (the orphan sweep may be deleting it)
    * @returns one result per chunk, in the order given
    * @throws OnelogError `STORAGE_ERROR` if the transaction fails (nothing of it committed)
    */
-  async commit(objectKey: string, sizeBytes: number, chunks: readonly ObjectChunk[]): Promise<ChunkResult[]> {
+  async commit(objectKey: string, sizeBytes: number, chunks: readonly ObjectChunk[], putStartedAt = Date.now()): Promise<ChunkResult[]> {
+    const ageMs = Date.now() - putStartedAt;
+    if (ageMs > this.maxObjectAgeMs) {
+      const error = new OnelogError('REQUEST_TIMED_OUT', `object ${objectKey} was written ${ageMs} ms ago, more than ${this.maxObjectAgeMs} ms: ` +
+        'not committed (the orphan sweep may delete it); send the records again', { objectKey, ageMs, maxObjectAgeMs: this.maxObjectAgeMs });
+      return chunks.map(() => ({ error }));
+    }
     const order = chunks.map((_, i) => i).sort((a, b) => byTopicPartition(chunks[a]!, chunks[b]!));
     const results: ChunkResult[] = new Array<ChunkResult>(chunks.length);
     await inTransaction(this.pool, 'sequencer: commit', async (client) => {
@@ -245,6 +261,12 @@ export class Sequencer {
     if (state === undefined) throw new OnelogError('UNKNOWN_PARTITION', `partition ${topic}/${partition} does not exist`, { topic, partition });
     throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot delete records before ${offset} in ${topic}/${partition}: the high watermark is ${state.highWatermark}`,
       { topic, partition, offset, logStartOffset: state.logStartOffset, highWatermark: state.highWatermark });
+  }
+
+  /** Which of `keys` are committed objects (the others, if in the bucket, are orphans). */
+  async committedObjects(keys: readonly string[]): Promise<Set<string>> {
+    const { rows } = await this.query<{ object_key: string }>('committed objects', `SELECT object_key FROM ${this.objects} WHERE object_key = ANY($1::text[])`, [keys]);
+    return new Set(rows.map((r) => r.object_key));
   }
 
   /** A partition's log start offset, high watermark and lease; undefined for a partition not added. */

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ObjectLogStore } from '../../src/cluster/object-log.js';
 import { parseS3Url, S3ObjectStore } from '../../src/cluster/object-store.js';
 import { Sequencer } from '../../src/cluster/sequencer.js';
+import { sweepOrphans } from '../../src/cluster/orphan-sweep.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { pgSchema, uniqueName } from '../helpers/services.js';
@@ -111,6 +112,42 @@ describe('object log', () => {
     } finally {
       await a.store.close();
       await b.store.close();
+      await schema.drop();
+    }
+  });
+});
+
+describe('orphan sweep', () => {
+  it('deletes objects no commit took once past the grace, keeps committed ones and young ones; a late commit is refused', async () => {
+    const schema = await pgSchema('objlog');
+    const { store, objects } = await broker(schema, uniqueName('log'), 1);
+    const sequencer = await Sequencer.open({ pool: schema.pool(2), brokerId: 1, maxObjectAgeMs: 1000 });
+    try {
+      await store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      await store.append([{ topic: 't', partition: 0, batch: batch('kept') }]);
+      await objects.put('objects/1/orphan', Buffer.from('a PUT whose commit never came'));
+      const keys = async () => {
+        const out = [];
+        for await (const o of objects.list('objects/')) out.push(o.key);
+        return out;
+      };
+      expect(await keys()).toHaveLength(2);
+      // Now: both are younger than the grace.
+      expect(await sweepOrphans(objects, sequencer)).toEqual({ listed: 2, deleted: [] });
+      // Past the grace: the orphan goes, the committed object stays and is still read.
+      const later = Date.now() + 2 * 1000 + 60_000 + 1;
+      expect(await sweepOrphans(objects, sequencer, undefined, later)).toEqual({ listed: 2, deleted: ['objects/1/orphan'] });
+      expect((await keys()).filter((k) => k !== 'objects/1/orphan')).toHaveLength(1);
+      expect((await store.read('t', 0, 0, 1000)).batches.includes(Buffer.from('kept'))).toBe(true);
+      await expect(sweepOrphans(objects, sequencer, 1999)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+      // A commit of an object whose PUT began longer ago than maxObjectAgeMs is refused whole.
+      // (Its lease is held: the lease check alone would let it through.)
+      const [lease] = await sequencer.acquire([{ topic: 't', partition: 0 }]);
+      const chunk = { topic: 't', partition: 0, epoch: lease!.epoch, offsets: 1, position: 0, length: 10, maxTimestamp: 1 };
+      expect(await sequencer.commit('objects/1/late', 10, [chunk], Date.now() - 1001)).toMatchObject([{ error: { code: 'REQUEST_TIMED_OUT' } }]);
+      expect(await sequencer.commit('objects/1/in-time', 10, [chunk], Date.now() - 900)).toEqual([{ baseOffset: 1, highWatermark: 2 }]);
+    } finally {
+      await store.close();
       await schema.drop();
     }
   });
