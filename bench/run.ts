@@ -20,6 +20,10 @@
  * and push consumers, beside the producer and in their own process, for each flush policy (`--latency-seconds`,
  * `--latency-warmup-seconds`).
  *
+ * `--only cluster` (not in the default run): the log store of cluster mode on s3rver and PostgreSQL with
+ * `--cluster-brokers 1,2,3` brokers, `--cluster-producers N` (per broker, default 8), `--cluster-seconds S`
+ * (default 10), `--flush-window-ms MS` (default 50): records/s, ack latency, objects PUT and transactions per second.
+ *
  * `--only scale` (not in the default run): the limits at scale of issue 15 (bench/scale/), each a `onelog serve`
  * child; or one of them with `--only scale-partitions|scale-compaction|scale-offsets|scale-websockets|scale-restart`.
  * Options: `--scale-partitions N` (default 10,000), `--compaction-keys N` (default 20,000,000; the 2,000,000-key
@@ -43,6 +47,7 @@ import { storageBenchmark } from './storage.js';
 import { latencySweep } from './sweep.js';
 import { latencyModes } from './latency-modes.js';
 import { scaleBenchmarks } from './scale/index.js';
+import { clusterBenchmark } from './cluster.js';
 
 const { values } = parseArgs({
   options: {
@@ -76,6 +81,10 @@ const { values } = parseArgs({
     websockets: { type: 'string', default: '1000' },
     'restart-gb': { type: 'string', default: '10' },
     'restart-dir': { type: 'string' },
+    'cluster-brokers': { type: 'string', default: '1,2,3' },
+    'cluster-seconds': { type: 'string', default: '10' },
+    'cluster-producers': { type: 'string', default: '8' },
+    'flush-window-ms': { type: 'string', default: '50' },
   },
 });
 
@@ -121,6 +130,12 @@ if (only === 'scale' || only?.startsWith('scale-')) {
     websockets: Number(values.websockets),
     restartGigabytes: Number(values['restart-gb']),
     restartDir: values['restart-dir'],
+  });
+}
+if (only === 'cluster') {
+  await clusterBenchmark({
+    brokers: values['cluster-brokers'].split(',').map(Number), seconds: Number(values['cluster-seconds']),
+    producersPerBroker: Number(values['cluster-producers']), flushWindowMs: Number(values['flush-window-ms']),
   });
 }
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
