@@ -1,6 +1,6 @@
 /**
  * The `onelog` command line's commands. Every command but `serve` talks to a server: `--server URL`, else env
- * `ONELOG_URL`, else `http://127.0.0.1:7070`.
+ * `ONELOG_URL`, else `http://127.0.0.1:7070`; several URLs, separated by commas, fail over (client/http-api.ts).
  */
 import fs from 'node:fs';
 import { Command } from 'commander';
@@ -21,7 +21,7 @@ export function buildProgram(): Command {
   const program = new Command('onelog')
     .description('onelog: a durable, log-based publish/subscribe broker. One log, many cursors.')
     .version((JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version)
-    .option('--server <url>', 'onelog server address (default: env ONELOG_URL, else http://127.0.0.1:7070)')
+    .option('--server <url>', 'onelog server address; several, separated by commas, fail over (default: env ONELOG_URL, else http://127.0.0.1:7070)')
     .option('--token <token>', 'a user\'s token, once the broker has users (default: env ONELOG_TOKEN; docs/security.md)')
     .option('--ca <file>', 'the CA certificate (PEM) that signed an https:// server\'s certificate (default: env ONELOG_CA)')
     .option('--cert <file>', 'a client certificate (PEM), for a server started with --tls-ca (default: env ONELOG_CERT)')

@@ -3,7 +3,9 @@
  * binary frames on `GET /data` (src/protocol/data-frames.ts), encoded and decoded here, so the broker
  * appends and serves batches without decoding records and no JSON or base64 touches the records. Commits
  * travel on the same socket; every other operation goes over HTTP/JSON as {@link HttpApi}. One socket, opened on first use and again after a
- * failure; requests on it run concurrently.
+ * failure; requests on it run concurrently. With several server URLs, a socket that cannot be opened is opened
+ * at the next URL, and a socket that breaks sends the next requests to the next URL (the requests in flight
+ * fail with `NETWORK_ERROR`: their outcome is unknown).
  */
 import WebSocket from 'ws';
 import type { CommitRequest, FetchRequest, FetchResult, ProduceRequest, ProduceResult } from '../protocol/api.js';
@@ -124,7 +126,7 @@ export class BinaryApi extends HttpApi {
   }
 
   private async request(kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], expected: FrameKind): Promise<DataFrame> {
-    const ws = await this.connect();
+    const ws = await this.connect(this.urls.length);
     const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
     const answer = await new Promise<DataFrame>((resolve, reject) => {
       this.pending.set(requestId, { resolve, reject });
@@ -141,20 +143,34 @@ export class BinaryApi extends HttpApi {
     return answer;
   }
 
-  private connect(): Promise<WebSocket> {
+  /** The data socket, opened at the current URL, else (never opened there) at the next ones, `tries` in all. */
+  private connect(tries: number): Promise<WebSocket> {
     this.socket ??= new Promise<WebSocket>((resolve, reject) => {
-      const url = `${this.url.replace(/^http/, 'ws')}/data`;
+      const base = this.url;
+      const url = `${base.replace(/^http/, 'ws')}/data`;
+      let opened = false;
+      let failed = false;
       // A zero masking key: ws then neither copies nor XORs a frame on either side. Masking (RFC 6455 section 10.3)
       // keeps a browser script's frames from poisoning proxy caches; a Node client is not such a script.
       const ws = new WebSocket(url, { headers: this.connection.headers, ...this.connection.tls, generateMask: (mask) => void mask.fill(0) });
       const fail = (message: string) => {
+        if (failed) return; // an error, then its close
+        failed = true;
         this.socket = null;
+        const moved = this.failOver(base);
+        if (!opened && moved && tries > 1) {
+          this.connect(tries - 1).then(resolve, reject);
+          return;
+        }
         const err = new OnelogError('NETWORK_ERROR', `the data path at ${url}: ${message}`, { url });
         for (const p of this.pending.values()) p.reject(err);
         this.pending.clear();
         reject(err);
       };
-      ws.on('open', () => resolve(ws));
+      ws.on('open', () => {
+        opened = true;
+        resolve(ws);
+      });
       ws.on('error', (err) => fail(err.message));
       ws.on('close', (code) => fail(`closed (${code})`));
       ws.on('message', (data: Buffer) => {

@@ -2,6 +2,12 @@
  * {@link OnelogApi} over HTTP/JSON: what the TypeScript client uses to reach `onelog serve`. Bytes travel
  * base64-encoded so any key, value or header round-trips. Error answers become {@link OnelogError}s with
  * the server's code and context; a connection failure is `NETWORK_ERROR` (retriable).
+ *
+ * Several server URLs (the brokers of a cluster, `http://a:7070,http://b:7070`) fail over: a request whose
+ * connection could not be made, or that a broker shutting down refused (`BROKER_CLOSED`), goes to the next URL
+ * at once, as does a read (GET) whose connection broke; a write whose connection broke after it was sent is
+ * answered `NETWORK_ERROR` (its outcome is unknown: the caller's retry decides, as with Kafka's producer) and the
+ * next request goes to the next URL.
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
@@ -24,28 +30,59 @@ export function defaultServerUrl(): string {
   return process.env.ONELOG_URL ?? 'http://127.0.0.1:7070';
 }
 
+/** Codes of a connection that was never made: the request was not sent, so any request may go elsewhere. */
+const NOT_SENT = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/;
+
+/**
+ * Server URLs from `--server` / `ONELOG_URL`: one, or several separated by commas.
+ * @throws OnelogError `INVALID_REQUEST` for an empty list or a URL that is not http:// or https://
+ */
+export function parseServerUrls(text: string): string[] {
+  const urls = text.split(',').map((u) => u.trim().replace(/\/+$/, '')).filter((u) => u !== '');
+  if (urls.length === 0) throw new OnelogError('INVALID_REQUEST', `no server URL in ${JSON.stringify(text)}: give http://HOST:PORT[,http://HOST:PORT...]`);
+  for (const u of urls) {
+    if (!/^https?:\/\/[^/]/.test(u)) {
+      throw new OnelogError('INVALID_REQUEST', `server URL ${JSON.stringify(u)} must start with http:// or https://; several are separated by commas`, { url: u });
+    }
+  }
+  return urls;
+}
+
 export class HttpApi implements OnelogApi {
-  private readonly base: string;
+  /** The server URLs, in the order given; {@link url} is the one in use. */
+  readonly urls: readonly string[];
+  private current = 0;
   /** What every request and WebSocket upgrade carries: the bearer token, the TLS settings. */
   readonly connection: Connection;
   /** Connections with the client's TLS settings; none: the default. */
   private readonly dispatcher: Dispatcher | undefined;
 
   /**
-   * @param url server address, `http://127.0.0.1:7070` or `https://...` (docs/security.md)
+   * @param url server address, `http://127.0.0.1:7070` or `https://...` (docs/security.md); several, separated by
+   *   commas, fail over (see the file's comment)
    * @param options the token (sent as `Authorization: Bearer TOKEN`) and TLS settings; defaults from the environment
    *   (`ONELOG_TOKEN`, `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY`)
-   * @throws OnelogError `INVALID_REQUEST` when a TLS file named by the environment cannot be read
+   * @throws OnelogError `INVALID_REQUEST` when a TLS file named by the environment cannot be read, or for a bad URL
    */
   constructor(url: string = defaultServerUrl(), options: ConnectionOptions = {}) {
-    this.base = url.replace(/\/+$/, '');
+    this.urls = parseServerUrls(url);
     this.connection = connectionOf(options);
     this.dispatcher = Object.keys(this.connection.tls).length > 0 ? new Agent({ connect: { ...this.connection.tls } }) : undefined;
   }
 
-  /** The server address this API talks to. */
+  /** The server address this API talks to now. */
   get url(): string {
-    return this.base;
+    return this.urls[this.current]!;
+  }
+
+  /**
+   * Moves to the next server URL after `failed` failed (unless another request moved already).
+   * @returns whether there is another URL to go to
+   */
+  protected failOver(failed: string): boolean {
+    if (this.urls.length === 1) return false;
+    if (this.url === failed) this.current = (this.current + 1) % this.urls.length;
+    return true;
   }
 
   /** Lets go of the connections this API keeps (a TLS agent's), once it is no longer used. */
@@ -54,28 +91,40 @@ export class HttpApi implements OnelogApi {
   }
 
   private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
-    const url = `${this.base}${path}`;
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        method,
-        headers: body === undefined ? this.connection.headers : { ...this.connection.headers, 'content-type': 'application/json' },
-        body: body === undefined ? null : JSON.stringify(body),
-        ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
-      });
-    } catch (err) {
-      throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${this.base}: ${networkFailure(err, this.base)}`, { url });
+    for (let attempt = 1; ; attempt++) {
+      const base = this.url;
+      const url = `${base}${path}`;
+      const last = attempt >= this.urls.length;
+      let response: Response;
+      try {
+        response = await fetch(url, {
+          method,
+          headers: body === undefined ? this.connection.headers : { ...this.connection.headers, 'content-type': 'application/json' },
+          body: body === undefined ? null : JSON.stringify(body),
+          ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
+        });
+      } catch (err) {
+        const notSent = NOT_SENT.test((err as { cause?: { code?: string } }).cause?.code ?? '');
+        if (this.failOver(base) && !last && (notSent || method === 'GET')) continue;
+        const others = this.urls.length > 1 ? ` (servers: ${this.urls.join(', ')})` : '';
+        throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${base}: ${networkFailure(err, base)}${others}`, { url });
+      }
+      if (response.status === 204) return undefined as T;
+      const text = await response.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        throw new OnelogError('INTERNAL_ERROR', `the server answered ${response.status} with non-JSON: ${text.slice(0, 200)}`, { url });
+      }
+      if (!response.ok) {
+        const error = OnelogError.fromJSON(parsed as { code?: unknown; message?: unknown });
+        // A broker shutting down did nothing of the request: the next one may.
+        if (error.code === 'BROKER_CLOSED' && this.failOver(base) && !last) continue;
+        throw error;
+      }
+      return parsed as T;
     }
-    if (response.status === 204) return undefined as T;
-    const text = await response.text();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new OnelogError('INTERNAL_ERROR', `the server answered ${response.status} with non-JSON: ${text.slice(0, 200)}`, { url });
-    }
-    if (!response.ok) throw OnelogError.fromJSON(parsed as { code?: unknown; message?: unknown });
-    return parsed as T;
   }
 
   createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
