@@ -10,7 +10,9 @@
  * keep the order they were appended in; PUTs of successive flushes may overlap. A partition this broker holds
  * no lease of, and cannot take, answers `NOT_LEADER_OR_FOLLOWER` (retriable) at once; one whose lease was lost
  * while its object was being written is refused by the commit the same way, and its object's bytes for it are
- * never indexed (an object no commit took is an orphan, swept later).
+ * never indexed (an object no commit took is an orphan, swept later). Idempotent producers' batches are checked
+ * by the lease holder against the partition's producer state, kept in PostgreSQL (partition-producers.ts):
+ * retries are answered with the stored offsets, also after a failover to another broker.
  *
  * Reads: any broker serves any partition: the index rows from the offset, a ranged GET of each chunk (kept in a
  * bounded in-memory block cache, offsets stamped), the batches from the one holding the offset. Long-polls wait
@@ -21,9 +23,10 @@ import pg from 'pg';
 import { OnelogError } from '../protocol/errors.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../protocol/record-batch.js';
 import type { AppendOutcome, AppendRequest, LogRead, LogStore, PartitionPositions } from '../storage/log-store.js';
-import type { LogConfig } from '../storage/partition-log.js';
+import type { AppendResult, LogConfig } from '../storage/partition-log.js';
 import { buildObject, stampChunk } from './object-format.js';
 import type { ObjectStore } from './object-store.js';
+import { chunkProducerBatches, isIdempotent, PartitionProducers } from './partition-producers.js';
 import type { IndexEntry, Lease, Sequencer } from './sequencer.js';
 
 /** Options of {@link ObjectLogStore.open}. */
@@ -70,6 +73,8 @@ export class ObjectLogStore implements LogStore {
   /** The commit of the flush before: each commit waits for it, so a partition's batches keep their order. */
   private lastCommit: Promise<void> = Promise.resolve();
   private readonly leases = new Map<string, Lease>();
+  /** The idempotent producers of partitions this broker wrote idempotent batches to, under their lease epoch. */
+  private readonly producers = new Map<string, PartitionProducers>();
   private readonly cache = new Map<string, Buffer>();
   private cacheBytes = 0;
   private readonly waiters = new Map<string, Set<Waiter>>();
@@ -154,40 +159,74 @@ export class ObjectLogStore implements LogStore {
 
   private async flush(taken: Array<{ topic: string; partition: number; batches: Waiting[] }>, previous: Promise<void>): Promise<void> {
     const leased = await this.leasesFor(taken);
-    const writable = taken.filter((e) => {
+    const held = taken.filter((e) => {
       if (leased.has(partitionKey(e.topic, e.partition))) return true;
       const error = new OnelogError('NOT_LEADER_OR_FOLLOWER', `broker ${this.options.sequencer.brokerId} does not hold ${e.topic}/${e.partition}: ` +
         'another broker leads it; send it there', { topic: e.topic, partition: e.partition, brokerId: this.options.sequencer.brokerId });
       for (const w of e.batches) w.resolve({ error });
       return false;
     });
+    // Idempotent batches are sorted against a producer state that holds every commit before this one.
+    const idempotent = held.some((e) => e.batches.some((w) => isIdempotent(w.batch)));
+    if (idempotent) await previous;
+    const writable: Array<{ topic: string; partition: number; written: Waiting[]; retries: Array<{ index: number; waiting: Waiting }> }> = [];
+    for (const e of held) {
+      const plans = idempotent && e.batches.some((w) => isIdempotent(w.batch))
+        ? (await this.producersOf(e.topic, e.partition, leased.get(partitionKey(e.topic, e.partition))!.epoch)).plan(e.batches.map((w) => w.batch))
+        : e.batches.map(() => ({ kind: 'write' } as const));
+      const entry = { topic: e.topic, partition: e.partition, written: [] as Waiting[], retries: [] as Array<{ index: number; waiting: Waiting }> };
+      plans.forEach((plan, i) => {
+        const waiting = e.batches[i]!;
+        if (plan.kind === 'write') entry.written.push(waiting);
+        else if (plan.kind === 'same-as') entry.retries.push({ index: plan.index, waiting });
+        else waiting.resolve(plan.outcome);
+      });
+      if (entry.written.length > 0) writable.push(entry);
+    }
     if (writable.length === 0) return;
-    const { body, chunks } = buildObject(writable.map((e) => ({ topic: e.topic, partition: e.partition, batches: e.batches.map((w) => w.batch) })));
+    const { body, chunks } = buildObject(writable.map((e) => ({ topic: e.topic, partition: e.partition, batches: e.written.map((w) => w.batch) })));
     const putStartedAt = Date.now();
     const key = `objects/${this.options.sequencer.brokerId}/${putStartedAt.toString(36)}-${randomUUID()}`;
     await this.options.objects.put(key, body);
     this.stats.objectsPut++;
     this.stats.bytesPut += body.length;
     await previous;
-    const results = await this.options.sequencer.commit(key, body.length, chunks.map((c) => ({
-      ...c, epoch: leased.get(partitionKey(c.topic, c.partition))!.epoch,
+    const results = await this.options.sequencer.commit(key, body.length, chunks.map((c, i) => ({
+      ...c, epoch: leased.get(partitionKey(c.topic, c.partition))!.epoch, producerBatches: chunkProducerBatches(writable[i]!.written.map((w) => w.batch)),
     })), putStartedAt);
     this.stats.commits++;
     writable.forEach((entry, i) => {
       const result = results[i]!;
+      const key = partitionKey(entry.topic, entry.partition);
       if ('error' in result) {
-        this.leases.delete(partitionKey(entry.topic, entry.partition));
-        for (const w of entry.batches) w.resolve({ error: result.error });
+        this.leases.delete(key);
+        this.producers.delete(key);
+        for (const w of [...entry.written, ...entry.retries.map((r) => r.waiting)]) w.resolve({ error: result.error });
         return;
       }
+      const outcomes: AppendResult[] = [];
       let next = result.baseOffset;
-      for (const w of entry.batches) {
+      for (const w of entry.written) {
         const lastOffsetDelta = readBatchHeader(w.batch).lastOffsetDelta;
-        w.resolve({ baseOffset: next, lastOffset: next + lastOffsetDelta });
+        outcomes.push({ baseOffset: next, lastOffset: next + lastOffsetDelta });
         next += lastOffsetDelta + 1;
       }
+      this.producers.get(key)?.committed(entry.written.map((w) => w.batch), outcomes.map((o) => o.baseOffset));
+      entry.written.forEach((w, k) => w.resolve(outcomes[k]!));
+      for (const r of entry.retries) r.waiting.resolve({ ...outcomes[r.index]!, duplicate: true });
       this.wake(entry.topic, entry.partition, result.highWatermark);
     });
+  }
+
+  /** The partition's idempotent producers, rebuilt from the sequencer when the lease epoch is new to this broker. */
+  private async producersOf(topic: string, partition: number, leaseEpoch: number): Promise<PartitionProducers> {
+    const key = partitionKey(topic, partition);
+    let producers = this.producers.get(key);
+    if (producers === undefined || producers.leaseEpoch !== leaseEpoch) {
+      producers = await PartitionProducers.load(this.options.sequencer, topic, partition, leaseEpoch);
+      this.producers.set(key, producers);
+    }
+    return producers;
   }
 
   /** The leases of the flush's partitions: those held and not near their end, the rest taken or renewed now. */

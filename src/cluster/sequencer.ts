@@ -14,7 +14,10 @@
  * - `<prefix>log_index (topic, partition, base_offset)`: `end_offset` (exclusive), `object_key`, `position`, `length`
  *   (bytes), `max_timestamp` (ms): one row per partition chunk of an object;
  * - `<prefix>objects (object_key)`: `broker_id`, `size_bytes`, `committed_at`: every committed object (an object in
- *   the bucket with no row is an orphan: its commit failed or never came).
+ *   the bucket with no row is an orphan: its commit failed or never came);
+ * - `<prefix>producer_batches (topic, partition, producer_id, base_offset)`: the last batches of each idempotent
+ *   producer in each partition (epoch, sequences, offsets), written in the commit that stores them, so a broker
+ *   that takes a partition over recognises the retries of batches another broker stored.
  *
  * Offsets of a partition are assigned only here, under the row lock of its `partitions` row, so they strictly
  * increase with no gap and no overlap whichever broker commits (the property test checks it under lease steals).
@@ -65,7 +68,33 @@ export interface ObjectChunk {
   length: number;
   /** Largest record timestamp in the chunk, ms. */
   maxTimestamp: number;
+  /** The chunk's idempotent batches, recorded with their offsets in the same transaction (see {@link producerBatches}). */
+  producerBatches?: readonly ChunkProducerBatch[];
 }
+
+/** An idempotent producer's batch in a chunk: its producer fields and where it lies among the chunk's offsets. */
+export interface ChunkProducerBatch {
+  producerId: number;
+  producerEpoch: number;
+  baseSequence: number;
+  lastSequence: number;
+  /** Offsets of the chunk before the batch's first. */
+  offsetInChunk: number;
+  lastOffsetDelta: number;
+}
+
+/** An idempotent producer's batch as stored: the rows a partition's producer state is rebuilt from. */
+export interface StoredProducerBatch {
+  producerId: number;
+  producerEpoch: number;
+  baseSequence: number;
+  lastSequence: number;
+  baseOffset: number;
+  lastOffset: number;
+}
+
+/** Batches kept per producer and partition (Kafka's NUM_BATCHES_TO_RETAIN). */
+const PRODUCER_BATCHES_KEPT = 5;
 
 /** What a commit did with one chunk: its first offset, or why it was refused (nothing of it indexed). */
 export type ChunkResult = { baseOffset: number; highWatermark: number } | { error: OnelogError };
@@ -93,6 +122,7 @@ export class Sequencer {
   private readonly partitions: string;
   private readonly index: string;
   private readonly objects: string;
+  private readonly producers: string;
   /** The channel each commit notifies (LISTEN wakes the long-polls of the partitions it names). */
   readonly channel: string;
 
@@ -102,6 +132,7 @@ export class Sequencer {
     this.partitions = `${prefix}partitions`;
     this.index = `${prefix}log_index`;
     this.objects = `${prefix}objects`;
+    this.producers = `${prefix}producer_batches`;
     this.channel = `${prefix}log`;
   }
 
@@ -132,6 +163,10 @@ export class Sequencer {
       `CREATE INDEX IF NOT EXISTS ${s.index}_by_object ON ${s.index} (object_key)`,
       `CREATE TABLE IF NOT EXISTS ${s.objects} (
         object_key text PRIMARY KEY, broker_id integer NOT NULL, size_bytes bigint NOT NULL, committed_at timestamptz NOT NULL)`,
+      `CREATE TABLE IF NOT EXISTS ${s.producers} (
+        topic text COLLATE "C" NOT NULL, partition integer NOT NULL, producer_id bigint NOT NULL, producer_epoch integer NOT NULL,
+        base_sequence integer NOT NULL, last_sequence integer NOT NULL, base_offset bigint NOT NULL, last_offset bigint NOT NULL,
+        PRIMARY KEY (topic, partition, producer_id, base_offset))`,
     ]);
     return s;
   }
@@ -226,6 +261,7 @@ export class Sequencer {
         accepted.map((c) => c.position), accepted.map((c) => c.length), accepted.map((c) => c.maxTimestamp)]);
       await client.query(`INSERT INTO ${this.objects} (object_key, broker_id, size_bytes, committed_at) VALUES ($1, $2, $3, clock_timestamp())`,
         [objectKey, this.brokerId, sizeBytes]);
+      await this.recordProducerBatches(client, accepted);
       // One notification per commit, naming each partition's new high watermark (delivered at COMMIT).
       const payload = accepted.map((c) => `${c.partition}:${c.baseOffset + c.offsets}:${c.topic}`).join('\n');
       await client.query(`SELECT pg_notify($1, $2)`, [this.channel, payload]);
@@ -261,6 +297,33 @@ export class Sequencer {
     if (state === undefined) throw new OnelogError('UNKNOWN_PARTITION', `partition ${topic}/${partition} does not exist`, { topic, partition });
     throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot delete records before ${offset} in ${topic}/${partition}: the high watermark is ${state.highWatermark}`,
       { topic, partition, offset, logStartOffset: state.logStartOffset, highWatermark: state.highWatermark });
+  }
+
+  /** Records the idempotent batches of accepted chunks at their offsets, keeping each producer's last few. */
+  private async recordProducerBatches(client: PoolClient, accepted: ReadonlyArray<ObjectChunk & { baseOffset: number }>): Promise<void> {
+    const rows = accepted.flatMap((c) => (c.producerBatches ?? []).map((b) => ({ topic: c.topic, partition: c.partition, ...b, base: c.baseOffset + b.offsetInChunk })));
+    if (rows.length === 0) return;
+    const col = <K extends keyof (typeof rows)[number]>(k: K) => rows.map((r) => r[k]);
+    await client.query(`INSERT INTO ${this.producers} (topic, partition, producer_id, producer_epoch, base_sequence, last_sequence, base_offset, last_offset)
+      SELECT t, p, id, e, bs, ls, bo, bo + d FROM unnest($1::text[], $2::int[], $3::bigint[], $4::int[], $5::int[], $6::int[], $7::bigint[], $8::bigint[])
+        AS r(t, p, id, e, bs, ls, bo, d)`,
+    [col('topic'), col('partition'), col('producerId'), col('producerEpoch'), col('baseSequence'), col('lastSequence'), col('base'), col('lastOffsetDelta')]);
+    await client.query(`DELETE FROM ${this.producers} AS pb USING (
+        SELECT topic, partition, producer_id, base_offset, row_number() OVER (PARTITION BY topic, partition, producer_id ORDER BY base_offset DESC) AS n
+        FROM ${this.producers} WHERE (topic, partition, producer_id) IN (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]))) AS old
+      WHERE pb.topic = old.topic AND pb.partition = old.partition AND pb.producer_id = old.producer_id AND pb.base_offset = old.base_offset
+        AND old.n > ${PRODUCER_BATCHES_KEPT}`, [col('topic'), col('partition'), col('producerId')]);
+  }
+
+  /** A partition's stored idempotent batches, in offset order: its producer state, replayed. */
+  async producerBatches(topic: string, partition: number): Promise<StoredProducerBatch[]> {
+    const { rows } = await this.query<{ producer_id: string; producer_epoch: number; base_sequence: number; last_sequence: number; base_offset: string; last_offset: string }>(
+      'producer state', `SELECT producer_id, producer_epoch, base_sequence, last_sequence, base_offset, last_offset FROM ${this.producers}
+        WHERE topic = $1 AND partition = $2 ORDER BY base_offset`, [topic, partition]);
+    return rows.map((r) => ({
+      producerId: Number(r.producer_id), producerEpoch: r.producer_epoch, baseSequence: r.base_sequence, lastSequence: r.last_sequence,
+      baseOffset: Number(r.base_offset), lastOffset: Number(r.last_offset),
+    }));
   }
 
   /** Which of `keys` are committed objects (the others, if in the bucket, are orphans). */

@@ -102,8 +102,8 @@ export interface ProducerStateOptions {
   logger: Logger;
   topic: string;
   partition: number;
-  /** Snapshot files are read and written through this cache. */
-  files: FileCache;
+  /** Snapshot files are read and written through this cache; unused by a state kept in memory only. */
+  files?: FileCache;
 }
 
 /** Where the log stands when its producer state is loaded. */
@@ -214,7 +214,7 @@ export class ProducerStateManager {
       const offset = m.snapshots[i]!;
       if (offset > bound) continue;
       try {
-        m.restore(readProducerSnapshot(options.files, dir, offset), offset);
+        m.restore(readProducerSnapshot(options.files!, dir, offset), offset);
         loadedFrom = offset;
       } catch (err) {
         if (!(err instanceof OnelogError)) throw err;
@@ -241,6 +241,13 @@ export class ProducerStateManager {
     m.activeSnapshot = m.snapshots.includes(active.baseOffset) && !m.unreadable.has(active.baseOffset);
     m.evictBelow(at.logStartOffset);
     return m;
+  }
+
+  /** A copy of the state, in memory only: checks and updates of it leave this one as it is. */
+  copy(): ProducerStateManager {
+    const c = new ProducerStateManager(null, this.options);
+    c.restore(this.toSnapshot(Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER);
+    return c;
   }
 
   /** Producers remembered. */
@@ -395,7 +402,7 @@ export class ProducerStateManager {
 
   private writeSnapshot(offset: number, content: ProducerSnapshot): void {
     if (this.dir === null) return;
-    writeProducerSnapshot(this.options.files, this.dir, offset, content);
+    writeProducerSnapshot(this.options.files!, this.dir, offset, content);
     this.unreadable.delete(offset);
     if (!this.snapshots.includes(offset)) {
       this.snapshots.push(offset);
@@ -410,7 +417,7 @@ export class ProducerStateManager {
     for (const offset of drop) deleteProducerSnapshot(this.dir, offset);
     this.snapshots = this.snapshots.filter((offset) => keep.includes(offset));
     for (const offset of drop) this.unreadable.delete(offset);
-    syncDirectory(this.options.files, this.dir);
+    syncDirectory(this.options.files!, this.dir);
   }
 
   /** Replays the idempotent batches of `segment` from `from` to `to` (headers only); returns how many. */

@@ -117,6 +117,30 @@ describe('object log', () => {
   });
 });
 
+describe('idempotent producers across brokers', () => {
+  it('after a broker\'s loss, the broker that takes the partition over answers a retry of its batch with the stored offsets', async () => {
+    const schema = await pgSchema('objlog');
+    const prefix = uniqueName('log');
+    const a = await broker(schema, prefix, 1);
+    const b = await broker(schema, prefix, 2);
+    try {
+      await a.store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      const first = encodeBatch([{ key: null, value: Buffer.from('once') }], 0, 1, { producerId: 5, producerEpoch: 0, baseSequence: 0 });
+      expect(await a.store.append([{ topic: 't', partition: 0, batch: first }])).toEqual([{ baseOffset: 0, lastOffset: 0 }]);
+      // a is lost (its lease runs out); the producer, unsure, sends the batch again to b.
+      await schema.pool(1).query(`UPDATE onelog_partitions SET lease_expires_at = clock_timestamp() - interval '1 second'`);
+      expect(await b.store.append([{ topic: 't', partition: 0, batch: first }])).toEqual([{ baseOffset: 0, lastOffset: 0, duplicate: true }]);
+      const next = encodeBatch([{ key: null, value: Buffer.from('next') }], 0, 1, { producerId: 5, producerEpoch: 0, baseSequence: 1 });
+      expect(await b.store.append([{ topic: 't', partition: 0, batch: next }])).toEqual([{ baseOffset: 1, lastOffset: 1 }]);
+      expect((await b.store.positions('t', 0)).highWatermark).toBe(2);
+    } finally {
+      await a.store.close();
+      await b.store.close();
+      await schema.drop();
+    }
+  });
+});
+
 describe('orphan sweep', () => {
   it('deletes objects no commit took once past the grace, keeps committed ones and young ones; a late commit is refused', async () => {
     const schema = await pgSchema('objlog');

@@ -111,6 +111,30 @@ describe('sequencer', () => {
     }
   });
 
+  it('records each idempotent batch of an accepted chunk at its offsets, keeping the last 5 per producer', async () => {
+    const { schema, seqs: [a, b] } = await brokers(2);
+    await a!.addPartitions('t', 2);
+    const [lease0, lease1] = await a!.acquire([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+    for (let i = 0; i < 8; i++) {
+      // Two batches of producer 3 a chunk (one record, then two), beside a plain one.
+      await a!.commit(`obj-${i}`, 1, [{
+        ...chunk(0, lease0!.epoch, 4), producerBatches: [
+          { producerId: 3, producerEpoch: 0, baseSequence: 3 * i, lastSequence: 3 * i, offsetInChunk: 1, lastOffsetDelta: 0 },
+          { producerId: 3, producerEpoch: 0, baseSequence: 3 * i + 1, lastSequence: 3 * i + 2, offsetInChunk: 2, lastOffsetDelta: 1 },
+        ],
+      }]);
+    }
+    const stored = await b!.producerBatches('t', 0);
+    expect(stored.map((s) => [s.baseSequence, s.lastSequence, s.baseOffset, s.lastOffset])).toEqual([
+      [16, 17, 22, 23], [18, 18, 25, 25], [19, 20, 26, 27], [21, 21, 29, 29], [22, 23, 30, 31],
+    ]);
+    // A refused chunk records nothing.
+    await expire(schema, 't', 1);
+    await b!.acquire([{ topic: 't', partition: 1 }]);
+    await a!.commit('obj-x', 1, [{ ...chunk(1, lease1!.epoch, 1), producerBatches: [{ producerId: 4, producerEpoch: 0, baseSequence: 0, lastSequence: 0, offsetInChunk: 0, lastOffsetDelta: 0 }] }]);
+    expect(await b!.producerBatches('t', 1)).toEqual([]);
+  });
+
   it('refuses a bad broker id, lease or table prefix', async () => {
     const schema = await pgSchema('seq');
     schemas.push(schema);

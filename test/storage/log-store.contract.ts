@@ -137,6 +137,41 @@ export function logStoreContract(name: string, factory: () => Promise<LogStoreFi
       expect((await store.positions('t', 0)).highWatermark).toBe(5);
     });
 
+    it('an idempotent producer: retries answered with the stored offsets, nothing stored twice, also after a reopen; what breaks its sequence is refused', async () => {
+      const { store, fixture } = await fresh();
+      await store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      const values = edits[3]!.slice(0, 12).map((e) => Buffer.from(e.value));
+      const batch = (producerId: number, producerEpoch: number, baseSequence: number, from: number, count: number) =>
+        encodeBatch(values.slice(from, from + count).map((value) => ({ key: null, value })), 0, 1, { producerId, producerEpoch, baseSequence });
+      const at = (batches: Buffer[]) => batches.map((b) => ({ topic: 't', partition: 0, batch: b }));
+      const b0 = batch(7, 0, 0, 0, 3);
+      const b1 = batch(7, 0, 3, 3, 2);
+      expect(await store.append(at([b0, b1]))).toEqual([{ baseOffset: 0, lastOffset: 2 }, { baseOffset: 3, lastOffset: 4 }]);
+      // Retries, alone and together, get the stored offsets back; nothing is stored again.
+      expect(await store.append(at([b1]))).toEqual([{ baseOffset: 3, lastOffset: 4, duplicate: true }]);
+      expect(await store.append(at([b0, b1]))).toEqual([{ baseOffset: 0, lastOffset: 2, duplicate: true }, { baseOffset: 3, lastOffset: 4, duplicate: true }]);
+      // A new batch and a plain one beside it go on.
+      const plain = encodeBatch([{ key: null, value: values[5]! }], 0, 1);
+      expect(await store.append(at([batch(7, 0, 5, 6, 2), plain]))).toEqual([{ baseOffset: 5, lastOffset: 6 }, { baseOffset: 7, lastOffset: 7 }]);
+      const refused = await store.append(at([batch(7, 0, 9, 8, 1)]));
+      expect(refused).toMatchObject([{ error: { code: 'OUT_OF_ORDER_SEQUENCE' } }]);
+      expect(await store.append(at([batch(99, 0, 4, 8, 1)]))).toMatchObject([{ error: { code: 'UNKNOWN_PRODUCER_ID' } }]);
+      expect(await store.append(at([batch(7, 1, 0, 8, 1)]))).toEqual([{ baseOffset: 8, lastOffset: 8 }]); // a new epoch starts at 0
+      expect(await store.append(at([batch(7, 0, 7, 9, 1)]))).toMatchObject([{ error: { code: 'INVALID_PRODUCER_EPOCH' } }]);
+      expect(await store.positions('t', 0)).toEqual({ logStartOffset: 0, highWatermark: 9 });
+      expect((await readAll(store, 't', 0, 0, 100_000)).map(([, v]) => v)).toEqual([0, 1, 2, 3, 4, 6, 7, 5, 8].map((i) => values[i]!.toString()));
+      stores.delete(store);
+      await store.close();
+      const again = await fixture.open();
+      stores.add(again);
+      expect(await again.append(at([batch(7, 1, 0, 8, 1)]))).toEqual([{ baseOffset: 8, lastOffset: 8, duplicate: true }]);
+      expect(await again.append(at([batch(7, 1, 1, 10, 1)]))).toEqual([{ baseOffset: 9, lastOffset: 9 }]);
+      // A batch and its retry in one request: stored once.
+      const b2 = batch(7, 1, 2, 11, 1);
+      expect(await again.append(at([b2, b2]))).toEqual([{ baseOffset: 10, lastOffset: 10 }, { baseOffset: 10, lastOffset: 10, duplicate: true }]);
+      expect((await again.positions('t', 0)).highWatermark).toBe(11);
+    });
+
     it('everything acknowledged is there after close and reopen, and appends go on after it', async () => {
       const { store, fixture } = await fresh();
       await store.createTopic('t', 2, DEFAULT_TOPIC_CONFIG);
