@@ -1,6 +1,6 @@
 /**
  * Named leases in PostgreSQL, for what one broker of a cluster at a time may do (docs/cluster.md): a group's
- * coordination (`group:<groupId>`) and each background job (`job:retention`, `job:orphan-sweep`, ...). A lease has a
+ * coordination (`group:<groupId>`) and each background job (`job:merge`, `job:sweep`, ...). A lease has a
  * holder, an epoch raised at every change of holder (the fencing token of what the holder writes) and an
  * expiry by the database's clock; its holder renews it at the same epoch. Partition leases live beside the
  * partition's offsets instead (sequencer.ts), so that the commit checks them in the same row.

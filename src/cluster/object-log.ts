@@ -244,6 +244,16 @@ export class ObjectLogStore implements LogStore {
   }
 
   async read(topic: string, partition: number, offset: number, maxBytes: number): Promise<LogRead> {
+    try {
+      return await this.readOnce(topic, partition, offset, maxBytes);
+    } catch (err) {
+      // A merge replaced the rows just read and the sweep deleted their objects: the rows read again name the merged one.
+      if ((err as OnelogError).code !== 'NOT_FOUND') throw err;
+      return this.readOnce(topic, partition, offset, maxBytes);
+    }
+  }
+
+  private async readOnce(topic: string, partition: number, offset: number, maxBytes: number): Promise<LogRead> {
     const positions = await this.positions(topic, partition);
     if (offset < positions.logStartOffset || offset > positions.highWatermark) {
       throw new OnelogError('OFFSET_OUT_OF_RANGE', `offset ${offset} is outside ${topic}/${partition}: readable offsets are ` +

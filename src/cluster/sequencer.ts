@@ -13,8 +13,9 @@
  *   `leader_epoch` (the fencing token, raised at every change of holder), `lease_expires_at` (database time);
  * - `<prefix>log_index (topic, partition, base_offset)`: `end_offset` (exclusive), `object_key`, `position`, `length`
  *   (bytes), `max_timestamp` (ms): one row per partition chunk of an object;
- * - `<prefix>objects (object_key)`: `broker_id`, `size_bytes`, `committed_at`: every committed object (an object in
- *   the bucket with no row is an orphan: its commit failed or never came);
+ * - `<prefix>objects (object_key)`: `broker_id`, `size_bytes`, `committed_at`, `retired_at`: every committed object
+ *   (an object in the bucket with no row is an orphan: its commit failed or never came); `retired_at` is set when
+ *   no index row refers to it any more (a merge replaced its chunks), and the sweep deletes it a grace later;
  * - `<prefix>producer_batches (topic, partition, producer_id, base_offset)`: the last batches of each idempotent
  *   producer in each partition (epoch, sequences, offsets), written in the commit that stores them, so a broker
  *   that takes a partition over recognises the retries of batches another broker stored.
@@ -162,7 +163,8 @@ export class Sequencer {
         PRIMARY KEY (topic, partition, base_offset), CHECK (end_offset > base_offset))`,
       `CREATE INDEX IF NOT EXISTS ${s.index}_by_object ON ${s.index} (object_key)`,
       `CREATE TABLE IF NOT EXISTS ${s.objects} (
-        object_key text PRIMARY KEY, broker_id integer NOT NULL, size_bytes bigint NOT NULL, committed_at timestamptz NOT NULL)`,
+        object_key text PRIMARY KEY, broker_id integer NOT NULL, size_bytes bigint NOT NULL, committed_at timestamptz NOT NULL,
+        retired_at timestamptz)`,
       `CREATE TABLE IF NOT EXISTS ${s.producers} (
         topic text COLLATE "C" NOT NULL, partition integer NOT NULL, producer_id bigint NOT NULL, producer_epoch integer NOT NULL,
         base_sequence integer NOT NULL, last_sequence integer NOT NULL, base_offset bigint NOT NULL, last_offset bigint NOT NULL,
@@ -324,6 +326,46 @@ export class Sequencer {
       producerId: Number(r.producer_id), producerEpoch: r.producer_epoch, baseSequence: r.base_sequence, lastSequence: r.last_sequence,
       baseOffset: Number(r.base_offset), lastOffset: Number(r.last_offset),
     }));
+  }
+
+  /**
+   * Replaces consecutive index rows of a partition by one row of a merged object (the merge job), in one
+   * transaction: only if the rows are still as given (none replaced or removed meanwhile). Objects no row refers
+   * to any more are marked retired.
+   * @param rows consecutive rows, oldest first, as {@link lookup} gave them
+   * @returns whether the rows were replaced
+   */
+  async replaceIndexRows(topic: string, partition: number, rows: readonly IndexEntry[], merged: { objectKey: string; length: number; sizeBytes: number }): Promise<boolean> {
+    const first = rows[0]!;
+    const last = rows[rows.length - 1]!;
+    return inTransaction(this.pool, 'sequencer: replace index rows', async (client) => {
+      const match = `topic = $1 AND partition = $2 AND (base_offset, end_offset, object_key, position, length)
+        IN (SELECT * FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[]))`;
+      const params = [topic, partition, rows.map((r) => r.baseOffset), rows.map((r) => r.endOffset), rows.map((r) => r.objectKey),
+        rows.map((r) => r.position), rows.map((r) => r.length)];
+      const { rowCount } = await client.query(`SELECT 1 FROM ${this.index} WHERE ${match} FOR UPDATE`, params);
+      if (rowCount !== rows.length) return false; // another change won: nothing is done
+      await client.query(`DELETE FROM ${this.index} WHERE ${match}`, params);
+      await client.query(`INSERT INTO ${this.index} VALUES ($1, $2, $3, $4, $5, 0, $6, $7)`,
+        [topic, partition, first.baseOffset, last.endOffset, merged.objectKey, merged.length, Math.max(...rows.map((r) => r.maxTimestamp))]);
+      await client.query(`INSERT INTO ${this.objects} (object_key, broker_id, size_bytes, committed_at) VALUES ($1, $2, $3, clock_timestamp())`,
+        [merged.objectKey, this.brokerId, merged.sizeBytes]);
+      await client.query(`UPDATE ${this.objects} AS o SET retired_at = clock_timestamp() WHERE object_key = ANY($1::text[])
+        AND NOT EXISTS (SELECT 1 FROM ${this.index} AS i WHERE i.object_key = o.object_key)`, [[...new Set(rows.map((r) => r.objectKey))]]);
+      return true;
+    });
+  }
+
+  /** Objects retired before `beforeMs` (ms since the epoch, database time): no index row refers to them. */
+  async retiredObjects(beforeMs: number): Promise<string[]> {
+    const { rows } = await this.query<{ object_key: string }>('retired objects', `SELECT object_key FROM ${this.objects}
+      WHERE retired_at < to_timestamp($1::double precision / 1000) ORDER BY object_key`, [beforeMs]);
+    return rows.map((r) => r.object_key);
+  }
+
+  /** Forgets objects deleted from the bucket. */
+  async forgetObjects(keys: readonly string[]): Promise<void> {
+    await this.query('forget objects', `DELETE FROM ${this.objects} WHERE object_key = ANY($1::text[]) AND retired_at IS NOT NULL`, [keys]);
   }
 
   /** Which of `keys` are committed objects (the others, if in the bucket, are orphans). */

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ObjectLogStore } from '../../src/cluster/object-log.js';
 import { parseS3Url, S3ObjectStore } from '../../src/cluster/object-store.js';
 import { Sequencer } from '../../src/cluster/sequencer.js';
-import { sweepOrphans } from '../../src/cluster/orphan-sweep.js';
+import { sweepObjects } from '../../src/cluster/sweep.js';
+import { mergePartition } from '../../src/cluster/merger.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { pgSchema, uniqueName } from '../helpers/services.js';
@@ -141,6 +142,55 @@ describe('idempotent producers across brokers', () => {
   });
 });
 
+describe('merging', () => {
+  it('merges a partition\'s small chunks into one object, reads give the same records, and the sweep deletes what no row refers to', async () => {
+    const schema = await pgSchema('objlog');
+    const prefix = uniqueName('log');
+    const { store, objects } = await broker(schema, prefix, 1, 0);
+    const sequencer = await Sequencer.open({ pool: schema.pool(2), brokerId: 1, maxObjectAgeMs: 1000 });
+    try {
+      await store.createTopic('t', 2, DEFAULT_TOPIC_CONFIG);
+      // Ten flushes: partition 0's batch in each, partition 1's in every other one (those objects stay in use).
+      for (let i = 0; i < 10; i++) {
+        await store.append([{ topic: 't', partition: 0, batch: batch(`zero-${i}`) }, ...(i % 2 === 0 ? [{ topic: 't', partition: 1, batch: batch(`one-${i}`) }] : [])]);
+      }
+      const before = await store.read('t', 0, 0, 1_000_000);
+      const original = await sequencer.lookup('t', 0, 0, 100);
+      expect(original).toHaveLength(10);
+      const merged = await mergePartition(sequencer, objects, 't', 0, { minChunks: 4 });
+      expect(merged).toMatchObject({ rowsMerged: 10, objectKey: expect.stringMatching(/^segments\/t\/0\/0-/) as unknown });
+      const rows = await sequencer.lookup('t', 0, 0, 100);
+      expect(rows.map((r) => [r.baseOffset, r.endOffset, r.objectKey])).toEqual([[0, 10, merged.objectKey]]);
+      expect(await mergePartition(sequencer, objects, 't', 0, { minChunks: 4 })).toEqual({ rowsMerged: 0 });
+      // Read by a broker with an empty cache: the same batches, from the merged object.
+      const { store: other } = await broker(schema, prefix, 2);
+      try {
+        const after = await other.read('t', 0, 0, 1_000_000);
+        expect(after.batches.equals(before.batches)).toBe(true);
+        expect((await other.read('t', 0, 7, 1)).nextOffset).toBe(8);
+      } finally {
+        await other.close();
+      }
+      // The five objects that held only partition 0 are retired; the sweep deletes them a grace later, not the others.
+      const later = Date.now() + 2 * 1000 + 60_000 + 1;
+      const swept = await sweepObjects(objects, sequencer, undefined, later);
+      expect(swept.deleted).toEqual([]);
+      expect(swept.retired).toHaveLength(5);
+      expect((await store.read('t', 1, 0, 1_000_000)).highWatermark).toBe(5);
+      const left = [];
+      for await (const o of objects.list('')) left.push(o.key);
+      expect(left.filter((k) => k.startsWith('objects/'))).toHaveLength(5);
+      expect(left.filter((k) => k.startsWith('segments/'))).toEqual([merged.objectKey]);
+      // Rows another change replaced are not replaced again: nothing changes.
+      expect(await sequencer.replaceIndexRows('t', 0, original, { objectKey: 'x', length: 1, sizeBytes: 1 })).toBe(false);
+      expect((await sequencer.lookup('t', 0, 0, 100)).map((r) => r.objectKey)).toEqual([merged.objectKey]);
+    } finally {
+      await store.close();
+      await schema.drop();
+    }
+  });
+});
+
 describe('orphan sweep', () => {
   it('deletes objects no commit took once past the grace, keeps committed ones and young ones; a late commit is refused', async () => {
     const schema = await pgSchema('objlog');
@@ -157,13 +207,13 @@ describe('orphan sweep', () => {
       };
       expect(await keys()).toHaveLength(2);
       // Now: both are younger than the grace.
-      expect(await sweepOrphans(objects, sequencer)).toEqual({ listed: 2, deleted: [] });
+      expect(await sweepObjects(objects, sequencer)).toEqual({ listed: 2, deleted: [], retired: [] });
       // Past the grace: the orphan goes, the committed object stays and is still read.
       const later = Date.now() + 2 * 1000 + 60_000 + 1;
-      expect(await sweepOrphans(objects, sequencer, undefined, later)).toEqual({ listed: 2, deleted: ['objects/1/orphan'] });
+      expect(await sweepObjects(objects, sequencer, undefined, later)).toEqual({ listed: 2, deleted: ['objects/1/orphan'], retired: [] });
       expect((await keys()).filter((k) => k !== 'objects/1/orphan')).toHaveLength(1);
       expect((await store.read('t', 0, 0, 1000)).batches.includes(Buffer.from('kept'))).toBe(true);
-      await expect(sweepOrphans(objects, sequencer, 1999)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+      await expect(sweepObjects(objects, sequencer, 1999)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
       // A commit of an object whose PUT began longer ago than maxObjectAgeMs is refused whole.
       // (Its lease is held: the lease check alone would let it through.)
       const [lease] = await sequencer.acquire([{ topic: 't', partition: 0 }]);

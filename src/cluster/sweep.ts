@@ -1,8 +1,11 @@
 /**
- * The orphan sweep (a background job of cluster mode, run under the `job:orphan-sweep` lease; docs/cluster.md):
- * deletes log objects that no commit took (their PUT succeeded, the commit was refused, failed or never came)
- * once they are older than the grace period. The grace is more than twice the sequencer's `maxObjectAgeMs`, past
- * which no commit indexes an object, so the sweep never deletes an object a late commit could still index.
+ * The sweep (a background job of cluster mode, run under the `job:sweep` lease; docs/cluster.md) deletes the
+ * objects the log no longer needs, once they are older than the grace period:
+ * - orphans: log objects no commit took (their PUT succeeded, the commit was refused, failed or never came). The
+ *   grace is more than twice the sequencer's `maxObjectAgeMs`, past which no commit indexes an object, so the sweep
+ *   never deletes an object a late commit could still index;
+ * - retired objects: those a merge replaced, retired longer than the grace ago, so a reader that looked up their
+ *   index rows just before the merge has long read them.
  */
 import { OnelogError } from '../protocol/errors.js';
 import type { ObjectStore } from './object-store.js';
@@ -12,8 +15,10 @@ import type { Sequencer } from './sequencer.js';
 export interface SweepResult {
   /** Objects listed under `objects/`. */
   listed: number;
-  /** Keys deleted: uncommitted and older than the grace period. */
+  /** Orphans deleted: uncommitted and older than the grace period. */
   deleted: string[];
+  /** Retired objects deleted. */
+  retired: string[];
 }
 
 /**
@@ -23,7 +28,7 @@ export interface SweepResult {
  * @param now ms since the epoch
  * @throws OnelogError `INVALID_REQUEST` for a grace the sequencer's maxObjectAgeMs makes unsafe; `STORAGE_ERROR`
  */
-export async function sweepOrphans(objects: ObjectStore, sequencer: Sequencer, graceMs = 2 * sequencer.maxObjectAgeMs + 60_000, now = Date.now()): Promise<SweepResult> {
+export async function sweepObjects(objects: ObjectStore, sequencer: Sequencer, graceMs = 2 * sequencer.maxObjectAgeMs + 60_000, now = Date.now()): Promise<SweepResult> {
   if (graceMs < 2 * sequencer.maxObjectAgeMs) {
     throw new OnelogError('INVALID_REQUEST', `the orphan sweep's grace (${graceMs} ms) must be at least twice the longest an object may wait ` +
       `for its commit (${sequencer.maxObjectAgeMs} ms)`, { graceMs, maxObjectAgeMs: sequencer.maxObjectAgeMs });
@@ -41,5 +46,8 @@ export async function sweepOrphans(objects: ObjectStore, sequencer: Sequencer, g
     deleted.push(...page.filter((k) => !committed.has(k)));
   }
   await objects.delete(deleted);
-  return { listed, deleted };
+  const retired = await sequencer.retiredObjects(now - graceMs);
+  await objects.delete(retired);
+  await sequencer.forgetObjects(retired);
+  return { listed, deleted, retired };
 }
