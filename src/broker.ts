@@ -189,9 +189,11 @@ export class Broker implements OnelogApi, BinaryDataApi {
     if (!holdsAnyPartition(logDir, topics)) {
       await catalog.close();
       // Not a half-created topic to repair: every topic's records are gone from where they should be.
+      const shared = options.catalog === undefined ? '' : ' With --catalog on PostgreSQL the log is still in the data directory: ' +
+        'start each broker of that catalog on its own data directory, one broker per catalog (docs/cluster.md).';
       throw new OnelogError('STORAGE_ERROR', `the catalog lists ${topics.length} topic(s) but the log directory ${logDir} is missing ` +
         'or holds none of their partitions: is a volume not mounted, or was the data directory copied without it? Put it back; ' +
-        'to start over, use an empty --data-dir', { dataDir: options.dataDir, topics: topics.length });
+        `to start over, use an empty --data-dir.${shared}`, { dataDir: options.dataDir, topics: topics.length });
     }
     const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files, cleaner });
     const offsets = await openOffsetStore(options, options.dataDir, fence, () => logs.ensureDiskRoom(0), logger).catch(async (err: unknown) => {

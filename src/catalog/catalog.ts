@@ -447,8 +447,13 @@ export class Catalog {
 
   /** Adds an alert sink (the existing one for a URL already added, also when two add it at once). */
   async addAlertSink(url: string, createdAt: number): Promise<AlertSink> {
-    await this.db.insertInto('alert_sinks').values({ url, created_at: createdAt }).onConflict((oc) => oc.column('url').doNothing()).execute();
-    const row = await this.db.selectFrom('alert_sinks').selectAll().where('url', '=', url).executeTakeFirstOrThrow();
+    const existing = () => this.db.selectFrom('alert_sinks').selectAll().where('url', '=', url).executeTakeFirst();
+    // Looked up first, so adding a URL again uses no id; the insert's conflict rule covers two adds at once.
+    let row = await existing();
+    if (row === undefined) {
+      await this.db.insertInto('alert_sinks').values({ url, created_at: createdAt }).onConflict((oc) => oc.column('url').doNothing()).execute();
+      row = (await existing())!;
+    }
     return { id: Number(row.id), url: row.url, createdAt: Number(row.created_at) };
   }
 

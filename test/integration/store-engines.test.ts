@@ -91,6 +91,14 @@ describe('serve with the catalog and the offsets on servers', () => {
     expect(await committed(s.url)).toEqual(before);
   });
 
+  it('a second broker on the same catalog with another data directory is refused: the log is not there', async () => {
+    const pg = await schema();
+    const args = ['--catalog', pg.url, '--offsets', 'postgres'];
+    const first = await server(tmpDir(), args);
+    expect((await runCli(first.url, ['topics', 'create', 't', '--partitions', '1'])).code).toBe(0);
+    await expect(startServer(tmpDir(), { args })).rejects.toThrow(/one broker per catalog/);
+  });
+
   it('refuses engines it does not know, naming what is allowed, before opening anything', async () => {
     const dataDir = tmpDir();
     await expect(startServer(dataDir, { args: ['--offsets', 'postgres'] })).rejects.toThrow(/--offsets postgres keeps the offsets in the catalog's PostgreSQL/);
