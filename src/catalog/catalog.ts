@@ -153,11 +153,13 @@ export class Catalog {
 
   /**
    * Opens the catalog over a Kysely dialect and applies pending migrations.
+   * @param migrationTableSchema the schema of Kysely's migration tables (PostgreSQL: the catalog's own schema,
+   *   or another schema's tables of the same names would be taken for them)
    * @throws Error if a migration fails (the catalog is left at the last applied migration)
    */
-  static async open(dialect: Dialect): Promise<Catalog> {
+  static async open(dialect: Dialect, migrationTableSchema?: string): Promise<Catalog> {
     const db = new Kysely<CatalogSchema>({ dialect });
-    const { error } = await new Migrator({ db, provider }).migrateToLatest();
+    const { error } = await new Migrator({ db, provider, ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }) }).migrateToLatest();
     if (error) {
       await db.destroy();
       throw error instanceof Error ? error : new Error(String(error));

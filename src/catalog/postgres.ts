@@ -22,8 +22,17 @@ export interface PostgresCatalogOptions {
  * {@link Catalog.close}).
  * @throws Error if the server cannot be reached or a migration fails
  */
-export function openPostgresCatalog(options: PostgresCatalogOptions): Promise<Catalog> {
+export async function openPostgresCatalog(options: PostgresCatalogOptions): Promise<Catalog> {
   const pool = new pg.Pool({ connectionString: options.url, max: options.maxConnections ?? 8 });
   pool.on('error', () => {}); // an idle client's lost connection: the pool drops it; the next query reports its own error
-  return Catalog.open(new PostgresDialect({ pool }));
+  try {
+    // Kysely looks for its migration tables in every schema unless told which: another schema's would be taken
+    // for the catalog's (two catalogs, or another Kysely application, in one database).
+    const { rows: [row] } = await pool.query<{ schema: string | null }>('SELECT current_schema() AS schema');
+    if (!row?.schema) throw new Error('the connection has no current schema: set search_path (e.g. ?options=-c search_path=onelog)');
+    return await Catalog.open(new PostgresDialect({ pool }), row.schema);
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw err;
+  }
 }

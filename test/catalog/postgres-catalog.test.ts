@@ -38,6 +38,26 @@ describe('PostgreSQL catalog', () => {
     }
   });
 
+  it('two catalogs in two schemas of one database keep their own migration tables', async () => {
+    const [one, two] = [await pgSchema('catalog'), await pgSchema('catalog')];
+    try {
+      const first = await openPostgresCatalog({ url: one.url });
+      // Kysely looks for its migration tables in every schema unless told which: the first schema's were taken
+      // for the second's, whose lock table then did not exist.
+      const second = await openPostgresCatalog({ url: two.url });
+      await second.createTopic(topic('only-in-two'));
+      expect(await first.listTopics()).toEqual([]);
+      const { rows } = await one.pool(1).query(`select table_schema from information_schema.tables where table_name = 'kysely_migration_lock'
+        and table_schema in ($1, $2) order by 1`, [one.name, two.name]);
+      expect(rows.map((r: { table_schema: string }) => r.table_schema)).toEqual([one.name, two.name].sort());
+      await first.close();
+      await second.close();
+    } finally {
+      await one.drop();
+      await two.drop();
+    }
+  });
+
   it('the listed names take the "C" collation, whatever the database\'s own', async () => {
     const schema = await pgSchema('catalog');
     try {
