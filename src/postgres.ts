@@ -3,8 +3,33 @@
  * table, the cluster's sequencer, leases and broker registry): a transaction on a pool's client, the table-name
  * prefix check, and a failure of the server reported as `STORAGE_ERROR` (retriable) naming what failed.
  */
+import pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
 import { OnelogError } from './protocol/errors.js';
+
+/** Timeouts of every pool {@link openPool} makes, ms. */
+export const POSTGRES_TIMEOUTS = {
+  /** Waiting for a connection (a server that accepts and never answers, a full pool). */
+  connectMs: 10_000,
+  /** One statement, on the server (`statement_timeout`) and in the client (`query_timeout`). */
+  statementMs: 30_000,
+};
+
+/**
+ * A pool on `url` whose failures reach the caller of the failing query, never the process: a connection lost
+ * while a client is checked out (the server restarted, a proxy reset it) is an 'error' event on that client,
+ * which would end the process unhandled; the query in flight fails with it anyway. Connects and statements are
+ * bounded by {@link POSTGRES_TIMEOUTS}.
+ */
+export function openPool(url: string, max: number): Pool {
+  const pool = new pg.Pool({
+    connectionString: url, max, connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs,
+    query_timeout: POSTGRES_TIMEOUTS.statementMs, statement_timeout: POSTGRES_TIMEOUTS.statementMs,
+  });
+  pool.on('error', () => {}); // an idle client's lost connection: the pool drops it
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
 
 /**
  * Checks a prefix of table names: lower-case letters, digits and `_`, at most 41 (PostgreSQL's identifiers

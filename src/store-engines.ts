@@ -32,9 +32,9 @@ export interface StoreEngines {
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
 const REDIS_URL = /^rediss?:\/\//;
 
-/** Credentials cut out of a URL, for logs. */
+/** Credentials cut out of a URL, for logs: the user-info (up to its last `@`) and a `password=` parameter. */
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
+  return url.replace(/\/\/[^/?#]*@/, '//***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
 }
 
 /**

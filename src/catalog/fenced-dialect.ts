@@ -22,13 +22,20 @@ function isWrite(query: CompiledQuery): boolean {
 
 /** `dialect` with its statements fenced as the file's comment says. */
 export function fencedDialect(dialect: Dialect, fence: WriteFence, isFailure: StoreFailureTest): Dialect {
-  const fenced = (connection: DatabaseConnection): DatabaseConnection => ({
+  return wrappedDialect(dialect, (connection) => ({
     executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
       if (!isWrite(query)) return connection.executeQuery<R>(query);
       return fence.guard('catalog', 'write', isFailure, () => connection.executeQuery<R>(query));
     },
     streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
-  });
+  }));
+}
+
+/**
+ * `dialect` with each connection's statements run through `wrap` (BEGIN and COMMIT too: the driver runs them on
+ * the wrapped connection it is given).
+ */
+export function wrappedDialect(dialect: Dialect, wrap: (connection: DatabaseConnection) => DatabaseConnection): Dialect {
   return {
     createQueryCompiler: () => dialect.createQueryCompiler(),
     createAdapter: () => dialect.createAdapter(),
@@ -44,13 +51,12 @@ export function fencedDialect(dialect: Dialect, fence: WriteFence, isFailure: St
           const connection = await driver.acquireConnection();
           let outer = wrapped.get(connection);
           if (outer === undefined) {
-            outer = fenced(connection);
+            outer = wrap(connection);
             wrapped.set(connection, outer);
             inner.set(outer, connection);
           }
           return outer;
         },
-        // The driver runs BEGIN / COMMIT on the connection it is given: the fenced one, so they are fenced too.
         beginTransaction: (c, settings) => driver.beginTransaction(c, settings),
         commitTransaction: (c) => driver.commitTransaction(c),
         rollbackTransaction: (c) => driver.rollbackTransaction(c),

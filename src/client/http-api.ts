@@ -30,6 +30,9 @@ export function defaultServerUrl(): string {
   return process.env.ONELOG_URL ?? 'http://127.0.0.1:7070';
 }
 
+/** A URL with its user-info (credentials) cut out, for messages. */
+const redacted = (url: string): string => url.replace(/\/\/[^/?#]*@/, '//***@');
+
 /** Codes of a connection that was never made: the request was not sent, so any request may go elsewhere. */
 const NOT_SENT = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/;
 
@@ -106,8 +109,8 @@ export class HttpApi implements OnelogApi {
       } catch (err) {
         const notSent = NOT_SENT.test((err as { cause?: { code?: string } }).cause?.code ?? '');
         if (this.failOver(base) && !last && (notSent || method === 'GET')) continue;
-        const others = this.urls.length > 1 ? ` (servers: ${this.urls.join(', ')})` : '';
-        throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${base}: ${networkFailure(err, base)}${others}`, { url });
+        const others = this.urls.length > 1 ? ` (servers: ${this.urls.map(redacted).join(', ')})` : '';
+        throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redacted(base)}: ${networkFailure(err, base)}${others}`, { url: redacted(url) });
       }
       if (response.status === 204) return undefined as T;
       const text = await response.text();

@@ -16,9 +16,8 @@
  * Durability is PostgreSQL's: a commit resolves after its transaction committed (synced, with the server's
  * default `synchronous_commit = on`). A failed call is `STORAGE_ERROR` (retriable), naming PostgreSQL.
  */
-import pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
-import { checkTablePrefix, createTables, inTransaction, postgresFailure } from '../postgres.js';
+import { checkTablePrefix, createTables, inTransaction, openPool, postgresFailure } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { staleGeneration } from './offset-store.js';
 import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
@@ -61,8 +60,7 @@ export class PostgresKvOffsetStore implements OffsetStore {
     if ((options.pool === undefined) === (options.url === undefined)) {
       throw new OnelogError('INVALID_CONFIG', 'the PostgreSQL offset store takes a pool or a url, one of the two');
     }
-    const pool = options.pool ?? new pg.Pool({ connectionString: options.url, max: 4 });
-    if (options.pool === undefined) pool.on('error', () => {}); // an idle client's lost connection; the next query reports its own
+    const pool = options.pool ?? openPool(options.url!, 4);
     const store = new PostgresKvOffsetStore(pool, prefix, options.pool === undefined);
     const setup = createTables(pool, `offset store ${prefix}`, [
       `CREATE TABLE IF NOT EXISTS ${store.offsets} (
