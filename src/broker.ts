@@ -17,7 +17,7 @@ import path from 'node:path';
 import { systemClock } from './clock.js';
 import type { Clock } from './clock.js';
 import type { Catalog } from './catalog/catalog.js';
-import { lockDataDir } from './data-dir-lock.js';
+import { dataDirId, lockDataDir } from './data-dir-lock.js';
 import { GroupCoordinator } from './coordinator/group-coordinator.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
 import { DeadLetters } from './delivery/dead-letters.js';
@@ -184,6 +184,14 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const cleaner = new LogCleaner({ dedupeBufferBytes: options.cleanerDedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES });
     const fence = new WriteFence(clock, logger);
     const catalog = await openCatalog(options, options.dataDir, fence);
+    const ownId = dataDirId(options.dataDir);
+    const owner = await catalog.claimLogOwner(ownId);
+    if (owner !== ownId) {
+      await catalog.close();
+      throw new OnelogError('INVALID_CONFIG', `the catalog describes the log of another data directory (${owner}), not this one's ` +
+        `(${options.dataDir}, ${ownId}): while the log is in a data directory, one broker per catalog. Start this broker on that data ` +
+        'directory, or give it a catalog of its own (docs/cluster.md)', { dataDir: options.dataDir, dataDirId: ownId, ownerId: owner });
+    }
     const topics = await catalog.listTopics();
     const logDir = path.join(options.dataDir, 'log');
     if (!holdsAnyPartition(logDir, topics)) {

@@ -3,6 +3,7 @@
  * is gone (a crash, kill -9) is taken over; a live one refuses the second broker before it touches any file,
  * since two brokers appending to one log would overwrite each other's acknowledged records.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from './protocol/errors.js';
@@ -51,4 +52,35 @@ export function lockDataDir(dataDir: string): () => void {
     }
     fs.rmSync(file, { force: true }); // left by a process that is gone
   }
+}
+
+/**
+ * The data directory's id, in `<dataDir>/log-owner` (a UUID written, synced, on first use): the catalog records
+ * whose log it describes (Catalog.claimLogOwner), so a catalog on PostgreSQL is not shared by two data
+ * directories' logs.
+ */
+export function dataDirId(dataDir: string): string {
+  const file = path.join(dataDir, 'log-owner');
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const id = randomUUID();
+  const temp = `${file}.tmp`;
+  const fd = fs.openSync(temp, 'w');
+  try {
+    fs.writeSync(fd, `${id}\n`);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(temp, file);
+  const dir = fs.openSync(dataDir, 'r');
+  try {
+    fs.fsyncSync(dir);
+  } finally {
+    fs.closeSync(dir);
+  }
+  return id;
 }

@@ -540,6 +540,16 @@ export class Catalog {
     return [...byName.values()];
   }
 
+  /**
+   * Claims the catalog for the data directory `dataDirId` if no data directory has it yet (one statement: of two
+   * claims at once, one wins).
+   * @returns the id of the data directory that has it now
+   */
+  async claimLogOwner(dataDirId: string): Promise<string> {
+    await this.db.insertInto('log_owner').values({ singleton: 1, data_dir_id: dataDirId }).onConflict((oc) => oc.column('singleton').doNothing()).execute();
+    return (await this.db.selectFrom('log_owner').select('data_dir_id').executeTakeFirstOrThrow()).data_dir_id;
+  }
+
   /** The highest producer id issued so far, 0 if none. */
   async lastProducerId(): Promise<number> {
     const row = await this.db.selectFrom('producer_ids').select((eb) => eb.fn.max('producer_id').as('last')).executeTakeFirst();

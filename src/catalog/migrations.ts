@@ -257,4 +257,15 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  '0013-log-owner': {
+    // The data directory whose log the catalog describes: while the log lives in a data directory, a catalog on
+    // PostgreSQL serves one broker, and a second one (another data directory) is refused.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('log_owner')
+        .addColumn('singleton', 'integer', (c) => c.primaryKey().check(sql.raw('singleton = 1')))
+        .addColumn('data_dir_id', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

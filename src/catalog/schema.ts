@@ -161,6 +161,13 @@ export interface AclsTable {
   permission: string;
 }
 
+/** The data directory whose log this catalog describes (one row, `singleton` = 1). */
+export interface LogOwnerTable {
+  singleton: number;
+  /** The id in `<dataDir>/log-owner`. */
+  data_dir_id: string;
+}
+
 export interface CatalogSchema {
   topics: TopicsTable;
   groups: GroupsTable;
@@ -176,4 +183,5 @@ export interface CatalogSchema {
   users: UsersTable;
   audit_log: AuditLogTable;
   acls: AclsTable;
+  log_owner: LogOwnerTable;
 }

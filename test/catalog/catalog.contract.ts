@@ -410,6 +410,15 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
       expect((await c.listAlertSinks()).map((x) => x.url)).toEqual(['http://127.0.0.1:9/b', 'http://127.0.0.1:9/d']);
     });
 
+    it('the log owner: the first data directory to claim the catalog keeps it, also when two claim at once', async () => {
+      const { c, fixture } = await fresh();
+      const other = fixture.shared ? await fixture.open() : c;
+      open.add(other);
+      const claims = await Promise.all([c.claimLogOwner('dir-a'), other.claimLogOwner('dir-b')]);
+      expect(claims[0]).toBe(claims[1]);
+      expect(await c.claimLogOwner('dir-c')).toBe(claims[0]);
+    });
+
     it('producer ids are issued once each, also by concurrent calls, and survive a reopen', async () => {
       const { c, fixture } = await fresh();
       expect(await c.lastProducerId()).toBe(0);

@@ -91,12 +91,19 @@ describe('serve with the catalog and the offsets on servers', () => {
     expect(await committed(s.url)).toEqual(before);
   });
 
-  it('a second broker on the same catalog with another data directory is refused: the log is not there', async () => {
+  it('a second broker on the same catalog with another data directory is refused, also on a fresh catalog', async () => {
     const pg = await schema();
     const args = ['--catalog', pg.url, '--offsets', 'postgres'];
-    const first = await server(tmpDir(), args);
+    const dataDir = tmpDir();
+    const first = await server(dataDir, args);
+    // The catalog has no topic yet: the refusal does not rest on the log's partitions.
+    await expect(startServer(tmpDir(), { args })).rejects.toThrow(/INVALID_CONFIG.*one broker per catalog/s);
     expect((await runCli(first.url, ['topics', 'create', 't', '--partitions', '1'])).code).toBe(0);
     await expect(startServer(tmpDir(), { args })).rejects.toThrow(/one broker per catalog/);
+    // The first broker's own data directory starts again on it.
+    await first.stop('SIGTERM');
+    const again = await server(dataDir, args);
+    expect((await runCli(again.url, ['topics', 'list'])).stdout).toContain('t');
   });
 
   it('refuses engines it does not know, naming what is allowed, before opening anything', async () => {
