@@ -43,12 +43,19 @@ const NOT_SENT = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UN
 export function parseServerUrls(text: string): string[] {
   const urls = text.split(',').map((u) => u.trim().replace(/\/+$/, '')).filter((u) => u !== '');
   if (urls.length === 0) throw new OnelogError('INVALID_REQUEST', `no server URL in ${JSON.stringify(text)}: give http://HOST:PORT[,http://HOST:PORT...]`);
-  for (const u of urls) {
-    if (!/^https?:\/\/[^/]/.test(u)) {
-      throw new OnelogError('INVALID_REQUEST', `server URL ${JSON.stringify(u)} must start with http:// or https://; several are separated by commas`, { url: u });
+  return urls.map((u) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(u);
+    } catch {
+      url = undefined;
     }
-  }
-  return urls;
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || /\s|;/.test(u)) {
+      throw new OnelogError('INVALID_REQUEST', `server URL ${JSON.stringify(redacted(u))} is not an http:// or https:// URL; several are separated by commas`, { url: redacted(u) });
+    }
+    // The scheme as the URL parser spells it (HTTP:// is http://); the rest as given.
+    return `${url.protocol}${u.slice(u.indexOf(':') + 1)}`;
+  });
 }
 
 export class HttpApi implements OnelogApi {

@@ -84,7 +84,12 @@ describe('several server URLs', () => {
     expect(viaEnv.stdout).toContain('on-b');
     const bad = await runCli(DEAD, ['--server', `${a.url},ftp://x`, 'topics', 'list']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/server URL "ftp:\/\/x" must start with http:\/\/ or https:\/\//);
+    expect(bad.stderr).toMatch(/server URL "ftp:\/\/x" is not an http:\/\/ or https:\/\/ URL/);
     expect(() => parseServerUrls(' , ')).toThrow(/no server URL/);
+    for (const wrong of ['http://127.0.0.1:7301;http://127.0.0.1:7302', 'http://127.0.0.1:7301 http://127.0.0.1:7302', 'http://127.0.0.1:notaport', 'http://[::1']) {
+      expect(() => parseServerUrls(wrong), wrong).toThrow(/is not an http:\/\/ or https:\/\/ URL/);
+    }
+    expect(parseServerUrls('HTTP://127.0.0.1:7301/, https://u:p@h:1')).toEqual(['http://127.0.0.1:7301', 'https://u:p@h:1']);
+    expect(() => parseServerUrls('http://u:secret@h:x')).toThrow(/"http:\/\/\*\*\*@h:x"/);
   });
 });
