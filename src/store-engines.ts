@@ -11,6 +11,7 @@ import { FencedOffsetStore } from './offsets/fenced-offset-store.js';
 import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
 import type { OffsetStore } from './offsets/offset-store.js';
 import { OnelogError } from './protocol/errors.js';
+import { redactUrl } from './protocol/urls.js';
 import type { Logger } from './logger.js';
 import type { WriteFence } from './write-fence.js';
 
@@ -32,10 +33,6 @@ export interface StoreEngines {
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
 const REDIS_URL = /^rediss?:\/\//;
 
-/** Credentials cut out of a URL, for logs: the user-info (up to its last `@`) and a `password=` parameter. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^/?#]*@/, '//***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
-}
 
 /**
  * Checks the engine names before anything is opened.

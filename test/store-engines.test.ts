@@ -6,7 +6,7 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { openPostgresCatalog } from '../src/catalog/postgres.js';
-import { redactUrl } from '../src/store-engines.js';
+import { redactUrl } from '../src/protocol/urls.js';
 import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
 import { pgSchema } from './helpers/services.js';
 

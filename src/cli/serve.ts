@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 import pretty from 'pino-pretty';
 import { OnelogError } from '../protocol/errors.js';
+import { redactUrl } from '../protocol/urls.js';
 import { loadServerTls } from '../security/tls.js';
 import { Quotas } from '../security/quotas.js';
 import { DEFAULT_SERVER_LIMITS } from '../server/limits.js';
@@ -106,7 +107,6 @@ async function serve(options: ServeOptions): Promise<void> {
   }
   // Loaded here, not at the top: other commands must not load the storage engine.
   const { Broker } = await import('../broker.js');
-  const { redactUrl } = await import('../store-engines.js');
   const { createHttpServer } = await import('../server/http-server.js');
   const { KafkaListener } = await import('../kafka/listener.js');
   const { defaultMaxOpenFiles, openFilesLimit } = await import('../storage/open-files-limit.js');

@@ -20,6 +20,7 @@ import type {
 import { Agent, fetch } from 'undici';
 import type { Dispatcher, Response } from 'undici';
 import { OnelogError } from '../protocol/errors.js';
+import { redactUrl } from '../protocol/urls.js';
 import { connectionOf } from './connection.js';
 import type { Connection, ConnectionOptions } from './connection.js';
 import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
@@ -29,9 +30,6 @@ import type { JsonRecord } from '../protocol/json-records.js';
 export function defaultServerUrl(): string {
   return process.env.ONELOG_URL ?? 'http://127.0.0.1:7070';
 }
-
-/** A URL with its user-info (credentials) cut out, for messages. */
-const redacted = (url: string): string => url.replace(/\/\/[^/?#]*@/, '//***@');
 
 /** Codes of a connection that was never made: the request was not sent, so any request may go elsewhere. */
 const NOT_SENT = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/;
@@ -51,7 +49,7 @@ export function parseServerUrls(text: string): string[] {
       url = undefined;
     }
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || /\s|;/.test(u)) {
-      throw new OnelogError('INVALID_REQUEST', `server URL ${JSON.stringify(redacted(u))} is not an http:// or https:// URL; several are separated by commas`, { url: redacted(u) });
+      throw new OnelogError('INVALID_REQUEST', `server URL ${JSON.stringify(redactUrl(u))} is not an http:// or https:// URL; several are separated by commas`, { url: redactUrl(u) });
     }
     // The scheme as the URL parser spells it (HTTP:// is http://); the rest as given.
     return `${url.protocol}${u.slice(u.indexOf(':') + 1)}`;
@@ -116,8 +114,8 @@ export class HttpApi implements OnelogApi {
       } catch (err) {
         const notSent = NOT_SENT.test((err as { cause?: { code?: string } }).cause?.code ?? '');
         if (this.failOver(base) && !last && (notSent || method === 'GET')) continue;
-        const others = this.urls.length > 1 ? ` (servers: ${this.urls.map(redacted).join(', ')})` : '';
-        throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redacted(base)}: ${networkFailure(err, base)}${others}`, { url: redacted(url) });
+        const others = this.urls.length > 1 ? ` (servers: ${this.urls.map(redactUrl).join(', ')})` : '';
+        throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redactUrl(base)}: ${networkFailure(err, base)}${others}`, { url: redactUrl(url) });
       }
       if (response.status === 204) return undefined as T;
       const text = await response.text();

@@ -17,7 +17,7 @@
  * default `synchronous_commit = on`). A failed call is `STORAGE_ERROR` (retriable), naming PostgreSQL.
  */
 import type { Pool, PoolClient } from 'pg';
-import { checkTablePrefix, createTables, inTransaction, openPool, postgresFailure } from '../postgres.js';
+import { checkTablePrefix, createTables, inTransaction, openPool, query } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { staleGeneration } from './offset-store.js';
 import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
@@ -79,23 +79,23 @@ export class PostgresKvOffsetStore implements OffsetStore {
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
-    const { rows } = await this.call('get', () => this.pool.query<OffsetRow>(
+    const { rows } = await query<OffsetRow>(this.pool, 'offset store: get',
       `SELECT "offset", metadata, commit_timestamp FROM ${this.offsets} WHERE group_id = $1 AND topic = $2 AND partition = $3`,
-      [groupId, topic, partition]));
+      [groupId, topic, partition]);
     return rows[0] && toCommitted(rows[0]);
   }
 
   async list(groupId: string): Promise<GroupOffset[]> {
     // COLLATE "C": by UTF-8 bytes, as the LMDB engine orders its keys, whatever the database's collation.
-    const { rows } = await this.call('list', () => this.pool.query<OffsetRow & { topic: string; partition: string }>(
+    const { rows } = await query<OffsetRow & { topic: string; partition: string }>(this.pool, 'offset store: list',
       `SELECT topic, partition, "offset", metadata, commit_timestamp FROM ${this.offsets} WHERE group_id = $1
-       ORDER BY topic COLLATE "C", partition`, [groupId]));
+       ORDER BY topic COLLATE "C", partition`, [groupId]);
     return rows.map((r) => ({ topic: r.topic, partition: Number(r.partition), ...toCommitted(r) }));
   }
 
   async generation(groupId: string): Promise<number> {
-    const { rows } = await this.call('generation', () => this.pool.query<{ generation_id: string }>(
-      `SELECT generation_id FROM ${this.generations} WHERE group_id = $1`, [groupId]));
+    const { rows } = await query<{ generation_id: string }>(this.pool, 'offset store: generation',
+      `SELECT generation_id FROM ${this.generations} WHERE group_id = $1`, [groupId]);
     return rows[0] ? Number(rows[0].generation_id) : 0;
   }
 
@@ -182,14 +182,6 @@ export class PostgresKvOffsetStore implements OffsetStore {
       }
     }
     this.writing = false;
-  }
-
-  private async call<T>(action: string, work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (err) {
-      throw postgresFailure(err, `offset store: ${action}`);
-    }
   }
 }
 
