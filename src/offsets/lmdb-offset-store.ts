@@ -14,7 +14,8 @@
 import os from 'node:os';
 import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
-import { staleGeneration } from './offset-store.js';
+import { OnelogError } from '../protocol/errors.js';
+import { CloseGate, staleGeneration } from './offset-store.js';
 import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** The sub-database of the binary value format 1. */
@@ -177,6 +178,7 @@ export class LmdbOffsetStore implements OffsetStore {
   private readonly keys = new KeyBuilder();
   /** Set by a failed write (see {@link close}). */
   private failed = false;
+  private readonly gate = new CloseGate('LMDB');
 
   private constructor(
     private readonly root: RootDatabase,
@@ -202,6 +204,7 @@ export class LmdbOffsetStore implements OffsetStore {
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
+    this.gate.check();
     // getBinaryFast returns a view of a buffer the next read reuses: decoded at once.
     const bytes = this.db.getBinaryFast(this.keys.full(groupId, topic, partition));
     return bytes === undefined ? undefined : decodeValue(bytes);
@@ -215,7 +218,7 @@ export class LmdbOffsetStore implements OffsetStore {
     const db = this.db;
     if (fence !== undefined) {
       // Inside the write transaction the stored generation cannot change between the check and the puts.
-      const stored = await this.written(db.transaction(() => {
+      const stored = await this.written(() => db.transaction(() => {
         const { fence: stored } = this.storedGenerations(groupId);
         if (stored > fence.generationId) return stored;
         keys.group(groupId, maxTopicLength);
@@ -228,7 +231,7 @@ export class LmdbOffsetStore implements OffsetStore {
     // One block of queued puts: lmdb-js writes them in one transaction (with whatever else was queued meanwhile)
     // on its write thread and resolves once that transaction is committed and synced. Each put's own
     // promise fails with the batch's: handled here, the batch's failure is the one reported.
-    await this.written(db.batch(() => {
+    await this.written(() => db.batch(() => {
       keys.group(groupId, maxTopicLength);
       for (let i = 0; i < offsets.length; i++) {
         const o = offsets[i]!;
@@ -238,11 +241,12 @@ export class LmdbOffsetStore implements OffsetStore {
   }
 
   async generation(groupId: string): Promise<number> {
+    this.gate.check();
     return this.storedGenerations(groupId).highest;
   }
 
   async advanceGeneration(groupId: string, generationId: number, options: { fence?: boolean } = {}): Promise<number> {
-    return this.written(this.generations.transaction(() => {
+    return this.written(() => this.generations.transaction(() => {
       const stored = this.storedGenerations(groupId);
       const highest = Math.max(stored.highest, generationId);
       const fence = options.fence ? Math.max(stored.fence, generationId) : stored.fence;
@@ -264,6 +268,7 @@ export class LmdbOffsetStore implements OffsetStore {
   }
 
   async list(groupId: string): Promise<GroupOffset[]> {
+    this.gate.check();
     const range = groupRange(groupId);
     const out: GroupOffset[] = [];
     for (const { key, value } of this.db.getRange(range)) {
@@ -276,7 +281,7 @@ export class LmdbOffsetStore implements OffsetStore {
 
   async deleteGroup(groupId: string): Promise<void> {
     // A transaction callback runs inside the write transaction, so it sees (and removes) every earlier commit.
-    await this.written(this.db.transaction(() => {
+    await this.written(() => this.db.transaction(() => {
       for (const key of this.db.getKeys(groupRange(groupId))) this.db.remove(key).catch(ignore);
     }));
   }
@@ -285,7 +290,7 @@ export class LmdbOffsetStore implements OffsetStore {
   async deleteTopic(topic: string): Promise<number> {
     const name = Buffer.from(topic, 'utf8');
     let removed = 0;
-    await this.written(this.db.transaction(() => {
+    await this.written(() => this.db.transaction(() => {
       for (const key of this.db.getKeys()) {
         // group \0 topic \0 partition(4 bytes): the topic ends 5 bytes before the key does.
         const end = key.length - 5;
@@ -299,10 +304,11 @@ export class LmdbOffsetStore implements OffsetStore {
   }
 
   /**
-   * Closes the store. After a failed write it does not wait: lmdb-js's close would wait for that
-   * transaction's flush, which never comes.
+   * Closes the store once the calls in flight have settled. After a failed write it does not wait for the
+   * environment: lmdb-js's close would wait for that transaction's flush, which never comes.
    */
   async close(): Promise<void> {
+    if (!(await this.gate.close())) return;
     if (this.failed) {
       this.root.close().catch(ignore);
       return;
@@ -316,10 +322,11 @@ export class LmdbOffsetStore implements OffsetStore {
    * unhandled it would end the process) and its cause thrown instead.
    * @throws Error naming the cause, with `code` the system's errno name where LMDB gave a number (5 is EIO)
    */
-  private async written<T>(write: Promise<T>): Promise<T> {
+  private async written<T>(write: () => Promise<T>): Promise<T> {
     try {
-      return await write;
+      return await this.gate.run(write);
     } catch (err) {
+      if (err instanceof OnelogError) throw err;
       this.failed = true;
       const pending = (err as { commitError?: Promise<unknown> }).commitError;
       if (pending === undefined) throw err;

@@ -85,6 +85,10 @@ export interface OffsetStore {
    * @returns how many partitions' offsets were removed
    */
   deleteTopic(topic: string): Promise<number>;
+  /**
+   * Closes the store once the calls in flight have settled (what they wrote is kept). A call after close
+   * is refused with `BROKER_CLOSED`; closing twice is harmless.
+   */
   close(): Promise<void>;
 }
 
@@ -95,4 +99,45 @@ export interface OffsetStore {
 export function staleGeneration(groupId: string, fence: GenerationFence, stored: number): OnelogError {
   return new OnelogError('ILLEGAL_GENERATION', `group ${groupId} is at generation ${stored}: a commit of generation ` +
     `${fence.generationId} is refused (its coordinator was replaced; join again)`, { groupId, generationId: fence.generationId, currentGenerationId: stored });
+}
+
+/**
+ * The close of an engine (every engine holds one): {@link run} refuses calls once {@link close} began and
+ * `close` waits for the calls in flight. A write handed to a closed LMDB environment would throw on lmdb-js's
+ * write thread callback, outside any caller, and end the process.
+ */
+export class CloseGate {
+  private closing = false;
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  /** @param engine the engine's name for the error, e.g. `LMDB` */
+  constructor(private readonly engine: string) {}
+
+  /** Throws OnelogError `BROKER_CLOSED` once close began (for the synchronous reads of an engine). */
+  check(): void {
+    if (this.closing) throw new OnelogError('BROKER_CLOSED', `the offset store (${this.engine}) is closed`);
+  }
+
+  /** Runs `work` unless close began. @throws OnelogError `BROKER_CLOSED` (as a rejection) once close began */
+  run<T>(work: () => Promise<T>): Promise<T> {
+    let call: Promise<T>;
+    try {
+      this.check();
+      call = work();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.inFlight.add(call);
+    const done = () => this.inFlight.delete(call);
+    call.then(done, done);
+    return call;
+  }
+
+  /** Refuses calls from now on and waits for those in flight. @returns false when close had begun already */
+  async close(): Promise<boolean> {
+    if (this.closing) return false;
+    this.closing = true;
+    await Promise.allSettled([...this.inFlight]);
+    return true;
+  }
 }

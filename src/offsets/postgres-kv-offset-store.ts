@@ -19,7 +19,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { checkTablePrefix, createTables, inTransaction, openPool, query } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
-import { staleGeneration } from './offset-store.js';
+import { CloseGate, staleGeneration } from './offset-store.js';
 import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** Options of {@link PostgresKvOffsetStore.open}. */
@@ -44,6 +44,8 @@ export class PostgresKvOffsetStore implements OffsetStore {
   private writing = false;
   private readonly offsets: string;
   private readonly generations: string;
+
+  private readonly gate = new CloseGate('PostgreSQL');
 
   private constructor(private readonly pool: Pool, prefix: string, private readonly ownsPool: boolean) {
     this.offsets = `${prefix}committed_offsets`;
@@ -79,7 +81,7 @@ export class PostgresKvOffsetStore implements OffsetStore {
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
-    const { rows } = await query<OffsetRow>(this.pool, 'offset store: get',
+    const { rows } = await this.select<OffsetRow>('get',
       `SELECT "offset", metadata, commit_timestamp FROM ${this.offsets} WHERE group_id = $1 AND topic = $2 AND partition = $3`,
       [groupId, topic, partition]);
     return rows[0] && toCommitted(rows[0]);
@@ -87,14 +89,14 @@ export class PostgresKvOffsetStore implements OffsetStore {
 
   async list(groupId: string): Promise<GroupOffset[]> {
     // COLLATE "C": by UTF-8 bytes, as the LMDB engine orders its keys, whatever the database's collation.
-    const { rows } = await query<OffsetRow & { topic: string; partition: string }>(this.pool, 'offset store: list',
+    const { rows } = await this.select<OffsetRow & { topic: string; partition: string }>('list',
       `SELECT topic, partition, "offset", metadata, commit_timestamp FROM ${this.offsets} WHERE group_id = $1
        ORDER BY topic COLLATE "C", partition`, [groupId]);
     return rows.map((r) => ({ topic: r.topic, partition: Number(r.partition), ...toCommitted(r) }));
   }
 
   async generation(groupId: string): Promise<number> {
-    const { rows } = await query<{ generation_id: string }>(this.pool, 'offset store: generation',
+    const { rows } = await this.select<{ generation_id: string }>('generation',
       `SELECT generation_id FROM ${this.generations} WHERE group_id = $1`, [groupId]);
     return rows[0] ? Number(rows[0].generation_id) : 0;
   }
@@ -153,18 +155,22 @@ export class PostgresKvOffsetStore implements OffsetStore {
     return (result as { rowCount: number | null }).rowCount ?? 0;
   }
 
-  /** Waits for the queued writes, then ends the pool if the store opened it (a pool given stays open). */
+  /** Waits for the calls in flight, then ends the pool if the store opened it (a pool given stays open). */
   async close(): Promise<void> {
-    await this.write(async () => undefined).catch(() => {});
+    if (!(await this.gate.close())) return;
     if (this.ownsPool) await this.pool.end();
+  }
+
+  private select<R extends object>(action: string, sql: string, params: unknown[]): Promise<{ rows: R[] }> {
+    return this.gate.run(() => query<R>(this.pool, `offset store: ${action}`, sql, params));
   }
 
   /** Queues a write; the writer runs the queue in call order, what queued meanwhile in one transaction. */
   private write(run: (client: PoolClient) => Promise<unknown>): Promise<unknown> {
-    return new Promise((resolve, reject) => {
+    return this.gate.run(() => new Promise((resolve, reject) => {
       this.queue.push({ run, resolve, reject });
       if (!this.writing) void this.drain();
-    });
+    }));
   }
 
   private async drain(): Promise<void> {

@@ -19,7 +19,7 @@
  */
 import { Redis } from 'ioredis';
 import { OnelogError } from '../protocol/errors.js';
-import { staleGeneration } from './offset-store.js';
+import { CloseGate, staleGeneration } from './offset-store.js';
 import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** Options of {@link RedisOffsetStore.open}. */
@@ -110,6 +110,8 @@ function checkPartition(topic: string, partition: number): void {
 }
 
 export class RedisOffsetStore implements OffsetStore {
+  private readonly gate = new CloseGate('Redis');
+
   private constructor(
     private readonly redis: Redis & Scripts,
     private readonly prefix: string,
@@ -191,6 +193,7 @@ export class RedisOffsetStore implements OffsetStore {
   }
 
   async close(): Promise<void> {
+    if (!(await this.gate.close())) return;
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
@@ -208,7 +211,7 @@ export class RedisOffsetStore implements OffsetStore {
 
   private async call<T>(action: string, work: () => Promise<T>): Promise<T> {
     try {
-      return await work();
+      return await this.gate.run(work);
     } catch (err) {
       throw err instanceof OnelogError ? err : unavailable(err, action);
     }

@@ -299,5 +299,31 @@ export function offsetStoreContract(name: string, factory: () => OffsetStoreFixt
       const third = await reopen(fixture, again);
       expect(await third.get('g', 't', 0)).toEqual({ offset: 8, metadata: '', commitTimestamp: T + 3 });
     });
+
+    it('close waits for the calls in flight, which keep what they wrote; later calls are refused with BROKER_CLOSED', async () => {
+      const { store, fixture } = await fresh();
+      const inFlight = [
+        store.commit('g', [{ topic: 't', partition: 0, offset: 7 }], T),
+        store.advanceGeneration('g', 3, { fence: true }),
+        store.commit('g', [{ topic: 't', partition: 1, offset: 9 }], T, { generationId: 3 }),
+      ];
+      const closing = store.close();
+      await expect(Promise.all(inFlight)).resolves.toEqual([undefined, 3, undefined]);
+      await closing;
+      const refused = [
+        store.commit('g', [{ topic: 't', partition: 0, offset: 8 }], T),
+        store.advanceGeneration('g', 4, { fence: true }),
+        store.get('g', 't', 0),
+        store.list('g'),
+        store.generation('g'),
+        store.deleteGroup('g'),
+        store.deleteTopic('t'),
+      ];
+      for (const call of refused) await expect(call).rejects.toMatchObject({ code: 'BROKER_CLOSED' });
+      await store.close();
+      const again = await reopen(fixture, store);
+      expect(await again.list('g')).toMatchObject([{ partition: 0, offset: 7 }, { partition: 1, offset: 9 }]);
+      expect(await again.generation('g')).toBe(3);
+    });
   });
 }
