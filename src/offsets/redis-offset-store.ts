@@ -117,6 +117,7 @@ export class RedisOffsetStore implements OffsetStore {
     private readonly prefix: string,
     /** What a commit survives, as the server is configured (read at open). */
     readonly durability: string,
+    private readonly connection: ConnectionState,
   ) {}
 
   /**
@@ -131,17 +132,23 @@ export class RedisOffsetStore implements OffsetStore {
       // A broker keeps trying to reach Redis; each call in the meantime fails on its own timeout.
       retryStrategy: (times) => Math.min(times * 100, 2000),
     }) as Redis & Scripts;
-    redis.on('error', () => {}); // each call reports its own failure; ioredis reconnects
+    // Each call reports its own failure (ioredis reconnects meanwhile); the last connection error is kept for
+    // it, since ioredis fails a call during an outage with only "Connection is closed." or its retry limit.
+    const connection: ConnectionState = { lastError: undefined };
+    redis.on('error', (err: Error) => (connection.lastError = err.message));
+    redis.on('ready', () => (connection.lastError = undefined));
     redis.defineCommand('onelogCommit', { lua: COMMIT });
     redis.defineCommand('onelogAdvance', { lua: ADVANCE, numberOfKeys: 1 });
     redis.defineCommand('onelogDeleteTopic', { lua: DELETE_TOPIC, numberOfKeys: 1 });
     try {
       await redis.connect();
+      // ioredis reports a refused SELECT (a database beyond the server's count) as an event only, and goes on in 0.
+      await selectDatabase(redis);
     } catch (err) {
       redis.disconnect();
-      throw unavailable(err, 'connect');
+      throw err instanceof OnelogError ? err : unavailable(err, 'connect', connection);
     }
-    return new RedisOffsetStore(redis, options.keyPrefix ?? 'onelog:', await readDurability(redis));
+    return new RedisOffsetStore(redis, options.keyPrefix ?? 'onelog:', await readDurability(redis), connection);
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
@@ -213,13 +220,34 @@ export class RedisOffsetStore implements OffsetStore {
     try {
       return await this.gate.run(work);
     } catch (err) {
-      throw err instanceof OnelogError ? err : unavailable(err, action);
+      throw err instanceof OnelogError ? err : unavailable(err, action, this.connection);
     }
   }
 }
 
-function unavailable(err: unknown, action: string): OnelogError {
-  const message = err instanceof Error ? err.message : String(err);
+/** What the store saw of its connection. */
+interface ConnectionState {
+  /** The message of the last connection error since the connection was last ready. */
+  lastError: string | undefined;
+}
+
+/** @throws OnelogError `INVALID_CONFIG` naming the databases the server has, for a database it has not */
+async function selectDatabase(redis: Redis): Promise<void> {
+  const db = redis.options.db ?? 0;
+  if (db === 0) return;
+  try {
+    await redis.select(db);
+  } catch (err) {
+    if (!/DB index/i.test((err as Error).message)) throw err;
+    const [, count] = await redis.config('GET', 'databases').catch(() => []) as string[];
+    throw new OnelogError('INVALID_CONFIG', `the offsets' Redis URL names database ${db}, which the server has not: ` +
+      `${count === undefined ? (err as Error).message : `it has databases 0 to ${Number(count) - 1}`}`, { store: 'redis', db });
+  }
+}
+
+function unavailable(err: unknown, action: string, connection: ConnectionState): OnelogError {
+  const cause = err instanceof Error ? err.message : String(err);
+  const message = connection.lastError === undefined ? cause : `${cause} (last connection error: ${connection.lastError})`;
   return new OnelogError('STORAGE_ERROR', `offset store (Redis): ${action} failed: ${message}`, { store: 'redis', action });
 }
 

@@ -27,10 +27,30 @@ describe('Redis offset store', () => {
     }
   });
 
-  it('a Redis that cannot be reached is STORAGE_ERROR naming Redis', async () => {
+  it('a Redis that cannot be reached is STORAGE_ERROR naming Redis and the connection\'s own error', async () => {
     // Port 1 on loopback: nothing listens there.
     await expect(RedisOffsetStore.open({ url: 'redis://127.0.0.1:1/0' })).rejects.toMatchObject({
-      code: 'STORAGE_ERROR', message: expect.stringContaining('Redis') as unknown,
+      code: 'STORAGE_ERROR', message: expect.stringMatching(/Redis.*ECONNREFUSED 127\.0\.0\.1:1/) as unknown,
     });
+  });
+
+  it('a database the server has not is INVALID_CONFIG naming the ones it has (ioredis alone goes on in database 0)', async () => {
+    const url = new URL(REDIS_URL);
+    url.pathname = '/99';
+    await expect(RedisOffsetStore.open({ url: url.toString() })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG', message: expect.stringMatching(/database 99, which the server has not: it has databases 0 to \d+/) as unknown,
+    });
+    url.pathname = '/1';
+    const place = redisPrefix();
+    const store = await RedisOffsetStore.open({ url: url.toString(), keyPrefix: place.prefix });
+    const db1 = new Redis(url.toString());
+    try {
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 3 }], 1);
+      expect(await db1.exists(`${place.prefix}offsets:g`)).toBe(1);
+    } finally {
+      await db1.del(`${place.prefix}offsets:g`, `${place.prefix}topic-groups:t`);
+      await db1.quit();
+      await store.close();
+    }
   });
 });
