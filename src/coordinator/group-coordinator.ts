@@ -19,7 +19,7 @@ import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { LogManager } from '../storage/log-manager.js';
-import type { PartitionLog } from '../storage/partition-log.js';
+import type { Partition } from '../storage/partition.js';
 import type { Logger } from '../logger.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import { assignorFor } from './assignors/index.js';
@@ -520,7 +520,7 @@ export class GroupCoordinator {
     return waiting.result ?? waiting.wait!;
   }
 
-  private resetLogs(request: ResetOffsetsRequest): PartitionLog[] {
+  private resetLogs(request: ResetOffsetsRequest): Partition[] {
     return request.partition === undefined ? this.logs.partitions(request.topic) : [this.logs.get(request.topic, request.partition)];
   }
 

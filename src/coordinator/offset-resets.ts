@@ -4,7 +4,7 @@
  */
 import type { ResetOffsetsResult, ResetSpec } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { PartitionLog } from '../storage/partition-log.js';
+import type { Awaitable, Partition } from '../storage/partition.js';
 
 /** A checkpoint's saved offsets, `topic/partition` -> offset. */
 export type CheckpointOffsets = ReadonlyMap<string, number>;
@@ -15,13 +15,13 @@ export type CheckpointOffsets = ReadonlyMap<string, number>;
  * @param checkpoint the named checkpoint's offsets, for `{ to: 'checkpoint' }`
  * @returns one row per partition; partitions a checkpoint lacks keep their offset (and are left out)
  */
-export function planReset(
-  spec: ResetSpec, logs: readonly PartitionLog[], committed: ReadonlyMap<number, number>, checkpoint?: CheckpointOffsets,
-): ResetOffsetsResult['partitions'] {
+export async function planReset(
+  spec: ResetSpec, logs: readonly Partition[], committed: ReadonlyMap<number, number>, checkpoint?: CheckpointOffsets,
+): Promise<ResetOffsetsResult['partitions']> {
   const rows: ResetOffsetsResult['partitions'] = [];
   for (const log of logs) {
     const currentOffset = committed.get(log.partition) ?? null;
-    const target = resetTarget(spec, log, currentOffset, checkpoint);
+    const target = await resetTarget(spec, log, currentOffset, checkpoint);
     if (target === null) continue;
     const newOffset = Math.min(Math.max(target, log.logStartOffset), log.highWatermark);
     const row = { partition: log.partition, currentOffset, newOffset };
@@ -33,7 +33,7 @@ export function planReset(
 }
 
 /** The unclamped offset a spec points at in one partition; null when a checkpoint has none for it. */
-function resetTarget(spec: ResetSpec, log: PartitionLog, currentOffset: number | null, checkpoint?: CheckpointOffsets): number | null {
+function resetTarget(spec: ResetSpec, log: Partition, currentOffset: number | null, checkpoint?: CheckpointOffsets): Awaitable<number | null> {
   switch (spec.to) {
     case 'earliest':
       return log.logStartOffset;

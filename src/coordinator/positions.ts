@@ -14,7 +14,7 @@ import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import type { PartitionError, TopicPartition } from '../protocol/api.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
-import type { PartitionLog } from '../storage/partition-log.js';
+import type { Partition } from '../storage/partition.js';
 import { offsetOutOfRange } from './out-of-range.js';
 
 /** A commit that moves a group past records deleted before it read them. */
@@ -46,7 +46,7 @@ export class Positions {
    * @returns a position per log, in order
    */
   async resolveAll(
-    groupId: string, subscription: SubscriptionRecord, logs: readonly PartitionLog[], paused: ReadonlyMap<string, PartitionError>,
+    groupId: string, subscription: SubscriptionRecord, logs: readonly Partition[], paused: ReadonlyMap<string, PartitionError>,
     commitStarts = true,
   ): Promise<Position[]> {
     const positions: Position[] = [];
@@ -78,7 +78,7 @@ export class Positions {
    * committed offset below the log start to one at or after it. Reads committed offsets only for partitions
    * whose log start moved.
    */
-  async jumpsOf(groupId: string, logs: readonly PartitionLog[], offsets: ReadonlyArray<{ partition: number; offset: number }>): Promise<CommitJump[]> {
+  async jumpsOf(groupId: string, logs: readonly Partition[], offsets: ReadonlyArray<{ partition: number; offset: number }>): Promise<CommitJump[]> {
     const jumps: CommitJump[] = [];
     for (const [i, o] of offsets.entries()) {
       const log = logs[i]!;
@@ -112,7 +112,7 @@ export class Positions {
    * the group (recording the error and an alert) or jumps (committing the new offset, recording an alert
    * with the records skipped).
    */
-  async outOfRange(groupId: string, subscription: SubscriptionRecord, log: PartitionLog, position: number): Promise<Position> {
+  async outOfRange(groupId: string, subscription: SubscriptionRecord, log: Partition, position: number): Promise<Position> {
     const tp: TopicPartition = { topic: log.topic, partition: log.partition };
     const facts = {
       groupId, ...tp, committedOffset: position, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark,

@@ -9,7 +9,7 @@ import type { BatchProducer } from '../protocol/record-batch.js';
 import { batchCompression, decodeRecords, encodeBatch, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
 import { OnelogError } from '../protocol/errors.js';
 import { recordBytes } from '../protocol/produce-plan.js';
-import type { PartitionLog } from '../storage/partition-log.js';
+import type { Partition } from '../storage/partition.js';
 
 /** Limits a produced batch is held to. */
 export interface BatchLimits {
@@ -28,7 +28,7 @@ export interface BatchLimits {
  *   batch, or a record in it),
  *   `INVALID_RECORD` (a keyless record on a compacted topic), `UNKNOWN_PRODUCER_ID`
  */
-export function prepareClientBatch(batch: Buffer, log: PartitionLog, limits: BatchLimits): Buffer {
+export function prepareClientBatch(batch: Buffer, log: Partition, limits: BatchLimits): Buffer {
   const where = { topic: log.topic, partition: log.partition };
   const size = validateBatch(batch);
   if (typeof size === 'string') throw new OnelogError('CORRUPT_MESSAGE', `the produced batch is refused: ${size}`, where);

@@ -18,7 +18,7 @@ import { checkInteger } from '../protocol/validate.js';
 import type { LogManager } from '../storage/log-manager.js';
 import type { Logger } from '../logger.js';
 import type { Alerts } from '../monitoring/alerts.js';
-import type { PartitionLog } from '../storage/partition-log.js';
+import type { Partition } from '../storage/partition.js';
 import type { Retries } from './retries.js';
 
 /** Characters of a value shown by a listing. */
@@ -50,7 +50,7 @@ export class DeadLetters {
     const limit = checkInteger(request.limit ?? 100, 'limit', 1, 10_000);
     const log = this.requireLog(sub);
     const redriven = await this.redrivenRanges(sub);
-    const records = this.waiting(log, redriven, log.logStartOffset, log.highWatermark, limit).map((r) => describe(r, log));
+    const records = (await this.waiting(log, redriven, log.logStartOffset, log.highWatermark, limit)).map((r) => describe(r, log));
     return {
       groupId: sub.groupId, topic: sub.topic, deadLetterTopic: log.topic,
       depth: log.highWatermark - log.logStartOffset - covered(redriven, log.logStartOffset, log.highWatermark), records,
@@ -73,7 +73,7 @@ export class DeadLetters {
     let chosen: StoredRecord[];
     if (request.offset !== undefined) {
       const offset = checkInteger(request.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
-      chosen = offset >= log.logStartOffset && offset < log.highWatermark ? this.waiting(log, redriven, offset, offset + 1, 1) : [];
+      chosen = offset >= log.logStartOffset && offset < log.highWatermark ? await this.waiting(log, redriven, offset, offset + 1, 1) : [];
       if (chosen.length === 0) {
         throw new OnelogError('INVALID_OFFSET', `${log.topic} has no waiting dead letter at offset ${offset} (it holds offsets ` +
           `${log.logStartOffset} to ${log.highWatermark - 1}; redriven ones are not listed: onelog dlq list ${sub.groupId} --topic ${sub.topic})`, {
@@ -81,7 +81,7 @@ export class DeadLetters {
         });
       }
     } else {
-      chosen = this.waiting(log, redriven, log.logStartOffset, log.highWatermark, Infinity);
+      chosen = await this.waiting(log, redriven, log.logStartOffset, log.highWatermark, Infinity);
     }
     const records = chosen.map((r) => {
       const d = describe(r, log);
@@ -147,7 +147,7 @@ export class DeadLetters {
       .filter((a) => a.action === 'redrive').map((a) => [a.firstOffset, a.endOffset]);
   }
 
-  private log(sub: SubscriptionRecord): PartitionLog | undefined {
+  private log(sub: SubscriptionRecord): Partition | undefined {
     if (!sub.deadLetterTopic) return undefined;
     try {
       return this.logs.get(sub.deadLetterTopic, 0);
@@ -158,7 +158,7 @@ export class DeadLetters {
   }
 
   /** @throws OnelogError `NO_RETRY_POLICY` when the subscription never had a dead-letter topic */
-  private requireLog(sub: SubscriptionRecord): PartitionLog {
+  private requireLog(sub: SubscriptionRecord): Partition {
     const log = this.log(sub);
     if (log) return log;
     throw new OnelogError('NO_RETRY_POLICY', `group ${sub.groupId} has no dead-letter topic for ${sub.topic}: give it a retry policy ` +
@@ -166,11 +166,11 @@ export class DeadLetters {
   }
 
   /** Waiting (not redriven) dead letters with offsets in `[from, end)`, at most `limit`, oldest first. */
-  private waiting(log: PartitionLog, redriven: Array<[number, number]>, from: number, end: number, limit: number): StoredRecord[] {
+  private async waiting(log: Partition, redriven: Array<[number, number]>, from: number, end: number, limit: number): Promise<StoredRecord[]> {
     const out: StoredRecord[] = [];
     let offset = from;
     while (offset < end && out.length < limit) {
-      const { records, nextOffset } = log.fetch(offset, { maxRecords: 1000, maxBytes: 4 * 1024 * 1024 });
+      const { records, nextOffset } = await log.fetch(offset, { maxRecords: 1000, maxBytes: 4 * 1024 * 1024 });
       for (const r of records) {
         if (r.offset >= end || out.length >= limit) break;
         if (!redriven.some(([a, b]) => r.offset >= a && r.offset < b)) out.push(r);
@@ -183,7 +183,7 @@ export class DeadLetters {
 }
 
 /** A dead letter as listed. */
-function describe(r: StoredRecord, log: PartitionLog): DeadLetter {
+function describe(r: StoredRecord, log: Partition): DeadLetter {
   const info = deliveryInfo(r, log.topic, log.partition, true);
   const time = (key: string) => Number(headerText(r.headers, key) ?? r.timestamp);
   return {

@@ -5,7 +5,7 @@
  */
 import type { FetchedPartition } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { PartitionLog } from '../storage/partition-log.js';
+import type { Partition } from '../storage/partition.js';
 
 /** Limits of one fetch. */
 export interface FetchLimits {
@@ -19,7 +19,7 @@ export interface FetchLimits {
 
 /** One partition to read and where from. */
 export interface FetchTarget {
-  log: PartitionLog;
+  log: Partition;
   offset: number;
 }
 
@@ -36,11 +36,13 @@ export async function fetchPartitions(targets: readonly FetchTarget[], limits: F
   await waitForAny(targets, limits.maxWaitMs);
   let recordsLeft = limits.maxRecords;
   let bytesLeft = limits.maxBytes;
-  return targets.map(({ log, offset }) => {
+  const out: FetchedPartition[] = [];
+  // One partition after another: each read gets the budget the ones before it left.
+  for (const { log, offset } of targets) out.push(await (async (): Promise<FetchedPartition> => {
     const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
     try {
       if (recordsLeft <= 0 || bytesLeft <= 0 || offset === log.highWatermark) return { ...state, records: [], nextOffset: offset };
-      const { records, nextOffset } = log.fetch(offset, { maxRecords: recordsLeft, maxBytes: bytesLeft });
+      const { records, nextOffset } = await log.fetch(offset, { maxRecords: recordsLeft, maxBytes: bytesLeft });
       recordsLeft -= records.length;
       for (const r of records) bytesLeft -= (r.key?.length ?? 0) + (r.value?.length ?? 0);
       return { ...state, records, nextOffset };
@@ -48,7 +50,8 @@ export async function fetchPartitions(targets: readonly FetchTarget[], limits: F
       if (err instanceof OnelogError) return { ...state, records: [], nextOffset: offset, error: err.toJSON() };
       throw err;
     }
-  });
+  })());
+  return out;
 }
 
 /** Long-poll: waits up to `maxWaitMs` unless some target is ready (has records, or an error to answer). */
@@ -72,11 +75,12 @@ export async function fetchPartitionBatches(targets: readonly FetchTarget[], lim
   await waitForAny(targets, limits.maxWaitMs);
   let bytesLeft = limits.maxBytes;
   let recordsLeft = limits.maxRecords;
-  return targets.map(({ log, offset }) => {
+  const out: FetchedBatches[] = [];
+  for (const { log, offset } of targets) out.push(await (async (): Promise<FetchedBatches> => {
     const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
     try {
       if (bytesLeft <= 0 || recordsLeft <= 0 || offset === log.highWatermark) return { ...state, batches: Buffer.alloc(0), nextOffset: offset };
-      const { batches, nextOffset } = log.readBatches(offset, bytesLeft, recordsLeft);
+      const { batches, nextOffset } = await log.readBatches(offset, bytesLeft, recordsLeft);
       bytesLeft -= batches.length;
       recordsLeft -= nextOffset - offset;
       return { ...state, batches, nextOffset };
@@ -84,5 +88,6 @@ export async function fetchPartitionBatches(targets: readonly FetchTarget[], lim
       if (err instanceof OnelogError) return { ...state, batches: Buffer.alloc(0), nextOffset: offset, error: err.toJSON() };
       throw err;
     }
-  });
+  })());
+  return out;
 }

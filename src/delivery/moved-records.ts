@@ -7,7 +7,7 @@
  * header, and {@link MovedRecords.scan} rebuilds the index from the tier and dead-letter partitions.
  */
 import { movedAttempt, sourceOf } from '../protocol/retry-policy.js';
-import type { PartitionLog } from '../storage/partition-log.js';
+import type { Partition } from '../storage/partition.js';
 
 /** Where a moved record went. */
 export interface MovedTo {
@@ -34,10 +34,10 @@ export class MovedRecords {
    * group's committed offset there).
    * @param deadLettered whether `log` is a dead-letter partition
    */
-  scan(log: PartitionLog, deadLettered: boolean, counts: (topic: string, partition: number, offset: number) => boolean): void {
+  async scan(log: Partition, deadLettered: boolean, counts: (topic: string, partition: number, offset: number) => boolean): Promise<void> {
     let offset = log.logStartOffset;
     while (offset < log.highWatermark) {
-      const { records, nextOffset } = log.fetch(offset, { maxRecords: SCAN_RECORDS, maxBytes: 4 * 1024 * 1024 });
+      const { records, nextOffset } = await log.fetch(offset, { maxRecords: SCAN_RECORDS, maxBytes: 4 * 1024 * 1024 });
       for (const r of records) {
         const source = parseSource(sourceOf(r));
         if (!source || !counts(source.topic, source.partition, source.offset)) continue;

@@ -26,6 +26,7 @@ import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import { checkTopicName } from '../protocol/validate.js';
 import type { LogManager } from '../storage/log-manager.js';
+import type { Partition } from '../storage/partition.js';
 import type { PartitionLog } from '../storage/partition-log.js';
 import { fetchPartitions } from './fetch.js';
 import type { FetchLimits, FetchTarget } from './fetch.js';
@@ -183,15 +184,15 @@ export class Retries {
     const { logs, retryTopics } = this.deps;
     const targets = retryTopics.tiersOf(groupId, sub.topic).map((t) => ({ log: logs.get(t, partition % logs.partitionCount(t)), dead: false }));
     if (sub.deadLetterTopic && (await this.deps.catalog.getTopic(sub.deadLetterTopic))) targets.push({ log: logs.get(sub.deadLetterTopic, 0), dead: true });
-    for (const { log, dead } of targets) index.scan(log, dead, (t, p, o) => t === topic && p === partition && wanted.has(o));
+    for (const { log, dead } of targets) await index.scan(log, dead, (t, p, o) => t === topic && p === partition && wanted.has(o));
   }
 
   /** Appends one nacked record to its next tier or the dead-letter topic; resolves once it is on disk. */
-  private async move(log: PartitionLog, offset: number, reason: string, request: NackBatchRequest,
+  private async move(log: Partition, offset: number, reason: string, request: NackBatchRequest,
     { subscription, policy, tier }: { subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }): Promise<MovedTo> {
     const { groupId, topic, partition } = request;
     const source = { topic, partition, offset };
-    const record = this.sources.read(log, offset);
+    const record = await this.sources.read(log, offset);
     const info = deliveryInfo(record, topic, partition, tier !== undefined);
     const deadLettered = info.attempt >= policy.maxAttempts;
     const attempt = deadLettered ? info.attempt : info.attempt + 1;
@@ -343,7 +344,7 @@ export class Retries {
       const targets = [...retryTopics.tiersOf(groupId, sub.topic).map((t) => ({ topic: t, dead: false }))];
       if (sub.deadLetterTopic && (await catalog.getTopic(sub.deadLetterTopic))) targets.push({ topic: sub.deadLetterTopic, dead: true });
       for (const { topic, dead } of targets) {
-        for (const log of logs.partitions(topic)) index.scan(log, dead, counts);
+        for (const log of logs.partitions(topic)) await index.scan(log, dead, counts);
       }
     }
     return index;
@@ -358,18 +359,18 @@ const SOURCE_BATCHES_KEPT = 16;
  * batch: the last batches read are kept (least recently used first out), so those records cost one read.
  */
 class SourceReader {
-  private readonly batches = new Map<string, { log: PartitionLog; baseOffset: number; lastOffset: number; buf: Buffer }>();
+  private readonly batches = new Map<string, { log: Partition; baseOffset: number; lastOffset: number; buf: Buffer }>();
 
   /**
    * The record at `offset` of `log`.
    * @throws OnelogError `INVALID_OFFSET` when no record has that offset (compaction removed it)
    */
-  read(log: PartitionLog, offset: number): StoredRecord {
+  async read(log: Partition, offset: number): Promise<StoredRecord> {
     const key = `${log.topic}/${log.partition}`;
     let kept = this.batches.get(key);
     if (!kept || kept.log !== log || offset < kept.baseOffset || offset > kept.lastOffset) {
       // The stored batch holding `offset` (whole), of which only that record is decoded.
-      const { batches } = log.readBatches(offset, 1, 1);
+      const { batches } = await log.readBatches(offset, 1, 1);
       const h = batches.length > 0 ? readBatchHeader(batches) : undefined;
       kept = h && { log, baseOffset: h.baseOffset, lastOffset: h.baseOffset + h.lastOffsetDelta, buf: batches.subarray(0, LOG_OVERHEAD + h.batchLength) };
     }

@@ -42,6 +42,8 @@ import { LongPoll } from './long-poll.js';
 import { LogSegment } from './segment.js';
 import type { SegmentOptions } from './segment.js';
 import { storageError } from './storage-errors.js';
+import type { Partition, ReadLimits } from './partition.js';
+export type { ReadLimits } from './partition.js';
 
 
 export type { LogStartReason } from './log-start-reason.js';
@@ -99,15 +101,7 @@ export interface AppendResult {
   duplicate?: boolean;
 }
 
-/** Limits of one read. */
-export interface ReadLimits {
-  /** Stop adding batches past this many bytes (the first batch is returned whatever its size). */
-  maxBytes: number;
-  /** Return at most this many records. */
-  maxRecords: number;
-}
-
-export class PartitionLog {
+export class PartitionLog implements Partition {
   private segments: LogSegment[];
   private logStart: number;
   private logEnd: number;
