@@ -10,7 +10,8 @@
  */
 import pg from 'pg';
 import { ObjectLogStore } from '../src/cluster/object-log.js';
-import { parseS3Url, S3ObjectStore } from '../src/cluster/object-store.js';
+import { S3ObjectStore } from '../src/cluster/object-store.js';
+import { parseS3Url } from '../src/cluster/s3-location.js';
 import { Sequencer } from '../src/cluster/sequencer.js';
 import { encodeBatch } from '../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';

@@ -60,7 +60,8 @@ import { ProducePath } from './produce-path.js';
 import type { MonitorOptions } from './monitoring/monitor.js';
 import type { Logger } from './logger.js';
 import { WriteFence } from './write-fence.js';
-import { checkStoreEngines, openCatalog, openOffsetStore } from './store-engines.js';
+import { checkStoreEngines, openCatalog, openObjectLogs, openOffsetStore } from './store-engines.js';
+import type { Logs } from './storage/logs.js';
 import type { StoreEngines } from './store-engines.js';
 
 /**
@@ -153,7 +154,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   private constructor(
     private readonly catalog: Catalog,
     private readonly offsets: OffsetStore,
-    private readonly logs: LogManager,
+    private readonly logs: Logs,
+    private readonly files: FileCache,
     private readonly groups: GroupCoordinator,
     private readonly monitor: Monitor,
     private readonly clock: Clock,
@@ -184,34 +186,22 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const cleaner = new LogCleaner({ dedupeBufferBytes: options.cleanerDedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES });
     const fence = new WriteFence(clock, logger);
     const catalog = await openCatalog(options, options.dataDir, fence);
-    const ownId = dataDirId(options.dataDir);
-    const owner = await catalog.claimLogOwner(ownId);
-    if (owner !== ownId) {
-      await catalog.close();
-      throw new OnelogError('INVALID_CONFIG', `the catalog describes the log of another data directory (${owner}), not this one's ` +
-        `(${options.dataDir}, ${ownId}): while the log is in a data directory, one broker per catalog. Start this broker on that data ` +
-        'directory, or give it a catalog of its own (docs/cluster.md)', { dataDir: options.dataDir, dataDirId: ownId, ownerId: owner });
-    }
     const topics = await catalog.listTopics();
-    const logDir = path.join(options.dataDir, 'log');
-    if (!holdsAnyPartition(logDir, topics)) {
+    const logs: Logs = await (options.log === undefined
+      ? Broker.openLocalLogs(options, catalog, topics, files, cleaner, clock, logger)
+      : openObjectLogs(options, catalog, clock, logger)).catch(async (err: unknown) => {
       await catalog.close();
-      // Not a half-created topic to repair: every topic's records are gone from where they should be.
-      const shared = options.catalog === undefined ? '' : ' With --catalog on PostgreSQL the log is still in the data directory: ' +
-        'start each broker of that catalog on its own data directory, one broker per catalog (docs/cluster.md).';
-      throw new OnelogError('STORAGE_ERROR', `the catalog lists ${topics.length} topic(s) but the log directory ${logDir} is missing ` +
-        'or holds none of their partitions: is a volume not mounted, or was the data directory copied without it? Put it back; ' +
-        `to start over, use an empty --data-dir.${shared}`, { dataDir: options.dataDir, topics: topics.length });
-    }
-    const logs = new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files, cleaner });
+      throw err;
+    });
     const offsets = await openOffsetStore(options, options.dataDir, fence, () => logs.ensureDiskRoom(0), logger).catch(async (err: unknown) => {
+      await logs.close();
       await catalog.close();
       throw err;
     });
     fence.onFailure((failure) => logs.stopWrites(failure));
     await finishTopicDeletions(catalog, offsets, logs, logger);
     const started = Date.now();
-    const report = logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
+    const report = await logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
     logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
     const outbound = new OutboundPolicy(options.webhookDenyPrivate ?? false);
     const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, {
@@ -230,7 +220,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
       deadLetterDepth: (sub): Promise<number> => broker.deadLetters.depth(sub),
     });
     await groups.start();
-    const broker: Broker = new Broker(catalog, offsets, logs, groups, monitor, clock, logger, unlock);
+    const broker: Broker = new Broker(catalog, offsets, logs, files, groups, monitor, clock, logger, unlock);
     broker.outbound = outbound;
     broker.acls = await Acls.open(catalog, logger);
     broker.users = await Users.open(catalog, clock, logger, broker.acls, options.insecure ?? false);
@@ -254,16 +244,48 @@ export class Broker implements OnelogApi, BinaryDataApi {
     // not opened since start-up had no appends since, and is compacted when next used or on demand.
     broker.background = new BackgroundTasks(logger, async () => (await catalog.listTopics()).map((t) => t.name));
     broker.background.everyTopic(options.retentionCheckIntervalMs ?? 300_000, 'retention', async (topic) => {
-      const moved = await broker.logs.visit(topic, (log) => log.enforceRetention(),
-        (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed'));
+      const moved = await Promise.all(await broker.logs.visit(topic, (log) => Promise.resolve(log.enforceRetention()).catch((err: unknown) => {
+        logger.warn({ topic, partition: log.partition, err: (err as Error).message }, 'retention failed');
+        return null;
+      }), (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed')));
       if (moved.some((m) => m !== null)) await monitor.evaluate({ topic });
     });
     broker.background.everyTopic(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.loaded(topic).map((log) => log.compact())));
     broker.background.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
     broker.background.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
+    for (const job of logs.backgroundJobs?.() ?? []) broker.background.repeat(job.intervalMs, job.name, job.run);
     monitor.start();
     return broker;
+  }
+
+  /**
+   * The log on the data directory's segment files: the catalog must describe this data directory's log (one broker
+   * per catalog while the log is local), and the log directory must hold the catalog's topics.
+   * @throws OnelogError `INVALID_CONFIG` for a catalog of another data directory; `STORAGE_ERROR` for a missing log directory
+   */
+  private static async openLocalLogs(
+    options: BrokerOptions, catalog: Catalog, topics: readonly { name: string; partitions: number }[], files: FileCache, cleaner: LogCleaner,
+    clock: Clock, logger: Logger,
+  ): Promise<LogManager> {
+    const ownId = dataDirId(options.dataDir);
+    const owner = await catalog.claimLogOwner(ownId);
+    if (owner !== ownId) {
+      throw new OnelogError('INVALID_CONFIG', `the catalog describes the log of another data directory (${owner}), not this one's ` +
+        `(${options.dataDir}, ${ownId}): while the log is in a data directory, one broker per catalog. Start this broker on that data ` +
+        'directory, give it a catalog of its own, or put the log in object storage (--log s3://..., docs/cluster.md)',
+      { dataDir: options.dataDir, dataDirId: ownId, ownerId: owner });
+    }
+    const logDir = path.join(options.dataDir, 'log');
+    if (!holdsAnyPartition(logDir, topics)) {
+      // Not a half-created topic to repair: every topic's records are gone from where they should be.
+      const shared = options.catalog === undefined ? '' : ' With --catalog on PostgreSQL and no --log the log is in the data directory: ' +
+        'start each broker of that catalog on its own data directory, one broker per catalog (docs/cluster.md).';
+      throw new OnelogError('STORAGE_ERROR', `the catalog lists ${topics.length} topic(s) but the log directory ${logDir} is missing ` +
+        'or holds none of their partitions: is a volume not mounted, or was the data directory copied without it? Put it back; ' +
+        `to start over, use an empty --data-dir.${shared}`, { dataDir: options.dataDir, topics: topics.length });
+    }
+    return new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files, cleaner });
   }
 
   /** @see TopicAdmin.create */
@@ -286,12 +308,16 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see TopicAdmin.describe */
   async describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
     this.checkOpen();
+    const refreshing = this.refresh(topic);
+    if (refreshing) await refreshing;
     return this.topics.describe(topic, options);
   }
 
   /** @see TopicAdmin.deleteRecords */
   async deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
     this.checkOpen();
+    const refreshing = this.refresh(request.topic, [request.partition]);
+    if (refreshing) await refreshing;
     return this.topics.deleteRecords(request);
   }
 
@@ -323,6 +349,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number> {
     this.checkOpen();
+    const refreshing = this.refresh(topic, [partition]);
+    if (refreshing) await refreshing;
     return this.logs.get(topic, partition).offsetForTimestamp(timestamp);
   }
 
@@ -334,7 +362,25 @@ export class Broker implements OnelogApi, BinaryDataApi {
 
   /** The log store's file-handle cache: descriptors open, budget, hits, opens, evictions (diagnostics, benchmarks). */
   fileCacheStats(): FileCacheStats {
-    return this.logs.files.stats();
+    return this.files.stats();
+  }
+
+  /**
+   * Brings a topic up to date with what other brokers did (cluster mode, see {@link Logs.refresh}): its layout, and
+   * the positions of `partitions` (`'all'`: every one). Input not yet checked is left for the checks that follow.
+   * @returns undefined when there is nothing to wait for (the local engine), so a caller that does not wait keeps
+   *   its place in the order of the group's requests
+   */
+  private refresh(topic: unknown, partitions: readonly unknown[] | 'all' = []): Promise<void> | undefined {
+    if (typeof topic !== 'string') return undefined;
+    const layout = this.logs.refresh(topic);
+    if (layout === undefined) return undefined;
+    return layout.then(async () => {
+      if (!this.logs.has(topic)) return;
+      const wanted = partitions === 'all' ? [...Array(this.logs.partitionCount(topic)).keys()]
+        : partitions.filter((p): p is number => typeof p === 'number');
+      if (wanted.length > 0) await this.logs.refresh(topic, wanted);
+    });
   }
 
   private checkOpen(): void {
@@ -392,6 +438,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
       throw new OnelogError('INVALID_REQUEST', 'a fetch with memberId needs its groupId', { memberId });
     }
     checkMember(request);
+    const refreshing = this.refresh(topic, request.partitions.map((p) => p.partition));
+    if (refreshing) await refreshing;
     const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
     const targets = request.partitions.map((p) => ({
       log: this.logs.get(topic, p.partition),
@@ -425,12 +473,16 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see ProducePath.produce */
   async produce(request: ProduceRequest): Promise<ProduceResult> {
     this.checkOpen();
+    const refreshing = this.refresh(request.topic);
+    if (refreshing) await refreshing;
     return this.producing.produce(request);
   }
 
   /** @see ProducePath.produceBatches */
   async produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult> {
     this.checkOpen();
+    const refreshing = this.refresh(request.topic);
+    if (refreshing) await refreshing;
     return this.producing.produceBatches(request);
   }
 
@@ -445,6 +497,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkSubscribeRequest(request);
     if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) this.outbound.check(request.pushEndpoint, 'pushEndpoint');
+    const refreshing = this.refresh(request.topic);
+    if (refreshing) await refreshing;
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
     const retry = await this.retries.preparePolicy(request.groupId, request.topic, request.retry);
     const result = await this.groups.subscribe({ ...request, retry });
@@ -461,7 +515,11 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
     this.checkOpen();
     checkJoinRequest(request);
-    for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC
+    for (const topic of request.topics) {
+      const refreshing = this.refresh(topic);
+      if (refreshing) await refreshing;
+      this.logs.partitionCount(topic); // UNKNOWN_TOPIC
+    }
     return this.groups.joinGroup(request);
   }
 
@@ -494,7 +552,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.retries.deleteGroup(groupId);
     for (const topic of owned) {
       if (!(await this.catalog.getTopic(topic))) continue;
-      for (const log of this.logs.partitions(topic)) log.deleteRecordsBefore(log.highWatermark, 'delete-records');
+      const refreshing = this.refresh(topic, 'all');
+      if (refreshing) await refreshing;
+      for (const log of this.logs.partitions(topic)) await log.deleteRecordsBefore(log.highWatermark, 'delete-records');
     }
   }
 
@@ -513,6 +573,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkGroupId(request.groupId);
     checkMember(request);
+    const refreshing = this.refresh(request.topic, [request.partition]);
+    if (refreshing) await refreshing;
     this.logs.get(request.topic, request.partition); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
     checkNackRecords(request);
     return this.retries.nack(request, await this.groups.checkNack(request));
@@ -559,6 +621,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async commitOffsets(request: CommitRequest): Promise<void> {
     this.checkOpen();
     checkCommitRequest(request);
+    const refreshing = this.refresh(request.topic, request.offsets.map((o) => o.partition));
+    if (refreshing) await refreshing;
     return this.groups.commit(request);
   }
 
@@ -625,6 +689,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
     this.checkOpen();
     checkResetRequest(request);
+    const refreshing = this.refresh(request.topic, 'all');
+    if (refreshing) await refreshing;
     return this.groups.resetOffsets(request);
   }
 

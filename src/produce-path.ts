@@ -16,7 +16,7 @@ import { Partitioner } from './protocol/partitioner.js';
 import { planProduce } from './protocol/produce-plan.js';
 import { encodeBatch, readBatchHeader } from './protocol/record-batch.js';
 import type { CompressionType } from './protocol/topic-config.js';
-import type { LogManager } from './storage/log-manager.js';
+import type { Logs } from './storage/logs.js';
 
 /** Limits of produced records. */
 export interface ProduceLimits {
@@ -33,7 +33,7 @@ export class ProducePath {
 
   /** @param lastProducerId the highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`) */
   constructor(
-    private readonly logs: LogManager,
+    private readonly logs: Logs,
     private readonly catalog: Catalog,
     private readonly clock: Clock,
     private readonly metrics: BrokerMetrics,
@@ -47,7 +47,7 @@ export class ProducePath {
    * nothing. Batches are compressed with the topic's `compressionType` (`producer` and `none`: uncompressed).
    * Resolves once every record is durable. A full disk refuses the request before anything is written; a
    * partition that fails once others stored their records answers an error whose `stored` names them (see
-   * {@link LogManager.appendAll}): an idempotent producer's retry is stored once, a plain one's again.
+   * {@link Logs.appendAll}): an idempotent producer's retry is stored once, a plain one's again.
    * With `idempotence`, a retried request is stored once and answers the original offsets.
    * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `RECORD_TOO_LARGE`, `REQUEST_TOO_LARGE`, `INVALID_RECORD`,
    *   `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`

@@ -14,6 +14,9 @@ import { OnelogError } from './protocol/errors.js';
 import { redactUrl } from './protocol/urls.js';
 import type { Logger } from './logger.js';
 import type { WriteFence } from './write-fence.js';
+import type { Clock } from './clock.js';
+import type { Logs } from './storage/logs.js';
+import { parseS3Url } from './cluster/s3-location.js';
 
 /** Where the catalog and the offsets live (the broker's `catalog` and `offsets` options). */
 export interface StoreEngines {
@@ -28,6 +31,19 @@ export interface StoreEngines {
    * PostgreSQL, as a key-value table; `postgres://...`: in that PostgreSQL. @default LMDB in `<dataDir>/offsets/`
    */
   offsets?: string;
+  /**
+   * `s3://BUCKET[/PREFIX]?endpoint=URL[&region=R]`: the log as objects in that S3-compatible storage, indexed in the
+   * catalog's PostgreSQL (cluster mode; needs `catalog`, `offsets` and `brokerId`). Credentials from the standard AWS
+   * environment variables. @default segment files in `<dataDir>/log/`
+   */
+  log?: string;
+  /** This broker's id in the cluster, 0 to 2147483647, unique among its brokers (`serve --broker-id`); needs `log`. */
+  brokerId?: number;
+  /**
+   * How long produced batches wait to share one object, ms, 0 to 10000 (`serve --flush-window-ms`): the cost in
+   * PUTs per second against acknowledgement latency (docs/cluster.md). @default 50
+   */
+  flushWindowMs?: number;
 }
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
@@ -43,6 +59,7 @@ export function checkStoreEngines(engines: StoreEngines): void {
     throw new OnelogError('INVALID_CONFIG', `--catalog takes a PostgreSQL URL (postgres://HOST:PORT/DB), got ${JSON.stringify(redactUrl(engines.catalog))}; ` +
       'leave it out for the data directory\'s SQLite', { option: 'catalog' });
   }
+  checkLogEngine(engines);
   const offsets = engines.offsets;
   if (offsets === undefined) return;
   if (offsets === 'postgres' && engines.catalog === undefined) {
@@ -52,6 +69,54 @@ export function checkStoreEngines(engines: StoreEngines): void {
   if (offsets !== 'postgres' && !POSTGRES_URL.test(offsets) && !REDIS_URL.test(offsets)) {
     throw new OnelogError('INVALID_CONFIG', `--offsets takes redis://HOST:PORT/DB, postgres (the catalog's PostgreSQL) or postgres://HOST:PORT/DB, ` +
       `got ${JSON.stringify(redactUrl(offsets))}; leave it out for the data directory's LMDB`, { option: 'offsets' });
+  }
+}
+
+/** @throws OnelogError `INVALID_CONFIG` for a cluster log without what it needs */
+function checkLogEngine(engines: StoreEngines): void {
+  if (engines.log === undefined) {
+    for (const [name, value] of [['--broker-id', engines.brokerId], ['--flush-window-ms', engines.flushWindowMs]] as const) {
+      if (value !== undefined) {
+        throw new OnelogError('INVALID_CONFIG', `${name} is for a log in object storage: give --log s3://BUCKET?endpoint=URL too, or leave ${name} out`,
+          { option: name.slice(2) });
+      }
+    }
+    return;
+  }
+  if (engines.catalog === undefined || engines.offsets === undefined) {
+    throw new OnelogError('INVALID_CONFIG', '--log s3://... puts the log in object storage, shared by every broker of a cluster: so must the ' +
+      'catalog and the offsets be (give --catalog postgres://HOST:PORT/DB and --offsets redis://HOST:PORT/DB or postgres; docs/cluster.md)', { option: 'log' });
+  }
+  if (engines.brokerId === undefined || !Number.isInteger(engines.brokerId) || engines.brokerId < 0 || engines.brokerId > 0x7fffffff) {
+    throw new OnelogError('INVALID_CONFIG', `--log s3://... needs --broker-id, an integer from 0 to 2147483647 unique among the cluster's brokers, ` +
+      `got ${JSON.stringify(engines.brokerId ?? null)}`, { option: 'broker-id' });
+  }
+  parseS3Url(engines.log);
+}
+
+/**
+ * Opens the log in object storage (cluster mode, docs/cluster.md): the sequencer's tables in the catalog's PostgreSQL,
+ * the objects under `engines.log`. The modules (the AWS SDK among them) load only here.
+ * @throws OnelogError `INVALID_CONFIG`; `STORAGE_ERROR` if PostgreSQL cannot be reached
+ */
+export async function openObjectLogs(engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger): Promise<Logs> {
+  const [{ openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }] = await Promise.all([
+    import('./postgres.js'), import('./cluster/sequencer.js'), import('./cluster/object-store.js'), import('./cluster/object-log.js'),
+    import('./cluster/cluster-logs.js'), import('./cluster/leases.js'),
+  ]);
+  const url = engines.catalog!;
+  const pool = openPool(url, 8);
+  const objects = new S3ObjectStore(parseS3Url(engines.log!));
+  try {
+    const sequencer = await Sequencer.open({ pool, brokerId: engines.brokerId! });
+    const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: url, flushWindowMs: engines.flushWindowMs });
+    logger.info({ log: engines.log, brokerId: engines.brokerId, flushWindowMs: engines.flushWindowMs ?? 50 }, 'log in object storage');
+    const leases = await NamedLeases.open({ pool, brokerId: engines.brokerId! });
+    return await ClusterLogs.open({ store, sequencer, objects, leases, catalog, listenUrl: url, pool, clock, logger });
+  } catch (err) {
+    objects.close();
+    await pool.end().catch(() => {});
+    throw err;
   }
 }
 

@@ -17,7 +17,7 @@ import { OnelogError } from './protocol/errors.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
 import { checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
 import type { OffsetStore } from './offsets/offset-store.js';
-import type { LogManager } from './storage/log-manager.js';
+import type { Logs } from './storage/logs.js';
 
 export class TopicAdmin {
   /** Topics being created now: a second creation of the same name is refused before it touches any file. */
@@ -27,7 +27,7 @@ export class TopicAdmin {
 
   constructor(
     private readonly catalog: Catalog,
-    private readonly logs: LogManager,
+    private readonly logs: Logs,
     private readonly offsets: OffsetStore,
     private readonly groups: GroupCoordinator,
     private readonly monitor: Monitor,
@@ -64,10 +64,10 @@ export class TopicAdmin {
    * @throws OnelogError `UNKNOWN_TOPIC`
    */
   async enforceRetention(topic: string): Promise<RetentionResult> {
-    const partitions = this.logs.partitions(topic).map((log) => {
+    const partitions = await Promise.all(this.logs.partitions(topic).map(async (log) => {
       const unchanged = { previousLogStartOffset: log.logStartOffset, logStartOffset: log.logStartOffset, reason: null };
-      return { partition: log.partition, ...(log.enforceRetention() ?? unchanged) };
-    });
+      return { partition: log.partition, ...((await log.enforceRetention()) ?? unchanged) };
+    }));
     // Groups that lost records are alerted before this answers, not when they next fetch.
     if (partitions.some((p) => p.reason !== null)) await this.monitor.evaluate({ topic });
     return { topic, partitions };
@@ -92,11 +92,11 @@ export class TopicAdmin {
     }
     this.creating.add(topic);
     try {
-      this.logs.createTopicFiles(topic, partitions);
+      this.logs.createTopicLogs(topic, partitions);
       try {
         await this.catalog.createTopic({ name: topic, partitions, ...config, createdAt: this.clock.now() });
       } catch (err) {
-        this.logs.deleteTopicFiles(topic, partitions);
+        this.logs.deleteTopicLogs(topic, partitions);
         throw err;
       }
       this.logs.addTopic(topic, partitions, config, true);
@@ -184,7 +184,7 @@ export class TopicAdmin {
     return {
       topic,
       // A partition never appended to holds no bytes (and is not opened for it).
-      partitions: this.logs.offsets(topic).map((p) => ({ ...p, sizeBytes: p.highWatermark === 0 ? 0 : this.logs.get(topic, p.partition).sizeBytes })),
+      partitions: (await this.logs.offsets(topic)).map((p) => ({ ...p, sizeBytes: p.highWatermark === 0 ? 0 : this.logs.get(topic, p.partition).sizeBytes })),
       config: pickTopicConfig(t),
       createdAt: t.createdAt,
       ...(options.groups ? { groups: await this.groups.describeTopicGroups(topic) } : {}),
@@ -199,16 +199,16 @@ export class TopicAdmin {
     const log = this.logs.get(request.topic, request.partition);
     const beforeOffset = checkInteger(request.beforeOffset, 'beforeOffset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
     const previousLogStartOffset = log.logStartOffset;
-    const logStartOffset = log.deleteRecordsBefore(beforeOffset, 'delete-records');
+    const logStartOffset = await log.deleteRecordsBefore(beforeOffset, 'delete-records');
     if (logStartOffset > previousLogStartOffset) await this.monitor.evaluate({ topic: request.topic });
     return { topic: request.topic, partition: log.partition, previousLogStartOffset, logStartOffset };
   }
 }
 
 /** Removes a deleted topic's committed offsets and partition directories, then marks its deletion done. */
-async function finishTopicDeletion(catalog: Catalog, offsets: OffsetStore, logs: LogManager, topic: string, partitions: number): Promise<void> {
+async function finishTopicDeletion(catalog: Catalog, offsets: OffsetStore, logs: Logs, topic: string, partitions: number): Promise<void> {
   await offsets.deleteTopic(topic);
-  logs.deleteTopicFiles(topic, partitions);
+  logs.deleteTopicLogs(topic, partitions);
   await catalog.finishTopicDeletion(topic);
 }
 
@@ -216,7 +216,7 @@ async function finishTopicDeletion(catalog: Catalog, offsets: OffsetStore, logs:
  * Finishes the topic deletions a crash cut short (the catalog deleted the topic, its files or committed offsets
  * may remain): run at start, before the log store opens.
  */
-export async function finishTopicDeletions(catalog: Catalog, offsets: OffsetStore, logs: LogManager, logger: Logger): Promise<void> {
+export async function finishTopicDeletions(catalog: Catalog, offsets: OffsetStore, logs: Logs, logger: Logger): Promise<void> {
   for (const { name, partitions } of await catalog.listTopicDeletions()) {
     await finishTopicDeletion(catalog, offsets, logs, name, partitions);
     logger.warn({ topic: name, partitions }, 'finished deleting a topic whose deletion a crash cut short');

@@ -19,6 +19,9 @@ interface ServeOptions {
   dataDir: string;
   catalog?: string;
   offsets?: string;
+  log?: string;
+  brokerId?: number;
+  flushWindowMs?: number;
   port: number;
   host: string;
   logLevel: string;
@@ -52,6 +55,10 @@ export function registerServe(program: Command): void {
     .option('--catalog <url>', 'keep the catalog in PostgreSQL (postgres://HOST:PORT/DB) instead of the data directory\'s SQLite (docs/cluster.md)')
     .option('--offsets <url>', 'keep committed offsets in Redis (redis://HOST:PORT/DB), in the catalog\'s PostgreSQL (postgres) or in ' +
       'another one (postgres://HOST:PORT/DB) instead of the data directory\'s LMDB (docs/cluster.md)')
+    .option('--log <url>', 'keep the log as objects in S3-compatible storage (s3://BUCKET?endpoint=URL; credentials from AWS_ACCESS_KEY_ID and ' +
+      'AWS_SECRET_ACCESS_KEY), indexed in the --catalog PostgreSQL: cluster mode, with --offsets and --broker-id (docs/cluster.md)')
+    .option('--broker-id <n>', 'this broker\'s id in the cluster, unique among its brokers (with --log)', parseInteger('--broker-id', 0, 0x7fffffff))
+    .option('--flush-window-ms <ms>', 'how long produced batches wait to share one object, ms (with --log; default 50)', parseInteger('--flush-window-ms', 0, 10_000))
     .option('--port <n>', 'TCP port (0 = any free port)', parseInteger('--port', 0), 7070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--log-level <level>', 'log level: fatal, error, warn, info, debug, trace, silent', 'info')
@@ -131,7 +138,8 @@ async function serve(options: ServeOptions): Promise<void> {
     logger.warn({ openFilesLimit: limit, maxOpenFiles }, '--max-open-files leaves fewer than 32 descriptors of the open-files limit to connections; they may be refused');
   }
   const broker = await Broker.open({
-    dataDir: options.dataDir, catalog: options.catalog, offsets: options.offsets, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
+    dataDir: options.dataDir, catalog: options.catalog, offsets: options.offsets, log: options.log, brokerId: options.brokerId,
+    flushWindowMs: options.flushWindowMs, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
     maxRecordBytes: options.maxRecordBytes, maxRecordsPerRequest: options.maxRecordsPerRequest, webhookDenyPrivate: options.webhookDenyPrivate ?? false,
   });
   if (!broker.users.any && !options.insecure && !isLoopbackHost(options.host)) {
@@ -155,6 +163,8 @@ async function serve(options: ServeOptions): Promise<void> {
   const engines = {
     catalog: options.catalog === undefined ? 'sqlite' : redactUrl(options.catalog),
     offsets: options.offsets === undefined ? 'lmdb' : redactUrl(options.offsets),
+    log: options.log === undefined ? 'segment files' : options.log,
+    ...(options.brokerId === undefined ? {} : { brokerId: options.brokerId }),
   };
   logger.info({ url: address, dataDir: options.dataDir, ...engines, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
 

@@ -79,6 +79,7 @@ export class ObjectLogStore implements LogStore {
   private cacheBytes = 0;
   private readonly waiters = new Map<string, Set<Waiter>>();
   private closed = false;
+  private committed: (topic: string, partition: number, highWatermark: number) => void = () => {};
   readonly stats: ObjectLogStats = { objectsPut: 0, bytesPut: 0, commits: 0, rangedGets: 0, cacheHits: 0 };
 
   private constructor(private readonly options: Required<Omit<ObjectLogOptions, 'listenUrl'>>, private readonly listener: pg.Client) {}
@@ -345,8 +346,17 @@ export class ObjectLogStore implements LogStore {
     }
   }
 
+  /**
+   * Calls `listener` with each partition's new high watermark, at every commit of this broker and every
+   * notification of another's (one listener: a later call replaces it).
+   */
+  onCommit(listener: (topic: string, partition: number, highWatermark: number) => void): void {
+    this.committed = listener;
+  }
+
   /** Wakes the waits of a partition whose high watermark reached `highWatermark`. */
   private wake(topic: string, partition: number, highWatermark: number): void {
+    this.committed(topic, partition, highWatermark);
     const set = this.waiters.get(partitionKey(topic, partition));
     if (set === undefined) return;
     for (const w of set) if (highWatermark > w.offset) w.wake();

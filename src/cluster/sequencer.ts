@@ -291,14 +291,88 @@ export class Sequencer {
    * @throws OnelogError `OFFSET_OUT_OF_RANGE` above the high watermark, `UNKNOWN_PARTITION`
    */
   async deleteRecordsBefore(topic: string, partition: number, offset: number): Promise<number> {
-    const { rows: [r] } = await this.query<{ log_start_offset: string }>('delete records', `UPDATE ${this.partitions}
-      SET log_start_offset = greatest(log_start_offset, $3) WHERE topic = $1 AND partition = $2 AND high_watermark >= $3
-      RETURNING log_start_offset`, [topic, partition, offset]);
-    if (r !== undefined) return Number(r.log_start_offset);
+    const moved = await inTransaction(this.pool, 'sequencer: delete records', async (client) => {
+      const { rows: [r] } = await client.query<{ log_start_offset: string }>(`UPDATE ${this.partitions}
+        SET log_start_offset = greatest(log_start_offset, $3) WHERE topic = $1 AND partition = $2 AND high_watermark >= $3
+        RETURNING log_start_offset`, [topic, partition, offset]);
+      if (r === undefined) return undefined;
+      // Chunks wholly below the log start are never read again: their rows go, and objects no row refers to are retired.
+      const { rows } = await client.query<{ object_key: string }>(`DELETE FROM ${this.index} WHERE topic = $1 AND partition = $2
+        AND end_offset <= $3 RETURNING object_key`, [topic, partition, Number(r.log_start_offset)]);
+      await this.retireUnreferenced(client, rows.map((row) => row.object_key));
+      return Number(r.log_start_offset);
+    });
+    if (moved !== undefined) return moved;
     const state = await this.state(topic, partition);
     if (state === undefined) throw new OnelogError('UNKNOWN_PARTITION', `partition ${topic}/${partition} does not exist`, { topic, partition });
     throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot delete records before ${offset} in ${topic}/${partition}: the high watermark is ${state.highWatermark}`,
       { topic, partition, offset, logStartOffset: state.logStartOffset, highWatermark: state.highWatermark });
+  }
+
+  /** Marks retired those of `keys` no index row refers to any more (the sweep deletes them a grace later). */
+  private async retireUnreferenced(client: PoolClient, keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    await client.query(`UPDATE ${this.objects} AS o SET retired_at = clock_timestamp() WHERE object_key = ANY($1::text[]) AND retired_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM ${this.index} AS i WHERE i.object_key = o.object_key)`, [[...new Set(keys)]]);
+  }
+
+  /** Removes a deleted topic's partitions, index rows and producer state; its objects no other row refers to are retired. */
+  async deletePartitions(topic: string): Promise<void> {
+    await inTransaction(this.pool, 'sequencer: delete partitions', async (client) => {
+      const { rows } = await client.query<{ object_key: string }>(`DELETE FROM ${this.index} WHERE topic = $1 RETURNING object_key`, [topic]);
+      await this.retireUnreferenced(client, rows.map((r) => r.object_key));
+      await client.query(`DELETE FROM ${this.producers} WHERE topic = $1`, [topic]);
+      await client.query(`DELETE FROM ${this.partitions} WHERE topic = $1`, [topic]);
+    });
+  }
+
+  /** The log start offset and high watermark of some partitions of a topic, as the database has them now (those not added are left out). */
+  async states(topic: string, partitions: readonly number[]): Promise<Map<number, { logStartOffset: number; highWatermark: number }>> {
+    const { rows } = await this.query<{ partition: number; log_start_offset: string; high_watermark: string }>('partition states',
+      `SELECT partition, log_start_offset, high_watermark FROM ${this.partitions} WHERE topic = $1 AND partition = ANY($2::int[])`, [topic, partitions]);
+    return new Map(rows.map((r) => [r.partition, { logStartOffset: Number(r.log_start_offset), highWatermark: Number(r.high_watermark) }]));
+  }
+
+  /** Bytes of the chunks holding each partition's readable records (from the one holding the log start offset). */
+  async sizes(topic: string): Promise<Map<number, number>> {
+    const { rows } = await this.query<{ partition: number; bytes: string }>('partition sizes', `SELECT i.partition, sum(i.length) AS bytes
+      FROM ${this.index} AS i JOIN ${this.partitions} AS p ON p.topic = i.topic AND p.partition = i.partition
+      WHERE i.topic = $1 AND i.end_offset > p.log_start_offset GROUP BY i.partition`, [topic]);
+    return new Map(rows.map((r) => [r.partition, Number(r.bytes)]));
+  }
+
+  /** Bytes of the chunks from the one holding `offset` to the end of the partition. */
+  async bytesFrom(topic: string, partition: number, offset: number): Promise<number> {
+    const { rows: [r] } = await this.query<{ bytes: string | null }>('bytes from', `SELECT sum(length) AS bytes FROM ${this.index}
+      WHERE topic = $1 AND partition = $2 AND end_offset > $3`, [topic, partition, offset]);
+    return Number(r?.bytes ?? 0);
+  }
+
+  /**
+   * The first index row at or after `fromOffset` whose chunk holds a record with timestamp >= `timestamp` (ms):
+   * the first record at or after a time is in it, if anywhere.
+   */
+  async firstChunkAtOrAfter(topic: string, partition: number, timestamp: number, fromOffset: number): Promise<IndexEntry | undefined> {
+    const { rows: [r] } = await this.query<{ base_offset: string; end_offset: string; object_key: string; position: string; length: string; max_timestamp: string }>(
+      'chunk by timestamp', `SELECT base_offset, end_offset, object_key, position, length, max_timestamp FROM ${this.index}
+        WHERE topic = $1 AND partition = $2 AND end_offset > $3 AND max_timestamp >= $4 ORDER BY base_offset LIMIT 1`, [topic, partition, fromOffset, timestamp]);
+    return r === undefined ? undefined : {
+      baseOffset: Number(r.base_offset), endOffset: Number(r.end_offset), objectKey: r.object_key,
+      position: Number(r.position), length: Number(r.length), maxTimestamp: Number(r.max_timestamp),
+    };
+  }
+
+  /**
+   * Where size retention moves a partition's log start: the base offset of the first chunk from which the chunks to
+   * the end of the log fit in `retentionBytes`; the high watermark when even the last does not fit.
+   */
+  async sizeBoundary(topic: string, partition: number, retentionBytes: number): Promise<number> {
+    const { rows: [r] } = await this.query<{ boundary: string }>('size boundary', `SELECT coalesce((
+        SELECT min(base_offset) FROM (SELECT i.base_offset, sum(i.length) OVER (ORDER BY i.base_offset DESC) AS after
+          FROM ${this.index} AS i WHERE i.topic = p.topic AND i.partition = p.partition AND i.end_offset > p.log_start_offset) AS s
+        WHERE after <= $3), p.high_watermark) AS boundary
+      FROM ${this.partitions} AS p WHERE p.topic = $1 AND p.partition = $2`, [topic, partition, retentionBytes]);
+    return Number(r?.boundary ?? 0);
   }
 
   /** Records the idempotent batches of accepted chunks at their offsets, keeping each producer's last few. */

@@ -18,7 +18,7 @@ import type {
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
-import type { LogManager } from '../storage/log-manager.js';
+import type { Logs } from '../storage/logs.js';
 import type { Partition } from '../storage/partition.js';
 import type { Logger } from '../logger.js';
 import type { Monitor } from '../monitoring/monitor.js';
@@ -66,7 +66,7 @@ export class GroupCoordinator {
   constructor(
     private readonly catalog: Catalog,
     private readonly offsets: OffsetStore,
-    private readonly logs: LogManager,
+    private readonly logs: Logs,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly monitor: Monitor,

@@ -9,7 +9,7 @@ import type { GroupDescription, GroupPartition, GroupSummary, PartitionError, Su
 import { OnelogError } from '../protocol/errors.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
 import { tierDelayMs } from '../protocol/retry-policy.js';
-import type { LogManager } from '../storage/log-manager.js';
+import type { Logs } from '../storage/logs.js';
 import type { GroupMembership } from './group-membership.js';
 import type { RetryTopics } from './retry-topics.js';
 import { parsePartitionKey, partitionKey } from './group-membership.js';
@@ -22,7 +22,7 @@ const HISTORY_LIMIT = 20;
 export interface DescriptionSources {
   catalog: Catalog;
   offsets: OffsetStore;
-  logs: LogManager;
+  logs: Logs;
   retryTopics: RetryTopics;
   health: HealthReader;
   /** Dead letters of a subscription neither redriven nor purged. */
@@ -58,12 +58,12 @@ export async function describeGroup(
   const subscriptions = await Promise.all((await catalog.listSubscriptions(groupId)).map(async (s) => ({
     ...subscriptionInfo(s),
     // A tier's backlog: its records the group has not committed past (all of them before its first commit).
-    retryTiers: retryTopics.tiersOf(groupId, s.topic).map((topic, i) => ({
+    retryTiers: await Promise.all(retryTopics.tiersOf(groupId, s.topic).map(async (topic, i) => ({
       topic, delayMs: tierDelayMs(s.retry, i + 1),
-      backlog: logs.offsets(topic).reduce((sum, p) => sum + p.highWatermark - Math.max(p.logStartOffset, committedOf(topic, p.partition) ?? 0), 0),
-    })),
+      backlog: (await logs.offsets(topic)).reduce((sum, p) => sum + p.highWatermark - Math.max(p.logStartOffset, committedOf(topic, p.partition) ?? 0), 0),
+    }))),
     deadLetter: s.deadLetterTopic === null ? null : { topic: s.deadLetterTopic, depth: await deadLetterDepth(s) },
-    partitions: groupPartitions(sources, s, committed, paused, membership),
+    partitions: await groupPartitions(sources, s, committed, paused, membership),
   })));
   const members = [...(membership?.members.values() ?? [])].map((m) => ({
     memberId: m.memberId, clientId: m.clientId, commitMode: m.commitMode, generationId: m.generationId,
@@ -90,7 +90,7 @@ export async function describeTopicGroups(
   return Promise.all((await sources.catalog.listTopicSubscriptions(topic)).map(async (sub) => {
     const committed = new Map((await sources.offsets.list(sub.groupId)).map((o) => [partitionKey(o), o]));
     const paused = await sources.catalog.listPauses(sub.groupId);
-    return { groupId: sub.groupId, partitions: groupPartitions(sources, sub, committed, paused, memberships.get(sub.groupId)) };
+    return { groupId: sub.groupId, partitions: await groupPartitions(sources, sub, committed, paused, memberships.get(sub.groupId)) };
   }));
 }
 
@@ -98,12 +98,12 @@ export async function describeTopicGroups(
  * A subscription's partitions: the group's position and health in each.
  * @param committed the group's committed offsets, and `paused` its paused partitions with their errors, by partition key
  */
-export function groupPartitions(
+export async function groupPartitions(
   { logs, health }: Pick<DescriptionSources, 'logs' | 'health'>, sub: SubscriptionRecord, committed: ReadonlyMap<PartitionKey, GroupOffset>,
   paused: ReadonlyMap<string, PartitionError>, membership: GroupMembership | undefined,
-): GroupPartition[] {
+): Promise<GroupPartition[]> {
   const reader = health.subscription(sub);
-  return logs.offsets(sub.topic).map((log) => {
+  return Promise.all((await logs.offsets(sub.topic)).map(async (log) => {
     const key = partitionKey({ topic: sub.topic, partition: log.partition });
     const c = committed.get(key);
     const pause = paused.get(key) ?? null;
@@ -112,12 +112,12 @@ export function groupPartitions(
       committedOffset: c?.offset ?? null,
       logStartOffset: log.logStartOffset,
       highWatermark: log.highWatermark,
-      ...reader.assess(log, c, pause !== null).health,
+      ...(await reader.assess(log, c, pause !== null)).health,
       commitTimestamp: c?.commitTimestamp ?? null,
       memberId: membership?.holder(key)?.memberId ?? null,
       paused: pause,
     };
-  });
+  }));
 }
 
 /** A subscription as the API shows it. */

@@ -15,7 +15,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { deliveryInfo, headerText, movedAttempt, RETRY_HEADERS } from '../protocol/retry-policy.js';
 import type { StoredRecord } from '../protocol/types.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { LogManager } from '../storage/log-manager.js';
+import type { Logs } from '../storage/logs.js';
 import type { Logger } from '../logger.js';
 import type { Alerts } from '../monitoring/alerts.js';
 import type { Partition } from '../storage/partition.js';
@@ -26,7 +26,7 @@ const VALUE_PREVIEW_CHARS = 200;
 
 export class DeadLetters {
   constructor(
-    private readonly logs: LogManager,
+    private readonly logs: Logs,
     private readonly catalog: Catalog,
     private readonly clock: Clock,
     private readonly logger: Logger,

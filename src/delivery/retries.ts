@@ -25,9 +25,9 @@ import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import { checkTopicName } from '../protocol/validate.js';
-import type { LogManager } from '../storage/log-manager.js';
+import type { Logs } from '../storage/logs.js';
 import type { Partition } from '../storage/partition.js';
-import type { PartitionLog } from '../storage/partition-log.js';
+import type { BrokerPartition } from '../storage/logs.js';
 import { fetchPartitions } from './fetch.js';
 import type { FetchLimits, FetchTarget } from './fetch.js';
 import { MovedRecords } from './moved-records.js';
@@ -35,7 +35,7 @@ import type { MovedTo } from './moved-records.js';
 
 /** What retries read and write. */
 export interface RetriesDeps {
-  logs: LogManager;
+  logs: Logs;
   offsets: OffsetStore;
   catalog: Catalog;
   clock: Clock;
@@ -226,13 +226,13 @@ export class Retries {
   }
 
   /** The partition of tier `tier` that records of original partition `partition` go to. */
-  private tierLog(topic: string, groupId: string, tier: number, partition: number): PartitionLog {
+  private tierLog(topic: string, groupId: string, tier: number, partition: number): BrokerPartition {
     const name = tierTopicName(topic, groupId, tier);
     return this.deps.logs.get(name, partition % this.deps.logs.partitionCount(name));
   }
 
   /** Appends one record and waits until it is on disk, whatever the topic's flush policy. */
-  private async appendDurably(log: PartitionLog, record: RecordInput): Promise<number> {
+  private async appendDurably(log: BrokerPartition, record: RecordInput): Promise<number> {
     const [stored] = await this.deps.logs.appendAll([{ log, batch: encodeBatch([record], 0, this.deps.clock.now()) }]);
     await log.flush(stored!.lastOffset + 1); // at once when the topic's flush policy synced it already
     return stored!.baseOffset;

@@ -7,8 +7,8 @@
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
-import type { PartitionOffsets } from '../storage/log-manager.js';
-import type { LogManager } from '../storage/log-manager.js';
+import type { PartitionOffsets } from '../storage/logs.js';
+import type { Logs } from '../storage/logs.js';
 import type { UnreadRange } from '../storage/unread-range.js';
 import { assessPartition } from './partition-health.js';
 import type { PartitionAssessment } from './partition-health.js';
@@ -51,7 +51,7 @@ export class HealthReader {
   constructor(
     private readonly catalog: Catalog,
     private readonly offsets: OffsetStore,
-    private readonly logs: LogManager,
+    private readonly logs: Logs,
     private readonly clock: Clock,
   ) {}
 
@@ -82,14 +82,14 @@ export class HealthReader {
     for (const sub of subs) {
       if (!(await this.catalog.getTopic(sub.topic))) continue;
       const reader = this.subscription(sub);
-      const partitions = this.logs.offsets(sub.topic);
+      const partitions = await this.logs.offsets(sub.topic);
       for (let first = 0; first < partitions.length; first += slicePartitions) {
-        yield partitions.slice(first, first + slicePartitions).map((offsets) => {
+        yield await Promise.all(partitions.slice(first, first + slicePartitions).map(async (offsets) => {
           const key = `${sub.topic}/${offsets.partition}`;
           const c = committed.get(key);
           const paused = pauses.has(key);
-          return { groupId, sub, offsets, committed: c, paused, assessment: reader.assess(offsets, c, paused) };
-        });
+          return { groupId, sub, offsets, committed: c, paused, assessment: await reader.assess(offsets, c, paused) };
+        }));
       }
     }
   }
@@ -112,11 +112,11 @@ export class HealthReader {
     const ranges = nested(this.ranges, sub.topic);
     const now = this.clock.now();
     return {
-      assess: (offsets, committed, paused) => {
+      assess: async (offsets, committed, paused) => {
         const unread = committed === undefined ? null
           : committed.offset >= offsets.highWatermark ? NOTHING_UNREAD
-            : compacted ? this.logs.get(sub.topic, offsets.partition).unread(committed.offset)
-              : this.cachedUnread(sub.topic, ranges, offsets, committed.offset);
+            : compacted ? await this.logs.get(sub.topic, offsets.partition).unread(committed.offset)
+              : await this.cachedUnread(sub.topic, ranges, offsets, committed.offset);
         let unreadSince: number | null = null;
         if (unread?.firstTimestamp != null) {
           unreadSince = since.get(offsets.partition) ?? now;
@@ -133,11 +133,11 @@ export class HealthReader {
     };
   }
 
-  private cachedUnread(topic: string, ranges: Map<number, Map<number, CachedRange>>, offsets: PartitionOffsets, offset: number): UnreadRange {
+  private async cachedUnread(topic: string, ranges: Map<number, Map<number, CachedRange>>, offsets: PartitionOffsets, offset: number): Promise<UnreadRange> {
     const byOffset = nested(ranges, offsets.partition);
     const cached = byOffset.get(offset);
     if (cached && cached.logStartOffset === offsets.logStartOffset && cached.highWatermark === offsets.highWatermark) return cached.range;
-    const range = this.logs.get(topic, offsets.partition).unread(offset);
+    const range = await this.logs.get(topic, offsets.partition).unread(offset);
     if (!cached && ++this.cachedRanges > MAX_CACHED_RANGES) {
       // Past the bound, start over: the next reads fill it with the offsets groups are at now.
       this.ranges = new Map();
@@ -172,10 +172,10 @@ export class HealthReader {
 export interface SubscriptionHealthReader {
   /**
    * The group's health in one partition, and the conditions behind it.
-   * @param offsets the partition's log start offset and high watermark (from {@link LogManager.offsets})
+   * @param offsets the partition's log start offset and high watermark (from {@link Logs.offsets})
    * @throws the log store's errors if the partition cannot be read
    */
-  assess(offsets: PartitionOffsets, committed: CommittedPosition | undefined, paused: boolean): PartitionAssessment;
+  assess(offsets: PartitionOffsets, committed: CommittedPosition | undefined, paused: boolean): Promise<PartitionAssessment>;
 }
 
 interface CachedRange {

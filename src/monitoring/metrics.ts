@@ -13,7 +13,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
-import type { LogManager } from '../storage/log-manager.js';
+import type { Logs } from '../storage/logs.js';
 import type { Monitor } from './monitor.js';
 
 /** Bounds of the per-partition series. */
@@ -27,7 +27,7 @@ export interface MetricsOptions {
 /** What a scrape reads. */
 export interface MetricsSources {
   catalog: Catalog;
-  logs: LogManager;
+  logs: Logs;
   monitor: Monitor;
   /** Dead letters of a subscription neither redriven nor purged. */
   deadLetterDepth(sub: SubscriptionRecord): Promise<number>;

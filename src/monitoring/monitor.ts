@@ -8,7 +8,7 @@ import type { Clock } from '../clock.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { LogManager } from '../storage/log-manager.js';
+import type { Logs } from '../storage/logs.js';
 import type { Logger } from '../logger.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import type { EvaluationScope } from './alert-evaluator.js';
@@ -44,7 +44,7 @@ export class Monitor {
   private readonly evaluator: AlertEvaluator;
   private readonly intervalMs: number;
 
-  private constructor(catalog: Catalog, offsets: OffsetStore, logs: LogManager, clock: Clock, logger: Logger, options: MonitorOptions) {
+  private constructor(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, logger: Logger, options: MonitorOptions) {
     this.intervalMs = options.alertCheckIntervalMs ?? 30_000;
     this.health = new HealthReader(catalog, offsets, logs, clock);
     this.alerts = new Alerts(catalog, clock, logger, new AlertNotifier(catalog, clock, logger, options.notifications));
@@ -60,7 +60,7 @@ export class Monitor {
    * Loads the unresolved alerts and the notification sinks.
    * @throws OnelogError `INVALID_REQUEST` for an option out of its bounds
    */
-  static async open(catalog: Catalog, offsets: OffsetStore, logs: LogManager, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
+  static async open(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
     const monitor = new Monitor(catalog, offsets, logs, clock, logger, options);
     await monitor.alerts.start();
     // A partition stalled before a restart is still stalled after it: its unread records have waited since

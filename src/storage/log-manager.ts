@@ -17,26 +17,11 @@ import { PartitionLog } from './partition-log.js';
 import type { AppendResult, LogConfig, PartitionLogOptions } from './partition-log.js';
 import { storageError } from './storage-errors.js';
 import { UncleanJournal } from './unclean-journal.js';
+import type { Logs, PartitionOffsets, StartReport, TopicLayout } from './logs.js';
+export type { PartitionOffsets, StartReport, TopicLayout } from './logs.js';
 
 /** Options shared by every log of the manager; each topic brings its own settings. */
 export type LogManagerOptions = Omit<PartitionLogOptions, 'config' | 'beforeFirstWrite'>;
-
-/** A topic as the catalog knows it. */
-export interface TopicLayout {
-  name: string;
-  partitions: number;
-  config: LogConfig;
-}
-
-/** What {@link LogManager.start} did. */
-export interface StartReport {
-  topics: number;
-  partitions: number;
-  /** Partitions opened to recover them (written since the last clean shutdown). */
-  recovered: number;
-  /** Partition directories that were missing and were created empty. */
-  repaired: number;
-}
 
 /** A topic's settings and its partitions' logs, each loaded or not. */
 interface TopicLogs {
@@ -44,13 +29,6 @@ interface TopicLogs {
   logs: (PartitionLog | undefined)[];
   /** Per partition, 1 while it is known to be empty without being loaded (created by this process, not used yet). */
   fresh: Uint8Array;
-}
-
-/** Where a partition's log starts and ends. */
-export interface PartitionOffsets {
-  partition: number;
-  logStartOffset: number;
-  highWatermark: number;
 }
 
 /** Free space a produce leaves on the disk, for the index files and checkpoints that follow appends. */
@@ -66,7 +44,7 @@ const DISK_READING_MARGIN_BYTES = 256 * (1 << 20);
 /** Partitions a background sweep visits between two yields to the event loop. */
 const VISIT_YIELD_EVERY = 64;
 
-export class LogManager {
+export class LogManager implements Logs {
   private readonly topics = new Map<string, TopicLogs>();
   private readonly journal: UncleanJournal;
   /** Whether the directory had no journal (written by an earlier version): {@link start} reads every recovery point once. */
@@ -181,7 +159,7 @@ export class LogManager {
    * @throws OnelogError `TOPIC_ALREADY_EXISTS` if a directory holds data of a topic unknown to the catalog,
    *   `RESOURCE_EXHAUSTED` (disk), `STORAGE_ERROR`
    */
-  createTopicFiles(topic: string, partitions: number): void {
+  createTopicLogs(topic: string, partitions: number): void {
     const made: string[] = [];
     try {
       for (let p = 0; p < partitions; p++) {
@@ -222,8 +200,8 @@ export class LogManager {
     }));
   }
 
-  /** Removes the directories of a topic's partitions: {@link createTopicFiles} made them and the catalog refused the topic, or the topic was deleted. */
-  deleteTopicFiles(topic: string, partitions: number): void {
+  /** Removes the directories of a topic's partitions: {@link createTopicLogs} made them and the catalog refused the topic, or the topic was deleted. */
+  deleteTopicLogs(topic: string, partitions: number): void {
     for (let p = 0; p < partitions; p++) {
       this.files.transient(() => fs.rmSync(path.join(this.dir, partitionDirName(topic, p)), { recursive: true, force: true }));
     }
@@ -231,7 +209,7 @@ export class LogManager {
 
   /**
    * Registers a topic whose partition directories exist; nothing is opened until used.
-   * @param created the directories were just made by {@link createTopicFiles}: every partition is empty
+   * @param created the directories were just made by {@link createTopicLogs}: every partition is empty
    */
   addTopic(topic: string, partitions: number, config: LogConfig, created = false): void {
     this.topics.set(topic, {
@@ -307,6 +285,9 @@ export class LogManager {
     }
     return this.load(topic, t, partition);
   }
+
+  /** Nothing to do: this process is the only writer of its data directory's log. */
+  refresh(): void {}
 
   /**
    * Runs `work` on every partition of a topic for a background sweep (retention): a partition not loaded is

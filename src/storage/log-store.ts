@@ -71,7 +71,7 @@ export class LocalLogStore implements LogStore {
   constructor(private readonly logs: LogManager) {}
 
   async createTopic(topic: string, partitions: number, config: LogConfig): Promise<void> {
-    this.logs.createTopicFiles(topic, partitions);
+    this.logs.createTopicLogs(topic, partitions);
     this.logs.addTopic(topic, partitions, config, true);
   }
 

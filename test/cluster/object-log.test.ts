@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ObjectLogStore } from '../../src/cluster/object-log.js';
-import { parseS3Url, S3ObjectStore } from '../../src/cluster/object-store.js';
+import { S3ObjectStore } from '../../src/cluster/object-store.js';
+import { parseS3Url } from '../../src/cluster/s3-location.js';
 import { Sequencer } from '../../src/cluster/sequencer.js';
 import { sweepObjects } from '../../src/cluster/sweep.js';
 import { mergePartition } from '../../src/cluster/merger.js';

@@ -48,7 +48,7 @@ describe('LogManager over many partitions and a small cache (fuzz)', () => {
         return m;
       };
       let m = new LogManager(dir, logOptions({ files }));
-      m.createTopicFiles('t', PARTITIONS);
+      m.createTopicLogs('t', PARTITIONS);
       m.addTopic('t', PARTITIONS, config, true);
       const model = Array.from({ length: PARTITIONS }, () => ({ values: [] as string[], logStart: 0 }));
       let n = 0;

@@ -29,7 +29,7 @@ async function closeManager(m: LogManager): Promise<void> {
 /** A manager with topic `t` of `partitions` partitions created (directories and registration), as the broker does. */
 function withTopic(dir: string, partitions: number, overrides: LogOverrides = {}): LogManager {
   const m = manager(dir, overrides);
-  m.createTopicFiles('t', partitions);
+  m.createTopicLogs('t', partitions);
   m.addTopic('t', partitions, logConfig({ segmentBytes: 1 << 20 }));
   return m;
 }
@@ -38,7 +38,7 @@ describe('LogManager', () => {
   it('keeps each partition in <dir>/<topic>-<partition>, with the topic\'s segment size', async () => {
     const dir = path.join(tmpDir(), 'logs');
     const m = manager(dir);
-    m.createTopicFiles('edits', 3);
+    m.createTopicLogs('edits', 3);
     m.addTopic('edits', 3, logConfig({ segmentBytes: 200 }));
     expect(fs.readdirSync(dir).filter((f) => f.startsWith('edits')).sort()).toEqual(['edits-0', 'edits-1', 'edits-2']);
     for (let i = 0; i < 10; i++) await m.get('edits', 1).append([rec(`v${i}`)]);
@@ -161,11 +161,11 @@ describe('LogManager', () => {
         if (++calls === 40) throw Object.assign(new Error('ENOSPC: no space left on device, mkdir'), { code: 'ENOSPC' });
         return real(p, o);
       }) as typeof fs.mkdirSync);
-      const err = errorOf(() => m.createTopicFiles('big', 100));
+      const err = errorOf(() => m.createTopicLogs('big', 100));
       expect(err).toMatchObject({ code: 'RESOURCE_EXHAUSTED', context: { topic: 'big', resource: 'disk' } });
       expect(fs.readdirSync(dir).filter((f) => f.startsWith('big-'))).toEqual([]);
       vi.restoreAllMocks();
-      m.createTopicFiles('big', 100); // the same creation, retried, succeeds
+      m.createTopicLogs('big', 100); // the same creation, retried, succeeds
       expect(fs.readdirSync(dir).filter((f) => f.startsWith('big-'))).toHaveLength(100);
     });
 
@@ -173,10 +173,10 @@ describe('LogManager', () => {
       const dir = tmpDir();
       const m = manager(dir);
       fs.mkdirSync(path.join(dir, 'x-1'));
-      m.createTopicFiles('x', 2);
+      m.createTopicLogs('x', 2);
       fs.mkdirSync(path.join(dir, 'y-1'));
       fs.writeFileSync(path.join(dir, 'y-1', '00000000000000000000.log'), 'data');
-      expect(errorOf(() => m.createTopicFiles('y', 3))).toMatchObject({ code: 'TOPIC_ALREADY_EXISTS', context: { topic: 'y', partition: 1 } });
+      expect(errorOf(() => m.createTopicLogs('y', 3))).toMatchObject({ code: 'TOPIC_ALREADY_EXISTS', context: { topic: 'y', partition: 1 } });
       expect(fs.existsSync(path.join(dir, 'y-0'))).toBe(false);
       expect(fs.existsSync(path.join(dir, 'y-1', '00000000000000000000.log'))).toBe(true);
     });

@@ -1,0 +1,446 @@
+/**
+ * The broker's partitions in cluster mode (docs/cluster.md): every topic's partitions as objects in S3-compatible
+ * storage, through the {@link ObjectLogStore} (appends buffered for the flush window, PUT, committed by the
+ * {@link Sequencer}; reads by index lookup and ranged GET), behind the {@link Logs} interface the consumer manager
+ * reads through, so the broker runs the same code on both engines.
+ *
+ * Several brokers share the partitions, so what this broker holds in memory can lag behind what another did:
+ * - positions: each partition's log start offset and high watermark are cached, moved by this broker's own
+ *   commits and reads, by the sequencer's notifications of every broker's commits (within milliseconds), and
+ *   read from PostgreSQL by {@link ClusterLogs.refresh}, which the broker calls before a fetch, so a fetch
+ *   always sees every acknowledged record;
+ * - topics: a topic created, altered or deleted by another broker is learned from the notification this class
+ *   sends on its channel (`<prefix>topics`) and, for a topic not known yet, from the catalog at once.
+ *
+ * What differs from the local engine: idempotent batches are checked by the partition's sequencer at flush time
+ * (a request spanning partitions is then not refused whole); retention moves the log start to the first chunk
+ * (not batch) that must stay; compaction of topics in object storage is not built yet.
+ */
+import pg from 'pg';
+import type { Catalog } from '../catalog/catalog.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import { OnelogError } from '../protocol/errors.js';
+import { pickTopicConfig } from '../protocol/topic-config.js';
+import type { StoredRecord } from '../protocol/types.js';
+import { decodeRecords, LOG_OVERHEAD } from '../protocol/record-batch.js';
+import type { CompactionStats } from '../storage/log-cleaner.js';
+import type { LogStartReason } from '../storage/log-start-reason.js';
+import type { PartitionPositions } from '../storage/log-store.js';
+import type { BackgroundJob, BrokerPartition, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../storage/logs.js';
+import type { AppendResult, LogConfig, ReadLimits } from '../storage/partition-log.js';
+import type { UnreadRange } from '../storage/unread-range.js';
+import type { ObjectLogStore } from './object-log.js';
+import type { NamedLeases } from './leases.js';
+import { mergePartition } from './merger.js';
+import type { ObjectStore } from './object-store.js';
+import type { Sequencer } from './sequencer.js';
+import { sweepObjects } from './sweep.js';
+
+/** Options of {@link ClusterLogs.open}. */
+export interface ClusterLogsOptions {
+  store: ObjectLogStore;
+  sequencer: Sequencer;
+  /** The catalog: a topic another broker created is read from it. */
+  catalog: Catalog;
+  /** A PostgreSQL URL for the connection that LISTENs to topic changes (the sequencer's database). */
+  listenUrl: string;
+  /** The pool topic changes are notified through (the sequencer's); ended by {@link ClusterLogs.close}. */
+  pool: pg.Pool;
+  /** The object store the log's objects are in (merge and sweep jobs); closed by {@link ClusterLogs.close}. */
+  objects: ObjectStore;
+  /** The job leases: one broker at a time merges, one sweeps. */
+  leases: NamedLeases;
+  /** How often the merge job runs, ms. @default 30000 */
+  mergeIntervalMs?: number;
+  /** How often the sweep job runs, ms. @default 60000 */
+  sweepIntervalMs?: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+interface TopicPartitions {
+  config: LogConfig;
+  partitions: ObjectPartition[];
+}
+
+export class ClusterLogs implements Logs {
+  private readonly topics = new Map<string, TopicPartitions>();
+  private stopped: OnelogError | null = null;
+  private closed = false;
+
+  private constructor(private readonly options: ClusterLogsOptions, private readonly listener: pg.Client, private readonly channel: string) {}
+
+  /**
+   * Connects the listener of topic changes.
+   * @throws OnelogError `STORAGE_ERROR` if PostgreSQL cannot be reached
+   */
+  static async open(options: ClusterLogsOptions): Promise<ClusterLogs> {
+    const channel = `${options.sequencer.channel}_topics`;
+    const listener = new pg.Client({ connectionString: options.listenUrl });
+    listener.on('error', () => {}); // lost: topics changed elsewhere are still found on a miss, and at the next start
+    try {
+      await listener.connect();
+      await listener.query(`LISTEN ${channel}`);
+    } catch (err) {
+      await listener.end().catch(() => {});
+      throw new OnelogError('STORAGE_ERROR', `cluster logs: listening to ${channel} failed: ${(err as Error).message}`, { store: 'postgres' });
+    }
+    const logs = new ClusterLogs(options, listener, channel);
+    listener.on('notification', (n) => void logs.reload(n.payload ?? ''));
+    options.store.onCommit((topic, partition, highWatermark) => logs.topics.get(topic)?.partitions[partition]?.seen({ highWatermark }));
+    return logs;
+  }
+
+  start(topics: readonly TopicLayout[]): StartReport {
+    let partitions = 0;
+    for (const t of topics) {
+      this.addTopic(t.name, t.partitions, t.config);
+      partitions += t.partitions;
+    }
+    return { topics: topics.length, partitions, recovered: 0, repaired: 0 };
+  }
+
+  has(topic: string): boolean {
+    return this.topics.has(topic);
+  }
+
+  partitionCount(topic: string): number {
+    return this.topic(topic).partitions.length;
+  }
+
+  config(topic: string): LogConfig {
+    return this.topic(topic).config;
+  }
+
+  get(topic: string, partition: unknown): ObjectPartition {
+    const t = this.topic(topic);
+    if (typeof partition !== 'number' || !Number.isInteger(partition) || partition < 0) {
+      throw new OnelogError('INVALID_REQUEST', `partition must be an integer >= 0, got ${JSON.stringify(partition)}`, { topic, partition });
+    }
+    const log = t.partitions[partition];
+    if (log === undefined) {
+      throw new OnelogError('UNKNOWN_PARTITION', `topic ${topic} has no partition ${partition}: it has partitions 0 to ${t.partitions.length - 1}`,
+        { topic, partition, partitions: t.partitions.length });
+    }
+    return log;
+  }
+
+  partitions(topic: string): ObjectPartition[] {
+    return [...this.topic(topic).partitions];
+  }
+
+  loaded(topic: string): ObjectPartition[] {
+    return this.partitions(topic);
+  }
+
+  /** Every partition's positions and size, read from PostgreSQL now. */
+  async offsets(topic: string): Promise<PartitionOffsets[]> {
+    const t = this.topic(topic);
+    const sizes = await this.options.sequencer.sizes(topic);
+    await this.refresh(topic, t.partitions.map((p) => p.partition));
+    return t.partitions.map((p) => {
+      p.sizeBytes = sizes.get(p.partition) ?? 0;
+      return { partition: p.partition, logStartOffset: p.logStartOffset, highWatermark: p.highWatermark };
+    });
+  }
+
+  async refresh(topic: string, partitions: readonly number[] = []): Promise<void> {
+    if (!this.topics.has(topic)) await this.reload(topic);
+    const t = this.topics.get(topic);
+    if (t === undefined) return;
+    const wanted = partitions.filter((p) => Number.isInteger(p) && p >= 0 && p < t.partitions.length);
+    if (wanted.length === 0) return;
+    for (const [partition, state] of await this.options.sequencer.states(topic, wanted)) t.partitions[partition]?.seen(state);
+  }
+
+  async visit<T>(topic: string, work: (log: BrokerPartition) => T, onError: (partition: number, err: Error) => void): Promise<T[]> {
+    const out: T[] = [];
+    for (const log of this.partitions(topic)) {
+      try {
+        out.push(work(log));
+      } catch (err) {
+        onError(log.partition, err as Error);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Appends through the object log: resolves once the object holding the batches is PUT and committed.
+   * @throws OnelogError as {@link Logs.appendAll}; `NOT_LEADER_OR_FOLLOWER` (retriable) when another broker leads a
+   *   partition
+   */
+  async appendAll(batches: readonly { log: BrokerPartition; batch: Buffer }[]): Promise<AppendResult[]> {
+    if (this.stopped !== null) throw this.stopped;
+    const outcomes = await this.options.store.append(batches.map(({ log, batch }) => ({ topic: log.topic, partition: log.partition, batch })));
+    const failed = outcomes.find((o): o is { error: OnelogError } => 'error' in o);
+    if (failed === undefined) return outcomes as AppendResult[];
+    const stored = outcomes.flatMap((o, i) => ('error' in o ? [] : [{ partition: batches[i]!.log.partition, baseOffset: o.baseOffset, lastOffset: o.lastOffset }]));
+    if (stored.length === 0) throw failed.error;
+    throw new OnelogError(failed.error.code, `${failed.error.message}; the batches of this request for partitions ` +
+      `${[...new Set(stored.map((s) => s.partition))].join(', ')} were stored (see stored): a retry stores them again unless the producer is idempotent`,
+    { ...failed.error.context, stored });
+  }
+
+  async createTopicLogs(topic: string, partitions: number): Promise<void> {
+    await this.options.sequencer.addPartitions(topic, partitions);
+  }
+
+  addTopic(topic: string, partitions: number, config: LogConfig, created = false): void {
+    const existing = this.topics.get(topic);
+    if (existing !== undefined && existing.partitions.length === partitions) {
+      this.setConfig(topic, config);
+      return;
+    }
+    const t: TopicPartitions = { config, partitions: [] };
+    for (let p = 0; p < partitions; p++) t.partitions.push(new ObjectPartition(topic, p, t, this.options));
+    this.topics.set(topic, t);
+    if (created) this.notify(topic);
+  }
+
+  async retireTopic(topic: string): Promise<void> {
+    const t = this.topics.get(topic);
+    this.topics.delete(topic);
+    for (const log of t?.partitions ?? []) log.endWaits();
+  }
+
+  async deleteTopicLogs(topic: string, _partitions: number): Promise<void> {
+    await this.options.sequencer.deletePartitions(topic);
+    this.topics.delete(topic);
+    this.notify(topic);
+  }
+
+  setConfig(topic: string, config: LogConfig): void {
+    const t = this.topic(topic);
+    const changed = JSON.stringify(t.config) !== JSON.stringify(config);
+    t.config = config;
+    if (changed) this.notify(topic);
+  }
+
+  /**
+   * The merge and sweep jobs (docs/cluster.md), each run by the broker holding its job lease (`job:merge`,
+   * `job:sweep`, held a few intervals and renewed at each run), skipped by the others.
+   */
+  backgroundJobs(): BackgroundJob[] {
+    const { mergeIntervalMs = 30_000, sweepIntervalMs = 60_000, sequencer, objects } = this.options;
+    return [
+      { name: 'merging small objects', intervalMs: mergeIntervalMs, run: () => this.underLease('job:merge', mergeIntervalMs, async () => {
+        for (const [topic, t] of this.topics) {
+          for (const log of t.partitions) if (!this.closed) await mergePartition(sequencer, objects, topic, log.partition);
+        }
+      }) },
+      { name: 'sweeping objects', intervalMs: sweepIntervalMs, run: () => this.underLease('job:sweep', sweepIntervalMs, () => sweepObjects(objects, sequencer)) },
+    ];
+  }
+
+  /** Runs `work` if this broker holds (or takes) the job's lease, for three intervals. */
+  private async underLease(name: string, intervalMs: number, work: () => Promise<unknown>): Promise<void> {
+    if (this.closed || (await this.options.leases.acquire(name, 3 * intervalMs)) === null) return;
+    await work();
+  }
+
+  stopWrites(failure: OnelogError): void {
+    this.stopped ??= failure;
+  }
+
+  ensureDiskRoom(): void {
+    // Nothing of the log is written to the data directory.
+  }
+
+  endWaits(): void {
+    for (const t of this.topics.values()) for (const log of t.partitions) log.endWaits();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.endWaits();
+    await this.options.store.close();
+    await this.listener.end().catch(() => {});
+    this.options.objects.close();
+    await this.options.pool.end().catch(() => {});
+    this.topics.clear();
+  }
+
+  /** Tells the other brokers a topic changed (they read it from the catalog again). */
+  private notify(topic: string): void {
+    this.options.pool.query('SELECT pg_notify($1, $2)', [this.channel, topic]).catch((err: unknown) =>
+      this.options.logger.warn({ topic, err: (err as Error).message }, 'could not tell the other brokers that a topic changed; they learn it when they next use it'));
+  }
+
+  /** Reads a topic from the catalog again: added, altered, or gone (another broker changed it). */
+  private async reload(topic: string): Promise<void> {
+    try {
+      const t = await this.options.catalog.getTopic(topic);
+      if (this.closed) return;
+      if (t === undefined) {
+        await this.retireTopic(topic);
+        return;
+      }
+      const existing = this.topics.get(topic);
+      if (existing !== undefined && existing.partitions.length === t.partitions) existing.config = pickTopicConfig(t);
+      else this.addTopic(topic, t.partitions, pickTopicConfig(t));
+    } catch (err) {
+      this.options.logger.warn({ topic, err: (err as Error).message }, 'could not read a topic another broker changed from the catalog');
+    }
+  }
+
+  private topic(topic: string): TopicPartitions {
+    const t = this.topics.get(topic);
+    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    return t;
+  }
+}
+
+/** One partition in object storage: cached positions, reads through the object log. */
+export class ObjectPartition implements BrokerPartition {
+  logStartOffset = 0;
+  highWatermark = 0;
+  /** Bytes of the chunks holding the log, as last read ({@link ClusterLogs.offsets}). */
+  sizeBytes = 0;
+  private waits = new Set<() => void>();
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    private readonly owner: { config: LogConfig },
+    private readonly options: Pick<ClusterLogsOptions, 'store' | 'sequencer' | 'clock'>,
+  ) {}
+
+  get settings(): LogConfig {
+    return this.owner.config;
+  }
+
+  /** Moves the cached positions forward to what was seen (never back: notifications may arrive out of order). */
+  seen(positions: Partial<PartitionPositions>): void {
+    if (positions.logStartOffset !== undefined) this.logStartOffset = Math.max(this.logStartOffset, positions.logStartOffset);
+    if (positions.highWatermark !== undefined) this.highWatermark = Math.max(this.highWatermark, positions.highWatermark);
+  }
+
+  async fetch(offset: number, limits: ReadLimits): Promise<{ records: StoredRecord[]; nextOffset: number }> {
+    const read = await this.options.store.read(this.topic, this.partition, offset, limits.maxBytes);
+    this.seen(read);
+    const records: StoredRecord[] = [];
+    for (let pos = 0; pos < read.batches.length; pos += LOG_OVERHEAD + read.batches.readInt32BE(pos + 8)) {
+      for (const r of decodeRecords(read.batches, pos)) {
+        if (r.offset < offset) continue;
+        if (records.length === limits.maxRecords) return { records, nextOffset: r.offset };
+        records.push(r);
+      }
+    }
+    return { records, nextOffset: read.nextOffset };
+  }
+
+  async readBatches(offset: number, maxBytes: number, maxRecords = Infinity): Promise<{ batches: Buffer; nextOffset: number }> {
+    const read = await this.options.store.read(this.topic, this.partition, offset, maxBytes);
+    this.seen(read);
+    // Whole batches until `maxRecords` records at or after `offset` are covered (header reads only), as the local engine.
+    const buf = read.batches;
+    let pos = 0;
+    let records = 0;
+    let next = offset;
+    while (pos < buf.length && records < maxRecords) {
+      const lastOffset = buf.readInt32BE(pos) * 0x1_0000_0000 + buf.readUInt32BE(pos + 4) + buf.readInt32BE(pos + 23);
+      records += Math.min(lastOffset + 1 - offset, buf.readInt32BE(pos + 57));
+      next = lastOffset + 1;
+      pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8);
+    }
+    return pos === buf.length ? { batches: buf, nextOffset: read.nextOffset } : { batches: buf.subarray(0, pos), nextOffset: next };
+  }
+
+  /** The first offset whose record's timestamp is at or after `timestamp` (ms), or the high watermark. */
+  async offsetForTimestamp(timestamp: number): Promise<number> {
+    let from = this.logStartOffset;
+    for (;;) {
+      const entry = await this.options.sequencer.firstChunkAtOrAfter(this.topic, this.partition, timestamp, from);
+      if (entry === undefined) return (await this.positions()).highWatermark;
+      const start = Math.max(entry.baseOffset, this.logStartOffset);
+      const { records } = await this.fetch(start, { maxRecords: entry.endOffset - start, maxBytes: entry.length });
+      const found = records.find((r) => r.timestamp >= timestamp && r.offset < entry.endOffset);
+      if (found !== undefined) return found.offset;
+      from = entry.endOffset;
+    }
+  }
+
+  /** What is left to read from `offset`: records (exact: offsets of topics in object storage have no gaps), the first's timestamp, bytes. */
+  async unread(offset: number): Promise<UnreadRange> {
+    const from = Math.min(Math.max(offset, this.logStartOffset), this.highWatermark);
+    if (from >= this.highWatermark) return { records: 0, estimate: false, firstTimestamp: null, bytes: 0 };
+    const [{ records }, bytes] = await Promise.all([
+      this.fetch(from, { maxRecords: 1, maxBytes: 1 }), this.options.sequencer.bytesFrom(this.topic, this.partition, from),
+    ]);
+    return { records: this.highWatermark - from, estimate: false, firstTimestamp: records[0]?.timestamp ?? null, bytes };
+  }
+
+  async deleteRecordsBefore(offset: number, _reason: LogStartReason): Promise<number> {
+    const logStartOffset = await this.options.store.deleteRecordsBefore(this.topic, this.partition, offset);
+    this.seen({ logStartOffset });
+    return logStartOffset;
+  }
+
+  async waitForData(offset: number, maxWaitMs: number): Promise<void> {
+    if (this.highWatermark > offset || maxWaitMs <= 0) return;
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    this.waits.add(ended);
+    try {
+      await Promise.race([this.options.store.waitForData(this.topic, this.partition, offset, maxWaitMs), end]);
+    } finally {
+      this.waits.delete(ended);
+    }
+    await this.positions();
+  }
+
+  /** Ends the long-polls waiting on this partition (shutdown, topic deleted). */
+  endWaits(): void {
+    for (const end of this.waits) end();
+  }
+
+  async flush(): Promise<void> {
+    // Appended batches are in a PUT object and committed before their append resolves.
+  }
+
+  checkIdempotentBatch(): boolean {
+    return false; // checked by the partition's sequencer when the flush is written (object-log.ts)
+  }
+
+  /**
+   * Retention at the clock's time (retention.ms, retention.bytes): the log start moves to the first record not
+   * older than retention.ms, or to the first chunk from which the rest of the log fits in retention.bytes.
+   */
+  async enforceRetention(): Promise<RetentionMove | null> {
+    const config = this.settings;
+    if (!config.cleanupPolicy.split(',').includes('delete')) return null;
+    const previous = (await this.positions()).logStartOffset;
+    let target: { offset: number; reason: LogStartReason } | null = null;
+    if (config.retentionMs >= 0) {
+      const offset = await this.offsetForTimestamp(this.options.clock.now() - config.retentionMs);
+      if (offset > previous) target = { offset, reason: 'retention-time' };
+    }
+    if (config.retentionBytes >= 0) {
+      const offset = await this.options.sequencer.sizeBoundary(this.topic, this.partition, config.retentionBytes);
+      if (offset > (target?.offset ?? previous)) target = { offset, reason: 'retention-size' };
+    }
+    if (target === null) return null;
+    const logStartOffset = await this.deleteRecordsBefore(target.offset, target.reason);
+    return { previousLogStartOffset: previous, logStartOffset, reason: target.reason };
+  }
+
+  /**
+   * @returns null for a topic not compacted
+   * @throws OnelogError `INVALID_CONFIG` on demand for a compacted topic: compaction in object storage is not built yet
+   */
+  async compact(rollActive = false): Promise<CompactionStats | null> {
+    if (!this.settings.cleanupPolicy.split(',').includes('compact') || !rollActive) return null;
+    throw new OnelogError('INVALID_CONFIG', `topic ${this.topic} is compacted, and compaction of topics in object storage ` +
+      '(serve --log s3://...) is not built yet: its records are all kept', { topic: this.topic, partition: this.partition });
+  }
+
+  /** Reads the positions from PostgreSQL now. */
+  private async positions(): Promise<PartitionPositions> {
+    const positions = await this.options.store.positions(this.topic, this.partition);
+    this.seen(positions);
+    return positions;
+  }
+}
