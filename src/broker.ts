@@ -497,7 +497,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkSubscribeRequest(request);
     if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) this.outbound.check(request.pushEndpoint, 'pushEndpoint');
-    const refreshing = this.refresh(request.topic);
+    const refreshing = this.refresh(request.topic, 'all');
     if (refreshing) await refreshing;
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
     const retry = await this.retries.preparePolicy(request.groupId, request.topic, request.retry);

@@ -4,12 +4,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Broker } from '../src/broker.js';
 import { ManualClock } from '../src/clock.js';
 import type { CompressionCodec } from '../src/protocol/compression.js';
-import { OnelogError } from '../src/protocol/errors.js';
 import { partitionForKey } from '../src/protocol/murmur2.js';
 import { STICKY_BYTES } from '../src/protocol/partitioner.js';
 import { batchCompression, LOG_OVERHEAD, readBatchHeader } from '../src/protocol/record-batch.js';
 import type { CompressionType } from '../src/protocol/topic-config.js';
 import { tmpDir } from './helpers/tmp.js';
+import { brokerContract } from './api/broker.contract.js';
 import { asyncCodeOf } from './helpers/errors.js';
 
 const open: Broker[] = [];
@@ -38,6 +38,11 @@ function storedBatches(dataDir: string, topic: string, partition = 0): { codecs:
   }
   return { codecs, bytes };
 }
+
+brokerContract('the embedded default (segment files, LMDB, SQLite)', () => {
+  const dataDir = tmpDir();
+  return { open: (clock) => Broker.open({ dataDir, clock }), dispose: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+});
 
 describe('Broker', () => {
   it('creates, lists and describes topics with Kafka defaults', async () => {
@@ -101,121 +106,6 @@ describe('Broker', () => {
     expect(await asyncCodeOf(b.produce({ topic: 'nope', records: [rec('x')] }))).toBe('UNKNOWN_TOPIC');
     const d = await b.describeTopic('t');
     expect(d.partitions.map((p) => p.highWatermark)).toEqual([1, 0]);
-  });
-
-  it('lets two groups progress independently and resume from their commits after reopening', async () => {
-    const dir = tmpDir();
-    let b = await broker(dir);
-    await b.createTopic({ topic: 't', partitions: 1 });
-    await b.produce({ topic: 't', records: Array.from({ length: 10 }, (_, i) => rec(`v${i}`, null, { partition: 0 })) });
-    const a = await b.subscribe({ groupId: 'a', topic: 't', startPolicy: 'earliest' });
-    const z = await b.subscribe({ groupId: 'z', topic: 't', startPolicy: 'earliest' });
-    expect(a.positions).toEqual([{ partition: 0, offset: 0 }]);
-    const fa = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: a.positions[0]!.offset! }], maxRecords: 7 });
-    expect(fa.partitions[0]!.records.map((r) => r.value!.toString())).toEqual(['v0', 'v1', 'v2', 'v3', 'v4', 'v5', 'v6']);
-    await b.commitOffsets({ groupId: 'a', topic: 't', offsets: [{ partition: 0, offset: 7 }] });
-    await b.commitOffsets({ groupId: 'z', topic: 't', offsets: [{ partition: 0, offset: 2 }] });
-    await b.close();
-    open.length = 0;
-    b = await broker(dir);
-    expect((await b.subscribe({ groupId: 'a', topic: 't' })).positions).toEqual([{ partition: 0, offset: 7 }]);
-    expect((await b.subscribe({ groupId: 'z', topic: 't' })).positions).toEqual([{ partition: 0, offset: 2 }]);
-    const g = await b.describeGroup('a');
-    expect(g.subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 7, highWatermark: 10, lag: 3 });
-    expect(z.subscription.startPolicy).toBe('earliest');
-  });
-
-  it('starts a new group at latest by fixing its position when it subscribes', async () => {
-    const b = await broker();
-    await b.createTopic({ topic: 't', partitions: 1 });
-    await b.produce({ topic: 't', records: [rec('old'), rec('old2')] });
-    const s = await b.subscribe({ groupId: 'g', topic: 't' });
-    expect(s.subscription.startPolicy).toBe('latest');
-    expect(s.positions).toEqual([{ partition: 0, offset: 2 }]);
-    await b.produce({ topic: 't', records: [rec('new')] });
-    const again = await b.subscribe({ groupId: 'g', topic: 't' });
-    expect(again.positions).toEqual([{ partition: 0, offset: 2 }]);
-  });
-
-  it('refuses commits beyond the high watermark and negative offsets', async () => {
-    const b = await broker();
-    await b.createTopic({ topic: 't', partitions: 1 });
-    await b.produce({ topic: 't', records: [rec('x')] });
-    expect(await asyncCodeOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 2 }] }))).toBe('OFFSET_OUT_OF_RANGE');
-    expect(await asyncCodeOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: -1 }] }))).toBe('INVALID_OFFSET');
-    await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 1 }] });
-  });
-
-  it('pauses with OFFSET_OUT_OF_RANGE, delivering nothing and moving nothing, after delete-records', async () => {
-    const b = await broker();
-    await b.createTopic({ topic: 't', partitions: 2 });
-    await b.produce({ topic: 't', records: Array.from({ length: 10 }, (_, i) => rec(`v${i}`, null, { partition: 0 })) });
-    await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 3 }] });
-    const del = await b.deleteRecords({ topic: 't', partition: 0, beforeOffset: 8 });
-    expect(del).toEqual({ topic: 't', partition: 0, previousLogStartOffset: 0, logStartOffset: 8 });
-    const paused = await b.subscribe({ groupId: 'g', topic: 't' });
-    expect(paused.positions[0]!.offset).toBeUndefined();
-    expect(paused.positions[0]!.error).toMatchObject({
-      code: 'OFFSET_OUT_OF_RANGE', groupId: 'g', topic: 't', partition: 0, committedOffset: 3, logStartOffset: 8, recordsLost: 5,
-    });
-    expect(paused.positions[1]).toEqual({ partition: 1, offset: 0 }); // the other partition flows
-    const fetched = await b.fetch({ topic: 't', groupId: 'g', partitions: [{ partition: 0, offset: 3 }] });
-    expect(fetched.partitions[0]!.records).toEqual([]);
-    expect(fetched.partitions[0]!.error).toMatchObject({ code: 'OFFSET_OUT_OF_RANGE', recordsLost: 5, committedOffset: 3 });
-    expect((await b.describeGroup('g')).subscriptions[0]!.partitions[0]!.committedOffset).toBe(3);
-    // Deleted records are never served, even though their segment file still exists.
-    expect(await asyncCodeOf(b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 7 }] }).then((r) => {
-      if (r.partitions[0]!.error) throw OnelogError.fromJSON(r.partitions[0]!.error);
-    }))).toBe('OFFSET_OUT_OF_RANGE');
-    const plan = await b.resetOffsets({ groupId: 'g', topic: 't', partition: 0, spec: { to: 'earliest' } });
-    expect(plan).toMatchObject({ executed: false, partitions: [{ partition: 0, currentOffset: 3, newOffset: 8 }] });
-    expect((await b.subscribe({ groupId: 'g', topic: 't' })).positions[0]!.error?.code).toBe('OFFSET_OUT_OF_RANGE');
-    await b.resetOffsets({ groupId: 'g', topic: 't', partition: 0, spec: { to: 'earliest' }, execute: true });
-    const s = await b.subscribe({ groupId: 'g', topic: 't' });
-    expect(s.positions[0]).toEqual({ partition: 0, offset: 8 });
-    const r = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: s.positions[0]!.offset! }] });
-    expect(r.partitions[0]!.records.map((x) => x.offset)).toEqual([8, 9]);
-  });
-
-  it('plans resets to latest, an offset (clamped), a datetime and a shift', async () => {
-    const clock = new ManualClock(1000);
-    const b = await broker(tmpDir(), clock);
-    await b.createTopic({ topic: 't', partitions: 1 });
-    await b.produce({
-      topic: 't',
-      records: [10, 20, 30, 40, 50].map((ts, i) => rec(`v${i}`, null, { timestamp: ts * 1000 })),
-    });
-    await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 4 }] });
-    const plan = async (spec: Parameters<Broker['resetOffsets']>[0]['spec']) =>
-      (await b.resetOffsets({ groupId: 'g', topic: 't', spec })).partitions[0];
-    expect(await plan({ to: 'latest' })).toEqual({ partition: 0, currentOffset: 4, newOffset: 5 });
-    expect(await plan({ to: 'offset', offset: 2 })).toEqual({ partition: 0, currentOffset: 4, newOffset: 2 });
-    expect(await plan({ to: 'offset', offset: 99 })).toEqual({ partition: 0, currentOffset: 4, newOffset: 5, clamped: 'highWatermark' });
-    expect(await plan({ to: 'datetime', timestamp: 25_000 })).toMatchObject({ newOffset: 2 });
-    expect(await plan({ to: 'datetime', timestamp: 30_000 })).toMatchObject({ newOffset: 2 });
-    expect(await plan({ to: 'datetime', timestamp: 99_000 })).toMatchObject({ newOffset: 5 });
-    expect(await plan({ to: 'shift', shiftBy: -3 })).toMatchObject({ newOffset: 1 });
-    expect(await plan({ to: 'shift', shiftBy: -30 })).toMatchObject({ newOffset: 0, clamped: 'logStartOffset' });
-    expect((await b.describeGroup('g')).subscriptions[0]!.partitions[0]!.committedOffset).toBe(4);
-  });
-
-  it('ends waiting long-polls at once when shutting down', async () => {
-    const b = await broker();
-    await b.createTopic({ topic: 't', partitions: 1 });
-    const pending = b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }], maxWaitMs: 30_000 });
-    b.endWaits();
-    expect((await pending).partitions[0]!.records).toEqual([]);
-    const next = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }], maxWaitMs: 30_000 });
-    expect(next.partitions[0]!.records).toEqual([]);
-  });
-
-  it('long-polls: a fetch at the high watermark returns as soon as a record arrives', async () => {
-    const b = await broker();
-    await b.createTopic({ topic: 't', partitions: 1 });
-    const pending = b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }], maxWaitMs: 10_000 });
-    await b.produce({ topic: 't', records: [rec('hello')] });
-    const r = await pending;
-    expect(r.partitions[0]!.records.map((x) => x.value!.toString())).toEqual(['hello']);
   });
 
   it('compresses produced batches with the topic\'s compression.type and serves them back', async () => {

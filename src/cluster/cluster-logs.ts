@@ -92,12 +92,14 @@ export class ClusterLogs implements Logs {
     return logs;
   }
 
-  start(topics: readonly TopicLayout[]): StartReport {
+  /** Registers the catalog's topics with their partitions' positions as PostgreSQL has them now. */
+  async start(topics: readonly TopicLayout[]): Promise<StartReport> {
     let partitions = 0;
     for (const t of topics) {
       this.addTopic(t.name, t.partitions, t.config);
       partitions += t.partitions;
     }
+    for (const { topic, partition, ...positions } of await this.options.sequencer.allStates()) this.topics.get(topic)?.partitions[partition]?.seen(positions);
     return { topics: topics.length, partitions, recovered: 0, repaired: 0 };
   }
 
@@ -279,8 +281,14 @@ export class ClusterLogs implements Logs {
         return;
       }
       const existing = this.topics.get(topic);
-      if (existing !== undefined && existing.partitions.length === t.partitions) existing.config = pickTopicConfig(t);
-      else this.addTopic(topic, t.partitions, pickTopicConfig(t));
+      if (existing !== undefined && existing.partitions.length === t.partitions) {
+        existing.config = pickTopicConfig(t);
+        return;
+      }
+      this.addTopic(topic, t.partitions, pickTopicConfig(t));
+      for (const [partition, state] of await this.options.sequencer.states(topic, [...Array(t.partitions).keys()])) {
+        this.topics.get(topic)?.partitions[partition]?.seen(state);
+      }
     } catch (err) {
       this.options.logger.warn({ topic, err: (err as Error).message }, 'could not read a topic another broker changed from the catalog');
     }
@@ -300,6 +308,8 @@ export class ObjectPartition implements BrokerPartition {
   /** Bytes of the chunks holding the log, as last read ({@link ClusterLogs.offsets}). */
   sizeBytes = 0;
   private waits = new Set<() => void>();
+  /** Set by {@link endWaits}: later long-polls answer at once (the broker is shutting down). */
+  private waitsEnded = false;
 
   constructor(
     readonly topic: string,
@@ -380,7 +390,7 @@ export class ObjectPartition implements BrokerPartition {
   }
 
   async waitForData(offset: number, maxWaitMs: number): Promise<void> {
-    if (this.highWatermark > offset || maxWaitMs <= 0) return;
+    if (this.highWatermark > offset || maxWaitMs <= 0 || this.waitsEnded) return;
     let ended!: () => void;
     const end = new Promise<void>((resolve) => (ended = resolve));
     this.waits.add(ended);
@@ -394,6 +404,7 @@ export class ObjectPartition implements BrokerPartition {
 
   /** Ends the long-polls waiting on this partition (shutdown, topic deleted). */
   endWaits(): void {
+    this.waitsEnded = true;
     for (const end of this.waits) end();
   }
 

@@ -162,9 +162,7 @@ export class ObjectLogStore implements LogStore {
     const leased = await this.leasesFor(taken);
     const held = taken.filter((e) => {
       if (leased.has(partitionKey(e.topic, e.partition))) return true;
-      const error = new OnelogError('NOT_LEADER_OR_FOLLOWER', `broker ${this.options.sequencer.brokerId} does not hold ${e.topic}/${e.partition}: ` +
-        'another broker leads it; send it there', { topic: e.topic, partition: e.partition, brokerId: this.options.sequencer.brokerId });
-      for (const w of e.batches) w.resolve({ error });
+      void this.refuseNotLeader(e);
       return false;
     });
     // Idempotent batches are sorted against a producer state that holds every commit before this one.
@@ -217,6 +215,15 @@ export class ObjectLogStore implements LogStore {
       for (const r of entry.retries) r.waiting.resolve({ ...outcomes[r.index]!, duplicate: true });
       this.wake(entry.topic, entry.partition, result.highWatermark);
     });
+  }
+
+  /** Answers a partition's batches `NOT_LEADER_OR_FOLLOWER`, naming the broker that leads it (`leaderBrokerId`). */
+  private async refuseNotLeader(e: { topic: string; partition: number; batches: Waiting[] }): Promise<void> {
+    const { brokerId } = this.options.sequencer;
+    const leader = (await this.options.sequencer.state(e.topic, e.partition).catch(() => undefined))?.leaderBrokerId ?? null;
+    const error = new OnelogError('NOT_LEADER_OR_FOLLOWER', `broker ${brokerId} does not hold ${e.topic}/${e.partition}: ` +
+      `${leader === null ? 'another broker' : `broker ${leader}`} leads it; send it there`, { topic: e.topic, partition: e.partition, brokerId, leaderBrokerId: leader });
+    for (const w of e.batches) w.resolve({ error });
   }
 
   /** The partition's idempotent producers, rebuilt from the sequencer when the lease epoch is new to this broker. */

@@ -333,6 +333,13 @@ export class Sequencer {
     return new Map(rows.map((r) => [r.partition, { logStartOffset: Number(r.log_start_offset), highWatermark: Number(r.high_watermark) }]));
   }
 
+  /** Every partition's log start offset and high watermark (a broker's start). */
+  async allStates(): Promise<Array<{ topic: string; partition: number; logStartOffset: number; highWatermark: number }>> {
+    const { rows } = await this.query<{ topic: string; partition: number; log_start_offset: string; high_watermark: string }>('all partition states',
+      `SELECT topic, partition, log_start_offset, high_watermark FROM ${this.partitions}`, []);
+    return rows.map((r) => ({ topic: r.topic, partition: r.partition, logStartOffset: Number(r.log_start_offset), highWatermark: Number(r.high_watermark) }));
+  }
+
   /** Bytes of the chunks holding each partition's readable records (from the one holding the log start offset). */
   async sizes(topic: string): Promise<Map<number, number>> {
     const { rows } = await this.query<{ partition: number; bytes: string }>('partition sizes', `SELECT i.partition, sum(i.length) AS bytes

@@ -1,0 +1,117 @@
+/**
+ * The broker in cluster mode: its log as objects in S3-compatible storage (s3rver on loopback) indexed in the machine's
+ * PostgreSQL, its catalog there too, its offsets in the machine's Redis. The broker contract runs on it as on the
+ * embedded default; then two brokers of one cluster share topics, records and long-polls.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import { Broker } from '../../src/broker.js';
+import type { BrokerOptions } from '../../src/broker.js';
+import { ManualClock } from '../../src/clock.js';
+import { brokerContract } from '../api/broker.contract.js';
+import { startS3 } from '../helpers/s3.js';
+import type { S3Server } from '../helpers/s3.js';
+import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { asyncCodeOf } from '../helpers/errors.js';
+
+let s3: S3Server;
+beforeAll(async () => {
+  s3 = await startS3();
+});
+afterAll(async () => {
+  await s3?.close();
+});
+
+/** A fresh cluster's stores: a PostgreSQL schema, a Redis key prefix, a bucket prefix; each broker its own data directory. */
+async function cluster(): Promise<{ options(brokerId: number): BrokerOptions; dispose(): Promise<void> }> {
+  const schema = await pgSchema('cluster');
+  const redis = redisPrefix();
+  const prefix = uniqueName('log');
+  const dirs: string[] = [];
+  return {
+    options: (brokerId) => {
+      const dataDir = tmpDir();
+      dirs.push(dataDir);
+      return {
+        dataDir, catalog: schema.url, offsets: `${REDIS_URL}?keyPrefix=${redis.prefix}`,
+        log: `s3://${s3.bucket}/${prefix}?endpoint=${encodeURIComponent(s3.endpoint)}`, brokerId, flushWindowMs: 5,
+      };
+    },
+    dispose: async () => {
+      await schema.drop();
+      await redis.drop();
+      for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+brokerContract('cluster mode (objects in S3-compatible storage, PostgreSQL, Redis)', async () => {
+  const c = await cluster();
+  return { open: (clock) => Broker.open({ ...c.options(1), clock }), dispose: c.dispose };
+});
+
+const rec = (value: string, partition = 0) => ({ key: null, value: Buffer.from(value), partition });
+
+describe('two brokers of one cluster', () => {
+  it('serve one another\'s topics and records: created on one, produced on it, read, long-polled and committed on the other', async () => {
+    const c = await cluster();
+    const a = await Broker.open({ ...c.options(1), clock: new ManualClock(1_700_000_000_000) });
+    const b = await Broker.open({ ...c.options(2), clock: new ManualClock(1_700_000_000_000) });
+    try {
+      await a.createTopic({ topic: 'edits', partitions: 2 });
+      // b never heard of the topic: it reads it from the catalog on first use.
+      expect((await b.describeTopic('edits')).partitions.map((p) => p.highWatermark)).toEqual([0, 0]);
+      const waiting = b.fetch({ topic: 'edits', partitions: [{ partition: 1, offset: 0 }], maxWaitMs: 10_000 });
+      await a.produce({ topic: 'edits', records: [rec('x', 1), rec('y', 1)] });
+      expect((await waiting).partitions[0]!.records.map((r) => r.value!.toString())).toEqual(['x', 'y']);
+      // Right after a's acknowledgement, b serves the records (no waiting for a notification).
+      await a.produce({ topic: 'edits', records: [rec('z', 1)] });
+      const read = await b.fetch({ topic: 'edits', partitions: [{ partition: 1, offset: 2 }] });
+      expect(read.partitions[0]).toMatchObject({ highWatermark: 3, nextOffset: 3 });
+      await b.commitOffsets({ groupId: 'g', topic: 'edits', offsets: [{ partition: 1, offset: 3 }] });
+      expect((await a.committedOffsets('g')).map((o) => [o.partition, o.offset])).toEqual([[1, 3]]);
+      // a leads partition 1 (its lease): b refuses to sequence it, retriably, naming the leader.
+      const refused = await b.produce({ topic: 'edits', records: [rec('w', 1)] }).catch((err: unknown) => err);
+      expect(refused).toMatchObject({ code: 'NOT_LEADER_OR_FOLLOWER', context: { leaderBrokerId: 1 } });
+      // Deleted on b, the topic is gone from a too.
+      await b.deleteTopic('edits');
+      expect(await asyncCodeOf(a.describeTopic('edits'))).toBe('UNKNOWN_TOPIC');
+    } finally {
+      await a.close();
+      await b.close();
+      await c.dispose();
+    }
+  });
+
+  it('hands a partition over when its leader closes: the other broker sequences it after the first one\'s records', async () => {
+    const c = await cluster();
+    const a = await Broker.open(c.options(1));
+    const b = await Broker.open(c.options(2));
+    try {
+      await a.createTopic({ topic: 't', partitions: 1 });
+      await a.produce({ topic: 't', records: [rec('a0'), rec('a1')] });
+      await a.close(); // gives its leases up
+      expect((await b.produce({ topic: 't', records: [rec('b2')] })).offsets).toEqual([{ partition: 0, offset: 2 }]);
+      const r = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }] });
+      expect(r.partitions[0]!.records.map((x) => `${x.offset}:${x.value!.toString()}`)).toEqual(['0:a0', '1:a1', '2:b2']);
+    } finally {
+      await a.close();
+      await b.close();
+      await c.dispose();
+    }
+  });
+});
+
+describe('serve --log', () => {
+  it('refuses a log in object storage without the shared catalog and offsets, or without a broker id, and a broker id without it', async () => {
+    const dataDir = tmpDir();
+    const log = 's3://onelog?endpoint=http://127.0.0.1:1';
+    const refused = (options: Partial<BrokerOptions>) => Broker.open({ dataDir, ...options }).then(() => null, (err: unknown) => err);
+    expect(await refused({ log })).toMatchObject({ code: 'INVALID_CONFIG', context: { option: 'log' } });
+    expect(await refused({ log, catalog: 'postgres://127.0.0.1:1/x', offsets: 'postgres' })).toMatchObject({ code: 'INVALID_CONFIG', context: { option: 'broker-id' } });
+    expect(await refused({ brokerId: 1 })).toMatchObject({ code: 'INVALID_CONFIG', context: { option: 'broker-id' } });
+    expect(await refused({ log: 'http://bucket', catalog: 'postgres://127.0.0.1:1/x', offsets: 'postgres', brokerId: 1 })).toMatchObject({ code: 'INVALID_CONFIG', context: { option: 'log' } });
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+});
