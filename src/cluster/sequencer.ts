@@ -276,13 +276,10 @@ export class Sequencer {
    * offset order, at most `limit` of them.
    */
   async lookup(topic: string, partition: number, offset: number, limit = 16): Promise<IndexEntry[]> {
-    const { rows } = await this.query<{ base_offset: string; end_offset: string; object_key: string; position: string; length: string; max_timestamp: string }>(
+    const { rows } = await this.query<IndexRow>(
       'index lookup', `SELECT base_offset, end_offset, object_key, position, length, max_timestamp FROM ${this.index}
         WHERE topic = $1 AND partition = $2 AND end_offset > $3 ORDER BY base_offset LIMIT $4`, [topic, partition, offset, limit]);
-    return rows.map((r) => ({
-      baseOffset: Number(r.base_offset), endOffset: Number(r.end_offset), objectKey: r.object_key,
-      position: Number(r.position), length: Number(r.length), maxTimestamp: Number(r.max_timestamp),
-    }));
+    return rows.map(toIndexEntry);
   }
 
   /**
@@ -360,13 +357,10 @@ export class Sequencer {
    * the first record at or after a time is in it, if anywhere.
    */
   async firstChunkAtOrAfter(topic: string, partition: number, timestamp: number, fromOffset: number): Promise<IndexEntry | undefined> {
-    const { rows: [r] } = await this.query<{ base_offset: string; end_offset: string; object_key: string; position: string; length: string; max_timestamp: string }>(
+    const { rows: [r] } = await this.query<IndexRow>(
       'chunk by timestamp', `SELECT base_offset, end_offset, object_key, position, length, max_timestamp FROM ${this.index}
         WHERE topic = $1 AND partition = $2 AND end_offset > $3 AND max_timestamp >= $4 ORDER BY base_offset LIMIT 1`, [topic, partition, fromOffset, timestamp]);
-    return r === undefined ? undefined : {
-      baseOffset: Number(r.base_offset), endOffset: Number(r.end_offset), objectKey: r.object_key,
-      position: Number(r.position), length: Number(r.length), maxTimestamp: Number(r.max_timestamp),
-    };
+    return r === undefined ? undefined : toIndexEntry(r);
   }
 
   /**
@@ -431,8 +425,7 @@ export class Sequencer {
         [topic, partition, first.baseOffset, last.endOffset, merged.objectKey, merged.length, Math.max(...rows.map((r) => r.maxTimestamp))]);
       await client.query(`INSERT INTO ${this.objects} (object_key, broker_id, size_bytes, committed_at) VALUES ($1, $2, $3, clock_timestamp())`,
         [merged.objectKey, this.brokerId, merged.sizeBytes]);
-      await client.query(`UPDATE ${this.objects} AS o SET retired_at = clock_timestamp() WHERE object_key = ANY($1::text[])
-        AND NOT EXISTS (SELECT 1 FROM ${this.index} AS i WHERE i.object_key = o.object_key)`, [[...new Set(rows.map((r) => r.objectKey))]]);
+      await this.retireUnreferenced(client, rows.map((r) => r.objectKey));
       return true;
     });
   }
@@ -483,6 +476,23 @@ export class Sequencer {
   private query<R extends object>(action: string, text: string, params: unknown[]): Promise<{ rows: R[] }> {
     return query<R>(this.pool, `sequencer: ${action}`, text, params);
   }
+}
+
+/** An index row as PostgreSQL answers it. */
+interface IndexRow {
+  base_offset: string;
+  end_offset: string;
+  object_key: string;
+  position: string;
+  length: string;
+  max_timestamp: string;
+}
+
+function toIndexEntry(r: IndexRow): IndexEntry {
+  return {
+    baseOffset: Number(r.base_offset), endOffset: Number(r.end_offset), objectKey: r.object_key,
+    position: Number(r.position), length: Number(r.length), maxTimestamp: Number(r.max_timestamp),
+  };
 }
 
 /** (topic, partition) order as the tables' "C" collation has it: topic by UTF-8 bytes, then partition. */
