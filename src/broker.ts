@@ -63,6 +63,8 @@ import { WriteFence } from './write-fence.js';
 import { checkStoreEngines, openCatalog, openObjectLogs, openOffsetStore } from './store-engines.js';
 import type { Logs } from './storage/logs.js';
 import type { StoreEngines } from './store-engines.js';
+import type { ClusterMembership } from './cluster/membership.js';
+import type { BrokerInfo } from './cluster/brokers.js';
 
 /**
  * Options of the embedded broker. `catalog` and `offsets` ({@link StoreEngines}) move those two stores to
@@ -150,6 +152,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** Nacked records through retry tiers (docs/retries.md); set once open. */
   private retries!: Retries;
   private deadLetters!: DeadLetters;
+  /** This broker in its cluster (registry, group leases); null on the embedded default. */
+  private membership: ClusterMembership | null = null;
 
   private constructor(
     private readonly catalog: Catalog,
@@ -187,13 +191,14 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const fence = new WriteFence(clock, logger);
     const catalog = await openCatalog(options, options.dataDir, fence);
     const topics = await catalog.listTopics();
-    const logs: Logs = await (options.log === undefined
-      ? Broker.openLocalLogs(options, catalog, topics, files, cleaner, clock, logger)
+    const { logs, membership }: { logs: Logs; membership: ClusterMembership | null } = await (options.log === undefined
+      ? Broker.openLocalLogs(options, catalog, topics, files, cleaner, clock, logger).then((local) => ({ logs: local, membership: null }))
       : openObjectLogs(options, catalog, clock, logger)).catch(async (err: unknown) => {
       await catalog.close();
       throw err;
     });
     const offsets = await openOffsetStore(options, options.dataDir, fence, () => logs.ensureDiskRoom(0), logger).catch(async (err: unknown) => {
+      await membership?.close();
       await logs.close();
       await catalog.close();
       throw err;
@@ -218,9 +223,10 @@ export class Broker implements OnelogApi, BinaryDataApi {
         if (monitor.alerts.hasOpen(groupId)) void monitor.evaluate({ groupId });
       },
       deadLetterDepth: (sub): Promise<number> => broker.deadLetters.depth(sub),
-    });
+    }, membership?.groups);
     await groups.start();
     const broker: Broker = new Broker(catalog, offsets, logs, files, groups, monitor, clock, logger, unlock);
+    broker.membership = membership;
     broker.outbound = outbound;
     broker.acls = await Acls.open(catalog, logger);
     broker.users = await Users.open(catalog, clock, logger, broker.acls, options.insecure ?? false);
@@ -360,6 +366,31 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.offsets.list(checkGroupId(groupId));
   }
 
+  /**
+   * Cluster mode: registers this broker in the cluster with the addresses clients reach it at (its HTTP API, its
+   * Kafka listener), so that `NOT_COORDINATOR` answers and Kafka's Metadata name them; heartbeats from then on.
+   * Nothing on the embedded default.
+   * @throws OnelogError `ALREADY_EXISTS` if a live broker has this broker id; `STORAGE_ERROR`
+   */
+  async advertise(addresses: { url: string; kafkaAddress?: string | null }): Promise<void> {
+    this.checkOpen();
+    await this.membership?.advertise(addresses);
+  }
+
+  /**
+   * The live brokers of the cluster, by id (those advertised, heartbeat within 10 s); null on the embedded default.
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  async liveBrokers(): Promise<BrokerInfo[] | null> {
+    this.checkOpen();
+    return this.membership === null ? null : this.membership.liveBrokers();
+  }
+
+  /** This broker's id in its cluster (`--broker-id`), or null on the embedded default. */
+  get brokerId(): number | null {
+    return this.membership?.brokerId ?? null;
+  }
+
   /** The log store's file-handle cache: descriptors open, budget, hits, opens, evictions (diagnostics, benchmarks). */
   fileCacheStats(): FileCacheStats {
     return this.files.stats();
@@ -440,6 +471,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkMember(request);
     const refreshing = this.refresh(topic, request.partitions.map((p) => p.partition));
     if (refreshing) await refreshing;
+    if (memberId !== undefined) await this.groups.claim(groupId!);
     const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
     const targets = request.partitions.map((p) => ({
       log: this.logs.get(topic, p.partition),
@@ -717,6 +749,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.background.stop();
     await this.monitor.stop();
     this.groups.close();
+    await this.membership?.close();
     await this.logs.close();
     await this.offsets.close();
     await this.catalog.close();

@@ -17,6 +17,7 @@ import type { WriteFence } from './write-fence.js';
 import type { Clock } from './clock.js';
 import type { Logs } from './storage/logs.js';
 import { parseS3Url } from './cluster/s3-location.js';
+import type { ClusterMembership } from './cluster/membership.js';
 
 /** Where the catalog and the offsets live (the broker's `catalog` and `offsets` options). */
 export interface StoreEngines {
@@ -44,6 +45,12 @@ export interface StoreEngines {
    * PUTs per second against acknowledgement latency (docs/cluster.md). @default 50
    */
   flushWindowMs?: number;
+  /**
+   * How long a partition's or a group's lease lasts past its last renewal, ms, at least 100 (`serve --lease-ms`; with
+   * `log`): how long a lost broker's partitions and groups wait for another broker, against how often leases are renewed.
+   * @default 10000
+   */
+  leaseMs?: number;
 }
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
@@ -75,7 +82,7 @@ export function checkStoreEngines(engines: StoreEngines): void {
 /** @throws OnelogError `INVALID_CONFIG` for a cluster log without what it needs */
 function checkLogEngine(engines: StoreEngines): void {
   if (engines.log === undefined) {
-    for (const [name, value] of [['--broker-id', engines.brokerId], ['--flush-window-ms', engines.flushWindowMs]] as const) {
+    for (const [name, value] of [['--broker-id', engines.brokerId], ['--flush-window-ms', engines.flushWindowMs], ['--lease-ms', engines.leaseMs]] as const) {
       if (value !== undefined) {
         throw new OnelogError('INVALID_CONFIG', `${name} is for a log in object storage: give --log s3://BUCKET?endpoint=URL too, or leave ${name} out`,
           { option: name.slice(2) });
@@ -94,25 +101,38 @@ function checkLogEngine(engines: StoreEngines): void {
   parseS3Url(engines.log);
 }
 
+/** What cluster mode opens (docs/cluster.md): the log in object storage and this broker's membership of the cluster. */
+export interface ObjectLogs {
+  logs: Logs;
+  membership: ClusterMembership;
+}
+
 /**
  * Opens the log in object storage (cluster mode, docs/cluster.md): the sequencer's tables in the catalog's PostgreSQL,
- * the objects under `engines.log`. The modules (the AWS SDK among them) load only here.
+ * the objects under `engines.log`; and the broker's membership (registry, group leases) in the same database. The
+ * modules (the AWS SDK among them) load only here.
  * @throws OnelogError `INVALID_CONFIG`; `STORAGE_ERROR` if PostgreSQL cannot be reached
  */
-export async function openObjectLogs(engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger): Promise<Logs> {
-  const [{ openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }] = await Promise.all([
-    import('./postgres.js'), import('./cluster/sequencer.js'), import('./cluster/object-store.js'), import('./cluster/object-log.js'),
-    import('./cluster/cluster-logs.js'), import('./cluster/leases.js'),
-  ]);
+export async function openObjectLogs(engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger): Promise<ObjectLogs> {
+  const [{ openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership }] =
+    await Promise.all([
+      import('./postgres.js'), import('./cluster/sequencer.js'), import('./cluster/object-store.js'), import('./cluster/object-log.js'),
+      import('./cluster/cluster-logs.js'), import('./cluster/leases.js'), import('./cluster/brokers.js'), import('./cluster/group-leases.js'),
+      import('./cluster/membership.js'),
+    ]);
   const url = engines.catalog!;
+  const brokerId = engines.brokerId!;
   const pool = openPool(url, 8);
   const objects = new S3ObjectStore(parseS3Url(engines.log!));
   try {
-    const sequencer = await Sequencer.open({ pool, brokerId: engines.brokerId! });
+    const sequencer = await Sequencer.open({ pool, brokerId, leaseMs: engines.leaseMs });
     const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: url, flushWindowMs: engines.flushWindowMs });
-    logger.info({ log: engines.log, brokerId: engines.brokerId, flushWindowMs: engines.flushWindowMs ?? 50 }, 'log in object storage');
-    const leases = await NamedLeases.open({ pool, brokerId: engines.brokerId! });
-    return await ClusterLogs.open({ store, sequencer, objects, leases, catalog, listenUrl: url, pool, clock, logger });
+    logger.info({ log: engines.log, brokerId, flushWindowMs: engines.flushWindowMs ?? 50, leaseMs: engines.leaseMs ?? 10_000 }, 'log in object storage');
+    const leases = await NamedLeases.open({ pool, brokerId });
+    const registry = await BrokerRegistry.open({ pool, brokerId });
+    const groups = new GroupLeases({ leases, registry, leaseMs: engines.leaseMs, logger });
+    const logs = await ClusterLogs.open({ store, sequencer, objects, leases, catalog, listenUrl: url, pool, clock, logger });
+    return { logs, membership: new ClusterMembership(registry, groups, logger) };
   } catch (err) {
     objects.close();
     await pool.end().catch(() => {});

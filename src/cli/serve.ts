@@ -14,6 +14,7 @@ import { Quotas } from '../security/quotas.js';
 import { DEFAULT_SERVER_LIMITS } from '../server/limits.js';
 import { systemClock } from '../clock.js';
 import { action, parseInteger } from './common.js';
+import { parseServerUrls } from '../client/http-api.js';
 
 interface ServeOptions {
   dataDir: string;
@@ -22,6 +23,8 @@ interface ServeOptions {
   log?: string;
   brokerId?: number;
   flushWindowMs?: number;
+  leaseMs?: number;
+  advertisedUrl?: string;
   port: number;
   host: string;
   logLevel: string;
@@ -59,6 +62,10 @@ export function registerServe(program: Command): void {
       'AWS_SECRET_ACCESS_KEY), indexed in the --catalog PostgreSQL: cluster mode, with --offsets and --broker-id (docs/cluster.md)')
     .option('--broker-id <n>', 'this broker\'s id in the cluster, unique among its brokers (with --log)', parseInteger('--broker-id', 0, 0x7fffffff))
     .option('--flush-window-ms <ms>', 'how long produced batches wait to share one object, ms (with --log; default 50)', parseInteger('--flush-window-ms', 0, 10_000))
+    .option('--lease-ms <ms>', 'how long a partition\'s or group\'s lease outlives its holder\'s last renewal, ms: how soon another broker ' +
+      'takes over from a lost one (with --log; default 10000)', parseInteger('--lease-ms', 100, 3_600_000))
+    .option('--advertised-url <url>', 'the URL clients reach this broker at, given to them by the others (with --log; default: ' +
+      'http(s)://HOST:PORT as it listens)')
     .option('--port <n>', 'TCP port (0 = any free port)', parseInteger('--port', 0), 7070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--log-level <level>', 'log level: fatal, error, warn, info, debug, trace, silent', 'info')
@@ -112,6 +119,14 @@ async function serve(options: ServeOptions): Promise<void> {
   if (options.logFormat !== undefined && !LOG_FORMATS.includes(options.logFormat)) {
     throw new OnelogError('INVALID_REQUEST', `--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(options.logFormat)}`);
   }
+  if (options.advertisedUrl !== undefined) {
+    if (options.log === undefined) {
+      throw new OnelogError('INVALID_CONFIG', '--advertised-url is what the other brokers of a cluster send clients to: give --log s3://... too, or leave it out', { option: 'advertised-url' });
+    }
+    const urls = parseServerUrls(options.advertisedUrl);
+    if (urls.length !== 1) throw new OnelogError('INVALID_CONFIG', `--advertised-url is one http(s):// URL, got ${urls.length}`, { option: 'advertised-url' });
+    options.advertisedUrl = urls[0];
+  }
   // Loaded here, not at the top: other commands must not load the storage engine.
   const { Broker } = await import('../broker.js');
   const { createHttpServer } = await import('../server/http-server.js');
@@ -139,7 +154,7 @@ async function serve(options: ServeOptions): Promise<void> {
   }
   const broker = await Broker.open({
     dataDir: options.dataDir, catalog: options.catalog, offsets: options.offsets, log: options.log, brokerId: options.brokerId,
-    flushWindowMs: options.flushWindowMs, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
+    flushWindowMs: options.flushWindowMs, leaseMs: options.leaseMs, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
     maxRecordBytes: options.maxRecordBytes, maxRecordsPerRequest: options.maxRecordsPerRequest, webhookDenyPrivate: options.webhookDenyPrivate ?? false,
   });
   if (!broker.users.any && !options.insecure && !isLoopbackHost(options.host)) {
@@ -160,6 +175,12 @@ async function serve(options: ServeOptions): Promise<void> {
     : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
       maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection, quotas,
     });
+  await broker.advertise({ url: options.advertisedUrl ?? address, kafkaAddress: kafka ? `${options.host}:${kafka.port}` : null }).catch(async (err: unknown) => {
+    await app.close();
+    await kafka?.close();
+    await broker.close();
+    throw err;
+  });
   const engines = {
     catalog: options.catalog === undefined ? 'sqlite' : redactUrl(options.catalog),
     offsets: options.offsets === undefined ? 'lmdb' : redactUrl(options.offsets),

@@ -2,10 +2,11 @@
  * {@link OnelogApi} with a binary data path: produce and fetch travel as RecordBatch v2 bytes in WebSocket
  * binary frames on `GET /data` (src/protocol/data-frames.ts), encoded and decoded here, so the broker
  * appends and serves batches without decoding records and no JSON or base64 touches the records. Commits
- * travel on the same socket; every other operation goes over HTTP/JSON as {@link HttpApi}. One socket, opened on first use and again after a
- * failure; requests on it run concurrently. With several server URLs, a socket that cannot be opened is opened
- * at the next URL, and a socket that breaks sends the next requests to the next URL (the requests in flight
- * fail with `NETWORK_ERROR`: their outcome is unknown).
+ * travel on the same socket; every other operation goes over HTTP/JSON as {@link HttpApi}. One socket per server
+ * URL in use (a group's fetches and commits go to its coordinator, as {@link HttpApi} routes them), opened on first
+ * use and again after a failure; requests on it run concurrently. With several server URLs, a socket that cannot be
+ * opened is opened at the next URL, and a socket that breaks sends the next requests to the next URL (the requests
+ * in flight on it fail with `NETWORK_ERROR`: their outcome is unknown).
  */
 import WebSocket from 'ws';
 import type { CommitRequest, FetchRequest, FetchResult, ProduceRequest, ProduceResult } from '../protocol/api.js';
@@ -17,7 +18,7 @@ import { Partitioner } from '../protocol/partitioner.js';
 import { planProduce } from '../protocol/produce-plan.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
-import { HttpApi } from './http-api.js';
+import { groupOf, HttpApi, MAX_REDIRECTS } from './http-api.js';
 
 /** Records per produced batch are cut at about this many bytes. */
 const BATCH_BYTES = 1024 * 1024;
@@ -39,9 +40,10 @@ function requestIndexed(err: unknown, batches: ReadonlyArray<{ partition: number
 }
 
 export class BinaryApi extends HttpApi {
-  private socket: Promise<WebSocket> | null = null;
+  /** One data socket per server URL in use: the URL's, or a group's coordinator's. */
+  private readonly sockets = new Map<string, Promise<WebSocket>>();
   private nextRequestId = 1;
-  private readonly pending = new Map<number, { resolve: (frame: DataFrame) => void; reject: (err: Error) => void }>();
+  private readonly pending = new Map<number, { ws: WebSocket; resolve: (frame: DataFrame) => void; reject: (err: Error) => void }>();
   private readonly partitionCounts = new Map<string, number>();
   private readonly partitioner = new Partitioner();
 
@@ -118,35 +120,52 @@ export class BinaryApi extends HttpApi {
     await this.request(FRAME_KIND.COMMIT, request, Buffer.alloc(0), FRAME_KIND.COMMITTED);
   }
 
-  /** Closes the data socket (pending requests fail with `NETWORK_ERROR`) and the HTTP connections. */
+  /** Closes the data sockets (pending requests fail with `NETWORK_ERROR`) and the HTTP connections. */
   override close(): void {
     super.close();
-    void this.socket?.then((ws) => ws.close(1000, 'client closed')).catch(() => {});
-    this.socket = null;
+    for (const socket of this.sockets.values()) void socket.then((ws) => ws.close(1000, 'client closed')).catch(() => {});
+    this.sockets.clear();
   }
 
+  /**
+   * Sends one frame and waits for its answer, on the socket of the group's coordinator for a group's fetch or
+   * commit (following `NOT_COORDINATOR` as {@link HttpApi} does), else of the URL in use.
+   */
   private async request(kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], expected: FrameKind): Promise<DataFrame> {
-    const ws = await this.connect(this.urls.length);
-    const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
-    const answer = await new Promise<DataFrame>((resolve, reject) => {
-      this.pending.set(requestId, { resolve, reject });
-      const frame = encodeFrame(kind, requestId, json, payload, ioBuffers.take);
-      ws.send(frame, (err) => {
-        ioBuffers.give(frame);
-        if (!err) return;
-        this.pending.delete(requestId);
-        reject(new OnelogError('NETWORK_ERROR', `sending to ${this.url}/data failed: ${err.message}`, { url: this.url }));
+    const groupId = groupOf('', json);
+    for (let redirects = 0; ; redirects++) {
+      const ws = await this.connect(groupId, this.urls.length);
+      const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
+      const answer = await new Promise<DataFrame>((resolve, reject) => {
+        this.pending.set(requestId, { ws, resolve, reject });
+        const frame = encodeFrame(kind, requestId, json, payload, ioBuffers.take);
+        ws.send(frame, (err) => {
+          ioBuffers.give(frame);
+          if (!err) return;
+          this.pending.delete(requestId);
+          reject(new OnelogError('NETWORK_ERROR', `sending to ${ws.url} failed: ${err.message}`, { url: ws.url }));
+        });
       });
-    });
-    if (answer.kind === FRAME_KIND.ERROR) throw OnelogError.fromJSON(answer.json as { code?: unknown; message?: unknown });
-    if (answer.kind !== expected) throw new OnelogError('INTERNAL_ERROR', `the data path answered frame kind ${answer.kind}, expected ${expected}`);
-    return answer;
+      if (answer.kind === FRAME_KIND.ERROR) {
+        const error = OnelogError.fromJSON(answer.json as { code?: unknown; message?: unknown });
+        const base = ws.url.replace(/^ws/, 'http').replace(/\/data$/, '');
+        if (error.code === 'NOT_COORDINATOR' && groupId !== undefined && redirects < MAX_REDIRECTS && this.followCoordinator(groupId, error, base)) continue;
+        throw error;
+      }
+      if (answer.kind !== expected) throw new OnelogError('INTERNAL_ERROR', `the data path answered frame kind ${answer.kind}, expected ${expected}`);
+      return answer;
+    }
   }
 
-  /** The data socket, opened at the current URL, else (never opened there) at the next ones, `tries` in all. */
-  private connect(tries: number): Promise<WebSocket> {
-    this.socket ??= new Promise<WebSocket>((resolve, reject) => {
-      const base = this.url;
+  /**
+   * The data socket to the URL a request goes to ({@link baseFor}), opened on first use; one that cannot be opened
+   * is opened at the next URL ({@link lost}), `tries` in all. A socket that breaks fails the requests sent on it.
+   */
+  private connect(groupId: string | undefined, tries: number): Promise<WebSocket> {
+    const base = this.baseFor(groupId);
+    let socket = this.sockets.get(base);
+    if (socket !== undefined) return socket;
+    socket = new Promise<WebSocket>((resolve, reject) => {
       const url = `${base.replace(/^http/, 'ws')}/data`;
       let opened = false;
       let failed = false;
@@ -156,15 +175,18 @@ export class BinaryApi extends HttpApi {
       const fail = (message: string) => {
         if (failed) return; // an error, then its close
         failed = true;
-        this.socket = null;
-        const moved = this.failOver(base);
+        if (this.sockets.get(base) === socket) this.sockets.delete(base);
+        const moved = this.lost(base, groupId);
         if (!opened && moved && tries > 1) {
-          this.connect(tries - 1).then(resolve, reject);
+          this.connect(groupId, tries - 1).then(resolve, reject);
           return;
         }
         const err = new OnelogError('NETWORK_ERROR', `the data path at ${url}: ${message}`, { url });
-        for (const p of this.pending.values()) p.reject(err);
-        this.pending.clear();
+        for (const [id, p] of this.pending) {
+          if (p.ws !== ws) continue;
+          this.pending.delete(id);
+          p.reject(err);
+        }
         reject(err);
       };
       ws.on('open', () => {
@@ -180,7 +202,8 @@ export class BinaryApi extends HttpApi {
         waiter?.resolve(frame);
       });
     });
-    return this.socket;
+    this.sockets.set(base, socket);
+    return socket;
   }
 
   private async partitionCount(topic: string): Promise<number> {

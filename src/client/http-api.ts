@@ -8,6 +8,11 @@
  * at once, as does a read (GET) whose connection broke; a write whose connection broke after it was sent is
  * answered `NETWORK_ERROR` (its outcome is unknown: the caller's retry decides, as with Kafka's producer) and the
  * next request goes to the next URL.
+ *
+ * A group's requests (`/groups/ID/...`, and a fetch naming a group) go to the broker that coordinates the group: a
+ * broker that does not answers `NOT_COORDINATOR` naming the one that does (`coordinatorUrl`), and the API sends the
+ * request there at once and remembers it for the group's next requests (as Kafka's clients find a group's coordinator),
+ * forgetting it when that broker cannot be reached. Other requests stay on the URL in use.
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
@@ -56,10 +61,15 @@ export function parseServerUrls(text: string): string[] {
   });
 }
 
+/** How many times one request follows `NOT_COORDINATOR` to another broker before its answer is the caller's. */
+export const MAX_REDIRECTS = 3;
+
 export class HttpApi implements OnelogApi {
   /** The server URLs, in the order given; {@link url} is the one in use. */
   readonly urls: readonly string[];
   private current = 0;
+  /** Where each group's requests go (its coordinator, as a broker named it), when not to {@link url}. */
+  private readonly coordinators = new Map<string, string>();
   /** What every request and WebSocket upgrade carries: the bearer token, the TLS settings. */
   readonly connection: Connection;
   /** Connections with the client's TLS settings; none: the default. */
@@ -93,14 +103,53 @@ export class HttpApi implements OnelogApi {
     return true;
   }
 
+  /** The URL a request goes to: the group's coordinator as last named, else {@link url}. */
+  protected baseFor(groupId: string | undefined): string {
+    return (groupId === undefined ? undefined : this.coordinators.get(groupId)) ?? this.url;
+  }
+
+  /**
+   * A request sent to `base` could not be served there (connection failed, broker shutting down): a group's
+   * coordinator is forgotten (its requests go back to {@link url}), else the API fails over ({@link failOver}).
+   * @returns whether there is another URL to go to
+   */
+  protected lost(base: string, groupId: string | undefined): boolean {
+    if (groupId !== undefined && this.coordinators.get(groupId) === base) {
+      this.coordinators.delete(groupId);
+      if (base !== this.url) return true;
+    }
+    return this.failOver(base);
+  }
+
+  /**
+   * Follows `NOT_COORDINATOR`: the group's requests go to the `coordinatorUrl` it names from now on; one naming no
+   * URL (the coordinator never advertised one, or the lease is changing hands) sends them back to {@link url}, or on.
+   * @returns whether the request may be sent again
+   */
+  protected followCoordinator(groupId: string, error: OnelogError, base: string): boolean {
+    const named = error.context.coordinatorUrl;
+    if (typeof named !== 'string') return this.lost(base, groupId) || this.urls.length === 1;
+    let url: string;
+    try {
+      url = parseServerUrls(named)[0]!;
+    } catch {
+      return false;
+    }
+    if (url === this.url) this.coordinators.delete(groupId);
+    else this.coordinators.set(groupId, url);
+    return true;
+  }
+
   /** Lets go of the connections this API keeps (a TLS agent's), once it is no longer used. */
   close(): void {
     void this.dispatcher?.close();
   }
 
   private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+    const groupId = groupOf(path, body);
+    let redirects = 0;
     for (let attempt = 1; ; attempt++) {
-      const base = this.url;
+      const base = this.baseFor(groupId);
       const url = `${base}${path}`;
       const last = attempt >= this.urls.length;
       let response: Response;
@@ -113,7 +162,7 @@ export class HttpApi implements OnelogApi {
         });
       } catch (err) {
         const notSent = NOT_SENT.test((err as { cause?: { code?: string } }).cause?.code ?? '');
-        if (this.failOver(base) && !last && (notSent || method === 'GET')) continue;
+        if (this.lost(base, groupId) && !last && (notSent || method === 'GET')) continue;
         const others = this.urls.length > 1 ? ` (servers: ${this.urls.map(redactUrl).join(', ')})` : '';
         throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redactUrl(base)}: ${networkFailure(err, base)}${others}`, { url: redactUrl(url) });
       }
@@ -128,7 +177,12 @@ export class HttpApi implements OnelogApi {
       if (!response.ok) {
         const error = OnelogError.fromJSON(parsed as { code?: unknown; message?: unknown });
         // A broker shutting down did nothing of the request: the next one may.
-        if (error.code === 'BROKER_CLOSED' && this.failOver(base) && !last) continue;
+        if (error.code === 'BROKER_CLOSED' && this.lost(base, groupId) && !last) continue;
+        // Nothing of the request was done: the group's coordinator does it.
+        if (error.code === 'NOT_COORDINATOR' && groupId !== undefined && redirects++ < MAX_REDIRECTS && this.followCoordinator(groupId, error, base)) {
+          attempt--;
+          continue;
+        }
         throw error;
       }
       return parsed as T;
@@ -335,6 +389,14 @@ export class HttpApi implements OnelogApi {
   groupHistory(groupId: string): Promise<GroupHistory> {
     return this.call('GET', `/groups/${encodeURIComponent(groupId)}/history`);
   }
+}
+
+/** The group a request is for: `/groups/ID/...`, or a fetch naming its group; undefined for others. */
+export function groupOf(path: string, body: unknown): string | undefined {
+  const match = /^\/groups\/([^/?]+)/.exec(path);
+  if (match) return decodeURIComponent(match[1]!);
+  const groupId = (body as { groupId?: unknown } | undefined)?.groupId;
+  return typeof groupId === 'string' ? groupId : undefined;
 }
 
 /** Why a request could not be sent, and what to do. */

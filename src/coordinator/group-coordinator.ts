@@ -21,6 +21,7 @@ import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { Logs } from '../storage/logs.js';
 import type { Partition } from '../storage/partition.js';
 import type { Logger } from '../logger.js';
+import type { GroupPlacement } from './group-placement.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import { assignorFor } from './assignors/index.js';
 import { GroupMembership, parsePartitionKey, partitionKey } from './group-membership.js';
@@ -62,6 +63,8 @@ export class GroupCoordinator {
   private readonly subscriptions: Subscriptions;
   private readonly pendingResets = new Map<string, PendingReset[]>();
   private readonly positions: Positions;
+  /** Cluster mode: the lease epoch at which this broker coordinates each group it holds in memory. */
+  private readonly epochs = new Map<string, number>();
 
   constructor(
     private readonly catalog: Catalog,
@@ -71,9 +74,11 @@ export class GroupCoordinator {
     private readonly logger: Logger,
     private readonly monitor: Monitor,
     private readonly hooks: CoordinatorHooks = {},
+    private readonly placement?: GroupPlacement,
   ) {
     this.positions = new Positions(catalog, offsets, clock, monitor);
     this.subscriptions = new Subscriptions(catalog, clock, (sub, previous) => this.tiersChanged(sub, previous));
+    placement?.onLost((groupId) => void this.locked(groupId, async () => this.forget(groupId, undefined), false));
   }
 
   /** Loads what must be known before the first request: the subscriptions' retry tier topics. */
@@ -86,10 +91,48 @@ export class GroupCoordinator {
     return this.subscriptions.retryTopics;
   }
 
-  /** Runs `task` after every earlier task of the same group. */
-  private locked<T>(groupId: string, task: () => Promise<T>): Promise<T> {
+  /**
+   * Resolves once this broker coordinates the group (cluster mode: it holds the group's lease; see
+   * {@link GroupPlacement}); a group taken over since is forgotten first, so it is taken over from the stores.
+   * @returns undefined on the embedded default (nothing to wait for: a caller keeps its place in the group's order)
+   * @throws OnelogError `NOT_COORDINATOR` naming the coordinator
+   */
+  claim(groupId: string): Promise<void> | undefined {
+    if (this.placement === undefined) return undefined;
+    return this.placement.claim(groupId).then((epoch) => {
+      if (this.epochs.get(groupId) !== epoch) return this.locked(groupId, async () => this.forget(groupId, epoch), false);
+    });
+  }
+
+  /**
+   * Forgets what this broker held in memory of a group it no longer coordinates, or coordinates at a new lease
+   * `epoch` (another broker may have coordinated it meanwhile): resets waiting for a safe point are refused.
+   */
+  private forget(groupId: string, epoch: number | undefined): void {
+    if (this.epochs.get(groupId) === epoch) return;
+    if (epoch === undefined) this.epochs.delete(groupId);
+    else this.epochs.set(groupId, epoch);
+    this.groups.delete(groupId);
+    for (const r of this.pendingResets.get(groupId) ?? []) {
+      r.reject(new OnelogError('NOT_COORDINATOR', `this broker stopped coordinating group ${groupId} before the reset reached a safe point; ` +
+        'nothing was reset: send it again', { groupId, coordinatorBrokerId: null, coordinatorUrl: null }));
+    }
+    this.pendingResets.delete(groupId);
+  }
+
+  /**
+   * Runs `task` after every earlier task of the same group; with `claim` (the default), once this broker
+   * coordinates the group ({@link claim}).
+   */
+  private locked<T>(groupId: string, task: () => Promise<T>, claim = true): Promise<T> {
     const previous = this.queues.get(groupId) ?? Promise.resolve();
-    const next = previous.then(task, task);
+    const placement = claim ? this.placement : undefined;
+    const run = placement === undefined ? task : async () => {
+      const epoch = await placement.claim(groupId);
+      this.forget(groupId, epoch);
+      return task();
+    };
+    const next = previous.then(run, run);
     const tail = next.catch(() => {});
     this.queues.set(groupId, tail);
     void tail.then(() => {
@@ -210,7 +253,7 @@ export class GroupCoordinator {
       this.locked(groupId, async () => {
         const group = this.groups.get(groupId);
         if (group && this.expire(group)) await this.applyResets(group);
-      })));
+      }, false)));
   }
 
   private expire(group: GroupMembership): boolean {
@@ -423,6 +466,7 @@ export class GroupCoordinator {
    * @throws OnelogError `UNKNOWN_GROUP`
    */
   async describeGroup(groupId: string): Promise<GroupDescription> {
+    await this.claim(groupId); // its members are known to its coordinator only
     return describeGroup(this.descriptionSources(), groupId, this.groups.get(groupId));
   }
 
@@ -447,7 +491,7 @@ export class GroupCoordinator {
     await Promise.all([...this.groups].map(([groupId, group]) =>
       [...group.members.values()].some((m) => m.topics.includes(topic)) && this.locked(groupId, async () => {
         if (this.groups.get(groupId) === group && group.members.size > 0) group.rebalance();
-      })));
+      }, false)));
   }
 
   /**

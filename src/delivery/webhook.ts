@@ -14,6 +14,7 @@
 import { MemberSession } from '../client/member-session.js';
 import { systemClock } from '../clock.js';
 import type { FetchedPartition, OnelogApi, SubscriptionInfo } from '../protocol/api.js';
+import type { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logger } from '../logger.js';
 import { backoffMs, PartitionPusher } from './webhook-partition.js';
@@ -23,6 +24,9 @@ export type { WebhookOptions } from './webhook-partition.js';
 
 /** The slice of the broker's API a dispatcher uses. */
 export type WebhookApi = Pick<OnelogApi, 'joinGroup' | 'heartbeat' | 'fetch' | 'commitOffsets' | 'leaveGroup' | 'nack'>;
+
+/** How often a dispatcher whose group another broker coordinates (cluster mode) asks again, ms. */
+const STANDBY_RETRY_MS = 5000;
 
 /** The clientId webhook dispatchers join their groups with (shown by `groups describe`). */
 import { OutboundPolicy } from '../security/outbound.js';
@@ -157,6 +161,7 @@ class WebhookMember implements PartitionMember {
 
   private async run(): Promise<void> {
     let failures = 0;
+    let standby = false;
     while (!this.stopping) {
       try {
         if (!this.session.memberId || this.session.fenced) {
@@ -166,12 +171,20 @@ class WebhookMember implements PartitionMember {
           this.logger.info({ ...this.where(), memberId: this.session.memberId, endpoint: this.endpoint }, 'webhook dispatcher joined');
         }
         failures = 0;
+        standby = false;
         this.follow();
         // While the group reconciles, grants and revocations come sooner than the heartbeat timer (as the client's consumer).
         await this.session.waitForChange(this.session.state === 'Reconciling' ? this.options.maxWaitMs || 100 : 3000);
         if (!this.stopping && this.session.state === 'Reconciling' && !this.session.fenced) await this.session.heartbeat().catch(() => {});
       } catch (err) {
         if (this.stopping) break;
+        if ((err as OnelogError).code === 'NOT_COORDINATOR') {
+          // Cluster mode: another broker coordinates the group and pushes its records; this one stands by to take over.
+          if (!standby) this.logger.info({ ...this.where(), err: (err as Error).message }, 'webhook dispatcher on standby');
+          standby = true;
+          await systemClock.sleep(STANDBY_RETRY_MS, this.stopped.signal);
+          continue;
+        }
         failures++;
         const retryInMs = backoffMs(failures, this.options);
         this.logger.warn({ ...this.where(), err: (err as Error).message, retryInMs }, 'webhook dispatcher: group request failed');

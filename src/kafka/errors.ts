@@ -50,6 +50,7 @@ const KAFKA_CODES: Record<ErrorCode, number | Partial<Record<KafkaErrorContext, 
   // THROTTLING_QUOTA_EXCEEDED
   RATE_LIMITED: 89,
   NOT_LEADER_OR_FOLLOWER: 6,
+  NOT_COORDINATOR: 16,
   INTERNAL_ERROR: -1,
 };
 

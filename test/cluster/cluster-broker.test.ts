@@ -11,7 +11,8 @@ import { ManualClock } from '../../src/clock.js';
 import { brokerContract } from '../api/broker.contract.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
+import { testCluster } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { asyncCodeOf } from '../helpers/errors.js';
 
@@ -23,28 +24,7 @@ afterAll(async () => {
   await s3?.close();
 });
 
-/** A fresh cluster's stores: a PostgreSQL schema, a Redis key prefix, a bucket prefix; each broker its own data directory. */
-async function cluster(): Promise<{ options(brokerId: number): BrokerOptions; dispose(): Promise<void> }> {
-  const schema = await pgSchema('cluster');
-  const redis = redisPrefix();
-  const prefix = uniqueName('log');
-  const dirs: string[] = [];
-  return {
-    options: (brokerId) => {
-      const dataDir = tmpDir();
-      dirs.push(dataDir);
-      return {
-        dataDir, catalog: schema.url, offsets: `${REDIS_URL}?keyPrefix=${redis.prefix}`,
-        log: `s3://${s3.bucket}/${prefix}?endpoint=${encodeURIComponent(s3.endpoint)}`, brokerId, flushWindowMs: 5,
-      };
-    },
-    dispose: async () => {
-      await schema.drop();
-      await redis.drop();
-      for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+const cluster = (): Promise<TestCluster> => testCluster(s3);
 
 brokerContract('cluster mode (objects in S3-compatible storage, PostgreSQL, Redis)', async () => {
   const c = await cluster();

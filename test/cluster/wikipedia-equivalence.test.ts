@@ -14,7 +14,7 @@ import { ManualClock } from '../../src/clock.js';
 import { partitionForKey } from '../../src/protocol/murmur2.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
+import { testCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { editsByPartition, readEdits } from '../helpers/wikiticker.js';
 import type { Edit } from '../helpers/wikiticker.js';
@@ -266,19 +266,8 @@ beforeAll(async () => {
   }
 
   // Cluster mode, built as test/cluster/cluster-broker.test.ts builds it: produced through a, read and consumed through b.
-  const schema = await pgSchema('wiki');
-  const redis = redisPrefix();
-  const prefix = uniqueName('wikilog');
-  const dirs: string[] = [];
-  const options = (brokerId: number): BrokerOptions => {
-    const dir = tmpDir();
-    dirs.push(dir);
-    return {
-      dataDir: dir, catalog: schema.url, offsets: `${REDIS_URL}?keyPrefix=${redis.prefix}`,
-      log: `s3://${s3.bucket}/${prefix}?endpoint=${encodeURIComponent(s3.endpoint)}`, brokerId, flushWindowMs: 5,
-      clock: new ManualClock(T0),
-    };
-  };
+  const c = await testCluster(s3, 'wiki');
+  const options = (brokerId: number): BrokerOptions => c.options(brokerId, { clock: new ManualClock(T0) });
   let a: Broker | undefined;
   let b: Broker | undefined;
   try {
@@ -290,9 +279,7 @@ beforeAll(async () => {
   } finally {
     await a?.close();
     await b?.close();
-    await schema.drop();
-    await redis.drop();
-    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+    await c.dispose();
   }
 }, 180_000);
 

@@ -1,0 +1,59 @@
+/**
+ * This broker as a member of its cluster (docs/cluster.md): registered in PostgreSQL with the URLs it answers at
+ * and a heartbeat ({@link BrokerRegistry}), and coordinating the groups whose lease it holds ({@link GroupLeases}).
+ * The broker advertises itself once its listeners are up (`serve --advertised-url`); until then it coordinates
+ * groups all the same, and a `NOT_COORDINATOR` naming it carries no URL.
+ */
+import type { Logger } from '../logger.js';
+import type { BrokerInfo, BrokerRegistry } from './brokers.js';
+import type { GroupLeases } from './group-leases.js';
+
+export class ClusterMembership {
+  private timer: NodeJS.Timeout | null = null;
+  private registered = false;
+
+  /**
+   * @param heartbeatIntervalMs how often the registry records this broker live, ms; a third of the registry's
+   *   timeout (10 s by default) keeps it live through two missed beats
+   */
+  constructor(
+    readonly registry: BrokerRegistry,
+    readonly groups: GroupLeases,
+    private readonly logger: Logger,
+    private readonly heartbeatIntervalMs = 3000,
+  ) {
+    groups.start();
+  }
+
+  /** This broker's id in the cluster. */
+  get brokerId(): number {
+    return this.registry.brokerId;
+  }
+
+  /**
+   * Registers this broker with the addresses clients reach it at, and heartbeats from now on.
+   * @throws OnelogError `ALREADY_EXISTS` if a live broker has this broker id; `STORAGE_ERROR`
+   */
+  async advertise(addresses: { url: string; kafkaAddress?: string | null }): Promise<void> {
+    await this.registry.register(addresses);
+    this.registered = true;
+    this.logger.info({ brokerId: this.brokerId, ...addresses }, 'registered in the cluster');
+    this.timer ??= setInterval(() => {
+      this.registry.heartbeat().catch((err: unknown) => this.logger.error({ brokerId: this.brokerId, err: (err as Error).message }, 'cluster heartbeat failed'));
+    }, this.heartbeatIntervalMs);
+    this.timer.unref();
+  }
+
+  /** The live brokers of the cluster, by id. @throws OnelogError `STORAGE_ERROR` */
+  liveBrokers(): Promise<BrokerInfo[]> {
+    return this.registry.live();
+  }
+
+  /** Gives the group leases up and leaves the live brokers at once (a clean shutdown). */
+  async close(): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    await this.groups.close();
+    if (this.registered) await this.registry.deregister().catch(() => {});
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * A fresh cluster's stores for in-process brokers in cluster mode: a PostgreSQL schema (catalog, sequencer,
+ * leases, registry), a Redis key prefix (offsets) and a prefix in an s3rver bucket (the log); each broker its own
+ * data directory. Started by the caller's s3rver (test/helpers/s3.ts).
+ */
+import fs from 'node:fs';
+import type { BrokerOptions } from '../../src/broker.js';
+import type { S3Server } from './s3.js';
+import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from './services.js';
+import { tmpDir } from './tmp.js';
+
+export interface TestCluster {
+  /** The schema's URL: the catalog's, the sequencer's and the leases' database. */
+  pgUrl: string;
+  /** Options of broker `brokerId` of this cluster, with `extra` over the defaults (flush window 5 ms). */
+  options(brokerId: number, extra?: Partial<BrokerOptions>): BrokerOptions;
+  /** Drops the schema and the Redis keys, removes the data directories. */
+  dispose(): Promise<void>;
+}
+
+export async function testCluster(s3: S3Server, kind = 'cluster'): Promise<TestCluster> {
+  const schema = await pgSchema(kind);
+  const redis = redisPrefix();
+  const prefix = uniqueName('log');
+  const dirs: string[] = [];
+  return {
+    pgUrl: schema.url,
+    options: (brokerId, extra = {}) => {
+      const dataDir = tmpDir();
+      dirs.push(dataDir);
+      return {
+        dataDir, catalog: schema.url, offsets: `${REDIS_URL}?keyPrefix=${redis.prefix}`,
+        log: `s3://${s3.bucket}/${prefix}?endpoint=${encodeURIComponent(s3.endpoint)}`, brokerId, flushWindowMs: 5, ...extra,
+      };
+    },
+    dispose: async () => {
+      await schema.drop();
+      await redis.drop();
+      for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
