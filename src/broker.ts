@@ -502,20 +502,36 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return { topic, partitions };
   }
 
-  /** @see ProducePath.produce */
+  /**
+   * @see ProducePath.produce; in cluster mode, a partition another broker leads is refused `NOT_LEADER_OR_FOLLOWER`
+   * naming it (`leaderBrokerId`, `leaderUrl`)
+   */
   async produce(request: ProduceRequest): Promise<ProduceResult> {
     this.checkOpen();
     const refreshing = this.refresh(request.topic);
     if (refreshing) await refreshing;
-    return this.producing.produce(request);
+    return this.naming(this.producing.produce(request));
   }
 
-  /** @see ProducePath.produceBatches */
+  /** @see ProducePath.produceBatches; refusals as {@link produce} */
   async produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult> {
     this.checkOpen();
     const refreshing = this.refresh(request.topic);
     if (refreshing) await refreshing;
-    return this.producing.produceBatches(request);
+    return this.naming(this.producing.produceBatches(request));
+  }
+
+  /** Adds the leader's URL (`leaderUrl`, null if not live) to a `NOT_LEADER_OR_FOLLOWER` refusal: the client sends the write there. */
+  private async naming<T>(writing: Promise<T>): Promise<T> {
+    try {
+      return await writing;
+    } catch (err) {
+      const leader = (err as OnelogError).context?.leaderBrokerId;
+      if (this.membership === null || (err as OnelogError).code !== 'NOT_LEADER_OR_FOLLOWER' || typeof leader !== 'number') throw err;
+      const url = (await this.membership.liveBrokers().catch(() => [])).find((b) => b.brokerId === leader)?.url ?? null;
+      const { code, message, context } = err as OnelogError;
+      throw new OnelogError(code, url === null ? message : `${message} (${url})`, { ...context, leaderUrl: url });
+    }
   }
 
   /** @see ProducePath.initProducerId */

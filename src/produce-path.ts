@@ -14,7 +14,7 @@ import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
 import { Partitioner } from './protocol/partitioner.js';
 import { planProduce } from './protocol/produce-plan.js';
-import { encodeBatch, readBatchHeader } from './protocol/record-batch.js';
+import { BATCH_HEADER_BYTES, encodeBatch, readBatchHeader } from './protocol/record-batch.js';
 import type { CompressionType } from './protocol/topic-config.js';
 import type { Logs } from './storage/logs.js';
 
@@ -64,6 +64,7 @@ export class ProducePath {
       maxBatchBytes: this.limits.maxBatchBytes,
       choosePartition: (r, bytes) => this.choosePartition(topic, r, bytes, partitionCount),
     });
+    if (request.idempotence) await this.learnProducerIds(request.idempotence.producerId);
     if (request.idempotence && request.idempotence.producerId > this.lastProducerId) {
       throw new OnelogError('UNKNOWN_PRODUCER_ID', `producer id ${request.idempotence.producerId} was never issued by this broker; ` +
         'get one from initProducerId (POST /producers)', { topic, producerId: request.idempotence.producerId });
@@ -112,6 +113,7 @@ export class ProducePath {
     if (!Array.isArray(request.batches) || request.batches.length === 0) {
       throw new OnelogError('INVALID_REQUEST', 'a batch produce needs at least one batch', { topic: request.topic });
     }
+    await this.learnProducerIds(Math.max(...request.batches.map(({ batch }) => (Buffer.isBuffer(batch) && batch.length >= BATCH_HEADER_BYTES ? readBatchHeader(batch).producerId : -1))));
     const limits = {
       maxBatchBytes: Math.max(this.limits.maxBatchBytes, this.limits.maxRecordBytes), maxRecordBytes: this.limits.maxRecordBytes, lastProducerId: this.lastProducerId,
     };
@@ -137,6 +139,14 @@ export class ProducePath {
         partition: prepared[i]!.log.partition, baseOffset, lastOffset, ...(duplicate ? { duplicate } : {}),
       })),
     };
+  }
+
+  /**
+   * Learns producer ids issued since start by other brokers sharing the catalog (cluster mode), before a produce
+   * naming `producerId` would refuse it as never issued.
+   */
+  private async learnProducerIds(producerId: number): Promise<void> {
+    if (producerId > this.lastProducerId) this.lastProducerId = Math.max(this.lastProducerId, await this.catalog.lastProducerId());
   }
 
   /** Issues a new idempotent producer identity: a never reused id (from the catalog) at epoch 0. */

@@ -18,7 +18,7 @@ import { Partitioner } from '../protocol/partitioner.js';
 import { planProduce } from '../protocol/produce-plan.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
-import { groupOf, HttpApi, MAX_REDIRECTS } from './http-api.js';
+import { HttpApi, MAX_REDIRECTS, routeOf } from './http-api.js';
 
 /** Records per produced batch are cut at about this many bytes. */
 const BATCH_BYTES = 1024 * 1024;
@@ -128,13 +128,14 @@ export class BinaryApi extends HttpApi {
   }
 
   /**
-   * Sends one frame and waits for its answer, on the socket of the group's coordinator for a group's fetch or
-   * commit (following `NOT_COORDINATOR` as {@link HttpApi} does), else of the URL in use.
+   * Sends one frame and waits for its answer, on the socket of the broker its route names ({@link routeOf}: a
+   * group's coordinator for a group's fetch or commit, a topic's leader for a produce; followed as {@link HttpApi}
+   * follows them), else of the URL in use.
    */
   private async request(kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], expected: FrameKind): Promise<DataFrame> {
-    const groupId = groupOf('', json);
+    const route = kind === FRAME_KIND.PRODUCE ? `produce:${(json as { topic: string }).topic}` : routeOf('', json);
     for (let redirects = 0; ; redirects++) {
-      const ws = await this.connect(groupId, this.urls.length);
+      const ws = await this.connect(route, this.urls.length);
       const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
       const answer = await new Promise<DataFrame>((resolve, reject) => {
         this.pending.set(requestId, { ws, resolve, reject });
@@ -149,7 +150,7 @@ export class BinaryApi extends HttpApi {
       if (answer.kind === FRAME_KIND.ERROR) {
         const error = OnelogError.fromJSON(answer.json as { code?: unknown; message?: unknown });
         const base = ws.url.replace(/^ws/, 'http').replace(/\/data$/, '');
-        if (error.code === 'NOT_COORDINATOR' && groupId !== undefined && redirects < MAX_REDIRECTS && this.followCoordinator(groupId, error, base)) continue;
+        if (redirects < MAX_REDIRECTS && this.follow(route, error, base)) continue;
         throw error;
       }
       if (answer.kind !== expected) throw new OnelogError('INTERNAL_ERROR', `the data path answered frame kind ${answer.kind}, expected ${expected}`);
@@ -161,8 +162,8 @@ export class BinaryApi extends HttpApi {
    * The data socket to the URL a request goes to ({@link baseFor}), opened on first use; one that cannot be opened
    * is opened at the next URL ({@link lost}), `tries` in all. A socket that breaks fails the requests sent on it.
    */
-  private connect(groupId: string | undefined, tries: number): Promise<WebSocket> {
-    const base = this.baseFor(groupId);
+  private connect(route: string | undefined, tries: number): Promise<WebSocket> {
+    const base = this.baseFor(route);
     let socket = this.sockets.get(base);
     if (socket !== undefined) return socket;
     socket = new Promise<WebSocket>((resolve, reject) => {
@@ -176,9 +177,9 @@ export class BinaryApi extends HttpApi {
         if (failed) return; // an error, then its close
         failed = true;
         if (this.sockets.get(base) === socket) this.sockets.delete(base);
-        const moved = this.lost(base, groupId);
+        const moved = this.lost(base, route);
         if (!opened && moved && tries > 1) {
-          this.connect(groupId, tries - 1).then(resolve, reject);
+          this.connect(route, tries - 1).then(resolve, reject);
           return;
         }
         const err = new OnelogError('NETWORK_ERROR', `the data path at ${url}: ${message}`, { url });

@@ -9,10 +9,12 @@
  * answered `NETWORK_ERROR` (its outcome is unknown: the caller's retry decides, as with Kafka's producer) and the
  * next request goes to the next URL.
  *
- * A group's requests (`/groups/ID/...`, and a fetch naming a group) go to the broker that coordinates the group: a
- * broker that does not answers `NOT_COORDINATOR` naming the one that does (`coordinatorUrl`), and the API sends the
- * request there at once and remembers it for the group's next requests (as Kafka's clients find a group's coordinator),
- * forgetting it when that broker cannot be reached. Other requests stay on the URL in use.
+ * Cluster mode routes requests as Kafka's clients do: a group's requests (`/groups/ID/...`, and a fetch naming a
+ * group) go to the broker that coordinates the group, a topic's produce to the broker that sequences its partitions.
+ * A broker that does not answers `NOT_COORDINATOR` naming the one that does (`coordinatorUrl`), or, for a produce of
+ * which nothing was stored, `NOT_LEADER_OR_FOLLOWER` naming the partition's leader (`leaderUrl`); the API sends the
+ * request there at once and remembers it for the group's or topic's next requests, forgetting it when that broker
+ * cannot be reached. Other requests stay on the URL in use.
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
@@ -68,8 +70,11 @@ export class HttpApi implements OnelogApi {
   /** The server URLs, in the order given; {@link url} is the one in use. */
   readonly urls: readonly string[];
   private current = 0;
-  /** Where each group's requests go (its coordinator, as a broker named it), when not to {@link url}. */
-  private readonly coordinators = new Map<string, string>();
+  /**
+   * Where a route's requests go when not to {@link url}: `group:ID` to the group's coordinator, `produce:TOPIC` to
+   * the topic's partition leader, as a broker named them.
+   */
+  private readonly routes = new Map<string, string>();
   /** What every request and WebSocket upgrade carries: the bearer token, the TLS settings. */
   readonly connection: Connection;
   /** Connections with the client's TLS settings; none: the default. */
@@ -103,40 +108,45 @@ export class HttpApi implements OnelogApi {
     return true;
   }
 
-  /** The URL a request goes to: the group's coordinator as last named, else {@link url}. */
-  protected baseFor(groupId: string | undefined): string {
-    return (groupId === undefined ? undefined : this.coordinators.get(groupId)) ?? this.url;
+  /** The URL a request of `route` ({@link routeOf}) goes to: the broker last named for it, else {@link url}. */
+  protected baseFor(route: string | undefined): string {
+    return (route === undefined ? undefined : this.routes.get(route)) ?? this.url;
   }
 
   /**
-   * A request sent to `base` could not be served there (connection failed, broker shutting down): a group's
-   * coordinator is forgotten (its requests go back to {@link url}), else the API fails over ({@link failOver}).
+   * A request sent to `base` could not be served there (connection failed, broker shutting down): the broker named
+   * for its route is forgotten (its requests go back to {@link url}), else the API fails over ({@link failOver}).
    * @returns whether there is another URL to go to
    */
-  protected lost(base: string, groupId: string | undefined): boolean {
-    if (groupId !== undefined && this.coordinators.get(groupId) === base) {
-      this.coordinators.delete(groupId);
+  protected lost(base: string, route: string | undefined): boolean {
+    if (route !== undefined && this.routes.get(route) === base) {
+      this.routes.delete(route);
       if (base !== this.url) return true;
     }
     return this.failOver(base);
   }
 
   /**
-   * Follows `NOT_COORDINATOR`: the group's requests go to the `coordinatorUrl` it names from now on; one naming no
-   * URL (the coordinator never advertised one, or the lease is changing hands) sends them back to {@link url}, or on.
+   * Follows a broker's answer that another one serves the request, when nothing of it was done: `NOT_COORDINATOR`
+   * (a group's request) and `NOT_LEADER_OR_FOLLOWER` without `stored` (a produce). The route's requests go to the
+   * URL it names (`coordinatorUrl`, `leaderUrl`) from now on; one naming none (never advertised, or the lease is
+   * changing hands) sends them back to {@link url}, or on.
    * @returns whether the request may be sent again
    */
-  protected followCoordinator(groupId: string, error: OnelogError, base: string): boolean {
-    const named = error.context.coordinatorUrl;
-    if (typeof named !== 'string') return this.lost(base, groupId) || this.urls.length === 1;
+  protected follow(route: string | undefined, error: OnelogError, base: string): boolean {
+    if (route === undefined) return false;
+    const wanted = route.startsWith('group:') ? 'NOT_COORDINATOR' : 'NOT_LEADER_OR_FOLLOWER';
+    if (error.code !== wanted || error.context.stored !== undefined) return false;
+    const named = error.context.coordinatorUrl ?? error.context.leaderUrl;
+    if (typeof named !== 'string') return this.lost(base, route) || this.urls.length === 1;
     let url: string;
     try {
       url = parseServerUrls(named)[0]!;
     } catch {
       return false;
     }
-    if (url === this.url) this.coordinators.delete(groupId);
-    else this.coordinators.set(groupId, url);
+    if (url === this.url) this.routes.delete(route);
+    else this.routes.set(route, url);
     return true;
   }
 
@@ -146,10 +156,10 @@ export class HttpApi implements OnelogApi {
   }
 
   private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
-    const groupId = groupOf(path, body);
+    const route = routeOf(path, body);
     let redirects = 0;
     for (let attempt = 1; ; attempt++) {
-      const base = this.baseFor(groupId);
+      const base = this.baseFor(route);
       const url = `${base}${path}`;
       const last = attempt >= this.urls.length;
       let response: Response;
@@ -162,7 +172,7 @@ export class HttpApi implements OnelogApi {
         });
       } catch (err) {
         const notSent = NOT_SENT.test((err as { cause?: { code?: string } }).cause?.code ?? '');
-        if (this.lost(base, groupId) && !last && (notSent || method === 'GET')) continue;
+        if (this.lost(base, route) && !last && (notSent || method === 'GET')) continue;
         const others = this.urls.length > 1 ? ` (servers: ${this.urls.map(redactUrl).join(', ')})` : '';
         throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redactUrl(base)}: ${networkFailure(err, base)}${others}`, { url: redactUrl(url) });
       }
@@ -177,9 +187,10 @@ export class HttpApi implements OnelogApi {
       if (!response.ok) {
         const error = OnelogError.fromJSON(parsed as { code?: unknown; message?: unknown });
         // A broker shutting down did nothing of the request: the next one may.
-        if (error.code === 'BROKER_CLOSED' && this.lost(base, groupId) && !last) continue;
-        // Nothing of the request was done: the group's coordinator does it.
-        if (error.code === 'NOT_COORDINATOR' && groupId !== undefined && redirects++ < MAX_REDIRECTS && this.followCoordinator(groupId, error, base)) {
+        if (error.code === 'BROKER_CLOSED' && this.lost(base, route) && !last) continue;
+        // Nothing of the request was done: the group's coordinator or the partition's leader does it.
+        if (redirects < MAX_REDIRECTS && this.follow(route, error, base)) {
+          redirects++;
           attempt--;
           continue;
         }
@@ -391,12 +402,17 @@ export class HttpApi implements OnelogApi {
   }
 }
 
-/** The group a request is for: `/groups/ID/...`, or a fetch naming its group; undefined for others. */
-export function groupOf(path: string, body: unknown): string | undefined {
-  const match = /^\/groups\/([^/?]+)/.exec(path);
-  if (match) return decodeURIComponent(match[1]!);
+/**
+ * Which broker a request is for, in cluster mode: `group:ID` for a group's (`/groups/ID/...`, or a fetch naming its
+ * group), `produce:TOPIC` for a produce (`/topics/TOPIC/records`); undefined for any broker.
+ */
+export function routeOf(path: string, body: unknown): string | undefined {
+  const group = /^\/groups\/([^/?]+)/.exec(path);
+  if (group) return `group:${decodeURIComponent(group[1]!)}`;
+  const produce = /^\/topics\/([^/?]+)\/records$/.exec(path);
+  if (produce) return `produce:${decodeURIComponent(produce[1]!)}`;
   const groupId = (body as { groupId?: unknown } | undefined)?.groupId;
-  return typeof groupId === 'string' ? groupId : undefined;
+  return typeof groupId === 'string' ? `group:${groupId}` : undefined;
 }
 
 /** Why a request could not be sent, and what to do. */

@@ -1,0 +1,79 @@
+/**
+ * Produce routing in cluster mode: a broker that does not lead a partition refuses its records with
+ * NOT_LEADER_OR_FOLLOWER naming the leader's URL, and clients (HTTP and binary) send the write there; producer ids
+ * issued by one broker are known to the others.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AddressInfo } from 'node:net';
+import { Broker } from '../../src/broker.js';
+import { BinaryApi } from '../../src/client/binary-api.js';
+import { HttpApi } from '../../src/client/http-api.js';
+import { createHttpServer } from '../../src/server/http-server.js';
+import { testCluster } from '../helpers/cluster.js';
+import { startS3 } from '../helpers/s3.js';
+import type { S3Server } from '../helpers/s3.js';
+
+let s3: S3Server;
+beforeAll(async () => {
+  s3 = await startS3();
+});
+afterAll(async () => {
+  await s3?.close();
+});
+
+const rec = (value: string, partition: number) => ({ key: null, value: Buffer.from(value), partition });
+
+describe('produce routing', () => {
+  it('sends a produce to the partition\'s leader: refused by the other broker naming its URL, then stored once there', async () => {
+    const c = await testCluster(s3);
+    const a = await Broker.open(c.options(1));
+    const b = await Broker.open(c.options(2));
+    const apps = [createHttpServer(a), createHttpServer(b)];
+    const urls: string[] = [];
+    for (const [i, app] of apps.entries()) {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      urls.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
+      await [a, b][i]!.advertise({ url: urls[i]! });
+    }
+    try {
+      await a.createTopic({ topic: 't', partitions: 2 });
+      await a.produce({ topic: 't', records: [rec('a0', 0)] }); // a leads partition 0
+      await b.produce({ topic: 't', records: [rec('b0', 1)] }); // b leads partition 1
+      expect(await b.produce({ topic: 't', records: [rec('x', 0)] }).catch((err: unknown) => err)).toMatchObject({
+        code: 'NOT_LEADER_OR_FOLLOWER', context: { leaderBrokerId: 1, leaderUrl: urls[0] },
+      });
+      // Clients pointed at b alone write partition 0 through a, and partition 1 (b's) stays on b.
+      for (const api of [new HttpApi(urls[1]!), new BinaryApi(urls[1]!)]) {
+        const at = (await a.describeTopic('t')).partitions.map((p) => p.highWatermark);
+        expect((await api.produce({ topic: 't', records: [rec('p0', 0), rec('p0', 0)] })).offsets).toEqual([{ partition: 0, offset: at[0] }, { partition: 0, offset: at[0]! + 1 }]);
+        expect((await api.produce({ topic: 't', records: [rec('p1', 1)] })).offsets).toEqual([{ partition: 1, offset: at[1] }]);
+        api.close();
+      }
+      const read = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }, { partition: 1, offset: 0 }] });
+      expect(read.partitions.map((p) => p.records.map((r) => r.value!.toString()))).toEqual([['a0', 'p0', 'p0', 'p0', 'p0'], ['b0', 'p1', 'p1']]);
+    } finally {
+      for (const app of apps) await app.close();
+      await a.close();
+      await b.close();
+      await c.dispose();
+    }
+  });
+
+  it('knows producer ids another broker issued after it started', async () => {
+    const c = await testCluster(s3);
+    const a = await Broker.open(c.options(1));
+    const b = await Broker.open(c.options(2));
+    try {
+      await a.createTopic({ topic: 't', partitions: 1 });
+      const producer = await a.initProducerId(); // issued after b started
+      const send = () => b.produce({ topic: 't', records: [rec('once', 0)], idempotence: { ...producer, baseSequences: { 0: 0 } } });
+      expect((await send()).offsets).toEqual([{ partition: 0, offset: 0 }]);
+      expect((await send()).offsets).toEqual([{ partition: 0, offset: 0 }]); // a retry: stored once
+      expect((await b.describeTopic('t')).partitions[0]!.highWatermark).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+      await c.dispose();
+    }
+  });
+});
