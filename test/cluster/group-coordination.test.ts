@@ -4,13 +4,11 @@
  * commits of its members are refused by the offset store's generation fence; it then steps down.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { Broker } from '../../src/broker.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { Onelog } from '../../src/client/index.js';
-import { createHttpServer } from '../../src/server/http-server.js';
-import { testCluster } from '../helpers/cluster.js';
+import { servedBrokers, testCluster } from '../helpers/cluster.js';
 import { asyncCodeOf } from '../helpers/errors.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
@@ -127,16 +125,9 @@ describe('group coordination on the group lease\'s holder', () => {
   });
 
   it('clients follow NOT_COORDINATOR: a consumer given only the other broker\'s URL consumes through the coordinator (HTTP and binary)', async () => {
-    const c = await testCluster(s3);
-    const a = await Broker.open(c.options(1));
-    const b = await Broker.open(c.options(2));
-    const apps = [createHttpServer(a), createHttpServer(b)];
-    const urls: string[] = [];
-    for (const [i, app] of apps.entries()) {
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      urls.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
-      await [a, b][i]!.advertise({ url: urls[i]! });
-    }
+    const served = await servedBrokers(await testCluster(s3), 2);
+    const [a] = served.brokers as [Broker];
+    const { urls } = served;
     try {
       await a.createTopic({ topic: 't', partitions: 2 });
       await a.produce({ topic: 't', records: Array.from({ length: 40 }, (_, i) => rec(`v${i}`, i % 2)) });
@@ -160,10 +151,7 @@ describe('group coordination on the group lease\'s holder', () => {
         expect(description.subscriptions[0]!.partitions.map((p) => p.committedOffset)).toEqual([20, 20]);
       }
     } finally {
-      for (const app of apps) await app.close();
-      await a.close();
-      await b.close();
-      await c.dispose();
+      await served.close();
     }
   });
 });

@@ -4,12 +4,10 @@
  * issued by one broker are known to the others.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AddressInfo } from 'node:net';
 import { Broker } from '../../src/broker.js';
 import { BinaryApi } from '../../src/client/binary-api.js';
 import { HttpApi } from '../../src/client/http-api.js';
-import { createHttpServer } from '../../src/server/http-server.js';
-import { testCluster } from '../helpers/cluster.js';
+import { servedBrokers, testCluster } from '../helpers/cluster.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
 
@@ -25,16 +23,9 @@ const rec = (value: string, partition: number) => ({ key: null, value: Buffer.fr
 
 describe('produce routing', () => {
   it('sends a produce to the partition\'s leader: refused by the other broker naming its URL, then stored once there', async () => {
-    const c = await testCluster(s3);
-    const a = await Broker.open(c.options(1));
-    const b = await Broker.open(c.options(2));
-    const apps = [createHttpServer(a), createHttpServer(b)];
-    const urls: string[] = [];
-    for (const [i, app] of apps.entries()) {
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      urls.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
-      await [a, b][i]!.advertise({ url: urls[i]! });
-    }
+    const served = await servedBrokers(await testCluster(s3), 2);
+    const [a, b] = served.brokers as [Broker, Broker];
+    const { urls } = served;
     try {
       await a.createTopic({ topic: 't', partitions: 2 });
       await a.produce({ topic: 't', records: [rec('a0', 0)] }); // a leads partition 0
@@ -52,10 +43,7 @@ describe('produce routing', () => {
       const read = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }, { partition: 1, offset: 0 }] });
       expect(read.partitions.map((p) => p.records.map((r) => r.value!.toString()))).toEqual([['a0', 'p0', 'p0', 'p0', 'p0'], ['b0', 'p1', 'p1']]);
     } finally {
-      for (const app of apps) await app.close();
-      await a.close();
-      await b.close();
-      await c.dispose();
+      await served.close();
     }
   });
 

@@ -4,7 +4,10 @@
  * data directory. Started by the caller's s3rver (test/helpers/s3.ts).
  */
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { Broker } from '../../src/broker.js';
 import type { BrokerOptions } from '../../src/broker.js';
+import { createHttpServer } from '../../src/server/http-server.js';
 import type { S3Server } from './s3.js';
 import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from './services.js';
 import { tmpDir } from './tmp.js';
@@ -37,6 +40,39 @@ export async function testCluster(s3: S3Server, kind = 'cluster'): Promise<TestC
       await schema.drop();
       await redis.drop();
       for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Brokers of one test cluster, each behind its HTTP server on a loopback port and advertised at it. */
+export interface ServedBrokers {
+  brokers: Broker[];
+  /** Each broker's URL, as advertised. */
+  urls: string[];
+  /** Closes the servers and the brokers, then disposes of the cluster's stores. */
+  close(): Promise<void>;
+}
+
+/** Opens brokers 1..`count` of `cluster`, each served on `127.0.0.1:0` and advertised there. */
+export async function servedBrokers(cluster: TestCluster, count: number): Promise<ServedBrokers> {
+  const brokers: Broker[] = [];
+  const apps: Array<ReturnType<typeof createHttpServer>> = [];
+  const urls: string[] = [];
+  for (let id = 1; id <= count; id++) {
+    const broker = await Broker.open(cluster.options(id));
+    const app = createHttpServer(broker);
+    brokers.push(broker);
+    apps.push(app);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    urls.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
+    await broker.advertise({ url: urls[id - 1]! });
+  }
+  return {
+    brokers, urls,
+    close: async () => {
+      for (const app of apps) await app.close();
+      for (const broker of brokers) await broker.close();
+      await cluster.dispose();
     },
   };
 }
