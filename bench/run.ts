@@ -24,6 +24,9 @@
  * `--cluster-brokers 1,2,3` brokers, `--cluster-producers N` (per broker, default 8), `--cluster-seconds S`
  * (default 10), `--flush-window-ms MS` (default 50): records/s, ack latency, objects PUT and transactions per second.
  *
+ * `--only cluster-brokers` (not in the default run): the same with whole `onelog serve` brokers, producing through the
+ * binary data path (bench/cluster-brokers.ts); takes `--cluster-brokers`, `--cluster-producers`, `--cluster-seconds`.
+ *
  * `--only scale` (not in the default run): the limits at scale of issue 15 (bench/scale/), each a `onelog serve`
  * child; or one of them with `--only scale-partitions|scale-compaction|scale-offsets|scale-websockets|scale-restart`.
  * Options: `--scale-partitions N` (default 10,000), `--compaction-keys N` (default 20,000,000; the 2,000,000-key
@@ -48,6 +51,7 @@ import { latencySweep } from './sweep.js';
 import { latencyModes } from './latency-modes.js';
 import { scaleBenchmarks } from './scale/index.js';
 import { clusterBenchmark } from './cluster.js';
+import { clusterBrokersBenchmark } from './cluster-brokers.js';
 
 const { values } = parseArgs({
   options: {
@@ -130,6 +134,12 @@ if (only === 'scale' || only?.startsWith('scale-')) {
     websockets: Number(values.websockets),
     restartGigabytes: Number(values['restart-gb']),
     restartDir: values['restart-dir'],
+  });
+}
+if (only === 'cluster-brokers') {
+  await clusterBrokersBenchmark({
+    brokers: values['cluster-brokers'].split(',').map(Number), seconds: Number(values['cluster-seconds']),
+    producersPerBroker: Number(values['cluster-producers']), flushWindowMs: Number(values['flush-window-ms']),
   });
 }
 if (only === 'cluster') {
