@@ -391,6 +391,28 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.membership?.brokerId ?? null;
   }
 
+  /**
+   * Cluster mode: each partition's sequencer among `topics`, the broker holding its lease now, by topic then
+   * partition (Kafka's Metadata); partitions nobody holds are left out (the next broker to produce to one takes it).
+   * Null on the embedded default, where this broker leads every partition.
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  async partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>> | null> {
+    this.checkOpen();
+    return (await this.logs.partitionLeaders?.(topics)) ?? null;
+  }
+
+  /**
+   * Cluster mode: the broker coordinating `groupId` now, the holder of its lease `group:<groupId>` (Kafka's
+   * FindCoordinator); null when nobody holds it (the next broker asked for the group takes it) and on the embedded
+   * default (this broker coordinates every group).
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  async groupCoordinator(groupId: string): Promise<number | null> {
+    this.checkOpen();
+    return (await this.membership?.groups.holder(groupId)) ?? null;
+  }
+
   /** The log store's file-handle cache: descriptors open, budget, hits, opens, evictions (diagnostics, benchmarks). */
   fileCacheStats(): FileCacheStats {
     return this.files.stats();

@@ -156,6 +156,11 @@ export class ClusterLogs implements Logs {
     for (const [partition, state] of await this.options.sequencer.states(topic, wanted)) t.partitions[partition]?.seen(state);
   }
 
+  /** The holders of the partition leases of `topics` now, from the sequencer's table ({@link Sequencer.leaders}). */
+  partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>> {
+    return this.options.sequencer.leaders(topics);
+  }
+
   async visit<T>(topic: string, work: (log: BrokerPartition) => T, onError: (partition: number, err: Error) => void): Promise<T[]> {
     const out: T[] = [];
     for (const log of this.partitions(topic)) {

@@ -77,6 +77,16 @@ export class GroupLeases implements GroupPlacement {
     return [...this.held.keys()];
   }
 
+  /**
+   * The broker holding the group's lease now (its expiry not passed by the database's clock), read from PostgreSQL
+   * and taking nothing: where the group's requests go (Kafka's FindCoordinator). Null when nobody holds it: the
+   * next broker asked for the group takes it.
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  async holder(groupId: string): Promise<number | null> {
+    return (await this.options.leases.holder(leaseName(groupId)))?.brokerId ?? null;
+  }
+
   claim(groupId: string): Promise<number> {
     const now = performance.now();
     const held = this.held.get(groupId);

@@ -460,6 +460,28 @@ export class Sequencer {
     };
   }
 
+  /**
+   * Who sequences each partition of `topics` now, in one query: the holder of its lease, if that lease has not
+   * expired by the database's clock. A partition nobody holds (never produced to, given up at a close, or its lease
+   * run out because no produce renewed it) is left out, as are topics without partitions here: any broker takes
+   * such a lease at its next produce to the partition.
+   * @returns by topic, then partition: the holder's broker id
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  async leaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>> {
+    const out = new Map<string, Map<number, number>>();
+    if (topics.length === 0) return out;
+    const { rows } = await this.query<{ topic: string; partition: number; leader_broker_id: number }>('partition leaders',
+      `SELECT topic, partition, leader_broker_id FROM ${this.partitions}
+        WHERE topic = ANY($1::text[]) AND leader_broker_id IS NOT NULL AND lease_expires_at > clock_timestamp()`, [topics]);
+    for (const r of rows) {
+      let partitions = out.get(r.topic);
+      if (partitions === undefined) out.set(r.topic, (partitions = new Map()));
+      partitions.set(r.partition, r.leader_broker_id);
+    }
+    return out;
+  }
+
   /** Why a chunk's lease check failed: who holds the partition now, for the client's retry. */
   private async notLeader(client: PoolClient, c: ObjectChunk): Promise<OnelogError> {
     const { rows: [r] } = await client.query<{ leader_broker_id: number | null; leader_epoch: string; expired: boolean }>(

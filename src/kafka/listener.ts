@@ -18,7 +18,7 @@ import type { RequestHeader } from './codec/headers.js';
 import { decode, encode } from './codec/interpreter.js';
 import type { Struct } from './codec/interpreter.js';
 import { inRange } from './codec/schema.js';
-import type { KafkaApi, KafkaConnection, KafkaDataApi } from './apis/api.js';
+import type { KafkaApi, KafkaCluster, KafkaConnection, KafkaDataApi } from './apis/api.js';
 import { authorizedApi } from './authorized-api.js';
 import { authenticateStep, saslAuthenticate, saslHandshake } from './apis/sasl.js';
 import type { Acls } from '../security/acls.js';
@@ -111,7 +111,7 @@ export class KafkaListener {
   private readonly members: KafkaMembers;
 
   private constructor(
-    private readonly api: KafkaDataApi,
+    private readonly api: KafkaDataApi & KafkaCluster,
     private readonly server: net.Server,
     private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort' | 'users' | 'tls' | 'acls' | 'audit' | 'quotas'>> &
       Pick<KafkaListenerOptions, 'users' | 'acls' | 'audit' | 'quotas'> & { advertisedHost: string; advertisedPort?: number },
@@ -127,8 +127,11 @@ export class KafkaListener {
     }
   }
 
-  /** Listens on `options.host:options.port`; resolves once listening. */
-  static async start(api: KafkaDataApi, options: KafkaListenerOptions): Promise<KafkaListener> {
+  /**
+   * Listens on `options.host:options.port`; resolves once listening.
+   * @param api the broker: its API, and its cluster for Metadata and FindCoordinator (src/kafka/placement.ts)
+   */
+  static async start(api: KafkaDataApi & KafkaCluster, options: KafkaListenerOptions): Promise<KafkaListener> {
     const host = options.host ?? '127.0.0.1';
     const server = options.tls ? tls.createServer(options.tls) : net.createServer();
     const listener = new KafkaListener(api, server, {
@@ -249,7 +252,7 @@ export class KafkaListener {
     const principal = this.principalOf(header.apiKey, connection, socket);
     if (principal !== null) await this.throttle(principal, header.apiKey === produce.key ? frame.length : 0);
     const response = await api.handle(request, {
-      api: principal === null ? this.api : this.apiFor(principal, connection), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, apis: [...this.apis.values()], members: this.members,
+      api: principal === null ? this.api : this.apiFor(principal, connection), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, cluster: this.api, apis: [...this.apis.values()], members: this.members,
     });
     return response === null ? null : this.frame(header, api, response);
   }

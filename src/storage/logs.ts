@@ -113,6 +113,13 @@ export interface Logs {
    */
   refresh(topic: string, partitions?: readonly number[]): Awaitable<void>;
   /**
+   * Cluster mode: who sequences each partition of `topics` now (the holder of its partition lease, not expired),
+   * by topic then partition, as broker ids; partitions nobody holds are left out (any broker takes their lease at
+   * its next produce). Absent on the local engine, whose broker leads every partition.
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  partitionLeaders?(topics: readonly string[]): Promise<Map<string, Map<number, number>>>;
+  /**
    * Runs `work` on every partition of a topic for a background sweep (retention). A partition that fails is
    * reported to `onError` and the sweep goes on.
    * @returns what `work` answered, for the partitions visited

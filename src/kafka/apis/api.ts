@@ -16,6 +16,18 @@ export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
   committedOffsets(groupId: string): Promise<Array<{ topic: string; partition: number; offset: number; metadata: string }>>;
 }
 
+/** What the listener needs to know of its broker's cluster (src/broker.ts's Broker has it all; src/kafka/placement.ts uses it). */
+export interface KafkaCluster {
+  /** This broker's id in its cluster (its node id), or null on the embedded default (node 0). */
+  readonly brokerId: number | null;
+  /** The live brokers, with `host:port` of their Kafka listener (null without one); null on the embedded default. */
+  liveBrokers(): Promise<ReadonlyArray<{ brokerId: number; kafkaAddress: string | null }> | null>;
+  /** Each partition's sequencer now, by topic then partition (those nobody holds left out); null on the embedded default. */
+  partitionLeaders(topics: readonly string[]): Promise<ReadonlyMap<string, ReadonlyMap<number, number>> | null>;
+  /** The holder of the group's lease now; null when nobody holds it, and on the embedded default. */
+  groupCoordinator(groupId: string): Promise<number | null>;
+}
+
 /** One client connection's SASL state (docs/security.md). */
 export interface KafkaConnection {
   /** Who it authenticated as; null until SASL succeeded (or on a broker without users to check). */
@@ -40,8 +52,13 @@ export interface RequestContext {
   /** The users SASL authenticates against; none on a broker that checks no one. */
   users?: Users | undefined;
   header: RequestHeader;
-  /** The listener's address as clients must reach it (Metadata's only broker, FindCoordinator's coordinator). */
+  /** The listener's address as clients must reach it (this broker in Metadata and FindCoordinator). */
   advertised: { host: string; port: number };
+  /**
+   * The broker's cluster, as the broker itself sees it, not through the principal's ACLs (placement.ts: brokers,
+   * partition leaders, group coordinators; handlers ask it only about topics and groups they may describe).
+   */
+  cluster: KafkaCluster;
   /** The APIs and versions served (ApiVersions answers them). */
   apis: readonly KafkaApi[];
   /** The Kafka members of onelog's groups, over every connection. */
@@ -67,5 +84,5 @@ export const EARLIEST = -2;
 /** ListOffsets' timestamp for a partition's latest offset (the high watermark); also committed to reset to it. */
 export const LATEST = -1;
 
-/** onelog is one broker: node 0, leader of every partition, at leader epoch 0. */
+/** The embedded default's node id: one broker, leader of every partition (cluster mode: each broker's id, placement.ts). */
 export const NODE_ID = 0;

@@ -1,26 +1,33 @@
 /**
- * Metadata (3): one broker (the listener), every requested topic with its partitions, each led by it at epoch 0.
+ * Metadata (3): the brokers and every requested topic with its partitions, each with one leader (its only replica
+ * and in-sync replica) at leader epoch 0. On the embedded default the listener's broker (node 0) is the only broker
+ * and leads every partition. In cluster mode (placement.ts) the brokers are the cluster's live brokers with a Kafka
+ * listener, by broker id; a partition's leader is its sequencer, the holder of its lease now, and a partition
+ * nobody leads (or led by a broker without a live Kafka listener) names this broker, which takes a free lease at
+ * the first produce. The controller is this broker.
  * Topics are never auto-created: an unknown one answers UNKNOWN_TOPIC_OR_PARTITION (3).
  */
 import { OnelogError } from '../../protocol/errors.js';
 import { kafkaErrorCode } from '../errors.js';
 import { metadataRequest, metadataResponse } from '../messages/metadata.js';
-import { NODE_ID } from './api.js';
+import { kafkaNodes, leaderFor } from '../placement.js';
 import type { KafkaApi } from './api.js';
 
 export const metadata: KafkaApi = {
   key: 3, name: 'Metadata', minVersion: 1, maxVersion: 9, request: metadataRequest, response: metadataResponse,
-  async handle(request, { api, advertised }) {
+  async handle(request, { api, advertised, cluster }) {
     const wanted = request.topics as Array<{ name: string }> | null;
     const names = wanted === null ? (await api.listTopics()).map((t) => t.topic) : wanted.map((t) => t.name);
+    const [placement, leaders] = await Promise.all([kafkaNodes(cluster, advertised), cluster.partitionLeaders(names)]);
     const topics = await Promise.all(names.map(async (name) => {
       try {
         const d = await api.describeTopic(name);
         return {
           errorCode: 0, name, isInternal: false,
-          partitions: d.partitions.map((p) => ({
-            errorCode: 0, partitionIndex: p.partition, leaderId: NODE_ID, leaderEpoch: 0, replicaNodes: [NODE_ID], isrNodes: [NODE_ID], offlineReplicas: [],
-          })),
+          partitions: d.partitions.map((p) => {
+            const leaderId = leaderFor(placement, leaders?.get(name)?.get(p.partition));
+            return { errorCode: 0, partitionIndex: p.partition, leaderId, leaderEpoch: 0, replicaNodes: [leaderId], isrNodes: [leaderId], offlineReplicas: [] };
+          }),
         };
       } catch (err) {
         if (!(err instanceof OnelogError)) throw err;
@@ -28,8 +35,8 @@ export const metadata: KafkaApi = {
       }
     }));
     return {
-      throttleTimeMs: 0, brokers: [{ nodeId: NODE_ID, host: advertised.host, port: advertised.port, rack: null }],
-      clusterId: 'onelog', controllerId: NODE_ID, topics,
+      throttleTimeMs: 0, brokers: [...placement.nodes.values()].map((n) => ({ ...n, rack: null })),
+      clusterId: 'onelog', controllerId: placement.self, topics,
     };
   },
 };

@@ -1,6 +1,8 @@
 /**
- * FindCoordinator (10): onelog is every group's coordinator (transactions are not served: a transaction
- * coordinator is not available, 15).
+ * FindCoordinator (10): a group's coordinator is this broker on the embedded default (node 0); in cluster mode the
+ * holder of the group's lease (placement.ts), or this broker when nobody holds it (it takes the lease at the
+ * group's first request); a holder without a live Kafka listener answers COORDINATOR_NOT_AVAILABLE (15, the
+ * client asks again). Transactions are not served: a transaction coordinator is not available (15).
  *
  * OffsetCommit (8): a group's offsets, committed through onelog's coordinator. A commit with generation -1 or
  * no member id is a commit without a member (as `onelog consume` without a group session, or Kafka's
@@ -14,23 +16,45 @@ import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
 import {
   findCoordinatorRequest, findCoordinatorResponse, offsetCommitRequest, offsetCommitResponse, offsetFetchRequest, offsetFetchResponse,
 } from '../messages/offsets.js';
-import { EARLIEST, LATEST, NODE_ID } from './api.js';
-import type { KafkaApi, KafkaDataApi } from './api.js';
+import { kafkaNodes } from '../placement.js';
+import { EARLIEST, LATEST } from './api.js';
+import type { KafkaApi, KafkaCluster, KafkaDataApi } from './api.js';
 
 const GROUP_KEY = 0;
 
 export const findCoordinator: KafkaApi = {
   key: 10, name: 'FindCoordinator', minVersion: 0, maxVersion: 6, request: findCoordinatorRequest, response: findCoordinatorResponse,
-  async handle(request, { header, advertised }) {
-    const group = request.keyType === GROUP_KEY;
-    const coordinator = {
-      nodeId: group ? NODE_ID : -1, host: group ? advertised.host : '', port: group ? advertised.port : -1,
-      errorCode: group ? 0 : KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE, errorMessage: group ? null : 'onelog does not serve transactions',
-    };
-    if (header.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: (request.coordinatorKeys as string[]).map((key) => ({ key, ...coordinator })) };
-    return { throttleTimeMs: 0, ...coordinator };
+  async handle(request, { header, advertised, cluster }) {
+    const keys = header.apiVersion >= 4 ? request.coordinatorKeys as string[] : [request.key as string];
+    const coordinators = request.keyType === GROUP_KEY
+      ? await groupCoordinators(cluster, advertised, keys)
+      : keys.map(() => notAvailable('onelog does not serve transactions'));
+    if (header.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: keys.map((key, i) => ({ key, ...coordinators[i]! })) };
+    return { throttleTimeMs: 0, ...coordinators[0]! };
   },
 };
+
+interface Coordinator {
+  nodeId: number;
+  host: string;
+  port: number;
+  errorCode: number;
+  errorMessage: string | null;
+}
+
+const notAvailable = (errorMessage: string): Coordinator => ({ nodeId: -1, host: '', port: -1, errorCode: KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE, errorMessage });
+
+/** Each group's coordinator as Kafka clients reach it (see the file's comment). @throws OnelogError `STORAGE_ERROR` */
+async function groupCoordinators(cluster: KafkaCluster, advertised: { host: string; port: number }, groupIds: readonly string[]): Promise<Coordinator[]> {
+  const placement = await kafkaNodes(cluster, advertised);
+  return Promise.all(groupIds.map(async (groupId) => {
+    const nodeId = (cluster.brokerId === null ? null : await cluster.groupCoordinator(groupId)) ?? placement.self;
+    const node = placement.nodes.get(nodeId);
+    return node === undefined
+      ? notAvailable(`broker ${nodeId} coordinates group ${groupId} and has no live Kafka listener; retry`)
+      : { ...node, errorCode: 0, errorMessage: null };
+  }));
+}
 
 interface CommitTopic {
   name: string;
