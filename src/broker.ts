@@ -211,6 +211,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const outbound = new OutboundPolicy(options.webhookDenyPrivate ?? false);
     const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, {
       ...options.monitoring, notifications: { ...options.monitoring?.notifications, outbound },
+      scheduleGate: logs.jobGate?.('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
     });
     const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, {
       reset: (groupId, topic) => {

@@ -414,7 +414,10 @@ export class Catalog {
     return new Map(rows.map((r) => [`${r.topic}/${Number(r.partition)}`, JSON.parse(r.error) as PartitionError]));
   }
 
-  /** Records an alert (raised, or born resolved for a one-off) and answers it with its id. */
+  /**
+   * Records an alert (born resolved for a one-off; {@link raiseAlert} raises one) and answers it with its id.
+   * @throws for an unresolved alert about a subject that has one already (the index `group_alerts_one_open`)
+   */
   async addAlert(alert: Omit<GroupAlert, 'id' | 'acknowledgedAt' | 'acknowledgedBy'>): Promise<GroupAlert> {
     const row = await this.db.insertInto('group_alerts').values({
       group_id: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition, message: alert.message,
@@ -422,6 +425,31 @@ export class Catalog {
       acknowledged_at: null, acknowledged_by: null,
     }).returningAll().executeTakeFirstOrThrow();
     return toAlert(row);
+  }
+
+  /**
+   * Raises an alert unless one about the same subject (group, kind, topic, partition) is unresolved, in one
+   * conditional insert (the unique index `group_alerts_one_open` allows one unresolved alert per subject): of
+   * brokers sharing the catalog that raise it at once, exactly one gets `raised: true`.
+   * @returns the new alert with `raised: true`, or the unresolved one already there with `raised: false`
+   */
+  async raiseAlert(alert: Omit<GroupAlert, 'id' | 'acknowledgedAt' | 'acknowledgedBy' | 'resolvedAt'>): Promise<{ alert: GroupAlert; raised: boolean }> {
+    // A miss then finds nothing only if the open one was resolved between the two statements: try again.
+    for (let attempt = 1; ; attempt++) {
+      const row = await this.db.insertInto('group_alerts').values({
+        group_id: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition, message: alert.message,
+        context: JSON.stringify(alert.context), created_at: alert.createdAt, resolved_at: null, acknowledged_at: null, acknowledged_by: null,
+      }).onConflict((oc) => oc.columns(['group_id', 'kind', 'topic', 'partition']).where(sql<boolean>`resolved_at is null`).doNothing())
+        .returningAll().executeTakeFirst();
+      if (row) return { alert: toAlert(row), raised: true };
+      const open = await this.db.selectFrom('group_alerts').selectAll().where('group_id', '=', alert.groupId).where('kind', '=', alert.kind)
+        .where('topic', '=', alert.topic).where('partition', '=', alert.partition).where('resolved_at', 'is', null).executeTakeFirst();
+      if (open) return { alert: toAlert(open), raised: false };
+      if (attempt === 3) {
+        throw new OnelogError('STORAGE_ERROR', `the ${alert.kind} alert of group ${alert.groupId} on ${alert.topic}/${alert.partition} was raised and ` +
+          `resolved by others ${attempt} times while this broker raised it`, { groupId: alert.groupId, topic: alert.topic, partition: alert.partition });
+      }
+    }
   }
 
   /** Marks an alert resolved at `resolvedAt` (ms since the epoch); undefined if it is gone or was resolved. */

@@ -268,4 +268,15 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0014-one-open-alert': {
+    // At most one unresolved alert per subject (group, kind, topic, partition), so that brokers sharing the catalog
+    // raise an alert once (a conditional insert) whichever of them raise it at once. Duplicates raised before (by
+    // several brokers of a cluster) are resolved at their creation, the earliest one staying open.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await sql`update group_alerts set resolved_at = created_at where resolved_at is null and id not in (
+        select min(id) from group_alerts where resolved_at is null group by group_id, kind, topic, ${sql.ref('partition')})`.execute(db);
+      await db.schema.createIndex('group_alerts_one_open').on('group_alerts').columns(['group_id', 'kind', 'topic', 'partition']).unique()
+        .where(sql.ref('resolved_at'), 'is', null).execute();
+    },
+  },
 };

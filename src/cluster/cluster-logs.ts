@@ -27,7 +27,7 @@ import { decodeRecords, LOG_OVERHEAD } from '../protocol/record-batch.js';
 import type { CompactionStats } from '../storage/log-cleaner.js';
 import type { LogStartReason } from '../storage/log-start-reason.js';
 import type { PartitionPositions } from '../storage/log-store.js';
-import type { BackgroundJob, BrokerPartition, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../storage/logs.js';
+import type { BackgroundJob, BrokerPartition, JobGate, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../storage/logs.js';
 import type { AppendResult, LogConfig, ReadLimits } from '../storage/partition-log.js';
 import type { UnreadRange } from '../storage/unread-range.js';
 import type { ObjectLogStore } from './object-log.js';
@@ -49,7 +49,7 @@ export interface ClusterLogsOptions {
   pool: pg.Pool;
   /** The object store the log's objects are in (merge and sweep jobs); closed by {@link ClusterLogs.close}. */
   objects: ObjectStore;
-  /** The job leases: one broker at a time merges, one sweeps. */
+  /** The job leases: one broker at a time merges, one sweeps, one evaluates alerts on schedule ({@link ClusterLogs.jobGate}). */
   leases: NamedLeases;
   /** How often the merge job runs, ms. @default 30000 */
   mergeIntervalMs?: number;
@@ -68,6 +68,8 @@ export class ClusterLogs implements Logs {
   private readonly topics = new Map<string, TopicPartitions>();
   private stopped: OnelogError | null = null;
   private closed = false;
+  /** The job leases this broker took, by name, at their epoch: given up by {@link ClusterLogs.close}. */
+  private readonly heldJobs = new Map<string, number>();
 
   private constructor(private readonly options: ClusterLogsOptions, private readonly listener: pg.Client, private readonly channel: string) {}
 
@@ -241,10 +243,27 @@ export class ClusterLogs implements Logs {
     ];
   }
 
+  /**
+   * The gate of a job the broker schedules itself (the monitor's alert evaluation, `job:alerts`): true when this
+   * broker holds or takes the job's lease, taken or renewed for three intervals at each call, as the merge and sweep
+   * jobs' ({@link backgroundJobs}); false while another broker holds it, and once this one is closing.
+   */
+  jobGate(name: string): JobGate {
+    return (intervalMs) => this.holdJob(name, intervalMs);
+  }
+
   /** Runs `work` if this broker holds (or takes) the job's lease, for three intervals. */
   private async underLease(name: string, intervalMs: number, work: () => Promise<unknown>): Promise<void> {
-    if (this.closed || (await this.options.leases.acquire(name, 3 * intervalMs)) === null) return;
-    await work();
+    if (await this.holdJob(name, intervalMs)) await work();
+  }
+
+  /** Takes or renews the job's lease for three intervals (whole ms); whether this broker holds it. */
+  private async holdJob(name: string, intervalMs: number): Promise<boolean> {
+    if (this.closed) return false;
+    const lease = await this.options.leases.acquire(name, Math.max(1, Math.ceil(3 * intervalMs)));
+    if (lease === null) this.heldJobs.delete(name);
+    else this.heldJobs.set(name, lease.epoch);
+    return lease !== null;
   }
 
   stopWrites(failure: OnelogError): void {
@@ -263,6 +282,10 @@ export class ClusterLogs implements Logs {
     if (this.closed) return;
     this.closed = true;
     this.endWaits();
+    // Another broker takes the jobs over at its next pass rather than after the leases expire.
+    await Promise.all([...this.heldJobs].map(([name, epoch]) => this.options.leases.release(name, epoch).catch((err: unknown) =>
+      this.options.logger.warn({ lease: name, err: (err as Error).message }, 'could not give a job lease up; another broker takes the job when it expires'))));
+    this.heldJobs.clear();
     await this.options.store.close();
     await this.listener.end().catch(() => {});
     this.options.objects.close();

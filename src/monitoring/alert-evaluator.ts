@@ -2,7 +2,7 @@
  * Evaluates the conditions behind alerts for every group's partitions (docs/monitoring.md) and raises or
  * resolves them through {@link Alerts}: `retention-headroom` (at risk), `data-lost`, `consumer-stalled`, and
  * the resolution of `offset-out-of-range` once a reset lifts the pause (the pause raises it). Runs on a timer
- * of the injected clock, and whenever the broker asks (after a commit, a retention run, a delete or a reset).
+ * of the injected clock (in cluster mode on one broker at a time: the monitor's gate), and whenever the broker asks (after a commit, a retention run, a delete or a reset).
  * Work is queued and done a group at a time ({@link EvaluationQueue}: callers' work ahead of the timer's, requests
  * for a group queued and not started merged), in slices of at most `slicePartitions` partitions with a turn of the event
  * loop between slices: an evaluation of every group of a large broker (1,000 groups x 1,000 partitions) goes on
@@ -89,12 +89,20 @@ export class AlertEvaluator {
     await this.queue.settleRequested();
   }
 
-  /** Evaluates every group every `intervalMs` on the clock (0 = never on a schedule), until {@link stop}. */
-  async run(intervalMs: number): Promise<void> {
+  /**
+   * Evaluates every group every `intervalMs` on the clock (0 = never on a schedule), until {@link stop}: a
+   * scheduled pass, the next one an interval after it ended.
+   * @param pass `mayRun` is asked before each pass (a pass it answers false to is skipped; it must not reject);
+   *   `ended` is told each pass's outcome once it ended: true when it evaluated, false when skipped
+   */
+  async run(intervalMs: number, pass: { mayRun?: () => Promise<boolean>; ended?: (ran: boolean) => void } = {}): Promise<void> {
     if (intervalMs <= 0) return;
     while (!this.stopping.signal.aborted) {
       await this.s.clock.sleep(intervalMs, this.stopping.signal);
-      if (!this.stopping.signal.aborted) await this.evaluate({}, false);
+      if (this.stopping.signal.aborted) return;
+      const ran = pass.mayRun === undefined || await pass.mayRun();
+      if (ran && !this.stopping.signal.aborted) await this.evaluate({}, false);
+      if (!this.stopping.signal.aborted) pass.ended?.(ran);
     }
   }
 

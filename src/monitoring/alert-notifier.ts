@@ -57,6 +57,21 @@ export class AlertNotifier {
   }
 
   /**
+   * Brings the sinks in line with the catalog's (in cluster mode another broker adds and removes them): a sink added
+   * elsewhere gets the events from now on; one removed elsewhere gets no more, its queue dropped.
+   */
+  async reloadSinks(): Promise<void> {
+    const sinks = await this.catalog.listAlertSinks();
+    const ids = new Set(sinks.map((s) => s.id));
+    for (const [id, q] of this.sinks) {
+      if (ids.has(id)) continue;
+      q.stop.abort();
+      this.sinks.delete(id);
+    }
+    for (const sink of sinks) if (!this.sinks.has(sink.id)) this.sinks.set(sink.id, newQueue(sink));
+  }
+
+  /**
    * Adds a sink (or answers the one already added for `url`); it gets the events from now on.
    * @throws OnelogError `INVALID_REQUEST` unless `url` is an absolute http(s) URL, `FORBIDDEN` for a private address
    *   when the outbound policy refuses them

@@ -1,8 +1,8 @@
 /**
  * Alerts with history (docs/monitoring.md): a row in the catalog per episode, raised once when a condition
  * starts (never again while it holds), resolved when it clears, acknowledged by a person. An alert is named
- * by its group, kind, topic and partition; the open ones are also kept in memory, so the evaluator compares
- * against them without reading the catalog. Each raise and resolve is logged and handed to the
+ * by its group, kind, topic and partition, and the catalog holds at most one unresolved alert per subject; the
+ * open ones are also kept in memory, so the evaluator compares against them without reading the catalog. Each raise and resolve is logged and handed to the
  * {@link AlertNotifier}. Catalog writes go one at a time, in order.
  */
 import type { Catalog } from '../catalog/catalog.js';
@@ -80,12 +80,17 @@ export class Alerts {
     return this.open.has(alertKey(subject));
   }
 
-  /** Raises an alert unless one about the same subject is unresolved; answers the new alert, or null. */
+  /**
+   * Raises an alert unless one about the same subject is unresolved: known here, or in the catalog (in cluster mode
+   * another broker may have raised it; the catalog's conditional insert raises it once whichever brokers raise it
+   * at once, and only the one that raised it notifies). Answers the new alert, or null.
+   */
   raise(input: AlertInput): Promise<GroupAlert | null> {
     return this.write(async () => {
       if (this.open.has(alertKey(input))) return null;
-      const alert = await this.catalog.addAlert({ ...input, createdAt: this.clock.now(), resolvedAt: null });
+      const { alert, raised } = await this.catalog.raiseAlert({ ...input, createdAt: this.clock.now() });
       this.opened(alert);
+      if (!raised) return null; // another broker's, notified by it
       this.logger.warn({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, alert.message);
       this.notifier.notify({ event: 'raised', alert });
       return alert;
@@ -100,6 +105,23 @@ export class Alerts {
       this.logger.warn({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, alert.message);
       this.notifier.notify({ event: 'raised', alert });
       return alert;
+    });
+  }
+
+  /**
+   * Brings the unresolved alerts known here in line with the catalog's, which other brokers of a cluster write too:
+   * those raised elsewhere are taken in, those resolved (or whose group was deleted) elsewhere forgotten. Nothing is
+   * notified: the broker that raised or resolved an alert notified it.
+   * @returns the alerts taken in
+   */
+  reload(): Promise<GroupAlert[]> {
+    return this.write(async () => {
+      const active = await this.catalog.listAlerts({ active: true, limit: Number.MAX_SAFE_INTEGER });
+      const ids = new Set(active.map((a) => a.id));
+      for (const [key, alert] of [...this.open]) if (!ids.has(alert.id)) this.closed(key, alert.groupId);
+      const adopted = active.filter((a) => this.open.get(alertKey(a))?.id !== a.id);
+      for (const alert of active) this.opened(alert);
+      return adopted;
     });
   }
 

@@ -2,13 +2,19 @@
  * Watching consumers, put together for the broker (docs/monitoring.md): the health reader (lag, time lag,
  * retention headroom), alerts with their notification sinks, the evaluator that raises and resolves them on a
  * timer and on request, and the health history the console charts.
+ *
+ * In cluster mode (docs/cluster.md) the brokers share the catalog, and the timer's passes run on one broker at a
+ * time: the holder of the `job:alerts` lease ({@link MonitorOptions.scheduleGate}). Evaluations asked for by a
+ * commit, a reset, a retention run, a delete or `evaluateAlerts` run on whichever broker is asked; the catalog
+ * raises an alert once whichever brokers raise it at once, and resolves it once (so each transition is notified
+ * once), and the gated pass first takes in the alerts and sinks other brokers added or ended.
  */
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { Logs } from '../storage/logs.js';
+import type { JobGate, Logs } from '../storage/logs.js';
 import type { Logger } from '../logger.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import type { EvaluationScope } from './alert-evaluator.js';
@@ -35,6 +41,23 @@ export interface MonitorOptions {
    * requests are served between slices, partitions, 1 to 1,000,000. @default 100
    */
   evaluationSlicePartitions?: number;
+  /**
+   * Asked before each pass of the timer whether this broker may run it; a pass it answers false to (or that it
+   * fails for, logged) is skipped, and the next is asked again an interval later. Given in cluster mode, where the
+   * broker passes the `job:alerts` lease's gate (`Logs.jobGate`, held for three intervals and renewed at each
+   * pass): one broker at a time evaluates on schedule, another takes over within three intervals of its end (at
+   * its next pass when it closes). A pass it lets run first reloads the unresolved alerts and the notification sinks
+   * from the catalog, which other brokers share. Evaluations asked for (commits, resets, retention runs, deletes,
+   * {@link Monitor.evaluate}) are not gated.
+   * @default none: every pass runs (the embedded default, one broker)
+   */
+  scheduleGate?: JobGate | undefined;
+  /**
+   * Told of each pass of the timer once it ended: `ran` true when it evaluated every group, false when the
+   * {@link scheduleGate} skipped it (for diagnostics and tests). Must not throw.
+   * @default none
+   */
+  onScheduledPass?: ((pass: { ran: boolean }) => void) | undefined;
 }
 
 export class Monitor {
@@ -43,9 +66,13 @@ export class Monitor {
   readonly history: HealthHistory;
   private readonly evaluator: AlertEvaluator;
   private readonly intervalMs: number;
+  private readonly scheduleGate: JobGate | undefined;
+  private readonly onScheduledPass: MonitorOptions['onScheduledPass'];
 
-  private constructor(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, logger: Logger, options: MonitorOptions) {
+  private constructor(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, private readonly logger: Logger, options: MonitorOptions) {
     this.intervalMs = options.alertCheckIntervalMs ?? 30_000;
+    this.scheduleGate = options.scheduleGate;
+    this.onScheduledPass = options.onScheduledPass;
     this.health = new HealthReader(catalog, offsets, logs, clock);
     this.alerts = new Alerts(catalog, clock, logger, new AlertNotifier(catalog, clock, logger, options.notifications));
     this.history = new HealthHistory(options.historyMaxSeries);
@@ -63,17 +90,46 @@ export class Monitor {
   static async open(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
     const monitor = new Monitor(catalog, offsets, logs, clock, logger, options);
     await monitor.alerts.start();
-    // A partition stalled before a restart is still stalled after it: its unread records have waited since
-    // at least stallMs before its alert was raised (the broker's memory of it is gone).
-    for (const a of monitor.alerts.active()) {
-      if (a.kind === 'consumer-stalled') monitor.health.unreadSinceAtLeast(a.groupId, a.topic, a.partition, a.createdAt - Number(a.context.stallMs ?? 0));
-    }
+    monitor.rememberStalls(monitor.alerts.active());
     return monitor;
   }
 
-  /** Starts evaluating on the timer (the first run after one interval). */
+  /**
+   * Starts evaluating on the timer (the first pass after one interval), each pass only if the
+   * {@link MonitorOptions.scheduleGate} lets it.
+   */
   start(): void {
-    void this.evaluator.run(this.intervalMs);
+    const gate = this.scheduleGate;
+    void this.evaluator.run(this.intervalMs, {
+      ...(gate === undefined ? {} : { mayRun: () => this.mayRunScheduled(gate) }),
+      ended: (ran) => this.onScheduledPass?.({ ran }),
+    });
+  }
+
+  /**
+   * Whether the gate lets this pass run; if so, first takes in what other brokers changed in the shared catalog:
+   * the alerts they raised or resolved, the sinks they added or removed. Never rejects.
+   */
+  private async mayRunScheduled(gate: JobGate): Promise<boolean> {
+    try {
+      if (!(await gate(this.intervalMs))) return false;
+      const [adopted] = await Promise.all([this.alerts.reload(), this.alerts.notifier.reloadSinks()]);
+      this.rememberStalls(adopted);
+      return true;
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'skipped a scheduled alert evaluation: could not take its job lease or read the alerts');
+      return false;
+    }
+  }
+
+  /**
+   * A partition stalled before this broker knew its alert (a restart, or another broker raised it) is still stalled:
+   * its unread records have waited since at least stallMs before its alert was raised.
+   */
+  private rememberStalls(alerts: Iterable<GroupAlert>): void {
+    for (const a of alerts) {
+      if (a.kind === 'consumer-stalled') this.health.unreadSinceAtLeast(a.groupId, a.topic, a.partition, a.createdAt - Number(a.context.stallMs ?? 0));
+    }
   }
 
   /** Evaluates the alerts of `scope` now; resolves when done (never rejects). */

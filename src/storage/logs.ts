@@ -81,6 +81,17 @@ export interface BackgroundJob {
   run(): Promise<unknown>;
 }
 
+/**
+ * Asks whether this broker may run a job's scheduled pass now ({@link Logs.jobGate}). Each call that answers true
+ * takes or renews the job's lease for three intervals (`3 * intervalMs`, rounded up to a whole ms), so a holder
+ * that runs every interval keeps it, and one that stops (closed, crashed, paused) loses it to another broker after
+ * at most three intervals (at once when it closes: it gives its job leases up).
+ * @param intervalMs the job's interval, ms (> 0)
+ * @returns true when this broker holds the lease now; false when another broker does (or this one is closing)
+ * @throws OnelogError `STORAGE_ERROR` if the lease cannot be read or written
+ */
+export type JobGate = (intervalMs: number) => Promise<boolean>;
+
 export interface Logs {
   /**
    * Registers the catalog's topics at start-up (the local engine also repairs and recovers partitions).
@@ -152,6 +163,13 @@ export interface Logs {
   ensureDiskRoom(bytes: number, topic?: string): void;
   /** Upkeep the engine needs on a schedule (cluster mode: merging objects, sweeping orphans), which the broker runs. */
   backgroundJobs?(): BackgroundJob[];
+  /**
+   * A gate for a job the broker schedules itself but one broker of a cluster at a time must run (alert
+   * evaluation: `job:alerts`), under the job's lease in PostgreSQL as the engine's own jobs ({@link backgroundJobs}).
+   * Absent on the local engine, whose broker is alone: there every pass runs.
+   * @param name the lease's name, `job:<what>` (docs/cluster.md)
+   */
+  jobGate?(name: string): JobGate;
   /** Ends every long-poll waiting on any partition (shutdown). */
   endWaits(): void;
   /** Writes what waits, closes every partition. */

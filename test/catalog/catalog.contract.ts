@@ -316,6 +316,29 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
         expect((await c.listAlerts({ active: true, limit: 10 })).map((x) => x.id)).toEqual([b.id]);
       });
 
+      it('raiseAlert raises one unresolved alert per subject, also when brokers sharing the catalog raise it at once', async () => {
+        const { c, fixture } = await fresh();
+        const other = fixture.shared ? await fixture.open() : c;
+        open.add(other);
+        await c.createTopic(topic('t'));
+        await c.upsertSubscription(sub('g', 't'));
+        const raised = { groupId: 'g', kind: 'consumer-stalled' as const, topic: 't', partition: 0, message: 'stalled', context: { stallMs: 1000 }, createdAt: T };
+        const outcomes = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? c : other).raiseAlert({ ...raised, createdAt: T + i })));
+        const first = outcomes.filter((o) => o.raised);
+        expect(first).toHaveLength(1);
+        expect(outcomes.map((o) => o.alert)).toEqual(outcomes.map(() => first[0]!.alert)); // the others answer the one raised
+        expect(await c.listAlerts({ active: true, limit: 10 })).toEqual([first[0]!.alert]);
+        // Another partition or kind is another subject; a second unresolved one through addAlert is refused.
+        expect((await c.raiseAlert({ ...raised, partition: 1 })).raised).toBe(true);
+        expect((await c.raiseAlert({ ...raised, kind: 'data-lost' })).raised).toBe(true);
+        await expect(c.addAlert({ ...raised, resolvedAt: null })).rejects.toThrow();
+        // Once resolved, the next episode is a new alert.
+        await c.resolveAlert(first[0]!.alert.id, T + 10);
+        const again = await other.raiseAlert({ ...raised, createdAt: T + 20 });
+        expect(again).toMatchObject({ raised: true, alert: { createdAt: T + 20, resolvedAt: null } });
+        expect(again.alert.id).toBeGreaterThan(first[0]!.alert.id);
+      });
+
       it('resets and dead-letter actions are history, most recent first; checkpoints replace by name', async () => {
         const { c } = await fresh();
         await c.createTopic(topic('t'));
