@@ -7,7 +7,7 @@
  * time: the holder of the `job:alerts` lease ({@link MonitorOptions.scheduleGate}). Evaluations asked for by a
  * commit, a reset, a retention run, a delete or `evaluateAlerts` run on whichever broker is asked; the catalog
  * raises an alert once whichever brokers raise it at once, and resolves it once (so each transition is notified
- * once), and the gated pass first takes in the alerts and sinks other brokers added or ended.
+ * once), and each timer pass, run or skipped, first takes in the alerts and sinks other brokers added or ended.
  */
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
@@ -46,9 +46,9 @@ export interface MonitorOptions {
    * fails for, logged) is skipped, and the next is asked again an interval later. Given in cluster mode, where the
    * broker passes the `job:alerts` lease's gate (`Logs.jobGate`, held for three intervals and renewed at each
    * pass): one broker at a time evaluates on schedule, another takes over within three intervals of its end (at
-   * its next pass when it closes). A pass it lets run first reloads the unresolved alerts and the notification sinks
-   * from the catalog, which other brokers share. Evaluations asked for (commits, resets, retention runs, deletes,
-   * {@link Monitor.evaluate}) are not gated.
+   * its next pass when it closes). At each pass, run or skipped, the unresolved alerts and the notification sinks
+   * are first reloaded from the catalog, which other brokers share. Evaluations asked for (commits, resets,
+   * retention runs, deletes, {@link Monitor.evaluate}) are not gated.
    * @default none: every pass runs (the embedded default, one broker)
    */
   scheduleGate?: JobGate | undefined;
@@ -107,15 +107,16 @@ export class Monitor {
   }
 
   /**
-   * Whether the gate lets this pass run; if so, first takes in what other brokers changed in the shared catalog:
-   * the alerts they raised or resolved, the sinks they added or removed. Never rejects.
+   * Whether the gate lets this pass run. Either way, first takes in what other brokers changed in the shared
+   * catalog: the alerts they raised or resolved, the sinks they added or removed (a broker that does not hold the
+   * lease still evaluates what it is asked to, against every broker's alerts, and notifies every sink). Never rejects.
    */
   private async mayRunScheduled(gate: JobGate): Promise<boolean> {
     try {
-      if (!(await gate(this.intervalMs))) return false;
+      const mayRun = await gate(this.intervalMs);
       const [adopted] = await Promise.all([this.alerts.reload(), this.alerts.notifier.reloadSinks()]);
       this.rememberStalls(adopted);
-      return true;
+      return mayRun;
     } catch (err) {
       this.logger.warn({ err: (err as Error).message }, 'skipped a scheduled alert evaluation: could not take its job lease or read the alerts');
       return false;

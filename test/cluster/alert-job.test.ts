@@ -119,11 +119,13 @@ describe('alert evaluation in cluster mode', () => {
     expect(await pass(1)).toBe(true); // takes the lease
     expect(await c.holder()).toBe(1);
     expect(await pass(2)).toBe(false);
-    // A sink added on the broker that does not evaluate is learned by the one that does, at its next pass.
+    // A sink added on one broker is learned by the other at its next pass, run or skipped.
     const sink = await brokers[2].addAlertSink('http://127.0.0.1:1/alerts');
     expect(await pass(1)).toBe(true); // renews it
     expect(await brokers[1].listAlertSinks()).toEqual([sink]);
+    const other = await brokers[1].addAlertSink('http://127.0.0.1:2/alerts');
     expect(await pass(2)).toBe(false);
+    expect(await brokers[2].listAlertSinks()).toEqual([sink, other]);
     expect(c.passes).toEqual({ 1: { ran: 2, skipped: 0 }, 2: { ran: 0, skipped: 2 } });
 
     // Broker 1's timer stops (its clock does not move): its lease expires within three intervals, then broker 2's
