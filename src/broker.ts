@@ -494,7 +494,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkMember(request);
     const refreshing = this.refresh(topic, request.partitions.map((p) => p.partition));
     if (refreshing) await refreshing;
-    if (memberId !== undefined) await this.groups.claim(groupId!);
+    const claiming = memberId === undefined ? undefined : this.groups.claim(groupId!); // cluster mode: the group's coordinator serves it
+    if (claiming) await claiming;
     const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
     const targets = request.partitions.map((p) => ({
       log: this.logs.get(topic, p.partition),
