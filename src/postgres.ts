@@ -15,16 +15,28 @@ export const POSTGRES_TIMEOUTS = {
   statementMs: 30_000,
 };
 
+/** Options of {@link openPool}. */
+export interface PoolOptions {
+  /**
+   * The server ends a session left idle inside a transaction this long, ms (`idle_in_transaction_session_timeout`),
+   * rolling it back and releasing its locks: a process paused between two statements of a transaction (a long GC,
+   * SIGSTOP) then holds no row past it. Cluster mode sets its lease, so a paused broker's locks go with its leases.
+   * @default none (the server's setting)
+   */
+  idleInTransactionMs?: number;
+}
+
 /**
  * A pool on `url` whose failures reach the caller of the failing query, never the process: a connection lost
- * while a client is checked out (the server restarted, a proxy reset it) is an 'error' event on that client,
- * which would end the process unhandled; the query in flight fails with it anyway. Connects and statements are
- * bounded by {@link POSTGRES_TIMEOUTS}.
+ * while a client is checked out (the server restarted, a proxy reset it, the server ended a session idle in a
+ * transaction) is an 'error' event on that client, which would end the process unhandled; the query in flight
+ * fails with it anyway. Connects and statements are bounded by {@link POSTGRES_TIMEOUTS}.
  */
-export function openPool(url: string, max: number): Pool {
+export function openPool(url: string, max: number, options: PoolOptions = {}): Pool {
   const pool = new pg.Pool({
     connectionString: url, max, connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs,
     query_timeout: POSTGRES_TIMEOUTS.statementMs, statement_timeout: POSTGRES_TIMEOUTS.statementMs,
+    ...(options.idleInTransactionMs === undefined ? {} : { idle_in_transaction_session_timeout: options.idleInTransactionMs }),
   });
   pool.on('error', () => {}); // an idle client's lost connection: the pool drops it
   pool.on('connect', (client) => client.on('error', () => {}));

@@ -122,7 +122,9 @@ export async function openObjectLogs(engines: StoreEngines, catalog: Catalog, cl
     ]);
   const url = engines.catalog!;
   const brokerId = engines.brokerId!;
-  const pool = openPool(url, 8);
+  // A broker paused inside a transaction (the sequencer's lock the partition rows they touch) holds those rows no
+  // longer than its leases, so the other brokers can take its partitions over once they expire.
+  const pool = openPool(url, 8, { idleInTransactionMs: engines.leaseMs ?? 10_000 });
   const objects = new S3ObjectStore(parseS3Url(engines.log!));
   try {
     const sequencer = await Sequencer.open({ pool, brokerId, leaseMs: engines.leaseMs });

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Sequencer } from '../../src/cluster/sequencer.js';
+import { openPool } from '../../src/postgres.js';
 import type { ChunkResult, ObjectChunk } from '../../src/cluster/sequencer.js';
 import { pgSchema } from '../helpers/services.js';
 import type { PgSchema } from '../helpers/services.js';
@@ -133,6 +134,57 @@ describe('sequencer', () => {
     await b!.acquire([{ topic: 't', partition: 1 }]);
     await a!.commit('obj-x', 1, [{ ...chunk(1, lease1!.epoch, 1), producerBatches: [{ producerId: 4, producerEpoch: 0, baseSequence: 0, lastSequence: 0, offsetInChunk: 0, lastOffsetDelta: 0 }] }]);
     expect(await b!.producerBatches('t', 1)).toEqual([]);
+  });
+
+  it('a broker paused inside a commit\'s transaction holds its partition no longer than its lease: the database ends the session, another broker takes over', async () => {
+    // Found by test/cluster/cluster-chaos.test.ts: a broker SIGSTOPped between two statements of a transaction kept the
+    // partitions' rows locked, and every other broker's acquire waited on them for the whole pause (30 s, the statement
+    // timeout), stalling its whole write path, though the paused broker's leases had long expired.
+    const schema = await pgSchema('seq');
+    schemas.push(schema);
+    const leaseMs = 1000;
+    const pausedPool = openPool(schema.url, 2, { idleInTransactionMs: leaseMs });
+    const a = await Sequencer.open({ pool: pausedPool, brokerId: 1, leaseMs });
+    const b = await Sequencer.open({ pool: schema.pool(2), brokerId: 2, leaseMs });
+    await a.addPartitions('t', 1);
+    const [lease] = await a.acquire([{ topic: 't', partition: 0 }]);
+    // a stops right after its commit's UPDATE locked the partition's row (a GC pause, SIGSTOP): its next statement waits.
+    let resume = () => {};
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    let paused = false;
+    const connect = pausedPool.connect.bind(pausedPool);
+    pausedPool.connect = (async () => {
+      const client = await connect();
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as unknown as { query: typeof query }).query = async (...args: unknown[]) => {
+        if (paused) await resumed;
+        const result = await query(...args);
+        if (typeof args[0] === 'string' && args[0].includes('SET high_watermark')) paused = true;
+        return result;
+      };
+      return client;
+    }) as typeof pausedPool.connect;
+    const committing = a.commit('obj-paused', 100, [chunk(0, lease!.epoch, 1)]).then(() => null, (err: unknown) => err);
+    try {
+      const pausedAt = Date.now();
+      for (let taken: unknown[] = []; taken.length === 0;) {
+        if (!paused) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          continue;
+        }
+        const within = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('b\'s acquire still waits on a\'s lock after 5 s')), 5000));
+        taken = await Promise.race([b.acquire([{ topic: 't', partition: 0 }]), within]);
+      }
+      expect(Date.now() - pausedAt).toBeLessThan(5000);
+      expect((await b.state('t', 0))!.leaderBrokerId).toBe(2);
+    } finally {
+      resume();
+    }
+    // When a resumes, its transaction is gone: the commit fails and stores nothing.
+    expect(await committing).toMatchObject({ code: 'STORAGE_ERROR' });
+    expect(await b.lookup('t', 0, 0)).toEqual([]);
+    expect((await b.state('t', 0))!.highWatermark).toBe(0);
+    await pausedPool.end();
   });
 
   it('refuses a bad broker id, lease or table prefix', async () => {

@@ -37,6 +37,19 @@ describe('checkHistory', () => {
     expect(kinds([send('a', 0, 0), send('b', 0, 1), finalRead(['b'], 1)])).toEqual([]);
   });
 
+  it('reports a final read that skips offsets from its log start, except on a compacted topic', () => {
+    const sends = [send('b', 0, 2), send('c', 0, 3), send('e', 0, 5)];
+    const holey: FinalReadOp = { ...finalRead([], 1), records: [{ offset: 2, value: 'b' }, { offset: 3, value: 'c' }, { offset: 5, value: 'e' }] };
+    const found = checkHistory([...sends, holey]);
+    expect(found.map((a) => a.kind)).toEqual(['log-gap', 'log-gap']);
+    expect(found.map((a) => a.message)).toEqual([
+      'the final read of t/0 holds nothing at offsets 1-1', 'the final read of t/0 holds nothing at offsets 4-4',
+    ]);
+    expect(found[0]!.operations).toEqual([holey]);
+    expect(kinds([...sends, holey], ['t'])).toEqual([]);
+    expect(kinds([send('a', 0, 1), send('b', 0, 2), finalRead(['a', 'b'], 1)])).toEqual([]);
+  });
+
   it('reports a duplicate offset and an offset reused for another record', () => {
     expect(kinds([send('a', 0, 0), send('b', 0, 0)])).toEqual(['duplicate-offset']);
     expect(kinds([send('a', 0, 0), poll(0, ['z'])])).toEqual(['offset-reused']);
@@ -63,6 +76,18 @@ describe('checkHistory', () => {
     expect(kinds([commit(5), { ...at(), type: 'committed', group: 'g', topic: 't', partition: 0, offset: 4 }])).toEqual(['commit-backwards']);
     // A refused or unknown commit says nothing about the committed offset.
     expect(kinds([commit(5), commit(3, false), commit(3, null)])).toEqual([]);
+    // A read running beside a commit may see the offset before it; one started after the commit was answered may not.
+    const first = commit(4);
+    const committing = commit(5);
+    const beside: Operation = { type: 'committed', start: committing.start - 1, end: committing.end + 1, process: 'w', group: 'g', topic: 't', partition: 0, offset: 4 };
+    expect(kinds([first, committing, beside])).toEqual([]);
+    const after: Operation = { ...beside, start: committing.end + 1, end: committing.end + 2 };
+    expect(kinds([first, committing, after])).toEqual(['commit-backwards']);
+    // A reset that may fall between them allows the lower offset.
+    const resetting = reset(2);
+    const overlapping: Operation = { ...resetting, type: 'committed', offset: 2, start: resetting.start + 1, end: resetting.end + 1 };
+    expect(kinds([commit(5), resetting, overlapping])).toEqual([]);
+    expect(kinds([commit(5), resetting, commit(6), commit(4)])).toEqual(['commit-backwards']);
   });
 
   it('reports a record delivered to the group below an offset it had committed, unless reset in between', () => {

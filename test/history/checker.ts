@@ -5,6 +5,8 @@
  *
  * What it finds:
  * - `lost-write`: an acknowledged send whose offset a final read of its partition does not hold with its value;
+ * - `log-gap`: a final read that skips an offset from its log start on (not checked on compacted topics): an offset
+ *   given to no record, or a record the read did not return;
  * - `duplicate-offset`: two acknowledged sends given the same partition and offset;
  * - `offset-reused`: an offset read with a value other than the one acknowledged there, or read with two values;
  * - `poll-gap`: a poll whose records skip an offset (not checked on compacted topics, where gaps are normal);
@@ -103,7 +105,7 @@ export interface FinalReadOp extends Timed {
 export type Operation = SendOp | PollOp | CommitOp | CommittedOp | ResetOp | FinalReadOp;
 
 export type AnomalyKind =
-  | 'lost-write' | 'duplicate-offset' | 'offset-reused' | 'poll-gap' | 'poll-not-monotonic' | 'commit-backwards'
+  | 'lost-write' | 'log-gap' | 'duplicate-offset' | 'offset-reused' | 'poll-gap' | 'poll-not-monotonic' | 'commit-backwards'
   | 'redelivered-after-commit' | 'duplicate-write' | 'refused-but-stored' | 'lost-latest' | 'not-delivered' | 'delivered-twice';
 
 export interface Anomaly {
@@ -209,6 +211,14 @@ function checkFinalReads(ops: readonly Operation[], options: CheckOptions): Anom
         const at = place(op.topic, op.partition, sent.outcome.offset);
         anomalies.push({ kind: 'lost-write', message: `${at} was acknowledged and is not in the final read`, operations: [sent, op] });
       }
+      // Offsets are dense from the log start: every one holds a record.
+      let expected = op.logStartOffset;
+      for (const r of op.records) {
+        if (r.offset > expected) {
+          anomalies.push({ kind: 'log-gap', message: `the final read of ${op.topic}/${op.partition} holds nothing at offsets ${expected}-${r.offset - 1}`, operations: [op] });
+        }
+        expected = Math.max(expected, r.offset + 1);
+      }
     }
     const offsetsOf = new Map<string, number[]>();
     for (const r of op.records) offsetsOf.set(r.value, [...(offsetsOf.get(r.value) ?? []), r.offset]);
@@ -284,7 +294,12 @@ function checkPolls(ops: readonly Operation[], options: CheckOptions): Anomaly[]
   return anomalies;
 }
 
-/** Committed offsets going down without a reset, and records delivered below an acknowledged commit. */
+/**
+ * Committed offsets going down without a reset, and records delivered below an acknowledged commit. Operations are
+ * ordered in real time: `a` precedes `b` when `a` ended before `b` started; two that overlap may take effect in
+ * either order (a committed-offset read running beside a commit may see the offset before it), so they are not
+ * compared.
+ */
 function checkCommits(ops: readonly Operation[]): Anomaly[] {
   const anomalies: Anomaly[] = [];
   // Per cursor, in order of completion: acknowledged commits, committed-offset reads and resets.
@@ -293,19 +308,29 @@ function checkCommits(ops: readonly Operation[]): Anomaly[] {
   const byCursor = new Map<string, Array<CommitOp | CommittedOp | ResetOp>>();
   for (const op of [...events].sort((a, b) => a.end - b.end)) {
     const key = cursor(op.group, op.topic, op.partition);
-    byCursor.set(key, [...(byCursor.get(key) ?? []), op]);
+    const list = byCursor.get(key);
+    if (list) list.push(op);
+    else byCursor.set(key, [op]);
   }
+  type Observed = CommitOp | CommittedOp;
   for (const [key, list] of byCursor) {
-    let high: CommitOp | CommittedOp | null = null;
-    for (const op of list) {
-      if (op.type === 'reset') {
-        high = null;
-        continue;
+    const resets = list.filter((op): op is ResetOp => op.type === 'reset');
+    const observed = list.filter((op): op is Observed => op.type !== 'reset'); // by end
+    let preceding = 0;
+    let high: Observed | null = null; // the highest of observed[0, preceding)
+    for (const op of [...observed].sort((a, b) => a.start - b.start)) {
+      for (; preceding < observed.length && observed[preceding]!.end < op.start; preceding++) {
+        if (!high || observed[preceding]!.offset! > high.offset!) high = observed[preceding]!;
       }
-      if (high && op.offset! < high.offset!) {
-        anomalies.push({ kind: 'commit-backwards', message: `${key}: committed ${high.offset} then ${op.offset} without a reset`, operations: [high, op] });
+      if (!high || op.offset! >= high.offset!) continue;
+      // A reset that may have taken effect after an earlier operation and before this one allows it to be lower.
+      let earlier: Observed | null = high;
+      const resetUpTo = Math.max(-Infinity, ...resets.filter((r) => r.start <= op.end).map((r) => r.end));
+      if (resetUpTo >= high.start) {
+        earlier = null;
+        for (const a of observed.slice(0, preceding)) if (a.start > resetUpTo && a.offset! > op.offset! && (!earlier || a.offset! > earlier.offset!)) earlier = a;
       }
-      if (!high || op.offset! >= high.offset!) high = op;
+      if (earlier) anomalies.push({ kind: 'commit-backwards', message: `${key}: committed ${earlier.offset} then ${op.offset} without a reset`, operations: [earlier, op] });
     }
   }
   for (const poll of ops) {
