@@ -239,7 +239,8 @@ export class ObjectLogStore implements LogStore {
 
   /** The leases of the flush's partitions: those held and not near their end, the rest taken or renewed now. */
   private async leasesFor(taken: ReadonlyArray<{ topic: string; partition: number }>): Promise<Map<string, Lease>> {
-    const soon = Date.now() + 2_000;
+    // Renewed a third of the lease (at most 2 s) before its end, so a short --lease-ms is not taken again at every flush.
+    const soon = Date.now() + Math.min(2_000, Math.floor(this.options.sequencer.leaseMs / 3));
     const wanted = taken.filter((e) => (this.leases.get(partitionKey(e.topic, e.partition))?.expiresAt ?? 0) < soon);
     for (const lease of await this.options.sequencer.acquire(wanted)) this.leases.set(partitionKey(lease.topic, lease.partition), lease);
     const out = new Map<string, Lease>();

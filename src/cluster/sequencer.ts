@@ -128,7 +128,7 @@ export class Sequencer {
   readonly channel: string;
 
   private constructor(
-    private readonly pool: Pool, readonly brokerId: number, private readonly leaseMs: number, readonly maxObjectAgeMs: number, prefix: string,
+    private readonly pool: Pool, readonly brokerId: number, readonly leaseMs: number, readonly maxObjectAgeMs: number, prefix: string,
   ) {
     this.partitions = `${prefix}partitions`;
     this.index = `${prefix}log_index`;

@@ -92,6 +92,8 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     const e = toOnelogError(err);
     // Running out of a resource is expected under load and answered for each request: one short line, no stack.
     if (e.code === 'RESOURCE_EXHAUSTED') request.log.warn({ code: e.code, resource: e.context.resource }, e.message);
+    // Cluster mode's routing answers (docs/cluster.md): the client goes to the broker named; nothing went wrong here.
+    else if (e.code === 'NOT_COORDINATOR' || e.code === 'NOT_LEADER_OR_FOLLOWER') request.log.debug({ code: e.code, ...e.context }, e.message);
     else if (e.httpStatus >= 500) request.log.error({ err }, 'request failed');
     void reply.status(e.httpStatus).send(e.toJSON());
   });

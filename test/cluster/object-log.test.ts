@@ -27,16 +27,18 @@ afterAll(async () => {
 });
 
 /** A broker's object log on `schema` and under `prefix` of the bucket. */
-async function broker(schema: PgSchema, prefix: string, brokerId: number, flushWindowMs = 5): Promise<{ store: ObjectLogStore; objects: S3ObjectStore }> {
+async function broker(
+  schema: PgSchema, prefix: string, brokerId: number, flushWindowMs = 5, leaseMs = 30_000,
+): Promise<{ store: ObjectLogStore; objects: S3ObjectStore; sequencer: Sequencer }> {
   const objects = new S3ObjectStore(parseS3Url(`s3://${s3.bucket}/${prefix}?endpoint=${s3.endpoint}`));
-  const sequencer = await Sequencer.open({ pool: schema.pool(3), brokerId, leaseMs: 30_000 });
+  const sequencer = await Sequencer.open({ pool: schema.pool(3), brokerId, leaseMs });
   const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: schema.url, flushWindowMs });
   const close = store.close.bind(store);
   store.close = async () => {
     await close();
     objects.close();
   };
-  return { store, objects };
+  return { store, objects, sequencer };
 }
 
 logStoreContract('objects in S3-compatible storage, indexed in PostgreSQL', async () => {
@@ -62,6 +64,32 @@ describe('object log', () => {
       for await (const o of objects.list('objects/')) keys.push(o.key);
       expect(keys).toHaveLength(1);
       expect(keys[0]).toMatch(/^objects\/1\/[0-9a-z]+-[0-9a-f-]{36}$/);
+    } finally {
+      await store.close();
+      await schema.drop();
+    }
+  });
+
+  it('a short lease is renewed a third of it before its end, not taken again at every flush', async () => {
+    const schema = await pgSchema('objlog');
+    const { store, sequencer } = await broker(schema, uniqueName('log'), 1, 5, 1500);
+    try {
+      await store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      let acquires = 0;
+      const acquire = sequencer.acquire.bind(sequencer);
+      sequencer.acquire = (partitions) => {
+        if (partitions.length > 0) acquires++;
+        return acquire(partitions);
+      };
+      const started = performance.now();
+      let flushes = 0;
+      while (performance.now() - started < 400) {
+        await store.append([{ topic: 't', partition: 0, batch: batch('x') }]);
+        flushes++;
+      }
+      // The first flush takes the lease for 1.5 s; the flushes of the next 400 ms find it held past the 500 ms margin.
+      expect(flushes).toBeGreaterThan(3);
+      expect(acquires).toBe(1);
     } finally {
       await store.close();
       await schema.drop();
