@@ -193,7 +193,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const topics = await catalog.listTopics();
     const { logs, membership }: { logs: Logs; membership: ClusterMembership | null } = await (options.log === undefined
       ? Broker.openLocalLogs(options, catalog, topics, files, cleaner, clock, logger).then((local) => ({ logs: local, membership: null }))
-      : openObjectLogs(options, catalog, clock, logger)).catch(async (err: unknown) => {
+      : openObjectLogs(options, catalog, clock, logger, { intervalMs: options.compactionIntervalMs, cleaner })).catch(async (err: unknown) => {
       await catalog.close();
       throw err;
     });

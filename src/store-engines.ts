@@ -16,6 +16,7 @@ import type { Logger } from './logger.js';
 import type { WriteFence } from './write-fence.js';
 import type { Clock } from './clock.js';
 import type { Logs } from './storage/logs.js';
+import type { LogCleaner } from './storage/log-cleaner.js';
 import { parseS3Url } from './cluster/s3-location.js';
 import type { ClusterMembership } from './cluster/membership.js';
 
@@ -107,13 +108,23 @@ export interface ObjectLogs {
   membership: ClusterMembership;
 }
 
+/** How the log in object storage is compacted (the broker's settings of compaction). */
+export interface ObjectLogCompaction {
+  /** How often the `job:compact` job runs, ms; 0 = only on demand. @default 15000 (the broker's `compactionIntervalMs`) */
+  intervalMs?: number;
+  /** The key map's owner, shared with the broker's other compactions. @default the process's default cleaner (64 MiB) */
+  cleaner?: LogCleaner;
+}
+
 /**
  * Opens the log in object storage (cluster mode, docs/cluster.md): the sequencer's tables in the catalog's PostgreSQL,
  * the objects under `engines.log`; and the broker's membership (registry, group leases) in the same database. The
  * modules (the AWS SDK among them) load only here.
  * @throws OnelogError `INVALID_CONFIG`; `STORAGE_ERROR` if PostgreSQL cannot be reached
  */
-export async function openObjectLogs(engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger): Promise<ObjectLogs> {
+export async function openObjectLogs(
+  engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger, compaction: ObjectLogCompaction = {},
+): Promise<ObjectLogs> {
   const [{ openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership }] =
     await Promise.all([
       import('./postgres.js'), import('./cluster/sequencer.js'), import('./cluster/object-store.js'), import('./cluster/object-log.js'),
@@ -133,7 +144,9 @@ export async function openObjectLogs(engines: StoreEngines, catalog: Catalog, cl
     const leases = await NamedLeases.open({ pool, brokerId });
     const registry = await BrokerRegistry.open({ pool, brokerId });
     const groups = new GroupLeases({ leases, registry, leaseMs: engines.leaseMs, logger });
-    const logs = await ClusterLogs.open({ store, sequencer, objects, leases, catalog, listenUrl: url, pool, clock, logger });
+    const logs = await ClusterLogs.open({
+      store, sequencer, objects, leases, catalog, listenUrl: url, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
+    });
     return { logs, membership: new ClusterMembership(registry, groups, logger) };
   } catch (err) {
     objects.close();

@@ -14,7 +14,9 @@
  *
  * What differs from the local engine: idempotent batches are checked by the partition's sequencer at flush time
  * (a request spanning partitions is then not refused whole); retention moves the log start to the first chunk
- * (not batch) that must stay; compaction of topics in object storage is not built yet.
+ * (not batch) that must stay; compaction (src/cluster/compactor.ts) rewrites a partition's chunks into new objects
+ * (offsets kept) and replaces their index rows, run by the broker holding `job:compact` on schedule (never touching
+ * the partition's last chunk, the equivalent of Kafka's active segment) and by the broker asked on demand.
  */
 import pg from 'pg';
 import type { Catalog } from '../catalog/catalog.js';
@@ -24,7 +26,8 @@ import { OnelogError } from '../protocol/errors.js';
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { StoredRecord } from '../protocol/types.js';
 import { decodeRecords, LOG_OVERHEAD } from '../protocol/record-batch.js';
-import type { CompactionStats } from '../storage/log-cleaner.js';
+import { defaultLogCleaner } from '../storage/log-cleaner.js';
+import type { CompactionStats, LogCleaner } from '../storage/log-cleaner.js';
 import type { LogStartReason } from '../storage/log-start-reason.js';
 import type { PartitionPositions } from '../storage/log-store.js';
 import type { BackgroundJob, BrokerPartition, JobGate, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../storage/logs.js';
@@ -32,6 +35,8 @@ import type { AppendResult, LogConfig, ReadLimits } from '../storage/partition-l
 import type { UnreadRange } from '../storage/unread-range.js';
 import type { ObjectLogStore } from './object-log.js';
 import type { NamedLeases } from './leases.js';
+import { compactPartition } from './compactor.js';
+import type { CompactorOptions } from './compactor.js';
 import { mergePartition } from './merger.js';
 import type { ObjectStore } from './object-store.js';
 import type { Sequencer } from './sequencer.js';
@@ -55,6 +60,18 @@ export interface ClusterLogsOptions {
   mergeIntervalMs?: number;
   /** How often the sweep job runs, ms. @default 60000 */
   sweepIntervalMs?: number;
+  /**
+   * How often the compaction job (`job:compact`) runs over the compacted topics, ms; 0 = only on demand (the
+   * broker's `compactionIntervalMs`). @default 15000 (the embedded default's background compaction)
+   */
+  compactionIntervalMs?: number;
+  /**
+   * The key map compaction uses (its dedupe buffer, `serve --cleaner-dedupe-buffer-bytes`), shared by the broker's
+   * compactions, one at a time. @default {@link defaultLogCleaner} (64 MiB)
+   */
+  cleaner?: LogCleaner;
+  /** Object size, chunks per commit and a test hook of the compactor. @default see {@link CompactorOptions} */
+  compactor?: CompactorOptions;
   clock: Clock;
   logger: Logger;
 }
@@ -203,7 +220,7 @@ export class ClusterLogs implements Logs {
       return;
     }
     const t: TopicPartitions = { config, partitions: [] };
-    for (let p = 0; p < partitions; p++) t.partitions.push(new ObjectPartition(topic, p, t, this.options));
+    for (let p = 0; p < partitions; p++) t.partitions.push(new ObjectPartition(topic, p, t, this.options, (log, all) => this.compactLog(log, all)));
     this.topics.set(topic, t);
     if (created) this.notify(topic);
   }
@@ -228,12 +245,19 @@ export class ClusterLogs implements Logs {
   }
 
   /**
-   * The merge and sweep jobs (docs/cluster.md), each run by the broker holding its job lease (`job:merge`,
-   * `job:sweep`, held a few intervals and renewed at each run), skipped by the others.
+   * The compaction, merge and sweep jobs (docs/cluster.md), each run by the broker holding its job lease
+   * (`job:compact`, `job:merge`, `job:sweep`, held three intervals and renewed at each run), skipped by the others.
+   * Compaction runs every `compactionIntervalMs` (none when 0) over the compacted topics' partitions, leaving each
+   * partition's last chunk alone; a run longer than its lease may overlap the next holder's, which is safe: each
+   * replacement of index rows checks that they are still as read.
    */
   backgroundJobs(): BackgroundJob[] {
-    const { mergeIntervalMs = 30_000, sweepIntervalMs = 60_000, sequencer, objects } = this.options;
+    const { mergeIntervalMs = 30_000, sweepIntervalMs = 60_000, compactionIntervalMs = 15_000, sequencer, objects } = this.options;
+    const compaction: BackgroundJob[] = compactionIntervalMs <= 0 ? [] : [{
+      name: 'compacting topics', intervalMs: compactionIntervalMs, run: () => this.underLease('job:compact', compactionIntervalMs, () => this.compactAll()),
+    }];
     return [
+      ...compaction,
       { name: 'merging small objects', intervalMs: mergeIntervalMs, run: () => this.underLease('job:merge', mergeIntervalMs, async () => {
         for (const [topic, t] of this.topics) {
           for (const log of t.partitions) if (!this.closed) await mergePartition(sequencer, objects, topic, log.partition);
@@ -250,6 +274,39 @@ export class ClusterLogs implements Logs {
    */
   jobGate(name: string): JobGate {
     return (intervalMs) => this.holdJob(name, intervalMs);
+  }
+
+  /**
+   * Compacts a partition now (src/cluster/compactor.ts), with the cleaner's key map, after this broker's other
+   * compactions. A replacement another change won is tried again (at most three times in all) when asked on demand;
+   * on schedule the next run takes it up.
+   * @param includeLastChunk the partition's last chunk too (on demand, as the local engine seals its active segment)
+   */
+  private async compactLog(log: ObjectPartition, includeLastChunk: boolean): Promise<CompactionStats> {
+    const { sequencer, objects, clock, cleaner = defaultLogCleaner() } = this.options;
+    let result: Awaited<ReturnType<typeof compactPartition>> | undefined;
+    for (let attempt = 1; attempt <= (includeLastChunk ? 3 : 1); attempt++) {
+      const { minCompactionLagMs, deleteRetentionMs } = log.settings;
+      result = await cleaner.withKeyMap((map) => compactPartition(sequencer, objects, log.topic, log.partition,
+        { now: clock.now(), minCompactionLagMs, deleteRetentionMs, includeLastChunk }, map, this.options.compactor));
+      if (result.stopped === null) break;
+      this.options.logger.info({ topic: log.topic, partition: log.partition, stopped: result.stopped, attempt },
+        'compaction stopped before the end: another change of the partition\'s index rows won (changed: a merge, retention, another ' +
+        'compaction), or an object waited past the sequencer\'s maxObjectAgeMs (stale); what it committed before stays');
+    }
+    return result!.stats;
+  }
+
+  /** The compaction job's run: every partition of every compacted topic, one at a time; a failure is logged and the rest go on. */
+  private async compactAll(): Promise<void> {
+    for (const [topic, t] of this.topics) {
+      if (!t.config.cleanupPolicy.split(',').includes('compact')) continue;
+      for (const log of t.partitions) {
+        if (this.closed) return;
+        await this.compactLog(log, false).catch((err: unknown) =>
+          this.options.logger.warn({ topic, partition: log.partition, err: (err as Error).message }, 'compaction failed'));
+      }
+    }
   }
 
   /** Runs `work` if this broker holds (or takes) the job's lease, for three intervals. */
@@ -344,6 +401,8 @@ export class ObjectPartition implements BrokerPartition {
     readonly partition: number,
     private readonly owner: { config: LogConfig },
     private readonly options: Pick<ClusterLogsOptions, 'store' | 'sequencer' | 'clock'>,
+    /** Compacts this partition now ({@link ClusterLogs}' compactLog). */
+    private readonly compactor: (log: ObjectPartition, includeLastChunk: boolean) => Promise<CompactionStats>,
   ) {}
 
   get settings(): LogConfig {
@@ -401,14 +460,19 @@ export class ObjectPartition implements BrokerPartition {
     }
   }
 
-  /** What is left to read from `offset`: records (exact: offsets of topics in object storage have no gaps), the first's timestamp, bytes. */
+  /**
+   * What is left to read from `offset`: records (the offsets left: exact on a topic not compacted, whose offsets
+   * have no gaps; on a compacted one an upper bound, `estimate: true`, as compaction leaves gaps), the first's
+   * timestamp, bytes.
+   */
   async unread(offset: number): Promise<UnreadRange> {
     const from = Math.min(Math.max(offset, this.logStartOffset), this.highWatermark);
     if (from >= this.highWatermark) return { records: 0, estimate: false, firstTimestamp: null, bytes: 0 };
     const [{ records }, bytes] = await Promise.all([
       this.fetch(from, { maxRecords: 1, maxBytes: 1 }), this.options.sequencer.bytesFrom(this.topic, this.partition, from),
     ]);
-    return { records: this.highWatermark - from, estimate: false, firstTimestamp: records[0]?.timestamp ?? null, bytes };
+    const compacted = this.settings.cleanupPolicy.split(',').includes('compact');
+    return { records: this.highWatermark - from, estimate: compacted, firstTimestamp: records[0]?.timestamp ?? null, bytes };
   }
 
   async deleteRecordsBefore(offset: number, _reason: LogStartReason): Promise<number> {
@@ -467,13 +531,21 @@ export class ObjectPartition implements BrokerPartition {
   }
 
   /**
-   * @returns null for a topic not compacted
-   * @throws OnelogError `INVALID_CONFIG` on demand for a compacted topic: compaction in object storage is not built yet
+   * Compacts the partition now, on demand (src/cluster/compactor.ts; the local engine's rules, Kafka's LogCleaner):
+   * every chunk old enough by `minCompactionLagMs`, the last one included (as the local engine seals its active
+   * segment first). Run by the broker asked, without the `job:compact` lease: it is safe beside the job's run on
+   * another broker, because every replacement of index rows checks that they are still as read (one that another
+   * change won is tried again, three times at most).
+   * @param rollActive true on demand; false (the broker's per-topic background pass) does nothing here: in cluster
+   *   mode the background compaction is the `job:compact` job ({@link ClusterLogs.backgroundJobs}), on one broker
+   * @returns null for a topic not compacted, and for a background call
+   * @throws OnelogError `STORAGE_ERROR` if the object store or PostgreSQL fails (what was committed before stays)
    */
   async compact(rollActive = false): Promise<CompactionStats | null> {
     if (!this.settings.cleanupPolicy.split(',').includes('compact') || !rollActive) return null;
-    throw new OnelogError('INVALID_CONFIG', `topic ${this.topic} is compacted, and compaction of topics in object storage ` +
-      '(serve --log s3://...) is not built yet: its records are all kept', { topic: this.topic, partition: this.partition });
+    const stats = await this.compactor(this, true);
+    await this.positions();
+    return stats;
   }
 
   /** Reads the positions from PostgreSQL now. */

@@ -292,6 +292,8 @@ export class ObjectLogStore implements LogStore {
           pos += size;
         }
       }
+      // No row holds an offset from here below the high watermark: compaction removed them all (offsets are positions).
+      if (entries.length === 0) next = positions.highWatermark;
     }
     return { batches: parts.length === 1 ? parts[0]! : Buffer.concat(parts), nextOffset: next, ...positions };
   }

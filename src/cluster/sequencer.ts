@@ -15,7 +15,8 @@
  *   (bytes), `max_timestamp` (ms): one row per partition chunk of an object;
  * - `<prefix>objects (object_key)`: `broker_id`, `size_bytes`, `committed_at`, `retired_at`: every committed object
  *   (an object in the bucket with no row is an orphan: its commit failed or never came); `retired_at` is set when
- *   no index row refers to it any more (a merge replaced its chunks), and the sweep deletes it a grace later;
+ *   no index row refers to it any more (a merge or a compaction replaced its chunks, retention dropped them), and the
+ *   sweep deletes it a grace later;
  * - `<prefix>producer_batches (topic, partition, producer_id, base_offset)`: the last batches of each idempotent
  *   producer in each partition (epoch, sequences, offsets), written in the commit that stores them, so a broker
  *   that takes a partition over recognises the retries of batches another broker stored.
@@ -23,6 +24,7 @@
  * Offsets of a partition are assigned only here, under the row lock of its `partitions` row, so they strictly
  * increase with no gap and no overlap whichever broker commits (the property test checks it under lease steals).
  */
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { checkTablePrefix, createTables, inTransaction, query } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -124,17 +126,19 @@ export class Sequencer {
   private readonly index: string;
   private readonly objects: string;
   private readonly producers: string;
-  /** The channel each commit notifies (LISTEN wakes the long-polls of the partitions it names). */
-  readonly channel: string;
-
   private constructor(
     private readonly pool: Pool, readonly brokerId: number, readonly leaseMs: number, readonly maxObjectAgeMs: number, prefix: string,
+    /**
+     * The channel each commit notifies (LISTEN wakes the long-polls of the partitions it names): `<prefix>log_` and a
+     * hash of the schema the tables are in, since channels are shared by the whole database and two clusters may
+     * share one in two schemas.
+     */
+    readonly channel: string,
   ) {
     this.partitions = `${prefix}partitions`;
     this.index = `${prefix}log_index`;
     this.objects = `${prefix}objects`;
     this.producers = `${prefix}producer_batches`;
-    this.channel = `${prefix}log`;
   }
 
   /**
@@ -150,7 +154,10 @@ export class Sequencer {
     if (!Number.isInteger(leaseMs) || leaseMs < 100) {
       throw new OnelogError('INVALID_CONFIG', `lease must be an integer of at least 100 ms, got ${leaseMs}`, { leaseMs });
     }
-    const s = new Sequencer(options.pool, options.brokerId, leaseMs, options.maxObjectAgeMs ?? 300_000, prefix);
+    const { rows: [{ schema }] } = await query<{ schema: string }>(options.pool, 'sequencer: schema', 'SELECT current_schema() AS schema', []) as
+      { rows: [{ schema: string }] };
+    const channel = `${prefix}log_${createHash('sha1').update(schema).digest('hex').slice(0, 12)}`;
+    const s = new Sequencer(options.pool, options.brokerId, leaseMs, options.maxObjectAgeMs ?? 300_000, prefix, channel);
     await createTables(options.pool, `sequencer ${prefix}`, [
       `CREATE TABLE IF NOT EXISTS ${s.partitions} (
         topic text COLLATE "C" NOT NULL, partition integer NOT NULL,
@@ -413,6 +420,29 @@ export class Sequencer {
   async replaceIndexRows(topic: string, partition: number, rows: readonly IndexEntry[], merged: { objectKey: string; length: number; sizeBytes: number }): Promise<boolean> {
     const first = rows[0]!;
     const last = rows[rows.length - 1]!;
+    return this.rewriteIndexRows(topic, partition, rows, [{
+      baseOffset: first.baseOffset, endOffset: last.endOffset, objectKey: merged.objectKey, position: 0, length: merged.length,
+      maxTimestamp: Math.max(...rows.map((r) => r.maxTimestamp)),
+    }], [{ objectKey: merged.objectKey, sizeBytes: merged.sizeBytes }]);
+  }
+
+  /**
+   * Replaces index rows of a partition by others (the merge and compaction jobs), in one transaction: only if every
+   * row of `rows` is still as given (none replaced or removed meanwhile: by a merge, a compaction, retention, a
+   * topic's deletion); otherwise nothing is done. The new objects are recorded as committed; the objects no row
+   * refers to any more are marked retired (the sweep deletes them a grace later).
+   * @param rows the rows to replace, as {@link lookup} gave them (not necessarily consecutive)
+   * @param replacements the new rows: their offsets lie within those of `rows` and do not overlap (may be empty:
+   *   every offset of `rows` was compacted away)
+   * @param created the objects the new rows refer to, PUT before the call
+   * @returns whether the rows were replaced
+   * @throws OnelogError `STORAGE_ERROR` if the transaction fails (nothing of it committed)
+   */
+  async rewriteIndexRows(
+    topic: string, partition: number, rows: readonly IndexEntry[], replacements: readonly IndexEntry[],
+    created: ReadonlyArray<{ objectKey: string; sizeBytes: number }>,
+  ): Promise<boolean> {
+    if (rows.length === 0) return false;
     return inTransaction(this.pool, 'sequencer: replace index rows', async (client) => {
       const match = `topic = $1 AND partition = $2 AND (base_offset, end_offset, object_key, position, length)
         IN (SELECT * FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[]))`;
@@ -421,10 +451,17 @@ export class Sequencer {
       const { rowCount } = await client.query(`SELECT 1 FROM ${this.index} WHERE ${match} FOR UPDATE`, params);
       if (rowCount !== rows.length) return false; // another change won: nothing is done
       await client.query(`DELETE FROM ${this.index} WHERE ${match}`, params);
-      await client.query(`INSERT INTO ${this.index} VALUES ($1, $2, $3, $4, $5, 0, $6, $7)`,
-        [topic, partition, first.baseOffset, last.endOffset, merged.objectKey, merged.length, Math.max(...rows.map((r) => r.maxTimestamp))]);
-      await client.query(`INSERT INTO ${this.objects} (object_key, broker_id, size_bytes, committed_at) VALUES ($1, $2, $3, clock_timestamp())`,
-        [merged.objectKey, this.brokerId, merged.sizeBytes]);
+      if (replacements.length > 0) {
+        await client.query(`INSERT INTO ${this.index} (topic, partition, base_offset, end_offset, object_key, position, length, max_timestamp)
+          SELECT $1, $2, b, e, k, p, l, m FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[]) AS r(b, e, k, p, l, m)`,
+        [topic, partition, replacements.map((r) => r.baseOffset), replacements.map((r) => r.endOffset), replacements.map((r) => r.objectKey),
+          replacements.map((r) => r.position), replacements.map((r) => r.length), replacements.map((r) => r.maxTimestamp)]);
+      }
+      if (created.length > 0) {
+        await client.query(`INSERT INTO ${this.objects} (object_key, broker_id, size_bytes, committed_at)
+          SELECT k, $1, s, clock_timestamp() FROM unnest($2::text[], $3::bigint[]) AS o(k, s)`,
+        [this.brokerId, created.map((o) => o.objectKey), created.map((o) => o.sizeBytes)]);
+      }
       await this.retireUnreferenced(client, rows.map((r) => r.objectKey));
       return true;
     });

@@ -136,8 +136,19 @@ export class LogCleaner {
    * @throws what reading or writing the files throws; the log is left correct (see step 3)
    */
   clean(log: CleanableLog, settings: CompactionSettings): Promise<CompactionStats> {
+    return this.withKeyMap((map) => compactLog(log, settings, map));
+  }
+
+  /**
+   * Runs `work` with the cleaner's key map, after the compactions asked for before, one at a time as
+   * {@link clean}: for a compaction of a log that is not segment files (cluster mode's objects,
+   * src/cluster/compactor.ts), so that it shares the dedupe buffer's bound with every other. `work` sizes the map
+   * with {@link OffsetMap.reset}; the memory is given back once no compaction is waiting.
+   * @returns what `work` returns; @throws what it throws
+   */
+  withKeyMap<T>(work: (map: OffsetMap) => Promise<T>): Promise<T> {
     this.pending++;
-    const run = this.tail.then(() => compactLog(log, settings, this.map)).finally(() => {
+    const run = this.tail.then(() => work(this.map)).finally(() => {
       if (--this.pending === 0) this.map.release();
     });
     this.tail = run.catch(() => undefined);
@@ -163,13 +174,20 @@ interface SegmentTally {
   gone: boolean;
 }
 
-/** What a pass cleans with. */
-interface PassContext {
+/** What {@link cleanBatch} judges a batch's records by: one pass's key map over the range `[start, end)`. */
+export interface BatchCleaning {
+  /** Each key's latest offset in the pass's range. */
   map: OffsetMap;
   /** The pass's range ends here: records at or beyond it stay. */
   end: number;
+  /** The compaction's time, ms since the epoch: tombstones whose horizon is at or before it go. */
   now: number;
+  /** A kept tombstone's horizon is `now` plus this, ms (the topic's `deleteRetentionMs`). */
   deleteRetentionMs: number;
+}
+
+/** What a pass cleans with. */
+interface PassContext extends BatchCleaning {
   files: FileCache;
   pace: Pace;
   /** The write buffer of the cleaned files. */
@@ -346,10 +364,14 @@ async function cleanSegment(log: CleanableLog, segment: LogSegment, pass: PassCo
 }
 
 /**
- * What the pass does to one batch: null when it keeps it as it is, else the batch rewritten (null when no
- * record is left) with its kept records counted.
+ * What a compaction pass does to one batch (Kafka's LogCleaner rules, see the file's comment): null when it keeps
+ * the batch as it is, else the batch rewritten (null when no record is left) with its kept records counted. A
+ * rewritten batch keeps its base offset, last offset delta, producer fields (so an idempotent producer's sequence
+ * range is unchanged), codec, and each kept record's offset; a kept tombstone without a delete horizon gets one
+ * (KIP-534). Also used by the compaction of topics in object storage (src/cluster/compactor.ts).
+ * @param batch the whole batch, its base offset stamped (records are decoded at their offsets)
  */
-function cleanBatch(batch: Buffer, header: BatchHeader, pass: PassContext): { batch: Buffer | null; records: number; tombstonesRemoved: number } | null {
+export function cleanBatch(batch: Buffer, header: BatchHeader, pass: BatchCleaning): { batch: Buffer | null; records: number; tombstonesRemoved: number } | null {
   if (header.baseOffset >= pass.end) return null;
   const horizon = header.attributes & DELETE_HORIZON_FLAG ? header.baseTimestamp : undefined;
   // A batch that reaches the range's end (split by a full map) gets no horizon in this pass: the pass that
