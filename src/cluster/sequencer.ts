@@ -24,6 +24,7 @@
  * Offsets of a partition are assigned only here, under the row lock of its `partitions` row, so they strictly
  * increase with no gap and no overlap whichever broker commits (the property test checks it under lease steals).
  */
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { checkTablePrefix, createTables, inTransaction, query } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -125,17 +126,19 @@ export class Sequencer {
   private readonly index: string;
   private readonly objects: string;
   private readonly producers: string;
-  /** The channel each commit notifies (LISTEN wakes the long-polls of the partitions it names). */
-  readonly channel: string;
-
   private constructor(
     private readonly pool: Pool, readonly brokerId: number, readonly leaseMs: number, readonly maxObjectAgeMs: number, prefix: string,
+    /**
+     * The channel each commit notifies (LISTEN wakes the long-polls of the partitions it names): `<prefix>log_` and a
+     * hash of the schema the tables are in, since channels are shared by the whole database and two clusters may
+     * share one in two schemas.
+     */
+    readonly channel: string,
   ) {
     this.partitions = `${prefix}partitions`;
     this.index = `${prefix}log_index`;
     this.objects = `${prefix}objects`;
     this.producers = `${prefix}producer_batches`;
-    this.channel = `${prefix}log`;
   }
 
   /**
@@ -151,7 +154,9 @@ export class Sequencer {
     if (!Number.isInteger(leaseMs) || leaseMs < 100) {
       throw new OnelogError('INVALID_CONFIG', `lease must be an integer of at least 100 ms, got ${leaseMs}`, { leaseMs });
     }
-    const s = new Sequencer(options.pool, options.brokerId, leaseMs, options.maxObjectAgeMs ?? 300_000, prefix);
+    const { rows: [row] } = await query<{ schema: string }>(options.pool, 'sequencer: schema', 'SELECT current_schema() AS schema', []);
+    const channel = `${prefix}log_${createHash('sha1').update(row!.schema).digest('hex').slice(0, 12)}`;
+    const s = new Sequencer(options.pool, options.brokerId, leaseMs, options.maxObjectAgeMs ?? 300_000, prefix, channel);
     await createTables(options.pool, `sequencer ${prefix}`, [
       `CREATE TABLE IF NOT EXISTS ${s.partitions} (
         topic text COLLATE "C" NOT NULL, partition integer NOT NULL,

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Sequencer } from '../../src/cluster/sequencer.js';
 import { openPool } from '../../src/postgres.js';
 import type { ChunkResult, ObjectChunk } from '../../src/cluster/sequencer.js';
@@ -106,7 +106,32 @@ describe('sequencer', () => {
       const heard = new Promise<string>((resolve) => listener.on('notification', (n) => resolve(`${n.channel} ${n.payload}`)));
       await listener.query(`LISTEN ${a!.channel}`);
       await a!.commit('obj', 10, [chunk(0, leases[0]!.epoch, 4), chunk(1, leases[1]!.epoch, 2)]);
-      expect(await heard).toBe('onelog_log 0:4:t\n1:2:t');
+      expect(await heard).toBe(`${a!.channel} 0:4:t\n1:2:t`);
+      expect(a!.channel).toMatch(/^onelog_log_[0-9a-f]{12}$/);
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('two clusters in two schemas of one database notify on channels of their own (a commit in one moves no position in the other)', async () => {
+    const { seqs: [x] } = await brokers(1);
+    const { schema: other, seqs: [y] } = await brokers(1);
+    expect(x!.channel).not.toBe(y!.channel);
+    await x!.addPartitions('t', 1);
+    const [lease] = await x!.acquire([{ topic: 't', partition: 0 }]);
+    const listener = new pg.Client({ connectionString: other.url });
+    await listener.connect();
+    try {
+      const heard: string[] = [];
+      listener.on('notification', (n) => heard.push(n.payload ?? ''));
+      await listener.query(`LISTEN ${y!.channel}`);
+      await x!.commit('obj', 10, [chunk(0, lease!.epoch, 4)]);
+      // A notification of y's own, sent after x's: LISTEN delivers in commit order, so x's would have come first.
+      await y!.addPartitions('u', 1);
+      const [own] = await y!.acquire([{ topic: 'u', partition: 0 }]);
+      await y!.commit('obj', 10, [{ ...chunk(0, own!.epoch, 1), topic: 'u' }]);
+      await vi.waitFor(() => expect(heard).toHaveLength(1), { timeout: 5000 });
+      expect(heard).toEqual(['0:1:u']);
     } finally {
       await listener.end();
     }
