@@ -4,6 +4,7 @@
  * are logged, never thrown. Timers do not hold the process open.
  */
 import type { Logger } from './logger.js';
+import type { JobGate } from './storage/logs.js';
 
 export class BackgroundTasks {
   private readonly timers: NodeJS.Timeout[] = [];
@@ -25,9 +26,14 @@ export class BackgroundTasks {
     this.timers.push(timer);
   }
 
-  /** Runs `task` on every topic, one after the other, every `ms` (0 = never); a topic that fails does not stop the others. */
-  everyTopic(ms: number, what: string, task: (topic: string) => Promise<unknown>): void {
+  /**
+   * Runs `task` on every topic, one after the other, every `ms` (0 = never); a topic that fails does not stop the others.
+   * @param gate asked before each pass, which runs only when it answers true (cluster mode: a job lease, so that one
+   *   broker at a time runs the job; see {@link Logs.jobGate})
+   */
+  everyTopic(ms: number, what: string, task: (topic: string) => Promise<unknown>, gate?: JobGate): void {
     this.repeat(ms, what, async () => {
+      if (gate !== undefined && !(await gate(ms))) return;
       for (const topic of await this.topics().catch(() => [])) {
         await task(topic).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error).message }, `${what} failed`));
       }

@@ -256,7 +256,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
         return null;
       }), (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed')));
       if (moved.some((m) => m !== null)) await monitor.evaluate({ topic });
-    });
+    }, logs.jobGate?.('job:retention')); // cluster mode: one broker at a time
     broker.background.everyTopic(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.loaded(topic).map((log) => log.compact())));
     broker.background.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());

@@ -3,8 +3,9 @@
  * PostgreSQL, its catalog there too, its offsets in the machine's Redis. The broker contract runs on it as on the
  * embedded default; then two brokers of one cluster share topics, records and long-polls.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fs from 'node:fs';
+import pg from 'pg';
 import { Broker } from '../../src/broker.js';
 import type { BrokerOptions } from '../../src/broker.js';
 import { ManualClock } from '../../src/clock.js';
@@ -60,6 +61,39 @@ describe('two brokers of one cluster', () => {
     } finally {
       await a.close();
       await b.close();
+      await c.dispose();
+    }
+  });
+
+  it('runs scheduled retention on the holder of job:retention only; the other broker takes the job over when it closes', async () => {
+    const c = await cluster();
+    const day = 86_400_000;
+    const t0 = 1_700_000_000_000;
+    const db = new pg.Client({ connectionString: c.pgUrl });
+    await db.connect();
+    const lease = async () => (await db.query<{ holder: number | null; expires: string }>(
+      `SELECT holder_broker_id AS holder, expires_at::text AS expires FROM onelog_leases WHERE name = 'job:retention'`)).rows[0];
+    const a = await Broker.open({ ...c.options(1), clock: new ManualClock(t0), retentionCheckIntervalMs: 50 });
+    let b: Broker | undefined;
+    try {
+      await vi.waitFor(async () => expect((await lease())?.holder).toBe(1), { timeout: 5000 });
+      await a.createTopic({ topic: 't', partitions: 1, config: { retentionMs: day } });
+      await a.produce({ topic: 't', records: [{ key: null, value: Buffer.from('fresh'), partition: 0, timestamp: t0 }] });
+      // By b's clock the record expired nine days ago; by a's it is fresh. Only a's passes run while it holds the job.
+      b = await Broker.open({ ...c.options(2), clock: new ManualClock(t0 + 10 * day), retentionCheckIntervalMs: 50 });
+      for (let renewals = 0; renewals < 3; renewals++) {
+        const seen = (await lease())!.expires;
+        await vi.waitFor(async () => expect((await lease())!.expires).not.toBe(seen), { timeout: 5000, interval: 10 });
+      }
+      expect((await lease())?.holder).toBe(1);
+      expect((await b.describeTopic('t')).partitions[0]!.logStartOffset).toBe(0);
+      await a.close(); // gives its job leases up: b's next pass takes the job, and its clock expires the record
+      await vi.waitFor(async () => expect((await b!.describeTopic('t')).partitions[0]!.logStartOffset).toBe(1), { timeout: 5000 });
+      expect((await lease())?.holder).toBe(2);
+    } finally {
+      await db.end();
+      await a.close();
+      await b?.close();
       await c.dispose();
     }
   });
