@@ -13,7 +13,7 @@ import type {
 import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
 import { Partitioner } from './protocol/partitioner.js';
-import { planProduce } from './protocol/produce-plan.js';
+import { planProduce, withRecordOutcomes } from './protocol/produce-plan.js';
 import { BATCH_HEADER_BYTES, encodeBatch, readBatchHeader } from './protocol/record-batch.js';
 import type { CompressionType } from './protocol/topic-config.js';
 import type { Logs } from './storage/logs.js';
@@ -86,7 +86,9 @@ export class ProducePath {
       }
     }
     // Batches of one partition are appended in order (their sequences follow each other).
-    const appended = await this.logs.appendAll(encoded);
+    const appended = await this.logs.appendAll(encoded).catch((err: unknown) => {
+      throw withRecordOutcomes(err, encoded); // cluster mode: a client sends the rest to the partitions' leader
+    });
     this.metrics.produced(topic, request.records.length, encoded.reduce((sum, e) => sum + e.batch.length, 0));
     encoded.forEach(({ partition, indexes }, b) => indexes.forEach((i, k) => (offsets[i] = { partition, offset: appended[b]!.baseOffset + k })));
     return { topic, offsets };

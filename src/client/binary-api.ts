@@ -15,7 +15,7 @@ import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js
 import type { DataFrame, FrameKind } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
-import { planProduce } from '../protocol/produce-plan.js';
+import { planProduce, withRecordOutcomes } from '../protocol/produce-plan.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
 import { HttpApi, MAX_REDIRECTS, routeOf } from './http-api.js';
@@ -53,7 +53,12 @@ export class BinaryApi extends HttpApi {
    * Partitions are chosen here as the broker would ({@link Partitioner}).
    * @throws OnelogError as {@link HttpApi.produce}; `NETWORK_ERROR` when the socket fails
    */
-  override async produce(request: ProduceRequest): Promise<ProduceResult> {
+  override produce(request: ProduceRequest): Promise<ProduceResult> {
+    return this.produceBinary(request, 0);
+  }
+
+  /** {@link produce}, `depth` deep in a chain of sends of what brokers leading only some partitions left ({@link produceRest}). */
+  private async produceBinary(request: ProduceRequest, depth: number): Promise<ProduceResult> {
     const { topic, records } = request;
     const partitions = await this.partitionCount(topic);
     // Record size, keys on compacted topics and partition bounds are the broker's to check, per batch.
@@ -64,14 +69,19 @@ export class BinaryApi extends HttpApi {
     const now = Date.now();
     // One frame for the whole request, so the broker stores or refuses it whole.
     const encoded = batches.map(({ indexes, producer }) => encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { alloc: ioBuffers.take }));
-    const answer = await this.request(FRAME_KIND.PRODUCE, {
-      topic, batches: batches.map((b, i) => ({ partition: b.partition, bytes: encoded[i]!.length })),
-    }, encoded, FRAME_KIND.PRODUCED).catch((err: unknown) => {
+    let answer: DataFrame;
+    try {
+      answer = await this.request(FRAME_KIND.PRODUCE, {
+        topic, batches: batches.map((b, i) => ({ partition: b.partition, bytes: encoded[i]!.length })),
+      }, encoded, FRAME_KIND.PRODUCED);
+    } catch (err) {
+      const done = await this.produceRest(request, withRecordOutcomes(err, batches), depth, (rest, d) => this.produceBinary(rest, d));
+      if (done !== undefined) return done;
       throw requestIndexed(err, batches);
-    }).finally(() => {
+    } finally {
       // The frame holds a copy of the batches by now (or was never built).
       for (const batch of encoded) ioBuffers.give(batch);
-    });
+    }
     const stored = (answer.json as { batches: Array<{ partition: number; baseOffset: number }> }).batches;
     const offsets = new Array<{ partition: number; offset: number }>(records.length);
     batches.forEach(({ partition, indexes }, b) => {

@@ -11,10 +11,10 @@
  *
  * Cluster mode routes requests as Kafka's clients do: a group's requests (`/groups/ID/...`, and a fetch naming a
  * group) go to the broker that coordinates the group, a topic's produce to the broker that sequences its partitions.
- * A broker that does not answers `NOT_COORDINATOR` naming the one that does (`coordinatorUrl`), or, for a produce of
- * which nothing was stored, `NOT_LEADER_OR_FOLLOWER` naming the partition's leader (`leaderUrl`); the API sends the
- * request there at once and remembers it for the group's or topic's next requests, forgetting it when that broker
- * cannot be reached. Other requests stay on the URL in use.
+ * A broker that does not answers `NOT_COORDINATOR` naming the one that does (`coordinatorUrl`), or, for a produce,
+ * `NOT_LEADER_OR_FOLLOWER` naming the partition's leader (`leaderUrl`); the API sends the request (of a produce, the
+ * records not stored) there at once and remembers it for the group's or topic's next requests, forgetting it when
+ * that broker cannot be reached. Other requests stay on the URL in use.
  */
 import type {
   AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
@@ -27,6 +27,7 @@ import type {
 import { Agent, fetch } from 'undici';
 import type { Dispatcher, Response } from 'undici';
 import { OnelogError } from '../protocol/errors.js';
+import type { RecordOutcome } from '../protocol/produce-plan.js';
 import { redactUrl } from '../protocol/urls.js';
 import { connectionOf } from './connection.js';
 import type { Connection, ConnectionOptions } from './connection.js';
@@ -139,6 +140,11 @@ export class HttpApi implements OnelogApi {
     if (error.code !== wanted || error.context.stored !== undefined) return false;
     const named = error.context.coordinatorUrl ?? error.context.leaderUrl;
     if (typeof named !== 'string') return this.lost(base, route) || this.urls.length === 1;
+    return this.routeTo(route, named);
+  }
+
+  /** Sends a route's requests to `named` from now on. @returns false for a URL that does not parse */
+  private routeTo(route: string, named: string): boolean {
     let url: string;
     try {
       url = parseServerUrls(named)[0]!;
@@ -148,6 +154,28 @@ export class HttpApi implements OnelogApi {
     if (url === this.url) this.routes.delete(route);
     else this.routes.set(route, url);
     return true;
+  }
+
+  /**
+   * Completes a produce a broker stored in part (cluster mode: `NOT_LEADER_OR_FOLLOWER` naming the leader of the
+   * partitions it refused, `leaderUrl`, and where each record went, `records`; see {@link withRecordOutcomes}): the
+   * records not stored are sent, each to the partition the broker chose for it, to that leader, and so on at most
+   * {@link MAX_REDIRECTS} times. What was stored is never sent again.
+   * @param send sends a produce, `depth` deep in this chain
+   * @returns every record's offset, or undefined when `err` is not such a refusal
+   */
+  protected async produceRest(
+    request: ProduceRequest, err: unknown, depth: number, send: (request: ProduceRequest, depth: number) => Promise<ProduceResult>,
+  ): Promise<ProduceResult | undefined> {
+    if (!(err instanceof OnelogError) || err.code !== 'NOT_LEADER_OR_FOLLOWER' || depth >= MAX_REDIRECTS) return undefined;
+    const { records: outcomes, leaderUrl } = err.context as { records?: RecordOutcome[]; leaderUrl?: unknown };
+    if (!Array.isArray(outcomes) || outcomes.length !== request.records.length || typeof leaderUrl !== 'string') return undefined;
+    if (!this.routeTo(`produce:${request.topic}`, leaderUrl)) return undefined;
+    const rest = outcomes.flatMap((o, i) => (o.offset === undefined ? [i] : []));
+    const sent = await send({ ...request, records: rest.map((i) => ({ ...request.records[i]!, partition: outcomes[i]!.partition })) }, depth + 1);
+    const offsets = outcomes.map((o) => ({ partition: o.partition, offset: o.offset ?? -1 }));
+    rest.forEach((i, k) => (offsets[i] = sent.offsets[k]!));
+    return { topic: request.topic, offsets };
   }
 
   /** Lets go of the connections this API keeps (a TLS agent's), once it is no longer used. */
@@ -273,7 +301,22 @@ export class HttpApi implements OnelogApi {
     return this.call('DELETE', `/topics/${encodeURIComponent(topic)}`);
   }
 
+  /** Appends records; in cluster mode, what a broker leading only some of their partitions left is sent on ({@link produceRest}). */
   produce(request: ProduceRequest): Promise<ProduceResult> {
+    return this.produceAt(request, 0);
+  }
+
+  private async produceAt(request: ProduceRequest, depth: number): Promise<ProduceResult> {
+    try {
+      return await this.produceOnce(request);
+    } catch (err) {
+      const done = await this.produceRest(request, err, depth, (rest, d) => this.produceAt(rest, d));
+      if (done === undefined) throw err;
+      return done;
+    }
+  }
+
+  private produceOnce(request: ProduceRequest): Promise<ProduceResult> {
     const records = request.records.map((r) => ({
       key: bytesToJson(r.key, 'base64'),
       value: bytesToJson(r.value, 'base64'),

@@ -131,3 +131,29 @@ export function recordBytes(r: Pick<ProduceRecord, 'key' | 'value' | 'headers'>)
   for (const h of r.headers ?? []) size += Buffer.byteLength(h.key) + (h.value?.length ?? 0);
   return size;
 }
+
+/** Where one record of a produce went: its partition and, once stored, its offset. */
+export interface RecordOutcome {
+  partition: number;
+  offset?: number;
+}
+
+/**
+ * A produce failure once some partitions stored their batches (`stored`: the stored batches in request order, each
+ * `{ partition, baseOffset }`; cluster mode, where another broker leads the other partitions) gains `records`: for
+ * each record of the request, its partition and, if stored, its offset ({@link RecordOutcome}), so that a client can
+ * send only the rest, each to the partition chosen for it. A partition's batches of one request are stored, or
+ * refused, together. Any other error is returned as it is.
+ */
+export function withRecordOutcomes(err: unknown, batches: ReadonlyArray<Pick<PlannedBatch, 'partition' | 'indexes'>>): unknown {
+  const stored = (err as OnelogError | undefined)?.context?.stored;
+  if (!(err instanceof OnelogError) || !Array.isArray(stored)) return err;
+  const byPartition = new Map<number, number[]>();
+  for (const s of stored as Array<{ partition: number; baseOffset: number }>) byPartition.set(s.partition, [...(byPartition.get(s.partition) ?? []), s.baseOffset]);
+  const records: RecordOutcome[] = [];
+  for (const { partition, indexes } of batches) {
+    const baseOffset = byPartition.get(partition)?.shift();
+    indexes.forEach((i, k) => (records[i] = baseOffset === undefined ? { partition } : { partition, offset: baseOffset + k }));
+  }
+  return new OnelogError(err.code, err.message, { ...err.context, records });
+}

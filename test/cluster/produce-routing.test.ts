@@ -47,6 +47,39 @@ describe('produce routing', () => {
     }
   });
 
+  it('completes a produce spanning partitions led by two brokers: each record stored once, at its leader', async () => {
+    const served = await servedBrokers(await testCluster(s3), 2);
+    const [a, b] = served.brokers as [Broker, Broker];
+    try {
+      await a.createTopic({ topic: 't', partitions: 2 });
+      await a.produce({ topic: 't', records: [rec('a0', 0)] }); // a leads partition 0
+      await b.produce({ topic: 't', records: [rec('b0', 1)] }); // b leads partition 1
+      // On its own, a stores partition 0's records and refuses partition 1's, saying where each record went.
+      const partial = await a.produce({ topic: 't', records: [rec('r0', 0), rec('r1', 1)] }).catch((err: unknown) => err);
+      expect(partial).toMatchObject({
+        code: 'NOT_LEADER_OR_FOLLOWER', context: { leaderUrl: served.urls[1], records: [{ partition: 0, offset: 1 }, { partition: 1 }] },
+      });
+      const sent: string[][] = [['r0'], ['b0']]; // what each partition holds after a0, in order
+      for (const api of [new HttpApi(served.urls[0]!), new BinaryApi(served.urls[0]!)]) {
+        const values = ['x0', 'x1', 'x2', 'x3'].map((v) => `${v}-${api.constructor.name}`);
+        const result = await api.produce({ topic: 't', records: values.map((v, i) => rec(v, i % 2)) });
+        expect(result.offsets.map((o) => o.partition)).toEqual([0, 1, 0, 1]);
+        const read = await a.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }, { partition: 1, offset: 0 }] });
+        // Each record once, at the offset the client was told.
+        result.offsets.forEach(({ partition, offset }, i) => {
+          expect(read.partitions[partition]!.records.find((r) => r.offset === offset)?.value?.toString()).toBe(values[i]);
+        });
+        sent[0]!.push(values[0]!, values[2]!);
+        sent[1]!.push(values[1]!, values[3]!);
+        api.close();
+      }
+      const read = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }, { partition: 1, offset: 0 }] });
+      expect(read.partitions.map((p) => p.records.map((r) => r.value!.toString()))).toEqual([['a0', ...sent[0]!], sent[1]]);
+    } finally {
+      await served.close();
+    }
+  });
+
   it('knows producer ids another broker issued after it started', async () => {
     const c = await testCluster(s3);
     const a = await Broker.open(c.options(1));
