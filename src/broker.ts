@@ -204,6 +204,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
       throw err;
     });
     fence.onFailure((failure) => logs.stopWrites(failure));
+    membership?.onReplaced((failure) => logs.stopWrites(failure));
     await finishTopicDeletions(catalog, offsets, logs, logger);
     const started = Date.now();
     const report = await logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));

@@ -5,12 +5,15 @@
  * groups all the same, and a `NOT_COORDINATOR` naming it carries no URL.
  */
 import type { Logger } from '../logger.js';
+import type { OnelogError } from '../protocol/errors.js';
 import type { BrokerInfo, BrokerRegistry } from './brokers.js';
 import type { GroupLeases } from './group-leases.js';
 
 export class ClusterMembership {
   private timer: NodeJS.Timeout | null = null;
   private registered = false;
+  private replaced = false;
+  private readonly replacedListeners: Array<(err: OnelogError) => void> = [];
 
   /**
    * @param heartbeatIntervalMs how often the registry records this broker live, ms; a third of the registry's
@@ -39,9 +42,23 @@ export class ClusterMembership {
     this.registered = true;
     this.logger.info({ brokerId: this.brokerId, ...addresses }, 'registered in the cluster');
     this.timer ??= setInterval(() => {
-      this.registry.heartbeat().catch((err: unknown) => this.logger.error({ brokerId: this.brokerId, err: (err as Error).message }, 'cluster heartbeat failed'));
+      this.registry.heartbeat().catch((err: unknown) => {
+        this.logger.error({ brokerId: this.brokerId, err: (err as Error).message }, 'cluster heartbeat failed');
+        if ((err as OnelogError).code !== 'ALREADY_EXISTS' || this.replaced) return;
+        // Another process registered as this broker while this one was not live: it must not write as this broker.
+        this.replaced = true;
+        for (const listener of this.replacedListeners) listener(err as OnelogError);
+      });
     }, this.heartbeatIntervalMs);
     this.timer.unref();
+  }
+
+  /**
+   * Calls `listener` once if another process takes this broker's id over (this one was not live for the registry's
+   * timeout: paused, cut off): the broker stops its writes (`Logs.stopWrites`).
+   */
+  onReplaced(listener: (err: OnelogError) => void): void {
+    this.replacedListeners.push(listener);
   }
 
   /** The live brokers of the cluster, by id. @throws OnelogError `STORAGE_ERROR` */

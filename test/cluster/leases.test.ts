@@ -5,9 +5,12 @@
  */
 import fc from 'fast-check';
 import type { Pool } from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BrokerRegistry } from '../../src/cluster/brokers.js';
 import { NamedLeases } from '../../src/cluster/leases.js';
+import { GroupLeases } from '../../src/cluster/group-leases.js';
+import { ClusterMembership } from '../../src/cluster/membership.js';
+import { silentLogger } from '../../src/logger.js';
 import { pgSchema } from '../helpers/services.js';
 import type { PgSchema } from '../helpers/services.js';
 
@@ -93,5 +96,30 @@ describe('broker registry', () => {
     await second.register({ url: 'http://127.0.0.1:8007' });
     await expect(first.heartbeat()).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
     expect((await second.live()).map((b) => b.url)).toEqual(['http://127.0.0.1:8007']);
+  });
+});
+
+describe('cluster membership', () => {
+  it('a broker whose id another process took over is told once, to stop its writes', async () => {
+    const { pool } = await schema();
+    const registry = await BrokerRegistry.open({ pool, brokerId: 3 });
+    const groups = new GroupLeases({ leases: await NamedLeases.open({ pool, brokerId: 3 }), registry, logger: silentLogger });
+    const membership = new ClusterMembership(registry, groups, silentLogger, 20);
+    const replaced: string[] = [];
+    membership.onReplaced((err) => replaced.push(err.code));
+    try {
+      await membership.advertise({ url: 'http://127.0.0.1:7003' });
+      // Paused past the registry's timeout, then another process started with its id.
+      await pool.query(`UPDATE onelog_brokers SET heartbeat_at = clock_timestamp() - interval '1 minute'`);
+      await (await BrokerRegistry.open({ pool, brokerId: 3 })).register({ url: 'http://127.0.0.1:8003' });
+      await vi.waitFor(() => expect(replaced).toEqual(['ALREADY_EXISTS']), { timeout: 5000 });
+      // Three more failed heartbeats: told once only.
+      const heartbeat = vi.spyOn(registry, 'heartbeat');
+      await vi.waitFor(() => expect(heartbeat.mock.calls.length).toBeGreaterThanOrEqual(3), { timeout: 5000 });
+      await Promise.allSettled(heartbeat.mock.results.map((r) => r.value as Promise<void>));
+      expect(replaced).toEqual(['ALREADY_EXISTS']);
+    } finally {
+      await membership.close();
+    }
   });
 });
