@@ -278,6 +278,10 @@ export class Broker implements OnelogApi, BinaryDataApi {
   ): Promise<LogManager> {
     const ownId = dataDirId(options.dataDir);
     const owner = await catalog.claimLogOwner(ownId);
+    if (owner !== ownId && owner.startsWith('s3://')) {
+      throw new OnelogError('INVALID_CONFIG', `the catalog describes the log in object storage at ${owner}: start this broker with ` +
+        '--log s3://BUCKET/PREFIX?endpoint=URL naming it and --broker-id N (docs/cluster.md)', { dataDir: options.dataDir, ownerId: owner });
+    }
     if (owner !== ownId) {
       throw new OnelogError('INVALID_CONFIG', `the catalog describes the log of another data directory (${owner}), not this one's ` +
         `(${options.dataDir}, ${ownId}): while the log is in a data directory, one broker per catalog. Start this broker on that data ` +

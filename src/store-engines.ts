@@ -18,6 +18,8 @@ import type { Clock } from './clock.js';
 import type { Logs } from './storage/logs.js';
 import type { LogCleaner } from './storage/log-cleaner.js';
 import { parseS3Url } from './cluster/s3-location.js';
+import type { S3Location } from './cluster/s3-location.js';
+import type { ObjectStore } from './cluster/object-store.js';
 import type { ClusterMembership } from './cluster/membership.js';
 
 /** Where the catalog and the offsets live (the broker's `catalog` and `offsets` options). */
@@ -135,8 +137,14 @@ export async function openObjectLogs(
   const brokerId = engines.brokerId!;
   // A broker paused inside a transaction (the sequencer's lock the partition rows they touch) holds those rows no
   // longer than its leases, so the other brokers can take its partitions over once they expire.
+  const location = parseS3Url(engines.log!);
+  await claimObjectLog(catalog, location);
+  const objects = new S3ObjectStore(location);
+  await checkBucket(objects, engines.log!).catch((err: unknown) => {
+    objects.close();
+    throw err;
+  });
   const pool = openPool(url, 8, { idleInTransactionMs: engines.leaseMs ?? 10_000 });
-  const objects = new S3ObjectStore(parseS3Url(engines.log!));
   try {
     const sequencer = await Sequencer.open({ pool, brokerId, leaseMs: engines.leaseMs });
     const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: url, flushWindowMs: engines.flushWindowMs });
@@ -152,6 +160,37 @@ export async function openObjectLogs(
     objects.close();
     await pool.end().catch(() => {});
     throw err;
+  }
+}
+
+/**
+ * Claims the catalog for the log at `location` (the bucket and prefix, whatever the endpoint), as a data directory
+ * claims it for its segment files: every broker of a cluster must write and read the same objects.
+ * @throws OnelogError `INVALID_CONFIG` when the catalog describes another log
+ */
+async function claimObjectLog(catalog: Catalog, location: S3Location): Promise<void> {
+  const id = `s3://${location.bucket}/${location.prefix}`;
+  const owner = await catalog.claimLogOwner(id);
+  if (owner === id) return;
+  throw new OnelogError('INVALID_CONFIG', `the catalog describes the log ${owner.startsWith('s3://') ? `at ${owner}` : `of a data directory (${owner})`}, ` +
+    `not the one at ${id}: every broker of a cluster is started with the same --log bucket and prefix (docs/cluster.md)`,
+  { option: 'log', log: id, catalogLog: owner });
+}
+
+/**
+ * Lists the bucket once, so a bucket that does not exist or refuses the credentials stops the broker at start, not
+ * at its first produce.
+ * @throws OnelogError `INVALID_CONFIG` naming `--log`
+ */
+async function checkBucket(objects: ObjectStore, log: string): Promise<void> {
+  try {
+    for await (const first of objects.list('objects/')) {
+      void first;
+      break;
+    }
+  } catch (err) {
+    throw new OnelogError('INVALID_CONFIG', `--log ${log}: the bucket cannot be listed: ${(err as Error).message} (check the bucket, the ` +
+      'endpoint and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY the broker runs with)', { option: 'log' });
   }
 }
 

@@ -569,9 +569,9 @@ export class Catalog {
   }
 
   /**
-   * Claims the catalog for the data directory `dataDirId` if no data directory has it yet (one statement: of two
-   * claims at once, one wins).
-   * @returns the id of the data directory that has it now
+   * Claims the catalog for the log `dataDirId` (a data directory's id, or `s3://BUCKET/PREFIX` for a log in object
+   * storage) if no log has it yet (one statement: of two claims at once, one wins).
+   * @returns the id of the log that has it now
    */
   async claimLogOwner(dataDirId: string): Promise<string> {
     await this.db.insertInto('log_owner').values({ singleton: 1, data_dir_id: dataDirId }).onConflict((oc) => oc.column('singleton').doNothing()).execute();

@@ -62,19 +62,22 @@ export class BrokerRegistry {
   }
 
   /**
-   * Registers this process as its broker id, with its addresses.
-   * @throws OnelogError `ALREADY_EXISTS` if another live process holds the id
+   * Registers this process as its broker id, with its addresses. A registration of the id at the same URL is taken
+   * over at once, live or not: this process listens there now, so the one that registered it has ended (a restart
+   * after kill -9 need not wait for the heartbeat timeout).
+   * @throws OnelogError `ALREADY_EXISTS` if another live process holds the id at another URL
    */
   async register(addresses: { url: string; kafkaAddress?: string | null }): Promise<void> {
     const { rows } = await this.query<{ broker_id: number }>('register', `INSERT INTO ${this.table} AS b VALUES ($1, $2, $3, $4, clock_timestamp(), clock_timestamp())
       ON CONFLICT (broker_id) DO UPDATE SET instance = excluded.instance, url = excluded.url, kafka_address = excluded.kafka_address,
         started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
-        WHERE b.instance = excluded.instance OR b.heartbeat_at <= clock_timestamp() - $5::int * interval '1 millisecond'
+        WHERE b.instance = excluded.instance OR b.url = excluded.url OR b.heartbeat_at <= clock_timestamp() - $5::int * interval '1 millisecond'
       RETURNING broker_id`, [this.brokerId, this.instance, addresses.url, addresses.kafkaAddress ?? null, this.timeoutMs]);
     if (rows.length === 0) {
       const other = (await this.live()).find((b) => b.brokerId === this.brokerId);
       throw new OnelogError('ALREADY_EXISTS', `broker id ${this.brokerId} is live at ${other?.url ?? 'another address'}: give every broker ` +
-        'of a cluster its own --broker-id', { brokerId: this.brokerId, url: other?.url });
+        `of a cluster its own --broker-id (a process of this id that ended without a clean stop stays live ${this.timeoutMs} ms ` +
+        'after its last heartbeat)', { brokerId: this.brokerId, url: other?.url });
     }
   }
 

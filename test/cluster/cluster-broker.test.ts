@@ -118,6 +118,27 @@ describe('two brokers of one cluster', () => {
 });
 
 describe('serve --log', () => {
+  it('refuses a broker whose --log names another bucket or prefix than the cluster\'s, or a bucket that cannot be listed', async () => {
+    const c = await cluster();
+    const a = await Broker.open(c.options(1));
+    try {
+      const other = c.options(2);
+      const refused = (log: string) => Broker.open({ ...other, log }).then(async (b) => {
+        await b.close();
+        return null;
+      }, (err: unknown) => err);
+      expect(await refused(other.log!.replace(/\/([^/?]+)\?/, '/$1-other?'))).toMatchObject({ code: 'INVALID_CONFIG', context: { option: 'log', catalogLog: expect.stringMatching(/^s3:\/\//) } });
+      expect(await refused(other.log!.replace(`s3://${s3.bucket}/`, 's3://no-such-bucket/'))).toMatchObject({ code: 'INVALID_CONFIG', context: { option: 'log' } });
+      // A data directory's broker on that catalog is told where the log is.
+      expect(await Broker.open({ dataDir: tmpDir(), catalog: c.pgUrl, offsets: other.offsets }).catch((err: unknown) => err)).toMatchObject({
+        code: 'INVALID_CONFIG', message: expect.stringMatching(/log in object storage at s3:\/\//),
+      });
+    } finally {
+      await a.close();
+      await c.dispose();
+    }
+  });
+
   it('refuses a log in object storage without the shared catalog and offsets, or without a broker id, and a broker id without it', async () => {
     const dataDir = tmpDir();
     const log = 's3://onelog?endpoint=http://127.0.0.1:1';

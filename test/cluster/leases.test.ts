@@ -97,6 +97,16 @@ describe('broker registry', () => {
     await expect(first.heartbeat()).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
     expect((await second.live()).map((b) => b.url)).toEqual(['http://127.0.0.1:8007']);
   });
+
+  it('a process restarted at the same URL (the first one killed, its heartbeat still fresh) takes its id over at once', async () => {
+    const { pool } = await schema();
+    const killed = await BrokerRegistry.open({ pool, brokerId: 8 });
+    await killed.register({ url: 'http://127.0.0.1:7008' });
+    const restarted = await BrokerRegistry.open({ pool, brokerId: 8 });
+    await restarted.register({ url: 'http://127.0.0.1:7008' });
+    await expect(killed.heartbeat()).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
+    await restarted.heartbeat();
+  });
 });
 
 describe('cluster membership', () => {
