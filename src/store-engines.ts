@@ -99,7 +99,7 @@ function checkLogEngine(engines: StoreEngines): void {
   }
   if (engines.brokerId === undefined || !Number.isInteger(engines.brokerId) || engines.brokerId < 0 || engines.brokerId > 0x7fffffff) {
     throw new OnelogError('INVALID_CONFIG', `--log s3://... needs --broker-id, an integer from 0 to 2147483647 unique among the cluster's brokers, ` +
-      `got ${JSON.stringify(engines.brokerId ?? null)}`, { option: 'broker-id' });
+      `got ${engines.brokerId === undefined ? 'none' : JSON.stringify(engines.brokerId)}`, { option: 'broker-id' });
   }
   parseS3Url(engines.log);
 }

@@ -123,8 +123,16 @@ async function serve(options: ServeOptions): Promise<void> {
     if (options.log === undefined) {
       throw new OnelogError('INVALID_CONFIG', '--advertised-url is what the other brokers of a cluster send clients to: give --log s3://... too, or leave it out', { option: 'advertised-url' });
     }
-    const urls = parseServerUrls(options.advertisedUrl);
-    if (urls.length !== 1) throw new OnelogError('INVALID_CONFIG', `--advertised-url is one http(s):// URL, got ${urls.length}`, { option: 'advertised-url' });
+    let urls: string[] = [];
+    try {
+      urls = parseServerUrls(options.advertisedUrl);
+    } catch {
+      // Named below.
+    }
+    if (urls.length !== 1) {
+      throw new OnelogError('INVALID_CONFIG', `--advertised-url is the one http(s)://HOST:PORT URL clients reach this broker at, got ` +
+        `${JSON.stringify(redactUrl(options.advertisedUrl))}`, { option: 'advertised-url' });
+    }
     options.advertisedUrl = urls[0];
   }
   // Loaded here, not at the top: other commands must not load the storage engine.

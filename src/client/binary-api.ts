@@ -18,7 +18,7 @@ import { Partitioner } from '../protocol/partitioner.js';
 import { planProduce, withRecordOutcomes } from '../protocol/produce-plan.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
-import { HttpApi, MAX_REDIRECTS, routeOf } from './http-api.js';
+import { HttpApi, routeOf } from './http-api.js';
 
 /** Records per produced batch are cut at about this many bytes. */
 const BATCH_BYTES = 1024 * 1024;
@@ -144,28 +144,50 @@ export class BinaryApi extends HttpApi {
    */
   private async request(kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], expected: FrameKind): Promise<DataFrame> {
     const route = kind === FRAME_KIND.PRODUCE ? `produce:${(json as { topic: string }).topic}` : routeOf('', json);
-    for (let redirects = 0; ; redirects++) {
+    const state = this.attempts();
+    const waitMs = kind === FRAME_KIND.FETCH ? (json as { maxWaitMs?: number }).maxWaitMs ?? 0 : 0;
+    for (;;) {
       const ws = await this.connect(route, this.urls.length);
-      const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
-      const answer = await new Promise<DataFrame>((resolve, reject) => {
-        this.pending.set(requestId, { ws, resolve, reject });
-        const frame = encodeFrame(kind, requestId, json, payload, ioBuffers.take);
-        ws.send(frame, (err) => {
-          ioBuffers.give(frame);
-          if (!err) return;
-          this.pending.delete(requestId);
-          reject(new OnelogError('NETWORK_ERROR', `sending to ${ws.url} failed: ${err.message}`, { url: ws.url }));
-        });
-      });
+      const base = ws.url.replace(/^ws/, 'http').replace(/\/data$/, '');
+      const answer = await this.exchange(ws, base, route, kind, json, payload, waitMs);
       if (answer.kind === FRAME_KIND.ERROR) {
         const error = OnelogError.fromJSON(answer.json as { code?: unknown; message?: unknown });
-        const base = ws.url.replace(/^ws/, 'http').replace(/\/data$/, '');
-        if (redirects < MAX_REDIRECTS && this.follow(route, error, base)) continue;
+        if (await this.refusedAgain(route, error, base, state)) continue;
         throw error;
       }
       if (answer.kind !== expected) throw new OnelogError('INTERNAL_ERROR', `the data path answered frame kind ${answer.kind}, expected ${expected}`);
       return answer;
     }
+  }
+
+  /**
+   * Sends one frame on `ws` and waits for its answer, at most {@link requestTimeoutMs} beyond `waitMs`: a broker that
+   * does not answer (paused, cut off) has its socket closed, failing what waits on it with `NETWORK_ERROR`, and the
+   * next requests go to the next URL.
+   */
+  private exchange(
+    ws: WebSocket, base: string, route: string | undefined, kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], waitMs: number,
+  ): Promise<DataFrame> {
+    const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
+    return new Promise<DataFrame>((resolve, reject) => {
+      const timer = this.requestTimeoutMs === 0 ? undefined : setTimeout(() => {
+        this.pending.delete(requestId);
+        reject(new OnelogError('NETWORK_ERROR', `the data path at ${ws.url} did not answer within ${this.requestTimeoutMs + waitMs} ms ` +
+          `(requestTimeoutMs): ${kind === FRAME_KIND.FETCH ? 'it' : 'the request may or may not have been carried out; it'} is paused, ` +
+          'overloaded or cut off', { url: ws.url }));
+        this.lost(base, route);
+        ws.terminate();
+      }, this.requestTimeoutMs + waitMs);
+      const settle = { resolve: (frame: DataFrame) => (clearTimeout(timer), resolve(frame)), reject: (err: Error) => (clearTimeout(timer), reject(err)) };
+      this.pending.set(requestId, { ws, ...settle });
+      const frame = encodeFrame(kind, requestId, json, payload, ioBuffers.take);
+      ws.send(frame, (err) => {
+        ioBuffers.give(frame);
+        if (!err) return;
+        this.pending.delete(requestId);
+        settle.reject(new OnelogError('NETWORK_ERROR', `sending to ${ws.url} failed: ${err.message}`, { url: ws.url }));
+      });
+    });
   }
 
   /**
@@ -182,14 +204,18 @@ export class BinaryApi extends HttpApi {
       let failed = false;
       // A zero masking key: ws then neither copies nor XORs a frame on either side. Masking (RFC 6455 section 10.3)
       // keeps a browser script's frames from poisoning proxy caches; a Node client is not such a script.
-      const ws = new WebSocket(url, { headers: this.connection.headers, ...this.connection.tls, generateMask: (mask) => void mask.fill(0) });
+      const ws = new WebSocket(url, {
+        headers: this.connection.headers, ...this.connection.tls, generateMask: (mask) => void mask.fill(0),
+        ...(this.requestTimeoutMs === 0 ? {} : { handshakeTimeout: this.requestTimeoutMs }), // a paused broker: on to the next URL
+      });
       const fail = (message: string) => {
         if (failed) return; // an error, then its close
         failed = true;
         if (this.sockets.get(base) === socket) this.sockets.delete(base);
+        const routed = base !== this.url; // a broker another one named: back to the URL in use
         const moved = this.lost(base, route);
-        if (!opened && moved && tries > 1) {
-          this.connect(route, tries - 1).then(resolve, reject);
+        if (!opened && moved && (routed || tries > 1)) {
+          this.connect(route, routed ? tries : tries - 1).then(resolve, reject);
           return;
         }
         const err = new OnelogError('NETWORK_ERROR', `the data path at ${url}: ${message}`, { url });

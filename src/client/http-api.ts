@@ -27,6 +27,9 @@ import type {
 import { Agent, fetch } from 'undici';
 import type { Dispatcher, Response } from 'undici';
 import { OnelogError } from '../protocol/errors.js';
+import { checkInteger } from '../protocol/validate.js';
+import { backoffDelayMs } from '../backoff.js';
+import { systemClock } from '../clock.js';
 import type { RecordOutcome } from '../protocol/produce-plan.js';
 import { redactUrl } from '../protocol/urls.js';
 import { connectionOf } from './connection.js';
@@ -67,6 +70,29 @@ export function parseServerUrls(text: string): string[] {
 /** How many times one request follows `NOT_COORDINATOR` to another broker before its answer is the caller's. */
 export const MAX_REDIRECTS = 3;
 
+/** Waits between retries of a refused request (another broker's lease not yet expired). */
+const REFUSAL_BACKOFF = { initialMs: 100, maxMs: 1000 };
+
+/** Options of {@link HttpApi}: the connection's, and how long a request may take. */
+export interface HttpApiOptions extends ConnectionOptions {
+  /**
+   * How long a request may wait for its answer, ms, beyond a fetch's own `maxWaitMs` (Kafka's request.timeout.ms):
+   * a broker that does not answer (paused, cut off) is given up, a read going to the next URL, a write answered
+   * `NETWORK_ERROR` (its outcome unknown). It is also how long a request refused because another broker's lease has
+   * not yet expired (`NOT_LEADER_OR_FOLLOWER`, `NOT_COORDINATOR`: a lost broker's) is retried, with backoff (100 ms
+   * doubling to 1 s). 0 = no limit. A compaction or reset asked to wait has none.
+   * @default 30000
+   */
+  requestTimeoutMs?: number;
+}
+
+/** A request's state across its attempts: refusals followed, and until when it may be retried. */
+export interface RequestAttempts {
+  redirects: number;
+  /** performance.now() past which a refusal is the caller's */
+  deadline: number;
+}
+
 export class HttpApi implements OnelogApi {
   /** The server URLs, in the order given; {@link url} is the one in use. */
   readonly urls: readonly string[];
@@ -80,15 +106,19 @@ export class HttpApi implements OnelogApi {
   readonly connection: Connection;
   /** Connections with the client's TLS settings; none: the default. */
   private readonly dispatcher: Dispatcher | undefined;
+  /** @see HttpApiOptions.requestTimeoutMs */
+  readonly requestTimeoutMs: number;
 
   /**
    * @param url server address, `http://127.0.0.1:7070` or `https://...` (docs/security.md); several, separated by
    *   commas, fail over (see the file's comment)
    * @param options the token (sent as `Authorization: Bearer TOKEN`) and TLS settings; defaults from the environment
-   *   (`ONELOG_TOKEN`, `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY`)
-   * @throws OnelogError `INVALID_REQUEST` when a TLS file named by the environment cannot be read, or for a bad URL
+   *   (`ONELOG_TOKEN`, `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY`); the request timeout
+   * @throws OnelogError `INVALID_REQUEST` when a TLS file named by the environment cannot be read, for a bad URL or
+   *   a negative timeout
    */
-  constructor(url: string = defaultServerUrl(), options: ConnectionOptions = {}) {
+  constructor(url: string = defaultServerUrl(), options: HttpApiOptions = {}) {
+    this.requestTimeoutMs = checkInteger(options.requestTimeoutMs ?? 30_000, 'requestTimeoutMs', 0);
     this.urls = parseServerUrls(url);
     this.connection = connectionOf(options);
     this.dispatcher = Object.keys(this.connection.tls).length > 0 ? new Agent({ connect: { ...this.connection.tls } }) : undefined;
@@ -128,19 +158,14 @@ export class HttpApi implements OnelogApi {
   }
 
   /**
-   * Follows a broker's answer that another one serves the request, when nothing of it was done: `NOT_COORDINATOR`
-   * (a group's request) and `NOT_LEADER_OR_FOLLOWER` without `stored` (a produce). The route's requests go to the
-   * URL it names (`coordinatorUrl`, `leaderUrl`) from now on; one naming none (never advertised, or the lease is
-   * changing hands) sends them back to {@link url}, or on.
-   * @returns whether the request may be sent again
+   * Follows a broker's answer that another one serves the request (`NOT_COORDINATOR`, `NOT_LEADER_OR_FOLLOWER`): the
+   * route's requests go to the URL it names (`coordinatorUrl`, `leaderUrl`) from now on; one naming none (never
+   * advertised, or the lease is changing hands) sends them back to {@link url}, or on.
    */
-  protected follow(route: string | undefined, error: OnelogError, base: string): boolean {
-    if (route === undefined) return false;
-    const wanted = route.startsWith('group:') ? 'NOT_COORDINATOR' : 'NOT_LEADER_OR_FOLLOWER';
-    if (error.code !== wanted || error.context.stored !== undefined) return false;
+  private follow(route: string, error: OnelogError, base: string): void {
     const named = error.context.coordinatorUrl ?? error.context.leaderUrl;
-    if (typeof named !== 'string') return this.lost(base, route) || this.urls.length === 1;
-    return this.routeTo(route, named);
+    if (typeof named === 'string') this.routeTo(route, named);
+    else this.lost(base, route);
   }
 
   /** Sends a route's requests to `named` from now on. @returns false for a URL that does not parse */
@@ -183,26 +208,64 @@ export class HttpApi implements OnelogApi {
     void this.dispatcher?.close();
   }
 
-  private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  /** A new request's {@link RequestAttempts}. */
+  protected attempts(): RequestAttempts {
+    return { redirects: 0, deadline: this.requestTimeoutMs === 0 ? Infinity : performance.now() + this.requestTimeoutMs };
+  }
+
+  /**
+   * Whether a request refused with `error` at `base` goes again: a broker naming another for it ({@link follow}) is
+   * followed at once up to {@link MAX_REDIRECTS} times, then, while the refusal stands (the lease of a broker lost or
+   * paused has not expired yet), again after a backoff until the request's deadline.
+   */
+  protected async refusedAgain(route: string | undefined, error: OnelogError, base: string, state: RequestAttempts): Promise<boolean> {
+    if (route === undefined || error.code !== (route.startsWith('group:') ? 'NOT_COORDINATOR' : 'NOT_LEADER_OR_FOLLOWER')) return false;
+    if (error.context.stored !== undefined) return false;
+    this.follow(route, error, base);
+    if (++state.redirects <= MAX_REDIRECTS) return true;
+    if (performance.now() >= state.deadline) return false;
+    await systemClock.sleep(backoffDelayMs(state.redirects - MAX_REDIRECTS, REFUSAL_BACKOFF));
+    return true;
+  }
+
+  /**
+   * Sends a request to the URL its route names (else the one in use), failing over and following refusals as the
+   * file's comment says.
+   * @param waitMs how long the server may take beyond {@link requestTimeoutMs} (a long-poll's maxWaitMs); Infinity: no limit
+   */
+  private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, waitMs = 0): Promise<T> {
     const route = routeOf(path, body);
-    let redirects = 0;
+    const state = this.attempts();
     for (let attempt = 1; ; attempt++) {
       const base = this.baseFor(route);
       const url = `${base}${path}`;
       const last = attempt >= this.urls.length;
+      const timeoutMs = this.requestTimeoutMs === 0 ? Infinity : this.requestTimeoutMs + waitMs;
       let response: Response;
       try {
         response = await fetch(url, {
           method,
           headers: body === undefined ? this.connection.headers : { ...this.connection.headers, 'content-type': 'application/json' },
           body: body === undefined ? null : JSON.stringify(body),
+          ...(Number.isFinite(timeoutMs) ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
           ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
         });
       } catch (err) {
         const notSent = NOT_SENT.test((err as { cause?: { code?: string } }).cause?.code ?? '');
-        if (this.lost(base, route) && !last && (notSent || method === 'GET')) continue;
+        // A broker another one named (coordinator, leader) gone: back to the URL in use, whose refusal decides.
+        const routed = base !== this.url;
+        if (this.lost(base, route) && (routed || !last) && (notSent || method === 'GET')) {
+          if (routed) attempt--;
+          continue;
+        }
         const others = this.urls.length > 1 ? ` (servers: ${this.urls.map(redactUrl).join(', ')})` : '';
-        throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redactUrl(base)}: ${networkFailure(err, base)}${others}`, { url: redactUrl(url) });
+        if ((err as Error).name === 'TimeoutError') {
+          throw new OnelogError('NETWORK_ERROR', `the onelog server at ${redactUrl(base)} did not answer within ${timeoutMs} ms (requestTimeoutMs): ` +
+            `${method === 'GET' ? 'it' : 'the request may or may not have been carried out; it'} is paused, overloaded or cut off${others}`, { url: redactUrl(url) });
+        }
+        const named = base === this.url ? '' : ` (named by a broker as where ${route?.startsWith('group:') ? 'the group\'s coordinator' : 'the partition\'s leader'} ` +
+          'answers: check that broker\'s --advertised-url)';
+        throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redactUrl(base)}${named}: ${networkFailure(err, base)}${others}`, { url: redactUrl(url) });
       }
       if (response.status === 204) return undefined as T;
       const text = await response.text();
@@ -217,8 +280,7 @@ export class HttpApi implements OnelogApi {
         // A broker shutting down did nothing of the request: the next one may.
         if (error.code === 'BROKER_CLOSED' && this.lost(base, route) && !last) continue;
         // Nothing of the request was done: the group's coordinator or the partition's leader does it.
-        if (redirects < MAX_REDIRECTS && this.follow(route, error, base)) {
-          redirects++;
+        if (await this.refusedAgain(route, error, base, state)) {
           attempt--;
           continue;
         }
@@ -249,7 +311,7 @@ export class HttpApi implements OnelogApi {
   }
 
   compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
-    return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/compact`, { wait: request.wait ?? true });
+    return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/compact`, { wait: request.wait ?? true }, request.wait === false ? 0 : Infinity);
   }
 
   deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
@@ -333,7 +395,7 @@ export class HttpApi implements OnelogApi {
     const { topic, ...body } = request;
     type JsonPartition = Omit<FetchResult['partitions'][number], 'records'> & { records: JsonRecord[] };
     const result = await this.call<{ topic: string; partitions: JsonPartition[] }>(
-      'POST', `/topics/${encodeURIComponent(topic)}/fetch`, { ...body, encoding: 'base64' },
+      'POST', `/topics/${encodeURIComponent(topic)}/fetch`, { ...body, encoding: 'base64' }, request.maxWaitMs ?? 0,
     );
     return {
       ...result,
@@ -361,7 +423,8 @@ export class HttpApi implements OnelogApi {
 
   resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
     const { groupId, ...body } = request;
-    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/offsets/reset`, body);
+    // Executed with live members, it waits for them to let the partitions go (a session timeout at most).
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/offsets/reset`, body, request.execute === true ? Infinity : 0);
   }
 
   joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {

@@ -22,13 +22,14 @@ import { Producer } from './producer.js';
 import { PushConsumer } from './push-consumer.js';
 import type { PushConsumerOptions } from './push-consumer.js';
 import type { ProducerOptions } from './producer.js';
-import type { ConnectionOptions } from './connection.js';
+import type { HttpApiOptions } from './http-api.js';
 
 export { Admin } from './admin.js';
 export { Consumer } from './consumer.js';
 export type { ConsumedMessage, ConsumerOptions, EachMessagePayload, RunOptions } from './consumer.js';
 export type { ExternalOffsetStore, ExternalPosition } from './external-offsets.js';
 export { HttpApi, defaultServerUrl } from './http-api.js';
+export type { HttpApiOptions } from './http-api.js';
 export { BinaryApi } from './binary-api.js';
 export { Producer } from './producer.js';
 export { PushConsumer } from './push-consumer.js';
@@ -45,10 +46,10 @@ export type * from '../protocol/types.js';
  * Where the client connects: a server URL, or any {@link OnelogApi} such as an embedded Broker. With
  * `binary: true`, produce and fetch use the binary data path (RecordBatch v2 in WebSocket binary frames,
  * no JSON or base64 per record); everything else stays HTTP/JSON. `token`: a user's token; `tls`: the CA of an
- * `https://` server and a client certificate (docs/security.md).
+ * `https://` server and a client certificate (docs/security.md); `requestTimeoutMs`: see {@link HttpApiOptions}.
  * @default binary false; token: env `ONELOG_TOKEN`, else none; tls: the files env `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY` name
  */
-export type OnelogOptions = ({ url?: string; binary?: boolean } & ConnectionOptions) | { api: OnelogApi };
+export type OnelogOptions = ({ url?: string; binary?: boolean } & HttpApiOptions) | { api: OnelogApi };
 
 export class Onelog {
   /** The API every producer, consumer and admin of this client uses. */

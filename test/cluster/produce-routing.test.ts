@@ -80,6 +80,22 @@ describe('produce routing', () => {
     }
   });
 
+  it('a leader that cannot be reached: the client waits out its lease, with backoff, then the other broker takes the partition', async () => {
+    const served = await servedBrokers(await testCluster(s3), 2, { leaseMs: 1500 });
+    const [a, b] = served.brokers as [Broker, Broker];
+    try {
+      await a.createTopic({ topic: 't', partitions: 1 });
+      await a.produce({ topic: 't', records: [rec('a0', 0)] }); // a leads partition 0 for 1.5 s
+      await served.servers[0]!.close(); // a's address refuses connections; its lease runs on until it expires
+      const api = new HttpApi(served.urls[1]!);
+      expect((await api.produce({ topic: 't', records: [rec('b1', 0)] })).offsets).toEqual([{ partition: 0, offset: 1 }]);
+      const read = await b.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }] });
+      expect(read.partitions[0]!.records.map((r) => r.value!.toString())).toEqual(['a0', 'b1']);
+    } finally {
+      await served.close();
+    }
+  });
+
   it('knows producer ids another broker issued after it started', async () => {
     const c = await testCluster(s3);
     const a = await Broker.open(c.options(1));

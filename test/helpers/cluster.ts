@@ -47,19 +47,21 @@ export async function testCluster(s3: S3Server, kind = 'cluster'): Promise<TestC
 /** Brokers of one test cluster, each behind its HTTP server on a loopback port and advertised at it. */
 export interface ServedBrokers {
   brokers: Broker[];
+  /** Each broker's HTTP server. */
+  servers: Array<ReturnType<typeof createHttpServer>>;
   /** Each broker's URL, as advertised. */
   urls: string[];
   /** Closes the servers and the brokers, then disposes of the cluster's stores. */
   close(): Promise<void>;
 }
 
-/** Opens brokers 1..`count` of `cluster`, each served on `127.0.0.1:0` and advertised there. */
-export async function servedBrokers(cluster: TestCluster, count: number): Promise<ServedBrokers> {
+/** Opens brokers 1..`count` of `cluster` (with `extra` options), each served on `127.0.0.1:0` and advertised there. */
+export async function servedBrokers(cluster: TestCluster, count: number, extra: Partial<BrokerOptions> = {}): Promise<ServedBrokers> {
   const brokers: Broker[] = [];
   const apps: Array<ReturnType<typeof createHttpServer>> = [];
   const urls: string[] = [];
   for (let id = 1; id <= count; id++) {
-    const broker = await Broker.open(cluster.options(id));
+    const broker = await Broker.open(cluster.options(id, extra));
     const app = createHttpServer(broker);
     brokers.push(broker);
     apps.push(app);
@@ -68,7 +70,7 @@ export async function servedBrokers(cluster: TestCluster, count: number): Promis
     await broker.advertise({ url: urls[id - 1]! });
   }
   return {
-    brokers, urls,
+    brokers, urls, servers: apps,
     close: async () => {
       for (const app of apps) await app.close();
       for (const broker of brokers) await broker.close();
