@@ -19,24 +19,12 @@ import type { ServerProcess } from '../test/helpers/processes.js';
 import { startS3 } from '../test/helpers/s3.js';
 import type { S3Server } from '../test/helpers/s3.js';
 import { pgSchema, REDIS_URL, redisPrefix } from '../test/helpers/services.js';
+import { RECORD_BYTES, RECORDS_PER_BATCH } from './cluster.js';
+import type { ClusterBenchOptions } from './cluster.js';
 import { fmt, latencyLine } from './scale/common.js';
 
-/** Options of {@link clusterBrokersBenchmark}. */
-export interface ClusterBrokersBenchOptions {
-  /** Broker counts to run, e.g. [1, 2, 3]. */
-  brokers: number[];
-  /** Length of each measured run, s. */
-  seconds: number;
-  /** Producers (and partitions) per broker. */
-  producersPerBroker: number;
-  /** `serve --flush-window-ms`. */
-  flushWindowMs: number;
-}
 
-const RECORD_BYTES = 1024;
-const RECORDS_PER_BATCH = 100;
-
-export async function clusterBrokersBenchmark(options: ClusterBrokersBenchOptions): Promise<void> {
+export async function clusterBrokersBenchmark(options: ClusterBenchOptions): Promise<void> {
   const s3 = await startS3();
   console.log(`\n== cluster mode, whole brokers: onelog serve processes on s3rver (${s3.endpoint}), PostgreSQL (127.0.0.1:5432), Redis (6379)`);
   console.log(`setup: ${options.producersPerBroker} producers per broker (binary data path, each its own partition), closed loop, ` +
@@ -49,7 +37,7 @@ export async function clusterBrokersBenchmark(options: ClusterBrokersBenchOption
   }
 }
 
-async function run(brokerCount: number, options: ClusterBrokersBenchOptions, s3: S3Server): Promise<void> {
+async function run(brokerCount: number, options: ClusterBenchOptions, s3: S3Server): Promise<void> {
   const schema = await pgSchema('benchbrokers');
   const redis = redisPrefix();
   const stats = new pg.Client({ connectionString: schema.url });

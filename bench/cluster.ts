@@ -26,8 +26,9 @@ export interface ClusterBenchOptions {
   flushWindowMs: number;
 }
 
-const RECORD_BYTES = 1024;
-const RECORDS_PER_BATCH = 100;
+/** The workload of both cluster benchmarks: batches of 100 records of 1 KiB. */
+export const RECORD_BYTES = 1024;
+export const RECORDS_PER_BATCH = 100;
 
 export async function clusterBenchmark(options: ClusterBenchOptions): Promise<void> {
   const s3 = await startS3();

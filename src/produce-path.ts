@@ -14,7 +14,7 @@ import type { CompressionCodec } from './protocol/compression.js';
 import { OnelogError } from './protocol/errors.js';
 import { Partitioner } from './protocol/partitioner.js';
 import { planProduce, withRecordOutcomes } from './protocol/produce-plan.js';
-import { BATCH_HEADER_BYTES, encodeBatch, readBatchHeader } from './protocol/record-batch.js';
+import { encodeBatch, readBatchHeader } from './protocol/record-batch.js';
 import type { CompressionType } from './protocol/topic-config.js';
 import type { Logs } from './storage/logs.js';
 
@@ -64,8 +64,7 @@ export class ProducePath {
       maxBatchBytes: this.limits.maxBatchBytes,
       choosePartition: (r, bytes) => this.choosePartition(topic, r, bytes, partitionCount),
     });
-    if (request.idempotence) await this.learnProducerIds(request.idempotence.producerId);
-    if (request.idempotence && request.idempotence.producerId > this.lastProducerId) {
+    if (request.idempotence && !(await this.knowsProducer(request.idempotence.producerId))) {
       throw new OnelogError('UNKNOWN_PRODUCER_ID', `producer id ${request.idempotence.producerId} was never issued by this broker; ` +
         'get one from initProducerId (POST /producers)', { topic, producerId: request.idempotence.producerId });
     }
@@ -115,15 +114,24 @@ export class ProducePath {
     if (!Array.isArray(request.batches) || request.batches.length === 0) {
       throw new OnelogError('INVALID_REQUEST', 'a batch produce needs at least one batch', { topic: request.topic });
     }
-    await this.learnProducerIds(Math.max(...request.batches.map(({ batch }) => (Buffer.isBuffer(batch) && batch.length >= BATCH_HEADER_BYTES ? readBatchHeader(batch).producerId : -1))));
-    const limits = {
-      maxBatchBytes: Math.max(this.limits.maxBatchBytes, this.limits.maxRecordBytes), maxRecordBytes: this.limits.maxRecordBytes, lastProducerId: this.lastProducerId,
+    const prepare = () => {
+      const limits = {
+        maxBatchBytes: Math.max(this.limits.maxBatchBytes, this.limits.maxRecordBytes), maxRecordBytes: this.limits.maxRecordBytes, lastProducerId: this.lastProducerId,
+      };
+      return request.batches.map(({ partition, batch }) => {
+        const log = this.logs.get(request.topic, partition);
+        if (!Buffer.isBuffer(batch)) throw new OnelogError('INVALID_REQUEST', 'each batch must be the bytes of one RecordBatch v2');
+        return { log, batch: prepareClientBatch(batch, log, limits) };
+      });
     };
-    const prepared = request.batches.map(({ partition, batch }) => {
-      const log = this.logs.get(request.topic, partition);
-      if (!Buffer.isBuffer(batch)) throw new OnelogError('INVALID_REQUEST', 'each batch must be the bytes of one RecordBatch v2');
-      return { log, batch: prepareClientBatch(batch, log, limits) };
-    });
+    let prepared: ReturnType<typeof prepare>;
+    try {
+      prepared = prepare();
+    } catch (err) {
+      const producerId = (err as OnelogError).code === 'UNKNOWN_PRODUCER_ID' ? (err as OnelogError).context.producerId : undefined;
+      if (typeof producerId !== 'number' || !(await this.knowsProducer(producerId))) throw err;
+      prepared = prepare();
+    }
     this.checkRecordCount(request.topic, prepared.reduce((sum, { batch }) => sum + readBatchHeader(batch).recordCount, 0));
     const checked = new Set<number>();
     for (const { log, batch } of prepared) {
@@ -144,11 +152,12 @@ export class ProducePath {
   }
 
   /**
-   * Learns producer ids issued since start by other brokers sharing the catalog (cluster mode), before a produce
-   * naming `producerId` would refuse it as never issued.
+   * Whether `producerId` was issued: by this broker, or since its start by another sharing the catalog (cluster mode),
+   * which the catalog is asked for only when the id is above the highest known.
    */
-  private async learnProducerIds(producerId: number): Promise<void> {
+  private async knowsProducer(producerId: number): Promise<boolean> {
     if (producerId > this.lastProducerId) this.lastProducerId = Math.max(this.lastProducerId, await this.catalog.lastProducerId());
+    return producerId <= this.lastProducerId;
   }
 
   /** Issues a new idempotent producer identity: a never reused id (from the catalog) at epoch 0. */

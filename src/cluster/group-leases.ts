@@ -72,11 +72,6 @@ export class GroupLeases implements GroupPlacement {
     this.timer.unref();
   }
 
-  /** The groups this broker coordinates now (diagnostics, tests). */
-  coordinated(): string[] {
-    return [...this.held.keys()];
-  }
-
   /**
    * The broker holding the group's lease now (its expiry not passed by the database's clock), read from PostgreSQL
    * and taking nothing: where the group's requests go (Kafka's FindCoordinator). Null when nobody holds it: the
