@@ -97,8 +97,15 @@ export function registerServe(program: Command): void {
       parseInteger('--quota-produce-bytes-per-sec', 0), 0)
     .option('--webhook-deny-private', 'refuse webhooks (push endpoints, alert sinks) to loopback and private addresses')
     .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
+    .addHelpText('after', SERVE_REFUSALS)
     .action(action(serve));
 }
+
+/** What `serve --help` says after the flags: the starts it refuses (docs/security.md, operator mistakes). */
+const SERVE_REFUSALS = `
+Refused starts (exit code 1; the broker closed, the data directory's lock released):
+  a listener that cannot open (--port, --kafka-port in use): INVALID_CONFIG naming HOST:PORT and EADDRINUSE
+  a log directory missing, or holding none of the catalog's partitions: STORAGE_ERROR`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const LOG_FORMATS = ['pretty', 'json'];
@@ -178,17 +185,22 @@ async function serve(options: ServeOptions): Promise<void> {
   const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, access: { users: broker.users, acls: broker.acls }, audit: broker.audit,
     ...(tls ? { tls } : {}), limits, quotas,
   });
-  const address = await app.listen({ port: options.port, host: options.host });
-  const kafka = options.kafkaPort === undefined ? null
-    : await KafkaListener.start(broker, { host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
+  // A listener that cannot open ends serve: the broker closes (releasing the data directory's lock) and the error names the port.
+  let address: string;
+  let kafka: Awaited<ReturnType<typeof KafkaListener.start>> | null = null;
+  try {
+    address = await listening(app.listen({ port: options.port, host: options.host }), { listener: 'the HTTP API', flag: '--port', host: options.host, port: options.port });
+    kafka = options.kafkaPort === undefined ? null : await listening(KafkaListener.start(broker, {
+      host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
       maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection, quotas,
-    });
-  await broker.advertise({ url: options.advertisedUrl ?? address, kafkaAddress: kafka ? `${options.host}:${kafka.port}` : null }).catch(async (err: unknown) => {
-    await app.close();
+    }), { listener: 'the Kafka listener', flag: '--kafka-port', host: options.host, port: options.kafkaPort });
+    await broker.advertise({ url: options.advertisedUrl ?? address, kafkaAddress: kafka ? `${options.host}:${kafka.port}` : null });
+  } catch (err) {
     await kafka?.close();
+    await app.close();
     await broker.close();
     throw err;
-  });
+  }
   const engines = {
     catalog: options.catalog === undefined ? 'sqlite' : redactUrl(options.catalog),
     offsets: options.offsets === undefined ? 'lmdb' : redactUrl(options.offsets),
@@ -213,6 +225,31 @@ async function serve(options: ServeOptions): Promise<void> {
   await new Promise<void>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stop(signal).then(resolve));
   });
+}
+
+/** Why a port cannot be listened on, by the system's error code. */
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'the address is in use (another onelog, or another program, listens there)',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'the address is not one of this machine\'s (--host)',
+};
+
+/**
+ * Waits for a listener to open.
+ * @throws OnelogError `INVALID_CONFIG` naming the listener, the address and port, the flag and the system's code
+ *   (`errno`, e.g. `EADDRINUSE`) when it cannot
+ */
+async function listening<T>(opening: Promise<T>, where: { listener: string; flag: string; host: string; port: number }): Promise<T> {
+  try {
+    return await opening;
+  } catch (err) {
+    const errno = (err as NodeJS.ErrnoException).code;
+    if (typeof errno !== 'string' || !errno.startsWith('E')) throw err;
+    const why = LISTEN_FAILURES[errno] ?? (err as Error).message;
+    throw new OnelogError('INVALID_CONFIG', `${where.listener} cannot listen on ${where.host}:${where.port} (${where.flag}): ${why} [${errno}]. ` +
+      `Stop what holds it or give another ${where.flag} (0 = any free port); the broker was closed`,
+    { option: where.flag.slice(2), host: where.host, port: where.port, errno });
+  }
 }
 
 /** Whether `--host` is a loopback address (or localhost). */
