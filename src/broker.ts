@@ -6,7 +6,9 @@
  * - offset store: `<dataDir>/offsets/` (LMDB), or Redis or PostgreSQL (`offsets`, see store-engines.ts);
  * - catalog: `<dataDir>/catalog.sqlite` (SQLite through Kysely, {@link Catalog}), or PostgreSQL (`catalog`).
  *
- * One broker per data directory: `<dataDir>/broker.lock` refuses a second live one (`DATA_DIR_LOCKED`).
+ * One broker per data directory: `<dataDir>/broker.lock` refuses a second live one (`DATA_DIR_LOCKED`). A data
+ * directory missing its log, or an offset store missing the offsets of groups that committed, is refused
+ * (`STORAGE_ERROR`) rather than served as if new.
  *
  * Durability: a produce resolves once its records are written, and synced as the topic's flush.policy says
  * (see docs/storage-format.md): it survives kill -9 always, power loss under `always`. A commit resolves
@@ -60,7 +62,8 @@ import { ProducePath } from './produce-path.js';
 import type { MonitorOptions } from './monitoring/monitor.js';
 import type { Logger } from './logger.js';
 import { WriteFence } from './write-fence.js';
-import { checkStoreEngines, openCatalog, openObjectLogs, openOffsetStore } from './store-engines.js';
+import { checkStoreEngines, describeOffsetStore, openCatalog, openObjectLogs, openOffsetStore } from './store-engines.js';
+import { findLostOffsets, lostOffsetsRefusal, pauseLostOffsets } from './coordinator/lost-offsets.js';
 import type { Logs } from './storage/logs.js';
 import type { StoreEngines } from './store-engines.js';
 import type { ClusterMembership } from './cluster/membership.js';
@@ -125,6 +128,14 @@ export interface BrokerOptions extends StoreEngines {
    * docs/security.md). @default false
    */
   webhookDenyPrivate?: boolean;
+  /**
+   * Start even though the offset store holds none of the committed offsets of groups the catalog says committed (a
+   * lost or restored `offsets/data.mdb`, a flushed Redis; `serve --allow-missing-offsets`, docs/guarantees.md). Their
+   * partitions are then paused for those groups with `OFFSET_OUT_OF_RANGE` and an `offset-out-of-range` alert, never
+   * started at their start policy, until `onelog offsets reset ... --execute` decides where each resumes.
+   * @default false: such a start is refused with `STORAGE_ERROR` naming the offset store
+   */
+  allowMissingOffsets?: boolean;
 }
 
 const FETCH_DEFAULTS = { maxRecords: 500, maxBytes: 1024 * 1024, maxWaitMs: 0 };
@@ -170,6 +181,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /**
    * Opens the broker on `options.dataDir`: migrates the catalog, opens the offset store, and opens every
    * topic's partitions, recovering torn log tails.
+   * @throws OnelogError `DATA_DIR_LOCKED`; `STORAGE_ERROR` for a missing log directory, or for an offset store that
+   *   holds none of the offsets of groups the catalog says committed (unless `allowMissingOffsets`); `INVALID_CONFIG`
    */
   static async open(options: BrokerOptions): Promise<Broker> {
     checkStoreEngines(options);
@@ -209,11 +222,21 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const started = Date.now();
     const report = await logs.start(topics.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
     logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
+    const offsetStore = describeOffsetStore(options, options.dataDir);
+    const lost = await findLostOffsets(catalog, offsets, new Map(topics.map((t) => [t.name, t.partitions])));
+    if (lost.length > 0 && options.allowMissingOffsets !== true) {
+      await membership?.close();
+      await logs.close();
+      await offsets.close();
+      await catalog.close();
+      throw lostOffsetsRefusal(lost, offsetStore, options.dataDir);
+    }
     const outbound = new OutboundPolicy(options.webhookDenyPrivate ?? false);
     const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, {
       ...options.monitoring, notifications: { ...options.monitoring?.notifications, outbound },
       scheduleGate: logs.jobGate?.('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
     });
+    if (lost.length > 0) await pauseLostOffsets(lost, { catalog, logs, alerts: monitor.alerts, clock, logger }, offsetStore);
     const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, {
       reset: (groupId, topic) => {
         broker.retries.forget(groupId, topic);

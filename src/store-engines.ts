@@ -204,6 +204,29 @@ export async function openCatalog(engines: StoreEngines, dataDir: string, fence:
   return openPostgresCatalog({ url: engines.catalog });
 }
 
+/** The offset store `engines` name, for messages: what it is and where, and how such a store is usually lost. */
+export interface OffsetStoreDescription {
+  /** e.g. `LMDB in /var/lib/onelog/offsets`, `Redis redis://***@host:6379/0?keyPrefix=p:` (credentials redacted) */
+  name: string;
+  /** The usual ways of losing it, as a question to the operator. */
+  lostHow: string;
+}
+
+/** Names the offset store of `engines` (see {@link OffsetStoreDescription}). */
+export function describeOffsetStore(engines: StoreEngines, dataDir: string): OffsetStoreDescription {
+  const offsets = engines.offsets;
+  if (offsets === undefined) {
+    return { name: `LMDB in ${path.join(dataDir, 'offsets')}`, lostHow: 'is a volume not mounted, or was the data directory restored or copied without offsets/data.mdb?' };
+  }
+  if (REDIS_URL.test(offsets)) {
+    return { name: `Redis ${redactUrl(offsets)}`, lostHow: 'was Redis flushed or restored, or is this another Redis, database or keyPrefix?' };
+  }
+  return {
+    name: `PostgreSQL ${redactUrl(offsets === 'postgres' ? engines.catalog! : offsets)}`,
+    lostHow: 'was its offsets table emptied or restored, or is this another database or schema?',
+  };
+}
+
 /**
  * Opens the offset store. LMDB's writes run through the write fence and first check the disk's room
  * (`checkRoom`); a remote engine's failures are its server's, answered `STORAGE_ERROR` (retriable) and fencing nothing.

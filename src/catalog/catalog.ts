@@ -388,6 +388,22 @@ export class Catalog {
     return rows.map(toSubscription);
   }
 
+  /**
+   * Records that `groupId` committed an offset of `topic`, at `at` (ms since the epoch), unless it was recorded
+   * before: the first commit's time stays. Nothing for a subscription that does not exist.
+   */
+  async markCommitted(groupId: string, topic: string, at: number): Promise<void> {
+    await this.db.updateTable('subscriptions').set({ first_commit_at: at })
+      .where('group_id', '=', groupId).where('topic', '=', topic).where('first_commit_at', 'is', null).execute();
+  }
+
+  /** Every subscription whose group committed an offset of its topic ({@link markCommitted}), by group then topic. */
+  async listCommittedSubscriptions(): Promise<Array<{ groupId: string; topic: string }>> {
+    const rows = await this.db.selectFrom('subscriptions').select(['group_id', 'topic']).where('first_commit_at', 'is not', null)
+      .orderBy('group_id').orderBy('topic').execute();
+    return rows.map((r) => ({ groupId: r.group_id, topic: r.topic }));
+  }
+
   /** Deletes a group and, by cascade, its subscriptions, pauses, alerts, reset history and checkpoints. */
   async deleteGroup(groupId: string): Promise<void> {
     await this.db.deleteFrom('groups').where('group_id', '=', groupId).execute();

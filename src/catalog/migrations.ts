@@ -279,4 +279,12 @@ export const migrations: Record<string, Migration> = {
         .where(sql.ref('resolved_at'), 'is', null).execute();
     },
   },
+  '0015-subscription-first-commit': {
+    // When each group first committed an offset of each topic it subscribes to: a broker whose offset store holds
+    // none of a group's offsets although the group committed refuses to start (a lost or restored store). Left null
+    // for subscriptions that already exist: whether they committed is not known here; their next commit sets it.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('subscriptions').addColumn('first_commit_at', 'bigint').execute();
+    },
+  },
 };

@@ -48,6 +48,11 @@ export interface SubscriptionsTable {
   webhook_max_attempts: number;
   headroom_warn_ratio: number;
   stall_ms: number;
+  /**
+   * When the group first committed an offset of the topic (set once, at that commit); null until then, and for a
+   * subscription whose commits all came before the column did. What tells a lost offset store from a new one.
+   */
+  first_commit_at: number | null;
 }
 
 /** A partition a group stopped reading until an explicit reset; `error` is the error's JSON body. */

@@ -48,6 +48,7 @@ interface ServeOptions {
   quotaRequestsPerSec: number;
   quotaProduceBytesPerSec: number;
   webhookDenyPrivate?: boolean;
+  allowMissingOffsets?: boolean;
 }
 
 export function registerServe(program: Command): void {
@@ -97,6 +98,8 @@ export function registerServe(program: Command): void {
       parseInteger('--quota-produce-bytes-per-sec', 0), 0)
     .option('--webhook-deny-private', 'refuse webhooks (push endpoints, alert sinks) to loopback and private addresses')
     .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
+    .option('--allow-missing-offsets', 'start although the offset store lost the committed offsets of groups that committed (the start is ' +
+      'refused otherwise): their partitions stay paused until onelog offsets reset ... --execute (docs/guarantees.md)')
     .addHelpText('after', SERVE_REFUSALS)
     .action(action(serve));
 }
@@ -105,7 +108,8 @@ export function registerServe(program: Command): void {
 const SERVE_REFUSALS = `
 Refused starts (exit code 1; the broker closed, the data directory's lock released):
   a listener that cannot open (--port, --kafka-port in use): INVALID_CONFIG naming HOST:PORT and EADDRINUSE
-  a log directory missing, or holding none of the catalog's partitions: STORAGE_ERROR`;
+  a log directory missing, or an offset store (offsets/data.mdb, Redis, PostgreSQL) missing the offsets of groups
+  the catalog says committed: STORAGE_ERROR; --allow-missing-offsets starts with those groups' partitions paused`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const LOG_FORMATS = ['pretty', 'json'];
@@ -171,6 +175,7 @@ async function serve(options: ServeOptions): Promise<void> {
     dataDir: options.dataDir, catalog: options.catalog, offsets: options.offsets, log: options.log, brokerId: options.brokerId,
     flushWindowMs: options.flushWindowMs, leaseMs: options.leaseMs, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
     maxRecordBytes: options.maxRecordBytes, maxRecordsPerRequest: options.maxRecordsPerRequest, webhookDenyPrivate: options.webhookDenyPrivate ?? false,
+    allowMissingOffsets: options.allowMissingOffsets ?? false,
   });
   if (!broker.users.any && !options.insecure && !isLoopbackHost(options.host)) {
     await broker.close();

@@ -30,6 +30,7 @@ import { describeGroup, describeTopicGroups, listGroups, subscriptionInfo } from
 import type { DescriptionSources } from './group-description.js';
 import { describeSpec, planReset } from './offset-resets.js';
 import { Positions } from './positions.js';
+import { CommitMarks } from './commit-marks.js';
 import type { RetryTopics, TierOwner } from './retry-topics.js';
 import { definedOnly, Subscriptions } from './subscriptions.js';
 import type { ResolvedSubscribeRequest } from './subscriptions.js';
@@ -63,6 +64,8 @@ export class GroupCoordinator {
   private readonly subscriptions: Subscriptions;
   private readonly pendingResets = new Map<string, PendingReset[]>();
   private readonly positions: Positions;
+  /** Which subscriptions committed (the catalog's record that tells a lost offset store from a new one). */
+  private readonly marks: CommitMarks;
   /** Cluster mode: the lease epoch at which this broker coordinates each group it holds in memory. */
   private readonly epochs = new Map<string, number>();
 
@@ -76,14 +79,16 @@ export class GroupCoordinator {
     private readonly hooks: CoordinatorHooks = {},
     private readonly placement?: GroupPlacement,
   ) {
-    this.positions = new Positions(catalog, offsets, clock, monitor);
     this.subscriptions = new Subscriptions(catalog, clock, (sub, previous) => this.tiersChanged(sub, previous));
+    this.marks = new CommitMarks(catalog, clock, this.subscriptions.retryTopics);
+    this.positions = new Positions(catalog, offsets, clock, monitor, this.marks);
     placement?.onLost((groupId) => void this.locked(groupId, async () => this.forget(groupId, undefined), false));
   }
 
-  /** Loads what must be known before the first request: the subscriptions' retry tier topics. */
+  /** Loads what must be known before the first request: the subscriptions' retry tier topics, which of them committed. */
   async start(): Promise<void> {
     await this.subscriptions.start();
+    await this.marks.start();
   }
 
   /** The retry tier topics of every subscription. */
@@ -113,6 +118,7 @@ export class GroupCoordinator {
     if (epoch === undefined) this.epochs.delete(groupId);
     else this.epochs.set(groupId, epoch);
     this.groups.delete(groupId);
+    this.marks.forgetGroup(groupId);
     for (const r of this.pendingResets.get(groupId) ?? []) {
       r.reject(new OnelogError('NOT_COORDINATOR', `this broker stopped coordinating group ${groupId} before the reset reached a safe point; ` +
         'nothing was reset: send it again', { groupId, coordinatorBrokerId: null, coordinatorUrl: null }));
@@ -337,6 +343,7 @@ export class GroupCoordinator {
     await this.locked(groupId, async () => {
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
       await this.subscriptions.of(groupId, topic);
+      await this.marks.committing(groupId, topic);
       const jumps = await this.positions.jumpsOf(groupId, logs, request.offsets);
       // Checked and queued with no await between: a deletion that forgot the topic before this check refuses the
       // commit; one after it removes the committed offsets after this commit is written (the store keeps call order).
@@ -488,6 +495,7 @@ export class GroupCoordinator {
    */
   async topicDeleted(topic: string): Promise<void> {
     this.subscriptions.forgetTopic(topic);
+    this.marks.forgetTopic(topic);
     await Promise.all([...this.groups].map(([groupId, group]) =>
       [...group.members.values()].some((m) => m.topics.includes(topic)) && this.locked(groupId, async () => {
         if (this.groups.get(groupId) === group && group.members.size > 0) group.rebalance();
@@ -510,6 +518,7 @@ export class GroupCoordinator {
       await this.catalog.deleteGroup(groupId);
       this.groups.delete(groupId);
       this.subscriptions.deleteGroup(groupId);
+      this.marks.forgetGroup(groupId);
       this.monitor.deleteGroup(groupId);
       this.logger.info({ groupId }, 'group deleted');
     });
@@ -589,6 +598,7 @@ export class GroupCoordinator {
     const { groupId, topic } = request;
     const partitions = await this.plan(request);
     await this.subscriptions.get(groupId, topic);
+    await this.marks.committing(groupId, topic);
     const now = this.clock.now();
     await this.offsets.commit(groupId, partitions.map((p) => ({ topic, partition: p.partition, offset: p.newOffset })), now);
     const spec = describeSpec(request.spec);

@@ -16,6 +16,7 @@ import type { PartitionError, TopicPartition } from '../protocol/api.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { Partition } from '../storage/partition.js';
 import { offsetOutOfRange } from './out-of-range.js';
+import type { CommitMarks } from './commit-marks.js';
 
 /** A commit that moves a group past records deleted before it read them. */
 export interface CommitJump {
@@ -36,6 +37,7 @@ export class Positions {
     private readonly offsets: OffsetStore,
     private readonly clock: Clock,
     private readonly monitor: Monitor,
+    private readonly marks: CommitMarks,
   ) {}
 
   /**
@@ -69,7 +71,10 @@ export class Positions {
         positions.push(await this.outOfRange(groupId, subscription, log, committed.offset));
       }
     }
-    if (starts.length > 0 && commitStarts) await this.offsets.commit(groupId, starts, this.clock.now());
+    if (starts.length > 0 && commitStarts) {
+      await this.marks.committing(groupId, subscription.topic);
+      await this.offsets.commit(groupId, starts, this.clock.now());
+    }
     return positions;
   }
 
@@ -128,6 +133,7 @@ export class Positions {
     const offset = subscription.onOutOfRange === 'earliest' ? log.logStartOffset : log.highWatermark;
     // Offsets, not records, when compaction left gaps: the count is an upper bound there.
     const recordsSkipped = Math.max(0, offset - position);
+    await this.marks.committing(groupId, tp.topic);
     await this.offsets.commit(groupId, [{ ...tp, offset }], now);
     await this.monitor.alerts.record({
       groupId, kind: 'offset-jump', ...tp,

@@ -54,6 +54,15 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
       for (const f of fixtures.splice(0)) await f.dispose();
     });
 
+    /** Topics t and u, subscribed to by group g (both) and group h (t). */
+    async function threeSubscriptions(c: Catalog): Promise<void> {
+        await c.createTopic(topic('t'));
+        await c.createTopic(topic('u'));
+        await c.upsertSubscription(sub('g', 't'));
+        await c.upsertSubscription(sub('g', 'u'));
+        await c.upsertSubscription(sub('h', 't'));
+    }
+
     async function fresh(): Promise<{ c: Catalog; fixture: CatalogFixture }> {
       const fixture = await factory();
       fixtures.push(fixture);
@@ -233,17 +242,31 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
 
       it('deleting a topic or a group deletes its subscriptions (foreign keys cascade)', async () => {
         const { c, fixture } = await fresh();
-        await c.createTopic(topic('t'));
-        await c.createTopic(topic('u'));
-        await c.upsertSubscription(sub('g', 't'));
-        await c.upsertSubscription(sub('g', 'u'));
-        await c.upsertSubscription(sub('h', 't'));
+        await threeSubscriptions(c);
         await fixture.sql("delete from topics where name = 't'");
         expect(await c.listSubscriptions('g')).toEqual([sub('g', 'u')]);
         expect(await c.listSubscriptions('h')).toEqual([]);
         await fixture.sql("delete from groups where group_id = 'g'");
         expect(await c.listSubscriptions('g')).toEqual([]);
         expect(await c.listGroups()).toEqual([{ groupId: 'h', createdAt: T }]);
+      });
+
+      it('markCommitted records a subscription\'s first commit once, kept through updates, gone with the group or the topic', async () => {
+        const { c, fixture } = await fresh();
+        await threeSubscriptions(c);
+        expect(await c.listCommittedSubscriptions()).toEqual([]);
+        await c.markCommitted('h', 't', T + 1);
+        await c.markCommitted('g', 't', T + 2);
+        await c.markCommitted('g', 't', T + 3);
+        await c.markCommitted('g', 'nope', T + 4); // no such subscription: nothing
+        await c.upsertSubscription(sub('g', 't', 'push', 'earliest'));
+        expect(await c.listCommittedSubscriptions()).toEqual([{ groupId: 'g', topic: 't' }, { groupId: 'h', topic: 't' }]);
+        const rows = await fixture.sql("select first_commit_at from subscriptions where group_id = 'g' and topic = 't'");
+        expect(Number(rows[0]!.first_commit_at)).toBe(T + 2);
+        await c.deleteGroup('h');
+        await c.deleteTopic('t', 3, T);
+        await c.markCommitted('g', 'u', T + 5);
+        expect(await c.listCommittedSubscriptions()).toEqual([{ groupId: 'g', topic: 'u' }]);
       });
 
       it('deleteGroup removes its subscriptions, pauses, alerts, resets, checkpoints and dead-letter history', async () => {
