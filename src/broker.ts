@@ -214,6 +214,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
       ...options.monitoring, notifications: { ...options.monitoring?.notifications, outbound },
       scheduleGate: logs.jobGate?.('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
     });
+    // A corrupt batch found in a partition's files raises a storage-corruption alert for the groups reading it.
+    logs.watchCorruption?.((topic) => void monitor.evaluate({ topic }));
     const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, {
       reset: (groupId, topic) => {
         broker.retries.forget(groupId, topic);
