@@ -237,6 +237,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
       scheduleGate: logs.jobGate?.('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
     });
     if (lost.length > 0) await pauseLostOffsets(lost, { catalog, logs, alerts: monitor.alerts, clock, logger }, offsetStore);
+    // A corrupt batch found in a partition's files raises a storage-corruption alert for the groups reading it.
+    logs.watchCorruption?.((topic) => void monitor.evaluate({ topic }));
     const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, {
       reset: (groupId, topic) => {
         broker.retries.forget(groupId, topic);

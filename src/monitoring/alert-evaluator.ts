@@ -1,7 +1,7 @@
 /**
  * Evaluates the conditions behind alerts for every group's partitions (docs/monitoring.md) and raises or
- * resolves them through {@link Alerts}: `retention-headroom` (at risk), `data-lost`, `consumer-stalled`, and
- * the resolution of `offset-out-of-range` once a reset lifts the pause (the pause raises it). Runs on a timer
+ * resolves them through {@link Alerts}: `retention-headroom` (at risk), `data-lost`, `consumer-stalled`,
+ * `storage-corruption`, and the resolution of `offset-out-of-range` once a reset lifts the pause (the pause raises it). Runs on a timer
  * of the injected clock (in cluster mode on one broker at a time: the monitor's gate), and whenever the broker asks (after a commit, a retention run, a delete or a reset).
  * Work is queued and done a group at a time ({@link EvaluationQueue}: callers' work ahead of the timer's, requests
  * for a group queued and not started merged), in slices of at most `slicePartitions` partitions with a turn of the event
@@ -14,6 +14,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Clock } from '../clock.js';
 import type { GroupAlertKind, PartitionHealth } from '../protocol/monitoring-api.js';
 import type { Logger } from '../logger.js';
+import { corruptBatchMessage } from '../storage/segment.js';
+import type { CorruptBatch } from '../storage/segment.js';
 import type { AlertSubject, Alerts } from './alerts.js';
 import { EvaluationQueue } from './evaluation-queue.js';
 import type { GroupWork } from './evaluation-queue.js';
@@ -27,7 +29,7 @@ export interface EvaluationScope {
 }
 
 /** The kinds the evaluator owns (raises and resolves). */
-const EVALUATED: readonly GroupAlertKind[] = ['retention-headroom', 'data-lost', 'consumer-stalled', 'offset-out-of-range'];
+const EVALUATED: readonly GroupAlertKind[] = ['retention-headroom', 'data-lost', 'consumer-stalled', 'offset-out-of-range', 'storage-corruption'];
 
 /** An evaluation of every group that took at least this long is logged (info), ms of wall time. */
 const LOG_RUNS_FROM_MS = 1000;
@@ -176,8 +178,9 @@ export class AlertEvaluator {
     const { alerts, health } = this.s;
     const a = p.assessment;
     // Most partitions hold no condition in a group with no open alert: nothing to compare.
-    if (a.health.lostRecords === 0 && !a.atRisk && !a.stalled && !alerts.hasOpen(p.groupId)) return;
+    if (a.health.lostRecords === 0 && !a.atRisk && !a.stalled && p.corruptBatch === undefined && !alerts.hasOpen(p.groupId)) return;
     const subject = (kind: GroupAlertKind): AlertSubject => ({ groupId: p.groupId, kind, topic: p.sub.topic, partition: p.offsets.partition });
+    await this.evaluateCorruption(p, subject('storage-corruption'));
     const conditions: Array<[GroupAlertKind, boolean, () => AlertText]> = [
       ['data-lost', a.health.lostRecords > 0, () => dataLost(p)],
       ['retention-headroom', a.atRisk, () => atRisk(p)],
@@ -196,6 +199,18 @@ export class AlertEvaluator {
       else await alerts.resolve(s);
     }
     if (!p.paused) await alerts.resolve(subject('offset-out-of-range')); // the pause raised it
+  }
+
+  /**
+   * A `storage-corruption` alert is raised while the partition holds a corrupt batch found at or after its log
+   * start, and resolved once the log start passes the batch it names (a delete-records, or retention): not when
+   * a restart forgets what was found, since the batch is still on disk until then.
+   */
+  private async evaluateCorruption(p: GroupPartitionHealth, subject: AlertSubject): Promise<void> {
+    const { alerts } = this.s;
+    const open = alerts.openAbout(subject);
+    if (open !== undefined && !(Number(open.context.offset) >= p.offsets.logStartOffset)) await alerts.resolve(subject);
+    if (p.corruptBatch !== undefined && !alerts.isOpen(subject)) await alerts.raise({ ...subject, ...corrupted(p, p.corruptBatch) });
   }
 }
 
@@ -220,6 +235,13 @@ function atRisk({ groupId, sub, offsets, assessment: { health: h } }: GroupParti
     message: `group ${groupId} is about to lose records of ${sub.topic}/${offsets.partition} (${left}): retention deletes its first unread ` +
       `record then (warn below ${sub.headroomWarnRatio} of retention)`,
     context: { headroomMs: h.headroomMs, headroomBytes: h.headroomBytes, timeLagMs: h.timeLagMs, lag: h.lag, headroomWarnRatio: sub.headroomWarnRatio },
+  };
+}
+
+function corrupted({ groupId, sub, offsets }: GroupPartitionHealth, batch: CorruptBatch): AlertText {
+  return {
+    message: `${sub.topic}/${offsets.partition}, which group ${groupId} reads, holds a corrupt batch: ${corruptBatchMessage(batch)}`,
+    context: { file: batch.segment, position: batch.position, offset: batch.offset, reason: batch.reason, logStartOffset: offsets.logStartOffset },
   };
 }
 

@@ -80,6 +80,11 @@ export class Alerts {
     return this.open.has(alertKey(subject));
   }
 
+  /** The unresolved alert about `subject`, if there is one. */
+  openAbout(subject: AlertSubject): GroupAlert | undefined {
+    return this.open.get(alertKey(subject));
+  }
+
   /**
    * Raises an alert unless one about the same subject is unresolved: known here, or in the catalog (in cluster mode
    * another broker may have raised it; the catalog's conditional insert raises it once whichever brokers raise it

@@ -9,6 +9,7 @@ import type { Clock } from '../clock.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { PartitionOffsets } from '../storage/logs.js';
 import type { Logs } from '../storage/logs.js';
+import type { CorruptBatch } from '../storage/segment.js';
 import type { UnreadRange } from '../storage/unread-range.js';
 import { assessPartition } from './partition-health.js';
 import type { PartitionAssessment } from './partition-health.js';
@@ -35,6 +36,8 @@ export interface GroupPartitionHealth {
   committed: GroupOffset | undefined;
   paused: boolean;
   assessment: PartitionAssessment;
+  /** The first corrupt batch found in the partition's files at or after its log start (see Logs.corruptBatches), if any. */
+  corruptBatch: CorruptBatch | undefined;
 }
 
 export class HealthReader {
@@ -88,7 +91,8 @@ export class HealthReader {
           const key = `${sub.topic}/${offsets.partition}`;
           const c = committed.get(key);
           const paused = pauses.has(key);
-          return { groupId, sub, offsets, committed: c, paused, assessment: await reader.assess(offsets, c, paused) };
+          const corruptBatch = this.logs.corruptBatches?.(sub.topic, offsets.partition).find((b) => b.offset >= offsets.logStartOffset);
+          return { groupId, sub, offsets, committed: c, paused, assessment: await reader.assess(offsets, c, paused), corruptBatch };
         }));
       }
     }

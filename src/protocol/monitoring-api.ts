@@ -61,11 +61,13 @@ export const DEFAULT_HEALTH_SETTINGS: HealthSettings = { headroomWarnRatio: 0.25
 
 /**
  * Kinds of alerts. Raised once per episode and resolved when the condition clears: `retention-headroom`
- * (at-risk), `data-lost`, `offset-out-of-range` (a paused partition), `dead-letter-depth`, `consumer-stalled`.
+ * (at-risk), `data-lost`, `offset-out-of-range` (a paused partition), `dead-letter-depth`, `consumer-stalled`,
+ * `storage-corruption` (a corrupt batch in the partition's files, until the log start passes it).
  * One-off, born resolved: `offset-jump` (an out-of-range policy skipped records).
  */
 export type GroupAlertKind =
-  | 'retention-headroom' | 'data-lost' | 'offset-out-of-range' | 'offset-jump' | 'dead-letter-depth' | 'consumer-stalled';
+  | 'retention-headroom' | 'data-lost' | 'offset-out-of-range' | 'offset-jump' | 'dead-letter-depth' | 'consumer-stalled'
+  | 'storage-corruption';
 
 
 /** An alert about a group's partition (a `dead-letter-depth` alert names partition 0 of the topic), with its history. */

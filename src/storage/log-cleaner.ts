@@ -30,6 +30,10 @@
  *
  * The work yields to the event loop every 500 batches or 20,000 records, so produce and fetch go on while it
  * runs; a segment that retention deleted meanwhile is skipped, and a log that closed ends the compaction.
+ *
+ * Every batch read is checked (length, CRC-32C) first. A segment holding a corrupt batch is left as it is (a copy
+ * would drop the batch, or launder it under a fresh CRC, or stop at a length it garbled), and the keys after it
+ * in its segment are not mapped; the segment reports the batch (see segment.ts). Keeping more is always correct.
  */
 import fs from 'node:fs';
 import type { Clock } from '../clock.js';
@@ -37,6 +41,7 @@ import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch } fro
 import type { BatchHeader } from '../protocol/record-batch.js';
 import type { CompactionStats } from '../protocol/api.js';
 import type { StoredRecord } from '../protocol/types.js';
+import { OnelogError } from '../protocol/errors.js';
 import type { CachedFile, FileCache } from './file-cache.js';
 import { checkOffsetMapBytes, OffsetMap } from './offset-map.js';
 import type { LogSegment } from './segment.js';
@@ -266,26 +271,37 @@ async function mapKeys(log: CleanableLog, map: OffsetMap, start: number, hw: num
     if (segment.baseOffset >= hw) break;
     if (i + 1 < segments.length && segments[i + 1]!.baseOffset <= start) continue;
     if (!log.segmentsForCleaning.includes(segment)) continue; // retention deleted it meanwhile
-    for (const { header, batch } of segment.batches(Math.max(start, segment.baseOffset))) {
-      if (header.baseOffset >= hw) return hw;
-      if (header.baseOffset + header.lastOffsetDelta >= start) {
-        // The range ends before a batch that might not fit, unless it is the first: one batch with more keys
-        // than the map holds is split (and cleanBatch leaves its horizon alone until it is passed whole).
-        if (map.size > 0 && map.size + header.recordCount > map.capacity) return header.baseOffset;
-        for (const r of decodeRecords(batch)) {
-          if (r.offset < start || r.key === null) continue;
-          if (r.offset >= hw) return hw;
-          if (!map.put(r.key, r.offset)) return r.offset;
+    try {
+      for (const { header, batch } of segment.batches(Math.max(start, segment.baseOffset), true)) {
+        if (header.baseOffset >= hw) return hw;
+        if (header.baseOffset + header.lastOffsetDelta >= start) {
+          // The range ends before a batch that might not fit, unless it is the first: one batch with more keys
+          // than the map holds is split (and cleanBatch leaves its horizon alone until it is passed whole).
+          if (map.size > 0 && map.size + header.recordCount > map.capacity) return header.baseOffset;
+          for (const r of decodeRecords(batch)) {
+            if (r.offset < start || r.key === null) continue;
+            if (r.offset >= hw) return hw;
+            if (!map.put(r.key, r.offset)) return r.offset;
+          }
+        }
+        if (pace.spent(header.recordCount)) {
+          await yieldToEventLoop();
+          if (log.isClosed) return null;
+          if (!log.segmentsForCleaning.includes(segment)) break; // retention deleted it meanwhile
         }
       }
-      if (pace.spent(header.recordCount)) {
-        await yieldToEventLoop();
-        if (log.isClosed) return null;
-        if (!log.segmentsForCleaning.includes(segment)) break; // retention deleted it meanwhile
-      }
+    } catch (err) {
+      // A corrupt batch (reported by the segment): the keys after it in its segment are not mapped, so the records
+      // they would have superseded stay. Keeping more is always a correct compaction.
+      if (!isCorruptOnDisk(err)) throw err;
     }
   }
   return hw;
+}
+
+/** Whether `err` is a segment's report of a corrupt batch on disk (`CORRUPT_MESSAGE` naming the segment file). */
+function isCorruptOnDisk(err: unknown): boolean {
+  return err instanceof OnelogError && err.code === 'CORRUPT_MESSAGE' && typeof err.context.segment === 'string';
 }
 
 /** What cleaning a segment in one pass did. */
@@ -310,19 +326,27 @@ async function cleanSegment(log: CleanableLog, segment: LogSegment, pass: PassCo
   const bytesBefore = segment.size;
   let records = 0;
   let firstChange = -1;
-  for (const { header, batch, position } of segment.batches(segment.baseOffset)) {
-    if (cleanBatch(batch, header, pass) !== null) {
-      firstChange = position;
-      break;
+  const unchanged = (): SegmentOutcome => ({ rewritten: false, recordsBefore: records, recordsAfter: records, bytesBefore, bytesAfter: bytesBefore, tombstonesRemoved: 0 });
+  // A segment holding a corrupt batch is left as it is: a copy would drop it, or what follows a length it garbled.
+  if (segment.holdsCorruption) return unchanged();
+  try {
+    for (const { header, batch, position } of segment.batches(segment.baseOffset, true)) {
+      if (cleanBatch(batch, header, pass) !== null) {
+        firstChange = position;
+        break;
+      }
+      records += header.recordCount;
+      if (pass.pace.spent(header.recordCount)) {
+        await yieldToEventLoop();
+        const stop = stopped();
+        if (stop !== null) return stop;
+      }
     }
-    records += header.recordCount;
-    if (pass.pace.spent(header.recordCount)) {
-      await yieldToEventLoop();
-      const stop = stopped();
-      if (stop !== null) return stop;
-    }
+  } catch (err) {
+    if (isCorruptOnDisk(err)) return unchanged();
+    throw err;
   }
-  if (firstChange < 0) return { rewritten: false, recordsBefore: records, recordsAfter: records, bytesBefore, bytesAfter: bytesBefore, tombstonesRemoved: 0 };
+  if (firstChange < 0) return unchanged();
 
   const cleanedPath = `${segment.logPath}.cleaned`;
   pass.files.transient(() => fs.closeSync(fs.openSync(cleanedPath, 'w')));
@@ -331,7 +355,8 @@ async function cleanSegment(log: CleanableLog, segment: LogSegment, pass: PassCo
   const result: SegmentOutcome = { rewritten: true, recordsBefore: 0, recordsAfter: 0, bytesBefore, bytesAfter: 0, tombstonesRemoved: 0 };
   let stop: 'gone' | 'closed' | null = null;
   try {
-    for (const { header, batch, position } of segment.batches(segment.baseOffset)) {
+    // Validated: the first walk stopped at the first change, so a corrupt batch after it is met here.
+    for (const { header, batch, position } of segment.batches(segment.baseOffset, true)) {
       result.recordsBefore += header.recordCount;
       const cleaned = position < firstChange ? null : cleanBatch(batch, header, pass);
       if (cleaned === null) {
@@ -351,6 +376,7 @@ async function cleanSegment(log: CleanableLog, segment: LogSegment, pass: PassCo
   } catch (err) {
     out.close();
     fs.rmSync(cleanedPath, { force: true });
+    if (isCorruptOnDisk(err)) return unchanged();
     throw err;
   } finally {
     out.close();

@@ -15,13 +15,14 @@ import { listDirectory, readRecoveryCheckpoint, syncDirectory } from './checkpoi
 import type { FileCache } from './file-cache.js';
 import { PartitionLog } from './partition-log.js';
 import type { AppendResult, LogConfig, PartitionLogOptions } from './partition-log.js';
+import type { CorruptBatch } from './segment.js';
 import { storageError } from './storage-errors.js';
 import { UncleanJournal } from './unclean-journal.js';
 import type { Logs, PartitionOffsets, StartReport, TopicLayout } from './logs.js';
 export type { PartitionOffsets, StartReport, TopicLayout } from './logs.js';
 
 /** Options shared by every log of the manager; each topic brings its own settings. */
-export type LogManagerOptions = Omit<PartitionLogOptions, 'config' | 'beforeFirstWrite'>;
+export type LogManagerOptions = Omit<PartitionLogOptions, 'config' | 'beforeFirstWrite' | 'onCorrupt'>;
 
 /** A topic's settings and its partitions' logs, each loaded or not. */
 interface TopicLogs {
@@ -29,6 +30,8 @@ interface TopicLogs {
   logs: (PartitionLog | undefined)[];
   /** Per partition, 1 while it is known to be empty without being loaded (created by this process, not used yet). */
   fresh: Uint8Array;
+  /** Per partition, the corrupt batches found since start-up, by `segment@position` (kept while the partition is unloaded). */
+  corrupt: Map<number, Map<string, CorruptBatch>>;
 }
 
 /** Free space a produce leaves on the disk, for the index files and checkpoints that follow appends. */
@@ -54,6 +57,8 @@ export class LogManager implements Logs {
   private diskReading: { atMs: number; freeBytes: number; requestedSince: number } | null = null;
   /** Set by {@link stopWrites}: every append throws it. */
   private stopped: OnelogError | null = null;
+  /** Told of each corrupt batch found (see {@link watchCorruption}). */
+  private corruptionListener: ((topic: string, partition: number, batch: CorruptBatch) => void) | null = null;
 
   /**
    * @param dir directory holding one folder per partition; created if missing
@@ -214,7 +219,38 @@ export class LogManager implements Logs {
   addTopic(topic: string, partitions: number, config: LogConfig, created = false): void {
     this.topics.set(topic, {
       config, logs: new Array<PartitionLog | undefined>(partitions).fill(undefined), fresh: new Uint8Array(partitions).fill(created ? 1 : 0),
+      corrupt: new Map(),
     });
+  }
+
+  /**
+   * The corrupt batches found in a partition since start-up (at open, by reads, by compaction: see
+   * {@link PartitionLog.open}), in the order found, those below the log start included; none for a partition not
+   * opened since. @throws OnelogError `UNKNOWN_TOPIC`
+   */
+  corruptBatches(topic: string, partition: number): CorruptBatch[] {
+    return [...this.topic(topic).corrupt.get(partition)?.values() ?? []];
+  }
+
+  /**
+   * Tells `listener` of each corrupt batch found from now on, and at once of those found already (at start-up,
+   * before the broker's monitor existed): the broker raises its alerts from them. One listener; a second replaces it.
+   */
+  watchCorruption(listener: (topic: string, partition: number, batch: CorruptBatch) => void): void {
+    this.corruptionListener = listener;
+    for (const [topic, t] of this.topics) {
+      for (const [partition, batches] of t.corrupt) for (const batch of batches.values()) listener(topic, partition, batch);
+    }
+  }
+
+  /** Records a corrupt batch a partition's log found, and tells the listener. */
+  private noteCorrupt(topic: string, t: TopicLogs, partition: number, batch: CorruptBatch): void {
+    let found = t.corrupt.get(partition);
+    if (found === undefined) t.corrupt.set(partition, (found = new Map()));
+    const key = `${batch.segment}@${batch.position}`;
+    if (found.has(key)) return;
+    found.set(key, batch);
+    this.corruptionListener?.(topic, partition, batch);
   }
 
   /** Applies new topic settings to every loaded partition now, and to the others when they load. */
@@ -401,6 +437,7 @@ export class LogManager implements Logs {
     try {
       log = PartitionLog.open(path.join(this.dir, name), topic, partition, {
         ...this.options, config: t.config, recoverActiveSegment: recover,
+        onCorrupt: (batch) => this.noteCorrupt(topic, t, partition, batch),
         beforeFirstWrite: () => this.journal.add(name, (err) =>
           this.options.logger.warn({ topic, partition, err: err.message }, 'could not note the partition for recovery at start; it is recovered when first used')),
       });

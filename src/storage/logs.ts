@@ -13,6 +13,7 @@ import type { OnelogError } from '../protocol/errors.js';
 import type { CompactionStats } from './log-cleaner.js';
 import type { LogStartReason } from './log-start-reason.js';
 import type { AppendResult, LogConfig } from './partition-log.js';
+import type { CorruptBatch } from './segment.js';
 import type { Awaitable, Partition } from './partition.js';
 
 /** A topic as the catalog knows it. */
@@ -170,6 +171,16 @@ export interface Logs {
    * @param name the lease's name, `job:<what>` (docs/cluster.md)
    */
   jobGate?(name: string): JobGate;
+  /**
+   * The corrupt batches found in a partition's files since start-up (local engine: see segment.ts), those below the
+   * log start included. Absent in cluster mode, whose objects are never cut or rewritten in place.
+   * @throws OnelogError `UNKNOWN_TOPIC`
+   */
+  corruptBatches?(topic: string, partition: number): CorruptBatch[];
+  /**
+   * Tells `listener` of each corrupt batch found from now on, and at once of those found already (local engine).
+   */
+  watchCorruption?(listener: (topic: string, partition: number, batch: CorruptBatch) => void): void;
   /** Ends every long-poll waiting on any partition (shutdown). */
   endWaits(): void;
   /** Writes what waits, closes every partition. */

@@ -39,8 +39,8 @@ import { unreadRange } from './unread-range.js';
 import type { UnreadRange } from './unread-range.js';
 import { LogFlusher } from './log-flusher.js';
 import { LongPoll } from './long-poll.js';
-import { LogSegment } from './segment.js';
-import type { SegmentOptions } from './segment.js';
+import { corruptBatchMessage, LogSegment } from './segment.js';
+import type { CorruptBatch, SegmentOptions } from './segment.js';
 import { storageError } from './storage-errors.js';
 import type { Partition, ReadLimits } from './partition.js';
 export type { ReadLimits } from './partition.js';
@@ -82,6 +82,12 @@ export interface PartitionLogOptions {
    */
   maxProducers?: number;
   /**
+   * Told of each corrupt batch found in the log (see {@link CorruptBatch}: at open, when a closed segment's indexes
+   * are rebuilt, by a read or a compaction), once per batch; it is also logged once, at level error. Corrupt
+   * batches are kept as they are, never cut off. @default none
+   */
+  onCorrupt?: (batch: CorruptBatch) => void;
+  /**
    * Compacts the log (src/storage/log-cleaner.ts) in its bounded key map, one log at a time: share one
    * between all the logs of a process, as the log manager does, so compaction's memory stays bounded.
    * @default {@link defaultLogCleaner}: one shared by every log opened without one, with the default 64 MiB
@@ -112,7 +118,7 @@ export class PartitionLog implements Partition {
   private compactingNext: Promise<CompactionStats | null> | null = null;
   /** Set by a disk error: the partition accepts no write since (see the file's comment). */
   private failed: OnelogError | null = null;
-  /** Corrupt batches reads met, as `segment@position`: each is logged once. */
+  /** Corrupt batches found, as `segment@position`: each is logged once. */
   private readonly corruptBatches = new Set<string>();
   /** When the active segment was created or, after a restart, opened (ms); segment.ms counts from here. */
   private activeSince: number;
@@ -127,16 +133,23 @@ export class PartitionLog implements Partition {
    */
   private dirty = false;
   /**
-   * Whether `recovery-point.json` says clean: true. Then a clean close that wrote no idempotent batch need
-   * not rewrite it: the next open validates the active segment's tail from its last index entry either way.
+   * Whether `recovery-point.json` says clean: true. Then a clean close need not rewrite it when it names the log
+   * end already ({@link checkpointedPoint}) and no idempotent producer needs its snapshot there.
    */
   private checkpointClean = false;
+  /**
+   * The offset `recovery-point.json` names (undefined without one): a clean close writes the log end there unless
+   * it says that already, so the next open knows every offset below the log end was synced and cuts none of it.
+   */
+  private checkpointedPoint: number | undefined;
 
   private constructor(
     readonly dir: string,
     readonly topic: string,
     readonly partition: number,
     private readonly options: PartitionLogOptions,
+    /** What every segment of the log is opened with (corrupt batches reported to {@link noteCorrupt}). */
+    private readonly segOptions: SegmentOptions,
     segments: LogSegment[],
     logStartOffset: number,
   ) {
@@ -169,13 +182,28 @@ export class PartitionLog implements Partition {
    * checkpoint are trusted: nothing of them is read until used (their indexes load lazily). After a clean
    * close the last segment is trusted too (unless `recoverActiveSegment`), and only its batches after the
    * last index entry are validated: every batch appended since that close lies there, since index files are
-   * written only when a segment is sealed. Every other segment is recovered: validated batch by batch, a
-   * torn or corrupt tail truncated to the last whole batch (and logged), its indexes rebuilt. Opening writes
-   * nothing unless recovery cut a tail.
+   * written only when a segment is sealed. Every other segment is recovered: validated batch by batch, its
+   * indexes rebuilt.
+   *
+   * Only a torn tail is cut: bytes of the last segment from a bad batch at or after the recovery point (written
+   * after the last roll or clean close, so never synced by either), truncated to the last whole batch and
+   * logged. A bad batch below the recovery point, or in a segment that is not the last (a roll synced it whole),
+   * held synced records: it is corruption, kept as it is and reported ({@link PartitionLogOptions.onCorrupt});
+   * reads of it answer `CORRUPT_MESSAGE`, and the log end never falls below the recovery point, so no offset is
+   * given out twice. Opening writes nothing unless recovery cut a tail.
    * @throws the file system's error (a caller maps it with {@link storageError}); nothing stays open
    */
   static open(dir: string, topic: string, partition: number, options: PartitionLogOptions): PartitionLog {
-    const segOptions = segmentOptions(options);
+    // Segments report what they find before the log exists: kept until it does.
+    let opened: PartitionLog | undefined;
+    const foundEarly: CorruptBatch[] = [];
+    const segOptions: SegmentOptions = {
+      indexIntervalBytes: options.indexIntervalBytes, logger: options.logger, files: options.files,
+      onCorrupt: (batch) => {
+        if (opened === undefined) foundEarly.push(batch);
+        else opened.noteCorrupt(batch);
+      },
+    };
     let files: string[];
     try {
       files = listDirectory(options.files, dir);
@@ -199,19 +227,24 @@ export class PartitionLog implements Partition {
       bases.forEach((base, i) => {
         const next = bases[i + 1];
         if (next !== undefined && recovery && next <= recovery.recoveryPoint) {
-          segments.push(LogSegment.open(dir, base, false, segOptions, next));
+          segments.push(LogSegment.open(dir, base, false, segOptions, { nextOffset: next }));
           return;
         }
         const trustedTail = next === undefined && recovery?.clean === true && recovery.recoveryPoint >= base &&
           options.recoverActiveSegment !== true;
         recovered ||= !trustedTail;
-        segments.push(LogSegment.open(dir, base, !trustedTail, segOptions));
+        // Only the last segment can hold a torn tail: a roll synced every other one whole.
+        const recoveryPoint = next === undefined ? recovery?.recoveryPoint ?? 0 : Infinity;
+        segments.push(LogSegment.open(dir, base, !trustedTail, segOptions, { recoveryPoint }));
       });
       // Closed segments whose indexes were just rebuilt get them written, so the next open can trust them.
       for (const s of segments.slice(0, -1)) s.seal();
-      const log = new PartitionLog(dir, topic, partition, options, segments, logStart);
+      const log = new PartitionLog(dir, topic, partition, options, segOptions, segments, logStart);
+      opened = log;
+      for (const batch of foundEarly) log.noteCorrupt(batch);
       log.dirty = recovered;
       log.checkpointClean = recovery?.clean === true;
+      log.checkpointedPoint = recovery?.recoveryPoint;
       log.producers = ProducerStateManager.load(dir, segments, files, {
         recoveryPoint: recovery?.recoveryPoint, logStartOffset: log.logStart, logEndOffset: log.logEnd,
       }, { maxProducers: options.maxProducers ?? DEFAULT_MAX_PRODUCERS, logger: options.logger, topic, partition, files: options.files });
@@ -288,8 +321,10 @@ export class PartitionLog implements Partition {
     let noted: Promise<void> | undefined;
     try {
       noted = this.beforeWrite();
-      if (this.active.size > 0 && (this.active.size + batch.length > this.config.segmentBytes ||
-        this.options.clock.now() - this.activeSince >= this.config.segmentMs)) this.roll();
+      // A segment holding a corrupt batch takes no more: reads of what comes after it need not cross it.
+      if ((this.active.size > 0 && (this.active.size + batch.length > this.config.segmentBytes ||
+        this.options.clock.now() - this.activeSince >= this.config.segmentMs)) ||
+        this.active.holdsCorruption) this.roll();
       if (idempotent) this.producers.beforeAppend();
       this.active.append(batch, { ...header, baseOffset });
     } catch (err) {
@@ -366,10 +401,11 @@ export class PartitionLog implements Partition {
     this.flusher.markSynced(this.logEnd);
     this.advanceHighWatermark(this.logEnd);
     this.producers.snapshotForRoll(this.logEnd);
-    this.segments.push(LogSegment.create(this.dir, this.logEnd, segmentOptions(this.options)));
+    this.segments.push(LogSegment.create(this.dir, this.logEnd, this.segOptions));
     this.activeSince = this.options.clock.now();
     writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: false });
     this.checkpointClean = false;
+    this.checkpointedPoint = this.logEnd;
     this.producers.rolled(this.logEnd);
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
   }
@@ -663,7 +699,8 @@ export class PartitionLog implements Partition {
     segment.deleteIndexes();
     fs.renameSync(cleanedPath, segment.logPath);
     syncDirectory(this.options.files, this.dir);
-    const cleaned = LogSegment.open(this.dir, segment.baseOffset, true, segmentOptions(this.options));
+    // Written and fsynced by the cleaner: a bad batch in it is corruption to report, never a tail to cut.
+    const cleaned = LogSegment.open(this.dir, segment.baseOffset, true, this.segOptions, { recoveryPoint: Infinity });
     cleaned.seal();
     this.segments[i] = cleaned;
     return true;
@@ -726,12 +763,14 @@ export class PartitionLog implements Partition {
     for (const s of this.segments) s.close();
     // After a disk error nothing is marked clean: the next open validates what the disk really holds.
     if (this.dirty && this.flusher.synced === this.logEnd && this.failed === null) {
-      if (!this.checkpointClean || this.producers.size > 0) {
+      if (!this.checkpointClean || this.producers.size > 0 || this.checkpointedPoint !== this.logEnd) {
         this.producers.snapshotForClose(this.logEnd);
-        // Durable only when producer snapshots rely on it; else losing it to a power loss costs recovery work only.
+        // Durable only when producer snapshots rely on it; else a power loss leaves the one before (or none), which
+        // costs recovery work and lets the next open cut a bad tail above that older point.
         writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: true }, this.producers.size > 0);
         this.producers.closed(this.logEnd);
         this.checkpointClean = true;
+        this.checkpointedPoint = this.logEnd;
       }
       this.dirty = false;
     }
@@ -763,6 +802,18 @@ export class PartitionLog implements Partition {
     return this.failed;
   }
 
+  /**
+   * A corrupt batch a segment found: logged once (error), and told to {@link PartitionLogOptions.onCorrupt}. It
+   * stays as it is: nothing of the log is cut or moved for it.
+   */
+  private noteCorrupt(batch: CorruptBatch): void {
+    const key = `${batch.segment}@${batch.position}`;
+    if (this.corruptBatches.has(key)) return;
+    this.corruptBatches.add(key);
+    this.options.logger.error({ ...this.where(), ...batch }, corruptBatchMessage(batch));
+    this.options.onCorrupt?.(batch);
+  }
+
   /** Runs a read, its failures typed; a corrupt batch (see LogSegment.read) is logged once per batch. */
   private guardedRead<T>(work: () => T): T {
     try {
@@ -790,9 +841,4 @@ export class PartitionLog implements Partition {
   private where(): { topic: string; partition: number } {
     return { topic: this.topic, partition: this.partition };
   }
-}
-
-/** The options every segment of a log gets. */
-function segmentOptions(options: PartitionLogOptions): SegmentOptions {
-  return { indexIntervalBytes: options.indexIntervalBytes, logger: options.logger, files: options.files };
 }

@@ -84,6 +84,32 @@ export interface RecoveryResult {
   reason?: string;
 }
 
+/**
+ * A batch found corrupt on disk: one that fails its length, CRC-32C or offset check where no torn tail explains it
+ * (it starts below the recovery point: its records were synced), or the end of a segment that lost synced bytes.
+ * Kept as it is, never cut off: reads of it answer `CORRUPT_MESSAGE` naming the same facts.
+ */
+export interface CorruptBatch {
+  /** The segment's `.log` file. */
+  segment: string;
+  /** The batch's byte position in the file (for lost bytes: the end of the file). */
+  position: number;
+  /**
+   * The batch's first offset: from its header when that is plausible, else the offset after the batch before it
+   * (for lost bytes: the first offset lost).
+   */
+  offset: number;
+  /** What is wrong with it. */
+  reason: string;
+}
+
+/** What is said of a corrupt batch, in its error, its log line and its alert: where it is, what is wrong, what to do. */
+export function corruptBatchMessage({ segment, position, offset, reason }: CorruptBatch): string {
+  return `the batch at byte ${position} of ${segment} (offsets from ${offset}) is corrupt on disk: ${reason}. Its records ` +
+    'cannot be served and it is kept as it is; restore the partition from a replica or backup, or delete the records up ' +
+    'to past it (onelog topics delete-records)';
+}
+
 /** Options for opening a segment. */
 export interface SegmentOptions {
   /** Bytes of log between two offset index entries. @default 4096 (Kafka's index.interval.bytes) */
@@ -91,6 +117,26 @@ export interface SegmentOptions {
   logger: Logger;
   /** Every descriptor the segment takes goes through this cache. */
   files: FileCache;
+  /**
+   * Told of each corrupt batch the segment finds: once when a scan (at open, or a rebuild of its indexes) finds it,
+   * and each time a read or a validating walk meets it, before that answers its error. @default none
+   */
+  onCorrupt?: (batch: CorruptBatch) => void;
+}
+
+/** What the log knows of a segment it opens (see {@link LogSegment.open}). */
+export interface SegmentBounds {
+  /**
+   * For a trusted segment that is not the last: the next segment's base offset, so nothing of it needs reading at
+   * all (its indexes and size load when first needed).
+   */
+  nextOffset?: number;
+  /**
+   * Offsets below it were synced (the recovery point of a clean close or a roll): a bad batch that starts below it
+   * is corruption, reported and kept; only one at or after it is a torn tail, cut off. A segment that was sealed (not
+   * the last) was synced whole: Infinity. @default 0: every bad batch is a torn tail (a segment of unknown history)
+   */
+  recoveryPoint?: number;
 }
 
 /** A segment's two indexes, in memory. */
@@ -119,6 +165,8 @@ export class LogSegment {
   private indexes: Indexes | null = null;
   /** Whether the loaded indexes hold entries their files lack (written by {@link seal}). */
   private indexesDirty = false;
+  /** The corrupt batches found, by byte position: reads stop at them, and appends go to a new segment. */
+  private readonly knownCorrupt = new Map<number, CorruptBatch>();
 
   private constructor(
     readonly dir: string,
@@ -168,14 +216,16 @@ export class LogSegment {
 
   /**
    * Opens an existing segment (Kafka's LogLoader, one segment at a time).
-   * @param recover validate every batch by length and CRC-32C, truncate a torn or corrupt tail and rebuild
-   *   both indexes: for segments after the recovery point, where a crash may have left a torn tail.
-   *   Otherwise the segment is trusted: its indexes are loaded (and rebuilt by a full recovery if missing or
-   *   invalid), and only the batches after the last offset index entry are read and validated.
-   * @param nextOffset for a trusted segment that is not the last: the next segment's base offset, so
-   *   nothing of it needs reading at all (its indexes and size load when first needed)
+   * @param recover validate every batch by length and CRC-32C, truncate a torn tail and rebuild both indexes:
+   *   for segments after the recovery point, where a crash may have left a torn tail. Otherwise the segment is
+   *   trusted: its indexes are loaded (and rebuilt by a full recovery if missing or invalid), and only the
+   *   batches after the last offset index entry are read and validated. Either way, a bad batch below
+   *   `bounds.recoveryPoint` is reported ({@link SegmentOptions.onCorrupt}) and kept, never cut off, and a
+   *   segment that ends below it is reported and counted up to it (see {@link scan})
+   * @param bounds what the log knows of the segment: where it ends, which offsets were synced
    */
-  static open(dir: string, baseOffset: number, recover: boolean, options: SegmentOptions, nextOffset?: number): LogSegment {
+  static open(dir: string, baseOffset: number, recover: boolean, options: SegmentOptions, bounds: SegmentBounds = {}): LogSegment {
+    const { nextOffset, recoveryPoint = 0 } = bounds;
     if (!recover && nextOffset !== undefined) {
       const segment = new LogSegment(dir, baseOffset, options, -1);
       segment.nextOffset = nextOffset;
@@ -187,14 +237,14 @@ export class LogSegment {
       segment.sizeBytes = fs.fstatSync(segment.file.fd()).size;
       const loaded = recover ? null : segment.readIndexFiles(Infinity);
       if (loaded === null) {
-        segment.recover();
+        segment.recover(recoveryPoint);
         return segment;
       }
       segment.indexes = loaded;
       segment.maxTs = loaded.time.lastTimestamp;
       // The batch at the last index entry starts the tail; if it is gone, the log ends where it began.
       segment.nextOffset = loaded.offset.lastOffset;
-      segment.reportTruncation(segment.scan(loaded.offset.lastPosition, false, true));
+      segment.reportTruncation(segment.scan(loaded.offset.lastPosition, false, recoveryPoint), recoveryPoint);
       return segment;
     } catch (err) {
       segment.release();
@@ -208,13 +258,16 @@ export class LogSegment {
     this.indexes = { offset: new OffsetIndex(this.baseOffset), time: new TimeIndex(this.baseOffset) };
   }
 
-  /** Validates every batch, truncates a torn or corrupt tail, and rebuilds both indexes in memory (written by {@link seal}). */
-  private recover(): void {
+  /**
+   * Validates every batch, truncates a torn tail at or after `recoveryPoint` (see {@link scan}), and rebuilds both
+   * indexes in memory (written by {@link seal}).
+   */
+  private recover(recoveryPoint: number): void {
     this.startIndexes();
     this.nextOffset = this.baseOffset;
     this.maxTs = -1;
     this.bytesSinceIndexEntry = 0;
-    this.reportTruncation(this.scan(0, true, true));
+    this.reportTruncation(this.scan(0, true, recoveryPoint), recoveryPoint);
   }
 
   /** Both index files parsed, or null if either is missing or invalid. */
@@ -241,7 +294,8 @@ export class LogSegment {
       return loaded;
     }
     const nextOffset = this.nextOffset;
-    this.recover();
+    // Opened and in use: every batch it holds was synced or counted, so nothing of it is cut off now.
+    this.recover(Infinity);
     this.nextOffset = Math.max(this.nextOffset, nextOffset); // compaction may have emptied its last offsets
     this.seal();
     return this.indexes!;
@@ -252,63 +306,107 @@ export class LogSegment {
     if (!this.indexesDirty && this.lastBatchOffset < 0) this.indexes = null;
   }
 
-  private reportTruncation(result: RecoveryResult): void {
+  private reportTruncation(result: RecoveryResult, recoveryPoint: number): void {
     if (result.truncatedBytes > 0) {
       this.options.logger.warn(
         { segment: this.logPath, keptBytes: result.validBytes, truncatedBytes: result.truncatedBytes,
-          nextOffset: this.nextOffset, reason: result.reason },
-        'truncated a torn or corrupt tail of the log',
+          nextOffset: this.nextOffset, recoveryPoint, reason: result.reason },
+        'truncated a torn tail of the log (written after the recovery point)',
       );
     }
   }
 
   /**
-   * Walks the batches from byte `from` (a batch start) to the end: finds `nextOffset` and `maxTimestamp`,
-   * rebuilds the indexes when asked, and with `validate` checks each batch's length and CRC and cuts the
-   * file at the first bad one.
+   * Walks the batches from byte `from` (a batch start) to the end, checking each one's length, CRC-32C and
+   * offsets: finds `nextOffset` and `maxTimestamp`, and rebuilds the indexes when asked.
+   *
+   * A bad batch that starts at or after `recoveryPoint` is a torn tail (a crash cut its write short): the file is
+   * cut there. One that starts below it held synced records, so it is corruption, not a tear: it is reported
+   * ({@link found}) and kept, and the walk goes on after it when its length leads to a place in the file; else the
+   * rest of the file is kept unread. A segment whose batches end below a finite `recoveryPoint` (synced bytes gone)
+   * is reported the same way, at its end. Either way its `nextOffset` is then raised to the recovery point: no
+   * offset below it is given out again.
    */
-  private scan(from: number, rebuildIndexes: boolean, validate: boolean): RecoveryResult {
+  private scan(from: number, rebuildIndexes: boolean, recoveryPoint: number): RecoveryResult {
     const size = this.size;
     const reader = new ChunkReader(this.file, size);
     let pos = from;
     let reason: string | undefined;
     let maxTs = this.maxTs ?? -1;
+    /** The least offset the batch at `pos` may start at: past a corrupt batch, where its header says it ends. */
+    let floor = this.nextOffset;
+    /** Whether the last batch met was corrupt (it then holds the offsets up to the recovery point). */
+    let endsCorrupt = false;
     while (pos < size) {
-      let off = reader.ensure(pos, BATCH_HEADER_BYTES);
-      if (off < 0) {
-        reason = `only ${size - pos} bytes left at position ${pos}, a batch header needs ${BATCH_HEADER_BYTES}`;
-        break;
-      }
-      const header = readBatchHeader(reader.buffer, off);
-      const batchBytes = LOG_OVERHEAD + header.batchLength;
-      if (validate) {
-        off = batchBytes >= BATCH_HEADER_BYTES ? reader.ensure(pos, batchBytes) : -1;
-        const check = off < 0 ? `batch at position ${pos} of ${batchBytes} bytes is cut off` :
-          validateBatch(reader.buffer.subarray(off, off + batchBytes));
-        if (typeof check === 'string') {
-          reason = check;
+      const { header, bytes, why } = this.checkBatch(reader, pos, size);
+      if (why !== undefined) {
+        if (floor >= recoveryPoint) {
+          reason = why;
           break;
         }
-        if (header.baseOffset < this.nextOffset) {
-          reason = `batch at position ${pos} has base offset ${header.baseOffset}, below ${this.nextOffset}`;
-          break;
-        }
+        const plausible = header !== undefined && header.baseOffset >= floor && header.baseOffset < recoveryPoint;
+        this.found(pos, plausible ? header.baseOffset : floor, why);
+        endsCorrupt = true;
+        if (header === undefined || bytes < BATCH_HEADER_BYTES || pos + bytes > size) break; // the rest is kept unread
+        if (plausible) floor = Math.max(floor, Math.min(header.baseOffset + header.lastOffsetDelta + 1, recoveryPoint));
+        pos += bytes;
+        continue;
       }
-      if (header.maxTimestamp > maxTs) maxTs = header.maxTimestamp;
+      endsCorrupt = false;
+      if (header!.maxTimestamp > maxTs) maxTs = header!.maxTimestamp;
       this.maxTs = maxTs;
-      if (rebuildIndexes) this.maybeIndex(header.baseOffset, pos, batchBytes);
-      this.nextOffset = header.baseOffset + header.lastOffsetDelta + 1;
-      this.lastBatchOffset = header.baseOffset;
-      pos += batchBytes;
+      if (rebuildIndexes) this.maybeIndex(header!.baseOffset, pos, bytes);
+      this.nextOffset = header!.baseOffset + header!.lastOffsetDelta + 1;
+      this.lastBatchOffset = header!.baseOffset;
+      floor = this.nextOffset;
+      pos += bytes;
     }
-    const truncatedBytes = size - pos;
+    const truncatedBytes = reason === undefined ? 0 : size - pos;
     if (truncatedBytes > 0) {
       const fd = this.file.fd();
       fs.ftruncateSync(fd, pos);
       fs.fdatasyncSync(fd);
       this.sizeBytes = pos;
     }
+    if (Number.isFinite(recoveryPoint) && this.nextOffset < recoveryPoint) {
+      if (!endsCorrupt) {
+        this.found(this.size, this.nextOffset, `the segment's batches end at offset ${this.nextOffset}, below the recovery point ` +
+          `${recoveryPoint}: offsets ${this.nextOffset} to ${recoveryPoint - 1} were synced and are gone from the file`);
+      }
+      this.nextOffset = recoveryPoint;
+    }
     return { validBytes: pos, truncatedBytes, ...(reason === undefined ? {} : { reason }) };
+  }
+
+  /** Reads and checks the batch at byte `pos`: its header (when one fits), its size, and what is wrong with it, if anything. */
+  private checkBatch(reader: ChunkReader, pos: number, size: number): { header?: BatchHeader; bytes: number; why?: string } {
+    let off = reader.ensure(pos, BATCH_HEADER_BYTES);
+    if (off < 0) return { bytes: size - pos, why: `only ${size - pos} bytes left at position ${pos}, a batch header needs ${BATCH_HEADER_BYTES}` };
+    const header = readBatchHeader(reader.buffer, off);
+    const bytes = LOG_OVERHEAD + header.batchLength;
+    off = bytes >= BATCH_HEADER_BYTES ? reader.ensure(pos, bytes) : -1;
+    const check = off < 0 ? `batch at position ${pos} of ${bytes} bytes is cut off` : validateBatch(reader.buffer.subarray(off, off + bytes));
+    if (typeof check === 'string') return { header, bytes, why: check };
+    if (header.baseOffset < this.nextOffset) {
+      return { header, bytes, why: `batch at position ${pos} has base offset ${header.baseOffset}, below ${this.nextOffset}` };
+    }
+    return { header, bytes };
+  }
+
+  /**
+   * Records a corrupt batch a scan found (once per position, told to {@link SegmentOptions.onCorrupt}): reads then
+   * stop at it, whatever its header says.
+   */
+  private found(position: number, offset: number, reason: string): void {
+    if (this.knownCorrupt.has(position)) return;
+    const batch = { segment: this.logPath, position, offset, reason };
+    this.knownCorrupt.set(position, batch);
+    this.options.onCorrupt?.(batch);
+  }
+
+  /** Whether a scan found a corrupt batch in the segment: the log appends to a new segment instead. */
+  get holdsCorruption(): boolean {
+    return this.knownCorrupt.size > 0;
   }
 
   /** Indexes the batch at `position` if enough bytes passed; `maxTimestamp` already includes the batch. */
@@ -399,6 +497,17 @@ export class LogSegment {
     let end = -1;
     let lastRead = offset - 1;
     while (pos < size) {
+      const known = this.knownCorrupt.size > 0 ? this.knownCorrupt.get(pos) : undefined;
+      if (known !== undefined) {
+        if (first >= 0) break; // the answer ends before it
+        const past = this.pastCorrupt(reader, pos, size, offset);
+        if (past < 0) {
+          reader.release();
+          throw this.corrupt(pos, known.offset, known.reason);
+        }
+        pos = past;
+        continue;
+      }
       const off = reader.ensure(pos, BATCH_HEADER_BYTES);
       if (off < 0) break;
       const buf = reader.buffer;
@@ -421,6 +530,8 @@ export class LogSegment {
     }
     if (first < 0) {
       reader.release();
+      const lost = pos >= size ? this.knownCorrupt.get(size) : undefined; // synced bytes gone from the end
+      if (lost !== undefined) throw this.corrupt(size, lost.offset, lost.reason);
       return null;
     }
     // Usually the chunk the scan read holds the whole answer: no second read. It is answered as a view of the
@@ -435,27 +546,51 @@ export class LogSegment {
   }
 
   /**
+   * Where a read for `offset` that met the corrupt batch at `pos` goes on: the batch after it, when the corrupt
+   * one's length leads to a whole batch header in the file whose base offset is at most `offset` (so `offset`
+   * lies past the corrupt batch); else -1, and the read answers the corruption.
+   */
+  private pastCorrupt(reader: ChunkReader, pos: number, size: number, offset: number): number {
+    const off = reader.ensure(pos, BATCH_HEADER_BYTES);
+    if (off < 0) return -1;
+    const next = pos + LOG_OVERHEAD + reader.buffer.readInt32BE(off + 8);
+    if (next < pos + BATCH_HEADER_BYTES) return -1;
+    const at = reader.ensure(next, BATCH_HEADER_BYTES);
+    if (at < 0) return -1;
+    return reader.buffer.readInt32BE(at) * 0x1_0000_0000 + reader.buffer.readUInt32BE(at + 4) <= offset ? next : -1;
+  }
+
+  /**
    * Checks every batch read (CRC-32C, magic, length) before anyone decodes or sends it, as recovery does for
-   * the unflushed tail: a bit that rots on disk after recovery is reported, never served.
+   * the unflushed tail: a bit that rots on disk after recovery is reported, never served. The batches before a
+   * corrupt one are answered; a read that starts at it answers the error.
    * @param position byte position in the file of `batches`
-   * @throws OnelogError `CORRUPT_MESSAGE` naming the segment file, the batch's position and first offset
+   * @throws OnelogError `CORRUPT_MESSAGE` naming the segment file, the batch's position and first offset, when
+   *   the first batch is corrupt
    */
   private checked(batches: Buffer, position: number): Buffer {
     for (let pos = 0; pos < batches.length;) {
       const size = validateBatch(batches, pos);
       if (typeof size === 'string') {
         const baseOffset = batches.readInt32BE(pos) * 0x1_0000_0000 + batches.readUInt32BE(pos + 4);
-        throw this.corrupt(position + pos, baseOffset, size);
+        const err = this.corrupt(position + pos, baseOffset, size);
+        if (pos > 0) return batches.subarray(0, pos);
+        throw err;
       }
       pos += size;
     }
     return batches;
   }
 
-  private corrupt(position: number, baseOffset: number, why: string): OnelogError {
-    return new OnelogError('CORRUPT_MESSAGE', `the batch at byte ${position} of ${this.logPath} (offsets from ${baseOffset}) ` +
-      `is corrupt on disk: ${why}. Its records cannot be served; restore the partition from a replica or backup, or ` +
-      'delete the records up to past it (onelog topics delete-records)', { segment: this.logPath, position, offset: baseOffset });
+  /**
+   * The error answering a read of a corrupt batch, told to {@link SegmentOptions.onCorrupt} first. One a read
+   * found is not remembered here: the next read checks the bytes again (a bit flipped on its way from the disk
+   * reads right the next time).
+   */
+  private corrupt(position: number, offset: number, reason: string): OnelogError {
+    const batch = this.knownCorrupt.get(position) ?? { segment: this.logPath, position, offset, reason };
+    this.options.onCorrupt?.(batch);
+    return new OnelogError('CORRUPT_MESSAGE', corruptBatchMessage(batch), { segment: batch.segment, position, offset: batch.offset });
   }
 
   /**
@@ -472,21 +607,31 @@ export class LogSegment {
    * The batches in order, from the one the offset index points at for `fromOffset` (at or before the batch
    * holding it), read in chunks of 256 KiB: for a scan that may pause between batches (compaction yields to
    * the event loop). Only the bytes the file had when the scan began are visited.
+   * @param validate check each batch (length, magic, CRC-32C) before it is visited, and reach the end of the file
+   *   or fail: for a walk that rewrites the segment (compaction), which must neither copy a corrupt batch nor stop
+   *   short of the end. Without it, the walk ends at the first batch cut off by the end of the file.
    * @returns per batch its header, its bytes (a view valid until the next batch is asked for) and its byte
    *   position in the segment
+   * @throws OnelogError `CORRUPT_MESSAGE` (with `validate`) naming the first batch that fails, told to
+   *   {@link SegmentOptions.onCorrupt}
    */
-  *batches(fromOffset: number): Generator<{ header: BatchHeader; batch: Buffer; position: number }, void, undefined> {
+  *batches(fromOffset: number, validate = false): Generator<{ header: BatchHeader; batch: Buffer; position: number }, void, undefined> {
     let pos = fromOffset <= this.baseOffset ? 0 : this.loadedIndexes().offset.lookup(fromOffset);
     const size = this.size;
     const reader = new ChunkReader(this.file, size);
     while (pos < size) {
+      const known = validate ? this.knownCorrupt.get(pos) : undefined;
+      if (known !== undefined) throw this.corrupt(pos, known.offset, known.reason);
       let off = reader.ensure(pos, BATCH_HEADER_BYTES);
-      if (off < 0) return;
-      const header = readBatchHeader(reader.buffer, off);
-      const batchBytes = LOG_OVERHEAD + header.batchLength;
-      off = reader.ensure(pos, batchBytes);
-      if (off < 0) return;
-      yield { header, batch: reader.buffer.subarray(off, off + batchBytes), position: pos };
+      const header = off < 0 ? undefined : readBatchHeader(reader.buffer, off);
+      const batchBytes = header === undefined ? -1 : LOG_OVERHEAD + header.batchLength;
+      off = batchBytes >= BATCH_HEADER_BYTES ? reader.ensure(pos, batchBytes) : -1;
+      const check = off < 0 ? `batch at position ${pos} is cut off by the end of the file` : validate ? validateBatch(reader.buffer, off) : batchBytes;
+      if (typeof check === 'string') {
+        if (!validate) return;
+        throw this.corrupt(pos, header === undefined ? this.baseOffset : header.baseOffset, check);
+      }
+      yield { header: header!, batch: reader.buffer.subarray(off, off + batchBytes), position: pos };
       pos += batchBytes;
     }
   }

@@ -42,8 +42,13 @@ export function logConfig(overrides: Partial<LogConfig> = {}): LogConfig {
  * to force rolls and index entries, or any other setting.
  */
 export function logOptions(overrides: LogOverrides = {}): PartitionLogOptions {
-  const { indexIntervalBytes = 4096, clock = new ManualClock(T0), logger = new RecordingLogger(), files = smallFileCache(), cleaner, ...config } = overrides;
-  return { indexIntervalBytes, clock, logger, files, ...(cleaner ? { cleaner } : {}), config: logConfig(config) };
+  const {
+    indexIntervalBytes = 4096, clock = new ManualClock(T0), logger = new RecordingLogger(), files = smallFileCache(), cleaner,
+    recoverActiveSegment, onCorrupt, maxProducers, beforeFirstWrite, ...config
+  } = overrides;
+  const rest = { cleaner, recoverActiveSegment, onCorrupt, maxProducers, beforeFirstWrite };
+  const given = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) as Partial<PartitionLogOptions>;
+  return { indexIntervalBytes, clock, logger, files, ...given, config: logConfig(config) };
 }
 
 /**

@@ -89,6 +89,41 @@ describe('LogManager', () => {
       expect(again.stats().loaded).toBe(1);
     });
 
+    it('a byte flipped in a partition after a clean shutdown: its first use cuts nothing and keeps its offsets; the manager keeps the corrupt batch across unloads and tells its listener, of those found before it listened too', async () => {
+      const dir = tmpDir();
+      const m = withTopic(dir, 2);
+      for (let i = 0; i < 20; i++) await m.get('t', 1).append([rec(`v${i}`), rec(`w${i}`)]);
+      await m.get('t', 0).append([rec('zero')]);
+      await closeManager(m);
+      const file = path.join(dir, 't-1', '00000000000000000000.log');
+      const data = fs.readFileSync(file);
+      data[data.length - 20]! ^= 0x04;
+      fs.writeFileSync(file, data);
+      const logger = new RecordingLogger();
+      const again = manager(dir, { logger });
+      expect(again.start(layout(2))).toMatchObject({ recovered: 0 });
+      expect(again.corruptBatches('t', 1)).toEqual([]); // not opened yet
+      // First use: a background sweep opens the partition (its tail validated) and unloads it after.
+      expect(await again.visit('t', (l) => l.highWatermark, () => {})).toEqual([1, 40]);
+      expect(again.stats().loaded).toBe(0);
+      expect(fs.statSync(file).size).toBe(data.length);
+      const found = again.corruptBatches('t', 1);
+      expect(found).toMatchObject([{ segment: file, offset: 38 }]);
+      const log = again.get('t', 1);
+      expect([log.logEndOffset, log.highWatermark]).toEqual([40, 40]);
+      expect(errorOf(() => log.fetch(38, { maxBytes: 1 << 20, maxRecords: 10 }))).toMatchObject({
+        code: 'CORRUPT_MESSAGE', context: { topic: 't', partition: 1, segment: file, position: found[0]!.position, offset: 38 },
+      });
+      expect(logger.errors).toHaveLength(2); // once by each opening that found it
+      expect(logger.warns.map((w) => w.msg)).not.toContain('truncated a torn tail of the log (written after the recovery point)');
+      const told: unknown[] = [];
+      again.watchCorruption((topic, partition, batch) => told.push([topic, partition, batch.offset]));
+      expect(told).toEqual([['t', 1, 38]]);
+      expect(again.corruptBatches('t', 1)).toEqual(found); // reopened and read again: the same batch, once
+      expect(again.corruptBatches('t', 0)).toEqual([]);
+      expect(await log.append([rec('next')])).toEqual({ baseOffset: 40, lastOffset: 40 });
+    });
+
     it('after a crash recovers exactly the partitions written since the last clean shutdown', async () => {
       const dir = tmpDir();
       const m = withTopic(dir, 20);
@@ -104,7 +139,7 @@ describe('LogManager', () => {
       const again = manager(dir, { logger });
       expect(again.start(layout(20))).toMatchObject({ recovered: 2 });
       expect(again.stats().loaded).toBe(2);
-      expect(logger.warns.map((w) => w.msg)).toContain('truncated a torn or corrupt tail of the log');
+      expect(logger.warns.map((w) => w.msg)).toContain('truncated a torn tail of the log (written after the recovery point)');
       expect(pairs(readAll(again.get('t', 3)))).toEqual([[0, 'a']]);
       await closeManager(again);
       expect(fs.readFileSync(path.join(dir, 'unclean-partitions'), 'utf8')).toBe('');

@@ -1,21 +1,26 @@
 /**
  * A storage fuzzer in the manner of Redpanda's: random sequences of append / concurrent append / read /
- * close-reopen / crash / delete-records / offset-for-timestamp / time retention / compaction against a
- * partition log (segments roll on small segment sizes), checked after every step against a simple
- * in-memory model.
+ * close-reopen / crash / byte flip / delete-records / offset-for-timestamp / time retention / compaction against
+ * a partition log (segments roll on small segment sizes), checked after every step against a simple in-memory
+ * model.
  *
- * Appends are fdatasync'd before they resolve, so a crash here is modelled as: close, cut the active
- * segment's `.log` file at a random byte, reopen. Everything from the first batch the cut touches onwards
- * is lost; every whole batch before it must survive, exactly.
+ * A crash is modelled as: the process dies (nothing closed), the active segment's `.log` file is cut at a random
+ * byte after what the last roll or clean close synced (the recovery point), and the log reopens. Everything from
+ * the first batch the cut touches onwards is lost; every whole batch before it must survive, exactly. A byte flip
+ * rots a byte of a batch below the recovery point after a clean close: reopening cuts nothing and moves no offset,
+ * reads answer CORRUPT_MESSAGE for that batch and serve the records before it, and appends get the next offsets;
+ * the byte is then put back (with the segment's index files, caches rebuilt from it).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { StoredRecord } from '../../src/protocol/types.js';
 import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { activeLogPath, batchSpans, codeOf, logConfig, logFiles, openLog, readAll, T0 } from './log-fixtures.js';
+import { activeLogPath, batchSpans, codeOf, logConfig, logFiles, openLog, readAll, smallFileCache, T0 } from './log-fixtures.js';
+import type { BatchSpan } from './log-fixtures.js';
 
 interface ModelRecord {
   offset: number;
@@ -59,6 +64,8 @@ const opSpec = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('readOutOfRange' as const), below: fc.boolean(), by: fc.integer({ min: 1, max: 5 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reopen' as const) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('crash' as const), cut: fc.nat(), atBoundary: fc.boolean() }) },
+  /** Picks a batch (`batch` % batches at or after the log start) and a byte of it covered by its check (from the magic on). */
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('flip' as const), batch: fc.nat(), at: fc.nat(), bit: fc.nat({ max: 7 }) }) },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -96,10 +103,52 @@ function checkAgainstModel(log: PartitionLog, model: Model): void {
   expect(got).toEqual(model.records.map((r) => [r.offset, r.key, r.value, r.timestamp]));
 }
 
+/** The offset `recovery-point.json` names (0 without one): what the last roll or clean close synced. */
+function recoveryPoint(dir: string): number {
+  const file = path.join(dir, 'recovery-point.json');
+  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { recoveryPoint: number }).recoveryPoint : 0;
+}
+
+/** Every batch of every segment file, with its file. */
+function allBatches(dir: string): (BatchSpan & { file: string })[] {
+  return logFiles(dir).flatMap((f) => batchSpans(path.join(dir, f)).map((span) => ({ ...span, file: path.join(dir, f) })));
+}
+
+/** XORs the byte at `position` of `file` with `mask`. */
+function flipByte(file: string, position: number, mask: number): void {
+  const fd = fs.openSync(file, 'r+');
+  try {
+    const byte = Buffer.alloc(1);
+    fs.readSync(fd, byte, 0, 1, position);
+    fs.writeSync(fd, Buffer.from([byte[0]! ^ mask]), 0, 1, position);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The records fetched from `from` until the fetch meets the corrupt batch (whose error it checks) at `bad`. */
+function readUpToCorrupt(log: PartitionLog, from: number, bad: BatchSpan & { file: string }): StoredRecord[] {
+  const out: StoredRecord[] = [];
+  for (let next = from; ;) {
+    let got: { records: StoredRecord[]; nextOffset: number };
+    try {
+      got = log.fetch(next, { maxBytes: 1 << 20, maxRecords: 1000 });
+    } catch (err) {
+      expect(err).toMatchObject({ code: 'CORRUPT_MESSAGE', context: { segment: bad.file, position: bad.position, offset: bad.baseOffset } });
+      return out;
+    }
+    expect(got.nextOffset).toBeLessThanOrEqual(bad.baseOffset);
+    out.push(...got.records);
+    next = got.nextOffset;
+  }
+}
+
 async function run(config: { segmentBytes: number; indexIntervalBytes: number }, ops: Op[]): Promise<void> {
   const dir = tmpDir('onelog-fuzz-');
   const clock = new ManualClock(T0);
-  const options = { ...config, clock, cleanupPolicy: 'compact,delete' as const, retentionMs: -1 };
+  // One cache for every log opened here, so a crash can drop a log's descriptors without closing it.
+  const files = smallFileCache();
+  const options = { ...config, clock, files, cleanupPolicy: 'compact,delete' as const, retentionMs: -1 };
   let log = openLog(dir, options);
   const model: Model = { records: [], logStart: 0, logEnd: 0, acked: new Map() };
   let seq = 0;
@@ -166,12 +215,16 @@ async function run(config: { segmentBytes: number; indexIntervalBytes: number },
           checkAgainstModel(log, model);
           break;
         case 'crash': {
-          await log.close();
+          files.closeAll(); // the process dies: nothing is closed or synced
           const file = activeLogPath(dir);
           const spans = batchSpans(file);
           const size = fs.statSync(file).size;
-          let cut = op.cut % (size + 1);
-          if (op.atBoundary && spans.length > 0) cut = spans[op.cut % spans.length]!.position;
+          // What the last roll or clean close synced stays; the cut tears what was written since.
+          const synced = recoveryPoint(dir);
+          const kept = spans.filter((b) => b.baseOffset < synced).reduce((end, b) => b.position + b.bytes, 0);
+          let cut = kept + (op.cut % (size - kept + 1));
+          const above = spans.filter((b) => b.baseOffset >= synced);
+          if (op.atBoundary && above.length > 0) cut = above[op.cut % above.length]!.position;
           fs.truncateSync(file, cut);
           const lost = spans.find((s) => s.position + s.bytes > cut);
           if (lost) {
@@ -180,6 +233,33 @@ async function run(config: { segmentBytes: number; indexIntervalBytes: number },
             // The log never restarts below its start offset, even when what lay above it was lost.
             model.logEnd = Math.max(lost.baseOffset, model.logStart);
           }
+          reopen();
+          checkAgainstModel(log, model);
+          break;
+        }
+        case 'flip': {
+          await log.close(); // a clean close: every batch is below the recovery point
+          const candidates = allBatches(dir).filter((b) => b.baseOffset >= model.logStart);
+          if (candidates.length === 0) {
+            reopen();
+            break;
+          }
+          const bad = candidates[op.batch % candidates.length]!;
+          const sizes = () => logFiles(dir).map((f) => fs.statSync(path.join(dir, f)).size);
+          const before = sizes();
+          const position = bad.position + 16 + (op.at % (bad.bytes - 16)); // from the magic on: the check covers it
+          flipByte(bad.file, position, 1 << op.bit);
+          reopen();
+          expect(sizes()).toEqual(before); // nothing cut
+          expect([log.logStartOffset, log.logEndOffset, log.highWatermark]).toEqual([model.logStart, model.logEnd, model.logEnd]);
+          const below = model.records.filter((r) => r.offset < bad.baseOffset);
+          expect(readUpToCorrupt(log, model.logStart, bad).map((r) => [r.offset, r.value!.toString()])).toEqual(below.map((r) => [r.offset, r.value]));
+          expect(codeOf(() => log.fetch(bad.baseOffset, { maxBytes: 1 << 20, maxRecords: 10 }))).toBe('CORRUPT_MESSAGE');
+          await append([{ pad: 0, key: 0, timestamp: undefined }]); // the next offset, never one given before
+          // Put back, as a restore of the segment from a backup: its index files, caches, are rebuilt from it.
+          await log.close();
+          flipByte(bad.file, position, 1 << op.bit);
+          for (const ext of ['.index', '.timeindex']) fs.rmSync(bad.file.replace(/\.log$/, ext), { force: true });
           reopen();
           checkAgainstModel(log, model);
           break;
@@ -249,7 +329,7 @@ async function run(config: { segmentBytes: number; indexIntervalBytes: number },
 }
 
 describe('PartitionLog against a model', () => {
-  it('keeps every acknowledged record through random appends, reads, reopens, crashes, deletes, retention and compaction', async () => {
+  it('keeps every acknowledged record through random appends, reads, reopens, crashes, byte flips below the recovery point, deletes, retention and compaction', async () => {
     await fc.assert(
       fc.asyncProperty(configSpec, fc.array(opSpec, { minLength: 1, maxLength: 50 }), run),
       { numRuns: Number(process.env.ONELOG_FUZZ_RUNS ?? 200) },

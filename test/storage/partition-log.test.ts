@@ -6,7 +6,7 @@ import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { errorOf } from '../helpers/errors.js';
 import {
-  activeLogPath, batchSpans, codeOf, logFiles, openLog, pairs, readAll, rec, RecordingLogger, T0,
+  activeLogPath, batchSpans, codeOf, logFiles, openLog, pairs, readAll, rec, RecordingLogger, smallFileCache, T0,
 } from './log-fixtures.js';
 
 // Logs still open at the end of a test; `shut` closes one early (never twice: fd numbers get reused).
@@ -230,10 +230,13 @@ describe('PartitionLog', () => {
   });
 
   describe('recovery', () => {
+    /** A log of several segments whose process died: the active segment was never sealed, its tail never synced by a roll or a clean close. */
     async function build(dir: string, logger: RecordingLogger) {
-      const log = open(dir, { segmentBytes: 400, logger });
+      const files = smallFileCache();
+      const log = open(dir, { segmentBytes: 400, logger, files });
       await fill(log, 20, 2);
-      await shut(log);
+      opened.delete(log); // the process dies: no close
+      files.closeAll();
       expect(logFiles(dir).length).toBeGreaterThan(2);
       const file = activeLogPath(dir);
       return { file, spans: batchSpans(file) };

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader } from '../../src/protocol/record-batch.js';
 import { LogSegment, segmentStem } from '../../src/storage/segment.js';
-import type { SegmentOptions } from '../../src/storage/segment.js';
+import type { CorruptBatch, SegmentOptions } from '../../src/storage/segment.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { batchSpans, rec, RecordingLogger, smallFileCache, T0 } from './log-fixtures.js';
 
@@ -183,7 +183,7 @@ describe('LogSegment', () => {
     it('a closed segment loads its indexes on first use, rebuilding and writing them if missing', () => {
       const { dir, indexFile, index } = build();
       fs.rmSync(indexFile);
-      const s = LogSegment.open(dir, 0, false, options(64), 200); // trusted, not the last: nothing read
+      const s = LogSegment.open(dir, 0, false, options(64), { nextOffset: 200 }); // trusted, not the last: nothing read
       opened.add(s);
       expect(fs.existsSync(indexFile)).toBe(false);
       readsFromEveryOffset(s);
@@ -339,6 +339,23 @@ describe('LogSegment', () => {
       fs.appendFileSync(file, bytes.subarray(last.position));
       const again = reopen(single, 0, true);
       expect([again.size, again.nextOffset]).toEqual([bytes.length, 3]);
+    });
+
+    it('with a recovery point: a bad batch below it is reported and kept, stepped over, and reads stop at it; one at or after it is cut', () => {
+      const { dir, spans, logFile } = build(); // offsets 0-9, two per batch
+      const data = fs.readFileSync(logFile);
+      data[spans[1]!.position + spans[1]!.bytes - 3]! ^= 0x01; // offsets 2-3, below the recovery point 8
+      data[spans[4]!.position + spans[4]!.bytes - 3]! ^= 0x01; // offsets 8-9, after it: a torn tail
+      fs.writeFileSync(logFile, data);
+      const found: CorruptBatch[] = [];
+      const s = LogSegment.open(dir, 0, true, { ...options(64), onCorrupt: (b) => found.push(b) }, { recoveryPoint: 8 });
+      opened.add(s);
+      expect([s.size, s.nextOffset]).toEqual([spans[4]!.position, 8]);
+      expect(found).toEqual([{ segment: logFile, position: spans[1]!.position, offset: 2, reason: expect.stringMatching(/CRC-32C/) as unknown }]);
+      expect(decodeAll(s.read(0, Infinity, Infinity))).toEqual(expected(0, 2)); // the answer ends before it
+      expect(() => s.read(2, Infinity, Infinity)).toThrow(/byte \d+ of .* \(offsets from 2\) is corrupt on disk/);
+      expect(decodeAll(s.read(4, Infinity, Infinity))).toEqual(expected(4, 8)); // what follows it still reads
+      expect(s.holdsCorruption).toBe(true);
     });
 
     it('a torn tail keeps only what lies before it, even when the first batch is torn', () => {
