@@ -1,8 +1,9 @@
 /**
  * The broker's background work on timers (retention, compaction, session expiry, closing idle files): each task
  * runs every so many ms, never twice at once (a run starts only after the previous one ended), and its failures
- * are logged, never thrown. Timers do not hold the process open.
+ * are logged (at error for the broker's own, 5xx), never thrown. Timers do not hold the process open.
  */
+import { guarded } from './guard.js';
 import type { Logger } from './logger.js';
 import type { JobGate } from './storage/logs.js';
 
@@ -17,12 +18,17 @@ export class BackgroundTasks {
   repeat(ms: number, what: string, task: () => Promise<unknown>): void {
     if (ms <= 0) return;
     let running = false;
-    const timer = setInterval(async () => {
+    // Guarded: whatever a run throws is logged (src/guard.ts), never an uncaught exception that ends the process.
+    const run = guarded(async () => {
       if (running || this.stopped) return;
       running = true;
-      await task().catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, `${what} failed`));
-      running = false;
-    }, ms).unref();
+      try {
+        await task();
+      } finally {
+        running = false;
+      }
+    }, { what: `${what} failed`, logger: this.logger, answer: () => undefined });
+    const timer = setInterval(run, ms).unref();
     this.timers.push(timer);
   }
 
@@ -35,7 +41,7 @@ export class BackgroundTasks {
     this.repeat(ms, what, async () => {
       if (gate !== undefined && !(await gate(ms))) return;
       for (const topic of await this.topics().catch(() => [])) {
-        await task(topic).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error).message }, `${what} failed`));
+        await task(topic).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error | null)?.message }, `${what} failed`));
       }
     });
   }

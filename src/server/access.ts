@@ -5,10 +5,8 @@
  * too; their frames are authorized by the sockets with {@link authorize}.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { OnelogError } from '../protocol/errors.js';
 import type { Acls } from '../security/acls.js';
 import type { Quotas } from '../security/quotas.js';
 import { authorize, filterAnswer, PERMISSIONS } from '../security/permissions.js';
@@ -115,16 +113,9 @@ export function registerQuotas(app: FastifyInstance, quotas: Quotas): void {
 
 /**
  * Authenticates a WebSocket upgrade as {@link registerAccessControl} does a request.
- * @returns the principal, or null when the socket was answered 401/403 with the error as JSON and closed
+ * @throws OnelogError `UNAUTHENTICATED` (401), `FORBIDDEN` (403, protected mode): the upgrade's guard answers it as
+ *   an HTTP error with the error as JSON and closes the socket
  */
-export function authenticateUpgrade(users: Users, request: IncomingMessage, socket: Duplex): Principal | null {
-  try {
-    return users.authenticate(request.headers.authorization, request.socket.remoteAddress);
-  } catch (err) {
-    if (!(err instanceof OnelogError)) throw err;
-    const body = JSON.stringify(err.toJSON());
-    socket.end(`HTTP/1.1 ${err.httpStatus} ${err.httpStatus === 401 ? 'Unauthorized' : 'Forbidden'}\r\ncontent-type: application/json\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-    return null;
-  }
+export function authenticateUpgrade(users: Users, request: IncomingMessage): Principal {
+  return users.authenticate(request.headers.authorization, request.socket.remoteAddress);
 }

@@ -9,12 +9,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import type { WebSocket } from 'ws';
+import type { RawData, WebSocket } from 'ws';
+import { asOnelogError, guarded } from '../guard.js';
+import { refuseBadHandshakes } from './socket-answers.js';
 import type { BinaryDataApi, CommitRequest, FetchRequest } from '../protocol/api.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import { ioBuffers } from '../buffer-pool.js';
 import { OnelogError } from '../protocol/errors.js';
-import { resourceExhausted } from '../storage/storage-errors.js';
 import { authorize } from '../security/permissions.js';
 import { principalName } from '../security/principal.js';
 import type { Principal } from '../security/principal.js';
@@ -36,9 +37,14 @@ export const DATA_REQUEST_FRAMES = { produce: FRAME_KIND.PRODUCE, fetch: FRAME_K
  *   held to the principal's quotas; a frame above `limits.maxFrameBytes` closes the socket (1009); with
  *   `limits.maxInFlightPerConnection` requests unanswered, reading pauses until one is
  */
-export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: SocketChecks): DataSockets {
+export function dataSockets(api: BinaryDataApi, { acls, quotas, limits, logger }: SocketChecks): DataSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes });
+  refuseBadHandshakes(wss);
   wss.on('connection', (ws: WebSocket, principal: Principal) => {
+    // A throw that no request's answer caught closes the socket (1011), logged; the process goes on.
+    const guard = <A extends unknown[]>(what: string, handler: (...args: A) => unknown) =>
+      guarded(handler, { what, logger, fields: () => ({ principal: principalName(principal) }), answer: (e, ..._args: A) => ws.close(1011, e.code) });
+    const run = guard('data socket request', (request: () => Promise<void>) => request());
     // Requests past the in-flight limit wait here, reading paused; at most what one read held.
     const waiting: Buffer[] = [];
     let inFlight = 0;
@@ -49,7 +55,7 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: Socket
     };
     // A frame above maxPayload: ws closes the socket with 1009 and reports it here.
     ws.on('error', () => undefined);
-    ws.on('message', (data, isBinary) => {
+    ws.on('message', guard('data socket frame', (data: RawData, isBinary: boolean) => {
       if (!isBinary) {
         ws.close(1003, 'the data path takes binary frames');
         return;
@@ -60,12 +66,12 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: Socket
         waiting.push(bytes);
         ws.pause();
       }
-    });
+    }));
 
     function handle(bytes: Buffer): void {
       inFlight++;
       let requestId = 0;
-      void (async () => {
+      void run(async () => {
         try {
           const frame = decodeFrame(bytes);
           requestId = frame.requestId;
@@ -105,13 +111,11 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits }: Socket
             throw new OnelogError('INVALID_REQUEST', `unknown data frame kind ${frame.kind}; allowed: 1 (produce), 2 (fetch), 3 (commit)`);
           }
         } catch (err) {
-          const e = err instanceof OnelogError ? err
-            : resourceExhausted(err, 'the request') ?? new OnelogError('INTERNAL_ERROR', (err as Error).message);
-          if (ws.readyState === ws.OPEN) ws.send(encodeFrame(FRAME_KIND.ERROR, requestId, e.toJSON()));
+          if (ws.readyState === ws.OPEN) ws.send(encodeFrame(FRAME_KIND.ERROR, requestId, asOnelogError(err).toJSON()));
         } finally {
           answered();
         }
-      })();
+      });
     }
   });
   return {

@@ -10,6 +10,9 @@ import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BinaryDataApi, OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
+import { guarded } from '../guard.js';
+import { silentLogger } from '../logger.js';
+import { refuseUpgrade } from './socket-answers.js';
 import { resourceExhausted } from '../storage/storage-errors.js';
 import { dataSockets } from './data-socket.js';
 import { pushSockets } from './push-socket.js';
@@ -138,15 +141,20 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
 
   // WebSockets: push streams (and their counters: what each session holds) and the binary data path
   // (docs/delivery.md). Any other upgrade is answered 404.
-  const sockets = { acls: options.access?.acls, quotas: options.quotas, limits };
+  const logger = options.logger ?? silentLogger;
+  const sockets = { acls: options.access?.acls, quotas: options.quotas, limits, logger };
   const push = pushSockets(api, sockets);
   const data = isBinaryDataApi(api) ? dataSockets(api, sockets) : null;
-  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const principal = options.access ? authenticateUpgrade(options.access.users, request, socket) : LOOPBACK_ADMIN;
-    if (principal === null) return;
+  // Outside fastify's request lifecycle: whatever the upgrade throws (no token, a malformed path) is answered as an
+  // HTTP error with onelog's error body, and the socket destroyed.
+  app.server.on('upgrade', guarded((request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const principal = options.access ? authenticateUpgrade(options.access.users, request) : LOOPBACK_ADMIN;
     if (push.upgrade(request, socket, head, principal) || data?.upgrade(request, socket, head, principal)) return;
-    socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
-  });
+    throw new OnelogError('NOT_FOUND', `no WebSocket at ${request.url ?? ''}: upgrade GET /groups/:group/stream (push) or GET /data; see docs/delivery.md`);
+  }, {
+    what: 'websocket upgrade refused', logger, fields: (request) => ({ remote: request.socket.remoteAddress, url: request.url }),
+    answer: (error, _request, socket) => refuseUpgrade(socket, error),
+  }));
   // preClose: before the server waits for its connections, which an open WebSocket would hold forever.
   app.addHook('preClose', async () => {
     data?.close();

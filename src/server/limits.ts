@@ -9,8 +9,10 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { OnelogError } from '../protocol/errors.js';
+import type { Logger } from '../logger.js';
 import type { Acls } from '../security/acls.js';
 import type { Quotas } from '../security/quotas.js';
+import { httpErrorResponse } from './socket-answers.js';
 
 export interface ServerLimits {
   /** Largest HTTP request body, bytes. @default 67108864 (64 MiB) */
@@ -34,11 +36,12 @@ export interface ServerLimits {
   requestTimeoutMs: number;
 }
 
-/** What the WebSocket servers check: ACLs and quotas (none: no checks) and the limits. */
+/** What the WebSocket servers check: ACLs and quotas (none: no checks) and the limits; and where a handler's throw is logged. */
 export interface SocketChecks {
   acls?: Acls | undefined;
   quotas?: Quotas | undefined;
   limits: ServerLimits;
+  logger: Logger;
 }
 
 export const DEFAULT_SERVER_LIMITS: Readonly<ServerLimits> = {
@@ -75,8 +78,7 @@ export function limitConnections(server: net.Server, max: number, refuse: (socke
 export function refuseHttpConnection(max: number): (socket: net.Socket) => void {
   const error = new OnelogError('RESOURCE_EXHAUSTED', `the server has ${max} connections open, its limit (serve --max-connections); retry later`,
     { resource: 'connections', limit: max });
-  const body = JSON.stringify(error.toJSON());
-  const response = `HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const response = httpErrorResponse(error);
   return (socket) => {
     socket.on('error', () => undefined);
     socket.setTimeout(5_000, () => socket.destroy());

@@ -17,7 +17,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import type { WebSocket } from 'ws';
+import type { RawData, WebSocket } from 'ws';
+import { guarded } from '../guard.js';
+import { refuseBadHandshakes } from './socket-answers.js';
 import { PushSession } from '../delivery/push-session.js';
 import type { PushStats, PushSubscribe } from '../delivery/push-session.js';
 import type { OnelogApi } from '../protocol/api.js';
@@ -46,8 +48,9 @@ export const PUSH_FRAME_TYPES: readonly string[] = ['subscribe', 'credit', 'ack'
  * @param checks every frame is authorized against the ACLs (the permission table's `WS /groups/:groupId/stream TYPE`);
  *   a frame above `limits.maxFrameBytes` closes the socket (1009). Quotas do not apply: credits bound the stream.
  */
-export function pushSockets(api: OnelogApi, { acls, limits }: SocketChecks): PushSockets {
+export function pushSockets(api: OnelogApi, { acls, limits, logger }: SocketChecks): PushSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes });
+  refuseBadHandshakes(wss);
   const sessions = new Map<WebSocket, { groupId: string; session: PushSession | null }>();
 
   function serve(ws: WebSocket, groupId: string, principal: Principal): void {
@@ -58,9 +61,11 @@ export function pushSockets(api: OnelogApi, { acls, limits }: SocketChecks): Pus
       ws.send(JSON.stringify({ type: 'error', ...e.toJSON() }));
       if (fatal) ws.close(1008, e.code);
     };
+    const guard = <A extends unknown[]>(what: string, handler: (...args: A) => unknown) =>
+      guarded(handler, { what, logger, fields: () => ({ groupId }), answer: (e, ..._args: A) => refuse(e, true) });
     // A frame above maxPayload: ws closes the socket with 1009 and reports it here.
     ws.on('error', () => undefined);
-    ws.on('message', (data, isBinary) => {
+    ws.on('message', guard('push stream frame', (data: RawData, isBinary: boolean) => {
       try {
         if (isBinary) throw new OnelogError('INVALID_REQUEST', 'send JSON text frames: subscribe, credit, ack, nack');
         const frame = JSON.parse(data.toString()) as Record<string, unknown>;
@@ -90,18 +95,18 @@ export function pushSockets(api: OnelogApi, { acls, limits }: SocketChecks): Pus
       } catch (err) {
         refuse(err instanceof SyntaxError ? new OnelogError('INVALID_REQUEST', `malformed JSON frame: ${err.message}`) : err, !entry.session);
       }
-    });
-    ws.on('close', () => {
+    }));
+    ws.on('close', guard('push stream close', () => {
       sessions.delete(ws);
-      void entry.session?.close();
-    });
+      return entry.session?.close();
+    }));
   }
 
   return {
     upgrade: (request, socket, head, principal) => {
       const match = STREAM_PATH.exec(request.url ?? '');
       if (!match) return false;
-      const groupId = decodeURIComponent(match[1]!);
+      const groupId = groupIdOf(match[1]!);
       wss.handleUpgrade(request, socket, head, (ws) => serve(ws, groupId, principal));
       return true;
     },
@@ -117,6 +122,16 @@ export function pushSockets(api: OnelogApi, { acls, limits }: SocketChecks): Pus
       wss.close();
     },
   };
+}
+
+/** The group id of a stream's path, percent-decoded. @throws OnelogError `INVALID_REQUEST` for a malformed escape (`%E0%A4%A`, `%`) */
+function groupIdOf(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    throw new OnelogError('INVALID_REQUEST', `the group id in the stream's path, ${JSON.stringify(encoded)}, is not valid percent-encoding ` +
+      '(each % starts an escape of two hex digits, together UTF-8): encode it as encodeURIComponent does', { path: encoded });
+  }
 }
 
 /** The subscribe frame as a session request. @throws OnelogError `INVALID_REQUEST` */
