@@ -33,6 +33,7 @@ interface ServeOptions {
   cleanerDedupeBufferBytes?: number;
   alertCheckIntervalMs: number;
   kafkaPort?: number;
+  kafkaMaxBufferedBytes?: number;
   insecure?: boolean;
   tlsCert?: string;
   tlsKey?: string;
@@ -98,6 +99,9 @@ export function registerServe(program: Command): void {
       parseInteger('--quota-produce-bytes-per-sec', 0), 0)
     .option('--webhook-deny-private', 'refuse webhooks (push endpoints, alert sinks) to loopback and private addresses')
     .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
+    .option('--kafka-max-buffered-bytes <n>', 'bytes the Kafka listener holds of requests received and not yet handled, over all ' +
+      'connections, before it stops reading until answers free some (as Kafka\'s queued.max.request.bytes; default 268435456, 256 MiB)',
+    parseInteger('--kafka-max-buffered-bytes', 1024))
     .option('--allow-missing-offsets', 'start although the offset store lost the committed offsets of groups that committed (the start is ' +
       'refused otherwise): their partitions stay paused until onelog offsets reset ... --execute (docs/guarantees.md)')
     .addHelpText('after', SERVE_REFUSALS)
@@ -198,7 +202,9 @@ async function serve(options: ServeOptions): Promise<void> {
     kafka = options.kafkaPort === undefined ? null : await listening(KafkaListener.start(broker, {
       host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
       maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection, quotas,
+      ...(options.kafkaMaxBufferedBytes === undefined ? {} : { maxBufferedBytes: options.kafkaMaxBufferedBytes }),
     }), { listener: 'the Kafka listener', flag: '--kafka-port', host: options.host, port: options.kafkaPort });
+    if (kafka) broker.metrics.watchKafka(kafka);
     await broker.advertise({ url: options.advertisedUrl ?? address, kafkaAddress: kafka ? `${options.host}:${kafka.port}` : null });
   } catch (err) {
     await kafka?.close();

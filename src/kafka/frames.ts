@@ -18,23 +18,34 @@ export class FrameReader {
     return this.buffered;
   }
 
+  /** Keeps a chunk received, as it is. */
   push(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
   }
 
   /**
-   * The next complete frame without its size, or null until one has arrived.
+   * The size the next frame declares, bytes (without its 4-byte size), or null until those 4 bytes have arrived:
+   * known before any of the frame's body, so a frame can be refused before it is received.
    * @throws OnelogError `REQUEST_TOO_LARGE` for a size above the maximum, `INVALID_REQUEST` for a negative one
    */
-  next(): Buffer | null {
+  nextSize(): number | null {
     if (this.buffered < 4) return null;
     const size = this.peekSize();
     if (size < 0) throw new OnelogError('INVALID_REQUEST', `a frame size of ${size} bytes is negative`, { size });
     if (size > this.maxFrameBytes) {
       throw new OnelogError('REQUEST_TOO_LARGE', `a frame of ${size} bytes is above the maximum ${this.maxFrameBytes}`, { size, maxFrameBytes: this.maxFrameBytes });
     }
-    if (this.buffered < 4 + size) return null;
+    return size;
+  }
+
+  /**
+   * The next complete frame without its size, or null until one has arrived.
+   * @throws OnelogError as {@link nextSize}
+   */
+  next(): Buffer | null {
+    const size = this.nextSize();
+    if (size === null || this.buffered < 4 + size) return null;
     this.take(4);
     return this.take(size);
   }

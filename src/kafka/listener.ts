@@ -1,16 +1,20 @@
 /**
  * The Kafka listener (`onelog serve --kafka-port K`, docs/kafka.md): Kafka's binary protocol over TCP, in front of
  * the same broker as the HTTP API. Each frame is a 32-bit size then a request; requests of one connection are
- * handled one at a time and answered in order. A frame larger than `maxFrameBytes`, a request the listener cannot
- * parse, an unknown API or a version it does not serve closes the connection (as a Kafka broker does), except
- * ApiVersions at a version above its own, answered with UNSUPPORTED_VERSION (35) in the v0 layout so the client
- * can retry with a version both know.
+ * handled one at a time and answered in order. A frame larger than `maxFrameBytes` (before SASL, when SASL is
+ * required, `maxUnauthenticatedFrameBytes`), a request the listener cannot parse, an unknown API or a version it
+ * does not serve closes the connection (as a Kafka broker does), except ApiVersions at a version above its own,
+ * answered with UNSUPPORTED_VERSION (35) in the v0 layout so the client can retry with a version both know. The
+ * bytes received and not yet handled, over all connections, are held to `maxBufferedBytes` by pausing reading
+ * (src/kafka/receive-budget.ts). Every handler of a connection is guarded (src/guard.ts): whatever it throws is
+ * logged and closes that connection, and the process goes on.
  */
 import net from 'node:net';
 import tls from 'node:tls';
 import { systemClock } from '../clock.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
+import { guarded } from '../guard.js';
 import { OnelogError } from '../protocol/errors.js';
 import { ByteReader, ByteWriter } from './codec/bytes.js';
 import { readRequestHeader, skipHeaderTags, writeResponseHeader } from './codec/headers.js';
@@ -38,6 +42,7 @@ import {
 } from './apis/admin.js';
 import { KAFKA_ERROR } from './errors.js';
 import { FrameReader } from './frames.js';
+import { ReceiveBudget } from './receive-budget.js';
 import type { Users } from '../security/users.js';
 import type { ServerTls } from '../security/tls.js';
 import { DEFAULT_SERVER_LIMITS, limitConnections } from '../server/limits.js';
@@ -70,6 +75,22 @@ export interface KafkaListenerOptions {
   idleTimeoutMs?: number;
   /** Largest request frame, bytes; a larger one closes the connection. @default 104857600 (100 MiB, Kafka's socket.request.max.bytes) */
   maxFrameBytes?: number;
+  /**
+   * Largest frame a connection may send before it has authenticated, while SASL is required (users exist), bytes:
+   * a frame declaring more closes the connection as soon as its 4-byte size is read, before any of its body is
+   * buffered (Kafka's `sasl.server.max.receive.size`). Before SASL such a connection also has one request in
+   * flight at a time (the next frame's size is read once the previous request, which may authenticate it, has
+   * been answered). @default 524288 (512 KiB, Kafka's)
+   */
+  maxUnauthenticatedFrameBytes?: number;
+  /**
+   * Bytes received and not yet handled, over every connection (`serve --kafka-max-buffered-bytes`): while they
+   * reach this, a connection between two frames stops reading until answers free enough (backpressure, as Kafka's
+   * `queued.max.request.bytes` blocks reading until its memory pool frees; nothing is refused); a frame already
+   * begun is read to its end. Gauged as `onelog_kafka_buffered_bytes` and `onelog_kafka_connections_paused`.
+   * @default 268435456 (256 MiB)
+   */
+  maxBufferedBytes?: number;
   /**
    * Caps the highest version served of some APIs, by API key (`{ 18: 0 }`: ApiVersions v0 only), as an older
    * Kafka broker serves fewer: for a client that mishandles a version, and to test clients' fallback. A version
@@ -106,6 +127,8 @@ export interface KafkaListenerOptions {
 
 export class KafkaListener {
   private readonly sockets = new Set<net.Socket>();
+  /** The bytes received and not yet handled, over every connection, and their bound. */
+  private readonly budget: ReceiveBudget;
   /** The APIs served, by key, with the versions served. */
   private readonly apis: Map<number, KafkaApi>;
   private readonly members: KafkaMembers;
@@ -117,6 +140,12 @@ export class KafkaListener {
       Pick<KafkaListenerOptions, 'users' | 'acls' | 'audit' | 'quotas'> & { advertisedHost: string; advertisedPort?: number },
   ) {
     this.members = new KafkaMembers(options.clock);
+    for (const name of ['maxFrameBytes', 'maxUnauthenticatedFrameBytes', 'maxBufferedBytes'] as const) {
+      if (!Number.isSafeInteger(options[name]) || options[name] < 1) {
+        throw new OnelogError('INVALID_REQUEST', `${name}: ${options[name]} is not a positive whole number of bytes`, { [name]: options[name] });
+      }
+    }
+    this.budget = new ReceiveBudget(options.maxBufferedBytes);
     this.apis = new Map(KAFKA_APIS.map((a) => [a.key, a]));
     for (const [key, max] of Object.entries(options.maxVersions)) {
       const api = this.apis.get(Number(key));
@@ -136,11 +165,15 @@ export class KafkaListener {
     const server = options.tls ? tls.createServer(options.tls) : net.createServer();
     const listener = new KafkaListener(api, server, {
       host, port: options.port, advertisedHost: options.advertisedHost ?? host, advertisedPort: options.advertisedPort, maxFrameBytes: options.maxFrameBytes ?? 104_857_600, logger: options.logger,
+      maxUnauthenticatedFrameBytes: options.maxUnauthenticatedFrameBytes ?? 524_288, maxBufferedBytes: options.maxBufferedBytes ?? 268_435_456,
       idleTimeoutMs: options.idleTimeoutMs ?? 600_000, maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULT_SERVER_LIMITS.maxInFlightPerConnection,
       maxConnections: options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections,
       clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, users: options.users, acls: options.acls, audit: options.audit, quotas: options.quotas,
     });
-    server.on(options.tls ? 'secureConnection' : 'connection', (socket: net.Socket) => listener.serve(socket));
+    server.on(options.tls ? 'secureConnection' : 'connection', guarded((socket: net.Socket) => listener.serve(socket), {
+      what: 'kafka connection closed', logger: options.logger, fields: (socket) => ({ remote: `${socket.remoteAddress}:${socket.remotePort}` }),
+      answer: (_error, socket) => socket.destroy(),
+    }));
     limitConnections(server, listener.options.maxConnections, (socket) => {
       listener.options.logger.warn({ remoteAddress: socket.remoteAddress, maxConnections: listener.options.maxConnections }, 'connection refused: at the connection limit');
       socket.destroy();
@@ -157,6 +190,16 @@ export class KafkaListener {
     return (this.server.address() as net.AddressInfo).port;
   }
 
+  /** Bytes received on every connection and not yet handled (held to `maxBufferedBytes`). */
+  get bufferedBytes(): number {
+    return this.budget.bytes;
+  }
+
+  /** Connections not reading until the bytes buffered fall below `maxBufferedBytes`. */
+  get pausedConnections(): number {
+    return this.budget.paused;
+  }
+
   /** Stops listening and closes every connection. */
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
@@ -166,53 +209,96 @@ export class KafkaListener {
   /**
    * Serves one connection: its requests one at a time, answered in order. Backpressure: a response the socket
    * cannot take at once is waited for ('drain') before the next request is handled, and reading stops while
-   * `maxInFlightPerConnection` requests wait (as Kafka mutes a connection), so a client that sends without
-   * reading holds a bounded amount of memory.
+   * `maxInFlightPerConnection` requests wait (as Kafka mutes a connection), while the listener's buffered bytes
+   * reach `maxBufferedBytes` (between frames), and before SASL while a request waits; so a client that sends
+   * without reading holds a bounded amount of memory.
    */
   private serve(socket: net.Socket): void {
     this.sockets.add(socket);
     socket.setNoDelay(true);
+    const { logger, users, maxInFlightPerConnection, maxUnauthenticatedFrameBytes, idleTimeoutMs } = this.options;
+    const remote = `${socket.remoteAddress}:${socket.remotePort}`;
     const frames = new FrameReader(this.options.maxFrameBytes);
-    let queue: Promise<void> = Promise.resolve();
-    let queued = 0;
-    const drop = (why: string, extra: object = {}) => {
-      this.options.logger.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}`, ...extra }, `kafka connection closed: ${why}`);
-      socket.destroy();
-    };
-    // Kafka's connections.max.idle.ms: a connection silent that long (or stuck in a partial frame) is closed.
-    socket.setTimeout(this.options.idleTimeoutMs, () => drop('idle', { idleTimeoutMs: this.options.idleTimeoutMs, pendingBytes: frames.pending }));
     const connection: KafkaConnection = { principal: null, mechanism: null, scram: null, bareTokens: false, closeAfterAnswer: false, authorized: null };
-    const handle = async (frame: Buffer) => {
-      if (socket.destroyed) return;
-      const response = await this.answer(frame, connection, socket).catch((err: unknown) => {
-        drop((err as Error).message);
-        return null;
-      });
-      if (--queued < this.options.maxInFlightPerConnection && socket.isPaused()) socket.resume();
-      if (response === null || socket.destroyed) return;
-      socket.cork();
-      let flushed = true;
-      for (const part of response) flushed = socket.write(part);
-      socket.uncork();
-      if (connection.closeAfterAnswer) socket.end();
-      else if (!flushed) await new Promise((resolve) => { socket.once('drain', resolve); socket.once('close', resolve); });
+    let queue: Promise<void> = Promise.resolve();
+    /** Frames taken and not yet handled. */
+    let queued = 0;
+    /** This connection's bytes in the listener's budget: what it buffers and its frames not yet handled. */
+    let held = 0;
+    // Guarded (src/guard.ts): whatever a handler throws is logged and closes the connection, as Kafka closes one on
+    // a request it cannot handle; the process goes on.
+    const guard = <A extends unknown[]>(handler: (...args: A) => unknown) => guarded(handler, {
+      what: 'kafka connection closed', logger, fields: () => ({ remote }), answer: () => socket.destroy(),
+    });
+    const release = (n: number) => {
+      const freed = Math.min(n, held);
+      held -= freed;
+      this.budget.release(freed);
     };
-    socket.on('data', (chunk: Buffer) => {
-      frames.push(chunk);
-      for (;;) {
-        let frame: Buffer | null;
-        try {
-          frame = frames.next();
-        } catch (err) {
-          return drop((err as Error).message, (err as OnelogError).context);
+    /** Whether the connection must authenticate with SASL (users exist) and has not yet. */
+    const unauthenticated = () => users?.any === true && connection.principal === null;
+    /** Pauses or resumes reading, as the in-flight limit, SASL and the listener's budget allow. */
+    const reading = () => {
+      if (socket.destroyed) return;
+      const overBudget = this.budget.exhausted && frames.pending === 0;
+      if (overBudget) this.budget.wait(reading);
+      if (overBudget || queued >= maxInFlightPerConnection || (queued > 0 && unauthenticated())) socket.pause();
+      else socket.resume();
+    };
+    /** Takes the frames received whole, queued to be handled in order. @throws OnelogError for a frame refused by its size */
+    const take = () => {
+      // Before SASL one request at a time: the next frame's size is checked once the request that may authenticate
+      // the connection has been answered.
+      while (!socket.destroyed && !(queued > 0 && unauthenticated())) {
+        const size = frames.nextSize();
+        if (size === null) break;
+        if (size > maxUnauthenticatedFrameBytes && unauthenticated()) {
+          throw new OnelogError('REQUEST_TOO_LARGE', `a frame of ${size} bytes before SASL authentication is above the maximum ${maxUnauthenticatedFrameBytes} ` +
+            '(as Kafka\'s sasl.server.max.receive.size): authenticate first (ApiVersions, SaslHandshake, SaslAuthenticate)', { size, maxUnauthenticatedFrameBytes });
         }
-        if (frame === null) return;
-        if (++queued >= this.options.maxInFlightPerConnection) socket.pause();
+        const frame = frames.next();
+        if (frame === null) break;
+        queued++;
         queue = queue.then(() => handle(frame));
       }
+      reading();
+    };
+    const handle = guard(async (frame: Buffer) => {
+      let response: Buffer[] | null = null;
+      try {
+        if (!socket.destroyed) response = await this.answer(frame, connection, socket);
+      } finally {
+        queued--;
+        release(4 + frame.length);
+      }
+      if (response !== null && !socket.destroyed) {
+        socket.cork();
+        let flushed = true;
+        for (const part of response) flushed = socket.write(part);
+        socket.uncork();
+        if (connection.closeAfterAnswer) socket.end();
+        else if (!flushed) await new Promise((resolve) => { socket.once('drain', resolve); socket.once('close', resolve); });
+      }
+      take();
     });
-    socket.on('error', () => socket.destroy());
-    socket.on('close', () => this.sockets.delete(socket));
+    // Kafka's connections.max.idle.ms: a connection silent that long (or stuck in a partial frame) is closed.
+    socket.setTimeout(idleTimeoutMs, guard(() => {
+      logger.warn({ remote, idleTimeoutMs, pendingBytes: frames.pending }, 'kafka connection closed: idle');
+      socket.destroy();
+    }));
+    socket.on('data', guard((chunk: Buffer) => {
+      held += chunk.length;
+      this.budget.take(chunk.length);
+      frames.push(chunk);
+      take();
+    }));
+    socket.on('error', guard(() => socket.destroy()));
+    socket.on('close', guard(() => {
+      this.sockets.delete(socket);
+      this.budget.forget(reading);
+      release(held);
+    }));
+    reading(); // a connection opened while the budget is exhausted waits before its first read
   }
 
   /**

@@ -33,6 +33,14 @@ export interface MetricsSources {
   deadLetterDepth(sub: SubscriptionRecord): Promise<number>;
 }
 
+/** What the Kafka listener reports of its receive buffers (src/kafka/receive-budget.ts). */
+export interface KafkaListenerLoad {
+  /** Bytes received on every connection and not yet handled. */
+  readonly bufferedBytes: number;
+  /** Connections not reading until those bytes fall below their bound. */
+  readonly pausedConnections: number;
+}
+
 type GroupPartitionLabels = 'group' | 'topic' | 'partition';
 type GroupTopicLabels = 'group' | 'topic';
 
@@ -51,6 +59,8 @@ export class BrokerMetrics {
   private readonly deadLetterDepth: Gauge<GroupTopicLabels>;
   private readonly activeAlerts: Gauge<'kind'>;
   private readonly omitted: Gauge<'series'>;
+  /** The Kafka listener served, once {@link watchKafka} was called. */
+  private kafka: KafkaListenerLoad | null = null;
 
   constructor(private readonly sources: MetricsSources, options: MetricsOptions = {}) {
     this.options = { maxPartitionSeries: 20_000, maxGroupPartitionSeries: 20_000, ...options };
@@ -96,6 +106,15 @@ export class BrokerMetrics {
     this.deadLetterDepth = gauge('onelog_dead_letter_depth', 'Dead letters of the group\'s subscription neither redriven nor purged', gt);
     this.activeAlerts = gauge('onelog_alerts_active', 'Unresolved alerts, by kind', ['kind'] as const);
     this.omitted = gauge('onelog_metrics_series_omitted', 'Per-partition series left out of this scrape by the cardinality bounds', ['series'] as const);
+    const kafka = () => this.kafka;
+    new Gauge({
+      name: 'onelog_kafka_buffered_bytes', help: 'Bytes the Kafka listener received and has not yet handled, over every connection (0 without a Kafka listener)',
+      registers, collect() { this.set(kafka()?.bufferedBytes ?? 0); },
+    });
+    new Gauge({
+      name: 'onelog_kafka_connections_paused', help: 'Kafka connections not read until the buffered bytes fall below serve --kafka-max-buffered-bytes',
+      registers, collect() { this.set(kafka()?.pausedConnections ?? 0); },
+    });
     collectDefaultMetrics({ register: this.registry, prefix: 'onelog_' });
   }
 
@@ -116,6 +135,11 @@ export class BrokerMetrics {
   /** Drops a deleted topic's series (a topic created again under the name counts from zero, as Kafka's do). */
   deleteTopic(topic: string): void {
     for (const counter of [this.producedRecords, this.producedBytes, this.fetchedRecords, this.fetchedBytes]) counter.remove({ topic });
+  }
+
+  /** Reports `listener`'s receive buffers at each scrape (`onelog_kafka_buffered_bytes`, `onelog_kafka_connections_paused`). */
+  watchKafka(listener: KafkaListenerLoad): void {
+    this.kafka = listener;
   }
 
   /** The content type of {@link scrape}'s answer. */

@@ -39,6 +39,14 @@ describe('FrameReader', () => {
     expect(reader.next()!.buffer).toBe(bytes.buffer);
   });
 
+  it('tells the size the next frame declares once its 4 bytes arrived, before its body (to refuse it unread)', () => {
+    const reader = new FrameReader(1 << 20);
+    reader.push(Buffer.from([0, 0]));
+    expect(reader.nextSize()).toBeNull();
+    reader.push(Buffer.from([0x10, 0, 1, 2]));
+    expect([reader.nextSize(), reader.next(), reader.pending]).toEqual([0x1000, null, 6]);
+  });
+
   it('refuses a size above the maximum or below zero before the frame arrives', () => {
     const big = new FrameReader(10);
     big.push(Buffer.from([0, 0, 0, 11]));

@@ -176,6 +176,25 @@ describe('kafka listener', () => {
     expect((await exchange([request(18, 0, 5)], 1)).responses).toHaveLength(1);
   });
 
+  it('closes only the connection whose request handler threw, even a throw of no Error, logged at error; the process and listener go on', async () => {
+    const lines: Array<{ level: string; msg: string; code: unknown }> = [];
+    const at = (level: string) => (obj: object, msg: string) => lines.push({ level, msg, code: (obj as { code?: unknown }).code });
+    // Metadata of every topic lists them: here that rejects with null (once a TypeError in the listener's own catch, unhandled).
+    const failing = Object.assign(Object.create(broker) as Broker, { listTopics: () => Promise.reject(null) });
+    const guardedListener = await KafkaListener.start(failing, { port: 0, logger: { info: at('info'), warn: at('warn'), error: at('error') } });
+    try {
+      const socket = net.connect(guardedListener.port, '127.0.0.1', () => socket.write(request(3, 1, 1, Buffer.from('ffffffff', 'hex'))));
+      socket.on('data', () => undefined);
+      await new Promise((resolve) => socket.once('close', resolve));
+      expect(lines).toEqual([{ level: 'error', msg: 'kafka connection closed: a handler threw object', code: 'INTERNAL_ERROR' }]);
+      const next = net.connect(guardedListener.port, '127.0.0.1', () => next.write(request(18, 0, 2)));
+      expect(await new Promise((resolve) => next.once('data', (chunk: Buffer) => resolve(chunk.readInt32BE(4))))).toBe(2);
+      next.destroy();
+    } finally {
+      await guardedListener.close();
+    }
+  });
+
   it('stores what a kafkajs idempotent producer sends, as sent, at the offsets it answers; refuses unknown topics', async () => {
     await broker.createTopic({ topic: 'edits', partitions: 2 });
     const kafka = new Kafka({ clientId: 'test', brokers: [`127.0.0.1:${listener.port}`], logLevel: logLevel.NOTHING, retry: { retries: 1, initialRetryTime: 50 } });

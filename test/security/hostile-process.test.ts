@@ -4,17 +4,23 @@
  * and data-socket messages, Kafka socket data) is guarded (src/guard.ts). The regression first: an upgrade whose path
  * holds a malformed percent-escape once killed the broker. Then fast-check drives every upgrade path (with
  * arbitrary paths, escapes and headers), the push stream's frame types and WebSocket frame headers, the data
- * socket's frame header of every kind, and the Kafka request header of every API (and unknown ones): after each case
- * the process must be alive and answering, and after each channel every record acknowledged before the fuzz must
- * read back as it was written, and nothing may have been logged at error (a throw that was not a typed 4xx error). `ONELOG_FUZZ_RUNS=N` runs N cases per channel (default 60).
+ * socket's frame header of every kind, the Kafka request header of every API (and unknown ones), cut short or
+ * replaced by random bytes, the frames real Kafka clients sent (test/kafka/golden/) with bytes flipped, cut short and
+ * sizes that lie, and, on a second broker that has users, what a connection may send before SASL (frame sizes
+ * around its 512 KiB limit, SASL requests with arbitrary bodies): after each case the process must be alive and
+ * answering, and after each channel every record acknowledged before the fuzz (over HTTP and over Kafka) must read
+ * back as it was written, the Kafka listener must hold no buffered bytes once its connections closed, and nothing
+ * may have been logged at error (a throw that was not a typed 4xx error). `ONELOG_FUZZ_RUNS=N` runs N cases per
+ * channel (default 60).
  */
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
+import { Kafka, logLevel } from 'kafkajs';
 import WebSocket from 'ws';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../../src/protocol/data-frames.js';
 import { ERRORS } from '../../src/protocol/errors.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
@@ -76,20 +82,48 @@ function post(path: string, body: unknown): Promise<Response> {
   return fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 }
 
-/** The process has not exited and answers /health. */
-async function expectAlive(what: string): Promise<void> {
-  expect({ exitCode: server.proc.exitCode, signal: server.proc.signalCode }, what).toEqual({ exitCode: null, signal: null });
-  expect((await fetch(`${server.url}/health`)).status, what).toBe(200);
+/** The process (`server` unless told) has not exited and answers /health. */
+async function expectAlive(what: string, of = server): Promise<void> {
+  expect({ exitCode: of.proc.exitCode, signal: of.proc.signalCode }, what).toEqual({ exitCode: null, signal: null });
+  expect((await fetch(`${of.url}/health`)).status, what).toBe(200);
 }
 
-/** Every record acknowledged before the fuzz reads back at its offset, as written. */
-async function expectAcknowledgedReadable(): Promise<void> {
-  for (const [partition, values] of acknowledged.entries()) {
-    const res = await post('/topics/edits/fetch', { partitions: [{ partition, offset: 0 }], maxRecords: values.length, encoding: 'utf8' });
+/** Every record acknowledged before the fuzz reads back at its offset, as written (of `server` unless told). */
+async function expectAcknowledgedReadable(of = { url: server.url, acknowledged, token: '' }): Promise<void> {
+  for (const [partition, values] of of.acknowledged.entries()) {
+    const res = await fetch(`${of.url}/topics/edits/fetch`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${of.token}` },
+      body: JSON.stringify({ partitions: [{ partition, offset: 0 }], maxRecords: values.length, encoding: 'utf8' }),
+    });
     const { partitions } = (await res.json()) as { partitions: Array<{ records: Array<{ offset: number; value: string }> }> };
     expect(partitions[0]!.records.slice(0, values.length).map((r) => [r.offset, r.value])).toEqual(values.map((v, offset) => [offset, v]));
   }
 }
+
+/**
+ * The Kafka listener holds no bytes once the fuzz's connections closed (`onelog_kafka_buffered_bytes` is 0, no
+ * connection paused): none leaked into its budget, which would stop it reading once full.
+ */
+async function expectKafkaBuffersFreed(of = { url: server.url, token: '' }): Promise<void> {
+  const gauge = async (name: string) => {
+    const text = await (await fetch(`${of.url}/metrics`, { headers: { authorization: `Bearer ${of.token}` } })).text();
+    return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  };
+  await vi.waitFor(async () => expect([await gauge('onelog_kafka_buffered_bytes'), await gauge('onelog_kafka_connections_paused')]).toEqual([0, 0]),
+    { timeout: 5000, interval: 20 });
+}
+
+/** Sends `bytes` on a new Kafka connection to `port`, ends it, and resolves once the connection closed. */
+async function kafkaExchange(port: number, bytes: Buffer): Promise<void> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('data', () => undefined);
+  socket.on('error', () => undefined);
+  socket.end(bytes);
+  await closed(socket);
+}
+
+/** ApiVersions v0, correlation id 7: once answered, the request before it was handled. */
+const KAFKA_PROBE = Buffer.from([0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 7, 0, 0]);
 
 /** A typed error body: a registry code below 500 and a message. */
 function expectTypedError(json: { code?: unknown; message?: unknown }, what: string): void {
@@ -311,16 +345,17 @@ describe('hostile input against a running onelog serve', () => {
     await expectAcknowledgedReadable();
   });
 
-  it('fuzz: Kafka requests with every API\'s header (size, key, version, correlation id, client id) and arbitrary bodies', async () => {
+  it('fuzz: Kafka requests with every API\'s header (size, key, version, correlation id, client id), arbitrary bodies, cut short, or random bytes', async () => {
     const keys = KAFKA_APIS.map((a) => a.key);
-    const request = fc.record({
+    const headed = fc.record({
       apiKey: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...keys) }, { weight: 1, arbitrary: fc.integer({ min: -32768, max: 32767 }) }),
       apiVersion: fc.oneof(fc.integer({ min: -1, max: 17 }), fc.integer({ min: -32768, max: 32767 })),
       correlationId: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
       clientIdLength: fc.option(fc.integer({ min: -2, max: 40 }), { nil: undefined }),
       body: fc.uint8Array({ maxLength: 300 }),
       size: fc.option(fc.oneof(fc.integer({ min: -10, max: 10 }), fc.constantFrom(-1, 2 ** 31 - 1, 100 * 2 ** 20 + 1)), { nil: undefined, freq: 4 }),
-    }).map(({ apiKey, apiVersion, correlationId, clientIdLength, body, size }) => {
+      cut: fc.option(fc.nat({ max: 320 }), { nil: undefined, freq: 5 }),
+    }).map(({ apiKey, apiVersion, correlationId, clientIdLength, body, size, cut }) => {
       const clientId = Buffer.from('fuzz');
       const header = Buffer.alloc(10);
       header.writeInt16BE(apiKey, 0);
@@ -330,18 +365,128 @@ describe('hostile input against a running onelog serve', () => {
       const payload = Buffer.concat([header, clientId, Buffer.from(body)]);
       const declared = Buffer.alloc(4);
       declared.writeInt32BE(size === undefined ? payload.length : Math.abs(size) <= 10 ? payload.length + size : size);
-      return Buffer.concat([declared, payload]);
+      const frame = Buffer.concat([declared, payload]);
+      return cut === undefined ? frame : frame.subarray(0, cut); // cut short: the frames after it are read as its rest
     });
-    // ApiVersions v0, correlation id 7: once answered, the request before it was handled.
-    const probe = Buffer.from([0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 7, 0, 0]);
+    const request = fc.oneof({ weight: 5, arbitrary: headed }, { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 64 }).map((b) => Buffer.from(b)) });
     await fc.assert(fc.asyncProperty(fc.array(request, { minLength: 1, maxLength: 3 }), async (frames) => {
-      const socket = net.connect(kafkaPort, '127.0.0.1');
-      socket.on('data', () => undefined);
-      socket.on('error', () => undefined);
-      socket.end(Buffer.concat([...frames, probe]));
-      await closed(socket);
+      await kafkaExchange(kafkaPort, Buffer.concat([...frames, KAFKA_PROBE]));
       await expectAlive(frames.map((f) => f.subarray(0, 40).toString('hex')).join(' '));
     }), { numRuns: RUNS * 3 });
     await expectAcknowledgedReadable();
+    await expectKafkaBuffersFreed();
+  });
+
+  it('fuzz: the frames kcat, kafkajs and platformatic sent, bytes flipped, cut short and sizes that lie; records produced over Kafka stay', async () => {
+    // Records acknowledged over Kafka before the fuzz, at the offsets kafkajs was answered.
+    const producer = new Kafka({ brokers: [`127.0.0.1:${kafkaPort}`], clientId: 'fuzz', logLevel: logLevel.NOTHING, retry: { retries: 0 } }).producer();
+    await producer.connect();
+    const values = EDITS.slice(0, 6).map((e) => `kafka ${e.value}`);
+    for (const [i, value] of values.entries()) {
+      const [sent] = await producer.send({ topic: 'edits', messages: [{ value, partition: i % 2 }] });
+      acknowledged[sent!.partition]![Number(sent!.baseOffset)] = value;
+    }
+    await producer.disconnect();
+    await expectAcknowledgedReadable();
+
+    // The golden frames name topic `edits`: renamed `golds` (same length; DeleteTopics' `doomd`) so a fuzzed
+    // DeleteTopics or DeleteRecords cannot delete what was acknowledged. CreateTopics is left out (a fuzzed one may
+    // create a topic a Fetch waits on).
+    for (const topic of ['golds', 'doomd']) expect((await post('/topics', { topic, partitions: 3 })).status).toBe(201);
+    const golden = path.join(import.meta.dirname, '../kafka/golden');
+    const seeds = ['kcat', 'kafkajs', 'platformatic'].flatMap((client) => fs.readdirSync(path.join(golden, client))
+      .filter((f) => f.endsWith('.bin') && !f.startsWith('CreateTopics'))
+      .map((f) => Buffer.from(fs.readFileSync(path.join(golden, client, f)).toString('latin1')
+        .replaceAll('edits', f.startsWith('DeleteTopics') ? 'doomd' : 'golds'), 'latin1')));
+    const sized = (frame: Buffer, size = frame.length) => {
+      const prefix = Buffer.alloc(4);
+      prefix.writeInt32BE(size);
+      return Buffer.concat([prefix, frame, KAFKA_PROBE]);
+    };
+    // Unchanged, they reach the handlers: the Produce requests store their records.
+    for (const seed of seeds) await kafkaExchange(kafkaPort, sized(seed));
+    await vi.waitFor(async () => {
+      const golds = (await (await fetch(`${server.url}/topics/golds`)).json()) as { partitions: Array<{ highWatermark: number }> };
+      expect(golds.partitions.reduce((n, p) => n + p.highWatermark, 0)).toBeGreaterThan(0);
+    }, { timeout: 5000, interval: 20 });
+    const mutation = fc.record({
+      seed: fc.nat({ max: seeds.length - 1 }),
+      flips: fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }),
+      cut: fc.option(fc.nat(), { nil: undefined }),
+      lie: fc.option(fc.oneof(fc.integer({ min: -8, max: 8 }), fc.constantFrom(-1, 2 ** 31 - 1, 100 * 2 ** 20 + 1)), { nil: undefined, freq: 3 }),
+    });
+    await fc.assert(fc.asyncProperty(mutation, async ({ seed, flips, cut, lie }) => {
+      let frame = Buffer.from(seeds[seed]!);
+      for (const [at, byte] of flips) frame[at % frame.length] = byte;
+      if (cut !== undefined) frame = frame.subarray(0, cut % (frame.length + 1));
+      await kafkaExchange(kafkaPort, sized(frame, lie === undefined ? frame.length : Math.abs(lie) <= 8 ? Math.max(0, frame.length + lie) : lie));
+      await expectAlive(`${seed} ${JSON.stringify({ flips, cut, lie })}`);
+    }), { numRuns: RUNS * 3 });
+    await expectAcknowledgedReadable();
+    await expectKafkaBuffersFreed();
+  });
+
+  describe('on a broker with users, before SASL', () => {
+    let secured: ServerProcess;
+    let securedDir: string;
+    let securedKafka = 0;
+    const securedAcknowledged: string[][] = [[], []];
+    let token = '';
+    beforeAll(async () => {
+      let kafka = '';
+      securedDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-hostile-sasl-'));
+      secured = await startServer(securedDir, {
+        args: ['--kafka-port', '0', '--kafka-max-buffered-bytes', String(1024 * 1024)],
+        onLog: (entry) => {
+          if (typeof entry.kafka === 'string') kafka = entry.kafka;
+          if ((entry.level as number) >= 50) errorLines.push(entry);
+        },
+      });
+      securedKafka = Number(kafka.split(':').at(-1));
+      const created = await fetch(`${secured.url}/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'ops' }) });
+      token = ((await created.json()) as { token: string }).token;
+      const call = (p: string, body: unknown) => fetch(`${secured.url}${p}`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body),
+      });
+      expect((await call('/topics', { topic: 'edits', partitions: 2 })).status).toBe(201);
+      const records = EDITS.map((e, i) => ({ key: e.key, value: e.value, partition: i % 2 }));
+      const { offsets } = (await (await call('/topics/edits/records', { records, encoding: 'utf8' })).json()) as { offsets: Array<{ partition: number; offset: number }> };
+      offsets.forEach(({ partition, offset }, i) => (securedAcknowledged[partition]![offset] = records[i]!.value));
+    });
+    afterAll(async () => {
+      await secured?.stop();
+      fs.rmSync(securedDir, { recursive: true, force: true });
+    });
+
+    it('fuzz: frame sizes around the 512 KiB limit, ApiVersions and SASL requests with arbitrary bodies, random bytes', async () => {
+      const LIMIT = 512 * 1024;
+      const saslFrame = fc.record({
+        apiKey: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(18, 17, 36) }, { weight: 1, arbitrary: fc.constantFrom(...KAFKA_APIS.map((a) => a.key)) }),
+        apiVersion: fc.integer({ min: -1, max: 4 }),
+        body: fc.oneof(
+          fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
+          fc.constantFrom('PLAIN', 'SCRAM-SHA-256', 'GSSAPI', '').map((m) => Buffer.concat([Buffer.from([0, m.length]), Buffer.from(m)])),
+          fc.string({ maxLength: 80 }).map((t) => { const b = Buffer.from(`\0ops\0${t}`); const n = Buffer.alloc(4); n.writeInt32BE(b.length); return Buffer.concat([n, b]); }),
+        ),
+        // A size that lies: around the limit, far above it, or a little off the frame's.
+        size: fc.option(fc.oneof(fc.integer({ min: LIMIT - 2, max: LIMIT + 2 }), fc.constantFrom(100 * 2 ** 20, 2 ** 31 - 1), fc.integer({ min: -4, max: 4 })), { nil: undefined }),
+        sentOfBody: fc.option(fc.nat({ max: 70_000 }), { nil: undefined, freq: 3 }),
+      }).map(({ apiKey, apiVersion, body, size, sentOfBody }) => {
+        const header = Buffer.alloc(12);
+        header.writeInt16BE(apiKey, 4);
+        header.writeInt16BE(apiVersion, 6);
+        header.writeInt32BE(1, 8);
+        const payload = Buffer.concat([header.subarray(4), Buffer.from([0, 1]), Buffer.from('f'), body, Buffer.alloc(sentOfBody ?? 0)]);
+        header.writeInt32BE(size === undefined ? payload.length : Math.abs(size) <= 4 ? Math.max(0, payload.length + size) : size, 0);
+        return Buffer.concat([header.subarray(0, 4), payload]);
+      });
+      const bytes = fc.oneof({ weight: 5, arbitrary: saslFrame }, { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 64 }).map((b) => Buffer.from(b)) });
+      await fc.assert(fc.asyncProperty(fc.array(bytes, { minLength: 1, maxLength: 3 }), async (frames) => {
+        await kafkaExchange(securedKafka, Buffer.concat([...frames, KAFKA_PROBE]));
+        await expectAlive(frames.map((f) => f.subarray(0, 40).toString('hex')).join(' '), secured);
+      }), { numRuns: RUNS * 2 });
+      await expectAcknowledgedReadable({ url: secured.url, acknowledged: securedAcknowledged, token });
+      await expectKafkaBuffersFreed({ url: secured.url, token });
+    });
   });
 });
