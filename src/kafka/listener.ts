@@ -182,12 +182,15 @@ export class KafkaListener {
     // Kafka's connections.max.idle.ms: a connection silent that long (or stuck in a partial frame) is closed.
     socket.setTimeout(this.options.idleTimeoutMs, () => drop('idle', { idleTimeoutMs: this.options.idleTimeoutMs, pendingBytes: frames.pending }));
     const connection: KafkaConnection = { principal: null, mechanism: null, scram: null, bareTokens: false, closeAfterAnswer: false, authorized: null };
+    // Once SASL named the principal: closed when its user is deleted or its token rotated (docs/security.md).
+    let unregister: (() => void) | undefined;
     const handle = async (frame: Buffer) => {
       if (socket.destroyed) return;
       const response = await this.answer(frame, connection, socket).catch((err: unknown) => {
         drop((err as Error).message);
         return null;
       });
+      if (connection.principal !== null && unregister === undefined) unregister = this.options.users?.openSession(connection.principal, (e) => drop(e.message, e.context));
       if (--queued < this.options.maxInFlightPerConnection && socket.isPaused()) socket.resume();
       if (response === null || socket.destroyed) return;
       socket.cork();
@@ -212,7 +215,10 @@ export class KafkaListener {
       }
     });
     socket.on('error', () => socket.destroy());
-    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('close', () => {
+      this.sockets.delete(socket);
+      unregister?.();
+    });
   }
 
   /**
