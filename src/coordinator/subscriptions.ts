@@ -6,7 +6,8 @@
  */
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
-import type { SubscribeRequest } from '../protocol/api.js';
+import { SUBSCRIPTION_SETTINGS } from '../protocol/api.js';
+import type { SubscribeRequest, SubscriptionSetting } from '../protocol/api.js';
 import { DEFAULT_HEALTH_SETTINGS } from '../protocol/monitoring-api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
@@ -16,8 +17,7 @@ import { RetryTopics } from './retry-topics.js';
 export type ResolvedSubscribeRequest = Omit<SubscribeRequest, 'retry'> & { retry?: RetryPolicy | null };
 
 /** The subscription settings a request may set (a retry policy with its defaults resolved). */
-export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord,
-  'startPolicy' | 'deliveryMode' | 'onOutOfRange' | 'pushEndpoint' | 'maxInFlight' | 'retry' | 'deadLetterAlertDepth' | 'webhookMaxAttempts' | 'headroomWarnRatio' | 'stallMs'>>;
+export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord, SubscriptionSetting>>;
 
 const DEFAULTS = {
   startPolicy: 'latest' as StartPolicy,
@@ -106,11 +106,7 @@ export class Subscriptions {
   }
 }
 
-/** The request's subscription settings that are set. */
+/** The request's subscription settings that are set ({@link SUBSCRIPTION_SETTINGS}: what the permission table checks). */
 export function definedOnly(r: SubscriptionPolicies): SubscriptionPolicies {
-  return Object.fromEntries(Object.entries({
-    startPolicy: r.startPolicy, deliveryMode: r.deliveryMode, onOutOfRange: r.onOutOfRange, pushEndpoint: r.pushEndpoint, maxInFlight: r.maxInFlight,
-    retry: r.retry, deadLetterAlertDepth: r.deadLetterAlertDepth, webhookMaxAttempts: r.webhookMaxAttempts,
-    headroomWarnRatio: r.headroomWarnRatio, stallMs: r.stallMs,
-  }).filter(([, v]) => v !== undefined));
+  return Object.fromEntries(SUBSCRIPTION_SETTINGS.flatMap((k) => (r[k] === undefined ? [] : [[k, r[k]]])));
 }

@@ -230,6 +230,12 @@ export class KafkaListener {
     const guard = <A extends unknown[]>(handler: (...args: A) => unknown) => guarded(handler, {
       what: 'kafka connection closed', logger, fields: () => ({ remote }), answer: () => socket.destroy(),
     });
+    // Once SASL named the principal: closed when its user is deleted or its token rotated (docs/security.md).
+    let unregister: (() => void) | undefined;
+    const ended = (error: OnelogError) => {
+      logger.warn({ remote, code: error.code, ...error.context }, `kafka connection closed: ${error.message}`);
+      socket.destroy();
+    };
     const release = (n: number) => {
       const freed = Math.min(n, held);
       held -= freed;
@@ -267,6 +273,7 @@ export class KafkaListener {
       let response: Buffer[] | null = null;
       try {
         if (!socket.destroyed) response = await this.answer(frame, connection, socket);
+        if (connection.principal !== null && unregister === undefined && !socket.destroyed) unregister = users?.openSession(connection.principal, ended);
       } finally {
         queued--;
         release(4 + frame.length);
@@ -297,6 +304,7 @@ export class KafkaListener {
       this.sockets.delete(socket);
       this.budget.forget(reading);
       release(held);
+      unregister?.();
     }));
     reading(); // a connection opened while the budget is exhausted waits before its first read
   }

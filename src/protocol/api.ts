@@ -293,6 +293,22 @@ export interface SubscribeRequest {
   stallMs?: number;
 }
 
+/**
+ * The fields of a {@link SubscribeRequest} that set one of the subscription's stored settings (every field but its
+ * group and topic). A request naming any of them, `null` included, writes it, so it needs `alter` on the group
+ * (docs/security.md); the coordinator reads a request's settings through this list alone.
+ */
+export const SUBSCRIPTION_SETTINGS = [
+  'startPolicy', 'deliveryMode', 'onOutOfRange', 'pushEndpoint', 'maxInFlight', 'retry', 'deadLetterAlertDepth', 'webhookMaxAttempts',
+  'headroomWarnRatio', 'stallMs',
+] as const satisfies ReadonlyArray<keyof SubscribeRequest>;
+
+/** A stored subscription setting a request may set. */
+export type SubscriptionSetting = (typeof SUBSCRIPTION_SETTINGS)[number];
+
+/** The fields of a {@link JoinGroupRequest} (and a push stream's subscribe frame) that set a stored subscription setting. */
+export const JOIN_SETTINGS = ['startPolicy', 'onOutOfRange'] as const satisfies ReadonlyArray<keyof JoinGroupRequest & SubscriptionSetting>;
+
 /** A retry policy as a request sets it. */
 export interface RetryPolicyInput {
   /** Delay before each retry tier, ms (1 to 10 tiers, each 1 ms to 7 days). */

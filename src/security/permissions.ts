@@ -8,19 +8,35 @@
  * authenticated principal; the answer may be filtered to what it may describe), `admin`, or a list of checks,
  * all of which must pass: an operation on a topic, a group or the cluster, the name taken from the request
  * (`param.X` a path parameter, `body.X` a field of the JSON body or frame, `query.X` a query parameter; `[]`: each
- * name of an array; `?`: checked only when present).
+ * name of an array; `?`: checked only when present); a check with `when` applies only to a request that has one of
+ * those fields, `null` included (a null removes a setting: it changes it as much as a value does).
  */
+import { JOIN_SETTINGS, SUBSCRIPTION_SETTINGS } from '../protocol/api.js';
 import type { AclOperation, AclResourceType } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Acls } from './acls.js';
 import type { Principal } from './principal.js';
 
-/** One check: `operation` on the `resource` named by `from` (none for the cluster); with `when`, only if the request has that field. */
+/**
+ * One check: `operation` on the `resource` named by `from` (none for the cluster); with `when`, only if the request
+ * has one of those fields (`body.retry`), whatever its value, `null` included.
+ */
 export interface Check {
   operation: Exclude<AclOperation, 'all'>;
   resource: AclResourceType;
   from?: string;
-  when?: string;
+  when?: readonly string[];
+}
+
+/**
+ * Of a list in an answer, keep only the items naming a `resource` the principal may describe: the list at `field`
+ * (a dotted path; `x[].y`: the `y` of each item of the array `x`; none: the answer is the list), each item's name
+ * its `key` (none: the item is the name).
+ */
+export interface AnswerFilter {
+  field?: string;
+  resource: 'topic' | 'group';
+  key?: string;
 }
 
 export interface Permission {
@@ -29,11 +45,8 @@ export interface Permission {
   cli?: readonly string[];
   /** The Kafka APIs (`Produce`) whose handlers call this broker method (`KAFKA method` entries). */
   kafka?: readonly string[];
-  /**
-   * A list answer keeps only the items whose `resource` named by `key` the principal may describe; `field`: where
-   * the list is in the answer (none: the answer is the list).
-   */
-  filter?: { field?: string; resource: 'topic' | 'group'; key: string };
+  /** A list answer keeps only the items the principal may describe, applied in order. */
+  filter?: readonly AnswerFilter[];
 }
 
 /** What a request carries names in. For a WebSocket frame, `params` are the upgrade path's and `body` is the frame. */
@@ -52,6 +65,19 @@ const topic = (operation: Check['operation'], from = 'param.topic'): Check => ({
 const group = (operation: Check['operation'], from = 'param.groupId'): Check => ({ resource: 'group', operation, from });
 const cluster = (operation: Check['operation']): Check => ({ resource: 'cluster', operation });
 const consuming = [group('read'), topic('read', 'body.topic')];
+/**
+ * Changing a group's stored subscription settings is altering the group (a retry policy creates its tier and
+ * dead-letter topics; a push endpoint sends its records elsewhere): `alter` on it when the request names any of
+ * `fields`, null included, even a value equal to the stored one (a request naming a setting writes it). Joining
+ * with the settings as they are needs `read` only.
+ */
+const altersSettings = (fields: readonly string[], from = 'param.groupId'): Check => ({ ...group('alter', from), when: fields.map((f) => `body.${f}`) });
+/** What a group's description shows of its topics: only those the principal may describe. */
+const groupTopics: readonly AnswerFilter[] = [
+  { field: 'subscriptions', resource: 'topic', key: 'topic' }, { field: 'members[].assignment', resource: 'topic', key: 'topic' },
+  { field: 'alerts', resource: 'topic', key: 'topic' }, { field: 'resets', resource: 'topic', key: 'topic' },
+  { field: 'deadLetterActions', resource: 'topic', key: 'topic' }, { field: 'checkpoints[].topics', resource: 'topic' },
+];
 
 /** Every route (`METHOD /path`), WebSocket frame (`WS /path type`) and what it needs. */
 export const PERMISSIONS: Readonly<Record<string, Permission>> = {
@@ -71,8 +97,8 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'DELETE /acls': { needs: [cluster('alter')], cli: ['acls remove'] },
 
   'POST /topics': { needs: [topic('create', 'body.topic')], cli: ['topics create'] },
-  'GET /topics': { needs: 'user', filter: { field: 'topics', resource: 'topic', key: 'topic' }, cli: ['topics list'] },
-  'GET /topics/:topic': { needs: [topic('describe')], filter: { field: 'groups', resource: 'group', key: 'groupId' }, cli: ['topics describe'] },
+  'GET /topics': { needs: 'user', filter: [{ field: 'topics', resource: 'topic', key: 'topic' }], cli: ['topics list'] },
+  'GET /topics/:topic': { needs: [topic('describe')], filter: [{ field: 'groups', resource: 'group', key: 'groupId' }], cli: ['topics describe'] },
   'DELETE /topics/:topic': { needs: [topic('delete')], cli: ['topics delete'] },
   'POST /topics/:topic/config': { needs: [topic('alter')], cli: ['topics alter'] },
   'POST /topics/:topic/compact': { needs: [topic('alter')], cli: ['topics compact'] },
@@ -83,14 +109,16 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   // A producer id alone writes nothing: producing with it needs write on the topic.
   'POST /producers': { needs: 'user' },
 
-  'GET /groups': { needs: 'user', filter: { field: 'groups', resource: 'group', key: 'groupId' }, cli: ['groups list'] },
-  'GET /groups/:groupId': { needs: [group('describe')], cli: ['groups describe'] },
-  'GET /groups/:groupId/history': { needs: [group('describe')] },
-  // A retry policy creates the group's tier and dead-letter topics: alter on the group. A dead-letter topic named by
-  // the subscriber is read (listed, redriven) and deleted from (purged) through the group: all three on it.
+  'GET /groups': {
+    needs: 'user', filter: [{ field: 'groups', resource: 'group', key: 'groupId' }, { field: 'groups[].topics', resource: 'topic' }], cli: ['groups list'],
+  },
+  'GET /groups/:groupId': { needs: [group('describe')], filter: groupTopics, cli: ['groups describe'] },
+  'GET /groups/:groupId/history': { needs: [group('describe')], filter: [{ field: 'partitions', resource: 'topic', key: 'topic' }] },
+  // Any setting named alters the group. A dead-letter topic named by the subscriber is read (listed, redriven) and
+  // deleted from (purged) through the group: all three on it.
   'POST /groups/:groupId/subscriptions': {
     needs: [
-      ...consuming, { ...group('alter'), when: 'body.retry' },
+      ...consuming, altersSettings(SUBSCRIPTION_SETTINGS),
       topic('read', 'body.retry.deadLetterTopic?'), topic('write', 'body.retry.deadLetterTopic?'), topic('delete', 'body.retry.deadLetterTopic?'),
     ],
     cli: ['groups create', 'groups alter'],
@@ -99,7 +127,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'POST /groups/:groupId/offsets/reset': { needs: [group('reset'), topic('read', 'body.topic')], cli: ['offsets reset'] },
   'POST /groups/:groupId/checkpoints': { needs: [group('reset')], cli: ['offsets checkpoint save'] },
   'DELETE /groups/:groupId': { needs: [group('delete')], cli: ['groups delete'] },
-  'POST /groups/:groupId/members': { needs: [group('read'), topic('read', 'body.topics[]')], cli: ['consume'] },
+  'POST /groups/:groupId/members': { needs: [group('read'), topic('read', 'body.topics[]'), altersSettings(JOIN_SETTINGS)], cli: ['consume'] },
   'POST /groups/:groupId/members/:memberId/heartbeat': { needs: [group('read')], cli: ['consume'] },
   'DELETE /groups/:groupId/members/:memberId': { needs: [group('read')], cli: ['consume'] },
   'POST /groups/:groupId/nacks': { needs: consuming },
@@ -108,14 +136,16 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'POST /groups/:groupId/dead-letters/redrive': { needs: [group('reset'), topic('read', 'body.topic')], cli: ['dlq redrive'] },
   'POST /groups/:groupId/dead-letters/purge': { needs: [group('reset'), topic('read', 'body.topic')], cli: ['dlq purge'] },
 
-  'GET /alerts': { needs: 'user', filter: { field: 'alerts', resource: 'group', key: 'groupId' }, cli: ['alerts list'] },
+  'GET /alerts': {
+    needs: 'user', filter: [{ field: 'alerts', resource: 'group', key: 'groupId' }, { field: 'alerts', resource: 'topic', key: 'topic' }], cli: ['alerts list'],
+  },
   'POST /alerts/:id/ack': { needs: [cluster('alter')], cli: ['alerts ack'] },
   'GET /alerts/sinks': { needs: [cluster('describe')], cli: ['alerts notify'] },
   'POST /alerts/sinks': { needs: [cluster('alter')], cli: ['alerts notify'] },
   'DELETE /alerts/sinks/:id': { needs: [cluster('alter')], cli: ['alerts notify'] },
 
   // Push streams (docs/delivery.md): the upgrade authenticates; each frame is authorized.
-  'WS /groups/:groupId/stream subscribe': { needs: [group('read'), topic('read', 'body.topics[]')], cli: ['consume'] },
+  'WS /groups/:groupId/stream subscribe': { needs: [group('read'), topic('read', 'body.topics[]'), altersSettings(JOIN_SETTINGS)], cli: ['consume'] },
   'WS /groups/:groupId/stream credit': { needs: 'user', cli: ['consume'] },
   'WS /groups/:groupId/stream ack': { needs: consuming, cli: ['consume'] },
   'WS /groups/:groupId/stream nack': { needs: consuming },
@@ -128,7 +158,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'KAFKA produceBatches': { needs: [topic('write', 'body.topic')], kafka: ['Produce'] },
   'KAFKA fetchBatches': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')], kafka: ['Fetch'] },
   'KAFKA fetch': { needs: [topic('read', 'body.topic')], kafka: ['ListOffsets'] },
-  'KAFKA listTopics': { needs: 'user', filter: { resource: 'topic', key: 'topic' }, kafka: ['Metadata'] },
+  'KAFKA listTopics': { needs: 'user', filter: [{ resource: 'topic', key: 'topic' }], kafka: ['Metadata'] },
   'KAFKA describeTopic': {
     needs: [topic('describe', 'body.topic')], kafka: ['Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords'],
   },
@@ -137,13 +167,13 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'KAFKA deleteTopic': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteTopics'] },
   'KAFKA deleteRecords': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteRecords'] },
   'KAFKA initProducerId': { needs: 'user', kafka: ['InitProducerId'] },
-  'KAFKA joinGroup': { needs: [group('read', 'body.groupId'), topic('read', 'body.topics[]')], kafka: ['JoinGroup'] },
+  'KAFKA joinGroup': { needs: [group('read', 'body.groupId'), topic('read', 'body.topics[]'), altersSettings(JOIN_SETTINGS, 'body.groupId')], kafka: ['JoinGroup'] },
   'KAFKA heartbeat': { needs: [group('read', 'body.groupId')], kafka: ['JoinGroup', 'SyncGroup', 'Heartbeat'] },
   'KAFKA leaveGroup': { needs: [group('read', 'body.groupId')], kafka: ['LeaveGroup'] },
   'KAFKA commitOffsets': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['OffsetCommit'] },
-  'KAFKA committedOffsets': { needs: [group('describe', 'body.groupId')], filter: { resource: 'topic', key: 'topic' }, kafka: ['OffsetFetch'] },
-  'KAFKA describeGroup': { needs: [group('describe', 'body.groupId')], kafka: ['DescribeGroups'] },
-  'KAFKA listGroups': { needs: 'user', filter: { resource: 'group', key: 'groupId' }, kafka: ['ListGroups'] },
+  'KAFKA committedOffsets': { needs: [group('describe', 'body.groupId')], filter: [{ resource: 'topic', key: 'topic' }], kafka: ['OffsetFetch'] },
+  'KAFKA describeGroup': { needs: [group('describe', 'body.groupId')], filter: groupTopics, kafka: ['DescribeGroups'] },
+  'KAFKA listGroups': { needs: 'user', filter: [{ resource: 'group', key: 'groupId' }], kafka: ['ListGroups'] },
   'KAFKA deleteGroup': { needs: [group('delete', 'body.groupId')], kafka: ['DeleteGroups'] },
 };
 
@@ -162,8 +192,17 @@ export function authorize(acls: Acls, principal: Principal, key: string, parts: 
     return;
   }
   for (const check of needs) {
-    if (check.when !== undefined && valueAt(check.when, parts) == null) continue;
-    for (const name of check.from === undefined ? [''] : namesAt(check.from, parts)) acls.authorize(principal, check.resource, name, check.operation);
+    const named = check.when?.filter((field) => valueAt(field, parts) !== undefined);
+    if (named?.length === 0) continue;
+    for (const name of check.from === undefined ? [''] : namesAt(check.from, parts)) {
+      try {
+        acls.authorize(principal, check.resource, name, check.operation);
+      } catch (err) {
+        throw named === undefined || !(err instanceof OnelogError) ? err : new OnelogError(err.code,
+          `${err.message}; it is needed because the request sets ${named.map((f) => f.replace(/^body\./, '')).join(', ')}: leave ${named.length === 1 ? 'it' : 'them'} out to keep the stored settings`,
+          { ...err.context, fields: named.map((f) => f.replace(/^body\./, '')) });
+      }
+    }
   }
 }
 
@@ -193,20 +232,36 @@ function valueAt(path: string, parts: RequestParts): unknown {
 
 /** For a list answer: `payload` with only the items `principal` may describe (unchanged for other routes). */
 export function filterAnswer(acls: Acls, principal: Principal, key: string, payload: unknown): unknown {
-  const filter = PERMISSIONS[key]?.filter;
-  if (filter === undefined || payload === null || typeof payload !== 'object') return payload;
-  const items = filter.field === undefined ? payload : (payload as Record<string, unknown>)[filter.field];
-  if (!Array.isArray(items)) return payload;
-  const kept = items.filter((item) => acls.allows(principal, filter.resource, String((item as Record<string, unknown>)[filter.key]), 'describe'));
-  return filter.field === undefined ? kept : { ...payload, [filter.field]: kept };
+  return (PERMISSIONS[key]?.filter ?? []).reduce((answer, filter) => {
+    const describable = (item: unknown) => {
+      const name = filter.key === undefined ? item : (item as Record<string, unknown> | null)?.[filter.key];
+      return acls.allows(principal, filter.resource, String(name), 'describe');
+    };
+    return keepAt(answer, filter.field === undefined ? [] : filter.field.split('.'), describable);
+  }, payload);
+}
+
+/** `value` with the array at `path` (steps of `x[]` go into each item of the array `x`) holding only the items `keep` keeps. */
+function keepAt(value: unknown, path: readonly string[], keep: (item: unknown) => boolean): unknown {
+  if (path.length === 0) return Array.isArray(value) ? value.filter(keep) : value;
+  if (value === null || typeof value !== 'object') return value;
+  const [step, ...rest] = path as [string, ...string[]];
+  const each = step.endsWith('[]');
+  const field = each ? step.slice(0, -2) : step;
+  const inner = (value as Record<string, unknown>)[field];
+  if (inner === undefined) return value;
+  const kept = each ? (Array.isArray(inner) ? inner.map((item) => keepAt(item, rest, keep)) : inner) : keepAt(inner, rest, keep);
+  return { ...value, [field]: kept };
 }
 
 /** The table as docs/security.md shows it (a test keeps the two equal). */
 export function permissionsMarkdown(): string {
+  const only = (p: Permission) => [...new Set((p.filter ?? []).map((f) => `${f.resource}s`))].join(' and ');
+  const when = (c: Check) => (c.when === undefined ? '' : c.when.length === 1 ? ` if ${c.when[0]!} is present (null too)` : ` if any of ${c.when.join(', ')} is present (null too)`);
   const needs = (p: Permission) => {
-    if (typeof p.needs === 'string') return p.needs === 'user' ? `any user${p.filter ? `; lists only the ${p.filter.resource}s it may describe` : ''}` : p.needs;
-    const checks = p.needs.map((c) => `${c.operation} ${c.resource}${c.from ? ` (${c.from})` : ''}${c.when ? ` if ${c.when}` : ''}`).join(', ');
-    return `${checks}${p.filter ? `; shows only the ${p.filter.resource}s it may describe` : ''}`;
+    if (typeof p.needs === 'string') return p.needs === 'user' ? `any user${p.filter ? `; lists only the ${only(p)} it may describe` : ''}` : p.needs;
+    const checks = p.needs.map((c) => `${c.operation} ${c.resource}${c.from ? ` (${c.from})` : ''}${when(c)}`).join(', ');
+    return `${checks}${p.filter ? `; shows only the ${only(p)} it may describe` : ''}`;
   };
   const used = (p: Permission) => [...(p.cli ?? []).map((c) => `\`onelog ${c}\``), ...(p.kafka ?? []).map((a) => `Kafka ${a}`)].join(', ');
   const rows = Object.entries(PERMISSIONS).map(([key, p]) => `| \`${key}\` | ${needs(p)} | ${used(p)} |`);

@@ -1,5 +1,8 @@
-/** Who a request comes from: a user, or (protected mode, no user exists) the loopback client, an admin. */
-export type Principal = { user: string; admin: boolean } | { user: null; admin: true };
+/**
+ * Who a request comes from: a user (with the id of the token it authenticated with, when it did: what ends its open
+ * sessions once that token is rotated), or (protected mode, no user exists) the loopback client, an admin.
+ */
+export type Principal = { user: string; admin: boolean; tokenId?: string } | { user: null; admin: true };
 
 /** The name audit entries and quotas give a principal: the user, or `anonymous`. */
 export function principalName(p: Principal): string {

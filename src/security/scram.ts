@@ -74,10 +74,10 @@ export class ScramExchange {
 
   /**
    * Checks the client-final message (`c=biws,r=nonce,p=proof`) and answers the server-final (`v=signature`).
-   * @returns the authenticated user and the server-final message
+   * @returns the authenticated user, the credential the proof was checked against, and the server-final message
    * @throws OnelogError `UNAUTHENTICATED` for a wrong proof, nonce or order of messages
    */
-  final(clientFinal: string): { user: string; serverFinal: string } {
+  final(clientFinal: string): { user: string; credential: ScramCredential; serverFinal: string } {
     if (this.state === null) throw failed('the client-final message came before the client-first');
     const { user, credential, clientFirstBare, serverFirst, nonce } = this.state;
     this.state = null;
@@ -91,6 +91,6 @@ export class ScramExchange {
     if (proof.length !== clientSignature.length) throw failed('the proof is malformed');
     const clientKey = Buffer.from(proof.map((b, i) => b ^ clientSignature[i]!));
     if (!timingSafeEqual(createHash('sha256').update(clientKey).digest(), credential.storedKey)) throw failed(WRONG);
-    return { user, serverFinal: `v=${hmac(credential.serverKey, authMessage).toString('base64')}` };
+    return { user, credential, serverFinal: `v=${hmac(credential.serverKey, authMessage).toString('base64')}` };
   }
 }

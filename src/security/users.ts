@@ -15,6 +15,7 @@ import type { Principal } from './principal.js';
 import { newToken, tokenIdOf, tokenMatches } from './tokens.js';
 import { parseScramCredential } from './scram.js';
 import type { ScramCredential } from './scram.js';
+import { Sessions } from './sessions.js';
 
 
 const USER_NAME = /^[A-Za-z0-9._@-]{1,100}$/;
@@ -22,6 +23,8 @@ const USER_NAME = /^[A-Za-z0-9._@-]{1,100}$/;
 export class Users {
   /** token id -> user */
   private byTokenId = new Map<string, UserRecord>();
+  /** The open Kafka connections, data sockets and push streams, ended when their principal no longer holds. */
+  readonly sessions = new Sessions();
 
   private constructor(private readonly catalog: Catalog, private readonly clock: Clock, private readonly logger: Logger,
     private readonly acls: Acls, private readonly insecure: boolean) {}
@@ -59,7 +62,7 @@ export class Users {
         ? 'this broker has users: send Authorization: Bearer TOKEN (onelog --token TOKEN, or ONELOG_TOKEN)'
         : 'the bearer token is not valid (unknown, deleted or rotated)', {});
     }
-    return { user: user.name, admin: user.admin };
+    return { user: user.name, admin: user.admin, tokenId: user.tokenId };
   }
 
   /**
@@ -71,7 +74,7 @@ export class Users {
     if (record === undefined || record.name !== user || !tokenMatches(password, record)) {
       throw new OnelogError('UNAUTHENTICATED', 'SASL/PLAIN authentication failed: wrong user name or password (the password is the user\'s current token)', {});
     }
-    return { user: record.name, admin: record.admin };
+    return { user: record.name, admin: record.admin, tokenId: record.tokenId };
   }
 
   /** A user's SCRAM-SHA-256 credential (SASL/SCRAM on the Kafka listener), or undefined (unknown user, or made before SCRAM). */
@@ -80,11 +83,30 @@ export class Users {
     return record?.tokenScram ? parseScramCredential(record.tokenScram) : undefined;
   }
 
-  /** The principal of an existing user (after SCRAM proved who it is). @throws OnelogError `UNAUTHENTICATED` for a user deleted meanwhile */
-  principalOf(user: string): Principal {
+  /**
+   * The principal of an existing user, after SCRAM proved it holds the token whose `credential` the exchange began
+   * with.
+   * @throws OnelogError `UNAUTHENTICATED` for a user deleted, or a token rotated, since the exchange began
+   */
+  principalOf(user: string, credential: ScramCredential): Principal {
     const record = [...this.byTokenId.values()].find((u) => u.name === user);
     if (record === undefined) throw new OnelogError('UNAUTHENTICATED', `there is no user ${user}`, {});
-    return { user: record.name, admin: record.admin };
+    if (!record.tokenScram || !parseScramCredential(record.tokenScram).storedKey.equals(credential.storedKey)) {
+      throw new OnelogError('UNAUTHENTICATED', `the token of ${user} was rotated during the SCRAM exchange: authenticate again with the new one`, {});
+    }
+    return { user: record.name, admin: record.admin, tokenId: record.tokenId };
+  }
+
+  /**
+   * Registers an open connection or stream of `principal` (a Kafka connection after SASL, a data socket, a push
+   * stream: what authenticates once, then serves many requests), ended with `end` as soon as the principal no
+   * longer holds: its user deleted, its token rotated, or, for protected mode's principal, a first user created;
+   * at once if that happened already. Answers the function to call when it closes by itself.
+   */
+  openSession(principal: Principal, end: (error: OnelogError) => void): () => void {
+    const close = this.sessions.add(principal, end);
+    this.endLostSessions();
+    return close;
   }
 
   /**
@@ -141,6 +163,21 @@ export class Users {
 
   private async reload(): Promise<void> {
     this.byTokenId = new Map((await this.catalog.listUsers()).map((u) => [u.tokenId, u]));
+    this.endLostSessions();
+  }
+
+  /** Ends the open sessions whose principal no longer holds (see {@link openSession}). */
+  private endLostSessions(): void {
+    this.sessions.endWhere((p) => {
+      if (p.user === null) {
+        return this.any ? new OnelogError('UNAUTHENTICATED', 'a user exists now, so protected mode is over: connect again with a token', { reason: 'protected-mode-ended' }) : undefined;
+      }
+      const record = p.tokenId === undefined ? [...this.byTokenId.values()].find((u) => u.name === p.user) : this.byTokenId.get(p.tokenId);
+      if (record?.name === p.user) return undefined;
+      return [...this.byTokenId.values()].some((u) => u.name === p.user)
+        ? new OnelogError('UNAUTHENTICATED', `the token of ${p.user} was rotated: connect again with the new one`, { user: p.user, reason: 'token-rotated' })
+        : new OnelogError('UNAUTHENTICATED', `user ${p.user} was deleted`, { user: p.user, reason: 'user-deleted' });
+    });
   }
 }
 

@@ -37,7 +37,7 @@ export const DATA_REQUEST_FRAMES = { produce: FRAME_KIND.PRODUCE, fetch: FRAME_K
  *   held to the principal's quotas; a frame above `limits.maxFrameBytes` closes the socket (1009); with
  *   `limits.maxInFlightPerConnection` requests unanswered, reading pauses until one is
  */
-export function dataSockets(api: BinaryDataApi, { acls, quotas, limits, logger }: SocketChecks): DataSockets {
+export function dataSockets(api: BinaryDataApi, { acls, users, quotas, limits, logger }: SocketChecks): DataSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes });
   refuseBadHandshakes(wss);
   wss.on('connection', (ws: WebSocket, principal: Principal) => {
@@ -53,9 +53,13 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits, logger }
       while (waiting.length > 0 && inFlight < limits.maxInFlightPerConnection) handle(waiting.shift()!);
       if (waiting.length === 0 && ws.isPaused) ws.resume();
     };
+    // Closed (1008) when the principal's user is deleted or its token rotated; frames after the close began are dropped.
+    const unregister = users?.openSession(principal, (e) => ws.close(1008, e.code));
+    ws.on('close', () => unregister?.());
     // A frame above maxPayload: ws closes the socket with 1009 and reports it here.
     ws.on('error', () => undefined);
     ws.on('message', guard('data socket frame', (data: RawData, isBinary: boolean) => {
+      if (ws.readyState !== ws.OPEN) return;
       if (!isBinary) {
         ws.close(1003, 'the data path takes binary frames');
         return;
@@ -73,6 +77,7 @@ export function dataSockets(api: BinaryDataApi, { acls, quotas, limits, logger }
       let requestId = 0;
       void run(async () => {
         try {
+          if (ws.readyState !== ws.OPEN) return;
           const frame = decodeFrame(bytes);
           requestId = frame.requestId;
           const check = (kind: keyof typeof DATA_REQUEST_FRAMES) => {

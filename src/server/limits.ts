@@ -12,6 +12,7 @@ import { OnelogError } from '../protocol/errors.js';
 import type { Logger } from '../logger.js';
 import type { Acls } from '../security/acls.js';
 import type { Quotas } from '../security/quotas.js';
+import type { Users } from '../security/users.js';
 import { httpErrorResponse } from './socket-answers.js';
 
 export interface ServerLimits {
@@ -36,9 +37,14 @@ export interface ServerLimits {
   requestTimeoutMs: number;
 }
 
-/** What the WebSocket servers check: ACLs and quotas (none: no checks) and the limits; and where a handler's throw is logged. */
+/**
+ * What the WebSocket servers check: ACLs and quotas (none: no checks) and the limits; the users whose deletion or
+ * token rotation closes a socket at once (none: a socket lives as long as its client keeps it); and where a
+ * handler's throw is logged.
+ */
 export interface SocketChecks {
   acls?: Acls | undefined;
+  users?: Users | undefined;
   quotas?: Quotas | undefined;
   limits: ServerLimits;
   logger: Logger;

@@ -48,7 +48,7 @@ export const PUSH_FRAME_TYPES: readonly string[] = ['subscribe', 'credit', 'ack'
  * @param checks every frame is authorized against the ACLs (the permission table's `WS /groups/:groupId/stream TYPE`);
  *   a frame above `limits.maxFrameBytes` closes the socket (1009). Quotas do not apply: credits bound the stream.
  */
-export function pushSockets(api: OnelogApi, { acls, limits, logger }: SocketChecks): PushSockets {
+export function pushSockets(api: OnelogApi, { acls, users, limits, logger }: SocketChecks): PushSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes });
   refuseBadHandshakes(wss);
   const sessions = new Map<WebSocket, { groupId: string; session: PushSession | null }>();
@@ -63,9 +63,13 @@ export function pushSockets(api: OnelogApi, { acls, limits, logger }: SocketChec
     };
     const guard = <A extends unknown[]>(what: string, handler: (...args: A) => unknown) =>
       guarded(handler, { what, logger, fields: () => ({ groupId }), answer: (e, ..._args: A) => refuse(e, true) });
+    // Closed (an error frame, then 1008) when the principal's user is deleted or its token rotated; frames after the
+    // close began are dropped.
+    const unregister = users?.openSession(principal, (e) => refuse(e, true));
     // A frame above maxPayload: ws closes the socket with 1009 and reports it here.
     ws.on('error', () => undefined);
     ws.on('message', guard('push stream frame', (data: RawData, isBinary: boolean) => {
+      if (ws.readyState !== ws.OPEN) return;
       try {
         if (isBinary) throw new OnelogError('INVALID_REQUEST', 'send JSON text frames: subscribe, credit, ack, nack');
         const frame = JSON.parse(data.toString()) as Record<string, unknown>;
@@ -98,6 +102,7 @@ export function pushSockets(api: OnelogApi, { acls, limits, logger }: SocketChec
     }));
     ws.on('close', guard('push stream close', () => {
       sessions.delete(ws);
+      unregister?.();
       return entry.session?.close();
     }));
   }

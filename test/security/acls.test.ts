@@ -15,9 +15,10 @@ import type { Command } from 'commander';
 import { BinaryApi } from '../../src/client/binary-api.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { silentLogger } from '../../src/logger.js';
-import type { AclBinding } from '../../src/protocol/api.js';
+import { SUBSCRIPTION_SETTINGS } from '../../src/protocol/api.js';
+import type { AclBinding, SubscribeRequest } from '../../src/protocol/api.js';
 import { Acls } from '../../src/security/acls.js';
-import { KAFKA_UNCHECKED, LOCAL_COMMANDS, PERMISSIONS, permissionsMarkdown } from '../../src/security/permissions.js';
+import { authorize, KAFKA_UNCHECKED, LOCAL_COMMANDS, PERMISSIONS, permissionsMarkdown } from '../../src/security/permissions.js';
 import { KAFKA_APIS } from '../../src/kafka/listener.js';
 import { DATA_REQUEST_FRAMES } from '../../src/server/data-socket.js';
 import { createHttpServer } from '../../src/server/http-server.js';
@@ -79,6 +80,25 @@ describe('the permission table', () => {
     app.get('/unlisted', async () => ({}));
     await expect(app.ready()).rejects.toThrow(/GET \/unlisted/);
     await broker.close();
+  });
+
+  it('a check on a setting applies when the request names it, null included, and only then', async () => {
+    const catalog = await openSqliteCatalog(path.join(tmpDir(), 'catalog.sqlite'));
+    for (const [type, name] of [['group', 'g'], ['topic', 't']] as const) await catalog.addAcl(acl('alice', type, name, 'read'));
+    const acls = await Acls.open(catalog, silentLogger);
+    const alice = { user: 'alice', admin: false };
+    const conditional = Object.entries(PERMISSIONS).flatMap(([key, p]) => (typeof p.needs === 'string' ? [] : p.needs.flatMap((c) => c.when ?? []).map((field) => [key, field] as const)));
+    expect(conditional.length).toBeGreaterThan(SUBSCRIPTION_SETTINGS.length);
+    for (const [key, field] of conditional) {
+      const parts = (value?: unknown) => ({
+        params: { groupId: 'g' }, body: { groupId: 'g', topic: 't', topics: ['t'], ...(value === undefined ? {} : { [field.replace(/^body\./, '')]: value }) },
+      });
+      expect(() => authorize(acls, alice, key, parts()), `${key} without ${field}`).not.toThrow();
+      for (const value of [null, 'x', 0, false, {}]) {
+        expect(() => authorize(acls, alice, key, parts(value)), `${key} with ${field}: ${JSON.stringify(value)}`).toThrow(/may not alter group "g".*sets/);
+      }
+    }
+    await catalog.close();
   });
 
   it('is what docs/security.md shows', () => {
@@ -208,6 +228,88 @@ describe('ACLs', () => {
     await reset();
     expect((await ops.describeGroup('team-a.loader')).subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 0 });
     expect((await ops.listAudit()).find((e) => e.action === 'offsets-reset')).toMatchObject({ principal: 'alice', target: 'group:team-a.loader' });
+  });
+
+  it('changing any subscription setting needs alter on the group: set or null, even to the stored value; joining as it is needs read', async () => {
+    const { url, ops, user } = await serve();
+    const alice = await user('alice');
+    await ops.createTopic({ topic: 'edits', partitions: 1 });
+    await ops.subscribe({ groupId: 'g', topic: 'edits', startPolicy: 'earliest', retry: { delaysMs: [1000], maxAttempts: 2 } });
+    await ops.addAcl(acl('alice', 'topic', 'edits', 'read'));
+    await ops.addAcl(acl('alice', 'group', 'g', 'read'));
+    const stored = async () => (await ops.describeGroup('g')).subscriptions.map(({ partitions: _p, ...s }) => s);
+    const before = await stored();
+    expect(before[0]).toMatchObject({ startPolicy: 'earliest', retry: { delaysMs: [1000] } });
+
+    // A valid value of every setting a subscribe request takes (the type makes the list complete).
+    const values: Required<Omit<SubscribeRequest, 'groupId' | 'topic'>> = {
+      startPolicy: 'latest', deliveryMode: 'push', onOutOfRange: 'earliest', pushEndpoint: 'https://hooks.example.invalid/in', maxInFlight: 2,
+      retry: { delaysMs: [500], maxAttempts: 3 }, deadLetterAlertDepth: 5, webhookMaxAttempts: 3, headroomWarnRatio: 0.5, stallMs: 60_000,
+    };
+    expect(Object.keys(values).sort()).toEqual([...SUBSCRIPTION_SETTINGS].sort());
+    const post = (path: string, body: unknown) => fetch(`${url}${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: alice.connection.headers.authorization! }, body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: await r.json() as { code?: string; fields?: string[]; operation?: string } }));
+    for (const field of SUBSCRIPTION_SETTINGS) {
+      expect(await post('/groups/g/subscriptions', { topic: 'edits', [field]: values[field] }), field)
+        .toMatchObject({ status: 403, body: { code: 'FORBIDDEN', operation: 'alter', fields: [field] } });
+      // null: refused by the permission check where the schema takes it (a null retry once removed the policy), else by the schema.
+      const nulled = await post('/groups/g/subscriptions', { topic: 'edits', [field]: null });
+      expect(nulled.status, `${field}: null`).toBe(field === 'retry' || field === 'pushEndpoint' ? 403 : 400);
+    }
+    // The stored value itself: a request naming a setting writes it.
+    expect(await post('/groups/g/subscriptions', { topic: 'edits', startPolicy: 'earliest' })).toMatchObject({ status: 403 });
+    expect(await stored()).toEqual(before);
+    // Absent: joining the subscription as it is needs read only.
+    expect((await post('/groups/g/subscriptions', { topic: 'edits' })).status).toBe(200);
+    // A member's join and a push stream's subscribe frame set the start and out-of-range policies too.
+    for (const field of ['startPolicy', 'onOutOfRange'] as const) {
+      expect(await post('/groups/g/members', { topics: ['edits'], [field]: values[field] })).toMatchObject({ status: 403, body: { fields: [field] } });
+    }
+    expect(await new Promise((resolve, reject) => {
+      const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/groups/g/stream`, { headers: { authorization: alice.connection.headers.authorization! } });
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'subscribe', topics: ['edits'], startPolicy: 'latest' })));
+      ws.on('message', (data) => { resolve(JSON.parse(data.toString())); ws.close(); });
+      ws.on('error', reject);
+    })).toMatchObject({ type: 'error', code: 'FORBIDDEN', operation: 'alter' });
+    expect(await stored()).toEqual(before);
+    const member = await alice.joinGroup({ groupId: 'g', topics: ['edits'] });
+    await alice.leaveGroup({ groupId: 'g', memberId: member.memberId });
+
+    // With alter, a null removes the retry policy; a value sets it.
+    await ops.addAcl(acl('alice', 'group', 'g', 'alter'));
+    await alice.subscribe({ groupId: 'g', topic: 'edits', retry: null, startPolicy: 'latest' });
+    expect((await stored())[0]).toMatchObject({ retry: null, startPolicy: 'latest' });
+  });
+
+  it('a group\'s list and description show only the topics the user may describe', async () => {
+    const { ops, user } = await serve();
+    const alice = await user('alice');
+    for (const topic of ['edits', 'secret']) {
+      await ops.createTopic({ topic, partitions: 1 });
+      await ops.produce({ topic, records: [one('a')] });
+    }
+    for (const topic of ['edits', 'secret']) await ops.subscribe({ groupId: 'g', topic, startPolicy: 'earliest' });
+    await ops.resetOffsets({ groupId: 'g', topic: 'secret', spec: { to: 'latest' }, execute: true });
+    await ops.saveCheckpoint({ groupId: 'g', name: 'before' });
+    await ops.joinGroup({ groupId: 'g', topics: ['edits', 'secret'] });
+    await ops.addAcl(acl('alice', 'group', 'g', 'describe'));
+    await ops.addAcl(acl('alice', 'topic', 'edits', 'describe'));
+
+    const full = await ops.describeGroup('g');
+    expect(full.subscriptions.map((s) => s.topic).sort()).toEqual(['edits', 'secret']);
+    expect(full.resets.map((r) => r.topic)).toContain('secret');
+    expect(full.members.flatMap((m) => m.assignment.map((a) => a.topic)).sort()).toEqual(['edits', 'secret']);
+    expect((await ops.listGroups())[0]!.topics.sort()).toEqual(['edits', 'secret']);
+
+    expect((await alice.listGroups()).map((g) => [g.groupId, g.topics])).toEqual([['g', ['edits']]]);
+    const seen = await alice.describeGroup('g');
+    expect(seen.subscriptions.map((s) => s.topic)).toEqual(['edits']);
+    expect(seen.members.flatMap((m) => m.assignment.map((a) => a.topic))).toEqual(['edits']);
+    expect(seen.resets.filter((r) => r.topic === 'secret')).toEqual([]);
+    expect(seen.checkpoints.map((c) => c.topics)).toEqual([['edits']]);
+    expect(JSON.stringify(seen)).not.toContain('secret');
+    expect(JSON.stringify(await alice.groupHistory('g'))).not.toContain('secret');
   });
 
   it('push streams and data sockets authorize every frame', async () => {

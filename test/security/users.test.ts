@@ -13,6 +13,8 @@ import { HttpApi } from '../../src/client/http-api.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/logger.js';
 import net from 'node:net';
+import { encodeFrame, FRAME_KIND } from '../../src/protocol/data-frames.js';
+import { LOOPBACK_ADMIN } from '../../src/security/principal.js';
 import { newToken, tokenMatches } from '../../src/security/tokens.js';
 import { serveSecured } from '../helpers/secured-broker.js';
 
@@ -23,6 +25,17 @@ async function serve(dataDir?: string, insecure = false): Promise<{ url: string;
   const served = await serveSecured({ ...(dataDir !== undefined ? { dataDir } : {}), insecure });
   ({ broker, app } = served);
   return served;
+}
+
+/** Serves a broker and its Kafka listener (SASL against its users, its ACLs) for `run`, then closes the listener. */
+async function withKafka(run: (url: string, kafkaPort: number) => Promise<void>): Promise<void> {
+  const { url } = await serve();
+  const kafka = await KafkaListener.start(broker, { port: 0, logger: silentLogger, users: broker.users, acls: broker.acls });
+  try {
+    await run(url, kafka.port);
+  } finally {
+    await kafka.close();
+  }
 }
 
 /** The status and error code of an upgrade to `path` with `headers`, or 101 once it opened. */
@@ -36,6 +49,73 @@ function upgrade(url: string, pathname: string, headers: Record<string, string> 
       res.on('end', () => resolve({ status: res.statusCode!, code: (JSON.parse(body) as { code: string }).code }));
     });
   });
+}
+
+/** A request frame of the Kafka protocol: header v1 (client id `t`), then `body`. */
+function kafkaRequest(apiKey: number, apiVersion: number, correlationId: number, body: Buffer): Buffer {
+  const header = Buffer.alloc(11);
+  header.writeInt16BE(apiKey, 0);
+  header.writeInt16BE(apiVersion, 2);
+  header.writeInt32BE(correlationId, 4);
+  header.writeInt16BE(1, 8);
+  header.write('t', 10);
+  const size = Buffer.alloc(4);
+  size.writeInt32BE(header.length + body.length, 0);
+  return Buffer.concat([size, header, body]);
+}
+
+const kafkaString = (text: string) => Buffer.concat([Buffer.from([0, text.length]), Buffer.from(text)]);
+/** Metadata v1 of every topic. */
+const METADATA = kafkaRequest(3, 1, 9, Buffer.from('ffffffff', 'hex'));
+
+/**
+ * A Kafka connection authenticated with SASL/PLAIN (SaslHandshake v1, SaslAuthenticate v0) as `user` with `token`:
+ * `send` answers the response frame to a request, or 'closed' once the broker closed the connection.
+ */
+async function kafkaSession(port: number, user: string, token: string): Promise<{ send(frame: Buffer): Promise<Buffer | 'closed'>; closed: Promise<void> }> {
+  const socket = net.connect(port, '127.0.0.1');
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  let pending = Buffer.alloc(0);
+  const waiting: Array<(answer: Buffer | 'closed') => void> = [];
+  socket.on('data', (chunk: Buffer) => {
+    pending = Buffer.concat([pending, chunk]);
+    while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
+      const size = pending.readInt32BE(0);
+      waiting.shift()?.(pending.subarray(4, 4 + size));
+      pending = pending.subarray(4 + size);
+    }
+  });
+  void closed.then(() => { for (const w of waiting.splice(0)) w('closed'); });
+  const send = (frame: Buffer) => new Promise<Buffer | 'closed'>((resolve) => {
+    if (socket.destroyed) return resolve('closed');
+    waiting.push(resolve);
+    socket.write(frame);
+  });
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const handshake = await send(kafkaRequest(17, 1, 1, kafkaString('PLAIN')));
+  expect(handshake !== 'closed' && handshake.readInt16BE(4)).toBe(0); // errorCode after the correlation id
+  const plain = Buffer.from(`\u0000${user}\u0000${token}`);
+  const length = Buffer.alloc(4);
+  length.writeInt32BE(plain.length, 0);
+  const authenticated = await send(kafkaRequest(36, 0, 2, Buffer.concat([length, plain])));
+  expect(authenticated !== 'closed' && authenticated.readInt16BE(4)).toBe(0);
+  return { send, closed };
+}
+
+/** A WebSocket to `pathname` as `token`, open; `next` answers its next message, or its close code and reason once it closed. */
+async function openSocket(url: string, pathname: string, token?: string): Promise<{ ws: WebSocket; next(): Promise<{ message: Buffer } | { close: number; reason: string }> }> {
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${pathname}`, token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
+  const events: Array<{ message: Buffer } | { close: number; reason: string }> = [];
+  const waiting: Array<() => void> = [];
+  const push = (event: (typeof events)[number]) => { events.push(event); waiting.shift()?.(); };
+  ws.on('message', (data: Buffer) => push({ message: data }));
+  ws.on('close', (code, reason) => push({ close: code, reason: reason.toString() }));
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  const next = async () => {
+    if (events.length === 0) await new Promise<void>((resolve) => waiting.push(resolve));
+    return events.shift()!;
+  };
+  return { ws, next };
 }
 
 /** The secret part of a token (base64url: it may itself hold '_'). */
@@ -121,6 +201,78 @@ describe('users and tokens', () => {
     } finally {
       await kafka.close();
     }
+  });
+
+  it('deleting a user closes its open Kafka connections, data sockets and push streams; creating the first one closes protected mode\'s', async () => {
+    await withKafka(async (url, kafkaPort) => {
+      // Protected mode: a loopback data socket, anonymous, an admin until the first user exists.
+      const anonymous = await openSocket(url, '/data');
+      const ops = new HttpApi(url, { token: (await new HttpApi(url, { token: '' }).createUser('ops')).token });
+      expect(await anonymous.next()).toEqual({ close: 1008, reason: 'UNAUTHENTICATED' });
+
+      await ops.createTopic({ topic: 'edits', partitions: 1 });
+      await ops.produce({ topic: 'edits', records: [{ key: null, value: Buffer.from('a') }] });
+      await ops.subscribe({ groupId: 'g', topic: 'edits', startPolicy: 'earliest' });
+      const alice = await ops.createUser('alice', true); // an admin: deleted, it keeps nothing
+      const connection = await kafkaSession(kafkaPort, 'alice', alice.token);
+      expect(await connection.send(METADATA)).toBeInstanceOf(Buffer);
+      const data = await openSocket(url, '/data', alice.token);
+      const fetchFrame = encodeFrame(FRAME_KIND.FETCH, 7, { topic: 'edits', partitions: [{ partition: 0, offset: 0 }] });
+      data.ws.send(fetchFrame);
+      expect((await data.next() as { message: Buffer }).message.readUInt8(0)).toBe(FRAME_KIND.FETCHED);
+      const push = await openSocket(url, '/groups/g/stream', alice.token);
+      push.ws.send(JSON.stringify({ type: 'subscribe', topics: ['edits'] }));
+      await vi.waitFor(async () => expect((await ops.describeGroup('g')).members).toHaveLength(1), { timeout: 5000, interval: 20 });
+      expect(broker.users.sessions.size).toBe(3);
+
+      await ops.deleteUser('alice');
+      // Each is closed at once, before it asks anything more; what it sends after is not answered.
+      await connection.closed;
+      expect(await connection.send(METADATA)).toBe('closed');
+      data.ws.send(fetchFrame);
+      expect(await data.next()).toEqual({ close: 1008, reason: 'UNAUTHENTICATED' });
+      push.ws.send(JSON.stringify({ type: 'credit', records: 10, bytes: 1_000_000 }));
+      expect(JSON.parse((await push.next() as { message: Buffer }).message.toString())).toMatchObject({ type: 'error', code: 'UNAUTHENTICATED', reason: 'user-deleted' });
+      expect(await push.next()).toEqual({ close: 1008, reason: 'UNAUTHENTICATED' });
+      await vi.waitFor(async () => expect((await ops.describeGroup('g')).members).toEqual([]), { timeout: 5000, interval: 20 }); // the member left
+      expect(broker.users.sessions.size).toBe(0);
+      expect(await upgrade(url, '/data', { authorization: `Bearer ${alice.token}` })).toEqual({ status: 401, code: 'UNAUTHENTICATED' });
+    });
+  });
+
+  it('rotating a token closes the connections and streams opened with the old one; the new one connects', async () => {
+    await withKafka(async (url, kafkaPort) => {
+      const opsToken = (await new HttpApi(url, { token: '' }).createUser('ops')).token;
+      const ops = new HttpApi(url, { token: opsToken });
+      const opsData = await openSocket(url, '/data', opsToken);
+      const old = await ops.createUser('alice');
+      const connection = await kafkaSession(kafkaPort, 'alice', old.token);
+      const data = await openSocket(url, '/data', old.token);
+      const push = await openSocket(url, '/groups/g/stream', old.token);
+      const scram = broker.users.scramCredentialOf('alice')!; // a SCRAM exchange begun with the old token
+
+      const rotated = await new HttpApi(url, { token: old.token }).rotateUser('alice');
+      await connection.closed;
+      expect(await connection.send(METADATA)).toBe('closed');
+      expect(await data.next()).toEqual({ close: 1008, reason: 'UNAUTHENTICATED' });
+      expect(JSON.parse((await push.next() as { message: Buffer }).message.toString())).toMatchObject({ code: 'UNAUTHENTICATED', reason: 'token-rotated' });
+      expect(() => broker.users.principalOf('alice', scram)).toThrow(/rotated during the SCRAM exchange/);
+
+      const again = await kafkaSession(kafkaPort, 'alice', rotated.token);
+      expect(await again.send(METADATA)).toBeInstanceOf(Buffer);
+      const fresh = await openSocket(url, '/data', rotated.token);
+      fresh.ws.send(encodeFrame(FRAME_KIND.FETCH, 1, { topic: 'nope', partitions: [{ partition: 0, offset: 0 }] }));
+      expect((await fresh.next() as { message: Buffer }).message.readUInt8(0)).toBe(FRAME_KIND.ERROR); // answered (FORBIDDEN), still open
+      expect(broker.users.sessions.size).toBe(3);
+      // An admin rotating it does the same; another user's sessions stay open.
+      await ops.rotateUser('alice');
+      await again.closed;
+      expect(await fresh.next()).toEqual({ close: 1008, reason: 'UNAUTHENTICATED' });
+      await broker.users.create('bob', LOOPBACK_ADMIN);
+      expect(broker.users.sessions.size).toBe(1);
+      opsData.ws.send(encodeFrame(FRAME_KIND.FETCH, 2, { topic: 'nope', partitions: [{ partition: 0, offset: 0 }] }));
+      expect((await opsData.next() as { message: Buffer }).message.readUInt8(0)).toBe(FRAME_KIND.ERROR); // UNKNOWN_TOPIC: answered
+    });
   });
 
   it('audits executed resets, deletions and user changes with the authenticated principal, not the claimed one', async () => {

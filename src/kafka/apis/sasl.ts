@@ -51,8 +51,8 @@ export function authenticateStep(connection: KafkaConnection, users: Users | und
   }
   connection.scram ??= new ScramExchange((user) => users.scramCredentialOf(user));
   if (message.startsWith('c=')) {
-    const { user, serverFinal } = connection.scram.final(message);
-    connection.principal = users.principalOf(user);
+    const { user, credential, serverFinal } = connection.scram.final(message);
+    connection.principal = users.principalOf(user, credential);
     return Buffer.from(serverFinal);
   }
   return Buffer.from(connection.scram.first(message));
