@@ -1,6 +1,6 @@
 /**
- * The produce path: checks, partitions, encodes and appends records (JSON produce), or checks and appends
- * client-encoded batches without decoding them (the binary data path); and the identities of idempotent
+ * The produce path: checks, partitions, encodes and appends records (JSON produce), or validates and appends
+ * client-encoded batches as they are (the binary data path, Kafka Produce); and the identities of idempotent
  * producers. A request is stored whole or refused whole.
  */
 import type { Catalog } from './catalog/catalog.js';
@@ -103,12 +103,12 @@ export class ProducePath {
   }
 
   /**
-   * Appends client-encoded RecordBatch v2 batches without decoding their records (the binary data path); see
-   * {@link prepareClientBatch} for what is checked. The request is refused whole: every batch is checked, and
+   * Appends client-encoded RecordBatch v2 batches as they are (the binary data path, Kafka Produce), each validated
+   * whole first, its records decoded once (see {@link prepareClientBatch}). The request is refused whole: every batch is checked, and
    * each partition's first idempotent batch checked against its producer state, before any is appended (no
    * await in between). Resolves as {@link produce} does.
    * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `CORRUPT_MESSAGE`, `RECORD_TOO_LARGE`, `REQUEST_TOO_LARGE`,
-   *   `INVALID_RECORD`, `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
+   *   `INVALID_RECORD`, `UNSUPPORTED_COMPRESSION`, `INVALID_REQUEST`, `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
    */
   async produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult> {
     if (!Array.isArray(request.batches) || request.batches.length === 0) {
@@ -118,10 +118,10 @@ export class ProducePath {
       const limits = {
         maxBatchBytes: Math.max(this.limits.maxBatchBytes, this.limits.maxRecordBytes), maxRecordBytes: this.limits.maxRecordBytes, lastProducerId: this.lastProducerId,
       };
-      return request.batches.map(({ partition, batch }) => {
+      return request.batches.map(({ partition, batch }, index) => {
         const log = this.logs.get(request.topic, partition);
         if (!Buffer.isBuffer(batch)) throw new OnelogError('INVALID_REQUEST', 'each batch must be the bytes of one RecordBatch v2');
-        return { log, batch: prepareClientBatch(batch, log, limits) };
+        return { log, batch: prepareClientBatch(batch, log, limits, index) };
       });
     };
     let prepared: ReturnType<typeof prepare>;

@@ -1,7 +1,7 @@
 /**
  * {@link OnelogApi} with a binary data path: produce and fetch travel as RecordBatch v2 bytes in WebSocket
  * binary frames on `GET /data` (src/protocol/data-frames.ts), encoded and decoded here, so the broker
- * appends and serves batches without decoding records and no JSON or base64 touches the records. Commits
+ * appends and serves batches as they are (validated, never re-encoded) and no JSON or base64 touches the records. Commits
  * travel on the same socket; every other operation goes over HTTP/JSON as {@link HttpApi}. One socket per server
  * URL in use (a group's fetches and commits go to its coordinator, as {@link HttpApi} routes them), opened on first
  * use and again after a failure; requests on it run concurrently. With several server URLs, a socket that cannot be
@@ -16,7 +16,7 @@ import type { DataFrame, FrameKind } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
 import { planProduce, withRecordOutcomes } from '../protocol/produce-plan.js';
-import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
+import { decodeRecordsOrEnd, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
 import { HttpApi, routeOf } from './http-api.js';
 
@@ -106,7 +106,12 @@ export class BinaryApi extends HttpApi {
       const records: StoredRecord[] = [];
       let nextOffset = p.nextOffset;
       for (let at = 0; at < bytes.length && nextOffset === p.nextOffset; at += LOG_OVERHEAD + bytes.readInt32BE(at + 8)) {
-        for (const r of decodeRecords(bytes, at)) {
+        const batch = decodeRecordsOrEnd(bytes, at, records.length);
+        if (batch === undefined) {
+          nextOffset = records.at(-1)!.offset + 1;
+          break;
+        }
+        for (const r of batch) {
           if (r.offset < from) continue;
           if (recordsLeft === 0) {
             nextOffset = r.offset;

@@ -25,7 +25,7 @@ import type { Logger } from '../logger.js';
 import { OnelogError } from '../protocol/errors.js';
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { StoredRecord } from '../protocol/types.js';
-import { decodeRecords, LOG_OVERHEAD } from '../protocol/record-batch.js';
+import { decodeRecordsOrEnd, LOG_OVERHEAD } from '../protocol/record-batch.js';
 import { defaultLogCleaner } from '../storage/log-cleaner.js';
 import type { CompactionStats, LogCleaner } from '../storage/log-cleaner.js';
 import type { LogStartReason } from '../storage/log-start-reason.js';
@@ -420,7 +420,9 @@ export class ObjectPartition implements BrokerPartition {
     this.seen(read);
     const records: StoredRecord[] = [];
     for (let pos = 0; pos < read.batches.length; pos += LOG_OVERHEAD + read.batches.readInt32BE(pos + 8)) {
-      for (const r of decodeRecords(read.batches, pos)) {
+      const batch = decodeRecordsOrEnd(read.batches, pos, records.length);
+      if (batch === undefined) return { records, nextOffset: records.at(-1)!.offset + 1 };
+      for (const r of batch) {
         if (r.offset < offset) continue;
         if (records.length === limits.maxRecords) return { records, nextOffset: r.offset };
         records.push(r);

@@ -1,15 +1,27 @@
 /**
- * The binary data path's produce side: a client-encoded RecordBatch v2 checked at the header level (length,
- * CRC-32C, magic, record count against the offset deltas, size, producer id) and appended as it is: the
- * broker assigns offsets by restamping the base offset and never decodes the records on this path. Two
- * cases decode, as Kafka's LogValidator does: a compacted topic (every record needs a key) and a topic whose
- * `compressionType` asks for another codec than the batch's (the batch is recompressed).
+ * The binary data path's produce side: a client-encoded RecordBatch v2 validated whole, its records decoded once
+ * (src/protocol/batch-validator.ts, as Kafka's LogValidator), held to the limits (batch and record size, producer
+ * id, keys on a compacted topic) and appended as it is: the broker assigns offsets by restamping the base offset
+ * and never re-encodes it, unless the topic's `compressionType` asks for another codec than the batch's (the batch
+ * is recompressed).
  */
+import { validateProducedBatch } from '../protocol/batch-validator.js';
 import type { BatchProducer } from '../protocol/record-batch.js';
-import { batchCompression, decodeRecords, encodeBatch, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
+import { decodeRecords, encodeBatch } from '../protocol/record-batch.js';
 import { OnelogError } from '../protocol/errors.js';
-import { recordBytes } from '../protocol/produce-plan.js';
+import { RECORD_OVERHEAD_BYTES, recordBytes } from '../protocol/produce-plan.js';
 import type { Partition } from '../storage/partition.js';
+
+/** The least {@link decompressedLimit} is, bytes: 64 MiB. */
+const MIN_DECOMPRESSED_BATCH_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Most bytes a compressed batch's records may decompress to: 64 times the batch limit, at least 64 MiB; far above
+ * what real data compresses by, so only a decompression bomb meets it.
+ */
+export function decompressedLimit(limits: Pick<BatchLimits, 'maxBatchBytes'>): number {
+  return Math.max(MIN_DECOMPRESSED_BATCH_BYTES, 64 * limits.maxBatchBytes);
+}
 
 /** Limits a produced batch is held to. */
 export interface BatchLimits {
@@ -22,50 +34,47 @@ export interface BatchLimits {
 }
 
 /**
- * Makes a client's batch ready to append to `log`: checked, and recompressed only when the topic says so.
- * @returns the batch to append (the same buffer on the fast path)
- * @throws OnelogError `CORRUPT_MESSAGE` (torn, bad CRC or magic, counts that disagree), `RECORD_TOO_LARGE` (the
- *   batch, or a record in it),
- *   `INVALID_RECORD` (a keyless record on a compacted topic), `UNKNOWN_PRODUCER_ID`
+ * Makes a client's batch ready to append to `log`: validated, and recompressed only when the topic says so.
+ * @param index the batch's place in its request, which refusals name
+ * @returns the batch to append (the same buffer, unless recompressed)
+ * @throws OnelogError `CORRUPT_MESSAGE` (torn, bad CRC or magic, records that do not decode or disagree with the
+ *   header), `INVALID_RECORD` (attributes a producer may not set, a timestamp out of range, a keyless record on a
+ *   compacted topic), `UNSUPPORTED_COMPRESSION` (codec 5-7), `RECORD_TOO_LARGE` (the batch, a record in it, or
+ *   records that decompress past {@link decompressedLimit}), `UNKNOWN_PRODUCER_ID`
  */
-export function prepareClientBatch(batch: Buffer, log: Partition, limits: BatchLimits): Buffer {
+export function prepareClientBatch(batch: Buffer, log: Partition, limits: BatchLimits, index = 0): Buffer {
   const where = { topic: log.topic, partition: log.partition };
-  const size = validateBatch(batch);
-  if (typeof size === 'string') throw new OnelogError('CORRUPT_MESSAGE', `the produced batch is refused: ${size}`, where);
-  if (size !== batch.length) {
-    throw new OnelogError('CORRUPT_MESSAGE', `a produce frame carries one batch: ${batch.length} bytes hold a batch of ${size}`, where);
-  }
-  if (size > limits.maxBatchBytes) {
-    throw new OnelogError('RECORD_TOO_LARGE', `the batch is ${size} bytes, above the limit of ${limits.maxBatchBytes} bytes; nothing was written`, {
-      ...where, batchBytes: size, maxBatchBytes: limits.maxBatchBytes,
+  if (batch.length > limits.maxBatchBytes) {
+    throw new OnelogError('RECORD_TOO_LARGE', `the batch is ${batch.length} bytes, above the limit of ${limits.maxBatchBytes} bytes; nothing was written`, {
+      ...where, batchBytes: batch.length, maxBatchBytes: limits.maxBatchBytes,
     });
   }
-  const header = readBatchHeader(batch);
-  if (header.recordCount !== header.lastOffsetDelta + 1 || header.recordCount < 1) {
-    throw new OnelogError('CORRUPT_MESSAGE', `the batch says ${header.recordCount} records but offset deltas up to ${header.lastOffsetDelta}`, where);
-  }
+  const settings = log.settings;
+  const wanted = settings.compressionType;
+  const compacted = settings.cleanupPolicy.includes('compact');
+  // The records are built only where they are needed: keys, recompression; else only read and checked.
+  const validated = validateProducedBatch(batch, `batch ${index} of the request to ${log.topic}/${log.partition}`,
+    { ...where, batchIndex: index }, { decode: compacted || wanted !== 'producer', maxRecordsBytes: decompressedLimit(limits) });
+  const { header, codec } = validated;
   if (header.producerId > limits.lastProducerId) {
     throw new OnelogError('UNKNOWN_PRODUCER_ID', `producer id ${header.producerId} was never issued by this broker; get one from initProducerId`, {
       ...where, producerId: header.producerId,
     });
   }
-  const settings = log.settings;
-  const wanted = settings.compressionType;
-  const recompress = wanted !== 'producer' && wanted !== batchCompression(header);
-  // A batch within the record limit holds no record above it: only a larger one is decoded to check.
-  const checkRecords = size > limits.maxRecordBytes;
-  if (!settings.cleanupPolicy.includes('compact') && !recompress && !checkRecords) return batch;
-  const records = decodeRecords(batch);
-  if (checkRecords) {
-    const index = records.findIndex((r) => recordBytes(r) > limits.maxRecordBytes);
-    if (index >= 0) {
-      const bytes = recordBytes(records[index]!);
-      throw new OnelogError('RECORD_TOO_LARGE', `record ${index} of the batch is ${bytes} bytes, above the limit of ${limits.maxRecordBytes} bytes; nothing was written`, {
-        ...where, index, recordBytes: bytes, maxRecordBytes: limits.maxRecordBytes,
+  // A record counts fewer bytes than its length field plus the overhead: only a batch with a longer one is measured.
+  const measure = validated.largestRecordLength + RECORD_OVERHEAD_BYTES > limits.maxRecordBytes;
+  const records = validated.records ?? (measure ? decodeRecords(batch, 0, decompressedLimit(limits)) : undefined);
+  if (records === undefined) return batch;
+  if (measure) {
+    const over = records.findIndex((r) => recordBytes(r) > limits.maxRecordBytes);
+    if (over >= 0) {
+      const bytes = recordBytes(records[over]!);
+      throw new OnelogError('RECORD_TOO_LARGE', `record ${over} of the batch is ${bytes} bytes, above the limit of ${limits.maxRecordBytes} bytes; nothing was written`, {
+        ...where, index: over, recordBytes: bytes, maxRecordBytes: limits.maxRecordBytes,
       });
     }
   }
-  if (settings.cleanupPolicy.includes('compact')) {
+  if (compacted) {
     const keyless = records.findIndex((r) => r.key === null);
     if (keyless >= 0) {
       throw new OnelogError('INVALID_RECORD', `record ${keyless} of the batch has no key: topic ${log.topic} is compacted; nothing was written`, {
@@ -73,7 +82,7 @@ export function prepareClientBatch(batch: Buffer, log: Partition, limits: BatchL
       });
     }
   }
-  if (!recompress) return batch;
+  if (wanted === 'producer' || wanted === codec) return batch;
   const producer: BatchProducer = { producerId: header.producerId, producerEpoch: header.producerEpoch, baseSequence: header.baseSequence };
   return encodeBatch(records, 0, header.baseTimestamp, producer, { compression: wanted });
 }

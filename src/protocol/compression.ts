@@ -151,16 +151,20 @@ export function compress(codec: CompressionCodec, data: Buffer): Buffer {
 }
 
 /**
- * Decompresses `data` written with `codec` (`none` returns it as is).
- * @throws OnelogError `CORRUPT_MESSAGE` if `data` is not valid for the codec, `UNSUPPORTED_COMPRESSION` if
- *   the codec's package cannot be loaded on this platform
+ * Decompresses `data` written with `codec` (`none` returns it as is), to at most `maxBytes` bytes: gzip stops
+ * there, snappy and a zstd or lz4 frame that declares its size are refused before any is decompressed; a zstd or
+ * lz4 frame that does not is measured once decompressed (lz4 grows at most 255-fold).
+ * @param maxBytes largest output accepted, bytes @default unbounded
+ * @throws OnelogError `CORRUPT_MESSAGE` if `data` is not valid for the codec, `RECORD_TOO_LARGE` if it decompresses
+ *   to more than `maxBytes`, `UNSUPPORTED_COMPRESSION` if the codec's package cannot be loaded on this platform
  */
-export function decompress(codec: CompressionCodec, data: Buffer): Buffer {
+export function decompress(codec: CompressionCodec, data: Buffer, maxBytes = Infinity): Buffer {
   if (codec === 'none') return data;
+  const bounded = Number.isFinite(maxBytes);
   let decode: (d: Buffer) => Buffer;
   switch (codec) {
     case 'gzip':
-      decode = (d) => zlib.gunzipSync(d);
+      decode = (d) => zlib.gunzipSync(d, bounded ? { maxOutputLength: Math.max(1, maxBytes) } : {});
       break;
     case 'snappy':
       decode = (d) => (isXerial(d) ? xerialDecode(d) : snappyUncompress(d));
@@ -178,11 +182,80 @@ export function decompress(codec: CompressionCodec, data: Buffer): Buffer {
     default:
       throw new OnelogError('UNSUPPORTED_COMPRESSION', `unknown compression codec ${JSON.stringify(codec)}`);
   }
+  const tooLarge = (bytes: number | string) => new OnelogError('RECORD_TOO_LARGE',
+    `the batch's ${codec} records decompress to ${bytes} bytes, above the limit of ${maxBytes} bytes`, { codec, maxBytes });
+  const declared = bounded ? declaredBytes(codec, data) : undefined;
+  if (declared !== undefined && declared > maxBytes) throw tooLarge(declared);
+  let out: Buffer;
   try {
-    return decode(data);
+    out = decode(data);
   } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(`more than ${maxBytes}`);
     throw new OnelogError('CORRUPT_MESSAGE', `record batch is corrupt: ${codec} data does not decompress: ${(err as Error).message}`, {
       codec,
     });
+  }
+  if (out.length > maxBytes) throw tooLarge(out.length);
+  return out;
+}
+
+/**
+ * The size `data` says it decompresses to, where its format says it before the data: snappy's length preamble (of
+ * each xerial block, summed), the content size of a zstd or lz4 frame's header (the first frame's) when it has one.
+ */
+function declaredBytes(codec: CompressionCodec, data: Buffer): number | undefined {
+  switch (codec) {
+    case 'snappy':
+      return isXerial(data) ? xerialDeclaredBytes(data) : uvarintAt(data, 0);
+    case 'zstd':
+      return zstdContentSize(data);
+    case 'lz4':
+      // LZ4 frame: magic 0x184D2204, FLG (bit 3: content size present), BD, then the content size (uint64 LE).
+      return data.length >= 14 && data.readUInt32LE(0) === 0x184d2204 && (data[4]! & 0x08) !== 0 ? Number(data.readBigUInt64LE(6)) : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** An unsigned varint (snappy's length preamble) at `pos`, or undefined when cut off. */
+function uvarintAt(data: Buffer, pos: number): number | undefined {
+  let n = 0;
+  for (let i = 0, scale = 1; i < 5 && pos + i < data.length; i++, scale *= 128) {
+    const b = data[pos + i]!;
+    n += (b & 0x7f) * scale;
+    if (b < 0x80) return n;
+  }
+  return undefined;
+}
+
+function xerialDeclaredBytes(data: Buffer): number {
+  let total = 0;
+  for (let pos = XERIAL_HEADER_BYTES; pos + 4 <= data.length;) {
+    const length = data.readInt32BE(pos);
+    total += uvarintAt(data, pos + 4) ?? 0;
+    if (length < 0) break;
+    pos += 4 + length;
+  }
+  return total;
+}
+
+/** A zstd frame header's Frame_Content_Size (RFC 8878, section 3.1.1.1), or undefined when it has none. */
+function zstdContentSize(data: Buffer): number | undefined {
+  if (data.length < 5 || data.readUInt32LE(0) !== 0xfd2fb528) return undefined;
+  const descriptor = data[4]!;
+  const singleSegment = (descriptor & 0x20) !== 0;
+  const fcsBytes = [singleSegment ? 1 : 0, 2, 4, 8][descriptor >> 6]!;
+  if (fcsBytes === 0) return undefined;
+  const at = 5 + (singleSegment ? 0 : 1) + [0, 1, 2, 4][descriptor & 0x03]!;
+  if (data.length < at + fcsBytes) return undefined;
+  switch (fcsBytes) {
+    case 1:
+      return data[at]!;
+    case 2:
+      return data.readUInt16LE(at) + 256;
+    case 4:
+      return data.readUInt32LE(at);
+    default:
+      return Number(data.readBigUInt64LE(at));
   }
 }

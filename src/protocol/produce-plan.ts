@@ -6,12 +6,13 @@
  * Pure: no I/O.
  */
 import type { ProduceRecord, ProduceRequest, ProducerIdempotence } from './api.js';
+import { checkTimestamp } from './batch-validator.js';
 import { OnelogError } from './errors.js';
 import type { BatchProducer } from './record-batch.js';
 import { checkInteger } from './validate.js';
 
-/** Fixed bytes a record counts for besides its key, value and headers. */
-const RECORD_OVERHEAD_BYTES = 24;
+/** Fixed bytes a record counts for besides its key, value and headers ({@link recordBytes}). */
+export const RECORD_OVERHEAD_BYTES = 24;
 const SEQUENCE_WRAP = 2 ** 31;
 
 /** What the plan needs to know of the topic and the broker. */
@@ -42,7 +43,7 @@ export interface PlannedBatch {
 /**
  * Plans the batches of a produce request.
  * @throws OnelogError `INVALID_RECORD` (no records, a keyless record on a compacted topic, a record without a
- *   partition in an idempotent request), `RECORD_TOO_LARGE`, `INVALID_REQUEST` (bad idempotence fields), and
+ *   partition in an idempotent request, a timestamp out of range: {@link checkTimestamp}), `RECORD_TOO_LARGE`, `INVALID_REQUEST` (bad idempotence fields), and
  *   what `choosePartition` throws (`UNKNOWN_PARTITION`)
  */
 export function planProduce(request: ProduceRequest, options: ProducePlanOptions): PlannedBatch[] {
@@ -57,6 +58,7 @@ export function planProduce(request: ProduceRequest, options: ProducePlanOptions
       throw new OnelogError('INVALID_RECORD', `record ${index} has no key: topic ${topic} is compacted, ` +
         'and compaction keeps the latest record per key; nothing was written', { topic, index });
     }
+    if (r.timestamp !== undefined) checkTimestamp(r.timestamp, `record ${index}`, { topic, index });
     const size = recordBytes(r);
     if (size > options.maxRecordBytes) {
       throw new OnelogError(

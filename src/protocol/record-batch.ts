@@ -30,6 +30,8 @@ const MAGIC = 2;
 const CRC_OFFSET = 17;
 const ATTRIBUTES_OFFSET = 21;
 const TWO_32 = 0x1_0000_0000;
+/** The fewest bytes a record takes: its length, attributes, timestamp and offset deltas, key and value lengths, header count. */
+const MIN_RECORD_BYTES = 7;
 
 /** The fixed fields of a batch header. */
 export interface BatchHeader {
@@ -116,10 +118,11 @@ class Reader {
     throw corrupt('varint longer than 10 bytes');
   }
 
-  bytes(len: number): Buffer | null {
+  /** The `len` bytes at the position (-1: null) as a view when `keep`, else only checked and passed (null). */
+  bytes(len: number, keep = true): Buffer | null {
     if (len === -1) return null;
     if (len < 0 || this.pos + len > this.end) throw corrupt(`field of ${len} bytes runs past the end of the batch`);
-    const out = this.buf.subarray(this.pos, this.pos + len);
+    const out = keep ? this.buf.subarray(this.pos, this.pos + len) : null;
     this.pos += len;
     return out;
   }
@@ -277,6 +280,15 @@ export function setBaseOffset(batch: Buffer, baseOffset: number): void {
   writeInt64(batch, 0, baseOffset);
 }
 
+/**
+ * Stamps `maxTimestamp` (ms) into an encoded batch and recomputes its CRC-32C, which covers it: what Kafka's
+ * LogValidator does to a produced batch whose max timestamp disagrees with its records'.
+ */
+export function setMaxTimestamp(batch: Buffer, maxTimestamp: number): void {
+  writeInt64(batch, 35, maxTimestamp);
+  batch.writeUInt32BE(crc32c(batch, ATTRIBUTES_OFFSET, LOG_OVERHEAD + batch.readInt32BE(8)), CRC_OFFSET);
+}
+
 // ---- decode ---------------------------------------------------------------------------------------
 
 /**
@@ -328,19 +340,68 @@ export function batchCompression(header: Pick<BatchHeader, 'attributes'>): Compr
 /**
  * Decodes every record of the batch at `pos`, decompressing its records section if it is compressed. Key,
  * value and header values are views into `buf` (no copy) for an uncompressed batch, or into a fresh buffer
- * for a compressed one: copy them if `buf` is reused.
- * @throws OnelogError `CORRUPT_MESSAGE` if a record runs past the batch or the compressed section does not
- *   decompress to exactly the records, `UNSUPPORTED_COMPRESSION` for codec values 5-7 (or a codec whose
+ * for a compressed one: copy them if `buf` is reused. The fields of each record must add up exactly to its
+ * length, and the records to the records section: `recordCount` of them, nothing after.
+ * @param maxSectionBytes most bytes a compressed records section may decompress to @default unbounded
+ * @param visit told of each record as it is read (see {@link scanRecords})
+ * @throws OnelogError `CORRUPT_MESSAGE` if a record runs past the batch, its fields do not add up to its length, the
+ *   records do not fill the section exactly or the compressed section does not decompress, `RECORD_TOO_LARGE` if it
+ *   decompresses to more than `maxSectionBytes`, `UNSUPPORTED_COMPRESSION` for codec values 5-7 (or a codec whose
  *   package cannot be loaded on this platform)
  */
-export function decodeRecords(buf: Buffer, pos = 0): StoredRecord[] {
-  const { h, codec, reader } = openRecords(buf, pos);
-  const out = new Array<StoredRecord>(h.recordCount);
-  for (let i = 0; i < h.recordCount; i++) out[i] = readRecord(reader, h, i);
-  if (codec !== 'none' && reader.pos !== reader.end) {
-    throw corrupt(`${reader.end - reader.pos} bytes left after the last of ${h.recordCount} records in the ${codec} section`);
-  }
+export function decodeRecords(buf: Buffer, pos = 0, maxSectionBytes = Infinity, visit?: RecordVisitor): StoredRecord[] {
+  const out: StoredRecord[] = [];
+  walkRecords(buf, pos, maxSectionBytes, out, visit);
   return out;
+}
+
+/** Told each record's index, timestamp (ms), offset and length (its `length` field: the bytes after it) by {@link scanRecords}. */
+export type RecordVisitor = (index: number, timestamp: number, offset: number, length: number) => void;
+
+/**
+ * Reads every record of the batch at `pos` as {@link decodeRecords} does, checking all it checks, without building
+ * them (nothing allocated per record): for a check that needs only each record's timestamp, offset and length.
+ * @param maxSectionBytes as {@link decodeRecords}
+ * @throws OnelogError as {@link decodeRecords}
+ */
+export function scanRecords(buf: Buffer, pos: number, visit: RecordVisitor, maxSectionBytes = Infinity): void {
+  walkRecords(buf, pos, maxSectionBytes, undefined, visit);
+}
+
+/** Reads every record of the batch at `pos`, into `out` when given, telling `visit` of each. */
+function walkRecords(buf: Buffer, pos: number, maxSectionBytes: number, out: StoredRecord[] | undefined, visit?: RecordVisitor): void {
+  const { h, codec, reader } = openRecords(buf, pos, maxSectionBytes);
+  // Every record takes at least MIN_RECORD_BYTES: a count above what the section can hold is refused before any is read.
+  if (h.recordCount < 0 || h.recordCount * MIN_RECORD_BYTES > reader.end - reader.pos) {
+    throw corrupt(`record count ${h.recordCount} does not fit the ${reader.end - reader.pos} bytes of the ${codec === 'none' ? '' : `${codec} `}records section`);
+  }
+  const keep = out !== undefined;
+  for (let i = 0; i < h.recordCount; i++) {
+    const r = readRecord(reader, h, i, keep);
+    if (keep) out.push(r!);
+    visit?.(i, lastRead.timestamp, lastRead.offset, lastRead.length);
+  }
+  if (reader.pos !== reader.end) {
+    throw corrupt(`${reader.end - reader.pos} bytes left after the last of ${h.recordCount} records${codec === 'none' ? '' : ` in the ${codec} section`}`);
+  }
+}
+
+/**
+ * {@link decodeRecords} for a reader of several batches in a row: a batch that cannot be decoded ends the answer
+ * before it when `readBefore` records precede it in the answer (undefined: the reader answers those, and a read that
+ * starts at the bad batch gets its error), so a corrupt batch never withholds the readable records before it.
+ * @throws OnelogError as {@link decodeRecords} when nothing precedes the batch; `context.offset` is the batch's
+ *   first offset
+ */
+export function decodeRecordsOrEnd(buf: Buffer, pos: number, readBefore: number): StoredRecord[] | undefined {
+  try {
+    return decodeRecords(buf, pos);
+  } catch (err) {
+    if (!(err instanceof OnelogError)) throw err;
+    if (readBefore > 0) return undefined;
+    const offset = readInt64(buf, pos);
+    throw new OnelogError(err.code, `${err.message} (the batch at offset ${offset})`, { ...err.context, offset });
+  }
 }
 
 /**
@@ -366,34 +427,50 @@ export function decodeRecordAt(buf: Buffer, pos: number, offset: number): Stored
 }
 
 /** The header of the batch at `pos` and a reader over its records section (decompressed if needed). */
-function openRecords(buf: Buffer, pos: number): { h: BatchHeader; codec: CompressionCodec; reader: Reader } {
+function openRecords(buf: Buffer, pos: number, maxSectionBytes = Infinity): { h: BatchHeader; codec: CompressionCodec; reader: Reader } {
   const h = readBatchHeader(buf, pos);
   const codec = batchCompression(h);
   const end = pos + LOG_OVERHEAD + h.batchLength;
   const reader = codec === 'none'
     ? new Reader(buf, pos + BATCH_HEADER_BYTES, end)
-    : readerOver(decompress(codec, buf.subarray(pos + BATCH_HEADER_BYTES, end)));
+    : readerOver(decompress(codec, buf.subarray(pos + BATCH_HEADER_BYTES, end), maxSectionBytes));
   return { h, codec, reader };
 }
 
-/** Reads record `i` of a batch at the reader's position. @throws OnelogError `CORRUPT_MESSAGE` */
-function readRecord(reader: Reader, h: BatchHeader, i: number): StoredRecord {
+/** The timestamp, offset and length of the record {@link readRecord} read last: one object, so a scan allocates nothing. */
+const lastRead = { timestamp: 0, offset: 0, length: 0 };
+
+/**
+ * Reads record `i` of a batch at the reader's position: built when `keep`, else only checked (undefined), its
+ * timestamp, offset and length left in {@link lastRead} either way.
+ * @throws OnelogError `CORRUPT_MESSAGE`
+ */
+function readRecord(reader: Reader, h: BatchHeader, i: number, keep = true): StoredRecord | undefined {
   const length = reader.varint();
   const recordEnd = reader.pos + length;
+  if (length < MIN_RECORD_BYTES - 1 || recordEnd > reader.end) {
+    throw corrupt(`record ${i} says ${length} bytes, ${reader.end - reader.pos} are left in the batch`);
+  }
   reader.pos++; // attributes
   const timestamp = h.baseTimestamp + reader.varint();
   const offset = h.baseOffset + reader.varint();
-  const key = reader.bytes(reader.varint());
-  const value = reader.bytes(reader.varint());
+  const key = reader.bytes(reader.varint(), keep);
+  const value = reader.bytes(reader.varint(), keep);
   const headerCount = reader.varint();
-  const headers: RecordHeader[] = [];
+  if (headerCount < 0) throw corrupt(`record ${i} has ${headerCount} headers`);
+  const headers: RecordHeader[] | undefined = keep ? [] : undefined;
   for (let j = 0; j < headerCount; j++) {
-    const hk = reader.bytes(reader.varint());
-    if (hk === null) throw corrupt('header key is null');
-    headers.push({ key: hk.toString('utf8'), value: reader.bytes(reader.varint()) });
+    const keyLength = reader.varint();
+    if (keyLength === -1) throw corrupt('header key is null');
+    const hk = reader.bytes(keyLength, keep);
+    const hv = reader.bytes(reader.varint(), keep);
+    headers?.push({ key: hk!.toString('utf8'), value: hv });
   }
   if (reader.pos !== recordEnd) throw corrupt(`record ${i} length ${length} does not match its fields`);
-  return { offset, timestamp, key, value, headers };
+  lastRead.timestamp = timestamp;
+  lastRead.offset = offset;
+  lastRead.length = length;
+  return headers === undefined ? undefined : { offset, timestamp, key, value, headers };
 }
 
 function readerOver(records: Buffer): Reader {

@@ -1,6 +1,6 @@
 /**
  * The binary data path: WebSocket binary messages on `GET /data`, framed as src/protocol/data-frames.ts
- * says. A `PRODUCE` frame's batches (one request, stored or refused whole) are appended as they are (no per-record decoding on the hot path); a `FETCH`
+ * says. A `PRODUCE` frame's batches (one request, stored or refused whole) are validated whole (each record decoded once, src/protocol/batch-validator.ts) and appended as they are; a `FETCH`
  * answers the stored batches undecoded; a `COMMIT` is a group member's commit, so a consumer's commit and its
  * next fetch travel together. Requests on one socket run concurrently; each answer repeats its
  * request id. Errors answer an `ERROR` frame with the registry code; a frame that cannot be read closes the

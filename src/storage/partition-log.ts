@@ -22,7 +22,7 @@ import path from 'node:path';
 import type { Clock } from '../clock.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
 import { OnelogError } from '../protocol/errors.js';
-import { decodeRecords, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
+import { decodeRecords, decodeRecordsOrEnd, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import type { Logger } from '../logger.js';
 import {
@@ -423,7 +423,10 @@ export class PartitionLog implements Partition {
    * after the last record returned when `maxRecords` cut a batch, else after the last batch read. So a
    * reader moves past offsets that compaction left empty, even at the end of the log, where no record
    * follows to show the way. Batches that hold no record at or after `offset` are read past until one does.
-   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `offset` is below the log start offset or above the high watermark
+   * A corrupt batch ends the answer before it: the records before it are answered, and a fetch that starts at it
+   * answers its error.
+   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `offset` is below the log start offset or above the high watermark,
+   *   `CORRUPT_MESSAGE` naming the batch when the first batch read is corrupt
    */
   fetch(offset: number, limits: ReadLimits): { records: StoredRecord[]; nextOffset: number } {
     this.checkReadable(offset);
@@ -443,7 +446,9 @@ export class PartitionLog implements Partition {
       }
       for (let pos = 0; pos < buf.length; pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8)) {
         const batchEnd = buf.readInt32BE(pos) * 0x1_0000_0000 + buf.readUInt32BE(pos + 4) + buf.readInt32BE(pos + 23) + 1;
-        for (const r of decodeRecords(buf, pos)) {
+        const batch = decodeRecordsOrEnd(buf, pos, records.length);
+        if (batch === undefined) return { records, nextOffset: next };
+        for (const r of batch) {
           if (r.offset < next || r.offset >= this.hw) continue;
           if (records.length === limits.maxRecords) return { records, nextOffset: r.offset };
           records.push(r);
@@ -820,10 +825,11 @@ export class PartitionLog implements Partition {
       return this.guarded('fetch', work);
     } catch (err) {
       const { code, context, message } = err as OnelogError;
-      const batch = `${String(context.segment)}@${String(context.position)}`;
+      // A batch whose CRC holds but whose records do not decode is named by its offset (record-batch.ts).
+      const batch = context.segment === undefined ? `offset ${String(context.offset)}` : `${String(context.segment)}@${String(context.position)}`;
       if (code === 'CORRUPT_MESSAGE' && !this.corruptBatches.has(batch)) {
         this.corruptBatches.add(batch);
-        this.options.logger.error({ ...context }, message);
+        this.options.logger.error({ ...this.where(), ...context }, message);
       }
       throw err;
     }

@@ -1,7 +1,7 @@
 /**
- * Produce (0): each partition's record batches are appended as sent (the binary data path: checked, never
- * re-encoded), partition by partition so one partition's error does not refuse the others. An idempotent
- * producer's retried batch is a success with its original offset. `acks=0` gets no answer. Transactions are not
+ * Produce (0): each partition's record batches are appended as sent (the binary data path: each batch validated
+ * whole, its records decoded once, never re-encoded; a bad batch refuses its partition's records whole), partition
+ * by partition so one partition's error does not refuse the others. An idempotent producer's retried batch is a success with its original offset. `acks=0` gets no answer. Transactions are not
  * served: a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53).
  *
  * InitProducerId (22): a new idempotent producer identity.
