@@ -44,6 +44,7 @@ import { pickTopicConfig } from './protocol/topic-config.js';
 import { checkCommitRequest, checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from './coordinator/request-checks.js';
 import { checkGroupId, checkInteger } from './protocol/validate.js';
 import { FileCache } from './storage/file-cache.js';
+import { makeDir, narrowDataDir } from './storage/file-modes.js';
 import type { FileCacheStats } from './storage/file-cache.js';
 import { LogManager } from './storage/log-manager.js';
 import { defaultMaxOpenFiles } from './storage/open-files-limit.js';
@@ -188,7 +189,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkStoreEngines(options);
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? silentLogger;
-    fs.mkdirSync(options.dataDir, { recursive: true });
+    makeDir(options.dataDir);
+    narrowDataDir(options.dataDir, logger);
     const unlock = lockDataDir(options.dataDir);
     try {
       return await Broker.openLocked(options, clock, logger, unlock);

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from './protocol/errors.js';
+import { FILE_MODE } from './storage/file-modes.js';
 
 /** Whether process `pid` runs. A zombie (killed, not yet reaped by its parent) does not: it holds no files. */
 function alive(pid: number): boolean {
@@ -37,7 +38,7 @@ export function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'broker.lock');
   for (let attempt = 0; ; attempt++) {
     try {
-      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx', mode: FILE_MODE });
       return () => fs.rmSync(file, { force: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;
@@ -68,7 +69,7 @@ export function dataDirId(dataDir: string): string {
   }
   const id = randomUUID();
   const temp = `${file}.tmp`;
-  const fd = fs.openSync(temp, 'w');
+  const fd = fs.openSync(temp, 'w', FILE_MODE);
   try {
     fs.writeSync(fd, `${id}\n`);
     fs.fsyncSync(fd);

@@ -14,6 +14,7 @@ import { errnoError, FaultyDisk } from './helpers/faulty-disk.js';
 import { asyncErrorOf } from './helpers/errors.js';
 import { tmpDir } from './helpers/tmp.js';
 import { RecordingLogger } from './storage/log-fixtures.js';
+import { serveSecured } from './helpers/secured-broker.js';
 
 const brokers: Broker[] = [];
 afterEach(async () => {
@@ -160,5 +161,57 @@ describe('the broker on a failing store', () => {
     sqlite.mockRestore();
     await b.produce({ topic: 't', records: [rec('a')] });
     await b.createTopic({ topic: 'v', partitions: 1 });
+  });
+});
+
+/**
+ * The catalog's SQLite connection of a broker opened by `open` (captured at its first pragma), to fill its file for
+ * real: `PRAGMA max_page_count` makes SQLite answer SQLITE_FULL as on a full disk, rolling the transaction back itself.
+ */
+async function withCatalogHandle<T>(open: () => Promise<T>): Promise<{ opened: T; db: Database.Database }> {
+  const pragma = vi.spyOn(Database.prototype, 'pragma');
+  try {
+    const opened = await open();
+    return { opened, db: pragma.mock.contexts[0] as Database.Database };
+  } finally {
+    pragma.mockRestore();
+  }
+}
+
+describe('a catalog whose disk is full, over HTTP', () => {
+  it('creating a user or a subscription answers RESOURCE_EXHAUSTED, writes nothing of it and stops nothing', async () => {
+    const { opened: served, db } = await withCatalogHandle(() => serveSecured());
+    const post = (path: string, body: unknown, token?: string) => fetch(`${served.url}${path}`, {
+      method: 'POST', body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    });
+    const first = await post('/users', { user: 'admin' });
+    const { token } = await first.json() as { token: string };
+    expect((await post('/topics', { topic: 't', partitions: 1 }, token)).status).toBe(201);
+    const fill = () => db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+    const room = () => db.pragma('max_page_count = 1073741823');
+    const refused = (r: Response) => r.status !== 201 && r.status !== 200;
+
+    fill(); // the file cannot grow by a page: creations succeed while their rows fit in pages it has
+    let users = 0;
+    let answer: Response | undefined;
+    for (; users < 10_000 && !refused(answer = await post('/users', { user: `u${users}` }, token)); users++);
+    expect(answer!.status).toBe(503);
+    expect(await answer!.json()).toMatchObject({ code: 'RESOURCE_EXHAUSTED', resource: 'disk' });
+    expect(db.prepare('select count(*) as n from users where name = ?').get(`u${users}`)).toEqual({ n: 0 });
+    room();
+    expect((await post('/users', { user: `u${users}` }, token)).status).toBe(201);
+
+    fill();
+    let groups = 0;
+    for (; groups < 10_000 && !refused(answer = await post(`/groups/g${groups}/subscriptions`, { topic: 't' }, token)); groups++);
+    expect(answer!.status).toBe(503);
+    expect(await answer!.json()).toMatchObject({ code: 'RESOURCE_EXHAUSTED', resource: 'disk' });
+    // Its group and its subscription, one transaction: neither row is there.
+    expect(db.prepare('select count(*) as n from groups where group_id = ?').get(`g${groups}`)).toEqual({ n: 0 });
+    expect(db.prepare('select count(*) as n from subscriptions where group_id = ?').get(`g${groups}`)).toEqual({ n: 0 });
+    room();
+    expect((await post(`/groups/g${groups}/subscriptions`, { topic: 't' }, token)).status).toBe(200);
+    expect((await post('/topics/t/records', { records: [{ value: 'a' }] }, token)).status).toBe(200);
   });
 });

@@ -9,6 +9,7 @@ import { HttpApi, defaultServerUrl } from '../client/http-api.js';
 import { readTlsFiles } from '../client/connection.js';
 import type { GroupDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
+import { redactUrl } from '../protocol/urls.js';
 
 /**
  * The API of the server named by `--server` (or `ONELOG_URL`), as the user of `--token` (or `ONELOG_TOKEN`), with
@@ -57,16 +58,18 @@ export function printTable(headers: string[], rows: Array<Array<string | number 
 /**
  * Prints an error with its code and context on stderr. System and library errors that carry a code (ENOENT,
  * EADDRINUSE, Z_DATA_ERROR, CSV_...) print as `error CODE: message` too; only an error without a code shows
- * its stack, since that is a bug to report.
+ * its stack, since that is a bug to report. Every URL's credentials are cut out of all of it ({@link redactUrl}):
+ * a library's message may quote a URL it was given, password and all.
  */
 export function reportError(err: unknown): void {
+  const write = (text: string) => process.stderr.write(redactUrl(text));
   if (err instanceof OnelogError) {
-    process.stderr.write(`error ${err.code}: ${err.message}\n`);
-    if (Object.keys(err.context).length > 0) process.stderr.write(`  context: ${JSON.stringify(err.context)}\n`);
+    write(`error ${err.code}: ${err.message}\n`);
+    if (Object.keys(err.context).length > 0) write(`  context: ${JSON.stringify(err.context)}\n`);
   } else if (typeof (err as { code?: unknown })?.code === 'string') {
-    process.stderr.write(`error ${(err as { code: string }).code}: ${(err as Error).message}\n`);
+    write(`error ${(err as { code: string }).code}: ${(err as Error).message}\n`);
   } else {
-    process.stderr.write(`error: ${(err as Error)?.stack ?? String(err)}\n`);
+    write(`error: ${(err as Error)?.stack ?? String(err)}\n`);
   }
 }
 

@@ -47,7 +47,8 @@ const NOT_SENT = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UN
 
 /**
  * Server URLs from `--server` / `ONELOG_URL`: one, or several separated by commas.
- * @throws OnelogError `INVALID_REQUEST` for an empty list or a URL that is not http:// or https://
+ * @throws OnelogError `INVALID_REQUEST` for an empty list, a URL that is not http:// or https://, or one with a user
+ *   name or password (`http://admin:secret@host`: tokens authenticate, see {@link ConnectionOptions})
  */
 export function parseServerUrls(text: string): string[] {
   const urls = text.split(',').map((u) => u.trim().replace(/\/+$/, '')).filter((u) => u !== '');
@@ -61,6 +62,11 @@ export function parseServerUrls(text: string): string[] {
     }
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || /\s|;/.test(u)) {
       throw new OnelogError('INVALID_REQUEST', `server URL ${JSON.stringify(redactUrl(u))} is not an http:// or https:// URL; several are separated by commas`, { url: redactUrl(u) });
+    }
+    // fetch refuses such a URL (quoting it, password and all): onelog authenticates with a token, never the URL.
+    if (url.username !== '' || url.password !== '') {
+      throw new OnelogError('INVALID_REQUEST', `server URL ${JSON.stringify(redactUrl(u))} holds a user name or password: onelog takes none in ` +
+        'the URL; give the server as http(s)://HOST:PORT and a token with --token TOKEN or ONELOG_TOKEN (docs/security.md)', { url: redactUrl(u) });
     }
     // The scheme as the URL parser spells it (HTTP:// is http://); the rest as given.
     return `${url.protocol}${u.slice(u.indexOf(':') + 1)}`;
@@ -273,7 +279,7 @@ export class HttpApi implements OnelogApi {
       try {
         parsed = JSON.parse(text);
       } catch {
-        throw new OnelogError('INTERNAL_ERROR', `the server answered ${response.status} with non-JSON: ${text.slice(0, 200)}`, { url });
+        throw new OnelogError('INTERNAL_ERROR', `the server answered ${response.status} with non-JSON: ${text.slice(0, 200)}`, { url: redactUrl(url) });
       }
       if (!response.ok) {
         const error = OnelogError.fromJSON(parsed as { code?: unknown; message?: unknown });

@@ -1,10 +1,12 @@
 /**
  * The HTTP/JSON face of a broker (fastify). Routes map one to one onto {@link OnelogApi}; docs/http-api.md
  * lists them. Errors answer `{ code, message, ...context }` with the registry's HTTP status; fastify's own
- * failures (malformed JSON, schema violations, oversized bodies, unknown routes) are mapped to registry
- * codes too, so every error a client sees has a stable code.
+ * failures (malformed JSON, schema violations, oversized bodies, unknown routes, a malformed percent-escape in the
+ * path) and node's (bytes that are not HTTP, headers too large, a request not received in time) are mapped to
+ * registry codes too, so every error a client sees has a stable code, never one of fastify's (`FST_ERR_...`).
  */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -12,7 +14,7 @@ import type { BinaryDataApi, OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { guarded } from '../guard.js';
 import { silentLogger } from '../logger.js';
-import { refuseUpgrade } from './socket-answers.js';
+import { httpErrorResponse, refuseUpgrade } from './socket-answers.js';
 import { resourceExhausted } from '../storage/storage-errors.js';
 import { dataSockets } from './data-socket.js';
 import { pushSockets } from './push-socket.js';
@@ -87,8 +89,15 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     connectionTimeout: limits.idleTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     // Names travel in the path: topic names up to 249 characters (Kafka's limit), group ids longer, percent-encoded.
-    routerOptions: { maxParamLength: 4096 },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: { customOptions: { coerceTypes: false, allErrors: false, allowUnionTypes: true, removeAdditional: false } },
+    // Errors of routing, before any route or hook runs (a malformed percent-escape, a parameter too long): fastify
+    // would answer them with its own codes (FST_ERR_BAD_URL).
+    frameworkErrors: (err: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      const e = toOnelogError(err);
+      void reply.status(e.httpStatus).send(e.toJSON());
+    },
+    clientErrorHandler: answerClientError,
   });
 
   app.setErrorHandler((err: FastifyError | OnelogError, request, reply) => {
@@ -165,6 +174,31 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   return app;
 }
 
+/** Longest name (a path parameter, as written, percent-escapes and all) a route takes, characters. */
+const MAX_PARAM_LENGTH = 4096;
+
+/**
+ * Answers what node's HTTP parser refuses before fastify sees a request, in onelog's error body, and closes the
+ * connection (fastify's default answers `{ error, message, statusCode }`, no code): a request not received whole in
+ * time is `REQUEST_TIMED_OUT` with HTTP 408, headers above node's limit (16 KiB) `REQUEST_TOO_LARGE` with 431,
+ * anything else that is not HTTP/1.1 `INVALID_REQUEST` (400). A reset connection is left as it is.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  let answer: { error: OnelogError; status: number };
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    answer = { status: 408, error: new OnelogError('REQUEST_TIMED_OUT', 'the request was not received whole in time (serve --request-timeout-ms; ' +
+      'headers within 10 s): send it at once') };
+  } else if (err.code === 'HPE_HEADER_OVERFLOW') {
+    answer = { status: 431, error: new OnelogError('REQUEST_TOO_LARGE', 'the request\'s headers are larger than 16 KiB, node\'s limit') };
+  } else {
+    answer = { status: 400, error: new OnelogError('INVALID_REQUEST', `not an HTTP/1.1 request onelog can read: ${err.message}`, { reason: err.code }) };
+  }
+  socket.on('error', () => socket.destroy());
+  if (socket.writable) socket.end(httpErrorResponse(answer.error, answer.status), () => socket.destroy());
+  else socket.destroy();
+}
+
 /** Deepest nesting of arrays and objects a JSON body may have. */
 const MAX_JSON_DEPTH = 100;
 
@@ -199,6 +233,12 @@ function toOnelogError(err: FastifyError | OnelogError): OnelogError {
     return new OnelogError('INVALID_REQUEST', `invalid ${where}: ${err.message}`);
   }
   switch (err.code) {
+    case 'FST_ERR_BAD_URL':
+      return new OnelogError('INVALID_REQUEST', `malformed percent-escape in the path ${err.message.replace(/ is not a valid url component$/, '')}: ` +
+        'encode each byte of a name as %XX (two hex digits) of its UTF-8 (encodeURIComponent)');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new OnelogError('INVALID_REQUEST', `a name in the path is longer than ${MAX_PARAM_LENGTH} characters (percent-escapes counted as written)`,
+        { maxLength: MAX_PARAM_LENGTH });
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new OnelogError('INVALID_REQUEST', `malformed JSON body: ${err.message}`);
@@ -207,7 +247,8 @@ function toOnelogError(err: FastifyError | OnelogError): OnelogError {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new OnelogError('INVALID_REQUEST', `send JSON with content-type application/json: ${err.message}`);
   }
-  if (err instanceof SyntaxError || err.statusCode === 400) {
+  // Any other refusal of fastify's (a content-length that does not match the body, an unknown content type, ...).
+  if (err instanceof SyntaxError || (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500)) {
     return new OnelogError('INVALID_REQUEST', `malformed request: ${err.message}`);
   }
   return resourceExhausted(err, 'the request') ?? new OnelogError('INTERNAL_ERROR', err.message);

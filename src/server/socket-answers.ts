@@ -1,6 +1,6 @@
 /**
  * HTTP answers written straight to a socket, for the connections fastify does not answer: a WebSocket upgrade
- * refused (bad path, bad headers, no token), a connection over the limit. Each carries onelog's JSON error body
+ * refused (bad path, bad headers, no token), a connection over the limit, a request node's HTTP parser refused. Each carries onelog's JSON error body
  * (`{ code, message, ...context }`) with the registry's HTTP status, as every route's error does.
  */
 import { STATUS_CODES } from 'node:http';
@@ -8,10 +8,14 @@ import type { Duplex } from 'node:stream';
 import type { WebSocketServer } from 'ws';
 import { OnelogError } from '../protocol/errors.js';
 
-/** `error` as a whole HTTP/1.1 response that closes the connection. */
-export function httpErrorResponse(error: OnelogError): string {
+/**
+ * `error` as a whole HTTP/1.1 response that closes the connection.
+ * @param status the HTTP status, where HTTP has one more exact than the registry's (408, 431)
+ * @default status the registry's, `error.httpStatus`
+ */
+export function httpErrorResponse(error: OnelogError, status = error.httpStatus): string {
   const body = JSON.stringify(error.toJSON());
-  return `HTTP/1.1 ${error.httpStatus} ${STATUS_CODES[error.httpStatus] ?? 'Error'}\r\nconnection: close\r\n` +
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nconnection: close\r\n` +
     `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 

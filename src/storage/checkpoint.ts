@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from '../protocol/errors.js';
 import type { FileCache } from './file-cache.js';
+import { FILE_MODE } from './file-modes.js';
 import type { LogStartReason } from './log-start-reason.js';
 
 const LOG_START_CHECKPOINT = 'log-start-offset.json';
@@ -47,7 +48,7 @@ function readCheckpoint<T>(files: FileCache, file: string): T | undefined {
 export function replaceFile(files: FileCache, file: string, data: Buffer | string, sync = true): void {
   const tmp = `${file}.tmp`;
   files.transient(() => {
-    const fd = fs.openSync(tmp, 'w');
+    const fd = fs.openSync(tmp, 'w', FILE_MODE);
     try {
       fs.writeFileSync(fd, data);
       if (sync) fs.fdatasyncSync(fd);

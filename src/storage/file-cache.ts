@@ -25,6 +25,7 @@
  */
 import fs from 'node:fs';
 import { OnelogError } from '../protocol/errors.js';
+import { FILE_MODE } from './file-modes.js';
 
 /** Options of a file-handle cache. */
 export interface FileCacheOptions {
@@ -239,7 +240,7 @@ export class FileCache {
   /** Opens `path` for `file`, within the budget, and links it as most recently used. */
   openFor(file: CachedFile, path: string, flags: string): number {
     this.makeRoom(1);
-    const fd = this.retryOutOfDescriptors(() => fs.openSync(path, flags));
+    const fd = this.retryOutOfDescriptors(() => fs.openSync(path, flags, FILE_MODE));
     this.opens++;
     this.cached++;
     file.usedIn = this.period;

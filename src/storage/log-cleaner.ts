@@ -46,6 +46,7 @@ import type { CachedFile, FileCache } from './file-cache.js';
 import { checkOffsetMapBytes, OffsetMap } from './offset-map.js';
 import type { LogSegment } from './segment.js';
 import { writeFully } from './write-fully.js';
+import { FILE_MODE } from './file-modes.js';
 
 export type { CompactionStats } from '../protocol/api.js';
 
@@ -349,7 +350,7 @@ async function cleanSegment(log: CleanableLog, segment: LogSegment, pass: PassCo
   if (firstChange < 0) return unchanged();
 
   const cleanedPath = `${segment.logPath}.cleaned`;
-  pass.files.transient(() => fs.closeSync(fs.openSync(cleanedPath, 'w')));
+  pass.files.transient(() => fs.closeSync(fs.openSync(cleanedPath, 'w', FILE_MODE)));
   // Written by position through the cache, so the descriptor may be lent to others while the pass yields.
   const out = new CleanedFile(pass.files.file(cleanedPath, 'r+'), pass.staging);
   const result: SegmentOutcome = { rewritten: true, recordsBefore: 0, recordsAfter: 0, bytesBefore, bytesAfter: 0, tombstonesRemoved: 0 };

@@ -17,6 +17,7 @@ import { PartitionLog } from './partition-log.js';
 import type { AppendResult, LogConfig, PartitionLogOptions } from './partition-log.js';
 import type { CorruptBatch } from './segment.js';
 import { storageError } from './storage-errors.js';
+import { DIR_MODE, makeDir } from './file-modes.js';
 import { UncleanJournal } from './unclean-journal.js';
 import type { Logs, PartitionOffsets, StartReport, TopicLayout } from './logs.js';
 export type { PartitionOffsets, StartReport, TopicLayout } from './logs.js';
@@ -68,7 +69,7 @@ export class LogManager implements Logs {
     readonly dir: string,
     private readonly options: LogManagerOptions,
   ) {
-    fs.mkdirSync(dir, { recursive: true });
+    makeDir(dir);
     const journal = UncleanJournal.read(dir, options.files);
     this.journalWasMissing = journal === null;
     this.journal = journal ?? UncleanJournal.write(dir, options.files, []);
@@ -96,7 +97,7 @@ export class LogManager implements Logs {
         partitions++;
         const name = partitionDirName(t.name, p);
         if (!present.has(name)) {
-          fs.mkdirSync(path.join(this.dir, name));
+          fs.mkdirSync(path.join(this.dir, name), DIR_MODE);
           repaired++;
           this.options.logger.warn({ topic: t.name, partition: p, dir: path.join(this.dir, name) },
             'created the missing directory of a partition, empty (a topic creation left half done)');
@@ -170,7 +171,7 @@ export class LogManager implements Logs {
       for (let p = 0; p < partitions; p++) {
         const dir = path.join(this.dir, partitionDirName(topic, p));
         try {
-          fs.mkdirSync(dir);
+          fs.mkdirSync(dir, DIR_MODE);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
           // Left by a creation that crashed before the catalog stored it: reusable only if empty.

@@ -42,6 +42,7 @@ import { LongPoll } from './long-poll.js';
 import { corruptBatchMessage, LogSegment } from './segment.js';
 import type { CorruptBatch, SegmentOptions } from './segment.js';
 import { storageError } from './storage-errors.js';
+import { makeDir } from './file-modes.js';
 import type { Partition, ReadLimits } from './partition.js';
 export type { ReadLimits } from './partition.js';
 
@@ -209,7 +210,7 @@ export class PartitionLog implements Partition {
       files = listDirectory(options.files, dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      fs.mkdirSync(dir, { recursive: true });
+      makeDir(dir);
       files = [];
     }
     // A compaction that crashed before its rename left its output beside the intact segment: drop it.

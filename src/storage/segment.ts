@@ -16,6 +16,7 @@ import type { CachedFile, FileCache } from './file-cache.js';
 import { OffsetIndex } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
 import { writeFully } from './write-fully.js';
+import { FILE_MODE } from './file-modes.js';
 import type { Logger } from '../logger.js';
 
 const CHUNK_BYTES = 256 * 1024;
@@ -209,7 +210,7 @@ export class LogSegment {
   /** Creates a new, empty segment (fails if its file exists); its index files are written when it is sealed. */
   static create(dir: string, baseOffset: number, options: SegmentOptions): LogSegment {
     const segment = new LogSegment(dir, baseOffset, options, 0);
-    options.files.transient(() => fs.closeSync(fs.openSync(segment.logPath, 'wx')));
+    options.files.transient(() => fs.closeSync(fs.openSync(segment.logPath, 'wx', FILE_MODE)));
     segment.startIndexes();
     return segment;
   }

@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { readFileIfExists, replaceFile, syncDirectory } from './checkpoint.js';
 import type { FileCache } from './file-cache.js';
+import { FILE_MODE } from './file-modes.js';
 import { writeFully } from './write-fully.js';
 
 const FILE = 'unclean-partitions';
@@ -87,7 +88,7 @@ export class UncleanJournal {
     const lines = this.pending.map((n) => `${n}\n`).join('');
     this.pending = [];
     this.files.transient(() => {
-      const fd = fs.openSync(path.join(this.dir, FILE), 'a');
+      const fd = fs.openSync(path.join(this.dir, FILE), 'a', FILE_MODE);
       try {
         writeFully(fd, lines);
         fs.fdatasyncSync(fd);

@@ -68,6 +68,8 @@ export class FaultyDisk {
   private readonly paths = new Map<number, string>();
   /** Size of each file at its last successful sync (or when opened), by path. */
   private readonly syncedSize = new Map<string, number>();
+  /** Files written through this layer: a power loss cuts only those (a native store's file opened here is not). */
+  private readonly written = new Set<string>();
   private readonly faults: Fault[] = [];
 
   constructor() {
@@ -87,6 +89,7 @@ export class FaultyDisk {
     };
     mutable.writeSync = (fd: number, data: Buffer | string, ...rest: unknown[]) => {
       const fault = this.strike('write', this.paths.get(fd));
+      this.written.add(this.paths.get(fd) ?? '');
       if (fault === null) return (real.writeSync as (...a: unknown[]) => number)(fd, data, ...rest);
       if (fault.rule.short) {
         const bytes = typeof data === 'string' ? Buffer.from(data) : data;
@@ -99,6 +102,7 @@ export class FaultyDisk {
       const name = typeof file === 'number' ? this.paths.get(file) : String(file);
       const fault = this.strike('write', name);
       if (fault !== null && !fault.rule.short) throw errnoError(fault.rule.errno ?? 'EIO', 'write', name);
+      if (name !== undefined) this.written.add(name);
       return (real.writeFileSync as (...a: unknown[]) => void)(file, ...rest);
     };
     const sync = (fd: number, syscall: string): void => {
@@ -154,7 +158,7 @@ export class FaultyDisk {
   }
 
   /**
-   * What a power loss would leave of directory `from`, copied to `to`: each file this layer saw opened cut back
+   * What a power loss would leave of directory `from`, copied to `to`: each file this layer saw written cut back
    * to its size at its last fdatasync (or when first opened), as its unsynced pages never reached the disk;
    * other files (checkpoints, written whole and synced before their rename) copied as they are. A model: a
    * real disk may also keep part of the unsynced data, which recovery must then cut at a whole batch.
@@ -170,7 +174,7 @@ export class FaultyDisk {
       }
       fs.copyFileSync(source, target);
       const synced = this.syncedSize.get(source);
-      if (synced !== undefined && synced < fs.statSync(target).size) fs.truncateSync(target, synced);
+      if (synced !== undefined && this.written.has(source) && synced < fs.statSync(target).size) fs.truncateSync(target, synced);
     }
   }
 

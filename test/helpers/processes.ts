@@ -21,6 +21,8 @@ export interface ServerProcess {
 export interface ServerOptions {
   /** Runs it under `ulimit -n N` (soft and hard open-files limit). */
   openFilesLimit?: number;
+  /** Runs it under `umask MASK` (octal, as the shell takes it). */
+  umask?: string;
   /** More `serve` flags. */
   args?: string[];
   /** Called with every log line the server prints (parsed JSON). */
@@ -30,10 +32,14 @@ export interface ServerOptions {
 /** Starts `onelog serve --data-dir DIR --port 0` and resolves once it logs its address. */
 export function startServer(dataDir: string, options: ServerOptions = {}): Promise<ServerProcess> {
   const argv = [BIN, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])];
-  const proc = options.openFilesLimit === undefined
+  const shell = [
+    ...(options.openFilesLimit === undefined ? [] : [`ulimit -n ${options.openFilesLimit}`]),
+    ...(options.umask === undefined ? [] : [`umask ${options.umask}`]),
+  ];
+  const proc = shell.length === 0
     ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
     // exec: the server keeps the shell's pid, so /proc/PID/fd is the server's.
-    : spawn('/bin/sh', ['-c', `ulimit -n ${options.openFilesLimit} && exec "$0" "$@"`, process.execPath, ...argv], {
+    : spawn('/bin/sh', ['-c', `${shell.join(' && ')} && exec "$0" "$@"`, process.execPath, ...argv], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));

@@ -3,6 +3,7 @@
  * loopback, its token printed once; commands without a token refused with UNAUTHENTICATED; ACLs deciding what a
  * user may do; `serve` refuses a non-loopback --host while no user exists; serve's limit and quota flags. Needs the build.
  */
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
@@ -84,5 +85,39 @@ describe('onelog users', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('FORBIDDEN');
     expect(r.stderr).toContain('onelog users create NAME');
+  });
+});
+
+/** A loopback port nothing listens on (one just closed). */
+async function closedPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+describe('a password in the server URL', () => {
+  it('is printed nowhere: not for a closed port, a broker refusing the token, ONELOG_URL or a password= parameter', async () => {
+    server = await startServer(tmpDir());
+    expect((await runCli(server.url, ['users', 'create', 'ops'])).code).toBe(0);
+    const reachable = new URL(server.url).host;
+    const closed = `127.0.0.1:${await closedPort()}`;
+    const runs = [
+      ['--server', `http://admin:hunter2@${closed}`, 'topics', 'list'],
+      ['--server', `http://admin:hunter2@${reachable}`, '--token', 'onelog_0000000000000000_bad', 'topics', 'list'],
+      ['--server', `http://${closed},http://admin:hunter2@${reachable}`, 'topics', 'list'],
+      ['--server', `http://${reachable}/?password=hunter2`, 'topics', 'list'],
+      ['--server', `http://${closed}/?password=hunter2`, 'topics', 'list'],
+    ].map((args) => runCli(server!.url, args));
+    runs.push(runCli(`http://admin:hunter2@${reachable}`, ['groups', 'list']));
+    for (const r of await Promise.all(runs)) {
+      expect(r.code).toBe(1);
+      expect(r.stdout + r.stderr).not.toContain('hunter2');
+      expect(r.stderr).toMatch(/^error [A-Z_]+: /);
+    }
+    const refused = (await runs[0]!).stderr;
+    expect(refused).toContain('error INVALID_REQUEST: server URL "http://***@');
+    expect(refused).toContain('--token TOKEN or ONELOG_TOKEN');
   });
 });
