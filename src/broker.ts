@@ -204,7 +204,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const files = new FileCache({ maxOpenFiles: options.maxOpenFiles ?? defaultMaxOpenFiles() });
     const cleaner = new LogCleaner({ dedupeBufferBytes: options.cleanerDedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES });
     const fence = new WriteFence(clock, logger);
-    const catalog = await openCatalog(options, options.dataDir, fence);
+    const catalog = await openCatalog(options, options.dataDir, fence, clock, logger);
     const topics = await catalog.listTopics();
     const { logs, membership }: { logs: Logs; membership: ClusterMembership | null } = await (options.log === undefined
       ? Broker.openLocalLogs(options, catalog, topics, files, cleaner, clock, logger).then((local) => ({ logs: local, membership: null }))

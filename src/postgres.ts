@@ -1,10 +1,15 @@
 /**
  * Shared PostgreSQL helpers of the engines that keep their own tables there (the offset store's key-value
- * table, the cluster's sequencer, leases and broker registry): a transaction on a pool's client, the table-name
- * prefix check, and a failure of the server reported as `STORAGE_ERROR` (retriable) naming what failed.
+ * table, the cluster's sequencer, leases and broker registry, the catalog): a transaction on a pool's client, the
+ * table-name prefix check, a failure of the server reported as `STORAGE_ERROR` (retriable) naming what failed, and a
+ * connection that LISTENs to a channel and comes back when it is lost.
  */
 import pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
+import { backoff } from './backoff.js';
+import type { BackoffPolicy } from './backoff.js';
+import type { Clock } from './clock.js';
+import type { Logger } from './logger.js';
 import { OnelogError } from './protocol/errors.js';
 
 /** Timeouts of every pool {@link openPool} makes, ms. */
@@ -100,4 +105,95 @@ export function createTables(pool: Pool, name: string, statements: readonly stri
     await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`onelog ${name}`]);
     for (const statement of statements) await client.query(statement);
   });
+}
+
+/** How {@link listen} waits between attempts to connect again: 100 ms, doubling up to 5 s. */
+export const LISTEN_RECONNECT: BackoffPolicy = { initialMs: 100, maxMs: 5000 };
+
+/** A LISTEN connection idle this long is probed by TCP keep-alive (then the OS's probes decide), ms. */
+export const LISTEN_KEEPALIVE_MS = 10_000;
+
+/** Options of {@link listen}. */
+export interface ListenOptions {
+  /** The database, as `pg` reads it (the pool's URL). */
+  url: string;
+  /** The channel (lower-case letters, digits and `_`, as the prefixes' names are). */
+  channel: string;
+  /** Called with each notification's payload (`''` for none). */
+  onNotification(payload: string): void;
+  /**
+   * Called each time the connection came back after it was lost (its LISTEN in place again): the notifications sent
+   * while it was down are lost, so the caller reads again what they would have told it.
+   */
+  onReconnect(): void;
+  /** The waits between attempts to connect again ({@link LISTEN_RECONNECT}) are taken on it. */
+  clock: Clock;
+  logger: Logger;
+}
+
+/** A connection LISTENing to a channel ({@link listen}). */
+export interface PostgresListener {
+  /** Stops listening and connecting again. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a connection that LISTENs to `options.channel`, as long as it is not closed: lost (the server restarted,
+ * the network cut it, an operator ended its session), it connects again after {@link LISTEN_RECONNECT}'s backoff,
+ * logging each failed attempt, and calls `onReconnect` once its LISTEN is in place again. A connection cut without
+ * a reset is found by TCP keep-alive ({@link LISTEN_KEEPALIVE_MS}, then the operating system's probes).
+ * @throws OnelogError `STORAGE_ERROR` naming the channel if the first connection or its LISTEN fails
+ */
+export async function listen(options: ListenOptions): Promise<PostgresListener> {
+  const stop = new AbortController();
+  let client: pg.Client | null = null;
+  const connect = async (): Promise<pg.Client> => {
+    const c = new pg.Client({
+      connectionString: options.url, connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs, query_timeout: POSTGRES_TIMEOUTS.statementMs,
+      keepAlive: true, keepAliveInitialDelayMillis: LISTEN_KEEPALIVE_MS,
+    });
+    c.on('error', () => {}); // the connection lost: 'end' follows
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${options.channel}`);
+    } catch (err) {
+      await c.end().catch(() => {});
+      throw postgresFailure(err, `listening to ${options.channel}`);
+    }
+    c.on('notification', (n) => options.onNotification(n.payload ?? ''));
+    c.once('end', () => {
+      if (stop.signal.aborted) return;
+      options.logger.warn({ channel: options.channel }, 'lost the connection listening to PostgreSQL; connecting again');
+      void reconnect();
+    });
+    return c;
+  };
+  const reconnect = async (): Promise<void> => {
+    client = null;
+    for (let failures = 0; ; failures++) {
+      await backoff(options.clock, failures, LISTEN_RECONNECT, stop.signal);
+      if (stop.signal.aborted) return;
+      try {
+        const c = await connect();
+        if (stop.signal.aborted) {
+          await c.end().catch(() => {});
+          return;
+        }
+        client = c;
+        options.logger.info({ channel: options.channel, failures }, 'listening again');
+        options.onReconnect();
+        return;
+      } catch (err) {
+        options.logger.warn({ channel: options.channel, err: (err as Error).message }, 'could not listen again; trying on');
+      }
+    }
+  };
+  client = await connect();
+  return {
+    close: async () => {
+      stop.abort();
+      await client?.end().catch(() => {});
+      client = null;
+    },
+  };
 }

@@ -195,13 +195,14 @@ async function checkBucket(objects: ObjectStore, log: string): Promise<void> {
 }
 
 /**
- * Opens the catalog: PostgreSQL when `engines.catalog` names one, else the data directory's SQLite, whose
- * writes run through the broker's write fence.
+ * Opens the catalog: PostgreSQL when `engines.catalog` names one (hearing the other brokers' changes to users and
+ * ACLs, its LISTEN connection's backoff on `clock`), else the data directory's SQLite, whose writes run through the
+ * broker's write fence.
  */
-export async function openCatalog(engines: StoreEngines, dataDir: string, fence: WriteFence): Promise<Catalog> {
+export async function openCatalog(engines: StoreEngines, dataDir: string, fence: WriteFence, clock: Clock, logger: Logger): Promise<Catalog> {
   if (engines.catalog === undefined) return openSqliteCatalog(path.join(dataDir, 'catalog.sqlite'), fence);
   const { openPostgresCatalog } = await import('./catalog/postgres.js');
-  return openPostgresCatalog({ url: engines.catalog });
+  return openPostgresCatalog({ url: engines.catalog, clock, logger });
 }
 
 /** The offset store `engines` name, for messages: what it is and where, and how such a store is usually lost. */

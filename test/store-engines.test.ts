@@ -3,11 +3,11 @@
  * PostgreSQL catalog that cannot be reached, or whose connection breaks, answered STORAGE_ERROR naming the
  * catalog, never ending the process (a connection reset while a query is in flight, through a loopback proxy).
  */
-import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { openPostgresCatalog } from '../src/catalog/postgres.js';
 import { redactUrl } from '../src/protocol/urls.js';
 import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
+import { pgProxy } from './helpers/pg-proxy.js';
 import { pgSchema } from './helpers/services.js';
 
 describe('store engines', () => {
@@ -26,26 +26,15 @@ describe('store engines', () => {
 
   it('a connection reset while a catalog query is in flight fails that query with STORAGE_ERROR; the process goes on', async () => {
     const schema = await pgSchema('reset');
-    // A proxy to PostgreSQL that can reset every connection it carries.
-    const sockets = new Set<net.Socket>();
-    const proxy = net.createServer((client) => {
-      const server = net.connect(5432, '127.0.0.1');
-      for (const s of [client, server]) {
-        sockets.add(s);
-        s.on('error', () => {});
-      }
-      client.pipe(server).pipe(client);
-    }).listen(0, '127.0.0.1');
-    await new Promise((resolve) => proxy.once('listening', resolve));
-    const port = (proxy.address() as net.AddressInfo).port;
+    const proxy = await pgProxy();
     try {
-      const catalog = await openPostgresCatalog({ url: schema.url.replace('127.0.0.1:5432', `127.0.0.1:${port}`) });
+      const catalog = await openPostgresCatalog({ url: proxy.via(schema.url) });
       await catalog.createTopic({ name: 't', partitions: 1, createdAt: 1, ...DEFAULT_TOPIC_CONFIG });
       // A long statement in flight when every connection is reset.
       const inFlight = (catalog as unknown as { db: { executeQuery(q: unknown): Promise<unknown> } }).db;
       const { sql } = await import('kysely');
       const sleeping = sql`select pg_sleep(5)`.execute(inFlight as never);
-      setTimeout(() => { for (const s of sockets) s.resetAndDestroy(); }, 200);
+      setTimeout(() => proxy.resetAll(), 200);
       await expect(sleeping).rejects.toMatchObject({ code: 'STORAGE_ERROR', context: { store: 'postgres' } });
       // New connections work again.
       expect((await catalog.listTopics()).map((t) => t.name)).toEqual(['t']);

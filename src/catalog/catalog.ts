@@ -5,7 +5,7 @@
  * see {@link openSqliteCatalog}) and PostgreSQL.
  */
 import { Kysely, Migrator, PostgresAdapter, sql } from 'kysely';
-import type { Dialect, MigrationProvider, Selectable } from 'kysely';
+import type { Dialect, MigrationProvider, Selectable, Transaction } from 'kysely';
 import { OnelogError } from '../protocol/errors.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
 import type { AclBinding, AuditEntry, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
@@ -148,23 +148,78 @@ function subscriptionColumns(sub: SubscriptionRecord) {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+/**
+ * How the brokers sharing one catalog (PostgreSQL, cluster mode) learn of the changes to users and ACLs made through
+ * any of them: each change announces itself inside its own transaction (so it is heard once committed, never
+ * before, never if rolled back), and each broker hears every announcement, and is told to read everything again
+ * when it may have missed some. The embedded SQLite catalog has none: one broker per data directory.
+ */
+export interface CatalogChanges {
+  /** Announces, in `tx`, that users or ACLs changed. */
+  announce(tx: Transaction<CatalogSchema>): Promise<void>;
+  /** Starts hearing: `changed` is called for each announcement, and whenever some may have been missed. */
+  listen(changed: () => void): Promise<void>;
+  /** Stops hearing. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link Catalog.open}. */
+export interface CatalogOpenOptions {
+  /**
+   * The schema of Kysely's migration tables (PostgreSQL: the catalog's own schema, or another schema's tables of
+   * the same names would be taken for them).
+   */
+  migrationTableSchema?: string;
+  /** The changes feed of a catalog shared by several brokers; closed by {@link Catalog.close}. @default none */
+  changes?: CatalogChanges;
+}
+
 export class Catalog {
-  private constructor(private readonly db: Kysely<CatalogSchema>) {}
+  private readonly securityListeners: Array<() => void> = [];
+
+  private constructor(private readonly db: Kysely<CatalogSchema>, private readonly changes: CatalogChanges | undefined) {}
 
   /**
-   * Opens the catalog over a Kysely dialect and applies pending migrations.
-   * @param migrationTableSchema the schema of Kysely's migration tables (PostgreSQL: the catalog's own schema,
-   *   or another schema's tables of the same names would be taken for them)
-   * @throws Error if a migration fails (the catalog is left at the last applied migration)
+   * Opens the catalog over a Kysely dialect, applies pending migrations and starts hearing `options.changes`.
+   * @throws Error if a migration fails (the catalog is left at the last applied migration), or what the changes
+   *   feed's `listen` throws
    */
-  static async open(dialect: Dialect, migrationTableSchema?: string): Promise<Catalog> {
+  static async open(dialect: Dialect, options: CatalogOpenOptions = {}): Promise<Catalog> {
     const db = new Kysely<CatalogSchema>({ dialect });
+    const { migrationTableSchema, changes } = options;
     const { error } = await new Migrator({ db, provider, ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }) }).migrateToLatest();
     if (error) {
       await db.destroy();
       throw error instanceof Error ? error : new Error(String(error));
     }
-    return new Catalog(db);
+    const catalog = new Catalog(db, changes);
+    try {
+      await changes?.listen(() => {
+        for (const listener of catalog.securityListeners) listener();
+      });
+    } catch (err) {
+      await db.destroy();
+      throw err;
+    }
+    return catalog;
+  }
+
+  /**
+   * Calls `listener` whenever users or ACLs may have been changed by another broker sharing this catalog (each
+   * change made through any broker, this one's included, and after hearing was interrupted). Never called on the
+   * embedded catalog, which no other broker changes.
+   */
+  onSecurityChange(listener: () => void): void {
+    this.securityListeners.push(listener);
+  }
+
+  /** Runs `change` to users or ACLs in one transaction that also announces it to the other brokers. */
+  private changeSecurity<T>(change: (tx: Transaction<CatalogSchema>) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(async (tx) => {
+      const result = await change(tx);
+      await this.changes?.announce(tx);
+      return result;
+    });
   }
 
   /**
@@ -237,7 +292,7 @@ export class Catalog {
    * @throws OnelogError `ALREADY_EXISTS` if the name is taken
    */
   async createUser(user: Omit<UserRecord, 'admin' | 'rotatedAt'> & { admin: boolean }): Promise<UserRecord> {
-    return this.db.transaction().execute(async (tx) => {
+    return this.changeSecurity(async (tx) => {
       // SQLite runs one transaction at a time; PostgreSQL's concurrent ones would each see no user yet: the lock
       // (self-conflicting, reads go on) makes them take turns, on every broker of a cluster.
       if (tx.getExecutor().adapter instanceof PostgresAdapter) await sql`lock table users in share row exclusive mode`.execute(tx);
@@ -258,7 +313,7 @@ export class Catalog {
 
   /** Deletes a user and the ACLs naming it. @returns whether the user existed */
   async deleteUser(name: string): Promise<boolean> {
-    return this.db.transaction().execute(async (tx) => {
+    return this.changeSecurity(async (tx) => {
       await tx.deleteFrom('acls').where('principal', '=', name).execute();
       return (await tx.deleteFrom('users').where('name', '=', name).executeTakeFirst()).numDeletedRows > 0n;
     });
@@ -266,7 +321,7 @@ export class Catalog {
 
   /** Adds an ACL. @throws OnelogError `ALREADY_EXISTS` if the same ACL exists */
   async addAcl(acl: AclBinding): Promise<void> {
-    const inserted = await this.db.insertInto('acls').values(aclRow(acl)).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+    const inserted = await this.changeSecurity((tx) => tx.insertInto('acls').values(aclRow(acl)).onConflict((oc) => oc.doNothing()).executeTakeFirst());
     if (inserted.numInsertedOrUpdatedRows === 0n) throw new OnelogError('ALREADY_EXISTS', 'this ACL already exists; onelog acls list shows them', { ...acl });
   }
 
@@ -283,17 +338,19 @@ export class Catalog {
   /** Removes one ACL. @returns whether it existed */
   async removeAcl(acl: AclBinding): Promise<boolean> {
     const row = aclRow(acl);
-    const deleted = await this.db.deleteFrom('acls').where('principal', '=', row.principal).where('resource_type', '=', row.resource_type)
+    const deleted = await this.changeSecurity((tx) => tx.deleteFrom('acls').where('principal', '=', row.principal).where('resource_type', '=', row.resource_type)
       .where('resource_name', '=', row.resource_name).where('pattern_type', '=', row.pattern_type).where('operation', '=', row.operation)
-      .where('permission', '=', row.permission).executeTakeFirst();
+      .where('permission', '=', row.permission).executeTakeFirst());
     return deleted.numDeletedRows > 0n;
   }
 
   /** Replaces a user's token. @returns the user, or undefined if there is none of that name */
   async replaceUserToken(name: string, token: Pick<UserRecord, 'tokenId' | 'tokenSalt' | 'tokenHash' | 'tokenScram'>, at: number): Promise<UserRecord | undefined> {
-    await this.db.updateTable('users').set({ token_id: token.tokenId, token_salt: token.tokenSalt, token_hash: token.tokenHash, token_scram: token.tokenScram, rotated_at: at })
-      .where('name', '=', name).execute();
-    const row = await this.db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst();
+    const row = await this.changeSecurity(async (tx) => {
+      await tx.updateTable('users').set({ token_id: token.tokenId, token_salt: token.tokenSalt, token_hash: token.tokenHash, token_scram: token.tokenScram, rotated_at: at })
+        .where('name', '=', name).execute();
+      return tx.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst();
+    });
     return row && toUser(row);
   }
 
@@ -607,6 +664,7 @@ export class Catalog {
   }
 
   async close(): Promise<void> {
+    await this.changes?.close();
     await this.db.destroy();
   }
 }

@@ -3,13 +3,24 @@
  * Kysely queries and migrations as SQLite's ({@link Catalog}); brokers starting together migrate once (Kysely's
  * migrator holds an advisory lock on PostgreSQL). A change resolves once its transaction committed (synced with
  * the server's default `synchronous_commit = on`). No write fence: a failed statement is the server's or the
- * network's, reported to its caller, and the next one may succeed.
+ * network's, reported to its caller, and the next one may succeed. A change to users or ACLs NOTIFYs the catalog's
+ * channel in its transaction, and every broker LISTENs to it ({@link CatalogChanges}).
  */
-import { PostgresDialect } from 'kysely';
+import { createHash } from 'node:crypto';
+import { PostgresDialect, sql } from 'kysely';
 import type { CompiledQuery, QueryResult } from 'kysely';
-import { openPool, postgresFailure } from '../postgres.js';
+import { systemClock } from '../clock.js';
+import type { Clock } from '../clock.js';
+import { silentLogger } from '../logger.js';
+import type { Logger } from '../logger.js';
+import { listen, openPool, postgresFailure } from '../postgres.js';
+import type { PostgresListener } from '../postgres.js';
 import { Catalog } from './catalog.js';
+import type { CatalogChanges } from './catalog.js';
 import { wrappedDialect } from './fenced-dialect.js';
+
+/** The payload of a change to users or ACLs on the catalog's channel. */
+const SECURITY_CHANGED = 'security';
 
 /**
  * Whether a failed statement failed for the server or the network (not for the request: a constraint, a bad
@@ -29,6 +40,38 @@ export interface PostgresCatalogOptions {
   url: string;
   /** Most connections the catalog's pool opens. @default 8 */
   maxConnections?: number;
+  /** The waits between attempts to LISTEN again after the connection was lost are taken on it. @default the system clock */
+  clock?: Clock;
+  /** Where a lost and regained LISTEN connection is logged. @default silent */
+  logger?: Logger;
+}
+
+/**
+ * The changes feed of the catalog in `schema`: on the channel `onelog_catalog_` and a hash of the schema (channels
+ * are shared by the whole database, and each cluster has its own schema, as the sequencer's), heard on a connection
+ * of its own that comes back when lost; `changed` is called then too, as a change may have been announced while
+ * it was down.
+ */
+function catalogChanges(options: PostgresCatalogOptions, schema: string): CatalogChanges {
+  const channel = `onelog_catalog_${createHash('sha1').update(schema).digest('hex').slice(0, 12)}`;
+  let listener: PostgresListener | undefined;
+  return {
+    announce: async (tx) => {
+      await sql`SELECT pg_notify(${channel}, ${SECURITY_CHANGED})`.execute(tx);
+    },
+    listen: async (changed) => {
+      listener = await listen({
+        url: options.url, channel, clock: options.clock ?? systemClock, logger: options.logger ?? silentLogger,
+        onNotification: (payload) => {
+          if (payload === SECURITY_CHANGED) changed();
+        },
+        onReconnect: changed,
+      });
+    },
+    close: async () => {
+      await listener?.close();
+    },
+  };
 }
 
 /**
@@ -36,7 +79,7 @@ export interface PostgresCatalogOptions {
  * {@link Catalog.close}). Later, a statement that fails for the server or the network answers `STORAGE_ERROR`
  * (retriable); one the server refuses for the request (a constraint) passes as it is, for the catalog's checks.
  * @throws OnelogError `STORAGE_ERROR` naming --catalog if the server cannot be reached, refuses the connection
- *   (no such database or role) or a migration fails
+ *   (no such database or role), a migration fails or the catalog's channel cannot be LISTENed to
  */
 export async function openPostgresCatalog(options: PostgresCatalogOptions): Promise<Catalog> {
   const pool = openPool(options.url, options.maxConnections ?? 8);
@@ -56,7 +99,7 @@ export async function openPostgresCatalog(options: PostgresCatalogOptions): Prom
       },
       streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
     }));
-    return await Catalog.open(dialect, row.schema);
+    return await Catalog.open(dialect, { migrationTableSchema: row.schema, changes: catalogChanges(options, row.schema) });
   } catch (err) {
     await pool.end().catch(() => {});
     throw postgresFailure(err, 'opening the catalog (--catalog)');

@@ -11,6 +11,7 @@ import { ACL_OPERATIONS } from '../protocol/api.js';
 import type { AclBinding, AclOperation, AclResourceType } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Principal } from './principal.js';
+import { serialReloads } from './serial-reloads.js';
 
 const RESOURCE_TYPES: readonly AclResourceType[] = ['topic', 'group', 'cluster'];
 /** Operations that, allowed, also allow `describe` (as Kafka's implied DESCRIBE). */
@@ -88,10 +89,13 @@ export class Acls {
     this.logger.info({ acl: checked, by: by.user }, 'ACL removed');
   }
 
-  /** Re-reads the catalog (after a user, and so its ACLs, was deleted). */
-  async reload(): Promise<void> {
+  /**
+   * Re-reads the catalog (after a change through this broker, a user's deletion, or another broker's change),
+   * one read at a time (see {@link serialReloads}).
+   */
+  readonly reload = serialReloads(async () => {
     this.acls = await this.catalog.listAcls();
-  }
+  });
 }
 
 /** `acl` checked field by field, the cluster's name normalized to `""`. @throws OnelogError `INVALID_REQUEST` naming the field */

@@ -15,6 +15,7 @@ import type { Principal } from './principal.js';
 import { newToken, tokenIdOf, tokenMatches } from './tokens.js';
 import { parseScramCredential } from './scram.js';
 import type { ScramCredential } from './scram.js';
+import { serialReloads } from './serial-reloads.js';
 import { Sessions } from './sessions.js';
 
 
@@ -30,11 +31,17 @@ export class Users {
     private readonly acls: Acls, private readonly insecure: boolean) {}
 
   /**
-   * @param acls the ACLs, which lose a deleted user's ACLs with it
+   * Loads the users, and from then on follows the changes other brokers sharing the catalog make (cluster mode):
+   * at each, users and ACLs are read again, which ends the sessions whose user or token went.
+   * @param acls the ACLs, which lose a deleted user's ACLs with it, and are read again with the users
    * @param insecure answer non-loopback clients while no user exists (`serve --insecure`)
    */
   static async open(catalog: Catalog, clock: Clock, logger: Logger, acls: Acls, insecure = false): Promise<Users> {
     const users = new Users(catalog, clock, logger, acls, insecure);
+    catalog.onSecurityChange(() => {
+      Promise.all([users.reload(), acls.reload()]).catch((err: unknown) => logger.error({ err: (err as Error).message },
+        'could not read users and ACLs again after another broker changed them: this broker holds the old ones until the next change or reconnection'));
+    });
     await users.reload();
     return users;
   }
@@ -161,10 +168,11 @@ export class Users {
     if (!by.admin) throw new OnelogError('FORBIDDEN', `only an admin may ${what}; ${by.user} is not one`, { user: by.user });
   }
 
-  private async reload(): Promise<void> {
+  /** Re-reads the users, one read at a time (see {@link serialReloads}), and ends the sessions that lost their principal. */
+  private readonly reload = serialReloads(async () => {
     this.byTokenId = new Map((await this.catalog.listUsers()).map((u) => [u.tokenId, u]));
     this.endLostSessions();
-  }
+  });
 
   /** Ends the open sessions whose principal no longer holds (see {@link openSession}). */
   private endLostSessions(): void {

@@ -1,10 +1,15 @@
 /**
  * The catalog contract on the machine's PostgreSQL, each fixture in a schema of its own; and what is
- * PostgreSQL's own: brokers opening one catalog at once migrate it once, and names order by code point even
- * in a database whose collation would not.
+ * PostgreSQL's own: brokers opening one catalog at once migrate it once, names order by code point even
+ * in a database whose collation would not, and each hears the changes to users and ACLs made through another.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { openPostgresCatalog } from '../../src/catalog/postgres.js';
+import { ManualClock } from '../../src/clock.js';
+import { LISTEN_RECONNECT } from '../../src/postgres.js';
+import type { AclBinding } from '../../src/protocol/api.js';
+import { newToken } from '../../src/security/tokens.js';
+import { pgProxy } from '../helpers/pg-proxy.js';
 import { pgSchema } from '../helpers/services.js';
 import { catalogContract, topic } from './catalog.contract.js';
 
@@ -67,6 +72,53 @@ describe('PostgreSQL catalog', () => {
       expect(rows).toEqual([{ table_name: 'topics', column_name: 'name', collation_name: 'C' }]);
       await c.close();
     } finally {
+      await schema.drop();
+    }
+  });
+
+  it('hears every change to users and ACLs made through another catalog of its schema, and is told again once its lost LISTEN connection is back', async () => {
+    const schema = await pgSchema('catalog');
+    // The listening catalog's connections go through a proxy, which can cut them all and refuse new ones.
+    const proxy = await pgProxy();
+    const clock = new ManualClock();
+    const writer = await openPostgresCatalog({ url: schema.url });
+    const hearer = await openPostgresCatalog({ url: proxy.via(schema.url), clock });
+    let heard = 0;
+    const waiting: Array<() => void> = [];
+    hearer.onSecurityChange(() => {
+      heard++;
+      waiting.shift()?.();
+    });
+    /** Runs `change` and answers how many times the hearer was told, once it was told of `change`'s announcement. */
+    const told = async (change: () => Promise<unknown>) => {
+      const before = heard;
+      const next = new Promise<void>((resolve) => waiting.push(resolve));
+      await change();
+      await next;
+      return heard - before;
+    };
+    const user = (name: string) => ({ name, admin: false, ...newToken().stored, createdAt: 1 });
+    const acl: AclBinding = { principal: 'alice', resourceType: 'topic', resourceName: 't', patternType: 'literal', operation: 'read', permission: 'allow' };
+    try {
+      expect(await told(() => writer.createUser(user('alice')))).toBe(1);
+      expect(await told(() => writer.addAcl(acl))).toBe(1);
+      expect(await told(() => writer.removeAcl(acl))).toBe(1);
+      expect(await told(() => writer.replaceUserToken('alice', newToken().stored, 2))).toBe(1);
+      expect(await told(() => writer.deleteUser('alice'))).toBe(1);
+
+      // The LISTEN connection lost, and refused at once again: the next attempt waits on the clock's backoff; once
+      // back, the hearer is told (a change may have been missed meanwhile), then hears changes again.
+      proxy.refusing = true;
+      proxy.resetAll();
+      await vi.waitFor(() => expect(clock.sleeping).toBe(1), { timeout: 5000, interval: 10 });
+      await writer.createUser(user('carol')); // announced while nobody listens
+      proxy.refusing = false;
+      expect(await told(async () => clock.advance(LISTEN_RECONNECT.initialMs))).toBe(1);
+      expect(await told(() => writer.deleteUser('carol'))).toBe(1);
+    } finally {
+      await hearer.close();
+      await writer.close();
+      proxy.close();
       await schema.drop();
     }
   });
