@@ -125,8 +125,15 @@ export interface BrokerOptions extends StoreEngines {
   /** Answer clients not on loopback while no user exists (protected mode off; `serve --insecure`). @default false */
   insecure?: boolean;
   /**
-   * Refuse webhooks (push endpoints, alert sinks) to loopback and private addresses (`serve --webhook-deny-private`;
-   * docs/security.md). @default false
+   * Allow webhooks (push endpoints, alert sinks) to internal destinations: loopback, private, link-local and the other
+   * addresses that are not globally reachable, and the machine's own addresses (`serve --webhook-allow-private`;
+   * docs/security.md). @default false: they are refused, `FORBIDDEN` (`reason: private-address`) for a URL naming one,
+   * a failed POST for a host name resolving to one
+   */
+  webhookAllowPrivate?: boolean;
+  /**
+   * Refuse webhooks to internal destinations (`serve --webhook-deny-private`): the default, kept for compatibility.
+   * @default true unless webhookAllowPrivate; both true is `INVALID_CONFIG`
    */
   webhookDenyPrivate?: boolean;
   /**
@@ -187,20 +194,22 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   static async open(options: BrokerOptions): Promise<Broker> {
     checkStoreEngines(options);
+    const outbound = new OutboundPolicy({ allowPrivate: options.webhookAllowPrivate, denyPrivate: options.webhookDenyPrivate });
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? silentLogger;
     makeDir(options.dataDir);
     narrowDataDir(options.dataDir, logger);
     const unlock = lockDataDir(options.dataDir);
     try {
-      return await Broker.openLocked(options, clock, logger, unlock);
+      return await Broker.openLocked(options, clock, logger, unlock, outbound);
     } catch (err) {
       unlock();
+      await outbound.close();
       throw err;
     }
   }
 
-  private static async openLocked(options: BrokerOptions, clock: Clock, logger: Logger, unlock: () => void): Promise<Broker> {
+  private static async openLocked(options: BrokerOptions, clock: Clock, logger: Logger, unlock: () => void, outbound: OutboundPolicy): Promise<Broker> {
     const files = new FileCache({ maxOpenFiles: options.maxOpenFiles ?? defaultMaxOpenFiles() });
     const cleaner = new LogCleaner({ dedupeBufferBytes: options.cleanerDedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES });
     const fence = new WriteFence(clock, logger);
@@ -233,7 +242,6 @@ export class Broker implements OnelogApi, BinaryDataApi {
       await catalog.close();
       throw lostOffsetsRefusal(lost, offsetStore, options.dataDir);
     }
-    const outbound = new OutboundPolicy(options.webhookDenyPrivate ?? false);
     const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, {
       ...options.monitoring, notifications: { ...options.monitoring?.notifications, outbound },
       scheduleGate: logs.jobGate?.('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
@@ -825,6 +833,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     await this.logs.close();
     await this.offsets.close();
     await this.catalog.close();
+    await this.outbound.close();
     this.unlock();
   }
 }

@@ -48,6 +48,7 @@ interface ServeOptions {
   requestTimeoutMs: number;
   quotaRequestsPerSec: number;
   quotaProduceBytesPerSec: number;
+  webhookAllowPrivate?: boolean;
   webhookDenyPrivate?: boolean;
   allowMissingOffsets?: boolean;
 }
@@ -97,7 +98,9 @@ export function registerServe(program: Command): void {
     .option('--quota-requests-per-sec <n>', 'requests per second per principal (token bucket; 0 = unlimited)', parseInteger('--quota-requests-per-sec', 0), 0)
     .option('--quota-produce-bytes-per-sec <n>', 'produced bytes per second per principal (token bucket; 0 = unlimited)',
       parseInteger('--quota-produce-bytes-per-sec', 0), 0)
-    .option('--webhook-deny-private', 'refuse webhooks (push endpoints, alert sinks) to loopback and private addresses')
+    .option('--webhook-allow-private', 'allow webhooks (push endpoints, alert sinks) to internal destinations: loopback, private, link-local ' +
+      'and other addresses that are not globally reachable, and this machine\'s own addresses (refused by default; docs/security.md)')
+    .option('--webhook-deny-private', 'refuse webhooks to internal destinations: the default, kept for compatibility (not with --webhook-allow-private)')
     .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
     .option('--kafka-max-buffered-bytes <n>', 'bytes the Kafka listener holds of requests received and not yet handled, over all ' +
       'connections, before it stops reading until answers free some (as Kafka\'s queued.max.request.bytes; default 268435456, 256 MiB)',
@@ -113,7 +116,13 @@ const SERVE_REFUSALS = `
 Refused starts (exit code 1; the broker closed, the data directory's lock released):
   a listener that cannot open (--port, --kafka-port in use): INVALID_CONFIG naming HOST:PORT and EADDRINUSE
   a log directory missing, or an offset store (offsets/data.mdb, Redis, PostgreSQL) missing the offsets of groups
-  the catalog says committed: STORAGE_ERROR; --allow-missing-offsets starts with those groups' partitions paused`;
+  the catalog says committed: STORAGE_ERROR; --allow-missing-offsets starts with those groups' partitions paused
+  --webhook-allow-private with --webhook-deny-private: INVALID_CONFIG
+
+Refused webhooks (unless --webhook-allow-private): a push endpoint or alert sink naming localhost or an address that
+is not globally reachable (127.0.0.0/8, ::1, 10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fe80::/10,
+fc00::/7, 0.0.0.0, ::, multicast, reserved), an IPv6 form carrying one (::ffff:127.0.0.1, NAT64 64:ff9b::/96, 6to4
+2002::/16), or an address of this machine: FORBIDDEN when given; a host name resolving to one fails each POST`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const LOG_FORMATS = ['pretty', 'json'];
@@ -178,7 +187,8 @@ async function serve(options: ServeOptions): Promise<void> {
   const broker = await Broker.open({
     dataDir: options.dataDir, catalog: options.catalog, offsets: options.offsets, log: options.log, brokerId: options.brokerId,
     flushWindowMs: options.flushWindowMs, leaseMs: options.leaseMs, logger, maxOpenFiles, cleanerDedupeBufferBytes: options.cleanerDedupeBufferBytes, monitoring: { alertCheckIntervalMs: options.alertCheckIntervalMs }, insecure: options.insecure ?? false,
-    maxRecordBytes: options.maxRecordBytes, maxRecordsPerRequest: options.maxRecordsPerRequest, webhookDenyPrivate: options.webhookDenyPrivate ?? false,
+    maxRecordBytes: options.maxRecordBytes, maxRecordsPerRequest: options.maxRecordsPerRequest, webhookAllowPrivate: options.webhookAllowPrivate ?? false,
+    webhookDenyPrivate: options.webhookDenyPrivate ?? false,
     allowMissingOffsets: options.allowMissingOffsets ?? false,
   });
   if (!broker.users.any && !options.insecure && !isLoopbackHost(options.host)) {

@@ -35,7 +35,7 @@ export interface WebhookOptions {
   maxWaitMs?: number;
   /** Session timeout of the dispatcher's group membership, ms (it heartbeats on its own timer). @default 45000; 1000 to 3600000 */
   sessionTimeoutMs?: number;
-  /** Where POSTs may go (`serve --webhook-deny-private`). @default any http(s) URL */
+  /** Where POSTs may go (`serve --webhook-allow-private`). @default public addresses only */
   outbound?: OutboundPolicy;
 }
 

@@ -38,7 +38,7 @@ export async function postBatch(
     const res = await fetch(url, {
       method: 'POST', body, redirect: 'manual', signal: ctrl.signal,
       headers: { 'content-type': 'application/json', ...headers },
-      ...(outbound.dispatcher ? { dispatcher: outbound.dispatcher } : {}),
+      dispatcher: outbound.dispatcher,
     });
     // Decided on the status line: a slow or broken body after a 2xx does not undo the acknowledgement.
     const ok = res.status >= 200 && res.status < 300;

@@ -23,7 +23,7 @@ export interface AlertNotifierOptions {
   timeoutMs?: number;
   /** Notifications waiting per sink before the oldest is dropped. @default 10000 */
   maxQueued?: number;
-  /** Where sinks may be (`serve --webhook-deny-private`). @default any http(s) URL */
+  /** Where sinks may be (`serve --webhook-allow-private`). @default public addresses only */
   outbound?: OutboundPolicy;
 }
 

@@ -93,10 +93,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const pgUrl = options.pgUrl ?? process.env.ONELOG_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
   log(`seed ${seed}, data in ${dataDir}`);
 
-  let server = await startServer(dataDir);
+  // The webhook receiver is on 127.0.0.1: an internal destination, refused unless allowed.
+  let server = await startServer(dataDir, { args: ['--webhook-allow-private'] });
   const url = server.url;
   const port = new URL(url).port;
-  const restart = async () => (server = await startServer(dataDir, { args: ['--port', port] }));
+  const restart = async () => (server = await startServer(dataDir, { args: ['--port', port, '--webhook-allow-private'] }));
   const history = new History();
   const admin = new Onelog({ url }).admin();
   const webhook = await webhookEndpoint(history, 'orders-hook');

@@ -67,7 +67,7 @@ async function cluster(): Promise<{
       const broker = await Broker.open({
         dataDir, catalog: schema.url, offsets: `${REDIS_URL}?keyPrefix=${redis.prefix}`,
         log: `s3://${s3.bucket}/${prefix}?endpoint=${encodeURIComponent(s3.endpoint)}`, brokerId, flushWindowMs: 5, clock,
-        sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0,
+        sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0, webhookAllowPrivate: true, // sinks on 127.0.0.1
         monitoring: {
           alertCheckIntervalMs: INTERVAL_MS, onScheduledPass: ({ ran }) => void passes[brokerId]![ran ? 'ran' : 'skipped']++, ...monitoring,
         },

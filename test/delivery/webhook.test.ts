@@ -1,11 +1,13 @@
 /**
  * Webhook delivery (push subscriptions with a pushEndpoint) on an embedded broker, against a real local HTTP
  * server: retries with backoff, commits only after a 2xx, maxInFlight with a failure in the middle, ack
- * timeouts, push and pull groups side by side, subscription changes and a restart. Backoffs are a few ms
+ * timeouts, push and pull groups side by side, subscription changes and a restart; internal destinations refused by
+ * default (the other tests allow them: their endpoints are on 127.0.0.1). Backoffs are a few ms
  * (injected), and every wait is bounded by a condition with a deadline, never a sleep for a timer.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker.js';
 import type { BrokerOptions } from '../../src/broker.js';
@@ -65,6 +67,7 @@ const logger = { info: () => {}, error: () => {}, warn: (obj: object, msg: strin
 async function openBroker(options: Partial<BrokerOptions> = {}): Promise<Broker> {
   const broker = await Broker.open({
     dataDir: tmpDir(), logger, sessionCheckIntervalMs: 100, retentionCheckIntervalMs: 0, compactionIntervalMs: 0,
+    webhookAllowPrivate: true, // the endpoints are on 127.0.0.1
     ...options, webhooks: { minBackoffMs: 5, maxBackoffMs: 40, ...options.webhooks },
   });
   brokers.push(broker);
@@ -157,7 +160,7 @@ describe('backoffMs', () => {
     expect([1, 2, 3, 4, 10, 11, 12, 1000].map((n) => backoffMs(n, options))).toEqual([100, 200, 400, 800, 51_200, 60_000, 60_000, 60_000]);
     expect(options).toEqual({
       ackTimeoutMs: 10_000, minBackoffMs: 100, maxBackoffMs: 60_000, maxRecords: 500, maxBytes: 1_048_576, maxWaitMs: 500, sessionTimeoutMs: 45_000,
-      outbound: expect.objectContaining({ denyPrivateAddresses: false }),
+      outbound: expect.objectContaining({ allowPrivate: false }), // internal destinations refused
     });
     expect(() => resolveWebhookOptions({ minBackoffMs: 500, maxBackoffMs: 100 })).toThrow(/maxBackoffMs must be an integer from 500/);
   });
@@ -379,5 +382,44 @@ describe('webhook delivery', () => {
     const d = await broker.describeGroup('push');
     expect(d.members).toEqual([]);
     expect(d.subscriptions[0]).toMatchObject({ deliveryMode: 'push', pushEndpoint: null });
+  });
+});
+
+describe('internal destinations (server-side request forgery)', () => {
+  it('a default broker refuses an endpoint on 127.0.0.1 or localhost, and fails each POST to a name resolving to this machine', async () => {
+    const broker = await openBroker({ webhookAllowPrivate: false });
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    await produce(broker, 't', 1, 3);
+    const server = await webhookServer(broker, 'push', (post) => post.answer(200));
+    const port = new URL(server.url).port;
+    for (const endpoint of [server.url, `http://localhost:${port}/push`, `http://[::ffff:127.0.0.1]:${port}/push`, `http://[64:ff9b::7f00:1]:${port}/push`]) {
+      const err = await pushSubscription(broker, 'push', endpoint).then(() => null, (e: unknown) => e as { code: string; context: unknown });
+      expect(err, endpoint).toMatchObject({ code: 'FORBIDDEN', context: { pushEndpoint: endpoint, reason: 'private-address' } });
+    }
+    expect(await broker.listGroups()).toEqual([]);
+
+    // A name is accepted when given and checked when each POST connects: the machine's own name resolves to loopback
+    // or to one of its own addresses.
+    const byName = `http://${os.hostname()}:${port}/push`;
+    await pushSubscription(broker, 'push', byName);
+    await waitFor(() => warnings.filter((w) => w.msg === 'webhook delivery failed').length >= 2, 'two refused attempts');
+    const failed = warnings.find((w) => w.msg === 'webhook delivery failed')!;
+    expect(failed.obj).toMatchObject({ endpoint: byName, attempt: 1 });
+    expect(failed.obj.err).toMatch(new RegExp(`webhook ${os.hostname()} is refused: ${os.hostname()} resolves to .*(loopback|this machine)`));
+    expect(server.posts).toEqual([]);
+    expect(await committedOffsets(broker, 'push')).toEqual([0]); // where it started: nothing acknowledged
+  });
+
+  it('with webhookAllowPrivate the broker delivers to 127.0.0.1 and to localhost', async () => {
+    const broker = await openBroker({ webhookAllowPrivate: true });
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    await produce(broker, 't', 1, 2);
+    const server = await webhookServer(broker, 'push', (post) => post.answer(200));
+    await pushSubscription(broker, 'push', server.url);
+    await waitForCommitted(broker, 'push', [2]);
+    await pushSubscription(broker, 'push', `http://localhost:${new URL(server.url).port}/push`);
+    await produce(broker, 't', 1, 2, 2);
+    await waitForCommitted(broker, 'push', [4]);
+    expect(offsetsOf(server.posts)).toEqual(['0:0', '0:1', '0:2', '0:3']);
   });
 });

@@ -45,7 +45,7 @@ async function startReceiver(): Promise<{ url: string; received: AlertNotificati
 
 describe('watching consumers from the CLI', () => {
   it('shows records lost beside the readable lag after retention, alerts at once, acks and notifies', async () => {
-    server = await startServer(tmpDir());
+    server = await startServer(tmpDir(), { args: ['--webhook-allow-private'] }); // the sink is on 127.0.0.1
     const api = new HttpApi(server.url);
     const hook = await startReceiver();
     expect(await cli(['alerts', 'notify', '--webhook', hook.url])).toContain(`alerts are POSTed to ${hook.url}`);

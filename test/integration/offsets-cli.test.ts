@@ -66,7 +66,7 @@ describe('offsets checkpoints and groups delete', () => {
 
 describe('groups create and alter', () => {
   it('creates a subscription with its delivery mode, refuses to create it twice, alters it, and shows it', async () => {
-    server = await startServer(tmpDir());
+    server = await startServer(tmpDir(), { args: ['--webhook-allow-private'] }); // push endpoints on 127.0.0.1
     await cli(['topics', 'create', 'edits', '--partitions', '2']);
     const created = JSON.parse(await cli(['groups', 'create', 'live', '--topic', 'edits', '--delivery', 'push', '--start', 'earliest', '--json']));
     expect(created.subscription).toEqual({
@@ -95,7 +95,7 @@ describe('groups create and alter', () => {
 
 describe('consume follows the subscription\'s delivery mode', () => {
   it('receives a push group\'s records over the WebSocket stream and commits what it printed', async () => {
-    server = await startServer(tmpDir());
+    server = await startServer(tmpDir(), { args: ['--webhook-allow-private'] }); // a push endpoint on 127.0.0.1
     await cli(['topics', 'create', 'edits', '--partitions', '1', '--config', 'retention.ms=-1']);
     await cli(['produce', 'edits', '--file', WIKITICKER, '--timestamp-field', 'time']);
     await cli(['groups', 'create', 'live', '--topic', 'edits', '--delivery', 'push', '--start', 'earliest']);

@@ -182,6 +182,7 @@ describe('poison records on the Wikipedia edits: 2 tiers, 3 attempts', () => {
     // webhookMaxAttempts 1: a failing batch is split at once, and a record failing alone is nacked at once, so
     // each delivery of a talk page is one POST and the endpoint counts attempts as a handler does.
     const { total, poison } = await setUp({ deliveryMode: 'push', pushEndpoint: url, webhookMaxAttempts: 1 }, {
+      webhookAllowPrivate: true, // the endpoint is on 127.0.0.1
       webhooks: { maxRecords: 20, minBackoffMs: 1, maxBackoffMs: 2, maxWaitMs: 50 },
     }, 8);
     await checkRun(seen, total, poison);

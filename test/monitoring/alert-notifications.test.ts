@@ -40,7 +40,7 @@ describe('alert notifications', () => {
   it('POSTs each raise and resolve once, in order, surviving a receiver that fails twice', async () => {
     const clock = new ManualClock(T0);
     const broker = await Broker.open({
-      dataDir: tmpDir(), clock, sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0,
+      dataDir: tmpDir(), clock, sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0, webhookAllowPrivate: true,
       monitoring: { alertCheckIntervalMs: 0, notifications: { backoff: { initialMs: 1000, maxMs: 5000 } } },
     });
     closers.push(() => broker.close());
@@ -89,7 +89,7 @@ describe('alert notifications', () => {
 
   it('records who acknowledged an alert; the alert stays active until its condition clears', async () => {
     const clock = new ManualClock(T0);
-    const broker = await Broker.open({ dataDir: tmpDir(), clock, retentionCheckIntervalMs: 0, monitoring: { alertCheckIntervalMs: 0 } });
+    const broker = await Broker.open({ dataDir: tmpDir(), clock, retentionCheckIntervalMs: 0, webhookAllowPrivate: true, monitoring: { alertCheckIntervalMs: 0 } });
     closers.push(() => broker.close());
     await broker.createTopic({ topic: 't', partitions: 1, config: { retentionMs: 1000 } });
     await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest' });
@@ -112,7 +112,7 @@ describe('alert notifications', () => {
 
   it('notifies the alerts of a deleted group as resolved', async () => {
     const clock = new ManualClock(T0);
-    const broker = await Broker.open({ dataDir: tmpDir(), clock, retentionCheckIntervalMs: 0, monitoring: { alertCheckIntervalMs: 0 } });
+    const broker = await Broker.open({ dataDir: tmpDir(), clock, retentionCheckIntervalMs: 0, webhookAllowPrivate: true, monitoring: { alertCheckIntervalMs: 0 } });
     closers.push(() => broker.close());
     const sink = await receiver(0);
     await broker.addAlertSink(sink.url);
