@@ -55,7 +55,11 @@ export interface ConsumerOptions<Tx = undefined> {
   maxRecords?: number;
   /** Byte budget per fetch. @default 1048576 */
   maxBytes?: number;
-  /** Long-poll: how long a fetch waits for new records, ms. @default 500 */
+  /**
+   * Long-poll: how long a fetch waits for new records, ms. After an answer with nothing new (every partition at its
+   * end), the next fetch starts no sooner than this after that one was sent, on a timer (unless another subscribed
+   * topic had records). @default 500
+   */
   maxWaitMs?: number;
   /**
    * Quick retries of a throwing handler before its record is nacked (with a retry policy) or stops the
@@ -249,7 +253,7 @@ export class Consumer<Tx = undefined> {
     /** Topics whose last fetch had records. */
     const busy = new Set<string>();
     /** The next fetch, sent while the batch before it is handled; used only if it asks what the loop then would. */
-    let ahead: { request: FetchRequest; sent: Promise<FetchResult> } | null = null;
+    let ahead: { request: FetchRequest; sent: Promise<FetchResult>; sentAt: number } | null = null;
     try {
       await session.start();
       while (!this.stopping) {
@@ -270,6 +274,7 @@ export class Consumer<Tx = undefined> {
         }
         const request = this.fetchRequest(session, fetchable, rotation++, busy);
         const fromAhead = ahead !== null && sameFetch(ahead.request, request);
+        const sentAt = fromAhead ? ahead!.sentAt : performance.now();
         let fetched = await this.fetch(session, request, fromAhead ? ahead!.sent : undefined);
         ahead = null;
         if (fromAhead && fetched?.partitions.some((p) => p.error?.code === 'OFFSET_OUT_OF_RANGE')) {
@@ -284,13 +289,19 @@ export class Consumer<Tx = undefined> {
           if (fetched.partitions.some((p) => p.records.length > 0)) busy.add(topic);
           else busy.delete(topic);
           // The broker reads the next batch while the commit before this one is answered and this one handled.
-          if (!moved) ahead = this.fetchAhead(session, fetched.partitions, topic, rotation, busy);
+          if (!moved && busy.has(topic)) ahead = this.fetchAhead(session, fetched.partitions, topic, rotation, busy);
         }
         // A fenced member handles nothing more: it rejoins first.
         if (!(await this.settleCommit()) && session.fenced) continue;
         if (!fetched) continue;
         if (moved) await session.heartbeat().catch(() => {});
         await this.handleBatch(session, topic, fetched.partitions, handlers, report);
+        if (busy.size === 0 && nothingNew(request, fetched)) {
+          // The answer may have come without any wait (maxWaitMs 0, or a broker ending its long-polls to shut down), all
+          // in promises with an in-process broker: fetching again at once would be a loop that never yields to the event
+          // loop. The next fetch starts on a timer, no sooner than the long-poll would have ended (or a stop).
+          await session.waitForChange(Math.max(0, sentAt + (request.maxWaitMs ?? 0) - performance.now()));
+        }
       }
       await this.settleCommit();
       await this.nacks.settled();
@@ -348,8 +359,8 @@ export class Consumer<Tx = undefined> {
   }
 
   /**
-   * Sends the fetch that will follow `fetched` once every record of it is handled (as Kafka's consumer fetches
-   * ahead while the application processes), so the broker reads the next batch while the handlers run. The loop
+   * Sends the fetch that will follow `fetched` (an answer with records) once every record of it is handled (as Kafka's
+   * consumer fetches ahead while the application processes), so the broker reads the next batch while the handlers run. The loop
    * uses its answer only when it then asks for the same partitions at the same offsets in the same generation;
    * otherwise (a failure, a pause, a revocation, stopping) the answer is dropped. It is read only (`ahead`): an
    * offset that fell out of the log meanwhile is answered as an error, and the loop fetches again so the pause or
@@ -358,7 +369,7 @@ export class Consumer<Tx = undefined> {
    */
   private fetchAhead(
     session: MemberSession, fetched: readonly FetchedPartition[], topic: string, rotation: number, busy: ReadonlySet<string>,
-  ): { request: FetchRequest; sent: Promise<FetchResult> } | null {
+  ): { request: FetchRequest; sent: Promise<FetchResult>; sentAt: number } | null {
     if (this.stopping || session.fenced) return null;
     const next = new Map(fetched.map((p) => [p.partition, p]));
     const positions = session.fetchable().flatMap((h) => {
@@ -374,7 +385,7 @@ export class Consumer<Tx = undefined> {
     const settled = sent.then(() => {}, () => {});
     this.fetchesAhead.add(settled);
     void settled.then(() => this.fetchesAhead.delete(settled));
-    return { request, sent };
+    return { request, sent, sentAt: performance.now() };
   }
 
   /**
@@ -622,6 +633,12 @@ export class Consumer<Tx = undefined> {
       return false;
     }
   }
+}
+
+/** Whether a fetch's answer holds nothing new: no records, no error, no position moved (the log's end, at every partition). */
+function nothingNew(request: FetchRequest, fetched: FetchResult): boolean {
+  return fetched.partitions.every((p) =>
+    p.records.length === 0 && !p.error && p.nextOffset === request.partitions.find((r) => r.partition === p.partition)?.offset);
 }
 
 /** Whether two fetches ask for the same thing: the same member, generation, partitions, offsets and wait. */

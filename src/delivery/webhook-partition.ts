@@ -30,7 +30,8 @@ export interface WebhookOptions {
   maxBytes?: number;
   /**
    * How long the dispatcher's fetch waits for new records, ms; also its heartbeat pace while the group
-   * reconciles (as the client consumer's). @default 500; 0 to 30000
+   * reconciles (as the client consumer's). A fetch that answered nothing new is followed by the next one no sooner
+   * than this after it was sent, on a timer (with 0, at the next timer tick). @default 500; 0 to 30000
    */
   maxWaitMs?: number;
   /** Session timeout of the dispatcher's group membership, ms (it heartbeats on its own timer). @default 45000; 1000 to 3600000 */
@@ -270,8 +271,9 @@ export class PartitionPusher {
   private fetchMore(): void {
     if (this.fetching || this.paused || this.fetchTimer || this.window.length >= this.member.maxInFlight) return;
     this.fetching = true;
+    const sentAt = performance.now();
     this.member.fetch(this.topic, this.partition, this.position).then(
-      (p) => this.fetched(p),
+      (p) => this.fetched(p, sentAt),
       (err: unknown) => this.fetchFailed(err),
     ).finally(() => {
       this.fetching = false;
@@ -279,7 +281,8 @@ export class PartitionPusher {
     });
   }
 
-  private fetched(p: FetchedPartition): void {
+  /** @param sentAt when the fetch was sent (performance.now()) */
+  private fetched(p: FetchedPartition, sentAt: number): void {
     if (this.mode !== 'running') return;
     if (p.error) {
       if (p.error.code === 'OFFSET_OUT_OF_RANGE') {
@@ -292,7 +295,14 @@ export class PartitionPusher {
       return;
     }
     this.fetchFailures = 0;
-    if (p.records.length > 0) this.window.push(this.batch(p.records, p.nextOffset));
+    if (p.records.length > 0) {
+      this.window.push(this.batch(p.records, p.nextOffset));
+    } else if (p.nextOffset === this.position) {
+      // Nothing new. The answer may have come without any wait (maxWaitMs 0, or a broker ending its long-polls to shut
+      // down), all in promises when the broker is in-process: fetching again at once would be a loop that never yields
+      // to the event loop (no timer, socket or stop would run again). The next fetch starts on a timer instead.
+      this.fetchTimer = this.later(() => (this.fetchTimer = null), Math.max(0, this.member.options.maxWaitMs - (performance.now() - sentAt)));
+    }
     this.position = p.nextOffset;
   }
 

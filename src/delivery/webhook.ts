@@ -170,6 +170,9 @@ class WebhookMember implements PartitionMember {
           await this.session.start();
           this.logger.info({ ...this.where(), memberId: this.session.memberId, endpoint: this.endpoint }, 'webhook dispatcher joined');
         }
+        // Stopped while joining: no pusher starts. Checked with no await before the wait below, so a stop can only come
+        // during that wait, whose wake-up it is (a wake-up with no one waiting is lost).
+        if (this.stopping) break;
         failures = 0;
         standby = false;
         this.follow();

@@ -302,6 +302,30 @@ describe('webhook delivery', () => {
     expect(warnings).toEqual([]);
   });
 
+  it('a dispatcher stopped while it joins its group starts no pusher: close() right after subscribe POSTs nothing', async () => {
+    const broker = await openBroker();
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    await produce(broker, 't', 1, 3);
+    const arrived: string[] = [];
+    const server = http.createServer((req) => arrived.push(`${req.method} ${req.url}`)); // never answered
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    // The dispatcher's join is held until the close asked it to stop (the stop's wake-up then finds no one waiting).
+    let releaseJoin!: () => void;
+    const joinHeld = new Promise<void>((resolve) => (releaseJoin = resolve));
+    const join = broker.joinGroup.bind(broker);
+    broker.joinGroup = async (request) => {
+      await joinHeld;
+      return join(request);
+    };
+    await pushSubscription(broker, 'push', `http://127.0.0.1:${(server.address() as AddressInfo).port}/push`);
+    const closing = broker.close();
+    setImmediate(releaseJoin);
+    await closing;
+    brokers.splice(brokers.indexOf(broker), 1);
+    expect(arrived).toEqual([]);
+  });
+
   it('a reopened broker resumes pushing from the committed offsets', async () => {
     const dataDir = tmpDir();
     let broker = await openBroker({ dataDir });
