@@ -12,6 +12,7 @@ import { partitionForKey } from '../../src/protocol/murmur2.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { KCAT, hasTool } from '../helpers/tools.js';
 import { WIKITICKER } from '../helpers/wikiticker.js';
 
 const RECORDS = 10_000;
@@ -40,7 +41,7 @@ function kcat(args: string[], input?: string): Promise<string> {
   });
 }
 
-describe('kcat', () => {
+describe.runIf(hasTool(KCAT, 'the kcat integration test'))('kcat', () => {
   it('produces keyed records that a kcat group and onelog consume read at the same partition:offset', async () => {
     let broker = '';
     server = await startServer(tmpDir(), { args: ['--kafka-port', '0'], onLog: (e) => void (typeof e.kafka === 'string' && (broker = e.kafka)) });

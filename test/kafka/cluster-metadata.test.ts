@@ -22,6 +22,7 @@ import { silentLogger } from '../../src/logger.js';
 import { testCluster } from '../helpers/cluster.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
+import { KCAT, hasTool } from '../helpers/tools.js';
 
 let s3: S3Server;
 beforeAll(async () => {
@@ -97,7 +98,7 @@ const leaders = (m: Metadata) => m.topics[0]!.partitions.map((p) => {
 });
 
 describe('the Kafka listener in cluster mode', () => {
-  it('Metadata lists the live brokers and each partition\'s sequencer; FindCoordinator the group lease\'s holder; kafkajs follows them', async () => {
+  it.runIf(hasTool(KCAT, 'the cluster Metadata test (it drives kcat)'))('Metadata lists the live brokers and each partition\'s sequencer; FindCoordinator the group lease\'s holder; kafkajs follows them', async () => {
     const c = await testCluster(s3, 'kafka_metadata');
     const a = await Broker.open(c.options(1));
     const b = await Broker.open(c.options(2));
