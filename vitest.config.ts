@@ -1,12 +1,100 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The unit tier: pure code, no services, no child processes (test/helpers/unit-tier.ts refuses both), under 60 s:
+ * `npm run test:unit`, no build needed.
+ */
+const UNIT = [
+  'test/unit-tier.test.ts',
+  'test/architecture.test.ts',
+  'test/backoff.test.ts',
+  'test/broker-limits.test.ts',
+  'test/buffer-pool.test.ts',
+  'test/catalog/sqlite-catalog.test.ts',
+  'test/client/binary-api.test.ts',
+  'test/client/consumer-group.test.ts',
+  'test/client/consumer.test.ts',
+  'test/client/producer.test.ts',
+  'test/client/request-timeout.test.ts',
+  'test/coordinator/assignors.test.ts',
+  'test/coordinator/group-coordinator.test.ts',
+  'test/coordinator/group-membership.test.ts',
+  'test/delivery/push-stream.test.ts',
+  'test/delivery/retries.test.ts',
+  'test/delivery/webhook.test.ts',
+  'test/external-tools.test.ts',
+  'test/guard.test.ts',
+  'test/history/checker.test.ts',
+  'test/kafka/admin.test.ts',
+  'test/kafka/codec.test.ts',
+  'test/kafka/errors.test.ts',
+  'test/kafka/frames.test.ts',
+  'test/kafka/golden.test.ts',
+  'test/kafka/listener.test.ts',
+  'test/kafka/platformatic.test.ts',
+  'test/monitoring/alert-notifications.test.ts',
+  'test/monitoring/consumer-health.test.ts',
+  'test/monitoring/evaluation-queue.test.ts',
+  'test/monitoring/evaluation-slices.test.ts',
+  'test/monitoring/metrics.test.ts',
+  'test/monitoring/storage-corruption.test.ts',
+  'test/protocol/batch-validator.test.ts',
+  'test/protocol/compression.test.ts',
+  'test/protocol/crc32c.test.ts',
+  'test/protocol/errors.test.ts',
+  'test/protocol/murmur2.test.ts',
+  'test/protocol/partitioner.test.ts',
+  'test/protocol/record-batch.test.ts',
+  'test/protocol/topic-config.test.ts',
+  'test/security/kafka-memory.test.ts',
+  'test/security/malformed-batches.test.ts',
+  'test/security/outbound.test.ts',
+  'test/security/serial-reloads.test.ts',
+  'test/server/http-server.test.ts',
+  'test/storage/corruption.test.ts',
+  'test/storage/file-cache.test.ts',
+  'test/storage/flush-policy.test.ts',
+  'test/storage/local-log-store.test.ts',
+  'test/storage/log-cleaner.passes.test.ts',
+  'test/storage/log-cleaner.property.test.ts',
+  'test/storage/log-cleaner.test.ts',
+  'test/storage/log-manager.fuzz.test.ts',
+  'test/storage/log-manager.test.ts',
+  'test/storage/offset-index.test.ts',
+  'test/storage/offset-map.test.ts',
+  'test/storage/partition-log.fuzz.test.ts',
+  'test/storage/partition-log.test.ts',
+  'test/storage/recovery-point.test.ts',
+  'test/storage/retention.test.ts',
+  'test/storage/segment.test.ts',
+  'test/storage/storage-errors.test.ts',
+  'test/storage/time-index.test.ts',
+  'test/storage/unread-range.test.ts',
+  'test/topic-delete.test.ts',
+];
+
+/** The system tier: Chromium, kcat, chaos, `npm pack`: `npm run test:system`. */
+const SYSTEM = [
+  'test/integration/console.test.ts',
+  'test/integration/kcat.test.ts',
+  'test/chaos/chaos.test.ts',
+  'test/cluster/cluster-chaos.test.ts',
+  'test/integration/package.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
+    // Three tiers, each runnable alone (`vitest run --project NAME`); `npm test` runs them all.
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT, setupFiles: ['test/helpers/unit-tier.ts'] } },
+      // Everything else: PostgreSQL, Redis, s3rver, real processes: `npm run test:services`.
+      { extends: true, test: { name: 'services', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SYSTEM] } },
+      { extends: true, test: { name: 'system', include: SYSTEM } },
+    ],
   },
 });
