@@ -11,17 +11,12 @@ const UNIT = [
   'test/broker-limits.test.ts',
   'test/buffer-pool.test.ts',
   'test/catalog/sqlite-catalog.test.ts',
-  'test/client/binary-api.test.ts',
-  'test/client/consumer-group.test.ts',
   'test/client/consumer.test.ts',
   'test/client/producer.test.ts',
-  'test/client/request-timeout.test.ts',
   'test/coordinator/assignors.test.ts',
   'test/coordinator/group-coordinator.test.ts',
   'test/coordinator/group-membership.test.ts',
-  'test/delivery/push-stream.test.ts',
   'test/delivery/retries.test.ts',
-  'test/delivery/webhook.test.ts',
   'test/external-tools.test.ts',
   'test/guard.test.ts',
   'test/history/checker.test.ts',
@@ -91,7 +86,7 @@ export default defineConfig({
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
     // Three tiers, each runnable alone (`vitest run --project NAME`); `npm test` runs them all.
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT, setupFiles: ['test/helpers/unit-tier.ts'] } },
+      { extends: true, test: { name: 'unit', include: UNIT, setupFiles: ['test/helpers/unit-tier.ts'], maxWorkers: 2 } },
       // Everything else: PostgreSQL, Redis, s3rver, real processes: `npm run test:services`.
       { extends: true, test: { name: 'services', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SYSTEM] } },
       { extends: true, test: { name: 'system', include: SYSTEM } },
