@@ -84,12 +84,13 @@ export default defineConfig({
     pool: 'forks',
     // The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
-    // Three tiers, each runnable alone (`vitest run --project NAME`); `npm test` runs them all.
+    // Three tiers, each runnable alone (`vitest run --project NAME`); `npm test` runs them all, in this order (groupOrder):
+    // the unit tier two files at a time, the others one at a time.
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT, setupFiles: ['test/helpers/unit-tier.ts'], maxWorkers: 2 } },
+      { extends: true, test: { name: 'unit', include: UNIT, setupFiles: ['test/helpers/unit-tier.ts'], maxWorkers: 2, sequence: { groupOrder: 0 } } },
       // Everything else: PostgreSQL, Redis, s3rver, real processes: `npm run test:services`.
-      { extends: true, test: { name: 'services', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SYSTEM] } },
-      { extends: true, test: { name: 'system', include: SYSTEM } },
+      { extends: true, test: { name: 'services', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SYSTEM], sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'system', include: SYSTEM, sequence: { groupOrder: 2 } } },
     ],
   },
 });
