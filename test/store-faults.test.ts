@@ -84,6 +84,21 @@ describe('the broker on a failing store', () => {
     expect(await values(b, 't')).toEqual(['a', 'b', 'c', 'd']);
   });
 
+  it('a first commit the offset store refuses marks nothing: the next start is not taken for a lost offset store', async () => {
+    const dataDir = tmpDir();
+    let b = await broker(dataDir);
+    await b.createTopic({ topic: 't', partitions: 1 });
+    await b.produce({ topic: 't', records: [rec('a'), rec('b')] });
+    const lmdb = failLmdbWrites(errnoError('ENOSPC', 'write'));
+    expect(await asyncErrorOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 1 }] }))).toMatchObject({ code: 'RESOURCE_EXHAUSTED' });
+    lmdb.mockRestore();
+    b = await restart(b, dataDir);
+    expect(await b.committedOffsets('g')).toEqual([]);
+    await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 1 }] });
+    b = await restart(b, dataDir);
+    expect(await b.committedOffsets('g')).toMatchObject([{ topic: 't', partition: 0, offset: 1 }]);
+  });
+
   it('a full disk under the offset store refuses the commit with RESOURCE_EXHAUSTED; commits resume once space is free', async () => {
     const b = await broker(tmpDir());
     await b.createTopic({ topic: 't', partitions: 1 });

@@ -2,28 +2,39 @@
  * Which subscriptions have committed, as the catalog records it ({@link Catalog.markCommitted}, set at a
  * subscription's first commit): what tells a lost offset store from a new one when the broker starts
  * (lost-offsets.ts). The marks are read once at start and kept in memory, so a commit costs a set lookup and only
- * a subscription's first commit in this process a catalog write, made before the offsets are, so that no offset is
- * stored unmarked. Retry tier topics are not marked: a tier is read from its earliest record, so a tier whose
+ * a subscription's first commit in this process a catalog write, made once its offsets are written, so that no mark
+ * stands without an offset behind it (a refused or failed commit marks nothing; a crash between the two leaves the
+ * subscription unmarked until its next commit, which marks it). Every commit of a group's offsets goes through
+ * {@link CommitMarks.commit}. Retry tier topics are not marked: a tier is read from its earliest record, so a tier whose
  * offsets were lost delivers its retries again and skips none.
  */
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
+import type { GenerationFence, OffsetCommit, OffsetStore } from '../offsets/offset-store.js';
 import type { RetryTopics } from './retry-topics.js';
 
 export class CommitMarks {
   /** The topics of each group whose subscription is known to be marked. */
   private readonly marked = new Map<string, Set<string>>();
 
-  constructor(private readonly catalog: Catalog, private readonly clock: Clock, private readonly retryTopics: RetryTopics) {}
+  constructor(
+    private readonly catalog: Catalog, private readonly offsets: OffsetStore, private readonly clock: Clock, private readonly retryTopics: RetryTopics,
+  ) {}
 
   /** Reads the marks (one query). */
   async start(): Promise<void> {
     for (const s of await this.catalog.listCommittedSubscriptions()) this.add(s.groupId, s.topic);
   }
 
-  /** Marks the subscription of `groupId` to `topic` as committed, once; called before each commit of its offsets. */
-  async committing(groupId: string, topic: string): Promise<void> {
-    if (this.marked.get(groupId)?.has(topic) || this.retryTopics.tierOf(groupId, topic)) return;
+  /**
+   * Commits `offsets` (all of `topic`) for `groupId` to the offset store, then marks the subscription as committed
+   * if it is not yet.
+   * @param now the commit time, ms since the epoch
+   * @throws what the offset store's commit throws (nothing is marked then)
+   */
+  async commit(groupId: string, topic: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void> {
+    await this.offsets.commit(groupId, offsets, now, fence);
+    if (offsets.length === 0 || this.marked.get(groupId)?.has(topic) || this.retryTopics.tierOf(groupId, topic)) return;
     await this.catalog.markCommitted(groupId, topic, this.clock.now());
     this.add(groupId, topic);
   }

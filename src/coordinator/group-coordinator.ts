@@ -80,7 +80,7 @@ export class GroupCoordinator {
     private readonly placement?: GroupPlacement,
   ) {
     this.subscriptions = new Subscriptions(catalog, clock, (sub, previous) => this.tiersChanged(sub, previous));
-    this.marks = new CommitMarks(catalog, clock, this.subscriptions.retryTopics);
+    this.marks = new CommitMarks(catalog, offsets, clock, this.subscriptions.retryTopics);
     this.positions = new Positions(catalog, offsets, clock, monitor, this.marks);
     placement?.onLost((groupId) => void this.locked(groupId, async () => this.forget(groupId, undefined), false));
   }
@@ -343,13 +343,12 @@ export class GroupCoordinator {
     await this.locked(groupId, async () => {
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
       await this.subscriptions.of(groupId, topic);
-      await this.marks.committing(groupId, topic);
       const jumps = await this.positions.jumpsOf(groupId, logs, request.offsets);
       // Checked and queued with no await between: a deletion that forgot the topic before this check refuses the
       // commit; one after it removes the committed offsets after this commit is written (the store keeps call order).
       if (!this.logs.has(topic)) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic, groupId });
       const generationFence = request.memberId === undefined ? undefined : { generationId: request.generationId ?? -1 };
-      await this.offsets.commit(groupId, request.offsets.map((o) => ({ topic, ...o })), this.clock.now(), generationFence);
+      await this.marks.commit(groupId, topic, request.offsets.map((o) => ({ topic, ...o })), this.clock.now(), generationFence);
       if (jumps.length > 0) await this.positions.recordJumps(groupId, topic, jumps, request.memberId);
       this.hooks.committed?.(groupId, topic, request.offsets);
     });
@@ -598,9 +597,8 @@ export class GroupCoordinator {
     const { groupId, topic } = request;
     const partitions = await this.plan(request);
     await this.subscriptions.get(groupId, topic);
-    await this.marks.committing(groupId, topic);
     const now = this.clock.now();
-    await this.offsets.commit(groupId, partitions.map((p) => ({ topic, partition: p.partition, offset: p.newOffset })), now);
+    await this.marks.commit(groupId, topic, partitions.map((p) => ({ topic, partition: p.partition, offset: p.newOffset })), now);
     const spec = describeSpec(request.spec);
     await this.catalog.recordResets(groupId, partitions.map((p) => ({
       topic, partition: p.partition, oldOffset: p.currentOffset, newOffset: p.newOffset, spec,

@@ -72,8 +72,7 @@ export class Positions {
       }
     }
     if (starts.length > 0 && commitStarts) {
-      await this.marks.committing(groupId, subscription.topic);
-      await this.offsets.commit(groupId, starts, this.clock.now());
+      await this.marks.commit(groupId, subscription.topic, starts, this.clock.now());
     }
     return positions;
   }
@@ -133,8 +132,7 @@ export class Positions {
     const offset = subscription.onOutOfRange === 'earliest' ? log.logStartOffset : log.highWatermark;
     // Offsets, not records, when compaction left gaps: the count is an upper bound there.
     const recordsSkipped = Math.max(0, offset - position);
-    await this.marks.committing(groupId, tp.topic);
-    await this.offsets.commit(groupId, [{ ...tp, offset }], now);
+    await this.marks.commit(groupId, tp.topic, [{ ...tp, offset }], now);
     await this.monitor.alerts.record({
       groupId, kind: 'offset-jump', ...tp,
       message: `group ${groupId} jumped from offset ${position} to ${offset} in ${tp.topic}/${tp.partition} ` +
