@@ -5,7 +5,8 @@
  * `{topic, partition, offset, timestamp, key, value, headers, attempt, original}` (key, value and header values
  * as UTF-8 text; `attempt` and `original` say which delivery this is and where the record first was, for
  * records of retry tiers), committing after printing (at-least-once; `--commit-mode before-processing` for
- * at-most-once). Stops after `--max-records N`, after `--idle-timeout-ms MS` with nothing new, or on
+ * at-most-once). Stops after `--max-records N`, after `--idle-timeout-ms MS` with nothing new (counted from the last
+ * record, or from when the member was last granted partitions if later), or on
  * SIGINT/SIGTERM, committing what was printed. A partition that stops for the group (e.g.
  * `OFFSET_OUT_OF_RANGE`) is reported on stderr with its code and context while the other partitions keep
  * flowing; the exit code is then 1.
@@ -94,7 +95,7 @@ export function registerConsume(program: Command): void {
     .requiredOption('--group <group>', 'consumer group id')
     .option('--from <policy>', 'where a new group starts: earliest | latest (default: the subscription\'s, else latest)')
     .option('--max-records <n>', 'exit after N records', parseInteger('--max-records', 1))
-    .option('--idle-timeout-ms <ms>', 'exit after MS ms with no new record', parseInteger('--idle-timeout-ms', 0))
+    .option('--idle-timeout-ms <ms>', 'exit after MS ms with no new record (counted from when the member holds its partitions)', parseInteger('--idle-timeout-ms', 0))
     .option('--commit-mode <mode>', 'after-processing (at-least-once) | before-processing (at-most-once)', 'after-processing')
     .option('--session-timeout-ms <ms>', 'leave the group after MS ms without a heartbeat (default 45000)', parseInteger('--session-timeout-ms', 1000, 3_600_000))
     .option('--exec <command>', 'run COMMAND (sh -c) per record, value on stdin: exit 0 processes it, any other exit nacks it (docs/retries.md)')
@@ -154,6 +155,9 @@ export function registerConsume(program: Command): void {
       let partitionErrors = 0;
       try {
         await consumer.run({
+          // The idle time-out counts from when the member holds partitions too: joining (a rebalance, a group with
+          // retry tiers) is not idle time.
+          onPartitionsAssigned: armIdle,
           onPartitionError: (err) => {
             partitionErrors++;
             reportError(err);

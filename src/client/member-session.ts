@@ -29,6 +29,8 @@ export interface SessionHooks {
   onAssigned(p: AssignedPartition): Promise<number | undefined>;
   /** A granted partition is paused for the group. */
   onPaused(p: HeldPartition, error: PartitionError): void;
+  /** An answer granted these partitions (called once per answer that granted any, after {@link onAssigned} of each). */
+  onGranted?(granted: readonly HeldPartition[]): void;
 }
 
 const key = (topic: string, partition: number) => `${topic}/${partition}`;
@@ -139,7 +141,7 @@ export class MemberSession {
     this.generationId = answer.generationId;
     this.state = answer.state;
     const assigned = new Set<string>();
-    let changed = false;
+    const granted: HeldPartition[] = [];
     for (const p of answer.assignment) {
       const k = key(p.topic, p.partition);
       assigned.add(k);
@@ -150,14 +152,16 @@ export class MemberSession {
       };
       this.held.set(k, held);
       if (p.error) this.hooks.onPaused(held, p.error);
-      changed = true;
+      granted.push(held);
     }
+    let changed = granted.length > 0;
     for (const [k, p] of this.held) {
       if (!assigned.has(k) && !p.revoked) {
         p.revoked = true;
         changed = true;
       }
     }
+    if (granted.length > 0) this.hooks.onGranted?.(granted);
     if (changed) this.wakeUp();
   }
 

@@ -9,7 +9,7 @@
  */
 import WebSocket from 'ws';
 import type { RawData } from 'ws';
-import type { NackResult } from '../protocol/api.js';
+import type { NackResult, TopicPartition } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { jsonToRecord } from '../protocol/json-records.js';
 import { deliveryInfo } from '../protocol/retry-policy.js';
@@ -142,11 +142,12 @@ export class PushConsumer {
           ...(this.options.commitMode ? { commitMode: this.options.commitMode } : {}),
           ...(this.options.startPolicy ? { startPolicy: this.options.startPolicy } : {}),
           ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
+          ...(handlers.onPartitionsAssigned ? { assignments: true } : {}),
         });
         send({ type: 'credit', records: creditRecords, bytes: creditBytes });
       });
       ws.on('message', (data: RawData) => {
-        const frame = JSON.parse(data.toString()) as RecordsFrame | { type: 'partition-error' | 'error'; [k: string]: unknown };
+        const frame = JSON.parse(data.toString()) as RecordsFrame | { type: 'partition-error' | 'assigned' | 'error'; [k: string]: unknown };
         if (frame.type === 'records') {
           // Frames are handled one after another, in arrival order (the order of each partition).
           queue = queue.then(() => this.handle(frame as RecordsFrame, handlers, send)).catch((err: unknown) => {
@@ -158,6 +159,8 @@ export class PushConsumer {
           const where = { topic: String(frame.topic), partition: Number(frame.partition) };
           if (handlers.onPartitionError) handlers.onPartitionError(error, where);
           else process.emitWarning(error.message, { code: error.code });
+        } else if (frame.type === 'assigned') {
+          handlers.onPartitionsAssigned?.(frame.partitions as TopicPartition[]);
         } else if (!this.settleNack(frame)) {
           failure ??= OnelogError.fromJSON(frame as { code?: unknown; message?: unknown });
         }

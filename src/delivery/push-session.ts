@@ -29,12 +29,15 @@ export interface PushSubscribe {
   sessionTimeoutMs?: number;
   /** @default 'push-member' */
   clientId?: string;
+  /** Send an `assigned` frame each time the member is granted partitions (docs/delivery.md). @default false */
+  assignments?: boolean;
 }
 
 /** Frames the broker sends. Bytes are base64. */
 export type PushFrame =
   | { type: 'records'; topic: string; partition: number; records: ReturnType<typeof recordToJson>[] }
   | { type: 'partition-error'; topic: string; partition: number; error: Record<string, unknown> }
+  | { type: 'assigned'; partitions: Array<{ topic: string; partition: number }> }
   | { type: 'nacked'; topic: string; partition: number; offset: number; movedTo: NackResult }
   | { type: 'error'; code: string; message: string };
 
@@ -100,6 +103,7 @@ export class PushSession {
     this.running = this.consumer.run({
       eachMessage: ({ message }) => this.push(message),
       onPartitionError: (error, where) => this.emit({ type: 'partition-error', ...where, error: error.toJSON() }),
+      ...(subscribe.assignments ? { onPartitionsAssigned: (partitions) => this.emit({ type: 'assigned', partitions }) } : {}),
     }).catch((err: unknown) => {
       const e = err instanceof OnelogError ? err : new OnelogError('INTERNAL_ERROR', (err as Error).message);
       if (this.closed) return;

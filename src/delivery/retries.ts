@@ -264,7 +264,9 @@ export class Retries {
         return w !== undefined && w.offset === t.offset && w.dueAt > before ? [[t, w] as const] : [];
       }));
       const reads = targets.filter((t) => !waiting.has(t));
-      const read = reads.length > 0 ? await fetchPartitions(reads, { ...limits, maxWaitMs: remaining }) : [];
+      // Read without waiting: the wait is below, for new records and for the next due time alike (a read that
+      // long-polled too waited twice: a fetch of an empty tier took 2 x maxWaitMs).
+      const read = reads.length > 0 ? await fetchPartitions(reads, { ...limits, maxWaitMs: 0 }) : [];
       const now = this.deps.clock.now();
       let nextDue = Infinity;
       const parts = targets.map((t): FetchedPartition => {

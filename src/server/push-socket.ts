@@ -3,14 +3,15 @@
  * {@link PushSession} per connection. The member's first text frame subscribes, later ones grant credit and
  * acknowledge records:
  *
- * - `{ "type": "subscribe", "topics": [...], "commitMode"?, "startPolicy"?, "sessionTimeoutMs"?, "clientId"? }`
+ * - `{ "type": "subscribe", "topics": [...], "commitMode"?, "startPolicy"?, "sessionTimeoutMs"?, "clientId"?, "assignments"? }`
  * - `{ "type": "credit", "records": N, "bytes": B }`: adds credit; nothing is sent before the first grant
  * - `{ "type": "ack", "topic": T, "partition": P, "offset": O }`: commits O + 1 (after-processing)
  * - `{ "type": "nack", "topic": T, "partition": P, "offset": O, "reason": R }`: moves the record to the
  *   subscription's next retry tier (docs/retries.md); answered `{ "type": "nacked", topic, partition, offset, movedTo }`
  *   or an `error` frame naming the same topic, partition and offset
  *
- * The broker sends `records` frames (bytes base64), `partition-error` (a paused partition) and `error`
+ * The broker sends `records` frames (bytes base64), `partition-error` (a paused partition), `assigned` (partitions
+ * granted to the member, when the subscribe frame asked with `"assignments": true`) and `error`
  * (a refused frame; fatal ones close the socket with code 1008). Closing the socket leaves the group.
  * docs/delivery.md describes the protocol.
  */
@@ -151,5 +152,6 @@ function subscribeRequest(groupId: string, frame: Record<string, unknown>): Push
     ...(frame.startPolicy !== undefined ? { startPolicy: frame.startPolicy as PushSubscribe['startPolicy'] } : {}),
     ...(frame.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: Number(frame.sessionTimeoutMs) } : {}),
     ...(frame.clientId !== undefined ? { clientId: String(frame.clientId) } : {}),
+    ...(frame.assignments === true ? { assignments: true } : {}),
   };
 }

@@ -261,6 +261,42 @@ describe('Consumer with a retry policy', () => {
     expect((await broker.describeTopic('t.g.retry-1')).partitions.map((p) => p.highWatermark)).toEqual([0, 1, 0]);
   });
 
+  it('with five retry tiers the first fetch is of the topic, and an idle member long-polls only the topic', async () => {
+    await broker.subscribe({ groupId: 'g', topic: 't', retry: { delaysMs: [1000, 1000, 1000, 1000, 1000], maxAttempts: 6 } });
+    const fetches: Array<{ topic: string; maxWaitMs: number; records: number }> = [];
+    const fetch = broker.fetch.bind(broker);
+    vi.spyOn(broker, 'fetch').mockImplementation(async (request) => {
+      const answer = await fetch(request);
+      if (!request.ahead) fetches.push({ topic: request.topic, maxWaitMs: request.maxWaitMs ?? 0, records: answer.partitions.reduce((n, p) => n + p.records.length, 0) });
+      return answer;
+    });
+    const consumer = onelog.consumer({ groupId: 'g', maxWaitMs: 100 });
+    consumer.subscribe({ topic: 't' });
+    const assigned: string[] = [];
+    let seen = 0;
+    let idleFrom = 0;
+    const running = consumer.run({
+      onPartitionsAssigned: (partitions) => assigned.push(...partitions.map((p) => `${p.topic}/${p.partition}`)),
+      eachMessage: () => {
+        seen++;
+        if (seen === 30) idleFrom = fetches.length;
+      },
+    });
+    // Two idle rounds over the six topics, then stop.
+    await vi.waitFor(() => expect(seen === 30 && fetches.length >= idleFrom + 14).toBe(true), { timeout: 5000 });
+    await consumer.stop();
+    await running;
+    expect(assigned.sort()).toEqual(['t', ...[1, 2, 3, 4, 5].map((n) => `t.g.retry-${n}`)].flatMap((t) => [0, 1, 2].map((p) => `${t}/${p}`)).sort());
+    // The records waiting on the topic come in the first answer: no tier is fetched (nor waited on) before it.
+    expect(fetches[0]).toMatchObject({ topic: 't', records: expect.any(Number) });
+    expect(fetches[0]!.records).toBeGreaterThan(0);
+    // Idle, the topic long-polls and the tiers answer at once: a round costs one maxWaitMs, not six.
+    const idle = fetches.slice(idleFrom).filter((f) => f.records === 0);
+    expect(idle.filter((f) => f.topic === 't').every((f) => f.maxWaitMs === 100)).toBe(true);
+    expect(idle.filter((f) => f.topic !== 't').every((f) => f.maxWaitMs === 0)).toBe(true);
+    expect(new Set(idle.map((f) => f.topic)).size).toBe(6);
+  });
+
   it('without a policy, a throwing handler still stops the consumer with its error', async () => {
     const consumer = onelog.consumer({ groupId: 'plain', startPolicy: 'earliest', maxWaitMs: 0 });
     consumer.subscribe({ topic: 't' });

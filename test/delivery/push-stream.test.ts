@@ -1,7 +1,7 @@
 /**
  * WebSocket push with credit-based flow control, on a real server socket: the broker never sends beyond the
  * credit granted, holds at most one fetch while the member grants nothing, and delivers everything in order
- * once credit returns; a push group and a pull group read one topic side by side.
+ * once credit returns; a push group and a pull group read one topic side by side, each told of its partitions.
  */
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -165,9 +165,16 @@ describe('WebSocket push', () => {
     expect(() => push.run({ eachMessage: () => {}, afterBatch: () => {} })).toThrow(/afterBatch is for pull consumers/);
     const pull = onelog.consumer({ groupId: 'batch', startPolicy: 'earliest', maxWaitMs: 50 });
     pull.subscribe({ topic: 'edits' });
+    const assigned = { push: [] as string[], pull: [] as string[] };
     const runs = [
-      push.run({ eachMessage: ({ partition, message }) => void pushed.push(`${partition}:${message.offset}`) }),
-      pull.run({ eachMessage: ({ partition, message }) => void pulled.push(`${partition}:${message.offset}`) }),
+      push.run({
+        eachMessage: ({ partition, message }) => void pushed.push(`${partition}:${message.offset}`),
+        onPartitionsAssigned: (partitions) => assigned.push.push(...partitions.map((p) => `${p.topic}/${p.partition}`)),
+      }),
+      pull.run({
+        eachMessage: ({ partition, message }) => void pulled.push(`${partition}:${message.offset}`),
+        onPartitionsAssigned: (partitions) => assigned.pull.push(...partitions.map((p) => `${p.topic}/${p.partition}`)),
+      }),
     ];
     await waitFor('both groups', async () => {
       if (pushed.length < 3000 || pulled.length < 3000) return false;
@@ -181,5 +188,8 @@ describe('WebSocket push', () => {
     const expected = produced.offsets.map((o) => `${o.partition}:${o.offset}`).sort();
     expect([...pushed].sort()).toEqual(expected);
     expect([...pulled].sort()).toEqual(expected);
+    // Each member was told of its partitions (the push member by an `assigned` frame it asked for).
+    expect(assigned.push.sort()).toEqual(['edits/0', 'edits/1', 'edits/2']);
+    expect(assigned.pull.sort()).toEqual(['edits/0', 'edits/1', 'edits/2']);
   });
 });

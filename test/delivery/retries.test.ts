@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker.js';
 import { ManualClock } from '../../src/clock.js';
+import { PartitionLog } from '../../src/storage/partition-log.js';
 import type { FetchedPartition, MemberAssignment } from '../../src/protocol/api.js';
 import { headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';
 import { asyncCodeOf, asyncErrorOf } from '../helpers/errors.js';
@@ -261,6 +262,18 @@ describe('nack', () => {
     await vi.waitFor(() => expect(clock.sleeping).toBeGreaterThan(0));
     clock.advance(1000);
     expect((await waiting).records).toHaveLength(1);
+  });
+
+  it('a fetch of an empty tier waits for new records once, for at most maxWaitMs', async () => {
+    const m = await withPolicy();
+    const waits = vi.spyOn(PartitionLog.prototype, 'waitForData');
+    const started = performance.now();
+    expect((await fetchOf(m, TIER1, 0, 300)).records).toEqual([]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    // Before: the read long-polled, then the tier's own wait waited again (600 ms for a 300 ms fetch).
+    expect(waits.mock.calls).toHaveLength(1);
+    expect(waits.mock.calls[0]![1]).toBeLessThanOrEqual(300);
+    waits.mockRestore();
   });
 
   it('refuses bad nacks with clear errors and moves nothing', async () => {

@@ -83,4 +83,19 @@ describe('retries from the CLI', () => {
     const none = await runCli(server.url, ['dlq', 'list', 'nobody', '--topic', 'edits']);
     expect(none.stderr).toContain('UNKNOWN_GROUP');
   });
+
+  it('a group with four retry tiers starts at once: an idle time-out shorter than its tiers once cost reads every record, pull and push', async () => {
+    server = await startServer(tmpDir());
+    const lines = zlib.gunzipSync(fs.readFileSync(WIKITICKER)).toString('utf8').split('\n').filter((l) => l.trim() !== '').slice(0, 200);
+    await cli(['topics', 'create', 'edits', '--partitions', '2', '--config', 'retention.ms=-1']);
+    await cli(['produce', 'edits', '--timestamp-field', 'time'], Buffer.from(lines.join('\n')));
+    for (const delivery of ['pull', 'push']) {
+      const group = `late-${delivery}`;
+      await cli(['groups', 'create', group, '--topic', 'edits', '--start', 'earliest', '--delivery', delivery, '--retry', '1s,1s,8s,8s']);
+      // Before: each empty tier held the first fetch a whole long-poll (twice over), 4 s before the first record, and
+      // the idle time-out, counted from the process start, ended the run with nothing printed.
+      const out = await cli(['consume', 'edits', '--group', group, '--idle-timeout-ms', '1500']);
+      expect(out.trim().split('\n').filter((l) => l !== '')).toHaveLength(200);
+    }
+  });
 });
