@@ -4,25 +4,40 @@
  * context on stderr, exit code 1).
  */
 import type { Command } from 'commander';
-import { BinaryApi } from '../client/binary-api.js';
+import type { BinaryApi } from '../client/binary-api.js';
 import { HttpApi, defaultServerUrl } from '../client/http-api.js';
+import type { HttpApiOptions } from '../client/http-api.js';
 import { readTlsFiles } from '../client/connection.js';
 import type { GroupDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { redactUrl } from '../protocol/urls.js';
 
+/** The client options of `--server`, `--token`, `--ca`, `--cert`, `--key` (else env ONELOG_URL, ONELOG_TOKEN, ONELOG_CA, ...). */
+function clientOptions(command: Command): [string, HttpApiOptions] {
+  const { server, token, ca, cert, key } = command.optsWithGlobals<{ server?: string; token?: string; ca?: string; cert?: string; key?: string }>();
+  const flags = ca !== undefined || cert !== undefined || key !== undefined;
+  return [server ?? defaultServerUrl(), {
+    ...(token !== undefined ? { token } : {}),
+    ...(flags ? { tls: readTlsFiles({ ca: ca ?? process.env.ONELOG_CA, cert: cert ?? process.env.ONELOG_CERT, key: key ?? process.env.ONELOG_KEY }) } : {}),
+  }];
+}
+
 /**
  * The API of the server named by `--server` (or `ONELOG_URL`), as the user of `--token` (or `ONELOG_TOKEN`), with
  * the TLS files of `--ca`, `--cert`, `--key` (or `ONELOG_CA`, `ONELOG_CERT`, `ONELOG_KEY`).
- * @param binary produce, fetch and commit on the binary data path (a WebSocket: `close()` it when done)
+ * @throws OnelogError `INVALID_REQUEST` for a bad URL or an unreadable TLS file
  */
-export function apiFor(command: Command, { binary = false } = {}): HttpApi {
-  const { server, token, ca, cert, key } = command.optsWithGlobals<{ server?: string; token?: string; ca?: string; cert?: string; key?: string }>();
-  const flags = ca !== undefined || cert !== undefined || key !== undefined;
-  return new (binary ? BinaryApi : HttpApi)(server ?? defaultServerUrl(), {
-    ...(token !== undefined ? { token } : {}),
-    ...(flags ? { tls: readTlsFiles({ ca: ca ?? process.env.ONELOG_CA, cert: cert ?? process.env.ONELOG_CERT, key: key ?? process.env.ONELOG_KEY }) } : {}),
-  });
+export function apiFor(command: Command): HttpApi {
+  return new HttpApi(...clientOptions(command));
+}
+
+/**
+ * As {@link apiFor}, with produce, fetch and commit on the binary data path (a WebSocket: `close()` it when done).
+ * Loaded on use: the commands that do not move records do not load the WebSocket client.
+ */
+export async function binaryApiFor(command: Command): Promise<BinaryApi> {
+  const { BinaryApi } = await import('../client/binary-api.js');
+  return new BinaryApi(...clientOptions(command));
 }
 
 /** The group's description, or undefined when the group does not exist (other errors pass). */

@@ -19,16 +19,17 @@
  * reason?, movedTo?}`.
  */
 import type { Command } from 'commander';
-import { Consumer } from '../client/consumer.js';
-import type { ConsumedMessage } from '../client/consumer.js';
-import { runPerRecord } from './exec.js';
+import type { Consumer, ConsumedMessage } from '../client/consumer.js';
 import type { HttpApi } from '../client/http-api.js';
-import { PushConsumer } from '../client/push-consumer.js';
-import { headersToJson } from '../protocol/json-records.js';
 import { COMMIT_MODES, START_POLICIES } from '../protocol/types.js';
 import type { CommitMode, DeliveryMode, StartPolicy } from '../protocol/types.js';
 import { OnelogError } from '../protocol/errors.js';
-import { action, apiFor, describeGroupIfAny, parseInteger, reportError } from './common.js';
+import { action, binaryApiFor, describeGroupIfAny, parseInteger, reportError } from './common.js';
+import { RecordLines } from './record-lines.js';
+
+/** Most records and bytes per fetch of a pull consumer. */
+const FETCH_RECORDS = 5000;
+const FETCH_BYTES = 4 * 1024 * 1024;
 
 interface ConsumeOptions {
   group: string;
@@ -40,10 +41,10 @@ interface ConsumeOptions {
   exec?: string;
 }
 
-/** Writes a line to stdout, waiting when the pipe is full; rejects if the reader went away (EPIPE). */
-function writeLine(line: string): Promise<void> {
+/** Writes to stdout, waiting when the pipe is full; rejects if the reader went away (EPIPE). */
+function writeOut(text: string | Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
-    process.stdout.write(line, (err) => (err ? reject(err) : resolve()));
+    process.stdout.write(text, (err) => (err ? reject(err) : resolve()));
   });
 }
 
@@ -70,6 +71,7 @@ async function deliveryMode(api: HttpApi, groupId: string, topic: string): Promi
  */
 async function execute(command: string, m: ConsumedMessage, consumer: { nack: Consumer['nack'] }): Promise<Record<string, unknown>> {
   const where = { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key?.toString('utf8') ?? null, attempt: m.attempt, original: m.original };
+  const { runPerRecord } = await import('./exec.js');
   const { exitCode, reason } = await runPerRecord(command, m);
   if (exitCode === 0) return { ...where, outcome: 'processed', exitCode };
   try {
@@ -81,9 +83,6 @@ async function execute(command: string, m: ConsumedMessage, consumer: { nack: Co
       '(the group has no retry policy, so the consumer stops here; add one with onelog groups alter ... --retry)', { ...where, exitCode, reason });
   }
 }
-
-/** Lines buffered past this many characters are written at once, before the batch ends. */
-const OUTPUT_FLUSH_CHARS = 1 << 20;
 
 /** Set when stdout's reader went away (`onelog consume ... | head`): stop, committing what was printed. */
 let stdoutClosed = false;
@@ -106,7 +105,9 @@ export function registerConsume(program: Command): void {
       if (!COMMIT_MODES.includes(o.commitMode as CommitMode)) {
         throw new OnelogError('INVALID_REQUEST', `--commit-mode must be ${COMMIT_MODES.join(' or ')}, got ${JSON.stringify(o.commitMode)}`);
       }
-      const api = apiFor(cmd, { binary: true });
+      const api = await binaryApiFor(cmd);
+      // Loaded here: the other commands do not load the consumer.
+      const [{ Consumer }, { PushConsumer }] = await Promise.all([import('../client/consumer.js'), import('../client/push-consumer.js')]);
       const common = {
         groupId: o.group,
         commitMode: o.commitMode as CommitMode,
@@ -119,23 +120,17 @@ export function registerConsume(program: Command): void {
         : new Consumer(api, {
           ...common,
           clientId: 'onelog-cli',
-          ...(o.maxRecords ? { maxRecords: Math.min(o.maxRecords, 500) } : {}),
+          // Large fetches: the commit and the next fetch's round trip come once per 5,000 records, not per 500 (larger live
+          // sets cost more in GC than the round trips they save).
+          maxRecords: Math.min(o.maxRecords ?? FETCH_RECORDS, FETCH_RECORDS),
+          maxBytes: FETCH_BYTES,
           maxWaitMs: Math.min(500, Math.max(o.idleTimeoutMs ?? 500, 10)),
         });
       consumer.subscribe({ topic });
       let printed = 0;
       // A pull consumer's lines are written a fetched batch at a time (one write, not one per record).
       const batched = consumer instanceof Consumer;
-      // Lines gathered in an array and joined once: appending to one long string costs ten times as much.
-      let output: string[] = [];
-      let outputChars = 0;
-      const flushOutput = async () => {
-        if (output.length === 0) return;
-        const lines = output.join('');
-        output = [];
-        outputChars = 0;
-        await writeLine(lines);
-      };
+      const output = new RecordLines(writeOut);
       let idleTimer: NodeJS.Timeout | undefined;
       const armIdle = () => {
         if (o.idleTimeoutMs === undefined) return;
@@ -168,20 +163,14 @@ export function registerConsume(program: Command): void {
               printed++;
               if (o.maxRecords !== undefined && printed >= o.maxRecords) void consumer.stop();
             };
-            if (o.exec !== undefined) return execute(o.exec, m, consumer).then((outcome) => writeLine(`${JSON.stringify(outcome)}\n`)).then(counted);
-            // Written out, not spread from `where`: JSON.stringify of a spread object is five times slower.
-            const line = `${JSON.stringify({
-              topic: m.topic, partition: m.partition, offset: m.offset, timestamp: m.timestamp, key: m.key?.toString('utf8') ?? null,
-              value: m.value?.toString('utf8') ?? null, headers: headersToJson(m.headers, 'utf8'), attempt: m.attempt, original: m.original,
-            })}\n`;
+            if (o.exec !== undefined) return execute(o.exec, m, consumer).then((outcome) => writeOut(`${JSON.stringify(outcome)}\n`)).then(counted);
             counted();
-            if (!batched) return writeLine(line);
-            output.push(line);
-            outputChars += line.length;
-            return outputChars >= OUTPUT_FLUSH_CHARS ? flushOutput() : undefined;
+            if (batched) return output.push(m);
+            output.push(m);
+            return output.flush();
           },
           // A fetched batch's lines are written before its commit.
-          ...(batched ? { afterBatch: flushOutput } : {}),
+          ...(batched ? { afterBatch: () => output.flush() } : {}),
         });
       } catch (err) {
         // The reader went away: the records being written are not committed; the ones before them are.

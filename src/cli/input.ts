@@ -16,6 +16,7 @@ import Papa from 'papaparse';
 import type { ProduceRecord } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { parseTimestamp } from '../protocol/json-records.js';
+import { jsonString } from './json-text.js';
 
 /** An input format. */
 export type InputFormat = 'ndjson' | 'csv';
@@ -253,16 +254,13 @@ async function* csvRows(stream: Readable): AsyncGenerator<Row[]> {
   }
 }
 
-/** Characters a JSON string must escape (a value without them is quoted as it is). */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\u2028\u2029\ud800-\udfff]/; // eslint-disable-line no-control-regex -- JSON escapes them
-
 /** A row as the JSON object of its columns (header order; a repeated column name keeps its last value, as an object would). */
 function rowJson(header: string[], names: string[], fields: string[]): string {
   if (new Set(header).size !== header.length) return JSON.stringify(Object.fromEntries(header.map((h, i) => [h, fields[i]])));
   let json = '{';
   for (let i = 0; i < fields.length; i++) {
     const v = fields[i]!;
-    json += `${i === 0 ? '' : ','}${names[i]!}${NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`}`;
+    json += `${i === 0 ? '' : ','}${names[i]!}${jsonString(v)}`;
   }
   return `${json}}`;
 }

@@ -5,11 +5,9 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import cliProgress from 'cli-progress';
 import type { OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import { action, apiFor, parseInteger } from './common.js';
-import { readRecordBatches } from './input.js';
+import { action, binaryApiFor, parseInteger } from './common.js';
 import type { InputFormat, InputRecord } from './input.js';
 
 interface ProduceOptions {
@@ -48,7 +46,7 @@ export function registerProduce(program: Command): void {
       if (o.format !== undefined && o.format !== 'ndjson' && o.format !== 'csv') {
         throw new OnelogError('INVALID_REQUEST', `--format must be ndjson or csv, got ${JSON.stringify(o.format)}`);
       }
-      const api = apiFor(cmd, { binary: true });
+      const api = await binaryApiFor(cmd);
       try {
         await produce(api, topic, o);
       } finally {
@@ -61,6 +59,8 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
   await api.describeTopic(topic); // fail fast on an unknown topic, before reading anything
   const started = Date.now();
   const fileBytes = o.file && o.file !== '-' ? fs.statSync(o.file).size : 0;
+  // Loaded here: the other commands do not load the input parsers or the progress bar.
+  const [{ readRecordBatches }, { default: cliProgress }] = await Promise.all([import('./input.js'), import('cli-progress')]);
   const bar = process.stderr.isTTY && fileBytes > 0
     ? new cliProgress.SingleBar({ format: 'producing [{bar}] {percentage}% | {records} records | {eta}s left', stream: process.stderr },
       cliProgress.Presets.shades_classic)

@@ -4,15 +4,10 @@
  * writes them.
  */
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
-import pretty from 'pino-pretty';
 import { OnelogError } from '../protocol/errors.js';
 import { redactUrl } from '../protocol/urls.js';
-import { loadServerTls } from '../security/tls.js';
-import { Quotas } from '../security/quotas.js';
 import { DEFAULT_SERVER_LIMITS } from '../server/limits.js';
-import { systemClock } from '../clock.js';
 import { action, parseInteger } from './common.js';
 import { parseServerUrls } from '../client/http-api.js';
 
@@ -131,8 +126,10 @@ const LOG_FORMATS = ['pretty', 'json'];
  * The server's logger: pretty lines (time, level, message, then the fields) or JSON lines on stdout.
  * @param format `pretty` | `json`; default: pretty when stdout is a terminal
  */
-function serverLogger(level: string, format = process.stdout.isTTY ? 'pretty' : 'json'): PinoLogger {
+async function serverLogger(level: string, format = process.stdout.isTTY ? 'pretty' : 'json'): Promise<PinoLogger> {
+  const { pino } = await import('pino');
   if (format === 'json') return pino({ level });
+  const { default: pretty } = await import('pino-pretty');
   return pino({ level }, pretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
 }
 
@@ -159,8 +156,11 @@ async function serve(options: ServeOptions): Promise<void> {
     }
     options.advertisedUrl = urls[0];
   }
-  // Loaded here, not at the top: other commands must not load the storage engine.
+  // Loaded here, not at the top: other commands must not load the storage engine, the logger, the security modules.
   const { Broker } = await import('../broker.js');
+  const { loadServerTls } = await import('../security/tls.js');
+  const { Quotas } = await import('../security/quotas.js');
+  const { systemClock } = await import('../clock.js');
   const { createHttpServer } = await import('../server/http-server.js');
   const { KafkaListener } = await import('../kafka/listener.js');
   const { defaultMaxOpenFiles, openFilesLimit } = await import('../storage/open-files-limit.js');
@@ -177,7 +177,7 @@ async function serve(options: ServeOptions): Promise<void> {
     maxInFlightPerConnection: options.maxInFlightPerConnection, idleTimeoutMs: options.idleTimeoutMs,
     requestTimeoutMs: options.requestTimeoutMs,
   };
-  const logger = serverLogger(options.logLevel, options.logFormat);
+  const logger = await serverLogger(options.logLevel, options.logFormat);
   const limit = openFilesLimit();
   const maxOpenFiles = options.maxOpenFiles ?? defaultMaxOpenFiles(limit);
   logger.info({ openFilesLimit: limit, maxOpenFiles }, 'open files: the log store keeps at most maxOpenFiles open, the rest of the limit is left to connections, LMDB and SQLite');

@@ -260,7 +260,7 @@ export class Consumer<Tx = undefined> {
     /** Topics whose last fetch had records (true) or none (false); a topic not fetched yet may have some. */
     const busy = new Map<string, boolean>();
     /** The next fetch, sent while the batch before it is handled; used only if it asks what the loop then would. */
-    let ahead: { request: FetchRequest; sent: Promise<FetchResult>; sentAt: number } | null = null;
+    let ahead: { request: FetchRequest; sent: Promise<FetchResult> } | null = null;
     try {
       await session.start();
       while (!this.stopping) {
@@ -281,7 +281,8 @@ export class Consumer<Tx = undefined> {
         }
         const request = this.fetchRequest(session, fetchable, rotation++, busy);
         const fromAhead = ahead !== null && sameFetch(ahead.request, request);
-        const sentAt = fromAhead ? ahead!.sentAt : performance.now();
+        // A fetch sent ahead did not wait (see fetchAhead): nothing new in it is no reason to wait before the next fetch.
+        const waitEnds = fromAhead ? 0 : performance.now() + (request.maxWaitMs ?? 0);
         let fetched = await this.fetch(session, request, fromAhead ? ahead!.sent : undefined);
         ahead = null;
         if (fromAhead && fetched?.partitions.some((p) => p.error?.code === 'OFFSET_OUT_OF_RANGE')) {
@@ -306,7 +307,7 @@ export class Consumer<Tx = undefined> {
           // The answer may have come without any wait (maxWaitMs 0, or a broker ending its long-polls to shut down), all
           // in promises with an in-process broker: fetching again at once would be a loop that never yields to the event
           // loop. The next fetch starts on a timer, no sooner than the long-poll would have ended (or a stop).
-          await session.waitForChange(Math.max(0, sentAt + (request.maxWaitMs ?? 0) - performance.now()));
+          await session.waitForChange(Math.max(0, waitEnds - performance.now()));
         }
       }
       await this.settleCommit();
@@ -379,7 +380,7 @@ export class Consumer<Tx = undefined> {
    */
   private fetchAhead(
     session: MemberSession, fetched: readonly FetchedPartition[], topic: string, rotation: number, busy: ReadonlyMap<string, boolean>,
-  ): { request: FetchRequest; sent: Promise<FetchResult>; sentAt: number } | null {
+  ): { request: FetchRequest; sent: Promise<FetchResult> } | null {
     if (this.stopping || session.fenced) return null;
     const next = new Map(fetched.map((p) => [p.partition, p]));
     const positions = session.fetchable().flatMap((h) => {
@@ -390,12 +391,14 @@ export class Consumer<Tx = undefined> {
     if (positions.length === 0) return null;
     const request = this.fetchRequest(session, positions, rotation, busy);
     // Read only: were an offset out of range, the pause or jump (and its commit) must come after this batch's commit.
-    const sent = this.api.fetch({ ...request, ahead: true });
+    // It never long-polls: at the end of the partitions it is answered at once (the loop's next fetch waits), so a
+    // consumer that stops there is not held up to maxWaitMs by it.
+    const sent = this.api.fetch({ ...request, maxWaitMs: 0, ahead: true });
     // A dropped answer's failure is nobody's; a used one's is handled where it is awaited.
     const settled = sent.then(() => {}, () => {});
     this.fetchesAhead.add(settled);
     void settled.then(() => this.fetchesAhead.delete(settled));
-    return { request, sent, sentAt: performance.now() };
+    return { request, sent };
   }
 
   /**

@@ -24,8 +24,6 @@ import type {
   NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
   AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
 } from '../protocol/api.js';
-import { Agent, fetch } from 'undici';
-import type { Dispatcher, Response } from 'undici';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import { backoffDelayMs } from '../backoff.js';
@@ -34,6 +32,8 @@ import type { RecordOutcome } from '../protocol/produce-plan.js';
 import { redactUrl } from '../protocol/urls.js';
 import { connectionOf } from './connection.js';
 import type { Connection, ConnectionOptions } from './connection.js';
+import { HttpConnections, RequestFailure } from './http-request.js';
+import type { HttpAnswer } from './http-request.js';
 import { bytesToJson, headersToJson, jsonToRecord } from '../protocol/json-records.js';
 import type { JsonRecord } from '../protocol/json-records.js';
 
@@ -41,9 +41,6 @@ import type { JsonRecord } from '../protocol/json-records.js';
 export function defaultServerUrl(): string {
   return process.env.ONELOG_URL ?? 'http://127.0.0.1:7070';
 }
-
-/** Codes of a connection that was never made: the request was not sent, so any request may go elsewhere. */
-const NOT_SENT = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/;
 
 /**
  * Server URLs from `--server` / `ONELOG_URL`: one, or several separated by commas.
@@ -110,8 +107,8 @@ export class HttpApi implements OnelogApi {
   private readonly routes = new Map<string, string>();
   /** What every request and WebSocket upgrade carries: the bearer token, the TLS settings. */
   readonly connection: Connection;
-  /** Connections with the client's TLS settings; none: the default. */
-  private readonly dispatcher: Dispatcher | undefined;
+  /** The connections the API keeps open, with the client's TLS settings. */
+  private readonly connections: HttpConnections;
   /** @see HttpApiOptions.requestTimeoutMs */
   readonly requestTimeoutMs: number;
 
@@ -127,7 +124,7 @@ export class HttpApi implements OnelogApi {
     this.requestTimeoutMs = checkInteger(options.requestTimeoutMs ?? 30_000, 'requestTimeoutMs', 0);
     this.urls = parseServerUrls(url);
     this.connection = connectionOf(options);
-    this.dispatcher = Object.keys(this.connection.tls).length > 0 ? new Agent({ connect: { ...this.connection.tls } }) : undefined;
+    this.connections = new HttpConnections(this.connection.tls);
   }
 
   /** The server address this API talks to now. */
@@ -209,9 +206,9 @@ export class HttpApi implements OnelogApi {
     return { topic: request.topic, offsets };
   }
 
-  /** Lets go of the connections this API keeps (a TLS agent's), once it is no longer used. */
+  /** Lets go of the connections this API keeps, once it is no longer used. */
   close(): void {
-    void this.dispatcher?.close();
+    this.connections.close();
   }
 
   /** A new request's {@link RequestAttempts}. */
@@ -247,25 +244,24 @@ export class HttpApi implements OnelogApi {
       const url = `${base}${path}`;
       const last = attempt >= this.urls.length;
       const timeoutMs = this.requestTimeoutMs === 0 ? Infinity : this.requestTimeoutMs + waitMs;
-      let response: Response;
+      let response: HttpAnswer;
       try {
-        response = await fetch(url, {
+        response = await this.connections.request(url, {
           method,
           headers: body === undefined ? this.connection.headers : { ...this.connection.headers, 'content-type': 'application/json' },
           body: body === undefined ? null : JSON.stringify(body),
-          ...(Number.isFinite(timeoutMs) ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
-          ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
+          timeoutMs,
         });
       } catch (err) {
-        const notSent = NOT_SENT.test((err as { cause?: { code?: string } }).cause?.code ?? '');
+        if (!(err instanceof RequestFailure)) throw err;
         // A broker another one named (coordinator, leader) gone: back to the URL in use, whose refusal decides.
         const routed = base !== this.url;
-        if (this.lost(base, route) && (routed || !last) && (notSent || method === 'GET')) {
+        if (this.lost(base, route) && (routed || !last) && (!err.sent || method === 'GET')) {
           if (routed) attempt--;
           continue;
         }
         const others = this.urls.length > 1 ? ` (servers: ${this.urls.map(redactUrl).join(', ')})` : '';
-        if ((err as Error).name === 'TimeoutError') {
+        if (err.code === 'TIMEOUT') {
           throw new OnelogError('NETWORK_ERROR', `the onelog server at ${redactUrl(base)} did not answer within ${timeoutMs} ms (requestTimeoutMs): ` +
             `${method === 'GET' ? 'it' : 'the request may or may not have been carried out; it'} is paused, overloaded or cut off${others}`, { url: redactUrl(url) });
         }
@@ -274,14 +270,14 @@ export class HttpApi implements OnelogApi {
         throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redactUrl(base)}${named}: ${networkFailure(err, base)}${others}`, { url: redactUrl(url) });
       }
       if (response.status === 204) return undefined as T;
-      const text = await response.text();
+      const { text } = response;
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
       } catch {
         throw new OnelogError('INTERNAL_ERROR', `the server answered ${response.status} with non-JSON: ${text.slice(0, 200)}`, { url: redactUrl(url) });
       }
-      if (!response.ok) {
+      if (response.status < 200 || response.status > 299) {
         const error = OnelogError.fromJSON(parsed as { code?: unknown; message?: unknown });
         // A broker shutting down did nothing of the request: the next one may.
         if (error.code === 'BROKER_CLOSED' && this.lost(base, route) && !last) continue;
@@ -528,19 +524,18 @@ export function routeOf(path: string, body: unknown): string | undefined {
 }
 
 /** Why a request could not be sent, and what to do. */
-function networkFailure(err: unknown, base: string): string {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  const code = cause?.code ?? '';
-  const what = [code, cause?.message ?? (err as Error).message].filter(Boolean).join(' ');
+function networkFailure(err: RequestFailure, base: string): string {
+  const { code } = err;
+  const what = `${code} ${err.message}`;
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${what} (the server's certificate is not for this host name: use the name or address it was issued for)`;
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
     return `${what} (give the CA that signed the server's certificate: --ca FILE or ONELOG_CA; docs/security.md)`;
   }
   if (code.startsWith('ERR_OSSL')) return `${what} (check the TLS files: --cert and --key must be a certificate and its own key, --ca a CA certificate)`;
-  if (base.startsWith('http:') && /UND_ERR_SOCKET|ECONNRESET/.test(code)) {
+  if (base.startsWith('http:') && code === 'ECONNRESET') {
     return `${what} (the connection was closed: if the server uses TLS, use an https:// URL)`;
   }
-  if (base.startsWith('https:') && /UND_ERR_SOCKET|ECONNRESET/.test(code)) {
+  if (base.startsWith('https:') && code === 'ECONNRESET') {
     return `${what} (the server closed the connection: if it asks for client certificates, give --cert FILE and --key FILE)`;
   }
   return `${what} (start it with \`onelog serve\`, or set --server / ONELOG_URL)`;

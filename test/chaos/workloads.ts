@@ -113,9 +113,9 @@ function superviseConsumer(name: string, make: () => { run(): Promise<void>; sto
 }
 
 /** A pull consumer group member (HTTP), its fetches and commits recorded. */
-export function pullWorkload(options: { name: string; url: string; topic: string; history: History } & ConsumerOptions): Workload {
-  const { name, url, topic, history, ...consumerOptions } = options;
-  const api = recordingApi(new HttpApi(url), history, name);
+export function pullWorkload(options: { name: string; url: string; topic: string; history: History; requestTimeoutMs?: number } & ConsumerOptions): Workload {
+  const { name, url, topic, history, requestTimeoutMs, ...consumerOptions } = options;
+  const api = recordingApi(new HttpApi(url, requestTimeoutMs === undefined ? {} : { requestTimeoutMs }), history, name);
   return superviseConsumer(name, () => {
     const consumer: Consumer = new Onelog({ api }).consumer({ ...consumerOptions, clientId: name });
     consumer.subscribe({ topic });

@@ -11,13 +11,12 @@
  * resumes, and its offset never shows as committed; its late produce is refused, or (when the partition's lease had
  * lapsed meanwhile, no request reaching the broker that took it) stored once under a lease taken anew.
  *
- * Client requests end after {@link REQUEST_TIMEOUT_MS} (undici's header and body timeouts, for this file's process):
+ * Client requests end after {@link REQUEST_TIMEOUT_MS} (the clients' requestTimeoutMs, beyond a long-poll's wait):
  * a stopped broker's kernel accepts connections and holds the requests, so without it they would wait minutes.
  * Every phase waits for what it needs to see (in PostgreSQL's lease rows, Redis's committed offsets, the history),
  * each within {@link PHASE_MS}.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import type { GroupDescription } from '../../src/protocol/api.js';
@@ -92,9 +91,7 @@ describe('a cluster of three brokers through a SIGKILL and a SIGSTOP past the le
   it('loses, repeats and reorders nothing, and refuses the stopped broker\'s late commit', async () => {
     const began = Date.now();
     const log = (line: string) => console.log(`[cluster-chaos +${((Date.now() - began) / 1000).toFixed(1)}s] ${line}`);
-    const previousDispatcher = getGlobalDispatcher();
-    const dispatcher = new Agent({ headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS, connect: { timeout: REQUEST_TIMEOUT_MS } });
-    setGlobalDispatcher(dispatcher);
+    const apiAt = (url: string) => new HttpApi(url, { requestTimeoutMs: REQUEST_TIMEOUT_MS });
     const schema = await pgSchema('cluster_chaos');
     const redis = redisPrefix();
     const pool = schema.pool(2);
@@ -175,9 +172,9 @@ describe('a cluster of three brokers through a SIGKILL and a SIGSTOP past the le
       await Promise.all([startBroker(2), startBroker(3)]);
       const urls = brokers.map((b) => b.url);
       log(`brokers ${brokers.map((b) => `${b.id}=${b.url}`).join(' ')}`);
-      await new HttpApi(urls.join(',')).createTopic({ topic: TOPIC, partitions: PARTITIONS });
+      await apiAt(urls.join(',')).createTopic({ topic: TOPIC, partitions: PARTITIONS });
       for (const b of brokers) {
-        const api = new HttpApi(b.url);
+        const api = apiAt(b.url);
         for (const partition of [2 * (b.id - 1), 2 * (b.id - 1) + 1]) {
           const value = `warm-up-${partition}`;
           const start = history.now();
@@ -187,19 +184,19 @@ describe('a cluster of three brokers through a SIGKILL and a SIGSTOP past the le
       }
       expect(await leaders()).toEqual([1, 1, 2, 2, 3, 3]);
       // The group's first request reaches broker 1: it coordinates the group.
-      await new HttpApi(urls[0]!).subscribe({ groupId: GROUP, topic: TOPIC, startPolicy: 'earliest' });
+      await apiAt(urls[0]!).subscribe({ groupId: GROUP, topic: TOPIC, startPolicy: 'earliest' });
       expect(await coordinator()).toBe(1);
 
       // Producers and members spread over the brokers: each starts at its own.
       const t0 = history.now();
       for (const [i, b] of brokers.entries()) {
         workloads.push(routedProducer({
-          name: `producer-${b.id}`, apis: rotate(urls, i).map((u) => new HttpApi(u)), topic: TOPIC, partitions: PARTITIONS, history,
+          name: `producer-${b.id}`, apis: rotate(urls, i).map(apiAt), topic: TOPIC, partitions: PARTITIONS, history,
           batch: 10, concurrency: 2, firstPartition: (loop) => 2 * i + loop,
         }));
         workloads.push(pullWorkload({
           name: `member-${b.id}`, url: rotate(urls, i).join(','), topic: TOPIC, history, groupId: GROUP, startPolicy: 'earliest',
-          sessionTimeoutMs: SESSION_TIMEOUT_MS, maxWaitMs: 200, maxRecords: 300,
+          sessionTimeoutMs: SESSION_TIMEOUT_MS, maxWaitMs: 200, maxRecords: 300, requestTimeoutMs: REQUEST_TIMEOUT_MS,
         }));
       }
       await until('traffic and commits on every partition, three members at broker 1', t0, Array(PARTITIONS).fill(0),
@@ -276,7 +273,7 @@ describe('a cluster of three brokers through a SIGKILL and a SIGSTOP past the le
       await watcher.read();
       expect(await positions()).toEqual(ends);
       for (const b of [y, z]) {
-        const api = new HttpApi(b.url);
+        const api = apiAt(b.url);
         for (const p of ends) await finalRead(api, TOPIC, p.partition, p.logStartOffset, p.highWatermark, history, `final ${b.id}`);
       }
 
@@ -318,8 +315,6 @@ describe('a cluster of three brokers through a SIGKILL and a SIGSTOP past the le
       await offsets.close();
       await schema.drop();
       await redis.drop();
-      setGlobalDispatcher(previousDispatcher);
-      await dispatcher.close();
     }
 
     /** The group's committed offsets as the watcher last read them before `at`. */
