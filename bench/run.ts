@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: onelog's benchmarks. Each prints its setup and its figures. Options:
- * `--only client|storage|offsets|partitions|retries|monitoring|kafka-codec|kafka|peers|sweep|latency-modes`, `--partitions N` (partitions and monitoring benchmarks,
+ * `--only cli|client|storage|offsets|partitions|retries|monitoring|kafka-codec|kafka|peers|sweep|latency-modes`, `--partitions N` (partitions and monitoring benchmarks,
  * default 10,000), `--groups N` (monitoring benchmark, default 100),
  * `--edit-copies N` (retries benchmark: times the 39,244 Wikipedia edits are produced, default 5), `--records N` and `--record-bytes B` (client benchmark; defaults 1,000,000
  * and 100), `--scale X` (storage benchmark sizes, default 1), `--offset-keys N` (offset store benchmark,
@@ -23,6 +23,9 @@
  * `--only cluster` (not in the default run): the log store of cluster mode on s3rver and PostgreSQL with
  * `--cluster-brokers 1,2,3` brokers, `--cluster-producers N` (per broker, default 8), `--cluster-seconds S`
  * (default 10), `--flush-window-ms MS` (default 50): records/s, ack latency, objects PUT and transactions per second.
+ *
+ * `--only cli`: the CLI's start-up per command against `node -e 0`, a new group's first record with 0, 2 and 5 retry
+ * tiers, and `onelog produce` / `onelog consume` records/s of the S&P file (bench/cli.ts); `--cli-runs N` (default 7).
  *
  * `--only cluster-brokers` (not in the default run): the same with whole `onelog serve` brokers, producing through the
  * binary data path (bench/cluster-brokers.ts); takes `--cluster-brokers`, `--cluster-producers`, `--cluster-seconds`.
@@ -52,6 +55,7 @@ import { latencyModes } from './latency-modes.js';
 import { scaleBenchmarks } from './scale/index.js';
 import { clusterBenchmark } from './cluster.js';
 import { clusterBrokersBenchmark } from './cluster-brokers.js';
+import { cliBenchmark } from './cli.js';
 
 const { values } = parseArgs({
   options: {
@@ -89,6 +93,7 @@ const { values } = parseArgs({
     'cluster-seconds': { type: 'string', default: '10' },
     'cluster-producers': { type: 'string', default: '8' },
     'flush-window-ms': { type: 'string', default: '50' },
+    'cli-runs': { type: 'string', default: '7' },
   },
 });
 
@@ -148,6 +153,7 @@ if (only === 'cluster') {
     producersPerBroker: Number(values['cluster-producers']), flushWindowMs: Number(values['flush-window-ms']),
   });
 }
+if (only === undefined || only === 'cli') await cliBenchmark({ runs: Number(values['cli-runs']) });
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
 if (only === undefined || only === 'offsets') await offsetStoreBenchmark({ keys: Number(values['offset-keys']) });
 if (only === undefined || only === 'partitions') {

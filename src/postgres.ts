@@ -4,6 +4,7 @@
  * table-name prefix check, a failure of the server reported as `STORAGE_ERROR` (retriable) naming what failed, and a
  * connection that LISTENs to a channel and comes back when it is lost.
  */
+import os from 'node:os';
 import pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
 import { backoff } from './backoff.js';
@@ -32,14 +33,32 @@ export interface PoolOptions {
 }
 
 /**
- * A pool on `url` whose failures reach the caller of the failing query, never the process: a connection lost
+ * `url` with a user name when it names none, as libpq (psql) defaults it: env `PGUSER`, else the operating system's
+ * user name (`os.userInfo()`). The pg driver would take env `USER`, unset under a service manager or in a container,
+ * and fail with "no PostgreSQL user name specified in startup packet". A URL that is not a URL is left as it is.
+ */
+export function withDefaultUser(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (parsed.username !== '') return url;
+  const user = process.env.PGUSER || os.userInfo().username;
+  parsed.username = encodeURIComponent(user);
+  return parsed.toString();
+}
+
+/**
+ * A pool on `url` (its user defaulted by {@link withDefaultUser}) whose failures reach the caller of the failing query, never the process: a connection lost
  * while a client is checked out (the server restarted, a proxy reset it, the server ended a session idle in a
  * transaction) is an 'error' event on that client, which would end the process unhandled; the query in flight
  * fails with it anyway. Connects and statements are bounded by {@link POSTGRES_TIMEOUTS}.
  */
 export function openPool(url: string, max: number, options: PoolOptions = {}): Pool {
   const pool = new pg.Pool({
-    connectionString: url, max, connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs,
+    connectionString: withDefaultUser(url), max, connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs,
     query_timeout: POSTGRES_TIMEOUTS.statementMs, statement_timeout: POSTGRES_TIMEOUTS.statementMs,
     ...(options.idleInTransactionMs === undefined ? {} : { idle_in_transaction_session_timeout: options.idleInTransactionMs }),
   });
@@ -149,7 +168,7 @@ export async function listen(options: ListenOptions): Promise<PostgresListener> 
   let client: pg.Client | null = null;
   const connect = async (): Promise<pg.Client> => {
     const c = new pg.Client({
-      connectionString: options.url, connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs, query_timeout: POSTGRES_TIMEOUTS.statementMs,
+      connectionString: withDefaultUser(options.url), connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectMs, query_timeout: POSTGRES_TIMEOUTS.statementMs,
       keepAlive: true, keepAliveInitialDelayMillis: LISTEN_KEEPALIVE_MS,
     });
     c.on('error', () => {}); // the connection lost: 'end' follows

@@ -22,6 +22,7 @@ import pg from 'pg';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
+import { withDefaultUser } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { StoredRecord } from '../protocol/types.js';
@@ -96,7 +97,7 @@ export class ClusterLogs implements Logs {
    */
   static async open(options: ClusterLogsOptions): Promise<ClusterLogs> {
     const channel = `${options.sequencer.channel}_topics`;
-    const listener = new pg.Client({ connectionString: options.listenUrl });
+    const listener = new pg.Client({ connectionString: withDefaultUser(options.listenUrl) });
     listener.on('error', () => {}); // lost: topics changed elsewhere are still found on a miss, and at the next start
     try {
       await listener.connect();

@@ -20,6 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { withDefaultUser } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../protocol/record-batch.js';
 import type { AppendOutcome, AppendRequest, LogRead, LogStore, PartitionPositions } from '../storage/log-store.js';
@@ -100,7 +101,7 @@ export class ObjectLogStore implements LogStore {
     if (!Number.isInteger(resolved.flushBytes) || resolved.flushBytes < 1) {
       throw new OnelogError('INVALID_CONFIG', `flush bytes must be a positive integer, got ${resolved.flushBytes}`, { flushBytes: resolved.flushBytes });
     }
-    const listener = new pg.Client({ connectionString: options.listenUrl });
+    const listener = new pg.Client({ connectionString: withDefaultUser(options.listenUrl) });
     listener.on('error', () => {}); // a lost listener: waits end on their timeouts; reads still see the database
     try {
       await listener.connect();
