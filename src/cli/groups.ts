@@ -194,6 +194,8 @@ export function registerGroups(program: Command): void {
 
 function printDescription(d: GroupDescription): void {
   console.log(`group ${d.groupId}: state ${d.state}, generation ${d.generationId}, assignor ${d.assignor ?? '-'}, ${d.members.length} members`);
+  console.log(`lag ${d.totalLag} in all${d.maxLag ? `, most ${d.maxLag.lag} at ${d.maxLag.topic}/${d.maxLag.partition}` : ''}` +
+    `${d.maxTimeLag ? `, time lag at most ${duration(d.maxTimeLag.timeLagMs)} at ${d.maxTimeLag.topic}/${d.maxTimeLag.partition}` : ''}`);
   if (d.members.length > 0) {
     console.log();
     printTable(['MEMBER', 'CLIENT', 'COMMIT-MODE', 'GENERATION', 'PARTITIONS'], d.members.map((m) => [

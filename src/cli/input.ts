@@ -6,14 +6,15 @@
  *
  * - value: the NDJSON line exactly as written; for CSV, a JSON object of the row (`{"column": "text"}`);
  * - key: the `--key-field` values joined with `|`, or null without `--key-field`;
- * - timestamp: the `--timestamp-field` value, ISO-8601 or epoch ms; default: the broker's clock.
+ * - timestamp: the `--timestamp-field` value, ISO-8601 or epoch ms; default: the producing clock's time.
+ *
+ * Records are text here (the key and value as strings): `onelog produce` writes them into its batches as UTF-8.
  */
 import fs from 'node:fs';
 import { pipeline, Transform } from 'node:stream';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import Papa from 'papaparse';
-import type { ProduceRecord } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { parseTimestamp } from '../protocol/json-records.js';
 import { jsonString } from './json-text.js';
@@ -277,9 +278,16 @@ function fieldText(row: Row, field: string, flag: string): string {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
+/** A record as text: the key (the `--key-field` values joined, or null), the value, and the `--timestamp-field` time (ms). */
+export interface TextRecord {
+  key: string | null;
+  value: string;
+  timestamp?: number;
+}
+
 /** A record read from the input and the line it came from. */
 export interface InputRecord {
-  record: ProduceRecord;
+  record: TextRecord;
   line: number;
 }
 
@@ -295,8 +303,10 @@ export async function* readRecordBatches(spec: InputSpec): AsyncGenerator<InputR
     const records: InputRecord[] = [];
     try {
       for (const row of rows) {
-        const key = spec.keyFields.length === 0 ? null : spec.keyFields.map((f) => fieldText(row, f, '--key-field')).join('|');
-        const record: ProduceRecord = { key: key === null ? null : Buffer.from(key, 'utf8'), value: Buffer.from(row.value, 'utf8') };
+        const { keyFields } = spec;
+        const key = keyFields.length === 0 ? null
+          : keyFields.length === 1 ? fieldText(row, keyFields[0]!, '--key-field') : keyFields.map((f) => fieldText(row, f, '--key-field')).join('|');
+        const record: TextRecord = { key, value: row.value };
         if (spec.timestampField !== undefined) {
           record.timestamp = parseTimestamp(fieldOf(row, spec.timestampField), `line ${row.line} field ${spec.timestampField}`);
         }

@@ -5,10 +5,11 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import type { OnelogApi } from '../protocol/api.js';
+import type { BinaryApi } from '../client/binary-api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { action, binaryApiFor, parseInteger } from './common.js';
 import type { InputFormat, InputRecord } from './input.js';
+import type { LinedBatch } from './produce-batches.js';
 
 interface ProduceOptions {
   file?: string;
@@ -27,8 +28,6 @@ interface PartitionSummary {
   firstOffset: number;
   lastOffset: number;
 }
-
-const BATCH_BYTES = 4 * 1024 * 1024;
 
 export function registerProduce(program: Command): void {
   program
@@ -55,12 +54,15 @@ export function registerProduce(program: Command): void {
     }));
 }
 
-async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promise<void> {
-  await api.describeTopic(topic); // fail fast on an unknown topic, before reading anything
+async function produce(api: BinaryApi, topic: string, o: ProduceOptions): Promise<void> {
+  // Fails fast on an unknown topic, before reading anything.
+  const partitionCount = (await api.describeTopic(topic)).partitions.length;
   const started = Date.now();
   const fileBytes = o.file && o.file !== '-' ? fs.statSync(o.file).size : 0;
-  // Loaded here: the other commands do not load the input parsers or the progress bar.
-  const [{ readRecordBatches }, { default: cliProgress }] = await Promise.all([import('./input.js'), import('cli-progress')]);
+  // Loaded here: the other commands do not load the input parsers, the batch encoder or the progress bar.
+  const [{ readRecordBatches }, { ProduceBatches, recordsBefore, REQUEST_BYTES }, { default: cliProgress }] = await Promise.all([
+    import('./input.js'), import('./produce-batches.js'), import('cli-progress'),
+  ]);
   const bar = process.stderr.isTTY && fileBytes > 0
     ? new cliProgress.SingleBar({ format: 'producing [{bar}] {percentage}% | {records} records | {eta}s left', stream: process.stderr },
       cliProgress.Presets.shades_classic)
@@ -71,38 +73,43 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
   const partitions = new Map<number, PartitionSummary>();
   let records = 0;
   let valueBytes = 0;
-  const store = async (items: InputRecord[]) => {
-    const result = await api.produce({ topic, records: items.map((i) => i.record) });
-    for (const { partition, offset } of result.offsets) {
-      const s = partitions.get(partition) ?? { partition, records: 0, firstOffset: offset, lastOffset: offset };
-      s.records++;
-      s.lastOffset = offset;
+  const store = async (request: readonly LinedBatch[]) => {
+    const baseOffsets = await api.produceBatches(topic, request);
+    request.forEach(({ partition, lines }, b) => {
+      const first = baseOffsets[b]!;
+      const s = partitions.get(partition) ?? { partition, records: 0, firstOffset: first, lastOffset: first };
+      s.records += lines.length;
+      s.lastOffset = first + lines.length - 1;
       partitions.set(partition, s);
-    }
-    records += items.length;
+      records += lines.length;
+    });
     bar?.update(bytesRead, { records });
   };
-  /** Sends a batch; if the broker refuses one record, the ones before it are sent alone, then the error names its line. */
-  const send = async (items: InputRecord[]) => {
+  /** Sends a request; if the broker refuses one record, the ones before it are sent alone, then the error names its line. */
+  const send = async (request: LinedBatch[]) => {
     try {
-      await store(items);
+      await store(request);
     } catch (err) {
-      const index = err instanceof OnelogError ? err.context.index : undefined;
-      if (typeof index !== 'number' || items[index] === undefined) throw err;
-      if (index > 0) await store(items.slice(0, index));
+      const { index, partition, batchIndex } = err instanceof OnelogError ? err.context : {};
+      const batch = typeof batchIndex === 'number' ? request[batchIndex] : request.find((b) => b.partition === partition);
+      const line = typeof index === 'number' ? batch?.lines[index] : undefined;
+      if (line === undefined) throw err;
+      const before = recordsBefore(request, line);
+      if (before.length > 0) await store(before);
       const e = err as OnelogError;
-      throw new OnelogError(e.code, `line ${items[index].line}: ${e.message}`, { ...e.context, line: items[index].line });
+      throw new OnelogError(e.code, `line ${line}: ${e.message}`, { ...e.context, line });
     }
   };
 
-  let batch: InputRecord[] = [];
-  let batchBytes = 0;
-  // One request in flight while the next batch is read: reading and the broker's work overlap, and records
-  // still reach each partition in input order.
+  const batches = new ProduceBatches(topic, partitionCount);
+  // One request in flight while the next is read: reading and the broker's work overlap, and records still reach
+  // each partition in input order.
   let inFlight: Promise<void> = Promise.resolve();
-  const sendInTurn = async (items: InputRecord[]) => {
+  const sendInTurn = async () => {
+    const request = batches.cut();
     await inFlight;
-    inFlight = send(items);
+    if (request.length === 0) return;
+    inFlight = send(request);
     inFlight.catch(() => {}); // awaited by the next send or at the end
   };
   try {
@@ -121,24 +128,18 @@ async function produce(api: OnelogApi, topic: string, o: ProduceOptions): Promis
         next = await chunks.next();
       } catch (inputError) {
         // The rows read before a bad one are kept: send them, then report it.
+        await sendInTurn();
         await inFlight;
-        if (batch.length > 0) await send(batch);
         throw inputError;
       }
       if (next.done) break;
-      for (const item of next.value) {
-        batch.push(item);
-        const size = (item.record.key?.length ?? 0) + (item.record.value?.length ?? 0);
-        batchBytes += size;
-        valueBytes += size;
-        if (batch.length >= o.batchRecords || batchBytes >= BATCH_BYTES) {
-          await sendInTurn(batch);
-          batch = [];
-          batchBytes = 0;
-        }
+      const now = Date.now();
+      for (const { record, line } of next.value) {
+        valueBytes += batches.add(record, line, now);
+        if (batches.records >= o.batchRecords || batches.bytes >= REQUEST_BYTES) await sendInTurn();
       }
     }
-    if (batch.length > 0) await sendInTurn(batch);
+    await sendInTurn();
     await inFlight;
   } catch (err) {
     bar?.stop();

@@ -15,10 +15,10 @@ import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js
 import type { DataFrame, FrameKind } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
-import { planProduce, withRecordOutcomes } from '../protocol/produce-plan.js';
+import { planProduce } from '../protocol/produce-plan.js';
 import { decodeRecordsOrEnd, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
-import { HttpApi, routeOf } from './http-api.js';
+import { HttpApi, MAX_REDIRECTS, routeOf } from './http-api.js';
 
 /** Records per produced batch are cut at about this many bytes. */
 const BATCH_BYTES = 1024 * 1024;
@@ -53,12 +53,7 @@ export class BinaryApi extends HttpApi {
    * Partitions are chosen here as the broker would ({@link Partitioner}).
    * @throws OnelogError as {@link HttpApi.produce}; `NETWORK_ERROR` when the socket fails
    */
-  override produce(request: ProduceRequest): Promise<ProduceResult> {
-    return this.produceBinary(request, 0);
-  }
-
-  /** {@link produce}, `depth` deep in a chain of sends of what brokers leading only some partitions left ({@link produceRest}). */
-  private async produceBinary(request: ProduceRequest, depth: number): Promise<ProduceResult> {
+  override async produce(request: ProduceRequest): Promise<ProduceResult> {
     const { topic, records } = request;
     const partitions = await this.partitionCount(topic);
     // Record size, keys on compacted topics and partition bounds are the broker's to check, per batch.
@@ -67,27 +62,68 @@ export class BinaryApi extends HttpApi {
       choosePartition: (r, bytes) => r.partition ?? this.partitioner.partitionOf(topic, r.key, bytes, partitions),
     });
     const now = Date.now();
-    // One frame for the whole request, so the broker stores or refuses it whole.
     const encoded = batches.map(({ indexes, producer }) => encodeBatch(indexes.map((i) => records[i]!), 0, now, producer, { alloc: ioBuffers.take }));
-    let answer: DataFrame;
+    let baseOffsets: number[];
     try {
-      answer = await this.request(FRAME_KIND.PRODUCE, {
-        topic, batches: batches.map((b, i) => ({ partition: b.partition, bytes: encoded[i]!.length })),
-      }, encoded, FRAME_KIND.PRODUCED);
+      baseOffsets = await this.produceBatches(topic, batches.map((b, i) => ({ partition: b.partition, bytes: encoded[i]! })));
     } catch (err) {
-      const done = await this.produceRest(request, withRecordOutcomes(err, batches), depth, (rest, d) => this.produceBinary(rest, d));
-      if (done !== undefined) return done;
       throw requestIndexed(err, batches);
     } finally {
-      // The frame holds a copy of the batches by now (or was never built).
+      // Every frame holds a copy of the batches by now (or was never built).
       for (const batch of encoded) ioBuffers.give(batch);
     }
-    const stored = (answer.json as { batches: Array<{ partition: number; baseOffset: number }> }).batches;
     const offsets = new Array<{ partition: number; offset: number }>(records.length);
     batches.forEach(({ partition, indexes }, b) => {
-      indexes.forEach((i, k) => (offsets[i] = { partition, offset: stored[b]!.baseOffset + k }));
+      indexes.forEach((i, k) => (offsets[i] = { partition, offset: baseOffsets[b]! + k }));
     });
     return { topic, offsets };
+  }
+
+  /**
+   * Appends batches the caller encoded (RecordBatch v2, such as protocol/record-batch.ts's RecordBatchBuilder builds; the broker validates
+   * them as every produced batch), all in one binary frame, so the broker stores or refuses the request whole. In
+   * cluster mode, the batches a broker leading only some of their partitions did not store (`NOT_LEADER_OR_FOLLOWER`
+   * naming the leader, `leaderUrl`, and what it stored, `stored`) are sent on to that leader, at most
+   * {@link MAX_REDIRECTS} times; what was stored is never sent again.
+   * @returns each batch's base offset, in the order given
+   * @throws OnelogError as {@link HttpApi.produce}; a refused record is named by its batch's partition and its index in
+   *   that batch (`context.partition`, `context.index`); `NETWORK_ERROR` when the socket fails
+   */
+  produceBatches(topic: string, batches: ReadonlyArray<{ partition: number; bytes: Buffer }>): Promise<number[]> {
+    return this.produceBatchesAt(topic, batches, 0);
+  }
+
+  /** {@link produceBatches}, `depth` deep in a chain of sends of what brokers leading only some partitions left. */
+  private async produceBatchesAt(topic: string, batches: ReadonlyArray<{ partition: number; bytes: Buffer }>, depth: number): Promise<number[]> {
+    try {
+      const answer = await this.request(FRAME_KIND.PRODUCE, {
+        topic, batches: batches.map((b) => ({ partition: b.partition, bytes: b.bytes.length })),
+      }, batches.map((b) => b.bytes), FRAME_KIND.PRODUCED);
+      return (answer.json as { batches: Array<{ baseOffset: number }> }).batches.map((b) => b.baseOffset);
+    } catch (err) {
+      const stored = depth < MAX_REDIRECTS ? this.storedInPart(topic, err) : undefined;
+      if (stored === undefined) throw err;
+      // A partition's batches of one request are stored, or refused, together.
+      const rest = batches.flatMap((b, i) => (stored.has(b.partition) ? [] : [i]));
+      const restOffsets = await this.produceBatchesAt(topic, rest.map((i) => batches[i]!), depth + 1);
+      const offsets = batches.map((b) => stored.get(b.partition)?.shift() ?? -1);
+      rest.forEach((i, k) => (offsets[i] = restOffsets[k]!));
+      return offsets;
+    }
+  }
+
+  /**
+   * What a broker that leads only some partitions of a produce stored (`NOT_LEADER_OR_FOLLOWER` with `stored`, in request
+   * order, and the leader of the others, `leaderUrl`, which the topic's produces go to from now on): base offsets by
+   * partition. Undefined for any other error.
+   */
+  private storedInPart(topic: string, err: unknown): Map<number, number[]> | undefined {
+    if (!(err instanceof OnelogError) || err.code !== 'NOT_LEADER_OR_FOLLOWER') return undefined;
+    const { stored, leaderUrl } = err.context as { stored?: unknown; leaderUrl?: unknown };
+    if (!Array.isArray(stored) || typeof leaderUrl !== 'string' || !this.followLeader(topic, leaderUrl)) return undefined;
+    const byPartition = new Map<number, number[]>();
+    for (const s of stored as Array<{ partition: number; baseOffset: number }>) byPartition.set(s.partition, [...(byPartition.get(s.partition) ?? []), s.baseOffset]);
+    return byPartition;
   }
 
   /**

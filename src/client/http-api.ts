@@ -171,6 +171,11 @@ export class HttpApi implements OnelogApi {
     else this.lost(base, route);
   }
 
+  /** Sends the produces of `topic` to `leaderUrl` from now on (a broker named it the leader). @returns false for a URL that does not parse */
+  protected followLeader(topic: string, leaderUrl: string): boolean {
+    return this.routeTo(`produce:${topic}`, leaderUrl);
+  }
+
   /** Sends a route's requests to `named` from now on. @returns false for a URL that does not parse */
   private routeTo(route: string, named: string): boolean {
     let url: string;
@@ -198,7 +203,7 @@ export class HttpApi implements OnelogApi {
     if (!(err instanceof OnelogError) || err.code !== 'NOT_LEADER_OR_FOLLOWER' || depth >= MAX_REDIRECTS) return undefined;
     const { records: outcomes, leaderUrl } = err.context as { records?: RecordOutcome[]; leaderUrl?: unknown };
     if (!Array.isArray(outcomes) || outcomes.length !== request.records.length || typeof leaderUrl !== 'string') return undefined;
-    if (!this.routeTo(`produce:${request.topic}`, leaderUrl)) return undefined;
+    if (!this.followLeader(request.topic, leaderUrl)) return undefined;
     const rest = outcomes.flatMap((o, i) => (o.offset === undefined ? [i] : []));
     const sent = await send({ ...request, records: rest.map((i) => ({ ...request.records[i]!, partition: outcomes[i]!.partition })) }, depth + 1);
     const offsets = outcomes.map((o) => ({ partition: o.partition, offset: o.offset ?? -1 }));

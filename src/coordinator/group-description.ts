@@ -4,6 +4,7 @@
  * (from the stores). Reads only.
  */
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import { LagTotals } from '../monitoring/group-lag-totals.js';
 import type { HealthReader } from '../monitoring/health-reader.js';
 import type { GroupDescription, GroupPartition, GroupSummary, PartitionError, SubscriptionInfo, TopicDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -73,9 +74,13 @@ export async function describeGroup(
   const checkpoints = (await catalog.listCheckpoints(groupId)).map((c) => ({
     name: c.name, createdAt: c.createdAt, topics: [...new Set(c.offsets.map((o) => o.topic))],
   }));
+  const totals = new LagTotals();
+  for (const s of [...subscriptions].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0))) {
+    for (const p of s.partitions) totals.add(s.topic, p.partition, p);
+  }
   return {
     groupId, createdAt: group.createdAt, state: membership?.state ?? 'Empty', generationId: membership?.generationId ?? 0,
-    assignor: membership?.assignorName ?? null, members, subscriptions,
+    assignor: membership?.assignorName ?? null, members, subscriptions, ...totals.value,
     alerts: await catalog.listAlerts({ groupId, limit: HISTORY_LIMIT }),
     resets: await catalog.listResets(groupId, HISTORY_LIMIT),
     deadLetterActions: await catalog.listDeadLetterHistory(groupId, HISTORY_LIMIT),

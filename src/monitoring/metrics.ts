@@ -14,6 +14,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Logs } from '../storage/logs.js';
+import { LagTotals } from './group-lag-totals.js';
 import type { Monitor } from './monitor.js';
 
 /** Bounds of the per-partition series. */
@@ -56,6 +57,8 @@ export class BrokerMetrics {
   private readonly partition: Record<'logStart' | 'highWatermark' | 'size', Gauge<'topic' | 'partition'>>;
   private readonly group: Record<'committed' | 'lag' | 'unread' | 'lost' | 'timeLag' | 'headroom' | 'headroomBytes', Gauge<GroupPartitionLabels>>;
   private readonly groupTopic: Record<'lag' | 'lost' | 'timeLag' | 'headroom', Gauge<GroupTopicLabels>>;
+  /** Per group: its total lag, and its worst partitions by lag and by time lag. */
+  private readonly groupLag: { total: Gauge<'group'>; max: Gauge<GroupPartitionLabels>; maxTime: Gauge<GroupPartitionLabels> };
   private readonly deadLetterDepth: Gauge<GroupTopicLabels>;
   private readonly activeAlerts: Gauge<'kind'>;
   private readonly omitted: Gauge<'series'>;
@@ -102,6 +105,11 @@ export class BrokerMetrics {
       lost: gauge('onelog_group_topic_lost_records', 'Records lost summed over the topic\'s partitions', gt),
       timeLag: gauge('onelog_group_topic_max_time_lag_seconds', 'Largest time lag over the topic\'s partitions', gt),
       headroom: gauge('onelog_group_topic_min_retention_headroom_seconds', 'Smallest time retention headroom over the topic\'s partitions', gt),
+    };
+    this.groupLag = {
+      total: gauge('onelog_group_total_lag_records', 'Lag summed over every partition of the group\'s subscriptions (groups describe: totalLag)', ['group'] as const),
+      max: gauge('onelog_group_max_lag_records', 'The largest lag of a partition of the group, labelled with that partition (groups describe: maxLag)', gtp),
+      maxTime: gauge('onelog_group_max_time_lag_seconds', 'The largest time lag of a partition of the group, labelled with that partition (groups describe: maxTimeLag)', gtp),
     };
     this.deadLetterDepth = gauge('onelog_dead_letter_depth', 'Dead letters of the group\'s subscription neither redriven nor purged', gt);
     this.activeAlerts = gauge('onelog_alerts_active', 'Unresolved alerts, by kind', ['kind'] as const);
@@ -180,6 +188,7 @@ export class BrokerMetrics {
     let series = 0;
     let omitted = 0;
     const totals = new Map<string, { labels: Record<'group' | 'topic', string>; lag: number; lost: number; timeLag: number; headroom: number }>();
+    const groupTotals = new Map<string, LagTotals>();
     for await (const partitions of this.sources.monitor.health.walk()) {
       for (const { groupId, sub, offsets: p, committed, assessment: { health: h } } of partitions) {
         const key = `${groupId}\0${sub.topic}`;
@@ -190,6 +199,9 @@ export class BrokerMetrics {
           if (sub.deadLetterTopic !== null) this.deadLetterDepth.set(total.labels, await this.sources.deadLetterDepth(sub));
         }
         if (committed === undefined) continue;
+        let lags = groupTotals.get(groupId);
+        if (lags === undefined) groupTotals.set(groupId, (lags = new LagTotals()));
+        lags.add(sub.topic, p.partition, h);
         total.lag += h.lag ?? 0;
         total.lost += h.lostRecords;
         total.timeLag = Math.max(total.timeLag, (h.timeLagMs ?? 0) / 1000);
@@ -214,6 +226,12 @@ export class BrokerMetrics {
       this.groupTopic.lost.set(t.labels, t.lost);
       this.groupTopic.timeLag.set(t.labels, t.timeLag);
       if (t.headroom !== Infinity) this.groupTopic.headroom.set(t.labels, t.headroom);
+    }
+    for (const [group, lags] of groupTotals) {
+      const { totalLag, maxLag, maxTimeLag } = lags.value;
+      this.groupLag.total.set({ group }, totalLag);
+      if (maxLag) this.groupLag.max.set({ group, topic: maxLag.topic, partition: String(maxLag.partition) }, maxLag.lag);
+      if (maxTimeLag) this.groupLag.maxTime.set({ group, topic: maxTimeLag.topic, partition: String(maxTimeLag.partition) }, maxTimeLag.timeLagMs / 1000);
     }
     this.omitted.set({ series: 'group_partition' }, omitted);
   }

@@ -3,7 +3,7 @@
  * the HTTP client implements it over the network, so producers, consumers and admin code run on either.
  * Pure types: importing this loads nothing.
  */
-import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, PartitionHealth } from './monitoring-api.js';
+import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, GroupLagTotals, PartitionHealth } from './monitoring-api.js';
 import type { RetryPolicy } from './retry-policy.js';
 import type { TopicConfig } from './topic-config.js';
 import type { CommitMode, DeliveryMode, OutOfRangePolicy, RecordInput, StartPolicy, StoredRecord } from './types.js';
@@ -494,7 +494,8 @@ export interface GroupPartition extends PartitionState, PartitionHealth {
   paused: PartitionError | null;
 }
 
-export interface GroupDescription {
+/** A group: its members, its subscriptions with their partitions, its lag totals over them, its history. */
+export interface GroupDescription extends GroupLagTotals {
   groupId: string;
   /** ms since the epoch */
   createdAt: number;

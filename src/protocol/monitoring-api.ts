@@ -18,6 +18,19 @@
 export type PartitionHealthState = 'ok' | 'lagging' | 'at-risk' | 'data-lost' | 'paused' | 'stalled';
 
 
+/**
+ * A group's lag over every partition of its subscriptions, the figures lag tools (Burrow, kafka-lag-exporter) show
+ * first: partitions without a commit (no position yet) count in none of them.
+ */
+export interface GroupLagTotals {
+  /** The sum of the partitions' `lag`, records. */
+  totalLag: number;
+  /** The partition with the largest `lag` (the first of them in topic and partition order); null without a committed partition. */
+  maxLag: { topic: string; partition: number; lag: number } | null;
+  /** The partition with the largest `timeLagMs`, ms; null without a committed partition. */
+  maxTimeLag: { topic: string; partition: number; timeLagMs: number } | null;
+}
+
 /** How far a group is behind in a partition and how long until retention deletes what it has not read. */
 export interface PartitionHealth {
   /**

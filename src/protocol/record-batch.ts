@@ -61,8 +61,11 @@ const NO_PRODUCER: BatchProducer = { producerId: -1, producerEpoch: -1, baseSequ
 
 // ---- varints -------------------------------------------------------------------------------------
 
+/** Past this magnitude a zigzag value (twice it) is no longer a safe integer: written and read through BigInt. */
+const ZIGZAG_SAFE = 2 ** 52;
+
 function zigzag(n: number): number {
-  // Works for every safe integer: values past 32 bits would overflow bitwise operators.
+  // Works for every integer below ZIGZAG_SAFE: values past 32 bits would overflow bitwise operators.
   return n >= 0 ? n * 2 : -n * 2 - 1;
 }
 
@@ -81,7 +84,19 @@ function uvarintSize(n: number): number {
 }
 
 function varintSize(n: number): number {
-  return uvarintSize(zigzag(n));
+  return Math.abs(n) < ZIGZAG_SAFE ? uvarintSize(zigzag(n)) : bigVarint(n).length;
+}
+
+/** The varint bytes of a safe integer whose zigzag value is not safe (a timestamp delta past 2^52 ms). */
+function bigVarint(n: number): number[] {
+  let z = n >= 0 ? BigInt(n) * 2n : -BigInt(n) * 2n - 1n;
+  const bytes: number[] = [];
+  while (z >= 0x80n) {
+    bytes.push(Number(z & 0x7fn) | 0x80);
+    z >>= 7n;
+  }
+  bytes.push(Number(z));
+  return bytes;
 }
 
 function writeUvarint(buf: Buffer, pos: number, n: number): number {
@@ -94,7 +109,9 @@ function writeUvarint(buf: Buffer, pos: number, n: number): number {
 }
 
 function writeVarint(buf: Buffer, pos: number, n: number): number {
-  return writeUvarint(buf, pos, zigzag(n));
+  if (Math.abs(n) < ZIGZAG_SAFE) return writeUvarint(buf, pos, zigzag(n));
+  for (const b of bigVarint(n)) buf[pos++] = b;
+  return pos;
 }
 
 /** A reader over one buffer; `pos` advances as fields are read. */
@@ -108,14 +125,22 @@ class Reader {
   varint(): number {
     let result = 0;
     let scale = 1;
+    const start = this.pos;
     for (let i = 0; i < 10; i++) {
       if (this.pos >= this.end) throw corrupt('varint runs past the end of the batch');
       const b = this.buf[this.pos++]!;
       result += (b & 0x7f) * scale;
-      if (b < 0x80) return unzigzag(result);
+      if (b < 0x80) return result <= Number.MAX_SAFE_INTEGER ? unzigzag(result) : this.bigVarint(start);
       scale *= 128;
     }
     throw corrupt('varint longer than 10 bytes');
+  }
+
+  /** The varint at `start` again, through BigInt: its zigzag value is past 2^53 (a number would lose its sign bit). */
+  private bigVarint(start: number): number {
+    let z = 0n;
+    for (let i = start, shift = 0n; i < this.pos; i++, shift += 7n) z |= BigInt(this.buf[i]! & 0x7f) << shift;
+    return Number(z & 1n ? -(z + 1n) / 2n : z / 2n);
   }
 
   /** The `len` bytes at the position (-1: null) as a view when `keep`, else only checked and passed (null). */
@@ -222,19 +247,12 @@ export function encodeBatch(
     total += varintSize(body) + body;
   }
   const buf = compression === 'none' ? alloc(total) : Buffer.allocUnsafe(total);
-  writeInt64(buf, 0, baseOffset);
-  buf.writeInt32BE(0, 12); // partitionLeaderEpoch: one writer per partition on the embedded broker
-  buf.writeInt8(MAGIC, 16);
   // the codec, CreateTime, not transactional, not control; the delete horizon flag when given
   const horizonFlag = layout?.deleteHorizonMs === undefined ? 0 : DELETE_HORIZON_FLAG;
-  buf.writeInt16BE(codecId(compression) | horizonFlag, ATTRIBUTES_OFFSET);
-  buf.writeInt32BE(layout?.lastOffsetDelta ?? records.length - 1, 23);
-  writeInt64(buf, 27, baseTimestamp);
-  writeInt64(buf, 35, maxTimestamp);
-  writeInt64(buf, 43, producer.producerId);
-  buf.writeInt16BE(producer.producerEpoch, 51);
-  buf.writeInt32BE(producer.baseSequence, 53);
-  buf.writeInt32BE(records.length, 57);
+  writeBatchHeader(buf, {
+    baseOffset, attributes: codecId(compression) | horizonFlag, lastOffsetDelta: layout?.lastOffsetDelta ?? records.length - 1,
+    baseTimestamp, maxTimestamp, producer, recordCount: records.length,
+  });
   let pos = BATCH_HEADER_BYTES;
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
@@ -254,9 +272,125 @@ export function encodeBatch(
     }
   }
   const out = compression === 'none' ? buf : withCompressedRecords(buf, compression);
-  out.writeInt32BE(out.length - LOG_OVERHEAD, 8);
-  out.writeUInt32BE(crc32c(out, ATTRIBUTES_OFFSET, out.length), CRC_OFFSET);
+  sealBatch(out);
   return out;
+}
+
+/** Writes the fixed header of a batch (all but `batchLength` and `crc`, which {@link sealBatch} writes). */
+function writeBatchHeader(buf: Buffer, h: {
+  baseOffset: number; attributes: number; lastOffsetDelta: number; baseTimestamp: number; maxTimestamp: number;
+  producer: BatchProducer; recordCount: number;
+}): void {
+  writeInt64(buf, 0, h.baseOffset);
+  buf.writeInt32BE(0, 12); // partitionLeaderEpoch: one writer per partition on the embedded broker
+  buf.writeInt8(MAGIC, 16);
+  buf.writeInt16BE(h.attributes, ATTRIBUTES_OFFSET);
+  buf.writeInt32BE(h.lastOffsetDelta, 23);
+  writeInt64(buf, 27, h.baseTimestamp);
+  writeInt64(buf, 35, h.maxTimestamp);
+  writeInt64(buf, 43, h.producer.producerId);
+  buf.writeInt16BE(h.producer.producerEpoch, 51);
+  buf.writeInt32BE(h.producer.baseSequence, 53);
+  buf.writeInt32BE(h.recordCount, 57);
+}
+
+/** Writes `batchLength` (the batch is the whole of `buf`) and the CRC-32C over `[attributes, end)`. */
+function sealBatch(buf: Buffer): void {
+  buf.writeInt32BE(buf.length - LOG_OVERHEAD, 8);
+  buf.writeUInt32BE(crc32c(buf, ATTRIBUTES_OFFSET, buf.length), CRC_OFFSET);
+}
+
+/**
+ * Builds one uncompressed RecordBatch v2 a record at a time, writing each record into the batch's buffer as it comes
+ * (no record objects kept): what `onelog produce` encodes its input rows with. Values are text, written as UTF-8;
+ * records have no headers. Offsets are consecutive from 0 (the broker stamps the base offset); `baseTimestamp` is
+ * the first record's timestamp, as Kafka's producer writes it (later records' deltas may be negative).
+ */
+export class RecordBatchBuilder {
+  private buf: Buffer;
+  private pos = BATCH_HEADER_BYTES;
+  private count = 0;
+  private baseTimestamp = 0;
+  private maxTimestamp = 0;
+
+  /** @param capacityBytes the buffer's first size; it doubles when a record does not fit. @default 65536 */
+  constructor(private readonly capacityBytes = 64 * 1024) {
+    this.buf = Buffer.allocUnsafe(capacityBytes);
+  }
+
+  /** Records added since the last {@link finish}. */
+  get recordCount(): number {
+    return this.count;
+  }
+
+  /** Bytes the batch takes so far, header included. */
+  get sizeBytes(): number {
+    return this.pos;
+  }
+
+  /**
+   * Appends a record.
+   * @param key the key's bytes, or null
+   * @param value the value as text (UTF-8), or null
+   * @param timestamp ms since the epoch
+   * @param valueBytes the value's UTF-8 length when the caller has it (`Buffer.byteLength` of a long concatenated
+   *   string flattens it: done once, not twice)
+   */
+  add(key: Uint8Array | null, value: string | null, timestamp: number, valueBytes = value === null ? -1 : Buffer.byteLength(value, 'utf8')): void {
+    if (this.count === 0) {
+      this.baseTimestamp = timestamp;
+      this.maxTimestamp = timestamp;
+    } else if (timestamp > this.maxTimestamp) {
+      this.maxTimestamp = timestamp;
+    }
+    const timestampDelta = timestamp - this.baseTimestamp;
+    let body = 1 + varintSize(timestampDelta) + varintSize(this.count) + 1;
+    body += key === null ? 1 : varintSize(key.length) + key.length;
+    body += value === null ? 1 : varintSize(valueBytes) + valueBytes;
+    this.reserve(varintSize(body) + body);
+    const buf = this.buf;
+    let pos = writeVarint(buf, this.pos, body);
+    buf[pos++] = 0; // record attributes: unused
+    pos = writeVarint(buf, pos, timestampDelta);
+    pos = writeVarint(buf, pos, this.count);
+    if (key === null) {
+      pos = writeVarint(buf, pos, -1);
+    } else {
+      pos = writeVarint(buf, pos, key.length);
+      for (let i = 0; i < key.length; i++) buf[pos++] = key[i]!;
+    }
+    pos = writeVarint(buf, pos, valueBytes);
+    if (value !== null) pos += buf.write(value, pos, 'utf8');
+    buf[pos++] = 0; // no headers
+    this.pos = pos;
+    this.count++;
+  }
+
+  /**
+   * The batch of the records added since the last call, CRC included; the builder starts a new one.
+   * @throws OnelogError `INVALID_RECORD` when no record was added
+   */
+  finish(producer: BatchProducer = NO_PRODUCER): Buffer {
+    if (this.count === 0) throw new OnelogError('INVALID_RECORD', 'a record batch needs at least one record');
+    const batch = this.buf.subarray(0, this.pos);
+    writeBatchHeader(batch, {
+      baseOffset: 0, attributes: 0, lastOffsetDelta: this.count - 1, baseTimestamp: this.baseTimestamp, maxTimestamp: this.maxTimestamp,
+      producer, recordCount: this.count,
+    });
+    sealBatch(batch);
+    this.buf = Buffer.allocUnsafe(Math.max(this.capacityBytes, this.pos));
+    this.pos = BATCH_HEADER_BYTES;
+    this.count = 0;
+    return batch;
+  }
+
+  /** Makes room for `bytes` more. */
+  private reserve(bytes: number): void {
+    if (this.pos + bytes <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
+    this.buf.copy(grown, 0, 0, this.pos);
+    this.buf = grown;
+  }
 }
 
 /** The header of `batch` followed by its records section compressed with `codec`. */

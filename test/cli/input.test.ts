@@ -4,15 +4,14 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { formatOf, readRecords } from '../../src/cli/input.js';
-import type { InputRecord } from '../../src/cli/input.js';
-import type { ProduceRecord } from '../../src/protocol/api.js';
+import type { InputRecord, TextRecord } from '../../src/cli/input.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { readEdits, WIKITICKER } from '../helpers/wikiticker.js';
 
 const SP500 = path.resolve(import.meta.dirname, '../../examples/data/sp500-daily-2013-2018.csv.gz');
 
-async function all(gen: AsyncGenerator<InputRecord>): Promise<ProduceRecord[]> {
-  const out: ProduceRecord[] = [];
+async function all(gen: AsyncGenerator<InputRecord>): Promise<TextRecord[]> {
+  const out: TextRecord[] = [];
   for await (const r of gen) out.push(r.record);
   return out;
 }
@@ -32,7 +31,7 @@ describe('produce input', () => {
 
   it('reads the gzip CSV S&P 500 file: every row as a JSON object, keyed by ticker, dated at UTC midnight', async () => {
     let count = 0;
-    let first: ProduceRecord | undefined;
+    let first: TextRecord | undefined;
     let emptyOpen = 0;
     const tickers = new Set<string>();
     for await (const { record: r, line } of readRecords({ file: SP500, keyFields: ['Name'], timestampField: 'date' })) {

@@ -71,6 +71,10 @@ describe.runIf(hasTool(CHROMIUM, 'the web console\'s browser test'))('web consol
         expect(Number(shown!.replace(/,/g, ''))).toBe(p.lag);
         expect(p.lag).toBeGreaterThan(0);
       }
+      // The group's totals lead the page, as groups describe shows them.
+      const totals = (await page.locator('#group-totals').textContent())!.replace(/,/g, '');
+      expect(totals).toContain(`lag ${described.totalLag} in all`);
+      expect(totals).toContain(`most ${described.maxLag!.lag} at ${described.maxLag!.topic}/${described.maxLag!.partition}`);
       await page.locator('#chart-lag canvas').first().waitFor();
       expect(Number(await page.locator('#chart-lag').getAttribute('data-points'))).toBeGreaterThanOrEqual(3);
       await page.screenshot({ path: path.join(OUTPUT, `console-group-${group}.png`), fullPage: true });

@@ -76,6 +76,9 @@ describe('watching consumers from the CLI', () => {
     expect(d.subscriptions[0]!.partitions[0]).toMatchObject({ state: 'data-lost', lag: 5, unreadRecords: 5, lostRecords: 60 });
     const table = await cli(['groups', 'describe', 'g']);
     expect(table).toMatch(/^t\s+0\s+40\s+100\s+105\s+5\s+5\s+60\s+\S+\s+\S+\s+data-lost/m);
+    // The group's totals lead: its lag in all and its worst partition (partition 1 is caught up).
+    expect(d).toMatchObject({ totalLag: 5, maxLag: { topic: 't', partition: 0, lag: 5 }, maxTimeLag: { topic: 't', partition: 0 } });
+    expect(table.split('\n')[1]).toMatch(/^lag 5 in all, most 5 at t\/0, time lag at most \S+ at t\/0$/);
     const topic = JSON.parse(await cli(['topics', 'describe', 't', '--groups', '--json'])) as TopicDescription;
     expect(topic.groups![0]!.partitions[0]).toMatchObject({ state: 'data-lost', lag: 5, lostRecords: 60 });
     expect(await cli(['topics', 'describe', 't', '--groups'])).toMatch(/^g\s+0\s+40\s+100\s+105\s+5/m);

@@ -19,7 +19,9 @@ describe('compaction of the Wikipedia edits', () => {
       topic: 'pages', partitions: 3, config: { cleanupPolicy: 'compact', segmentBytes: 1024 * 1024 },
     });
     const records: ProduceRecord[] = [];
-    for await (const { record } of readRecords({ file: WIKITICKER, keyFields: ['channel', 'page'], timestampField: 'time' })) records.push(record);
+    for await (const { record: r } of readRecords({ file: WIKITICKER, keyFields: ['channel', 'page'], timestampField: 'time' })) {
+      records.push({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(r.value), timestamp: r.timestamp! });
+    }
     for (let i = 0; i < records.length; i += 5000) await broker.produce({ topic: 'pages', records: records.slice(i, i + 5000) });
 
     const result = await broker.compactTopic({ topic: 'pages', wait: true });

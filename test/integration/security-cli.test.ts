@@ -76,6 +76,16 @@ describe('onelog users', () => {
     const big = await runCli(server.url, ['produce', 'edits'], Buffer.from(`${JSON.stringify({ value: 'x'.repeat(4000) })}\n`));
     expect(big.stderr).toContain('RECORD_TOO_LARGE');
     expect((await runCli(server.url, ['produce', 'edits'], Buffer.from('{"value":"a"}\n{"value":"b"}\n'))).code).toBe(0);
+    // A refused record among others of its request, over two partitions: the rows before it are produced, the error
+    // names its line, and the rows after it are not.
+    await runCli(server.url, ['topics', 'create', 'keyed', '--partitions', '2']);
+    const rows = ['a', 'b', 'c', 'd'].map((k) => JSON.stringify({ k, v: k === 'c' ? 'x'.repeat(4000) : k })).join('\n');
+    const refused = await runCli(server.url, ['produce', 'keyed', '--key-field', 'k', '--batch-records', '100'], Buffer.from(rows));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/RECORD_TOO_LARGE: line 3: /);
+    expect(refused.stderr).toContain('2 records before it were produced and are kept');
+    const keyed = JSON.parse((await runCli(server.url, ['topics', 'describe', 'keyed', '--json'])).stdout) as { partitions: Array<{ highWatermark: number }> };
+    expect(keyed.partitions.reduce((n, p) => n + p.highWatermark, 0)).toBe(2);
     const bad = await runCli('http://127.0.0.1:1', ['serve', '--data-dir', tmpDir(), '--port', '0', '--max-connections', '0']);
     expect(bad.stderr).toContain('--max-connections must be an integer >= 1');
   });

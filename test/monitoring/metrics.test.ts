@@ -71,6 +71,17 @@ describe('metrics', () => {
       }
       expect(value(families, 'onelog_group_topic_lag_records', { group: g, topic: 'edits' }))
         .toBe(d.subscriptions[0]!.partitions.reduce((sum, p) => sum + p.lag!, 0));
+      // The group's totals, as groups describe has them: the sum, and the worst partitions by lag and by time lag.
+      const partitions = d.subscriptions[0]!.partitions;
+      expect(d.totalLag).toBe(partitions.reduce((sum, p) => sum + p.lag!, 0));
+      const worst = partitions.reduce((a, b) => (b.lag! > a.lag! ? b : a));
+      expect(d.maxLag).toEqual({ topic: 'edits', partition: worst.partition, lag: worst.lag });
+      const late = partitions.reduce((a, b) => (b.timeLagMs! > a.timeLagMs! ? b : a));
+      expect(d.maxTimeLag).toEqual({ topic: 'edits', partition: late.partition, timeLagMs: late.timeLagMs });
+      expect(value(families, 'onelog_group_total_lag_records', { group: g })).toBe(d.totalLag);
+      expect(value(families, 'onelog_group_max_lag_records', { group: g, topic: 'edits', partition: String(worst.partition) })).toBe(worst.lag);
+      expect(value(families, 'onelog_group_max_time_lag_seconds', { group: g, topic: 'edits', partition: String(late.partition) }))
+        .toBe(late.timeLagMs! / 1000);
     }
     const topic = await broker.describeTopic('edits');
     for (const p of topic.partitions) {

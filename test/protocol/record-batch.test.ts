@@ -4,7 +4,9 @@ import fc from 'fast-check';
 import { COMPRESSION_CODECS } from '../../src/protocol/compression.js';
 import {
   batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch, readBatchHeader, setBaseOffset, validateBatch, decodeRecordAt,
+  RecordBatchBuilder,
 } from '../../src/protocol/record-batch.js';
+import { validateProducedBatch } from '../../src/protocol/batch-validator.js';
 import type { RecordInput } from '../../src/protocol/types.js';
 import { crc32c } from '../../src/protocol/crc32c.js';
 import { readEdits } from '../helpers/wikiticker.js';
@@ -260,5 +262,41 @@ describe('decodeRecordAt', () => {
         for (let o = 99; o <= 100 + offsetDeltas[offsetDeltas.length - 1]! + 1; o++) if (!held.has(o)) expect(decodeRecordAt(batch, 0, o)).toBeUndefined();
       },
     ), { numRuns: 100 });
+  });
+});
+
+describe('timestamps far apart in one batch', () => {
+  it('round-trip when their delta is past 2^52 ms (its zigzag varint past a safe integer)', () => {
+    const records = [0, 8.64e15, 4503599627370497].map((timestamp) => ({ key: null, value: Buffer.from('v'), timestamp }));
+    expect(decodeRecords(encodeBatch(records, 0, 0)).map((r) => r.timestamp)).toEqual([0, 8.64e15, 4503599627370497]);
+  });
+});
+
+describe('RecordBatchBuilder', () => {
+  it('builds batches that decode to the records added, in order, and that the broker accepts as produced', () => {
+    const builder = new RecordBatchBuilder(256); // small: the buffer grows as records come
+    fc.assert(fc.property(
+      fc.array(fc.record({
+        key: fc.option(fc.uint8Array({ maxLength: 40 }), { nil: null }),
+        value: fc.option(fc.string({ unit: 'binary', maxLength: 300 }), { nil: null }),
+        timestamp: fc.integer({ min: 0, max: 8.64e15 }),
+      }), { minLength: 1, maxLength: 40 }),
+      (records) => {
+        for (const r of records) builder.add(r.key, r.value, r.timestamp);
+        expect(builder.recordCount).toBe(records.length);
+        const batch = builder.finish();
+        expect(builder.recordCount).toBe(0);
+        expect(validateBatch(batch)).toBe(batch.length);
+        const header = readBatchHeader(batch);
+        expect(header).toMatchObject({
+          recordCount: records.length, lastOffsetDelta: records.length - 1, baseTimestamp: records[0]!.timestamp,
+          maxTimestamp: Math.max(...records.map((r) => r.timestamp)), producerId: -1,
+        });
+        expect(decodeRecords(batch).map((r) => [r.offset, r.key && [...r.key], r.value?.toString('utf8') ?? null, r.timestamp, r.headers])).toEqual(
+          records.map((r, i) => [i, r.key && [...r.key], r.value === null ? null : Buffer.from(r.value, 'utf8').toString('utf8'), r.timestamp, []]));
+        expect(validateProducedBatch(batch, 'the batch', {}, { decode: true }).records).toHaveLength(records.length);
+      },
+    ), { numRuns: 200 });
+    expect(() => builder.finish()).toThrow(/at least one record/);
   });
 });

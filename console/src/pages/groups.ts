@@ -1,5 +1,6 @@
 /**
- * Groups: the list, and one group: members and their assignments, each partition's lag, time lag and headroom
+ * Groups: the list, and one group: its lag totals (total lag, the worst partitions by lag and by time lag), members
+ * and their assignments, each partition's lag, time lag and headroom
  * (with charts of the last hour's samples), its alerts with acknowledgement, reset history, and a dead-letter
  * browser with redrive for subscriptions that have dead letters.
  */
@@ -47,6 +48,8 @@ export function GroupPage({ groupId }: { groupId: string }): VNode {
   const history = useData(() => api.history(groupId), [groupId]).data;
   return html`<${Page} title=${`Group ${groupId}`} error=${error} loading=${data === null}>
     ${data && html`<p>state <b>${data.state}</b> · generation ${data.generationId} · assignor ${data.assignor ?? '-'}</p>
+    <p id="group-totals">lag <b>${num(data.totalLag)}</b> in all${data.maxLag ? html` · most <b>${num(data.maxLag.lag)}</b> at ${data.maxLag.topic}/${data.maxLag.partition}` : ''}${
+      data.maxTimeLag ? html` · time lag at most <b>${duration(data.maxTimeLag.timeLagMs)}</b> at ${data.maxTimeLag.topic}/${data.maxTimeLag.partition}` : ''}</p>
     <h2>Partitions</h2>
     <${Table} id="group-partitions"
       head=${['topic', 'partition', 'committed', 'log start', 'high watermark', 'lag', 'unread', 'lost', 'time lag', 'headroom', 'state', 'member']}
