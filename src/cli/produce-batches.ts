@@ -5,7 +5,7 @@
  * once it holds `--batch-records` records or about 4 MiB. Each batch keeps the input lines of its records, to name the line of a record the broker refuses.
  */
 import { Partitioner } from '../protocol/partitioner.js';
-import { decodeRecords, encodeBatch, RecordBatchBuilder } from '../protocol/record-batch.js';
+import { decodeRecords, encodeBatch, RecordBatchBuilder, valueLength } from '../protocol/record-batch.js';
 import type { TextRecord } from './input.js';
 
 /** One partition's batch of a request, and the input line of each of its records. */
@@ -44,7 +44,7 @@ export class ProduceBatches {
    */
   add(record: TextRecord, line: number, now: number): number {
     const key = record.key === null ? null : Buffer.from(record.key, 'utf8');
-    const valueBytes = Buffer.byteLength(record.value, 'utf8');
+    const valueBytes = valueLength(record.value);
     const size = (key?.length ?? 0) + valueBytes;
     const partition = this.partitioner.partitionOf(this.topic, key, size, this.partitions);
     const builder = this.builders[partition]!;

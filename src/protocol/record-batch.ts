@@ -276,6 +276,11 @@ export function encodeBatch(
   return out;
 }
 
+/** The bytes of a value: -1 for none. */
+export function valueLength(value: string | ValueWriter | null): number {
+  return value === null ? -1 : typeof value === 'string' ? Buffer.byteLength(value, 'utf8') : value.byteLength;
+}
+
 /** Writes the fixed header of a batch (all but `batchLength` and `crc`, which {@link sealBatch} writes). */
 function writeBatchHeader(buf: Buffer, h: {
   baseOffset: number; attributes: number; lastOffsetDelta: number; baseTimestamp: number; maxTimestamp: number;
@@ -298,6 +303,13 @@ function writeBatchHeader(buf: Buffer, h: {
 function sealBatch(buf: Buffer): void {
   buf.writeInt32BE(buf.length - LOG_OVERHEAD, 8);
   buf.writeUInt32BE(crc32c(buf, ATTRIBUTES_OFFSET, buf.length), CRC_OFFSET);
+}
+
+/** A value {@link RecordBatchBuilder} writes straight into its batch: its length in bytes, then its bytes (no string of it is made). */
+export interface ValueWriter {
+  readonly byteLength: number;
+  /** Writes exactly {@link byteLength} bytes at `pos`; answers where they end. */
+  writeTo(buf: Buffer, pos: number): number;
 }
 
 /**
@@ -331,12 +343,12 @@ export class RecordBatchBuilder {
   /**
    * Appends a record.
    * @param key the key's bytes, or null
-   * @param value the value as text (UTF-8), or null
+   * @param value the value as text (UTF-8) or as a {@link ValueWriter}, or null
    * @param timestamp ms since the epoch
-   * @param valueBytes the value's UTF-8 length when the caller has it (`Buffer.byteLength` of a long concatenated
+   * @param valueBytes the value's length in bytes when the caller has it (`Buffer.byteLength` of a long concatenated
    *   string flattens it: done once, not twice)
    */
-  add(key: Uint8Array | null, value: string | null, timestamp: number, valueBytes = value === null ? -1 : Buffer.byteLength(value, 'utf8')): void {
+  add(key: Uint8Array | null, value: string | ValueWriter | null, timestamp: number, valueBytes = valueLength(value)): void {
     if (this.count === 0) {
       this.baseTimestamp = timestamp;
       this.maxTimestamp = timestamp;
@@ -360,7 +372,8 @@ export class RecordBatchBuilder {
       for (let i = 0; i < key.length; i++) buf[pos++] = key[i]!;
     }
     pos = writeVarint(buf, pos, valueBytes);
-    if (value !== null) pos += buf.write(value, pos, 'utf8');
+    if (typeof value === 'string') pos += buf.write(value, pos, 'utf8');
+    else if (value !== null) pos = value.writeTo(buf, pos);
     buf[pos++] = 0; // no headers
     this.pos = pos;
     this.count++;

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { formatOf, readRecords } from '../../src/cli/input.js';
+import fc from 'fast-check';
+import { CsvRowJson, formatOf, readRecords } from '../../src/cli/input.js';
 import type { InputRecord, TextRecord } from '../../src/cli/input.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { readEdits, WIKITICKER } from '../helpers/wikiticker.js';
@@ -134,5 +135,21 @@ describe('produce input', () => {
     const file = path.join(tmpDir(), 'data.txt');
     fs.writeFileSync(file, '{"a":1}\n');
     expect(await all(readRecords({ file, format: 'ndjson', keyFields: [] }))).toHaveLength(1);
+  });
+
+  it('writes a CSV row\'s JSON object in header order, each name and value as JSON.stringify writes it, its length told beforehand', () => {
+    fc.assert(fc.property(fc.uniqueArray(fc.string({ maxLength: 8 }), { minLength: 1, maxLength: 6 }).chain((header) => fc.tuple(
+      fc.constant(header), fc.array(fc.oneof(fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 12 })), { minLength: header.length, maxLength: header.length }),
+    )), ([header, fields]) => {
+      const names = header.map((h, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(h)}:`, 'utf8'));
+      const row = new CsvRowJson(names, fields);
+      // In header order (an object would put integer-like names first): each name and value as JSON.stringify writes it.
+      const expected = `{${header.map((h, i) => `${JSON.stringify(h)}:${JSON.stringify(fields[i])}`).join(',')}}`;
+      const out = Buffer.alloc(row.byteLength + 4);
+      expect(row.writeTo(out, 2)).toBe(2 + row.byteLength);
+      expect(out.subarray(2, 2 + row.byteLength).toString('utf8')).toBe(expected);
+      expect(row.byteLength).toBe(Buffer.byteLength(expected));
+      expect(row.toString()).toBe(expected);
+    }), { numRuns: 300 });
   });
 });

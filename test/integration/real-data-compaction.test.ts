@@ -20,7 +20,7 @@ describe('compaction of the Wikipedia edits', () => {
     });
     const records: ProduceRecord[] = [];
     for await (const { record: r } of readRecords({ file: WIKITICKER, keyFields: ['channel', 'page'], timestampField: 'time' })) {
-      records.push({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(r.value), timestamp: r.timestamp! });
+      records.push({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(String(r.value)), timestamp: r.timestamp! });
     }
     for (let i = 0; i < records.length; i += 5000) await broker.produce({ topic: 'pages', records: records.slice(i, i + 5000) });
 

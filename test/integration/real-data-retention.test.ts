@@ -29,7 +29,7 @@ describe('retention on the S&P 500 file', () => {
     for await (const { record: r } of readRecords({ file: SP500, keyFields: ['Name'], timestampField: 'date' })) {
       total++;
       if (r.timestamp! >= cutoff) keptExpected++;
-      batch.push({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(r.value), timestamp: r.timestamp! });
+      batch.push({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(String(r.value)), timestamp: r.timestamp! });
       if (batch.length === 10_000) {
         await broker.produce({ topic: 'bars', records: batch });
         batch = [];
