@@ -31,13 +31,18 @@ export interface ProduceLimits {
 export class ProducePath {
   private readonly partitioner = new Partitioner();
 
-  /** @param lastProducerId the highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`) */
+  /**
+   * @param arrived told of each topic records were appended to, once they were (the monitor's wake-up for groups
+   *   that had read everything there); must not throw
+   * @param lastProducerId the highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`)
+   */
   constructor(
     private readonly logs: Logs,
     private readonly catalog: Catalog,
     private readonly clock: Clock,
     private readonly metrics: BrokerMetrics,
     private readonly limits: ProduceLimits,
+    private readonly arrived: (topic: string) => void,
     private lastProducerId: number,
   ) {}
 
@@ -89,6 +94,7 @@ export class ProducePath {
       throw withRecordOutcomes(err, encoded); // cluster mode: a client sends the rest to the partitions' leader
     });
     this.metrics.produced(topic, request.records.length, encoded.reduce((sum, e) => sum + e.batch.length, 0));
+    this.arrived(topic);
     encoded.forEach(({ partition, indexes }, b) => indexes.forEach((i, k) => (offsets[i] = { partition, offset: appended[b]!.baseOffset + k })));
     return { topic, offsets };
   }
@@ -141,6 +147,7 @@ export class ProducePath {
       }
     }
     const appended = await this.logs.appendAll(prepared);
+    this.arrived(request.topic);
     this.metrics.produced(request.topic,
       appended.reduce((sum, a) => sum + (a.duplicate ? 0 : a.lastOffset - a.baseOffset + 1), 0),
       appended.reduce((sum, a, i) => sum + (a.duplicate ? 0 : prepared[i]!.batch.length), 0));

@@ -2,7 +2,9 @@
  * Evaluates the conditions behind alerts for every group's partitions (docs/monitoring.md) and raises or
  * resolves them through {@link Alerts}: `retention-headroom` (at risk), `data-lost`, `consumer-stalled`,
  * `storage-corruption`, and the resolution of `offset-out-of-range` once a reset lifts the pause (the pause raises it). Runs on a timer
- * of the injected clock (in cluster mode on one broker at a time: the monitor's gate), and whenever the broker asks (after a commit, a retention run, a delete or a reset).
+ * of the injected clock (in cluster mode on one broker at a time: the monitor's gate), whenever the broker asks (after a commit, a retention run, a delete, a reset
+ * or before a describe), and at the moment an evaluation found a condition due (`dueAt` of partition-health.ts): an
+ * alert is raised when its condition starts to hold, not at the timer's next pass.
  * Work is queued and done a group at a time ({@link EvaluationQueue}: callers' work ahead of the timer's, requests
  * for a group queued and not started merged), in slices of at most `slicePartitions` partitions with a turn of the event
  * loop between slices: an evaluation of every group of a large broker (1,000 groups x 1,000 partitions) goes on
@@ -31,6 +33,15 @@ export interface EvaluationScope {
 /** The kinds the evaluator owns (raises and resolves). */
 const EVALUATED: readonly GroupAlertKind[] = ['retention-headroom', 'data-lost', 'consumer-stalled', 'offset-out-of-range', 'storage-corruption'];
 
+/**
+ * The longest a due evaluation's wake-up sleeps, ms: one due later wakes at this bound and sleeps again (a timer
+ * of Node.js fires at once past 2^31 - 1 ms).
+ */
+const MAX_WAKEUP_SLEEP_MS = 24 * 3_600_000;
+
+/** After records arrive in a topic no group subscribes to, how long before an arrival there is looked at again, ms. */
+const UNSUBSCRIBED_ARRIVAL_PAUSE_MS = 1000;
+
 /** An evaluation of every group that took at least this long is logged (info), ms of wall time. */
 const LOG_RUNS_FROM_MS = 1000;
 
@@ -56,6 +67,10 @@ export class AlertEvaluator {
   private readonly listing = new Set<Promise<unknown>>();
   private readonly stopping = new AbortController();
   private readonly slicePartitions: number;
+  /** Per group, the wake-up that evaluates it when its earliest condition is due, and when that is (ms since the epoch). */
+  private readonly wakeups = new Map<string, { at: number; cancel: AbortController }>();
+  /** Topics whose arrival of records has its evaluation pending ({@link recordsArrived}). */
+  private readonly arrivals = new Set<string>();
   /** Partitions assessed, and the longest slice (ms of wall time), since the last evaluation of every group began. */
   private stats = { partitions: 0, longestSliceMs: 0 };
 
@@ -108,9 +123,36 @@ export class AlertEvaluator {
     }
   }
 
-  /** Stops the timer and the queue; resolves once the evaluation under way ended (at the end of its slice). */
+  /**
+   * Told that records were appended to `topic`. A group that had read everything there has no condition due; so the
+   * first arrival since the topic's last such evaluation evaluates its groups once the shortest `stallMs` of its
+   * subscriptions passed (the first moment one of them may be stalled), which finds each group's next due condition
+   * and wakes it then. At most one pending per topic: the arrivals meanwhile cost a lookup in a set.
+   */
+  recordsArrived(topic: string): void {
+    if (this.arrivals.has(topic) || this.stopping.signal.aborted) return;
+    this.arrivals.add(topic);
+    const { clock } = this.s;
+    const arrivedAt = clock.now();
+    void (async () => {
+      try {
+        const stallMs = await this.s.health.shortestStallMs(topic);
+        await clock.sleep(arrivedAt + (stallMs ?? UNSUBSCRIBED_ARRIVAL_PAUSE_MS) - clock.now(), this.stopping.signal);
+        this.arrivals.delete(topic); // what arrives during the evaluation is looked at again
+        if (stallMs !== null && !this.stopping.signal.aborted) await this.evaluateGroups(topic, false);
+      } catch (err) {
+        this.s.logger.warn({ topic, err: (err as Error).message }, 'could not look at the subscriptions of a topic records arrived in');
+      } finally {
+        this.arrivals.delete(topic);
+      }
+    })();
+  }
+
+  /** Stops the timer, the wake-ups and the queue; resolves once the evaluation under way ended (at the end of its slice). */
   async stop(): Promise<void> {
     this.stopping.abort();
+    for (const wakeup of this.wakeups.values()) wakeup.cancel.abort();
+    this.wakeups.clear();
     await this.queue.stop();
   }
 
@@ -148,6 +190,7 @@ export class AlertEvaluator {
     /** `topic \0 partition` of every partition evaluated, when the group's every subscription is. */
     const seen = work.everyTopic ? new Set<string>() : null;
     const now = clock.now();
+    let dueAt = Infinity;
     try {
       let sliceStarted = performance.now();
       for await (const partitions of health.group(groupId, (s) => work.everyTopic || work.topics.has(s.topic), this.slicePartitions)) {
@@ -155,6 +198,7 @@ export class AlertEvaluator {
           seen?.add(`${p.sub.topic}\0${p.offsets.partition}`);
           this.s.sample?.(groupId, p.sub.topic, p.offsets.partition, p.assessment.health, now);
           await this.evaluatePartition(p);
+          dueAt = Math.min(dueAt, p.assessment.dueAt ?? Infinity);
         }
         this.stats.partitions += partitions.length;
         this.stats.longestSliceMs = Math.max(this.stats.longestSliceMs, performance.now() - sliceStarted);
@@ -168,9 +212,32 @@ export class AlertEvaluator {
           if (EVALUATED.includes(alert.kind) && !seen.has(`${alert.topic}\0${alert.partition}`)) await alerts.resolve(alert);
         }
       }
+      this.wakeUp(groupId, dueAt, work.everyTopic);
     } catch (err) {
       this.s.logger.warn({ groupId, err: (err as Error).message }, 'alert evaluation failed');
     }
+  }
+
+  /**
+   * Evaluates the group at `at` (ms since the epoch; Infinity: no condition due). An evaluation of every subscription
+   * of the group replaces the wake-up set before; one of some topics only brings it forward.
+   */
+  private wakeUp(groupId: string, at: number, everyTopic: boolean): void {
+    const current = this.wakeups.get(groupId);
+    if (current !== undefined && (current.at === at || (!everyTopic && current.at < at))) return;
+    current?.cancel.abort();
+    this.wakeups.delete(groupId);
+    if (at === Infinity || this.stopping.signal.aborted) return;
+    const wakeup = { at, cancel: new AbortController() };
+    this.wakeups.set(groupId, wakeup);
+    const { clock } = this.s;
+    const { signal } = wakeup.cancel;
+    void (async () => {
+      while (!signal.aborted && clock.now() < at) await clock.sleep(Math.min(at - clock.now(), MAX_WAKEUP_SLEEP_MS), signal);
+      if (signal.aborted) return;
+      this.wakeups.delete(groupId);
+      await this.queue.add(groupId, null, false);
+    })();
   }
 
   /** Raises and resolves the alerts of one group partition as its health says. */

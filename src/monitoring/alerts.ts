@@ -117,16 +117,13 @@ export class Alerts {
    * Brings the unresolved alerts known here in line with the catalog's, which other brokers of a cluster write too:
    * those raised elsewhere are taken in, those resolved (or whose group was deleted) elsewhere forgotten. Nothing is
    * notified: the broker that raised or resolved an alert notified it.
-   * @returns the alerts taken in
    */
-  reload(): Promise<GroupAlert[]> {
+  reload(): Promise<void> {
     return this.write(async () => {
       const active = await this.catalog.listAlerts({ active: true, limit: Number.MAX_SAFE_INTEGER });
       const ids = new Set(active.map((a) => a.id));
       for (const [key, alert] of [...this.open]) if (!ids.has(alert.id)) this.closed(key, alert.groupId);
-      const adopted = active.filter((a) => this.open.get(alertKey(a))?.id !== a.id);
       for (const alert of active) this.opened(alert);
-      return adopted;
     });
   }
 

@@ -1,8 +1,8 @@
 /**
  * Reads the health of groups' partitions (see partition-health.ts) from the log store and what the caller
- * read of the offset store and the catalog. It remembers since when each group's partition has had unread
- * records (in memory: after a restart, from the first look), which `stalled` counts from when that is later
- * than the last commit; so a partition idle for hours is not stalled the moment a record arrives.
+ * read of the offset store and the catalog. It remembers since when it has seen each group's partition hold
+ * unread records (in memory), which bounds the first unread record's timestamp from above for `stalled`: a record
+ * stamped ahead of the broker's clock has waited only since it was first seen.
  */
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
@@ -98,6 +98,12 @@ export class HealthReader {
     }
   }
 
+  /** The shortest `stallMs` of the subscriptions to `topic`, ms; null when no group subscribes to it. */
+  async shortestStallMs(topic: string): Promise<number | null> {
+    const subs = await this.catalog.listTopicSubscriptions(topic);
+    return subs.length === 0 ? null : Math.min(...subs.map((s) => s.stallMs));
+  }
+
   /** What the group has committed in the partition now (not what a {@link group} slice read before). */
   async committedNow(groupId: string, topic: string, partition: number): Promise<CommittedPosition | undefined> {
     return this.offsets.get(groupId, topic, partition);
@@ -150,12 +156,6 @@ export class HealthReader {
     }
     byOffset.set(offset, { logStartOffset: offsets.logStartOffset, highWatermark: offsets.highWatermark, range });
     return range;
-  }
-
-  /** Records that unread records have waited in the group's partition since `since` (ms since the epoch), or earlier. */
-  unreadSinceAtLeast(groupId: string, topic: string, partition: number, since: number): void {
-    const byPartition = nested(nested(this.unreadSince, groupId), topic);
-    byPartition.set(partition, Math.min(since, byPartition.get(partition) ?? since));
   }
 
   /** Forgets what it remembers of a deleted topic. */

@@ -90,7 +90,6 @@ export class Monitor {
   static async open(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
     const monitor = new Monitor(catalog, offsets, logs, clock, logger, options);
     await monitor.alerts.start();
-    monitor.rememberStalls(monitor.alerts.active());
     return monitor;
   }
 
@@ -114,8 +113,7 @@ export class Monitor {
   private async mayRunScheduled(gate: JobGate): Promise<boolean> {
     try {
       const mayRun = await gate(this.intervalMs);
-      const [adopted] = await Promise.all([this.alerts.reload(), this.alerts.notifier.reloadSinks()]);
-      this.rememberStalls(adopted);
+      await Promise.all([this.alerts.reload(), this.alerts.notifier.reloadSinks()]);
       return mayRun;
     } catch (err) {
       this.logger.warn({ err: (err as Error).message }, 'skipped a scheduled alert evaluation: could not take its job lease or read the alerts');
@@ -123,19 +121,24 @@ export class Monitor {
     }
   }
 
-  /**
-   * A partition stalled before this broker knew its alert (a restart, or another broker raised it) is still stalled:
-   * its unread records have waited since at least stallMs before its alert was raised.
-   */
-  private rememberStalls(alerts: Iterable<GroupAlert>): void {
-    for (const a of alerts) {
-      if (a.kind === 'consumer-stalled') this.health.unreadSinceAtLeast(a.groupId, a.topic, a.partition, a.createdAt - Number(a.context.stallMs ?? 0));
-    }
-  }
-
   /** Evaluates the alerts of `scope` now; resolves when done (never rejects). */
   evaluate(scope: EvaluationScope = {}): Promise<void> {
     return this.evaluator.evaluate(scope);
+  }
+
+  /** Told that records were appended to `topic` (the produce path): see {@link AlertEvaluator.recordsArrived}. */
+  recordsArrived(topic: string): void {
+    this.evaluator.recordsArrived(topic);
+  }
+
+  /**
+   * Evaluates one group's alerts now, ahead of the queue (as a describe computes its states: a state with an alert
+   * has it raised before the describe answers); resolves once done, its alert writes included. Never rejects.
+   */
+  async evaluateGroupNow(groupId: string): Promise<void> {
+    const evaluated = this.evaluator.evaluate({ groupId });
+    await this.settled(groupId);
+    await evaluated;
   }
 
   /**

@@ -21,7 +21,10 @@ export interface PartitionFacts {
   retentionMs: number;
   /** The topic's size retention, bytes; -1 when there is none (or its cleanup policy does not delete). */
   retentionBytes: number;
-  /** Since when unread records have been seen waiting (ms since the epoch); null when there are none. */
+  /**
+   * Since when this broker has seen unread records waiting (ms since the epoch); null when there are none. Only
+   * bounds the first unread record's timestamp from above (a producer's clock ahead of the broker's).
+   */
   unreadSince: number | null;
 }
 
@@ -35,6 +38,12 @@ export interface PartitionAssessment {
   atRisk: boolean;
   /** Unread records waiting stallMs with no commit. */
   stalled: boolean;
+  /**
+   * The earliest later moment (ms since the epoch) at which `atRisk` or `stalled`, not holding now, starts to hold
+   * if nothing changes (no commit, no retention run, no record deleted); null when neither would. The alert
+   * evaluator evaluates the group then, so an alert never waits for the evaluation timer.
+   */
+  dueAt: number | null;
 }
 
 /** The health of a group's partition at `now` (ms since the epoch). */
@@ -44,7 +53,7 @@ export function assessPartition(f: PartitionFacts, settings: HealthSettings, now
       lag: null, unreadRecords: null, unreadRecordsEstimate: false, lostRecords: 0, timeLagMs: null, headroomMs: null, headroomBytes: null,
       state: f.paused ? 'paused' : 'ok',
     };
-    return { health, atRisk: false, stalled: false };
+    return { health, atRisk: false, stalled: false, dueAt: null };
   }
   const position = Math.min(Math.max(f.committedOffset, f.logStartOffset), f.highWatermark);
   const lostRecords = Math.max(0, f.logStartOffset - f.committedOffset);
@@ -53,11 +62,17 @@ export function assessPartition(f: PartitionFacts, settings: HealthSettings, now
   const timeLagMs = waiting ? Math.max(0, now - unread.firstTimestamp!) : 0;
   const headroomMs = f.retentionMs < 0 ? null : f.retentionMs - timeLagMs;
   const headroomBytes = f.retentionBytes < 0 ? null : f.retentionBytes - unread.bytes;
+  // At risk by time from the moment the first unread record's headroom falls below the ratio of retention.ms.
+  const riskByTimeAt = waiting && f.retentionMs >= 0 ? Math.floor(unread.firstTimestamp! + f.retentionMs * (1 - settings.headroomWarnRatio)) + 1 : null;
   const atRisk = waiting && (
-    (headroomMs !== null && headroomMs < settings.headroomWarnRatio * f.retentionMs) ||
+    (riskByTimeAt !== null && now >= riskByTimeAt) ||
     (headroomBytes !== null && headroomBytes < settings.headroomWarnRatio * f.retentionBytes));
-  // Stalled: records have waited stallMs (since they were first seen, or since the last commit if later).
-  const stalled = waiting && now - Math.max(f.commitTimestamp ?? 0, f.unreadSince ?? now) >= settings.stallMs;
+  // Stalled: the first unread record has waited stallMs (since its timestamp, or since the broker first saw it if
+  // that is earlier) and no commit came in that time.
+  const stallAt = waiting ? Math.max(f.commitTimestamp ?? 0, Math.min(unread.firstTimestamp!, f.unreadSince ?? now)) + settings.stallMs : null;
+  const stalled = stallAt !== null && now >= stallAt;
+  const due = [...(atRisk || riskByTimeAt === null ? [] : [riskByTimeAt]), ...(stalled || stallAt === null ? [] : [stallAt])];
+  const dueAt = due.length === 0 ? null : Math.min(...due);
   const state = lostRecords > 0 ? 'data-lost'
     : f.paused ? 'paused'
       : atRisk ? 'at-risk'
@@ -67,5 +82,5 @@ export function assessPartition(f: PartitionFacts, settings: HealthSettings, now
     lag: f.highWatermark - position, unreadRecords: unread.records, unreadRecordsEstimate: unread.estimate, lostRecords,
     timeLagMs, headroomMs, headroomBytes, state,
   };
-  return { health, atRisk, stalled };
+  return { health, atRisk, stalled, dueAt };
 }

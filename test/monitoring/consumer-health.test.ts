@@ -117,7 +117,7 @@ describe('consumer health', () => {
     await broker.evaluateAlerts();
     expect(await partitionOf('g')).toMatchObject({ state: 'stalled', unreadRecords: 3 });
     expect(await alerts()).toEqual(['consumer-stalled']);
-    // A restart forgets since when the records waited, but not that the partition was stalled.
+    // After a restart the records have still waited since their timestamps: stalled at once, the alert kept.
     await broker.close();
     broker = await Broker.open({ dataDir, clock, sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0, monitoring: { alertCheckIntervalMs: 0 } });
     await broker.evaluateAlerts();
@@ -131,18 +131,75 @@ describe('consumer health', () => {
 
   it('evaluates on the clock\'s timer', async () => {
     await broker.close();
-    await openBroker({ monitoring: { alertCheckIntervalMs: 30_000 } });
+    const passes: boolean[] = [];
+    await openBroker({ monitoring: { alertCheckIntervalMs: 30_000, onScheduledPass: ({ ran }) => passes.push(ran) } });
     await broker.createTopic({ topic: 't', partitions: 1 });
-    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', stallMs: MINUTE });
+    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', stallMs: 10 * HOUR });
     await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 0 }] });
     await produce('t', 1);
-    for (let i = 0; i < 3; i++) {
-      const sleeping = clock.sleeping;
-      clock.advance(30_000); // the timer's run starts
-      await vi.waitFor(() => expect(clock.sleeping).toBe(sleeping)); // it ended: the timer sleeps again
+    for (let i = 1; i <= 3; i++) {
+      clock.advance(30_000); // the timer's pass starts
+      await vi.waitFor(() => expect(passes).toHaveLength(i));
     }
+    expect(passes).toEqual([true, true, true]);
+    expect((await broker.groupHistory('g')).partitions[0]!.samples.map((s) => [s.at - T0, s.lag])).toEqual([[30_000, 1], [60_000, 1], [90_000, 1]]);
+  });
+
+  it('counts a stall from the first unread record\'s timestamp, not from the first look, and raises its alert in the describe that shows it', async () => {
+    await broker.close();
+    await openBroker({ monitoring: { alertCheckIntervalMs: 30_000 } });
+    await broker.createTopic({ topic: 't', partitions: 1, config: { retentionMs: -1 } });
+    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', stallMs: 2000 });
+    await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 0 }] });
+    clock.advance(HOUR); // idle: a record arriving now is not stalled at once
+    await produce('t', 3); // the group has stopped: no commit follows
+    clock.advance(1999);
+    expect(await partitionOf('g')).toMatchObject({ state: 'lagging', unreadRecords: 3 });
+    clock.advance(1); // 2 s after the records arrived, long before the timer's first pass (30 s)
+    expect(await partitionOf('g')).toMatchObject({ state: 'stalled', unreadRecords: 3 });
     expect(await alerts()).toEqual(['consumer-stalled']);
-    expect((await broker.groupHistory('g')).partitions[0]!.samples.map((s) => s.lag)).toEqual([1, 1, 1]);
+  });
+
+  it('raises consumer-stalled when the first unread record has waited stallMs, with no timer and no describe', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1, config: { retentionMs: -1 } });
+    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', stallMs: MINUTE });
+    await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 0 }] });
+    clock.advance(10_000);
+    await produce('t', 3);
+    clock.advance(MINUTE - 1);
+    await produce('t', 2);
+    expect(await broker.listAlerts({ groupId: 'g' })).toEqual([]);
+    clock.advance(1); // the arrival's evaluation finds it stalled, at the minute
+    await vi.waitFor(async () => expect(await broker.listAlerts({ groupId: 'g' })).toMatchObject([{ kind: 'consumer-stalled', createdAt: T0 + 10_000 + MINUTE }]));
+    // A commit clears it; the records left then stall a minute after that commit, woken by the evaluation the commit ran.
+    await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 1 }] });
+    expect(await alerts()).toEqual(['consumer-stalled:resolved']);
+    clock.advance(MINUTE);
+    await vi.waitFor(async () => expect(await alerts()).toEqual(['consumer-stalled:resolved', 'consumer-stalled']));
+    expect((await broker.listAlerts({ groupId: 'g', active: true }))[0]!.createdAt).toBe(T0 + 10_000 + 2 * MINUTE);
+  });
+
+  it('raises retention-headroom when the first unread record\'s headroom falls below the ratio, with no timer', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1, config: { retentionMs: HOUR } });
+    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', stallMs: 10 * HOUR });
+    await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 0 }] });
+    await produce('t', 1);
+    expect(await partitionOf('g')).toMatchObject({ state: 'lagging', headroomMs: HOUR }); // this evaluation finds it due in 45 min
+    clock.advance(45 * MINUTE);
+    expect(await broker.listAlerts({ groupId: 'g' })).toEqual([]);
+    clock.advance(1);
+    await vi.waitFor(async () => expect(await broker.listAlerts({ groupId: 'g' })).toMatchObject([{ kind: 'retention-headroom', createdAt: T0 + 45 * MINUTE + 1 }]));
+  });
+
+  it('counts a record stamped ahead of the broker\'s clock as waiting from when the broker first saw it', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1, config: { retentionMs: -1 } });
+    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', stallMs: MINUTE });
+    await broker.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 0 }] });
+    clock.advance(HOUR);
+    await broker.produce({ topic: 't', records: [{ key: null, value: Buffer.from('ahead'), partition: 0, timestamp: clock.now() + HOUR }] });
+    expect(await partitionOf('g')).toMatchObject({ state: 'lagging' });
+    clock.advance(MINUTE);
+    expect(await partitionOf('g')).toMatchObject({ state: 'stalled' });
   });
 
   it('counts unread records where compaction left gaps, and reaches 0 when caught up, the compacted tail included', async () => {
