@@ -362,7 +362,10 @@ export class Catalog {
   /** The most recent audit entries, newest first. */
   async listAudit(limit: number): Promise<AuditEntry[]> {
     const rows = await this.db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(limit).execute();
-    return rows.map((r) => ({ id: Number(r.id), at: Number(r.at), principal: r.principal, action: r.action, target: r.target, details: JSON.parse(r.details) as Record<string, unknown> }));
+    return rows.map((r) => ({
+      id: Number(r.id), at: Number(r.at), principal: r.principal, action: r.action, target: r.target, outcome: r.outcome === 'refused' ? 'refused' : 'done',
+      details: JSON.parse(r.details) as Record<string, unknown>,
+    }));
   }
 
   /** The group `groupId`, or undefined. */

@@ -287,4 +287,10 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('subscriptions').addColumn('first_commit_at', 'bigint').execute();
     },
   },
+  '0016-audit-outcome': {
+    // Refused operations are audited too (docs/security.md): each entry says whether it was done or refused.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('audit_log').addColumn('outcome', 'text', (c) => c.notNull().defaultTo('done')).execute();
+    },
+  },
 };

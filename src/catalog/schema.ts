@@ -154,6 +154,8 @@ export interface AuditLogTable {
   target: string;
   /** JSON */
   details: string;
+  /** `done` or `refused` */
+  outcome: Generated<string>;
 }
 
 /** One ACL (docs/security.md); a row is unique on all its columns. */

@@ -2,14 +2,15 @@
  * The broker as one Kafka connection's principal may use it (docs/security.md): every broker method the Kafka
  * handlers call is authorized from the permission table's `KAFKA method` entries before it runs, lists are cut to
  * what the principal may describe, and audited operations (topic, group and record deletions) are recorded with
- * the principal. A refusal is the `FORBIDDEN` error the handlers answer per topic or group (TOPIC_ / GROUP_ /
+ * the principal, as are refusals of those that change something. A refusal is the `FORBIDDEN` error the handlers answer per topic or group (TOPIC_ / GROUP_ /
  * CLUSTER_AUTHORIZATION_FAILED). A method without an entry fails closed.
  */
 import { OnelogError } from '../protocol/errors.js';
 import type { Acls } from '../security/acls.js';
+import { authorizeAudited } from '../security/audit.js';
 import type { Audit } from '../security/audit.js';
 import type { Principal } from '../security/principal.js';
-import { authorize, filterAnswer, PERMISSIONS } from '../security/permissions.js';
+import { filterAnswer, PERMISSIONS } from '../security/permissions.js';
 import type { KafkaDataApi } from './apis/api.js';
 
 /** Methods whose first argument is a name, not a request: the field the permission table reads it as. */
@@ -31,7 +32,7 @@ export function authorizedApi(api: KafkaDataApi, principal: Principal, { acls, a
       return async (...args: unknown[]) => {
         const field = NAME_ARGUMENT[property];
         const body = field === undefined ? args[0] : { [field]: args[0] };
-        if (acls) authorize(acls, principal, key, { body });
+        if (acls) await authorizeAudited(acls, audit, principal, key, { body });
         const answer = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
         await audit?.record(key, principal, { body });
         return acls ? filterAnswer(acls, principal, key, answer) : answer;

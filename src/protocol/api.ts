@@ -75,8 +75,14 @@ export interface AuditEntry {
   /** The authenticated user, or `anonymous` (no user existed: protected mode's loopback client, or an `--insecure` broker). */
   principal: string;
   action: string;
-  /** What it was done to: `group:G`, `topic:T`, `user:U`. */
+  /** What it was done to: `group:G`, `topic:T`, `user:U`, `cluster`. */
   target: string;
+  /**
+   * `done`: the operation succeeded. `refused`: the principal was not allowed (FORBIDDEN); `details` then holds the
+   * `request` refused (a route, frame or Kafka broker method of the permission table), the ACL `operation` it needed
+   * (`admin` for an admin's), the `code` and the `reason`, and `suppressed`: refusals of the principal left out before it.
+   */
+  outcome: 'done' | 'refused';
   details: Record<string, unknown>;
 }
 

@@ -47,6 +47,8 @@ export interface Permission {
   kafka?: readonly string[];
   /** A list answer keeps only the items the principal may describe, applied in order. */
   filter?: readonly AnswerFilter[];
+  /** Changes nothing (a fetch, a describe): a refusal is not audited. GET routes change nothing without it. */
+  readOnly?: true;
 }
 
 /** What a request carries names in. For a WebSocket frame, `params` are the upgrade path's and `body` is the frame. */
@@ -105,7 +107,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'POST /topics/:topic/enforce-retention': { needs: [topic('alter')], cli: ['topics enforce-retention'] },
   'POST /topics/:topic/delete-records': { needs: [topic('delete')], cli: ['topics delete-records'] },
   'POST /topics/:topic/records': { needs: [topic('write')], cli: ['produce'] },
-  'POST /topics/:topic/fetch': { needs: [topic('read'), group('read', 'body.groupId?')], cli: ['consume'] },
+  'POST /topics/:topic/fetch': { needs: [topic('read'), group('read', 'body.groupId?')], cli: ['consume'], readOnly: true },
   // A producer id alone writes nothing: producing with it needs write on the topic.
   'POST /producers': { needs: 'user' },
 
@@ -151,18 +153,18 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'WS /groups/:groupId/stream nack': { needs: consuming },
   // The binary data path (docs/delivery.md).
   'WS /data produce': { needs: [topic('write', 'body.topic')] },
-  'WS /data fetch': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')] },
+  'WS /data fetch': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')], readOnly: true },
   'WS /data commit': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')] },
 
   // The Kafka listener (docs/kafka.md): once SASL names the principal, every broker method its handlers call.
   'KAFKA produceBatches': { needs: [topic('write', 'body.topic')], kafka: ['Produce'] },
-  'KAFKA fetchBatches': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')], kafka: ['Fetch'] },
-  'KAFKA fetch': { needs: [topic('read', 'body.topic')], kafka: ['ListOffsets'] },
-  'KAFKA listTopics': { needs: 'user', filter: [{ resource: 'topic', key: 'topic' }], kafka: ['Metadata'] },
+  'KAFKA fetchBatches': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')], kafka: ['Fetch'], readOnly: true },
+  'KAFKA fetch': { needs: [topic('read', 'body.topic')], kafka: ['ListOffsets'], readOnly: true },
+  'KAFKA listTopics': { needs: 'user', filter: [{ resource: 'topic', key: 'topic' }], kafka: ['Metadata'], readOnly: true },
   'KAFKA describeTopic': {
-    needs: [topic('describe', 'body.topic')], kafka: ['Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords'],
+    needs: [topic('describe', 'body.topic')], kafka: ['Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords'], readOnly: true,
   },
-  'KAFKA offsetForTimestamp': { needs: [topic('describe', 'body.topic')], kafka: ['ListOffsets'] },
+  'KAFKA offsetForTimestamp': { needs: [topic('describe', 'body.topic')], kafka: ['ListOffsets'], readOnly: true },
   'KAFKA createTopic': { needs: [topic('create', 'body.topic')], kafka: ['CreateTopics'] },
   'KAFKA deleteTopic': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteTopics'] },
   'KAFKA deleteRecords': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteRecords'] },
@@ -171,11 +173,16 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'KAFKA heartbeat': { needs: [group('read', 'body.groupId')], kafka: ['JoinGroup', 'SyncGroup', 'Heartbeat'] },
   'KAFKA leaveGroup': { needs: [group('read', 'body.groupId')], kafka: ['LeaveGroup'] },
   'KAFKA commitOffsets': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['OffsetCommit'] },
-  'KAFKA committedOffsets': { needs: [group('describe', 'body.groupId')], filter: [{ resource: 'topic', key: 'topic' }], kafka: ['OffsetFetch'] },
-  'KAFKA describeGroup': { needs: [group('describe', 'body.groupId')], filter: groupTopics, kafka: ['DescribeGroups'] },
-  'KAFKA listGroups': { needs: 'user', filter: [{ resource: 'group', key: 'groupId' }], kafka: ['ListGroups'] },
+  'KAFKA committedOffsets': { needs: [group('describe', 'body.groupId')], filter: [{ resource: 'topic', key: 'topic' }], kafka: ['OffsetFetch'], readOnly: true },
+  'KAFKA describeGroup': { needs: [group('describe', 'body.groupId')], filter: groupTopics, kafka: ['DescribeGroups'], readOnly: true },
+  'KAFKA listGroups': { needs: 'user', filter: [{ resource: 'group', key: 'groupId' }], kafka: ['ListGroups'], readOnly: true },
   'KAFKA deleteGroup': { needs: [group('delete', 'body.groupId')], kafka: ['DeleteGroups'] },
 };
+
+/** Whether `key` changes something, so that a refusal of it is audited: every entry but GET routes and those `readOnly`. */
+export function mutates(key: string): boolean {
+  return !key.startsWith('GET ') && PERMISSIONS[key]?.readOnly !== true;
+}
 
 /**
  * Authorizes `principal` for the route or frame `key` with the names `parts` carries.
@@ -264,6 +271,6 @@ export function permissionsMarkdown(): string {
     return `${checks}${p.filter ? `; shows only the ${only(p)} it may describe` : ''}`;
   };
   const used = (p: Permission) => [...(p.cli ?? []).map((c) => `\`onelog ${c}\``), ...(p.kafka ?? []).map((a) => `Kafka ${a}`)].join(', ');
-  const rows = Object.entries(PERMISSIONS).map(([key, p]) => `| \`${key}\` | ${needs(p)} | ${used(p)} |`);
-  return ['| route, frame or broker method | needs | used by |', '| --- | --- | --- |', ...rows].join('\n');
+  const rows = Object.entries(PERMISSIONS).map(([key, p]) => `| \`${key}\` | ${needs(p)} | ${mutates(key) ? 'yes' : 'no'} | ${used(p)} |`);
+  return ['| route, frame or broker method | needs | refusal audited | used by |', '| --- | --- | --- | --- |', ...rows].join('\n');
 }

@@ -16,7 +16,7 @@ import type { BinaryDataApi, CommitRequest, FetchRequest } from '../protocol/api
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import { ioBuffers } from '../buffer-pool.js';
 import { OnelogError } from '../protocol/errors.js';
-import { authorize } from '../security/permissions.js';
+import { authorizeAudited } from '../security/audit.js';
 import { principalName } from '../security/principal.js';
 import type { Principal } from '../security/principal.js';
 import type { SocketChecks } from './limits.js';
@@ -37,7 +37,7 @@ export const DATA_REQUEST_FRAMES = { produce: FRAME_KIND.PRODUCE, fetch: FRAME_K
  *   held to the principal's quotas; a frame above `limits.maxFrameBytes` closes the socket (1009); with
  *   `limits.maxInFlightPerConnection` requests unanswered, reading pauses until one is
  */
-export function dataSockets(api: BinaryDataApi, { acls, users, quotas, limits, logger }: SocketChecks): DataSockets {
+export function dataSockets(api: BinaryDataApi, { acls, audit, users, quotas, limits, logger }: SocketChecks): DataSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes });
   refuseBadHandshakes(wss);
   wss.on('connection', (ws: WebSocket, principal: Principal) => {
@@ -80,12 +80,12 @@ export function dataSockets(api: BinaryDataApi, { acls, users, quotas, limits, l
           if (ws.readyState !== ws.OPEN) return;
           const frame = decodeFrame(bytes);
           requestId = frame.requestId;
-          const check = (kind: keyof typeof DATA_REQUEST_FRAMES) => {
-            if (acls) authorize(acls, principal, `WS /data ${kind}`, { body: frame.json });
+          const check = async (kind: keyof typeof DATA_REQUEST_FRAMES) => {
+            if (acls) await authorizeAudited(acls, audit, principal, `WS /data ${kind}`, { body: frame.json });
             if (quotas?.limited) quotas.take(principalName(principal), kind === 'produce' ? frame.payload.length : 0);
           };
           if (frame.kind === DATA_REQUEST_FRAMES.produce) {
-            check('produce');
+            await check('produce');
             const { topic, batches } = frame.json as { topic: string; batches: Array<{ partition: number; bytes: number }> };
             if (!Array.isArray(batches) || !batches.every((b) => b !== null && typeof b === 'object' && Number.isSafeInteger(b.bytes) && b.bytes >= 0)) {
               throw new OnelogError('INVALID_REQUEST', 'a produce frame names its batches: { topic, batches: [{ partition, bytes }] }, bytes a count >= 0');
@@ -101,7 +101,7 @@ export function dataSockets(api: BinaryDataApi, { acls, users, quotas, limits, l
             }
             ws.send(encodeFrame(FRAME_KIND.PRODUCED, requestId, await api.produceBatches({ topic, batches: parts })));
           } else if (frame.kind === DATA_REQUEST_FRAMES.fetch) {
-            check('fetch');
+            await check('fetch');
             const result = await api.fetchBatches(frame.json as FetchRequest);
             const partitions = result.partitions.map(({ batches, ...p }) => ({ ...p, batchBytes: batches.length }));
             // Read into pooled buffers and answered from one: each goes back once copied, the frame once written.
@@ -109,7 +109,7 @@ export function dataSockets(api: BinaryDataApi, { acls, users, quotas, limits, l
             for (const p of result.partitions) ioBuffers.give(p.batches);
             ws.send(answer, () => ioBuffers.give(answer));
           } else if (frame.kind === DATA_REQUEST_FRAMES.commit) {
-            check('commit');
+            await check('commit');
             await api.commitOffsets(frame.json as CommitRequest);
             ws.send(encodeFrame(FRAME_KIND.COMMITTED, requestId, {}));
           } else {

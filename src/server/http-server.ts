@@ -151,7 +151,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   // WebSockets: push streams (and their counters: what each session holds) and the binary data path
   // (docs/delivery.md). Any other upgrade is answered 404.
   const logger = options.logger ?? silentLogger;
-  const sockets = { acls: options.access?.acls, users: options.access?.users, quotas: options.quotas, limits, logger };
+  const sockets = { acls: options.access?.acls, audit: options.audit, users: options.access?.users, quotas: options.quotas, limits, logger };
   const push = pushSockets(api, sockets);
   const data = isBinaryDataApi(api) ? dataSockets(api, sockets) : null;
   // Outside fastify's request lifecycle: whatever the upgrade throws (no token, a malformed path) is answered as an

@@ -11,6 +11,7 @@ import tls from 'node:tls';
 import { OnelogError } from '../protocol/errors.js';
 import type { Logger } from '../logger.js';
 import type { Acls } from '../security/acls.js';
+import type { Audit } from '../security/audit.js';
 import type { Quotas } from '../security/quotas.js';
 import type { Users } from '../security/users.js';
 import { httpErrorResponse } from './socket-answers.js';
@@ -44,6 +45,8 @@ export interface ServerLimits {
  */
 export interface SocketChecks {
   acls?: Acls | undefined;
+  /** Where refused frames that would change something are recorded. @default none */
+  audit?: Audit | undefined;
   users?: Users | undefined;
   quotas?: Quotas | undefined;
   limits: ServerLimits;

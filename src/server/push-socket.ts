@@ -26,6 +26,7 @@ import type { PushStats, PushSubscribe } from '../delivery/push-session.js';
 import type { OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { authorize } from '../security/permissions.js';
+import type { RequestParts } from '../security/permissions.js';
 import type { Principal } from '../security/principal.js';
 import type { SocketChecks } from './limits.js';
 
@@ -49,7 +50,7 @@ export const PUSH_FRAME_TYPES: readonly string[] = ['subscribe', 'credit', 'ack'
  * @param checks every frame is authorized against the ACLs (the permission table's `WS /groups/:groupId/stream TYPE`);
  *   a frame above `limits.maxFrameBytes` closes the socket (1009). Quotas do not apply: credits bound the stream.
  */
-export function pushSockets(api: OnelogApi, { acls, users, limits, logger }: SocketChecks): PushSockets {
+export function pushSockets(api: OnelogApi, { acls, audit, users, limits, logger }: SocketChecks): PushSockets {
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes });
   refuseBadHandshakes(wss);
   const sessions = new Map<WebSocket, { groupId: string; session: PushSession | null }>();
@@ -71,13 +72,15 @@ export function pushSockets(api: OnelogApi, { acls, users, limits, logger }: Soc
     ws.on('error', () => undefined);
     ws.on('message', guard('push stream frame', (data: RawData, isBinary: boolean) => {
       if (ws.readyState !== ws.OPEN) return;
+      let checked: { key: string; parts: RequestParts } | undefined;
       try {
         if (isBinary) throw new OnelogError('INVALID_REQUEST', 'send JSON text frames: subscribe, credit, ack, nack');
         const frame = JSON.parse(data.toString()) as Record<string, unknown>;
         if (typeof frame.type !== 'string' || !PUSH_FRAME_TYPES.includes(frame.type)) {
           throw new OnelogError('INVALID_REQUEST', `unknown frame type ${JSON.stringify(frame.type)}; allowed: ${PUSH_FRAME_TYPES.join(', ')}`);
         }
-        if (acls) authorize(acls, principal, `WS /groups/:groupId/stream ${frame.type}`, { params: { groupId }, body: frame });
+        checked = { key: `WS /groups/:groupId/stream ${frame.type}`, parts: { params: { groupId }, body: frame } };
+        if (acls) authorize(acls, principal, checked.key, checked.parts);
         if (!entry.session) {
           if (frame.type !== 'subscribe') throw new OnelogError('INVALID_REQUEST', 'the first frame must be { "type": "subscribe", "topics": [...] }');
           entry.session = new PushSession(api, subscribeRequest(groupId, frame), (text) => ws.send(text), (code) => ws.close(1008, code),
@@ -98,7 +101,13 @@ export function pushSockets(api: OnelogApi, { acls, users, limits, logger }: Soc
           );
         } else throw new OnelogError('INVALID_REQUEST', 'a stream subscribes once: send credit, ack or nack frames');
       } catch (err) {
-        refuse(err instanceof SyntaxError ? new OnelogError('INVALID_REQUEST', `malformed JSON frame: ${err.message}`) : err, !entry.session);
+        const fatal = !entry.session;
+        if (audit && checked && err instanceof OnelogError && err.code === 'FORBIDDEN') {
+          // A refusal is recorded before it is answered; the frames after it go on meanwhile (it changed nothing).
+          void audit.refused(checked.key, principal, err, checked.parts).then(() => refuse(err, fatal));
+        } else {
+          refuse(err instanceof SyntaxError ? new OnelogError('INVALID_REQUEST', `malformed JSON frame: ${err.message}`) : err, fatal);
+        }
       }
     }));
     ws.on('close', guard('push stream close', () => {

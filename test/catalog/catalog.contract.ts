@@ -433,9 +433,12 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
 
       it('the audit keeps entries newest first with their details', async () => {
         const { c } = await fresh();
-        for (let i = 0; i < 3; i++) await c.addAudit({ at: T + i, principal: 'ops', action: 'offsets.reset', target: 'group:g', details: { i, spec: 'to-earliest' } });
+        for (let i = 0; i < 3; i++) {
+          await c.addAudit({ at: T + i, principal: 'ops', action: 'offsets.reset', target: 'group:g', outcome: i === 1 ? 'refused' : 'done', details: { i, spec: 'to-earliest' } });
+        }
         const entries = await c.listAudit(2);
         expect(entries.map((e) => e.details)).toEqual([{ i: 2, spec: 'to-earliest' }, { i: 1, spec: 'to-earliest' }]);
+        expect(entries.map((e) => e.outcome)).toEqual(['done', 'refused']);
         expect(entries[0]).toMatchObject({ at: T + 2, principal: 'ops', action: 'offsets.reset', target: 'group:g' });
         expect(entries[0]!.id).toBeGreaterThan(entries[1]!.id);
       });

@@ -5,6 +5,7 @@
  */
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { AuditEntry } from '../../src/protocol/api.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -66,6 +67,15 @@ describe('onelog users', () => {
     const badOp = await runCli(server.url, ['--token', token, 'acls', 'add', '--principal', 'loader', '--topic', 't', '--operation', 'steal']);
     expect(badOp.stderr).toContain('--operation must be one of read, write, create, delete, alter, describe, reset, all, got "steal"');
     expect((await runCli(server.url, ['--token', loader, 'acls', 'list'])).stderr).toContain('FORBIDDEN');
+
+    // The produce refused by the deny ACL is in the audit with why. The first one was refused at the CLI's describe of
+    // the topic (a read, not recorded, as the refused acls list), before it sent a record.
+    const audit = await runCli(server.url, ['--token', token, 'audit', 'list']);
+    expect(audit.stdout.split('\n')[0]).toMatch(/^ID +AT +PRINCIPAL +ACTION +TARGET +OUTCOME +DETAILS$/);
+    const refused = (JSON.parse((await runCli(server.url, ['--token', token, 'audit', 'list', '--json'])).stdout) as AuditEntry[])
+      .filter((e) => e.outcome === 'refused');
+    expect(refused.map((e) => [e.principal, e.target, e.details.operation])).toEqual([['loader', 'topic:orders.eu', 'write']]);
+    expect(refused[0]!.details.reason).toContain('user loader may not write topic "orders.eu": an ACL denies it');
   });
 
   it('serve takes its limits and quotas from flags', async () => {

@@ -139,7 +139,28 @@ describe('SASL on the Kafka listener', () => {
       await admin.disconnect();
     }
     const audit = await broker.audit.list(LOOPBACK_ADMIN);
-    expect(audit.find((e) => e.action === 'topic-delete')).toMatchObject({ principal: 'alice', target: 'topic:payments' });
+    expect(audit.find((e) => e.action === 'topic-delete')).toMatchObject({ principal: 'alice', target: 'topic:payments', outcome: 'done' });
+  });
+
+  it('records refused writes and deletions through Kafka in the audit, not refused reads', async () => {
+    await allow({ principal: 'alice', resourceType: 'topic', resourceName: 'edits', operation: 'describe' }); // sees it, may not write it
+    const client = kafka({ mechanism: 'plain', username: 'alice', password: tokens.alice });
+    const admin = client.admin();
+    const producer = client.producer();
+    await Promise.all([admin.connect(), producer.connect()]);
+    try {
+      await expect(admin.deleteTopics({ topics: ['payments'] })).rejects.toThrow();
+      await expect(producer.send({ topic: 'edits', messages: [{ value: 'x' }] })).rejects.toThrow();
+      await expect(admin.fetchTopicOffsets('payments')).rejects.toThrow(); // a read: not recorded
+    } finally {
+      await Promise.all([admin.disconnect(), producer.disconnect()]);
+    }
+    const refused = (await broker.audit.list(LOOPBACK_ADMIN)).filter((e) => e.outcome === 'refused');
+    expect(refused.find((e) => e.action === 'topic-delete')).toMatchObject({
+      principal: 'alice', target: 'topic:payments', details: { request: 'KAFKA deleteTopic', operation: 'delete', code: 'FORBIDDEN' },
+    });
+    expect(refused.find((e) => e.action === 'KAFKA produceBatches')).toMatchObject({ principal: 'alice', target: 'topic:edits', details: { operation: 'write' } });
+    expect(refused.every((e) => e.action === 'topic-delete' || e.action === 'KAFKA produceBatches')).toBe(true);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * The audit (docs/security.md): audited operations are recorded once they succeeded, with the request's
- * principal, which also replaces the `requestedBy` an authenticated client claims; `GET /audit` lists them (admins only).
+ * principal, which also replaces the `requestedBy` an authenticated client claims; a refused request that would have
+ * changed something is recorded before its error is answered; `GET /audit` lists them (admins only).
  */
 import type { FastifyInstance } from 'fastify';
 import { AUDITED, CLAIMS_REQUESTER, objectOf } from '../../security/audit.js';
@@ -12,6 +13,11 @@ export function registerAuditRoutes(app: FastifyInstance, audit: Audit): void {
     // Without users (protected mode) there is no principal: the client's claim is all there is to record.
     const { user } = principalOf(request);
     if (user !== null && CLAIMS_REQUESTER.has(routeKey(request) ?? '')) request.body = { ...objectOf(request.body), requestedBy: user };
+  });
+  // A refusal, by the permission table's check or by the route itself (a user rotating another's token).
+  app.addHook('onError', async (request, _reply, error) => {
+    const key = routeKey(request);
+    if (key !== undefined && request.principal !== undefined) await audit.refused(key, request.principal, error, request);
   });
   // Recorded as the handler succeeds, before the answer is written: a client that hangs up cannot skip it.
   app.addHook('onRoute', (route) => {
