@@ -17,12 +17,14 @@ import type { Database, RootDatabase } from 'lmdb';
 import { OnelogError } from '../protocol/errors.js';
 import { FILE_MODE, makeDir } from '../storage/file-modes.js';
 import { CloseGate, staleGeneration } from './offset-store.js';
-import type { CommittedOffset, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, DeliveryState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** The sub-database of the binary value format 1. */
 const DB_NAME = 'committed-offsets-v1';
 /** The sub-database of each group's generations: `utf8(groupId) -> float64le(highest) float64le(fence)`. */
 const GENERATIONS_DB_NAME = 'group-generations';
+/** The sub-database of delivery states: the offsets' key layout, the value the state as JSON text. */
+const DELIVERIES_DB_NAME = 'delivery-states';
 /** The sub-database of the older MessagePack values, migrated on open. */
 const LEGACY_DB_NAME = 'committed-offsets';
 
@@ -185,6 +187,7 @@ export class LmdbOffsetStore implements OffsetStore {
     private readonly root: RootDatabase,
     private readonly db: Database<Buffer, Buffer>,
     private readonly generations: Database<Buffer, Buffer>,
+    private readonly deliveries: Database<Buffer, Buffer>,
   ) {}
 
   /**
@@ -204,8 +207,9 @@ export class LmdbOffsetStore implements OffsetStore {
     // default lmdb-js runs queued transaction callbacks after the queued puts of the same batch).
     const db = root.openDB<Buffer, Buffer>({ name: DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     const generations = root.openDB<Buffer, Buffer>({ name: GENERATIONS_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
+    const deliveries = root.openDB<Buffer, Buffer>({ name: DELIVERIES_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     migrateLegacy(root, db);
-    return new LmdbOffsetStore(root, db, generations);
+    return new LmdbOffsetStore(root, db, generations, deliveries);
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
@@ -284,26 +288,43 @@ export class LmdbOffsetStore implements OffsetStore {
     return out;
   }
 
+  async deliveryState(groupId: string, topic: string, partition: number): Promise<DeliveryState | undefined> {
+    this.gate.check();
+    checkCommit(groupId, [{ topic, partition, offset: 0 }]);
+    const bytes = this.deliveries.getBinary(this.keys.full(groupId, topic, partition));
+    return bytes === undefined ? undefined : JSON.parse(bytes.toString('utf8')) as DeliveryState;
+  }
+
+  async setDeliveryState(groupId: string, topic: string, partition: number, state: DeliveryState | null): Promise<void> {
+    checkCommit(groupId, [{ topic, partition, offset: 0 }]);
+    const key = Buffer.from(this.keys.full(groupId, topic, partition));
+    await this.written(() => (state === null ? this.deliveries.remove(key) : this.deliveries.put(key, Buffer.from(JSON.stringify(state), 'utf8'))));
+  }
+
   async deleteGroup(groupId: string): Promise<void> {
     // A transaction callback runs inside the write transaction, so it sees (and removes) every earlier commit.
     await this.written(() => this.db.transaction(() => {
-      for (const key of this.db.getKeys(groupRange(groupId))) this.db.remove(key).catch(ignore);
+      for (const db of [this.db, this.deliveries]) for (const key of db.getKeys(groupRange(groupId))) db.remove(key).catch(ignore);
     }));
   }
 
   /** Scans every key (topic deletion is rare; keys are ordered by group, not by topic). */
   async deleteTopic(topic: string): Promise<number> {
     const name = Buffer.from(topic, 'utf8');
+    // group \0 topic \0 partition(4 bytes): the topic ends 5 bytes before the key does.
+    const ofTopic = (key: Buffer) => {
+      const end = key.length - 5;
+      const start = end - name.length;
+      return start >= 1 && key[start - 1] === 0 && name.compare(key, start, end) === 0;
+    };
     let removed = 0;
     await this.written(() => this.db.transaction(() => {
       for (const key of this.db.getKeys()) {
-        // group \0 topic \0 partition(4 bytes): the topic ends 5 bytes before the key does.
-        const end = key.length - 5;
-        const start = end - name.length;
-        if (start < 1 || key[start - 1] !== 0 || name.compare(key, start, end) !== 0) continue;
+        if (!ofTopic(key)) continue;
         this.db.remove(key).catch(ignore);
         removed++;
       }
+      for (const key of this.deliveries.getKeys()) if (ofTopic(key)) this.deliveries.remove(key).catch(ignore);
     }));
     return removed;
   }
