@@ -260,6 +260,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
         if (monitor.alerts.hasOpen(groupId)) void monitor.evaluate({ groupId });
       },
       deadLetterDepth: (sub): Promise<number> => broker.deadLetters.depth(sub),
+      deadLetterIfSpent: (groupId, topic, partition, offset, crashes) => broker.retries.deadLetterIfSpent(groupId, topic, partition, offset, crashes),
     }, membership?.groups);
     await groups.start();
     const broker: Broker = new Broker(catalog, offsets, logs, files, groups, monitor, clock, logger, unlock);
@@ -537,9 +538,12 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const claiming = memberId === undefined ? undefined : this.groups.claim(groupId!); // cluster mode: the group's coordinator serves it
     if (claiming) await claiming;
     const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
-    const targets = request.partitions.map((p) => ({
+    // A member's suspect records (ones a member ended holding) are handed out one at a time.
+    const caps = memberId === undefined ? [] : this.groups.fetchCaps({ ...request, groupId: groupId! });
+    const targets = request.partitions.map((p, i) => ({
       log: this.logs.get(topic, p.partition),
       offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
+      maxRecords: caps[i],
     }));
     const limits = {
       maxRecords: checkInteger(request.maxRecords ?? FETCH_DEFAULTS.maxRecords, 'maxRecords', 1),
@@ -550,6 +554,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
       ? fromRecords(await this.retries.fetch(groupId, topic, targets, limits))
       : await read(targets, limits);
     if (memberId !== undefined) {
+      this.groups.handedOut({ ...request, groupId: groupId!, memberId }, partitions);
       if (request.ahead !== true) await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
       return { topic, partitions, ...membership };
     }

@@ -149,6 +149,7 @@ export class BinaryApi extends HttpApi {
         }
         for (const r of batch) {
           if (r.offset < from) continue;
+          if (r.offset >= p.nextOffset) break; // past what the broker handed out (a partition handed out one record at a time)
           if (recordsLeft === 0) {
             nextOffset = r.offset;
             break;

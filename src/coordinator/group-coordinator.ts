@@ -31,6 +31,7 @@ import type { DescriptionSources } from './group-description.js';
 import { describeSpec, planReset } from './offset-resets.js';
 import { Positions } from './positions.js';
 import { CommitMarks } from './commit-marks.js';
+import { DeliveryCounts } from './delivery-counts.js';
 import type { RetryTopics, TierOwner } from './retry-topics.js';
 import { definedOnly, Subscriptions } from './subscriptions.js';
 import type { ResolvedSubscribeRequest } from './subscriptions.js';
@@ -48,6 +49,17 @@ export interface CoordinatorHooks {
   committed?(groupId: string, topic: string, offsets: ReadonlyArray<{ partition: number; offset: number }>): void;
   /** Describes need a subscription's dead-letter depth. */
   deadLetterDepth?(sub: SubscriptionRecord): Promise<number>;
+  /** Dead-letters a record whose consumer ended each time it had it, once its deliveries are spent (see {@link DeliveryCounts}). */
+  deadLetterIfSpent?(groupId: string, topic: string, partition: number, offset: number, crashes: number): Promise<boolean>;
+}
+
+/** A nack the coordinator let through: the subscription it falls under, its policy, the tier it came from, and the record's crash-counted deliveries. */
+export interface CheckedNack {
+  subscription: SubscriptionRecord;
+  policy: RetryPolicy;
+  tier: TierOwner | undefined;
+  /** Deliveries of the record at an offset of the nacked partition that ended with their member ending. */
+  crashes(offset: number): number;
 }
 
 /** An offset reset waiting for its partitions to be released by their owners. */
@@ -68,6 +80,8 @@ export class GroupCoordinator {
   private readonly marks: CommitMarks;
   /** Cluster mode: the lease epoch at which this broker coordinates each group it holds in memory. */
   private readonly epochs = new Map<string, number>();
+  /** Deliveries of records whose members ended holding them. */
+  private readonly deliveryCounts: DeliveryCounts;
 
   constructor(
     private readonly catalog: Catalog,
@@ -82,6 +96,12 @@ export class GroupCoordinator {
     this.subscriptions = new Subscriptions(catalog, clock, (sub, previous) => this.tiersChanged(sub, previous));
     this.marks = new CommitMarks(catalog, offsets, clock, this.subscriptions.retryTopics);
     this.positions = new Positions(catalog, offsets, clock, monitor, this.marks);
+    this.deliveryCounts = new DeliveryCounts(offsets, {
+      deadLetterIfSpent: (groupId, topic, partition, offset, crashes) => hooks.deadLetterIfSpent?.(groupId, topic, partition, offset, crashes) ?? Promise.resolve(false),
+    }, logger, async (groupId, topic, partition, offset) => {
+      await this.marks.commit(groupId, topic, [{ topic, partition, offset }], this.clock.now());
+      this.hooks.committed?.(groupId, topic, [{ partition, offset }]);
+    });
     placement?.onLost((groupId) => void this.locked(groupId, async () => this.forget(groupId, undefined), false));
   }
 
@@ -211,7 +231,7 @@ export class GroupCoordinator {
     return this.locked(groupId, async () => {
       for (const topic of request.topics) await this.subscriptions.get(groupId, topic, definedOnly(request));
       const group = await this.membership(groupId);
-      if (this.expire(group)) await this.applyResets(group);
+      if (await this.expire(group)) await this.applyResets(group);
       const member = group.join({
         clientId: request.clientId ?? 'consumer',
         topics: this.retryTopics.expand(groupId, request.topics),
@@ -234,7 +254,7 @@ export class GroupCoordinator {
     return this.locked(request.groupId, async () => {
       const group = this.liveGroup(request.groupId, request.memberId);
       // Applied before the member check: the expired member may be the one heartbeating.
-      if (this.expire(group)) await this.applyResets(group);
+      if (await this.expire(group)) await this.applyResets(group);
       const member = group.member(request.memberId, request.generationId);
       group.release(member, request.owned, this.clock.now());
       await this.applyResets(group);
@@ -258,13 +278,15 @@ export class GroupCoordinator {
     await Promise.all([...this.groups.keys()].map((groupId) =>
       this.locked(groupId, async () => {
         const group = this.groups.get(groupId);
-        if (group && this.expire(group)) await this.applyResets(group);
+        if (group && await this.expire(group)) await this.applyResets(group);
       }, false)));
   }
 
-  private expire(group: GroupMembership): boolean {
+  /** Removes the members past their session timeout or release deadline, counting the deliveries they held. */
+  private async expire(group: GroupMembership): Promise<boolean> {
     const expired = group.expired(this.clock.now());
     for (const m of expired) {
+      await this.deliveryCounts.memberEnded(group.groupId, m);
       group.remove(m.memberId);
       this.logger.warn({ groupId: group.groupId, memberId: m.memberId, sessionTimeoutMs: m.sessionTimeoutMs }, 'member expired');
     }
@@ -302,6 +324,7 @@ export class GroupCoordinator {
       // Recorded before any member hears of it, so a coordinator after this one numbers above it.
       group.storedGeneration = await this.offsets.advanceGeneration(group.groupId, group.generationId);
     }
+    await this.deliveryCounts.load(group.groupId, granted);
     group.grant(member, granted, this.clock.now());
     return {
       groupId: group.groupId,
@@ -349,6 +372,11 @@ export class GroupCoordinator {
       if (!this.logs.has(topic)) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic, groupId });
       const generationFence = request.memberId === undefined ? undefined : { generationId: request.generationId ?? -1 };
       await this.marks.commit(groupId, topic, request.offsets.map((o) => ({ topic, ...o })), this.clock.now(), generationFence);
+      const member = request.memberId === undefined ? undefined : this.groups.get(groupId)?.members.get(request.memberId);
+      for (const o of request.offsets) {
+        if (member) this.groups.get(groupId)!.committed(member, partitionKey({ topic, partition: o.partition }), o.offset);
+        await this.deliveryCounts.committed(groupId, topic, o.partition, o.offset);
+      }
       if (jumps.length > 0) await this.positions.recordJumps(groupId, topic, jumps, request.memberId);
       this.hooks.committed?.(groupId, topic, request.offsets);
     });
@@ -364,7 +392,7 @@ export class GroupCoordinator {
   ): Promise<void> {
     const { groupId, topic } = request;
     const group = this.groups.get(groupId);
-    if (group && this.expire(group)) await this.applyResets(group);
+    if (group && await this.expire(group)) await this.applyResets(group);
     if (request.memberId !== undefined) {
       const member = this.liveGroup(groupId, request.memberId).member(request.memberId, request.generationId ?? -1, what === 'nack');
       for (const partition of partitions) this.checkAssigned(groupId, member, { topic, partition }, member.owned);
@@ -383,7 +411,7 @@ export class GroupCoordinator {
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`; `NO_RETRY_POLICY` when the
    *   group has no retry policy for the topic
    */
-  async checkNack(request: Omit<NackRequest, 'offset' | 'reason'>): Promise<{ subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }> {
+  async checkNack(request: Omit<NackRequest, 'offset' | 'reason'>): Promise<CheckedNack> {
     const { groupId, topic } = request;
     return this.locked(groupId, async () => {
       await this.fence(request, [request.partition], 'nack');
@@ -395,7 +423,8 @@ export class GroupCoordinator {
           groupId, topic,
         });
       }
-      return { subscription, policy: subscription.retry, tier };
+      const { partition } = request;
+      return { subscription, policy: subscription.retry, tier, crashes: (offset) => this.deliveryCounts.crashes(groupId, topic, partition, offset) };
     });
   }
 
@@ -428,6 +457,25 @@ export class GroupCoordinator {
       this.checkAssigned(group.groupId, member, { topic: request.topic, partition: p.partition }, member.owned);
     }
     return { generationId: group.generationId, assignmentChanged: group.assignmentChanged(member) };
+  }
+
+  /**
+   * The most records a member's fetch may be handed from each of its partitions: 1 where the partition is in its
+   * suspect range (records a member ended holding: handed out one at a time, see {@link DeliveryCounts}), else none.
+   */
+  fetchCaps(request: FetchRequest & { groupId: string }): Array<1 | undefined> {
+    return request.partitions.map((p) => this.deliveryCounts.maxRecords(request.groupId, request.topic, p.partition, p.offset));
+  }
+
+  /**
+   * Records what a member's fetch handed it, per partition from the offset asked to `nextOffset`: what it holds
+   * if it ends without leaving. A member gone meanwhile is ignored.
+   */
+  handedOut(request: FetchRequest & { groupId: string; memberId: string }, partitions: ReadonlyArray<{ partition: number; nextOffset: number }>): void {
+    const group = this.groups.get(request.groupId);
+    const member = group?.members.get(request.memberId);
+    if (!member) return;
+    partitions.forEach((p, i) => group!.handOut(member, partitionKey({ topic: request.topic, partition: p.partition }), request.partitions[i]!.offset, p.nextOffset));
   }
 
   /** Refuses every reset still waiting for a safe point: the broker is shutting down. */
@@ -509,7 +557,7 @@ export class GroupCoordinator {
     await this.locked(groupId, async () => {
       const group = this.groups.get(groupId);
       if (group) {
-        if (this.expire(group)) await this.applyResets(group);
+        if (await this.expire(group)) await this.applyResets(group);
         group.kill();
       }
       if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
@@ -519,6 +567,7 @@ export class GroupCoordinator {
       this.subscriptions.deleteGroup(groupId);
       this.marks.forgetGroup(groupId);
       this.monitor.deleteGroup(groupId);
+      this.deliveryCounts.deleteGroup(groupId);
       this.logger.info({ groupId }, 'group deleted');
     });
   }
@@ -605,6 +654,7 @@ export class GroupCoordinator {
       requestedBy: request.requestedBy ?? 'unknown', executedAt: now,
     })));
     for (const p of partitions) await this.catalog.resumePartition(groupId, { topic, partition: p.partition });
+    await this.deliveryCounts.reset(groupId, topic, partitions.map((p) => p.partition));
     this.hooks.reset?.(groupId, topic);
     this.logger.info({ groupId, topic, spec, requestedBy: request.requestedBy, partitions: partitions.length }, 'offsets reset');
     return { groupId, topic, executed: true, partitions };

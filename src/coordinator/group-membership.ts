@@ -58,6 +58,11 @@ export interface Member {
   owned: Set<PartitionKey>;
   /** When a revoked partition must be released by, ms since the epoch (its session timeout after the revocation); null when none is pending. */
   releaseDeadline: number | null;
+  /**
+   * Per partition it holds, what its fetches were handed past what it committed: the first offset, and the end of
+   * what it was handed (exclusive). What a member that ends without leaving had in hand (delivery-counts.ts).
+   */
+  readonly handedOut: Map<PartitionKey, { first: number; end: number }>;
 }
 
 /** Valid state changes, checked on every change. */
@@ -144,6 +149,7 @@ export class GroupMembership {
       assigned: new Set(),
       owned: new Set(),
       releaseDeadline: null,
+      handedOut: new Map(),
     };
     this.members.set(member.memberId, member);
     this.rebalance();
@@ -207,7 +213,27 @@ export class GroupMembership {
   release(member: Member, owned: readonly TopicPartition[], now: number): void {
     member.lastHeartbeatAt = now;
     const reported = new Set(owned.map(partitionKey));
-    for (const key of member.owned) if (!reported.has(key)) member.owned.delete(key);
+    for (const key of member.owned) {
+      if (reported.has(key)) continue;
+      member.owned.delete(key);
+      member.handedOut.delete(key);
+    }
+  }
+
+  /** A fetch handed the member records of a partition from `from` up to `end` (exclusive). */
+  handOut(member: Member, key: PartitionKey, from: number, end: number): void {
+    if (end <= from || !member.owned.has(key)) return;
+    const held = member.handedOut.get(key);
+    if (held === undefined) member.handedOut.set(key, { first: from, end });
+    else held.end = Math.max(held.end, end);
+  }
+
+  /** The member committed `offset` of a partition: what it was handed below it is done with. */
+  committed(member: Member, key: PartitionKey, offset: number): void {
+    const held = member.handedOut.get(key);
+    if (held === undefined) return;
+    if (offset >= held.end) member.handedOut.delete(key);
+    else held.first = Math.max(held.first, offset);
   }
 
   /**

@@ -21,6 +21,11 @@ export interface FetchLimits {
 export interface FetchTarget {
   log: Partition;
   offset: number;
+  /**
+   * Most records handed out of this partition, within the fetch's `maxRecords` (1: a group's suspect records, handed
+   * out one at a time, coordinator/delivery-counts.ts); its `nextOffset` then stops after them. @default no cap
+   */
+  maxRecords?: number | undefined;
 }
 
 function isReady(t: FetchTarget): boolean {
@@ -38,11 +43,11 @@ export async function fetchPartitions(targets: readonly FetchTarget[], limits: F
   let bytesLeft = limits.maxBytes;
   const out: FetchedPartition[] = [];
   // One partition after another: each read gets the budget the ones before it left.
-  for (const { log, offset } of targets) out.push(await (async (): Promise<FetchedPartition> => {
+  for (const { log, offset, maxRecords: cap } of targets) out.push(await (async (): Promise<FetchedPartition> => {
     const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
     try {
       if (recordsLeft <= 0 || bytesLeft <= 0 || offset === log.highWatermark) return { ...state, records: [], nextOffset: offset };
-      const { records, nextOffset } = await log.fetch(offset, { maxRecords: recordsLeft, maxBytes: bytesLeft });
+      const { records, nextOffset } = await log.fetch(offset, { maxRecords: Math.min(recordsLeft, cap ?? Infinity), maxBytes: bytesLeft });
       recordsLeft -= records.length;
       for (const r of records) bytesLeft -= (r.key?.length ?? 0) + (r.value?.length ?? 0);
       return { ...state, records, nextOffset };
@@ -68,19 +73,22 @@ export interface FetchedBatches extends Omit<FetchedPartition, 'records'> {
 
 /**
  * As {@link fetchPartitions}, but answers each partition's batches as stored, undecoded (the binary data
- * path): whole batches, so `maxRecords` is approximate (the reader trims) and the first batch of a partition
- * always fits `maxBytes`.
+ * path): whole batches, so `maxRecords` is approximate (the reader trims, and takes no record at or past a
+ * partition's `nextOffset`) and the first batch of a partition always fits `maxBytes`.
  */
 export async function fetchPartitionBatches(targets: readonly FetchTarget[], limits: FetchLimits): Promise<FetchedBatches[]> {
   await waitForAny(targets, limits.maxWaitMs);
   let bytesLeft = limits.maxBytes;
   let recordsLeft = limits.maxRecords;
   const out: FetchedBatches[] = [];
-  for (const { log, offset } of targets) out.push(await (async (): Promise<FetchedBatches> => {
+  for (const { log, offset, maxRecords: cap } of targets) out.push(await (async (): Promise<FetchedBatches> => {
     const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
     try {
       if (bytesLeft <= 0 || recordsLeft <= 0 || offset === log.highWatermark) return { ...state, batches: Buffer.alloc(0), nextOffset: offset };
-      const { batches, nextOffset } = await log.readBatches(offset, bytesLeft, recordsLeft);
+      const read = await log.readBatches(offset, bytesLeft, Math.min(recordsLeft, cap ?? Infinity));
+      const { batches } = read;
+      // A capped partition's whole batches may hold more: the reader takes none at or past nextOffset.
+      const nextOffset = cap === undefined ? read.nextOffset : Math.min(read.nextOffset, offset + cap);
       bytesLeft -= batches.length;
       recordsLeft -= nextOffset - offset;
       return { ...state, batches, nextOffset };

@@ -13,7 +13,8 @@
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import type { RetryTopics, TierOwner } from '../coordinator/retry-topics.js';
+import type { CheckedNack } from '../coordinator/group-coordinator.js';
+import type { RetryTopics } from '../coordinator/retry-topics.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { CreateTopicRequest, FetchedPartition, NackBatchRequest, NackResult, RetryPolicyInput, TopicDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -147,7 +148,7 @@ export class Retries {
    * @throws OnelogError `INVALID_OFFSET`, `OFFSET_OUT_OF_RANGE` (at or above the high watermark, or below the
    *   log start), `INVALID_REQUEST` (reason), as an append does (`RESOURCE_EXHAUSTED`, `STORAGE_ERROR`)
    */
-  async nack(request: NackBatchRequest, checked: { subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }): Promise<NackResult[]> {
+  async nack(request: NackBatchRequest, checked: CheckedNack): Promise<NackResult[]> {
     const { groupId, topic, partition } = request;
     const log = this.deps.logs.get(topic, partition);
     for (const { offset, reason } of request.records) {
@@ -165,7 +166,7 @@ export class Retries {
     const index = await this.index(groupId);
     await this.recall(index, request, checked.subscription);
     // Started in order with no await in between, so the appends keep the order of the request.
-    const moves = request.records.map(({ offset, reason }) => index.once({ topic, partition, offset }, () => this.move(log, offset, reason, request, checked)));
+    const moves = request.records.map(({ offset, reason }) => index.once({ topic, partition, offset }, () => this.move(log, offset, reason, request, checked, 'nack')));
     const moved = await Promise.all(moves);
     if (moved.some(({ to, duplicate }) => to.deadLettered && !duplicate)) await this.deps.deadLettered(checked.subscription);
     return moved.map(({ to, duplicate }) => ({ ...to, duplicate }));
@@ -187,18 +188,48 @@ export class Retries {
     for (const { log, dead } of targets) await index.scan(log, dead, (t, p, o) => t === topic && p === partition && wanted.has(o));
   }
 
-  /** Appends one nacked record to its next tier or the dead-letter topic; resolves once it is on disk. */
-  private async move(log: Partition, offset: number, reason: string, request: NackBatchRequest,
-    { subscription, policy, tier }: { subscription: SubscriptionRecord; policy: RetryPolicy; tier: TierOwner | undefined }): Promise<MovedTo> {
+  /**
+   * Dead-letters the record at `offset` of a group's partition (the subscribed topic or a tier) if its deliveries are
+   * spent: its attempts through the retry path before this delivery, and `crashes` deliveries that ended with their
+   * member ending (coordinator/delivery-counts.ts), reach the subscription's `maxAttempts`. Moved once, as a nack
+   * is; resolves once it is on disk.
+   * @returns whether it was dead-lettered: false without a retry policy, or with deliveries left
+   */
+  async deadLetterIfSpent(groupId: string, topic: string, partition: number, offset: number, crashes: number): Promise<boolean> {
+    const tier = this.deps.retryTopics.tierOf(groupId, topic);
+    const subscription = await this.deps.findSubscription(groupId, tier?.topic ?? topic);
+    const policy = subscription?.retry;
+    if (!subscription || !policy) return false;
+    const log = this.deps.logs.get(topic, partition);
+    if (offset < log.logStartOffset || offset >= log.highWatermark) return false;
+    const record = await this.sources.read(log, offset);
+    if (deliveryInfo(record, topic, partition, tier !== undefined).attempt - 1 + crashes < policy.maxAttempts) return false;
+    const index = await this.index(groupId);
+    const reason = `the consumer ended while processing it, ${crashes} time${crashes === 1 ? '' : 's'} (its session timed out or it was killed)`;
+    const request = { groupId, topic, partition };
+    const { to, duplicate } = await index.once({ topic, partition, offset },
+      () => this.move(log, offset, reason, request, { subscription, policy, tier, crashes: () => crashes }, 'crash'));
+    if (to.deadLettered && !duplicate) await this.deps.deadLettered(subscription);
+    return to.deadLettered;
+  }
+
+  /**
+   * Appends one record to its next tier or the dead-letter topic; resolves once it is on disk. Its deliveries are
+   * its attempt through the retry path plus those that ended with their member ending; a nack's failure is one
+   * more than those, a crash's is the last of them.
+   */
+  private async move(log: Partition, offset: number, reason: string, request: { groupId: string; topic: string; partition: number },
+    { subscription, policy, tier, crashes }: CheckedNack, failure: 'nack' | 'crash'): Promise<MovedTo> {
     const { groupId, topic, partition } = request;
     const source = { topic, partition, offset };
     const record = await this.sources.read(log, offset);
     const info = deliveryInfo(record, topic, partition, tier !== undefined);
-    const deadLettered = info.attempt >= policy.maxAttempts;
-    const attempt = deadLettered ? info.attempt : info.attempt + 1;
+    const deliveries = info.attempt + crashes(offset) - (failure === 'crash' ? 1 : 0);
+    const deadLettered = deliveries >= policy.maxAttempts;
+    const attempt = deadLettered ? deliveries : deliveries + 1;
     const target = deadLettered
       ? this.deps.logs.get(policy.deadLetterTopic, 0)
-      : this.tierLog(subscription.topic, groupId, Math.min(info.attempt, policy.delaysMs.length), info.original.partition);
+      : this.tierLog(subscription.topic, groupId, Math.min(deliveries, policy.delaysMs.length), info.original.partition);
     const now = this.deps.clock.now();
     const headers = movedHeaders(record, tier !== undefined, { groupId, attempt, reason, now, source });
     const stored = await this.appendDurably(target, { key: record.key, value: record.value, headers, timestamp: now });

@@ -1,0 +1,117 @@
+/**
+ * Crash-counted deliveries (docs/retries.md, "A consumer that dies on a record"): the poison pill, a record that
+ * takes its consumer down every time it is processed, is bounded as a failing handler is. A member that ends
+ * without leaving (its session timed out, or it held a revoked partition past its deadline) while it held records
+ * of a partition past the group's committed offset leaves a {@link DeliveryState} in the offset store:
+ *
+ * - the records it held, from the committed offset to the end of what it was handed, become suspect, and a member's
+ *   fetch is handed them one at a time, so the next end falls on the one record that was in hand;
+ * - the delivery of the first held record is counted (with a batch in hand, that is the record the group had not
+ *   committed yet; alone in hand, the record that did it);
+ * - a record held alone whose deliveries reach the subscription's limit (with its earlier attempts through the retry
+ *   tiers, `maxAttempts`) is dead-lettered, and the group's committed offset moves past it: the partition flows on.
+ *
+ * The suspect range ends once the group commits past it. The states are kept in memory for the partitions a member
+ * of this coordinator was granted (read at the grant), so a fetch asks nothing of the store.
+ */
+import type { DeliveryState, OffsetStore } from '../offsets/offset-store.js';
+import type { Logger } from '../logger.js';
+import type { Member } from './group-membership.js';
+import { parsePartitionKey } from './group-membership.js';
+
+/** Where a partition's records go once a crash-counted record is spent. */
+export interface DeadLetterSink {
+  /**
+   * Dead-letters the record at `offset` if its deliveries are spent: its attempts through the retry path before
+   * this one, and `crashes` deliveries that ended with their member ending, reach the subscription's limit.
+   * Resolves once it is on disk. @returns whether it was dead-lettered (false: no limit, or not reached yet)
+   */
+  deadLetterIfSpent(groupId: string, topic: string, partition: number, offset: number, crashes: number): Promise<boolean>;
+}
+
+const keyOf = (groupId: string, topic: string, partition: number) => `${groupId}\0${topic}/${partition}`;
+
+export class DeliveryCounts {
+  /** `group \0 topic/partition` -> its delivery state, for partitions granted to a member of this coordinator. */
+  private readonly states = new Map<string, DeliveryState>();
+
+  constructor(
+    private readonly offsets: OffsetStore,
+    private readonly sink: DeadLetterSink,
+    private readonly logger: Logger,
+    /** Commits the group's offset of a partition past a dead-lettered record (unfenced, as an admin's). */
+    private readonly commitPast: (groupId: string, topic: string, partition: number, offset: number) => Promise<void>,
+  ) {}
+
+  /** Reads the delivery states of partitions granted to a member, for {@link maxRecords}. */
+  async load(groupId: string, partitions: ReadonlyArray<{ topic: string; partition: number }>): Promise<void> {
+    for (const { topic, partition } of partitions) {
+      const state = await this.offsets.deliveryState(groupId, topic, partition);
+      if (state === undefined) this.states.delete(keyOf(groupId, topic, partition));
+      else this.states.set(keyOf(groupId, topic, partition), state);
+    }
+  }
+
+  /** 1 when a member's fetch of the partition from `offset` is in its suspect range (one record at a time); else undefined. */
+  maxRecords(groupId: string, topic: string, partition: number, offset: number): 1 | undefined {
+    const state = this.states.get(keyOf(groupId, topic, partition));
+    return state !== undefined && offset >= state.suspectFrom && offset < state.suspectTo ? 1 : undefined;
+  }
+
+  /** The deliveries of the record at `offset` that ended with their member ending (0 when none). */
+  crashes(groupId: string, topic: string, partition: number, offset: number): number {
+    return this.states.get(keyOf(groupId, topic, partition))?.crashes[offset] ?? 0;
+  }
+
+  /**
+   * A member ended without leaving: counts the delivery of the first record it held past the committed offset in
+   * each partition, marks what it held suspect, and dead-letters a record held alone whose deliveries are spent.
+   * Call before the member's partitions are granted to another.
+   */
+  async memberEnded(groupId: string, member: Member): Promise<void> {
+    for (const [key, held] of member.handedOut) {
+      const { topic, partition } = parsePartitionKey(key);
+      const from = (await this.offsets.get(groupId, topic, partition))?.offset ?? held.first;
+      if (from >= held.end) continue;
+      const stored = this.states.get(keyOf(groupId, topic, partition)) ?? await this.offsets.deliveryState(groupId, topic, partition);
+      const crashes = Object.fromEntries(Object.entries(stored?.crashes ?? {}).filter(([offset]) => Number(offset) >= from));
+      crashes[from] = (crashes[from] ?? 0) + 1;
+      let state: DeliveryState = { suspectFrom: from, suspectTo: Math.max(held.end, stored?.suspectTo ?? 0), crashes };
+      this.logger.warn({ groupId, memberId: member.memberId, topic, partition, offset: from, heldTo: held.end, deliveries: crashes[from] },
+        'a member ended holding records it had not committed: they are handed out one at a time');
+      if (held.end - from === 1 && await this.sink.deadLetterIfSpent(groupId, topic, partition, from, crashes[from]!)) {
+        this.logger.warn({ groupId, topic, partition, offset: from, deliveries: crashes[from] }, 'dead-lettered a record whose consumer ended each time it had it');
+        delete crashes[from];
+        state = { ...state, suspectFrom: from + 1 };
+        await this.commitPast(groupId, topic, partition, from + 1);
+      }
+      await this.save(groupId, topic, partition, state);
+    }
+  }
+
+  /** The group committed `offset` of a partition: the records below it are done with. */
+  async committed(groupId: string, topic: string, partition: number, offset: number): Promise<void> {
+    const state = this.states.get(keyOf(groupId, topic, partition));
+    if (state === undefined || offset <= state.suspectFrom) return;
+    const crashes = Object.fromEntries(Object.entries(state.crashes).filter(([o]) => Number(o) >= offset));
+    await this.save(groupId, topic, partition, { suspectFrom: Math.min(offset, state.suspectTo), suspectTo: state.suspectTo, crashes });
+  }
+
+  /** Forgets what is known of a group's partitions of `topic` (an executed reset moved its offsets). */
+  async reset(groupId: string, topic: string, partitions: readonly number[]): Promise<void> {
+    for (const partition of partitions) await this.save(groupId, topic, partition, { suspectFrom: 0, suspectTo: 0, crashes: {} });
+  }
+
+  /** Forgets a deleted group's states (the offset store deleted them with its offsets). */
+  deleteGroup(groupId: string): void {
+    for (const key of [...this.states.keys()]) if (key.startsWith(`${groupId}\0`)) this.states.delete(key);
+  }
+
+  /** Stores a state, or removes it when nothing is suspect and no count is left. */
+  private async save(groupId: string, topic: string, partition: number, state: DeliveryState): Promise<void> {
+    const empty = state.suspectFrom >= state.suspectTo && Object.keys(state.crashes).length === 0;
+    await this.offsets.setDeliveryState(groupId, topic, partition, empty ? null : state);
+    if (empty) this.states.delete(keyOf(groupId, topic, partition));
+    else this.states.set(keyOf(groupId, topic, partition), state);
+  }
+}
