@@ -20,6 +20,7 @@ import { storageError } from './storage-errors.js';
 import { DIR_MODE, makeDir } from './file-modes.js';
 import { UncleanJournal } from './unclean-journal.js';
 import type { Logs, PartitionOffsets, StartReport, TopicLayout } from './logs.js';
+import { STORE_WRITE_HEADROOM_BYTES } from './logs.js';
 export type { PartitionOffsets, StartReport, TopicLayout } from './logs.js';
 
 /** Options shared by every log of the manager; each topic brings its own settings. */
@@ -393,9 +394,9 @@ export class LogManager implements Logs {
   }
 
   /**
-   * Checks that the log directory's file system has room for a write of `bytes`, plus 1 MiB of headroom: before
-   * an append, and before a write of a store beside the log in the data directory (the offset store, whose
-   * LMDB reports a full disk as an I/O error).
+   * Checks that the log directory's file system has room for a write of `bytes`, plus 1 MiB of headroom before an
+   * append (`topic` given), {@link STORE_WRITE_HEADROOM_BYTES} before a write of a store beside the log in the data
+   * directory (the offset store, whose LMDB reports a full disk as an I/O error).
    * @param topic names the topic in the error, if the write is an append
    * @throws OnelogError `RESOURCE_EXHAUSTED` (resource `disk`) if it has not
    */
@@ -409,9 +410,10 @@ export class LogManager implements Logs {
     const { bavail, bsize } = fs.statfsSync(this.dir);
     const free = bavail * bsize;
     this.diskReading = { atMs: performance.now(), freeBytes: free, requestedSince: bytes };
-    if (free >= bytes + DISK_HEADROOM_BYTES) return;
+    const headroom = topic === undefined ? STORE_WRITE_HEADROOM_BYTES : DISK_HEADROOM_BYTES;
+    if (free >= bytes + headroom) return;
     throw new OnelogError('RESOURCE_EXHAUSTED', `the disk holding ${this.dir} has ${free} bytes free, and this request needs ` +
-      `${bytes} (plus ${DISK_HEADROOM_BYTES} of headroom for indexes and checkpoints); nothing was stored. Free space ` +
+      `${bytes} (plus ${headroom} of headroom${topic === undefined ? '' : ' for indexes and checkpoints'}); nothing was stored. Free space ` +
       '(retention deletes old segments: onelog topics enforce-retention, or lower retention.ms / retention.bytes) and retry',
     { topic, resource: 'disk', freeBytes: free, requestBytes: bytes });
   }

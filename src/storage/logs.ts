@@ -17,6 +17,9 @@ import type { CorruptBatch } from './segment.js';
 import type { Awaitable, Partition } from './partition.js';
 
 /** A topic as the catalog knows it. */
+
+/** Free space a write of a store beside the log (not an append) leaves on the data directory's disk, bytes. */
+export const STORE_WRITE_HEADROOM_BYTES = 256 * 1024;
 export interface TopicLayout {
   name: string;
   partitions: number;
@@ -158,7 +161,10 @@ export interface Logs {
   stopWrites(failure: OnelogError): void;
   /**
    * Checks that the data directory's disk has room for a write of `bytes` (local engine; cluster mode writes
-   * nothing to it but scratch).
+   * nothing to it but scratch): an append of `topic` leaves 1 MiB free for the index files and checkpoints that
+   * follow it; a write of a store beside the log (`topic` undefined: the offset store's commit) needs only
+   * {@link STORE_WRITE_HEADROOM_BYTES} left, so groups keep committing (and retention can free space) once appends
+   * are refused.
    * @throws OnelogError `RESOURCE_EXHAUSTED` (resource `disk`)
    */
   ensureDiskRoom(bytes: number, topic?: string): void;
