@@ -539,7 +539,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     if (claiming) await claiming;
     const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
     // A member's suspect records (ones a member ended holding) are handed out one at a time.
-    const caps = memberId === undefined ? [] : this.groups.fetchCaps({ ...request, groupId: groupId! });
+    const caps = memberId === undefined ? [] : this.groups.fetchCaps({ ...request, groupId: groupId!, memberId });
     const targets = request.partitions.map((p, i) => ({
       log: this.logs.get(topic, p.partition),
       offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
@@ -618,7 +618,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     if (refreshing) await refreshing;
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
     const retry = await this.retries.preparePolicy(request.groupId, request.topic, request.retry);
-    const result = await this.groups.subscribe({ ...request, retry });
+    const maxDeliveriesDeadLetterTopic = await this.retries.prepareMaxDeliveries(request.groupId, request.topic, request.maxDeliveries);
+    const result = await this.groups.subscribe({ ...request, retry, ...(maxDeliveriesDeadLetterTopic === undefined ? {} : { maxDeliveriesDeadLetterTopic }) });
     const sub = await this.groups.findSubscription(request.groupId, request.topic);
     if (sub?.deadLetterTopic) await this.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
     await this.webhooks?.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher

@@ -57,6 +57,11 @@ export interface SubscriptionRecord extends HealthSettings {
   retry: RetryPolicy | null;
   /** The dead-letter topic, kept when the policy is removed (its dead letters can still be listed and redriven). */
   deadLetterTopic: string | null;
+  /**
+   * Without a retry policy: deliveries of a record before it is dead-lettered, those that ended with their consumer
+   * dying counted (docs/retries.md); null: unbounded. With a policy its `maxAttempts` is the limit, and this is null.
+   */
+  maxDeliveries: number | null;
   /** Retry tier topics created for it (1..retryTiers); may exceed the policy's tiers after it shrank, or be > 0 without one. */
   retryTiers: number;
   /** Dead letters waiting that raise a `dead-letter-depth` alert. */
@@ -115,6 +120,8 @@ const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord =
     delaysMs: JSON.parse(r.retry_delays_ms) as number[], maxAttempts: Number(r.max_attempts), deadLetterTopic: r.dead_letter_topic!,
   },
   deadLetterTopic: r.dead_letter_topic,
+  // Without a policy, max_attempts holds maxDeliveries.
+  maxDeliveries: r.retry_delays_ms === null && r.max_attempts !== null ? Number(r.max_attempts) : null,
   retryTiers: Number(r.retry_tiers),
   deadLetterAlertDepth: Number(r.dead_letter_alert_depth),
   webhookMaxAttempts: Number(r.webhook_max_attempts),
@@ -136,7 +143,7 @@ function subscriptionColumns(sub: SubscriptionRecord) {
     delivery_mode: sub.deliveryMode, start_policy: sub.startPolicy, on_out_of_range: sub.onOutOfRange,
     push_endpoint: sub.pushEndpoint, max_in_flight: sub.maxInFlight,
     retry_delays_ms: sub.retry ? JSON.stringify(sub.retry.delaysMs) : null,
-    max_attempts: sub.retry?.maxAttempts ?? null,
+    max_attempts: sub.retry?.maxAttempts ?? sub.maxDeliveries,
     dead_letter_topic: sub.retry?.deadLetterTopic ?? sub.deadLetterTopic,
     retry_tiers: sub.retryTiers,
     dead_letter_alert_depth: sub.deadLetterAlertDepth,

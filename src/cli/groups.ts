@@ -21,6 +21,8 @@ interface SubscriptionOptions {
   maxInFlight?: number;
   retry?: string;
   maxAttempts?: number;
+  /** An integer, or `none` (checked as parsed). */
+  maxDeliveries?: string;
   deadLetterTopic?: string;
   deadLetterAlertDepth?: number;
   webhookMaxAttempts?: number;
@@ -83,6 +85,7 @@ function subscriptionRequest(groupId: string, o: SubscriptionOptions, current?: 
     ...(o.pushEndpoint !== undefined ? { pushEndpoint: o.pushEndpoint === '' ? null : o.pushEndpoint } : {}),
     ...(o.maxInFlight !== undefined ? { maxInFlight: o.maxInFlight } : {}),
     ...(retry !== undefined ? { retry } : {}),
+    ...(o.maxDeliveries !== undefined ? { maxDeliveries: o.maxDeliveries === 'none' ? null : Number(o.maxDeliveries) } : {}),
     ...(o.deadLetterAlertDepth !== undefined ? { deadLetterAlertDepth: o.deadLetterAlertDepth } : {}),
     ...(o.webhookMaxAttempts !== undefined ? { webhookMaxAttempts: o.webhookMaxAttempts } : {}),
     ...(o.headroomWarnRatio !== undefined ? { headroomWarnRatio: o.headroomWarnRatio } : {}),
@@ -101,6 +104,8 @@ function subscriptionFlags(command: Command): Command {
     .option('--retry <delays>', 'retry policy: delay tiers such as 1s,30s,5m (units ms, s, m, h), or none to remove it')
     .option('--max-attempts <n>', 'deliveries before a record is dead-lettered, the first included (1 to 100; default: tiers + 1)',
       parseInteger('--max-attempts', 1, 100))
+    .option('--max-deliveries <n>', 'without --retry: deliveries of a record before it is dead-lettered to <topic>.<group>.dlq, counting those that ' +
+      'ended with the consumer dying (1 to 100), or none to remove the bound', (v: string) => (v === 'none' ? v : String(parseInteger('--max-deliveries', 1, 100)(v))))
     .option('--dead-letter-topic <name>', 'where records go after --max-attempts (default <topic>.<group>.dlq; one partition)')
     .option('--dead-letter-alert-depth <n>', 'dead letters waiting that raise a dead-letter-depth alert (default 1)', parseInteger('--dead-letter-alert-depth', 1))
     .option('--webhook-max-attempts <n>', 'webhook with a retry policy: POSTs of a batch before its records are nacked (1 to 100, default 5)',
@@ -122,9 +127,9 @@ function printSubscription(result: SubscribeResult, json?: boolean): void {
     [[s.groupId, s.topic, s.deliveryMode, s.startPolicy, s.onOutOfRange, s.pushEndpoint, s.maxInFlight, retryText(s)]]);
 }
 
-/** A retry policy in one line: `1s,30s x4 -> orders.g.dlq`, or `-`. */
+/** A retry policy in one line: `1s,30s x4 -> orders.g.dlq`, `x3 -> orders.g.dlq` (max deliveries, no tiers), or `-`. */
 function retryText(s: SubscriptionInfo): string {
-  if (!s.retry) return '-';
+  if (!s.retry) return s.maxDeliveries !== null ? `x${s.maxDeliveries} -> ${s.deadLetterTopic}` : '-';
   return `${s.retry.delaysMs.map(formatDuration).join(',')} x${s.retry.maxAttempts} -> ${s.retry.deadLetterTopic}`;
 }
 
@@ -212,9 +217,10 @@ function printDescription(d: GroupDescription): void {
     for (const p of s.partitions) if (p.paused) console.log(`\n${s.topic}/${p.partition} is paused: ${p.paused.message}`);
   }
   for (const s of d.subscriptions) {
-    if (!s.retry && s.retryTiers.length === 0) continue;
-    console.log(`\n${s.topic}: retry ${retryText(s)}${s.deadLetter ? `, dead letters ${s.deadLetter.depth} (alert at ${s.deadLetterAlertDepth})` : ''}`);
-    printTable(['RETRY-TIER', 'DELAY', 'BACKLOG'], s.retryTiers.map((t) => [t.topic, formatDuration(t.delayMs), t.backlog]));
+    if (!s.retry && s.retryTiers.length === 0 && s.maxDeliveries === null) continue;
+    const deadLetters = s.deadLetter ? `, dead letters ${s.deadLetter.depth} (alert at ${s.deadLetterAlertDepth})` : '';
+    console.log(`\n${s.topic}: ${s.retry || s.retryTiers.length > 0 ? 'retry' : 'max deliveries'} ${retryText(s)}${deadLetters}`);
+    if (s.retryTiers.length > 0) printTable(['RETRY-TIER', 'DELAY', 'BACKLOG'], s.retryTiers.map((t) => [t.topic, formatDuration(t.delayMs), t.backlog]));
   }
   if (d.alerts.length > 0) {
     console.log('\nalerts (most recent first):');

@@ -11,7 +11,8 @@
  * - a record held alone whose deliveries reach the subscription's limit (with its earlier attempts through the retry
  *   tiers, `maxAttempts`) is dead-lettered, and the group's committed offset moves past it: the partition flows on.
  *
- * The suspect range ends once the group commits past it. The states are kept in memory for the partitions a member
+ * The suspect range ends once the group commits past it. A subscription with no bound (no retry policy, no
+ * `maxDeliveries`) counts nothing. The states are kept in memory for the partitions a member
  * of this coordinator was granted (read at the grant), so a fetch asks nothing of the store.
  */
 import type { DeliveryState, OffsetStore } from '../offsets/offset-store.js';
@@ -21,6 +22,12 @@ import { parsePartitionKey } from './group-membership.js';
 
 /** Where a partition's records go once a crash-counted record is spent. */
 export interface DeadLetterSink {
+  /**
+   * The most deliveries a record of the group's partition of `topic` (a subscribed topic or its tier) may have: the
+   * retry policy's `maxAttempts`, else the subscription's `maxDeliveries`; null when unbounded (a member's end then
+   * counts nothing, as before there were counts).
+   */
+  deliveryLimit(groupId: string, topic: string): Promise<number | null>;
   /**
    * Dead-letters the record at `offset` if its deliveries are spent: its attempts through the retry path before
    * this one, and `crashes` deliveries that ended with their member ending, reach the subscription's limit.
@@ -71,6 +78,7 @@ export class DeliveryCounts {
   async memberEnded(groupId: string, member: Member): Promise<void> {
     for (const [key, held] of member.handedOut) {
       const { topic, partition } = parsePartitionKey(key);
+      if (await this.sink.deliveryLimit(groupId, topic) === null) continue;
       const from = (await this.offsets.get(groupId, topic, partition))?.offset ?? held.first;
       if (from >= held.end) continue;
       const stored = this.states.get(keyOf(groupId, topic, partition)) ?? await this.offsets.deliveryState(groupId, topic, partition);

@@ -33,7 +33,7 @@ import { Positions } from './positions.js';
 import { CommitMarks } from './commit-marks.js';
 import { DeliveryCounts } from './delivery-counts.js';
 import type { RetryTopics, TierOwner } from './retry-topics.js';
-import { definedOnly, Subscriptions } from './subscriptions.js';
+import { definedOnly, deliveryBound, Subscriptions } from './subscriptions.js';
 import type { ResolvedSubscribeRequest } from './subscriptions.js';
 
 /** Kafka's session.timeout.ms default, ms. */
@@ -97,6 +97,11 @@ export class GroupCoordinator {
     this.marks = new CommitMarks(catalog, offsets, clock, this.subscriptions.retryTopics);
     this.positions = new Positions(catalog, offsets, clock, monitor, this.marks);
     this.deliveryCounts = new DeliveryCounts(offsets, {
+      deliveryLimit: async (groupId, topic) => {
+        const tier = this.retryTopics.tierOf(groupId, topic);
+        const sub = await this.subscriptions.find(groupId, tier?.topic ?? topic);
+        return deliveryBound(sub)?.maxAttempts ?? null;
+      },
       deadLetterIfSpent: (groupId, topic, partition, offset, crashes) => hooks.deadLetterIfSpent?.(groupId, topic, partition, offset, crashes) ?? Promise.resolve(false),
     }, logger, async (groupId, topic, partition, offset) => {
       await this.marks.commit(groupId, topic, [{ topic, partition, offset }], this.clock.now());
@@ -460,11 +465,17 @@ export class GroupCoordinator {
   }
 
   /**
-   * The most records a member's fetch may be handed from each of its partitions: 1 where the partition is in its
-   * suspect range (records a member ended holding: handed out one at a time, see {@link DeliveryCounts}), else none.
+   * The most records a member's fetch may be handed from each of its partitions: where the partition is in its
+   * suspect range (records a member ended holding, see {@link DeliveryCounts}), 1, or 0 while the member holds one it
+   * has not committed (a fetch sent ahead), so that it never holds two; elsewhere no cap.
    */
-  fetchCaps(request: FetchRequest & { groupId: string }): Array<1 | undefined> {
-    return request.partitions.map((p) => this.deliveryCounts.maxRecords(request.groupId, request.topic, p.partition, p.offset));
+  fetchCaps(request: FetchRequest & { groupId: string; memberId: string }): Array<0 | 1 | undefined> {
+    const member = this.groups.get(request.groupId)?.members.get(request.memberId);
+    return request.partitions.map((p) => {
+      const cap = this.deliveryCounts.maxRecords(request.groupId, request.topic, p.partition, p.offset);
+      const held = member?.handedOut.get(partitionKey({ topic: request.topic, partition: p.partition }));
+      return cap === 1 && held !== undefined && held.end > held.first ? 0 : cap;
+    });
   }
 
   /**

@@ -129,7 +129,8 @@ export async function groupPartitions(
 export function subscriptionInfo(s: SubscriptionRecord): SubscriptionInfo {
   return {
     groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange,
-    pushEndpoint: s.pushEndpoint, maxInFlight: s.maxInFlight, retry: s.retry, deadLetterAlertDepth: s.deadLetterAlertDepth,
+    pushEndpoint: s.pushEndpoint, maxInFlight: s.maxInFlight, retry: s.retry, maxDeliveries: s.maxDeliveries, deadLetterTopic: s.deadLetterTopic,
+    deadLetterAlertDepth: s.deadLetterAlertDepth,
     webhookMaxAttempts: s.webhookMaxAttempts, headroomWarnRatio: s.headroomWarnRatio, stallMs: s.stallMs,
   };
 }

@@ -46,6 +46,13 @@ export function checkSubscribeRequest(request: SubscribeRequest): void {
     });
   }
   if (request.stallMs !== undefined) checkInteger(request.stallMs, 'stallMs', 1000, 30 * 24 * 3_600_000);
+  if (request.maxDeliveries !== undefined && request.maxDeliveries !== null) {
+    checkInteger(request.maxDeliveries, 'maxDeliveries', 1, 100);
+    if (request.retry) {
+      throw new OnelogError('INVALID_REQUEST', 'maxDeliveries bounds the deliveries of a subscription without a retry policy; with one, ' +
+        'retry.maxAttempts is the bound (deliveries that ended with their consumer dying count there too)', { maxDeliveries: request.maxDeliveries });
+    }
+  }
 }
 
 /** @throws OnelogError `INVALID_REQUEST` for a bad spec, `INVALID_OFFSET` for a negative target offset */

@@ -13,11 +13,14 @@ import type { RetryPolicy } from '../protocol/retry-policy.js';
 import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { RetryTopics } from './retry-topics.js';
 
-/** A subscribe request whose retry policy has its defaults filled in (by the broker, which creates its topics). */
-export type ResolvedSubscribeRequest = Omit<SubscribeRequest, 'retry'> & { retry?: RetryPolicy | null };
+/**
+ * A subscribe request whose retry policy has its defaults filled in, and the dead-letter topic of its `maxDeliveries`
+ * (by the broker, which creates their topics).
+ */
+export type ResolvedSubscribeRequest = Omit<SubscribeRequest, 'retry'> & { retry?: RetryPolicy | null; maxDeliveriesDeadLetterTopic?: string };
 
 /** The subscription settings a request may set (a retry policy with its defaults resolved). */
-export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord, SubscriptionSetting>>;
+export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord, SubscriptionSetting>> & { maxDeliveriesDeadLetterTopic?: string };
 
 const DEFAULTS = {
   startPolicy: 'latest' as StartPolicy,
@@ -59,7 +62,9 @@ export class Subscriptions {
       pushEndpoint: wanted.pushEndpoint !== undefined ? wanted.pushEndpoint : existing?.pushEndpoint ?? null,
       maxInFlight: wanted.maxInFlight ?? existing?.maxInFlight ?? 1,
       retry: wanted.retry !== undefined ? wanted.retry : existing?.retry ?? null,
-      deadLetterTopic: wanted.retry?.deadLetterTopic ?? existing?.deadLetterTopic ?? null,
+      // A retry policy set ends maxDeliveries: its maxAttempts is the bound.
+      maxDeliveries: wanted.retry ? null : wanted.maxDeliveries !== undefined ? wanted.maxDeliveries : existing?.maxDeliveries ?? null,
+      deadLetterTopic: wanted.retry?.deadLetterTopic ?? wanted.maxDeliveriesDeadLetterTopic ?? existing?.deadLetterTopic ?? null,
       // Tier topics stay in use once created: records may wait in them after a policy shrank or was removed.
       retryTiers: Math.max(existing?.retryTiers ?? 0, wanted.retry?.delaysMs.length ?? 0),
       deadLetterAlertDepth: wanted.deadLetterAlertDepth ?? existing?.deadLetterAlertDepth ?? 1,
@@ -106,7 +111,17 @@ export class Subscriptions {
   }
 }
 
+/**
+ * What bounds the deliveries of a subscription's records (docs/retries.md): its retry policy, or without one its
+ * `maxDeliveries` (no tiers: a record goes from the topic to the dead letters); null when nothing does.
+ */
+export function deliveryBound(sub: SubscriptionRecord | undefined): RetryPolicy | null {
+  if (sub?.retry) return sub.retry;
+  if (sub?.maxDeliveries != null && sub.deadLetterTopic !== null) return { delaysMs: [], maxAttempts: sub.maxDeliveries, deadLetterTopic: sub.deadLetterTopic };
+  return null;
+}
+
 /** The request's subscription settings that are set ({@link SUBSCRIPTION_SETTINGS}: what the permission table checks). */
 export function definedOnly(r: SubscriptionPolicies): SubscriptionPolicies {
-  return Object.fromEntries(SUBSCRIPTION_SETTINGS.flatMap((k) => (r[k] === undefined ? [] : [[k, r[k]]])));
+  return Object.fromEntries([...SUBSCRIPTION_SETTINGS, 'maxDeliveriesDeadLetterTopic' as const].flatMap((k) => (r[k] === undefined ? [] : [[k, r[k]]])));
 }

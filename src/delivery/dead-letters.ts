@@ -88,6 +88,11 @@ export class DeadLetters {
       return { offset: d.offset, original: d.original, attempts: d.attempts };
     });
     if (request.execute !== true) return { groupId: sub.groupId, topic: sub.topic, executed: false, records, depth: await this.depth(sub) };
+    if (sub.retryTiers === 0) {
+      throw new OnelogError('NO_RETRY_POLICY', `group ${sub.groupId}'s dead letters of ${sub.topic} go back through its first retry tier, and ` +
+        `it has none (its dead letters come from --max-deliveries): give it a retry policy first (onelog groups alter ${sub.groupId} ` +
+        `--topic ${sub.topic} --retry 1s --max-attempts ${Math.max(2, sub.maxDeliveries ?? 2)})`, { groupId: sub.groupId, topic: sub.topic });
+    }
     const requestedBy = request.requestedBy ?? 'unknown';
     for (const r of chosen) await this.retries().redrive(sub, { topic: log.topic, partition: 0, offset: r.offset }, r);
     const now = this.clock.now();

@@ -22,8 +22,8 @@ export interface FetchTarget {
   log: Partition;
   offset: number;
   /**
-   * Most records handed out of this partition, within the fetch's `maxRecords` (1: a group's suspect records, handed
-   * out one at a time, coordinator/delivery-counts.ts); its `nextOffset` then stops after them. @default no cap
+   * Most records handed out of this partition, within the fetch's `maxRecords` (1 or 0: a group's suspect records,
+   * handed out one at a time, coordinator/delivery-counts.ts); its `nextOffset` then stops after them. @default no cap
    */
   maxRecords?: number | undefined;
 }
@@ -46,7 +46,7 @@ export async function fetchPartitions(targets: readonly FetchTarget[], limits: F
   for (const { log, offset, maxRecords: cap } of targets) out.push(await (async (): Promise<FetchedPartition> => {
     const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
     try {
-      if (recordsLeft <= 0 || bytesLeft <= 0 || offset === log.highWatermark) return { ...state, records: [], nextOffset: offset };
+      if (recordsLeft <= 0 || bytesLeft <= 0 || cap === 0 || offset === log.highWatermark) return { ...state, records: [], nextOffset: offset };
       const { records, nextOffset } = await log.fetch(offset, { maxRecords: Math.min(recordsLeft, cap ?? Infinity), maxBytes: bytesLeft });
       recordsLeft -= records.length;
       for (const r of records) bytesLeft -= (r.key?.length ?? 0) + (r.value?.length ?? 0);
@@ -84,7 +84,7 @@ export async function fetchPartitionBatches(targets: readonly FetchTarget[], lim
   for (const { log, offset, maxRecords: cap } of targets) out.push(await (async (): Promise<FetchedBatches> => {
     const state = { partition: log.partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
     try {
-      if (bytesLeft <= 0 || recordsLeft <= 0 || offset === log.highWatermark) return { ...state, batches: Buffer.alloc(0), nextOffset: offset };
+      if (bytesLeft <= 0 || recordsLeft <= 0 || cap === 0 || offset === log.highWatermark) return { ...state, batches: Buffer.alloc(0), nextOffset: offset };
       const read = await log.readBatches(offset, bytesLeft, Math.min(recordsLeft, cap ?? Infinity));
       const { batches } = read;
       // A capped partition's whole batches may hold more: the reader takes none at or past nextOffset.

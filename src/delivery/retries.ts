@@ -15,6 +15,7 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import type { CheckedNack } from '../coordinator/group-coordinator.js';
 import type { RetryTopics } from '../coordinator/retry-topics.js';
+import { deliveryBound } from '../coordinator/subscriptions.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { CreateTopicRequest, FetchedPartition, NackBatchRequest, NackResult, RetryPolicyInput, TopicDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -89,8 +90,7 @@ export class Retries {
     const maxAttempts = input.maxAttempts ?? (Array.isArray(delaysMs) ? delaysMs.length + 1 : undefined);
     checkRetryPolicy({ delaysMs, maxAttempts });
     const deadLetterTopic = checkTopicName(input.deadLetterTopic ?? defaultDeadLetterTopic(topic, groupId));
-    const { logs, catalog } = this.deps;
-    const { retentionMs } = pickTopicConfig((await catalog.getTopic(topic))!);
+    const { retentionMs } = pickTopicConfig((await this.deps.catalog.getTopic(topic))!);
     const longest = Math.max(...delaysMs);
     if (retentionMs > 0 && longest >= retentionMs) {
       throw new OnelogError('INVALID_REQUEST', `a retry delay of ${longest} ms is not shorter than ${topic}'s retention.ms (${retentionMs}): ` +
@@ -98,8 +98,30 @@ export class Retries {
         delaysMs, retentionMs,
       });
     }
+    await this.prepareTopics(groupId, topic, delaysMs.map((_, i) => tierTopicName(topic, groupId, i + 1)), deadLetterTopic);
+    return { delaysMs: [...delaysMs], maxAttempts: maxAttempts!, deadLetterTopic };
+  }
+
+  /**
+   * For a subscribe request's `maxDeliveries` without a retry policy: the subscription's dead-letter topic (the one it
+   * has, else `<topic>.<group>.dlq`), created if missing. Undefined when the request sets no bound.
+   * @throws OnelogError `INVALID_REQUEST` for an existing topic that cannot serve (as {@link preparePolicy})
+   */
+  async prepareMaxDeliveries(groupId: string, topic: string, maxDeliveries: number | null | undefined): Promise<string | undefined> {
+    if (maxDeliveries === undefined || maxDeliveries === null) return undefined;
+    const deadLetterTopic = (await this.deps.catalog.getSubscription(groupId, topic))?.deadLetterTopic ?? defaultDeadLetterTopic(topic, groupId);
+    await this.prepareTopics(groupId, topic, [], deadLetterTopic);
+    return deadLetterTopic;
+  }
+
+  /**
+   * Checks that the tier topics (`tiers`, the subscribed topic's partition count) and the dead-letter topic (one
+   * partition, empty unless it is the subscription's already, no other subscription's) can serve, then creates those missing.
+   * @throws OnelogError `INVALID_REQUEST` naming the topic that cannot
+   */
+  private async prepareTopics(groupId: string, topic: string, tiers: readonly string[], deadLetterTopic: string): Promise<void> {
+    const { logs, catalog } = this.deps;
     const partitions = logs.partitionCount(topic);
-    const tiers = delaysMs.map((_, i) => tierTopicName(topic, groupId, i + 1));
     if (deadLetterTopic === topic || tiers.includes(deadLetterTopic) || this.deps.retryTopics.isTier(deadLetterTopic)) {
       throw new OnelogError('INVALID_REQUEST', `the dead-letter topic ${deadLetterTopic} cannot be the subscribed topic or a retry tier`, { deadLetterTopic });
     }
@@ -136,7 +158,6 @@ export class Retries {
         if ((err as OnelogError).code !== 'TOPIC_ALREADY_EXISTS') throw err; // created meanwhile by a concurrent request
       });
     }
-    return { delaysMs: [...delaysMs], maxAttempts: maxAttempts!, deadLetterTopic };
   }
 
   /**
@@ -191,14 +212,14 @@ export class Retries {
   /**
    * Dead-letters the record at `offset` of a group's partition (the subscribed topic or a tier) if its deliveries are
    * spent: its attempts through the retry path before this delivery, and `crashes` deliveries that ended with their
-   * member ending (coordinator/delivery-counts.ts), reach the subscription's `maxAttempts`. Moved once, as a nack
-   * is; resolves once it is on disk.
-   * @returns whether it was dead-lettered: false without a retry policy, or with deliveries left
+   * member ending (coordinator/delivery-counts.ts), reach the subscription's `maxAttempts` (without a retry policy,
+   * its `maxDeliveries`). Moved once, as a nack is; resolves once it is on disk.
+   * @returns whether it was dead-lettered: false without a bound, or with deliveries left
    */
   async deadLetterIfSpent(groupId: string, topic: string, partition: number, offset: number, crashes: number): Promise<boolean> {
     const tier = this.deps.retryTopics.tierOf(groupId, topic);
     const subscription = await this.deps.findSubscription(groupId, tier?.topic ?? topic);
-    const policy = subscription?.retry;
+    const policy = deliveryBound(subscription); // a crash never goes to a tier: only the bound and the dead letters matter
     if (!subscription || !policy) return false;
     const log = this.deps.logs.get(topic, partition);
     if (offset < log.logStartOffset || offset >= log.highWatermark) return false;

@@ -286,6 +286,13 @@ export interface SubscribeRequest {
    * delivered). Setting it creates the tier topics and the dead-letter topic. @default the stored one, else none
    */
   retry?: RetryPolicyInput | null;
+  /**
+   * Without a retry policy: deliveries of a record before it goes to the dead-letter topic `<topic>.<group>.dlq`
+   * (created), counting deliveries that ended with their consumer dying (docs/retries.md: a member that ended
+   * holding it); null removes the bound. With a retry policy, its `maxAttempts` is the bound and this is refused.
+   * @default the stored one, else none; 1 to 100
+   */
+  maxDeliveries?: number | null;
   /** Dead letters waiting (neither redriven nor purged) that raise a `dead-letter-depth` alert. @default the stored one, else 1; >= 1 */
   deadLetterAlertDepth?: number;
   /**
@@ -305,7 +312,7 @@ export interface SubscribeRequest {
  * (docs/security.md); the coordinator reads a request's settings through this list alone.
  */
 export const SUBSCRIPTION_SETTINGS = [
-  'startPolicy', 'deliveryMode', 'onOutOfRange', 'pushEndpoint', 'maxInFlight', 'retry', 'deadLetterAlertDepth', 'webhookMaxAttempts',
+  'startPolicy', 'deliveryMode', 'onOutOfRange', 'pushEndpoint', 'maxInFlight', 'retry', 'maxDeliveries', 'deadLetterAlertDepth', 'webhookMaxAttempts',
   'headroomWarnRatio', 'stallMs',
 ] as const satisfies ReadonlyArray<keyof SubscribeRequest>;
 
@@ -335,6 +342,10 @@ export interface SubscriptionInfo {
   maxInFlight: number;
   /** null: no retry policy (a nack is refused, a throwing handler stops its partition). */
   retry: RetryPolicy | null;
+  /** Without a retry policy: deliveries before a record is dead-lettered (crash-counted), else null. */
+  maxDeliveries: number | null;
+  /** Where dead letters go: the policy's, or `maxDeliveries`'s; kept after either is removed. */
+  deadLetterTopic: string | null;
   deadLetterAlertDepth: number;
   webhookMaxAttempts: number;
   headroomWarnRatio: number;

@@ -33,12 +33,12 @@ beforeEach(async () => {
 afterEach(() => broker.close());
 
 /** Joins the group (noticing the expiry of members silent past their session timeout) for the topic only. */
-const join = () => broker.joinGroup({ groupId: 'g', topics: ['t'], sessionTimeoutMs: SESSION_TIMEOUT_MS });
+const join = (groupId = 'g') => broker.joinGroup({ groupId, topics: ['t'], sessionTimeoutMs: SESSION_TIMEOUT_MS });
 
 /** The member's fetch of partition 0 of `t` from where its assignment starts (or `offset`): the offsets handed out. */
 async function fetch(m: MemberAssignment, offset?: number): Promise<number[]> {
   const from = offset ?? m.assignment.find((p) => p.topic === 't')!.offset!;
-  const result = await broker.fetch({ topic: 't', groupId: 'g', memberId: m.memberId, generationId: m.generationId, partitions: [{ partition: 0, offset: from }], maxRecords: 500 });
+  const result = await broker.fetch({ topic: 't', groupId: m.groupId, memberId: m.memberId, generationId: m.generationId, partitions: [{ partition: 0, offset: from }], maxRecords: 500 });
   return result.partitions[0]!.records.map((r) => r.offset);
 }
 
@@ -56,6 +56,7 @@ describe('crash-counted deliveries', () => {
     const second = await join();
     expect(second.assignment.find((p) => p.topic === 't')!.offset).toBe(0);
     expect(await fetch(second)).toEqual([0]); // held records are handed out one at a time: delivery 2
+    expect(await fetch(second, 1)).toEqual([]); // a fetch sent ahead gets nothing while record 0 is in hand uncommitted
     dies();
     const third = await join();
     expect(await fetch(third)).toEqual([0]); // delivery 3
@@ -117,5 +118,35 @@ describe('crash-counted deliveries', () => {
     await broker.leaveGroup({ groupId: 'g', memberId: second.memberId });
     const third = await join();
     expect(await fetch(third)).toEqual([10, 11]); // a clean leave: handed out as usual
+  });
+
+  it('bounds a subscription without a retry policy by maxDeliveries, dead letters in <topic>.<group>.dlq', async () => {
+    await broker.subscribe({ groupId: 'h', topic: 't', startPolicy: 'earliest', maxDeliveries: 2 });
+    expect((await broker.describeGroup('h')).subscriptions[0]).toMatchObject({ retry: null, maxDeliveries: 2, deadLetterTopic: 't.h.dlq' });
+    await fetch(await join('h'));
+    dies();
+    expect(await fetch(await join('h'))).toEqual([0]);
+    dies();
+    const third = await join('h');
+    expect(third.assignment.find((p) => p.topic === 't')!.offset).toBe(1);
+    const dead = await broker.listDeadLetters({ groupId: 'h', topic: 't' });
+    expect(dead).toMatchObject({ deadLetterTopic: 't.h.dlq', depth: 1, records: [{ original: { offset: 0 }, attempts: 2 }] });
+    // A nack still needs a retry policy, and a redrive a tier to go through.
+    expect(await broker.nack({ groupId: 'h', topic: 't', partition: 0, offset: 1, reason: 'x', memberId: third.memberId, generationId: third.generationId })
+      .catch((err: { code: string }) => err.code)).toBe('NO_RETRY_POLICY');
+    expect(await broker.redriveDeadLetters({ groupId: 'h', topic: 't', all: true, execute: true }).catch((err: { code: string }) => err.code)).toBe('NO_RETRY_POLICY');
+    // With both, maxAttempts is the bound.
+    expect(await broker.subscribe({ groupId: 'h', topic: 't', retry: { delaysMs: [1000] }, maxDeliveries: 3 }).catch((err: { code: string }) => err.code))
+      .toBe('INVALID_REQUEST');
+  });
+
+  it('counts nothing, and hands out as before, for a subscription with no bound', async () => {
+    await broker.subscribe({ groupId: 'h', topic: 't', startPolicy: 'earliest' });
+    for (let i = 0; i < 3; i++) {
+      expect(await fetch(await join('h'))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      dies();
+    }
+    await join('h');
+    expect((await broker.describeGroup('h')).subscriptions[0]!.deadLetter).toBeNull();
   });
 });

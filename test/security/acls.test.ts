@@ -244,7 +244,7 @@ describe('ACLs', () => {
     // A valid value of every setting a subscribe request takes (the type makes the list complete).
     const values: Required<Omit<SubscribeRequest, 'groupId' | 'topic'>> = {
       startPolicy: 'latest', deliveryMode: 'push', onOutOfRange: 'earliest', pushEndpoint: 'https://hooks.example.invalid/in', maxInFlight: 2,
-      retry: { delaysMs: [500], maxAttempts: 3 }, deadLetterAlertDepth: 5, webhookMaxAttempts: 3, headroomWarnRatio: 0.5, stallMs: 60_000,
+      retry: { delaysMs: [500], maxAttempts: 3 }, maxDeliveries: 4, deadLetterAlertDepth: 5, webhookMaxAttempts: 3, headroomWarnRatio: 0.5, stallMs: 60_000,
     };
     expect(Object.keys(values).sort()).toEqual([...SUBSCRIPTION_SETTINGS].sort());
     const post = (path: string, body: unknown) => fetch(`${url}${path}`, {
@@ -255,7 +255,7 @@ describe('ACLs', () => {
         .toMatchObject({ status: 403, body: { code: 'FORBIDDEN', operation: 'alter', fields: [field] } });
       // null: refused by the permission check where the schema takes it (a null retry once removed the policy), else by the schema.
       const nulled = await post('/groups/g/subscriptions', { topic: 'edits', [field]: null });
-      expect(nulled.status, `${field}: null`).toBe(field === 'retry' || field === 'pushEndpoint' ? 403 : 400);
+      expect(nulled.status, `${field}: null`).toBe(field === 'retry' || field === 'pushEndpoint' || field === 'maxDeliveries' ? 403 : 400);
     }
     // The stored value itself: a request naming a setting writes it.
     expect(await post('/groups/g/subscriptions', { topic: 'edits', startPolicy: 'earliest' })).toMatchObject({ status: 403 });

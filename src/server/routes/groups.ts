@@ -28,7 +28,7 @@ export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void 
               additionalProperties: false,
               properties: { delaysMs: { type: 'array', items: { type: 'integer' } }, maxAttempts: { type: 'integer' }, deadLetterTopic: { type: 'string' } },
             },
-            deadLetterAlertDepth: { type: 'integer', minimum: 1 }, webhookMaxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
+            maxDeliveries: { type: ['integer', 'null'] }, deadLetterAlertDepth: { type: 'integer', minimum: 1 }, webhookMaxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
             headroomWarnRatio: { type: 'number' }, stallMs: { type: 'integer' },
           },
         },
