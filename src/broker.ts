@@ -652,7 +652,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see GroupCoordinator.leaveGroup */
   async leaveGroup(request: LeaveGroupRequest): Promise<void> {
     this.checkOpen();
-    return this.groups.leaveGroup({ groupId: checkGroupId(request.groupId), memberId: request.memberId });
+    return this.groups.leaveGroup({ groupId: checkGroupId(request.groupId), memberId: request.memberId, abandoned: request.abandoned === true });
   }
 
   /**

@@ -123,6 +123,8 @@ const IN_PLACE_BACKOFF = { initialMs: 100, maxMs: 5000 };
 export class Consumer<Tx = undefined> {
   private readonly topics: string[] = [];
   private stopping = false;
+  /** Whether the run leaves the group as a crashed member ends ({@link stop}'s `abandoned`). */
+  private abandoned = false;
   private running: Promise<void> | null = null;
   private inHandler = false;
   /** Once a nack got through (the subscription has a retry policy), a batch's nacks go through {@link nacks}. */
@@ -176,6 +178,7 @@ export class Consumer<Tx = undefined> {
     if (this.running) throw new OnelogError('INVALID_REQUEST', 'this consumer is already running');
     if (this.topics.length === 0) throw new OnelogError('INVALID_REQUEST', 'call subscribe({ topic }) before run()');
     this.stopping = false;
+    this.abandoned = false;
     this.running = this.loop(handlers).finally(() => (this.running = null));
     return this.running;
   }
@@ -185,8 +188,11 @@ export class Consumer<Tx = undefined> {
    * In `'before-processing'` mode it first processes the rest of the batch in hand, which is committed
    * already (only a crash drops those records). Called from inside a handler it returns at once (waiting
    * there would wait for the handler itself).
+   * @param options `abandoned: true` leaves as a crashed member ends: the broker counts the deliveries of the records
+   *   it held uncommitted (docs/retries.md; for a broker-side member whose own client vanished). @default false
    */
-  async stop(): Promise<void> {
+  async stop(options: { abandoned?: boolean } = {}): Promise<void> {
+    this.abandoned = options.abandoned ?? false;
     this.stopping = true;
     this.session?.wakeUp();
     if (!this.inHandler) await this.running?.catch(() => {});
@@ -320,7 +326,7 @@ export class Consumer<Tx = undefined> {
       // Fetches sent ahead, used or dropped, are answered (within maxWaitMs) before the member leaves: none outlives run().
       await Promise.all([...this.fetchesAhead]);
       this.session = null;
-      await session.leave().catch(() => {});
+      await session.leave(this.abandoned).catch(() => {});
     }
     // Stopped while the broker was unreachable: what was processed since the last commit is not committed.
     if (this.commitPending) throw this.commitPending;

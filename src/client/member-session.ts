@@ -193,11 +193,14 @@ export class MemberSession {
     wake?.();
   }
 
-  /** Stops heartbeating and leaves the group (its partitions move at once). */
-  async leave(): Promise<void> {
+  /**
+   * Stops heartbeating and leaves the group (its partitions move at once); `abandoned`: as a crashed member ends (see
+   * {@link LeaveGroupRequest.abandoned}).
+   */
+  async leave(abandoned = false): Promise<void> {
     this.stopTimer();
     if (!this.memberId || this.fenced) return;
-    await this.serial(() => this.api.leaveGroup({ groupId: this.join.groupId, memberId: this.memberId }));
+    await this.serial(() => this.api.leaveGroup({ groupId: this.join.groupId, memberId: this.memberId, ...(abandoned ? { abandoned } : {}) }));
     this.memberId = '';
   }
 

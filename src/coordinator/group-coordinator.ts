@@ -267,10 +267,15 @@ export class GroupCoordinator {
     });
   }
 
-  /** Removes a member now; its partitions move at once. Unknown members are ignored (leaving twice is fine). */
+  /**
+   * Removes a member now; its partitions move at once. Unknown members are ignored (leaving twice is fine). An
+   * `abandoned` member has the deliveries it held uncommitted counted first, as one whose session timed out.
+   */
   async leaveGroup(request: LeaveGroupRequest): Promise<void> {
     await this.locked(request.groupId, async () => {
       const group = this.groups.get(request.groupId);
+      const member = group?.members.get(request.memberId);
+      if (member && request.abandoned === true) await this.deliveryCounts.memberEnded(request.groupId, member);
       if (group?.remove(request.memberId)) {
         this.logger.info({ groupId: request.groupId, memberId: request.memberId }, 'member left');
         await this.applyResets(group);

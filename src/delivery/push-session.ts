@@ -189,15 +189,19 @@ export class PushSession {
     };
   }
 
-  /** Leaves the group; records sent but not acknowledged are redelivered to the partition's next owner. */
-  async close(): Promise<void> {
+  /**
+   * Leaves the group; records sent but not acknowledged are redelivered to the partition's next owner. With
+   * `abandoned` (the socket closed without a close frame: the client died), it leaves as a crashed member ends: the
+   * broker counts the deliveries of the records it held unacknowledged (docs/retries.md).
+   */
+  async close(options: { abandoned?: boolean } = {}): Promise<void> {
     this.closed = true;
     const waiter = this.creditWaiter;
     this.creditWaiter = null;
     waiter?.();
     // A frame being delivered moves its commit back while the member still holds the partition.
     await this.sending;
-    await this.consumer.stop();
+    await this.consumer.stop({ abandoned: options.abandoned === true });
     await this.running;
   }
 

@@ -447,6 +447,12 @@ export interface HeartbeatRequest {
 export interface LeaveGroupRequest {
   groupId: string;
   memberId: string;
+  /**
+   * The member ends as a crashed one does (the broker's push stream whose client vanished): the deliveries of records
+   * it held uncommitted are counted as if its session had timed out (docs/retries.md), but its partitions move at once.
+   * @default false
+   */
+  abandoned?: boolean;
 }
 
 /** A live member as `groups describe` shows it. */

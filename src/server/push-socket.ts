@@ -110,10 +110,11 @@ export function pushSockets(api: OnelogApi, { acls, audit, users, limits, logger
         }
       }
     }));
-    ws.on('close', guard('push stream close', () => {
+    // 1006: the connection ended without a close frame (the client process died): its member is abandoned, not left.
+    ws.on('close', guard('push stream close', (code: number) => {
       sessions.delete(ws);
       unregister?.();
-      return entry.session?.close();
+      return entry.session?.close({ abandoned: code === 1006 });
     }));
   }
 

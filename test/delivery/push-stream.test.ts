@@ -192,4 +192,33 @@ describe('WebSocket push', () => {
     expect(assigned.push.sort()).toEqual(['edits/0', 'edits/1', 'edits/2']);
     expect(assigned.pull.sort()).toEqual(['edits/0', 'edits/1', 'edits/2']);
   });
+
+  it('counts a delivery when the client vanishes holding records (no close frame), not when it closes', async () => {
+    await broker.createTopic({ topic: 'p', partitions: 1 });
+    await broker.produce({ topic: 'p', records: [0, 1, 2].map((i) => ({ key: null, value: Buffer.from(`r${i}`), partition: 0 })) });
+    await broker.subscribe({ groupId: 'pushers', topic: 'p', startPolicy: 'earliest', deliveryMode: 'push', maxDeliveries: 2 });
+    /** Connects, takes the first frame of records unacknowledged, and ends the connection: abruptly, or with a close frame. */
+    const holdAndEnd = async (how: 'terminate' | 'close'): Promise<number[]> => {
+      const ws = new WebSocket(`${url.replace('http', 'ws')}/groups/pushers/stream`);
+      const first = new Promise<number[]>((resolve) => ws.on('message', (data) => {
+        const frame = JSON.parse(data.toString()) as { type: string; records?: Array<{ offset: number }> };
+        if (frame.type === 'records') resolve(frame.records!.map((r) => r.offset));
+      }));
+      await new Promise((resolve) => ws.once('open', resolve));
+      ws.send(JSON.stringify({ type: 'subscribe', topics: ['p'] }));
+      ws.send(JSON.stringify({ type: 'credit', records: 100, bytes: 1 << 20 }));
+      const offsets = await first;
+      const closed = new Promise((resolve) => ws.once('close', resolve));
+      if (how === 'terminate') ws.terminate(); // the socket ends without a close frame: 1006 on the broker's side
+      else ws.close();
+      await closed;
+      await waitFor('the member to be gone', async () => (await broker.describeGroup('pushers')).members.length === 0);
+      return offsets;
+    };
+    expect(await holdAndEnd('close')).toEqual([0, 1, 2]); // a client that closes: nothing counted
+    expect(await holdAndEnd('terminate')).toEqual([0, 1, 2]); // delivery counted on record 0, which then comes alone
+    expect(await holdAndEnd('terminate')).toEqual([0]); // the second: spent
+    expect((await broker.listDeadLetters({ groupId: 'pushers', topic: 'p' })).depth).toBe(1);
+    expect(await holdAndEnd('close')).toEqual([1]); // the rest, one at a time until committed past
+  });
 });
