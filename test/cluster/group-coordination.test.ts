@@ -154,4 +154,41 @@ describe('group coordination on the group lease\'s holder', () => {
       await served.close();
     }
   });
+
+  it('counts the deliveries of a record whose consumer dies with it in the cluster\'s offset store: a new coordinator goes on counting', async () => {
+    const c = await testCluster(s3);
+    let a: Broker | undefined = await Broker.open(c.options(1));
+    const b = await Broker.open(c.options(2));
+    try {
+      await a.createTopic({ topic: 't', partitions: 1 });
+      await a.produce({ topic: 't', records: [0, 1, 2].map((i) => rec(`r${i}`, 0)) });
+      await a.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', retry: { delaysMs: [1000], maxAttempts: 3 } });
+      /** A member of `broker` takes what it is handed of partition 0 and dies (its session of 1 s times out). */
+      const holdAndDie = async (broker: Broker): Promise<number[]> => {
+        let m = await broker.joinGroup({ groupId: 'g', topics: ['t'], sessionTimeoutMs: 1000 });
+        // Granted once the dead member before it expired; the answer that grants it says where it starts.
+        let from = m.assignment.find((p) => p.topic === 't')?.offset;
+        await eventually(async () => {
+          if (from !== undefined) return true;
+          m = await broker.heartbeat({ groupId: 'g', memberId: m.memberId, generationId: m.generationId, owned: m.assignment });
+          from = m.assignment.find((p) => p.topic === 't')?.offset;
+          return from !== undefined;
+        }, 10_000);
+        const fetched = await broker.fetch({ topic: 't', groupId: 'g', memberId: m.memberId, generationId: m.generationId, partitions: [{ partition: 0, offset: from! }] });
+        await eventually(async () => (await broker.describeGroup('g')).members.length === 0, 10_000);
+        return fetched.partitions[0]!.records.map((r) => r.offset);
+      };
+      expect(await holdAndDie(a)).toEqual([0, 1, 2]);
+      expect(await holdAndDie(a)).toEqual([0]);
+      await a.close(); // b takes the group over, with what the offset store holds
+      a = undefined;
+      expect(await holdAndDie(b)).toEqual([0]); // the third delivery: spent
+      expect(await b.listDeadLetters({ groupId: 'g', topic: 't' })).toMatchObject({ depth: 1, records: [{ original: { offset: 0 }, attempts: 3 }] });
+      expect((await b.committedOffsets('g')).find((o) => o.topic === 't')).toMatchObject({ partition: 0, offset: 1 });
+    } finally {
+      await a?.close();
+      await b.close();
+      await c.dispose();
+    }
+  });
 });
