@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HttpApi } from '../../src/client/http-api.js';
 import type { DeadLetterList } from '../../src/protocol/api.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
@@ -77,5 +78,25 @@ describe('a record that kills its consumer', () => {
     expect(processed).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     const dead = JSON.parse(await cli(['dlq', 'list', 'G', '--topic', 'edits', '--json'])) as DeadLetterList;
     expect(dead).toMatchObject({ deadLetterTopic: 'edits.G.dlq', depth: 1, records: [{ original: { offset: 0 }, attempts: 2 }] });
+  });
+
+  it('counts the same over the HTTP JSON API: a member that fetched and died, twice, with --max-deliveries 2', async () => {
+    await setUp(['--max-deliveries', '2']);
+    const api = new HttpApi(server!.url);
+    const holdAndDie = async (): Promise<number[]> => {
+      let m = await api.joinGroup({ groupId: 'G', topics: ['edits'], sessionTimeoutMs: 1000 });
+      let from = m.assignment.find((p) => p.topic === 'edits')?.offset;
+      while (from === undefined) { // granted once the member before it expired
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        m = await api.heartbeat({ groupId: 'G', memberId: m.memberId, generationId: m.generationId, owned: m.assignment });
+        from = m.assignment.find((p) => p.topic === 'edits')?.offset;
+      }
+      const fetched = await api.fetch({ topic: 'edits', groupId: 'G', memberId: m.memberId, generationId: m.generationId, partitions: [{ partition: 0, offset: from }] });
+      return fetched.partitions[0]!.records.map((r) => r.offset);
+    };
+    expect(await holdAndDie()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await holdAndDie()).toEqual([0]);
+    expect(await holdAndDie()).toEqual([1]); // record 0 spent: dead-lettered, the group committed past it
+    expect((await api.listDeadLetters({ groupId: 'G', topic: 'edits' })).depth).toBe(1);
   });
 });
