@@ -51,6 +51,7 @@ const KAFKA_CODES: Record<ErrorCode, number | Partial<Record<KafkaErrorContext, 
   RATE_LIMITED: 89,
   NOT_LEADER_OR_FOLLOWER: 6,
   NOT_COORDINATOR: 16,
+  INVALID_RECORD_STATE: 121,
   INTERNAL_ERROR: -1,
 };
 

@@ -55,6 +55,7 @@ export const ERRORS = {
   RATE_LIMITED: { wireCode: 1016, httpStatus: 429, retriable: true },
   NOT_LEADER_OR_FOLLOWER: { wireCode: 6, httpStatus: 503, retriable: true },
   NOT_COORDINATOR: { wireCode: 16, httpStatus: 503, retriable: true },
+  INVALID_RECORD_STATE: { wireCode: 121, httpStatus: 409, retriable: false },
   INTERNAL_ERROR: { wireCode: -1, httpStatus: 500, retriable: false },
 } as const satisfies Record<string, ErrorSpec>;
 
