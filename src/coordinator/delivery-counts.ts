@@ -2,7 +2,7 @@
  * Crash-counted deliveries (docs/retries.md, "A consumer that dies on a record"): the poison pill, a record that
  * takes its consumer down every time it is processed, is bounded as a failing handler is. A member that ends
  * without leaving (its session timed out, or it held a revoked partition past its deadline) while it held records
- * of a partition past the group's committed offset leaves a {@link DeliveryState} in the offset store:
+ * of a partition past the group's committed offset leaves a {@link DeliveryState} in the offset store (its record state):
  *
  * - the records it held, from the committed offset to the end of what it was handed, become suspect, and a member's
  *   fetch is handed them one at a time, so the next end falls on the one record that was in hand;
@@ -15,10 +15,36 @@
  * `maxDeliveries`) counts nothing. The states are kept in memory for the partitions a member
  * of this coordinator was granted (read at the grant), so a fetch asks nothing of the store.
  */
-import type { DeliveryState, OffsetStore } from '../offsets/offset-store.js';
+import type { OffsetStore, RecordState } from '../offsets/offset-store.js';
 import type { Logger } from '../logger.js';
 import type { Member } from './group-membership.js';
 import { parsePartitionKey } from './group-membership.js';
+
+/**
+ * What a group knows of one partition's records beyond its committed offset: the records that were in a member's hand
+ * when it ended without committing or nacking past them, and how often each such record was handed out before such
+ * an end. Kept in the offset store as the partition's record state.
+ */
+export interface DeliveryState {
+  /**
+   * The records from `suspectFrom` (inclusive) to `suspectTo` (exclusive) were in hand when a member ended: they are
+   * handed out one at a time until the group's committed offset passes `suspectTo`. Equal when none are.
+   */
+  suspectFrom: number;
+  suspectTo: number;
+  /** Per offset (decimal text), the deliveries of the record that ended with its member ending, >= 1. */
+  crashes: Record<string, number>;
+}
+
+/** A stored record state as a {@link DeliveryState}; undefined when there is none. @throws Error for another shape */
+function asDeliveryState(state: RecordState | undefined): DeliveryState | undefined {
+  if (state === undefined) return undefined;
+  const { suspectFrom, suspectTo, crashes } = state;
+  if (typeof suspectFrom !== 'number' || typeof suspectTo !== 'number' || crashes === null || typeof crashes !== 'object') {
+    throw new Error(`a record state that is not a delivery state: ${JSON.stringify(state).slice(0, 200)}`);
+  }
+  return { suspectFrom, suspectTo, crashes: crashes as Record<string, number> };
+}
 
 /** Where a partition's records go once a crash-counted record is spent. */
 export interface DeadLetterSink {
@@ -53,7 +79,7 @@ export class DeliveryCounts {
   /** Reads the delivery states of partitions granted to a member, for {@link maxRecords}. */
   async load(groupId: string, partitions: ReadonlyArray<{ topic: string; partition: number }>): Promise<void> {
     for (const { topic, partition } of partitions) {
-      const state = await this.offsets.deliveryState(groupId, topic, partition);
+      const state = asDeliveryState(await this.offsets.recordState(groupId, topic, partition));
       if (state === undefined) this.states.delete(keyOf(groupId, topic, partition));
       else this.states.set(keyOf(groupId, topic, partition), state);
     }
@@ -81,7 +107,7 @@ export class DeliveryCounts {
       if (await this.sink.deliveryLimit(groupId, topic) === null) continue;
       const from = (await this.offsets.get(groupId, topic, partition))?.offset ?? held.first;
       if (from >= held.end) continue;
-      const stored = this.states.get(keyOf(groupId, topic, partition)) ?? await this.offsets.deliveryState(groupId, topic, partition);
+      const stored = this.states.get(keyOf(groupId, topic, partition)) ?? asDeliveryState(await this.offsets.recordState(groupId, topic, partition));
       const crashes = Object.fromEntries(Object.entries(stored?.crashes ?? {}).filter(([offset]) => Number(offset) >= from));
       crashes[from] = (crashes[from] ?? 0) + 1;
       let state: DeliveryState = { suspectFrom: from, suspectTo: Math.max(held.end, stored?.suspectTo ?? 0), crashes };
@@ -118,7 +144,7 @@ export class DeliveryCounts {
   /** Stores a state, or removes it when nothing is suspect and no count is left. */
   private async save(groupId: string, topic: string, partition: number, state: DeliveryState): Promise<void> {
     const empty = state.suspectFrom >= state.suspectTo && Object.keys(state.crashes).length === 0;
-    await this.offsets.setDeliveryState(groupId, topic, partition, empty ? null : state);
+    await this.offsets.setRecordState(groupId, topic, partition, empty ? null : { ...state });
     if (empty) this.states.delete(keyOf(groupId, topic, partition));
     else this.states.set(keyOf(groupId, topic, partition), state);
   }

@@ -6,7 +6,7 @@
  */
 import { OnelogError } from '../protocol/errors.js';
 import type { WriteFence } from '../write-fence.js';
-import type { CommittedOffset, DeliveryState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** A failure of the store: anything but a typed error or a refused argument (RangeError, TypeError). */
 function isStoreFailure(err: unknown): boolean {
@@ -33,13 +33,13 @@ export class FencedOffsetStore implements OffsetStore {
     return this.write('commit', () => this.store.commit(groupId, offsets, now, fence));
   }
 
-  deliveryState(groupId: string, topic: string, partition: number): Promise<DeliveryState | undefined> {
-    return this.store.deliveryState(groupId, topic, partition);
+  recordState(groupId: string, topic: string, partition: number): Promise<RecordState | undefined> {
+    return this.store.recordState(groupId, topic, partition);
   }
 
-  /** As {@link OffsetStore.setDeliveryState}. @throws as {@link WriteFence.guard}; `RESOURCE_EXHAUSTED` for a full disk */
-  setDeliveryState(groupId: string, topic: string, partition: number, state: DeliveryState | null): Promise<void> {
-    return this.write('delivery state', () => this.store.setDeliveryState(groupId, topic, partition, state));
+  /** As {@link OffsetStore.setRecordState}. @throws as {@link WriteFence.guard}; `RESOURCE_EXHAUSTED` for a full disk */
+  setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void> {
+    return this.write('record state', () => this.store.setRecordState(groupId, topic, partition, state));
   }
 
   generation(groupId: string): Promise<number> {

@@ -17,14 +17,14 @@ import type { Database, RootDatabase } from 'lmdb';
 import { OnelogError } from '../protocol/errors.js';
 import { FILE_MODE, makeDir } from '../storage/file-modes.js';
 import { CloseGate, staleGeneration } from './offset-store.js';
-import type { CommittedOffset, DeliveryState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** The sub-database of the binary value format 1. */
 const DB_NAME = 'committed-offsets-v1';
 /** The sub-database of each group's generations: `utf8(groupId) -> float64le(highest) float64le(fence)`. */
 const GENERATIONS_DB_NAME = 'group-generations';
-/** The sub-database of delivery states: the offsets' key layout, the value the state as JSON text. */
-const DELIVERIES_DB_NAME = 'delivery-states';
+/** The sub-database of record states: the offsets' key layout, the value the state as JSON text. */
+const RECORD_STATES_DB_NAME = 'record-states';
 /** The sub-database of the older MessagePack values, migrated on open. */
 const LEGACY_DB_NAME = 'committed-offsets';
 
@@ -187,7 +187,7 @@ export class LmdbOffsetStore implements OffsetStore {
     private readonly root: RootDatabase,
     private readonly db: Database<Buffer, Buffer>,
     private readonly generations: Database<Buffer, Buffer>,
-    private readonly deliveries: Database<Buffer, Buffer>,
+    private readonly recordStates: Database<Buffer, Buffer>,
   ) {}
 
   /**
@@ -207,9 +207,9 @@ export class LmdbOffsetStore implements OffsetStore {
     // default lmdb-js runs queued transaction callbacks after the queued puts of the same batch).
     const db = root.openDB<Buffer, Buffer>({ name: DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     const generations = root.openDB<Buffer, Buffer>({ name: GENERATIONS_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
-    const deliveries = root.openDB<Buffer, Buffer>({ name: DELIVERIES_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
+    const recordStates = root.openDB<Buffer, Buffer>({ name: RECORD_STATES_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     migrateLegacy(root, db);
-    return new LmdbOffsetStore(root, db, generations, deliveries);
+    return new LmdbOffsetStore(root, db, generations, recordStates);
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
@@ -288,23 +288,23 @@ export class LmdbOffsetStore implements OffsetStore {
     return out;
   }
 
-  async deliveryState(groupId: string, topic: string, partition: number): Promise<DeliveryState | undefined> {
+  async recordState(groupId: string, topic: string, partition: number): Promise<RecordState | undefined> {
     this.gate.check();
     checkCommit(groupId, [{ topic, partition, offset: 0 }]);
-    const bytes = this.deliveries.getBinary(this.keys.full(groupId, topic, partition));
-    return bytes === undefined ? undefined : JSON.parse(bytes.toString('utf8')) as DeliveryState;
+    const bytes = this.recordStates.getBinary(this.keys.full(groupId, topic, partition));
+    return bytes === undefined ? undefined : JSON.parse(bytes.toString('utf8')) as RecordState;
   }
 
-  async setDeliveryState(groupId: string, topic: string, partition: number, state: DeliveryState | null): Promise<void> {
+  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void> {
     checkCommit(groupId, [{ topic, partition, offset: 0 }]);
     const key = Buffer.from(this.keys.full(groupId, topic, partition));
-    await this.written(() => (state === null ? this.deliveries.remove(key) : this.deliveries.put(key, Buffer.from(JSON.stringify(state), 'utf8'))));
+    await this.written(() => (state === null ? this.recordStates.remove(key) : this.recordStates.put(key, Buffer.from(JSON.stringify(state), 'utf8'))));
   }
 
   async deleteGroup(groupId: string): Promise<void> {
     // A transaction callback runs inside the write transaction, so it sees (and removes) every earlier commit.
     await this.written(() => this.db.transaction(() => {
-      for (const db of [this.db, this.deliveries]) for (const key of db.getKeys(groupRange(groupId))) db.remove(key).catch(ignore);
+      for (const db of [this.db, this.recordStates]) for (const key of db.getKeys(groupRange(groupId))) db.remove(key).catch(ignore);
     }));
   }
 
@@ -324,7 +324,7 @@ export class LmdbOffsetStore implements OffsetStore {
         this.db.remove(key).catch(ignore);
         removed++;
       }
-      for (const key of this.deliveries.getKeys()) if (ofTopic(key)) this.deliveries.remove(key).catch(ignore);
+      for (const key of this.recordStates.getKeys()) if (ofTopic(key)) this.recordStates.remove(key).catch(ignore);
     }));
     return removed;
   }

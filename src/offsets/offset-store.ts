@@ -40,21 +40,12 @@ export interface GenerationFence {
 }
 
 /**
- * What a group knows of one partition's records beyond its committed offset (docs/retries.md, crashes): the records
- * that were in a member's hand when it ended without committing or nacking past them, and how often each such record
- * was handed out before such an end. Small (bounded by what one member held), kept beside the offsets and written
- * durably; the consumer manager reads and writes it whole.
+ * What the consumer manager keeps of one partition's records beyond a group's committed offset (DESIGN.md: per-record
+ * state): the delivery counts of records a member ended holding (coordinator/delivery-counts.ts), a share group's
+ * in-flight records (coordinator/share-partition.ts). A JSON object the store keeps as it is given, opaque; small
+ * (bounded by what is in flight), written whole and durably.
  */
-export interface DeliveryState {
-  /**
-   * The records from `suspectFrom` (inclusive) to `suspectTo` (exclusive) were in hand when a member ended: they are
-   * handed out one at a time until the group's committed offset passes `suspectTo`. Equal when none are.
-   */
-  suspectFrom: number;
-  suspectTo: number;
-  /** Per offset (decimal text), the deliveries of the record that ended with its member ending, >= 1. */
-  crashes: Record<string, number>;
-}
+export type RecordState = { readonly [field: string]: unknown };
 
 /** A stored offset with its key. */
 export interface GroupOffset extends CommittedOffset {
@@ -91,17 +82,17 @@ export interface OffsetStore {
   advanceGeneration(groupId: string, generationId: number, options?: { fence?: boolean }): Promise<number>;
   /** Every committed offset of a group, ordered by topic then partition. */
   list(groupId: string): Promise<GroupOffset[]>;
-  /** The group's {@link DeliveryState} of one partition, or undefined when it has none. */
-  deliveryState(groupId: string, topic: string, partition: number): Promise<DeliveryState | undefined>;
-  /** Replaces the group's {@link DeliveryState} of one partition (null removes it), durably as a commit is. */
-  setDeliveryState(groupId: string, topic: string, partition: number, state: DeliveryState | null): Promise<void>;
+  /** The group's {@link RecordState} of one partition, or undefined when it has none. */
+  recordState(groupId: string, topic: string, partition: number): Promise<RecordState | undefined>;
+  /** Replaces the group's {@link RecordState} of one partition (null removes it), durably as a commit is. */
+  setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void>;
   /**
-   * Removes every committed offset and delivery state of a group. Its generation and fence stay, so a group created
+   * Removes every committed offset and record state of a group. Its generation and fence stay, so a group created
    * again under the id numbers its generations on from there and the deleted group's members stay refused.
    */
   deleteGroup(groupId: string): Promise<void>;
   /**
-   * Removes every group's committed offsets and delivery states of a topic (the topic was deleted: a topic created
+   * Removes every group's committed offsets and record states of a topic (the topic was deleted: a topic created
    * again under its name starts with no committed offsets, as Kafka drops a deleted topic's offsets).
    * @returns how many partitions' offsets were removed
    */

@@ -8,7 +8,7 @@
  *   cannot hold NUL), commit_timestamp`;
  * - `<prefix>group_generations (group_id) -> generation_id, fence_generation_id`: each group's highest
  *   generation and the fence of its commits;
- * - `<prefix>delivery_states (group_id, topic, partition) -> state` (the partition's delivery state as JSON text).
+ * - `<prefix>record_states (group_id, topic, partition) -> state` (the partition's record state as JSON text).
  *
  * Writes take effect in call order: they queue, and one writer at a time runs whatever queued meanwhile in one
  * transaction (as lmdb-js joins queued writes), so a burst of commits shares one synced commit. A fenced
@@ -21,7 +21,7 @@ import type { Pool, PoolClient } from 'pg';
 import { checkTablePrefix, createTables, inTransaction, openPool, query } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { CloseGate, staleGeneration } from './offset-store.js';
-import type { CommittedOffset, DeliveryState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** Options of {@link PostgresKvOffsetStore.open}. */
 export interface PostgresKvOffsetStoreOptions {
@@ -45,14 +45,14 @@ export class PostgresKvOffsetStore implements OffsetStore {
   private writing = false;
   private readonly offsets: string;
   private readonly generations: string;
-  private readonly deliveries: string;
+  private readonly recordStates: string;
 
   private readonly gate = new CloseGate('PostgreSQL');
 
   private constructor(private readonly pool: Pool, prefix: string, private readonly ownsPool: boolean) {
     this.offsets = `${prefix}committed_offsets`;
     this.generations = `${prefix}group_generations`;
-    this.deliveries = `${prefix}delivery_states`;
+    this.recordStates = `${prefix}record_states`;
   }
 
   /**
@@ -75,10 +75,10 @@ export class PostgresKvOffsetStore implements OffsetStore {
       `CREATE INDEX IF NOT EXISTS ${store.offsets}_by_topic ON ${store.offsets} (topic)`,
       `CREATE TABLE IF NOT EXISTS ${store.generations} (
         group_id text PRIMARY KEY, generation_id bigint NOT NULL, fence_generation_id bigint NOT NULL)`,
-      `CREATE TABLE IF NOT EXISTS ${store.deliveries} (
+      `CREATE TABLE IF NOT EXISTS ${store.recordStates} (
         group_id text NOT NULL, topic text NOT NULL, partition bigint NOT NULL, state text NOT NULL,
         PRIMARY KEY (group_id, topic, partition))`,
-      `CREATE INDEX IF NOT EXISTS ${store.deliveries}_by_topic ON ${store.deliveries} (topic)`,
+      `CREATE INDEX IF NOT EXISTS ${store.recordStates}_by_topic ON ${store.recordStates} (topic)`,
     ]);
     await setup.catch(async (err: unknown) => {
       if (store.ownsPool) await pool.end();
@@ -153,32 +153,32 @@ export class PostgresKvOffsetStore implements OffsetStore {
     return stored as number;
   }
 
-  async deliveryState(groupId: string, topic: string, partition: number): Promise<DeliveryState | undefined> {
-    const { rows } = await this.select<{ state: string }>('delivery state',
-      `SELECT state FROM ${this.deliveries} WHERE group_id = $1 AND topic = $2 AND partition = $3`, [groupId, topic, partition]);
-    return rows[0] && JSON.parse(rows[0].state) as DeliveryState;
+  async recordState(groupId: string, topic: string, partition: number): Promise<RecordState | undefined> {
+    const { rows } = await this.select<{ state: string }>('record state',
+      `SELECT state FROM ${this.recordStates} WHERE group_id = $1 AND topic = $2 AND partition = $3`, [groupId, topic, partition]);
+    return rows[0] && JSON.parse(rows[0].state) as RecordState;
   }
 
-  async setDeliveryState(groupId: string, topic: string, partition: number, state: DeliveryState | null): Promise<void> {
+  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void> {
     if (!Number.isInteger(partition) || partition < 0 || partition > 0xffffffff) {
       throw new RangeError(`offset store: partition ${partition} of topic '${topic}' is not an integer in 0..2^32-1`);
     }
     await this.write((client) => (state === null
-      ? client.query(`DELETE FROM ${this.deliveries} WHERE group_id = $1 AND topic = $2 AND partition = $3`, [groupId, topic, partition])
-      : client.query(`INSERT INTO ${this.deliveries} VALUES ($1, $2, $3, $4)
+      ? client.query(`DELETE FROM ${this.recordStates} WHERE group_id = $1 AND topic = $2 AND partition = $3`, [groupId, topic, partition])
+      : client.query(`INSERT INTO ${this.recordStates} VALUES ($1, $2, $3, $4)
           ON CONFLICT (group_id, topic, partition) DO UPDATE SET state = excluded.state`, [groupId, topic, partition, JSON.stringify(state)])));
   }
 
   async deleteGroup(groupId: string): Promise<void> {
     await this.write(async (client) => {
       await client.query(`DELETE FROM ${this.offsets} WHERE group_id = $1`, [groupId]);
-      await client.query(`DELETE FROM ${this.deliveries} WHERE group_id = $1`, [groupId]);
+      await client.query(`DELETE FROM ${this.recordStates} WHERE group_id = $1`, [groupId]);
     });
   }
 
   async deleteTopic(topic: string): Promise<number> {
     const result = await this.write(async (client) => {
-      await client.query(`DELETE FROM ${this.deliveries} WHERE topic = $1`, [topic]);
+      await client.query(`DELETE FROM ${this.recordStates} WHERE topic = $1`, [topic]);
       return client.query(`DELETE FROM ${this.offsets} WHERE topic = $1`, [topic]);
     });
     return (result as { rowCount: number | null }).rowCount ?? 0;

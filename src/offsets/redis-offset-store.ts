@@ -5,8 +5,8 @@
  * - `<prefix>offsets:<groupId>`: a hash, field `topic 0x00 partition` (partition in decimal), value the same
  *   binary record as the LMDB engine's: `0x01 float64le(offset) float64le(commitTimestamp) utf8(metadata)`;
  * - `<prefix>generation:<groupId>`: a hash of the group's highest generation (`highest`) and its fence (`fence`);
- * - `<prefix>deliveries:<groupId>`: a hash, field as the offsets', value the partition's delivery state as JSON;
- * - `<prefix>topic-groups:<topic>`: a set of the groups that committed offsets or kept a delivery state of the topic
+ * - `<prefix>record-states:<groupId>`: a hash, field as the offsets', value the partition's record state as JSON;
+ * - `<prefix>topic-groups:<topic>`: a set of the groups that committed offsets or kept a record state of the topic
  *   (for deleteTopic).
  *
  * Every write is one Lua script, so it is atomic: a commit checks the group's generation and writes its
@@ -22,7 +22,7 @@
 import { Redis } from 'ioredis';
 import { OnelogError } from '../protocol/errors.js';
 import { CloseGate, staleGeneration } from './offset-store.js';
-import type { CommittedOffset, DeliveryState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** Options of {@link RedisOffsetStore.open}. */
 export interface RedisOffsetStoreOptions {
@@ -63,8 +63,8 @@ if ARGV[2] == '1' and wanted > tonumber(redis.call('HGET', KEYS[1], 'fence') or 
 return highest`;
 
 /**
- * KEYS: the topic's topic-groups set. ARGV: the offsets-hash prefix, the topic, the deliveries-hash prefix. Removes the
- * topic's fields from every group that committed it or kept a delivery state of it; returns how many offsets were removed.
+ * KEYS: the topic's topic-groups set. ARGV: the offsets-hash prefix, the topic, the record-states-hash prefix. Removes the
+ * topic's fields from every group that committed it or kept a record state of it; returns how many offsets were removed.
  */
 const DELETE_TOPIC = `
 local removed = 0
@@ -87,8 +87,8 @@ end
 redis.call('DEL', KEYS[1])
 return removed`;
 
-/** KEYS: the deliveries hash, the topic-groups set. ARGV: the field, the group id, the state as JSON ('' removes it). */
-const SET_DELIVERY_STATE = `
+/** KEYS: the record-states hash, the topic-groups set. ARGV: the field, the group id, the state as JSON ('' removes it). */
+const SET_RECORD_STATE = `
 if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[1]); return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('SADD', KEYS[2], ARGV[2])
@@ -97,8 +97,8 @@ return 0`;
 type Scripts = {
   onelogCommit(numKeys: number, ...args: Array<string | Buffer>): Promise<number>;
   onelogAdvance(key: string, generation: string, fence: '0' | '1'): Promise<number>;
-  onelogDeleteTopic(key: string, hashPrefix: string, topic: string, deliveriesPrefix: string): Promise<number>;
-  onelogSetDeliveryState(deliveriesKey: string, topicKey: string, field: string, groupId: string, state: string): Promise<number>;
+  onelogDeleteTopic(key: string, hashPrefix: string, topic: string, recordStatesPrefix: string): Promise<number>;
+  onelogSetRecordState(recordStatesKey: string, topicKey: string, field: string, groupId: string, state: string): Promise<number>;
 };
 
 function encodeValue(offset: number, now: number, metadata: string | undefined): Buffer {
@@ -155,7 +155,7 @@ export class RedisOffsetStore implements OffsetStore {
     redis.defineCommand('onelogCommit', { lua: COMMIT });
     redis.defineCommand('onelogAdvance', { lua: ADVANCE, numberOfKeys: 1 });
     redis.defineCommand('onelogDeleteTopic', { lua: DELETE_TOPIC, numberOfKeys: 1 });
-    redis.defineCommand('onelogSetDeliveryState', { lua: SET_DELIVERY_STATE, numberOfKeys: 2 });
+    redis.defineCommand('onelogSetRecordState', { lua: SET_RECORD_STATE, numberOfKeys: 2 });
     try {
       await redis.connect();
       // ioredis reports a refused SELECT (a database beyond the server's count) as an event only, and goes on in 0.
@@ -207,25 +207,25 @@ export class RedisOffsetStore implements OffsetStore {
     return out.map(({ topicBytes: _, ...o }) => o);
   }
 
-  async deliveryState(groupId: string, topic: string, partition: number): Promise<DeliveryState | undefined> {
+  async recordState(groupId: string, topic: string, partition: number): Promise<RecordState | undefined> {
     checkPartition(topic, partition);
-    const value = await this.call('delivery state', () => this.redis.hget(this.deliveriesKey(groupId), `${topic}\0${partition}`));
-    return value === null ? undefined : JSON.parse(value) as DeliveryState;
+    const value = await this.call('record state', () => this.redis.hget(this.recordStatesKey(groupId), `${topic}\0${partition}`));
+    return value === null ? undefined : JSON.parse(value) as RecordState;
   }
 
-  async setDeliveryState(groupId: string, topic: string, partition: number, state: DeliveryState | null): Promise<void> {
+  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void> {
     checkPartition(topic, partition);
-    await this.call('delivery state', () => this.redis.onelogSetDeliveryState(
-      this.deliveriesKey(groupId), this.topicKey(topic), `${topic}\0${partition}`, groupId, state === null ? '' : JSON.stringify(state),
+    await this.call('record state', () => this.redis.onelogSetRecordState(
+      this.recordStatesKey(groupId), this.topicKey(topic), `${topic}\0${partition}`, groupId, state === null ? '' : JSON.stringify(state),
     ));
   }
 
   async deleteGroup(groupId: string): Promise<void> {
-    await this.call('group deletion', () => this.redis.del(this.offsetsKey(groupId), this.deliveriesKey(groupId)));
+    await this.call('group deletion', () => this.redis.del(this.offsetsKey(groupId), this.recordStatesKey(groupId)));
   }
 
   async deleteTopic(topic: string): Promise<number> {
-    return this.call('topic deletion', () => this.redis.onelogDeleteTopic(this.topicKey(topic), `${this.prefix}offsets:`, topic, `${this.prefix}deliveries:`));
+    return this.call('topic deletion', () => this.redis.onelogDeleteTopic(this.topicKey(topic), `${this.prefix}offsets:`, topic, `${this.prefix}record-states:`));
   }
 
   async close(): Promise<void> {
@@ -237,8 +237,8 @@ export class RedisOffsetStore implements OffsetStore {
     return `${this.prefix}offsets:${groupId}`;
   }
 
-  private deliveriesKey(groupId: string): string {
-    return `${this.prefix}deliveries:${groupId}`;
+  private recordStatesKey(groupId: string): string {
+    return `${this.prefix}record-states:${groupId}`;
   }
 
   private generationKey(groupId: string): string {

@@ -126,33 +126,33 @@ export function offsetStoreContract(name: string, factory: () => OffsetStoreFixt
       expect(await store.deleteTopic('t')).toBe(0);
     });
 
-    it('keeps a partition\'s delivery state durably beside the offsets, replaced whole, removed by null', async () => {
+    it('keeps a partition\'s record state durably beside the offsets, replaced whole, removed by null', async () => {
       const { store, fixture } = await fresh();
-      expect(await store.deliveryState('g', 't', 0)).toBeUndefined();
+      expect(await store.recordState('g', 't', 0)).toBeUndefined();
       const state = { suspectFrom: 10, suspectTo: 25, crashes: { 10: 2, 11: 1 } };
-      await store.setDeliveryState('g', 't', 0, state);
-      await store.setDeliveryState('g', 't', 1, { suspectFrom: 3, suspectTo: 3, crashes: { 2: 5 } });
-      await store.setDeliveryState('g', 'ta', 0, { suspectFrom: 0, suspectTo: 1, crashes: {} });
+      await store.setRecordState('g', 't', 0, state);
+      await store.setRecordState('g', 't', 1, { suspectFrom: 3, suspectTo: 3, crashes: { 2: 5 } });
+      await store.setRecordState('g', 'ta', 0, { suspectFrom: 0, suspectTo: 1, crashes: {} });
       const again = await reopen(fixture, store);
-      expect(await again.deliveryState('g', 't', 0)).toEqual({ suspectFrom: 10, suspectTo: 25, crashes: { 10: 2, 11: 1 } });
-      expect(await again.deliveryState('h', 't', 0)).toBeUndefined();
+      expect(await again.recordState('g', 't', 0)).toEqual({ suspectFrom: 10, suspectTo: 25, crashes: { 10: 2, 11: 1 } });
+      expect(await again.recordState('h', 't', 0)).toBeUndefined();
       expect(await again.list('g')).toEqual([]); // not an offset
-      await again.setDeliveryState('g', 't', 0, { suspectFrom: 11, suspectTo: 25, crashes: { 11: 1 } });
-      expect(await again.deliveryState('g', 't', 0)).toEqual({ suspectFrom: 11, suspectTo: 25, crashes: { 11: 1 } });
-      await again.setDeliveryState('g', 't', 0, null);
-      expect(await again.deliveryState('g', 't', 0)).toBeUndefined();
-      await again.setDeliveryState('g', 't', 0, null); // removing what is not there is fine
-      // A topic's and a group's deletion remove their delivery states, no other.
+      await again.setRecordState('g', 't', 0, { suspectFrom: 11, suspectTo: 25, crashes: { 11: 1 } });
+      expect(await again.recordState('g', 't', 0)).toEqual({ suspectFrom: 11, suspectTo: 25, crashes: { 11: 1 } });
+      await again.setRecordState('g', 't', 0, null);
+      expect(await again.recordState('g', 't', 0)).toBeUndefined();
+      await again.setRecordState('g', 't', 0, null); // removing what is not there is fine
+      // A topic's and a group's deletion remove their record states, no other.
       await again.commit('h', [{ topic: 't', partition: 0, offset: 1 }], T);
-      await again.setDeliveryState('h', 't', 0, state);
-      await again.setDeliveryState('i', 't', 0, state); // a group with a delivery state and no offset of the topic
+      await again.setRecordState('h', 't', 0, state);
+      await again.setRecordState('i', 't', 0, state); // a group with a record state and no offset of the topic
       expect(await again.deleteTopic('t')).toBe(1);
-      expect(await again.deliveryState('g', 't', 1)).toBeUndefined();
-      expect(await again.deliveryState('h', 't', 0)).toBeUndefined();
-      expect(await again.deliveryState('i', 't', 0)).toBeUndefined();
-      expect(await again.deliveryState('g', 'ta', 0)).toEqual({ suspectFrom: 0, suspectTo: 1, crashes: {} });
+      expect(await again.recordState('g', 't', 1)).toBeUndefined();
+      expect(await again.recordState('h', 't', 0)).toBeUndefined();
+      expect(await again.recordState('i', 't', 0)).toBeUndefined();
+      expect(await again.recordState('g', 'ta', 0)).toEqual({ suspectFrom: 0, suspectTo: 1, crashes: {} });
       await again.deleteGroup('g');
-      expect(await again.deliveryState('g', 'ta', 0)).toBeUndefined();
+      expect(await again.recordState('g', 'ta', 0)).toBeUndefined();
     });
 
     it('a topic that is a prefix of another is a different key', async () => {
