@@ -15,6 +15,7 @@ const UNIT = [
   'test/client/producer.test.ts',
   'test/coordinator/assignors.test.ts',
   'test/coordinator/delivery-counts.test.ts',
+  'test/coordinator/share-groups.test.ts',
   'test/coordinator/share-partition.test.ts',
   'test/coordinator/group-coordinator.test.ts',
   'test/coordinator/group-membership.test.ts',

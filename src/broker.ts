@@ -21,6 +21,8 @@ import type { Clock } from './clock.js';
 import type { Catalog } from './catalog/catalog.js';
 import { dataDirId, lockDataDir } from './data-dir-lock.js';
 import { GroupCoordinator } from './coordinator/group-coordinator.js';
+import { ShareGroups } from './coordinator/share-groups.js';
+import { SHARE_DEFAULTS } from './coordinator/subscriptions.js';
 import { offsetOutOfRange } from './coordinator/out-of-range.js';
 import { DeadLetters } from './delivery/dead-letters.js';
 import { checkNackRecords, recordsAsBatches, Retries } from './delivery/retries.js';
@@ -37,6 +39,7 @@ import type {
   ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
   TopicDescription, TopicSummary, NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult,
   PurgeRequest, PurgeResult, AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
+  ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult,
 } from './protocol/api.js';
 import type { SubscriptionRecord } from './catalog/catalog.js';
 import { OnelogError } from './protocol/errors.js';
@@ -171,6 +174,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** Nacked records through retry tiers (docs/retries.md); set once open. */
   private retries!: Retries;
   private deadLetters!: DeadLetters;
+  /** Share groups' partitions and members (docs/consumer-groups.md); set once open. */
+  private shareGroups!: ShareGroups;
   /** This broker in its cluster (registry, group leases); null on the embedded default. */
   private membership: ClusterMembership | null = null;
 
@@ -282,6 +287,16 @@ export class Broker implements OnelogApi, BinaryDataApi {
       createTopic: (request) => broker.createTopic(request),
       deadLettered: async (sub) => void (await broker.deadLetters.checkAlert(sub)),
     });
+    broker.shareGroups = new ShareGroups({
+      logs, offsets, clock, logger,
+      subscription: async (groupId, topic) => {
+        const sub = await groups.findSubscription(groupId, topic);
+        if (sub?.type === 'share') return sub;
+        throw new OnelogError('INVALID_REQUEST', `group ${groupId} has no share subscription to ${topic}: create one with ` +
+          `onelog groups create ${groupId} --topic ${topic} --type share${sub ? ` (it is a ${sub.type} group)` : ''}`, { groupId, topic });
+      },
+      deadLetter: (sub, partition, offset, deliveries, reason) => broker.retries.deadLetterShared(sub, partition, offset, deliveries, reason),
+    });
     broker.webhooks = new WebhookDispatcher(broker, logger, { ...options.webhooks, outbound: broker.outbound });
     await broker.webhooks.start(await catalog.listWebhookSubscriptions());
     // Retention visits every partition (opening idle ones just for it); compaction only those loaded: a partition
@@ -297,6 +312,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     broker.background.everyTopic(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.loaded(topic).map((log) => log.compact())));
     broker.background.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
+    broker.background.repeat(options.sessionCheckIntervalMs ?? 500, 'share member expiry', () => broker.shareGroups.expireMembers());
     broker.background.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
     for (const job of logs.backgroundJobs?.() ?? []) broker.background.repeat(job.intervalMs, job.name, job.run);
     monitor.start();
@@ -609,6 +625,37 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.producing.initProducerId();
   }
 
+  /**
+   * A share group member's acquisition: records of the topic's partitions, each locked for it (see {@link ShareGroups.acquire}).
+   * In cluster mode the group's coordinator serves it.
+   * @throws OnelogError `INVALID_REQUEST` (not a share group, a bad field), `UNKNOWN_TOPIC`, `NOT_COORDINATOR`
+   */
+  async shareFetch(request: ShareFetchRequest): Promise<ShareFetchResult> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    const refreshing = this.refresh(request.topic, 'all');
+    if (refreshing) await refreshing;
+    this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
+    const claiming = this.groups.claim(request.groupId);
+    if (claiming) await claiming;
+    const result = await this.shareGroups.acquire(request);
+    this.metrics.fetched(request.topic, result.records.length, result.records.reduce((n, r) => n + (r.key?.length ?? 0) + (r.value?.length ?? 0), 0));
+    return result;
+  }
+
+  /**
+   * A share group member's acknowledgements of records it holds (see {@link ShareGroups.acknowledge}).
+   * @throws OnelogError `INVALID_REQUEST`, `UNKNOWN_TOPIC`, `NOT_COORDINATOR`; a partition's `INVALID_RECORD_STATE` is answered as a value
+   */
+  async shareAcknowledge(request: ShareAckRequest): Promise<ShareAckResult> {
+    this.checkOpen();
+    checkGroupId(request.groupId);
+    this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
+    const claiming = this.groups.claim(request.groupId);
+    if (claiming) await claiming;
+    return this.shareGroups.acknowledge(request);
+  }
+
   /** @see GroupCoordinator.subscribe */
   async subscribe(request: SubscribeRequest): Promise<SubscribeResult> {
     this.checkOpen();
@@ -618,7 +665,10 @@ export class Broker implements OnelogApi, BinaryDataApi {
     if (refreshing) await refreshing;
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
     const retry = await this.retries.preparePolicy(request.groupId, request.topic, request.retry);
-    const maxDeliveriesDeadLetterTopic = await this.retries.prepareMaxDeliveries(request.groupId, request.topic, request.maxDeliveries);
+    // A share group always has a delivery limit, so a dead-letter topic.
+    const share = (await this.groups.groupType(request.groupId) ?? request.type) === 'share';
+    const maxDeliveries = request.maxDeliveries ?? (share ? SHARE_DEFAULTS.maxDeliveries : undefined);
+    const maxDeliveriesDeadLetterTopic = await this.retries.prepareMaxDeliveries(request.groupId, request.topic, maxDeliveries);
     const result = await this.groups.subscribe({ ...request, retry, ...(maxDeliveriesDeadLetterTopic === undefined ? {} : { maxDeliveriesDeadLetterTopic }) });
     const sub = await this.groups.findSubscription(request.groupId, request.topic);
     if (sub?.deadLetterTopic) await this.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
@@ -668,6 +718,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
       [...this.groups.retryTopics.tiersOf(groupId, s.topic), ...(s.deadLetterTopic ? [s.deadLetterTopic] : [])]);
     await this.groups.deleteGroup(groupId);
     this.retries.deleteGroup(groupId);
+    this.shareGroups.deleteGroup(groupId);
     for (const topic of owned) {
       if (!(await this.catalog.getTopic(topic))) continue;
       const refreshing = this.refresh(topic, 'all');

@@ -11,7 +11,7 @@ import type { TopicConfig } from '../protocol/topic-config.js';
 import type { AclBinding, AuditEntry, OffsetResetRecord, PartitionError, TopicPartition } from '../protocol/api.js';
 import type { AlertSink, GroupAlert, HealthSettings } from '../protocol/monitoring-api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
-import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
+import type { DeliveryMode, GroupType, OutOfRangePolicy, ShareOrdering, StartPolicy } from '../protocol/types.js';
 import { migrations } from './migrations.js';
 import type { AclsTable, UsersTable, CatalogSchema, GroupAlertsTable, SubscriptionsTable, TopicsTable } from './schema.js';
 
@@ -60,8 +60,13 @@ export interface SubscriptionRecord extends HealthSettings {
   /**
    * Without a retry policy: deliveries of a record before it is dead-lettered, those that ended with their consumer
    * dying counted (docs/retries.md); null: unbounded. With a policy its `maxAttempts` is the limit, and this is null.
+   * A share group's delivery count limit.
    */
   maxDeliveries: number | null;
+  /** The group's type; a share group's subscription has its {@link share} settings. */
+  type: GroupType;
+  /** A share group's settings; null for a consumer group. */
+  share: ShareSettings | null;
   /** Retry tier topics created for it (1..retryTiers); may exceed the policy's tiers after it shrank, or be > 0 without one. */
   retryTiers: number;
   /** Dead letters waiting that raise a `dead-letter-depth` alert. */
@@ -70,6 +75,16 @@ export interface SubscriptionRecord extends HealthSettings {
   webhookMaxAttempts: number;
   /** ms since the epoch */
   createdAt: number;
+}
+
+/** A share group's settings of one subscription (docs/consumer-groups.md); its delivery count limit is `maxDeliveries`. */
+export interface ShareSettings {
+  /** How long a member holds an acquired record before it is released, ms (Kafka's group.share.record.lock.duration.ms). */
+  lockMs: number;
+  /** `key`: each key's records one at a time, in order; `none`: in parallel. */
+  ordering: ShareOrdering;
+  /** Most records of a partition in flight (acquired or waiting to be), records (Kafka's group.share.partition.max.record.locks). */
+  maxInFlightRecords: number;
 }
 
 /** A redrive or purge of dead letters: offsets `[firstOffset, endOffset)` of the dead-letter topic. */
@@ -122,6 +137,8 @@ const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord =
   deadLetterTopic: r.dead_letter_topic,
   // Without a policy, max_attempts holds maxDeliveries.
   maxDeliveries: r.retry_delays_ms === null && r.max_attempts !== null ? Number(r.max_attempts) : null,
+  type: r.share_settings === null ? 'consumer' : 'share',
+  share: r.share_settings === null ? null : JSON.parse(r.share_settings) as ShareSettings,
   retryTiers: Number(r.retry_tiers),
   deadLetterAlertDepth: Number(r.dead_letter_alert_depth),
   webhookMaxAttempts: Number(r.webhook_max_attempts),
@@ -150,6 +167,7 @@ function subscriptionColumns(sub: SubscriptionRecord) {
     webhook_max_attempts: sub.webhookMaxAttempts,
     headroom_warn_ratio: sub.headroomWarnRatio,
     stall_ms: sub.stallMs,
+    share_settings: sub.share === null ? null : JSON.stringify(sub.share),
   };
 }
 

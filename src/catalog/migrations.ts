@@ -293,4 +293,10 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('audit_log').addColumn('outcome', 'text', (c) => c.notNull().defaultTo('done')).execute();
     },
   },
+  '0017-share-groups': {
+    // Share groups (docs/consumer-groups.md): a subscription's type and share settings, as JSON; null: a consumer group's.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('subscriptions').addColumn('share_settings', 'text').execute();
+    },
+  },
 };

@@ -53,6 +53,8 @@ export interface SubscriptionsTable {
    * subscription whose commits all came before the column did. What tells a lost offset store from a new one.
    */
   first_commit_at: number | null;
+  /** A share group's settings as JSON (`{ lockMs, ordering, maxInFlightRecords }`); null: a consumer group's subscription. */
+  share_settings: string | null;
 }
 
 /** A partition a group stopped reading until an explicit reset; `error` is the error's JSON body. */

@@ -23,6 +23,7 @@ import type {
   ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
   NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
   AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
+  ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult, SharedRecord,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
@@ -463,6 +464,20 @@ export class HttpApi implements OnelogApi {
   nack(request: NackRequest): Promise<NackResult> {
     const { groupId, ...body } = request;
     return this.call('POST', `/groups/${encodeURIComponent(groupId)}/nacks`, body);
+  }
+
+  async shareFetch(request: ShareFetchRequest): Promise<ShareFetchResult> {
+    const { groupId, ...body } = request;
+    type JsonShared = JsonRecord & Pick<SharedRecord, 'partition' | 'deliveryCount'>;
+    const result = await this.call<Omit<ShareFetchResult, 'records'> & { records: JsonShared[] }>(
+      'POST', `/groups/${encodeURIComponent(groupId)}/share-fetch`, { ...body, encoding: 'base64' }, request.maxWaitMs ?? 0,
+    );
+    return { ...result, records: result.records.map((r) => ({ ...jsonToRecord(r, 'base64'), partition: r.partition, deliveryCount: r.deliveryCount })) };
+  }
+
+  shareAcknowledge(request: ShareAckRequest): Promise<ShareAckResult> {
+    const { groupId, ...body } = request;
+    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/share-acks`, body);
   }
 
   async nackBatch(request: NackBatchRequest): Promise<NackResult[]> {

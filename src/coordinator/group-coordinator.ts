@@ -35,6 +35,7 @@ import { DeliveryCounts } from './delivery-counts.js';
 import type { RetryTopics, TierOwner } from './retry-topics.js';
 import { definedOnly, deliveryBound, Subscriptions } from './subscriptions.js';
 import type { ResolvedSubscribeRequest } from './subscriptions.js';
+import type { GroupType } from '../protocol/types.js';
 
 /** Kafka's session.timeout.ms default, ms. */
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
@@ -234,7 +235,13 @@ export class GroupCoordinator {
     const { groupId } = request;
     for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC before anything changes
     return this.locked(groupId, async () => {
-      for (const topic of request.topics) await this.subscriptions.get(groupId, topic, definedOnly(request));
+      for (const topic of request.topics) {
+        const sub = await this.subscriptions.get(groupId, topic, definedOnly(request));
+        if (sub.type === 'share') {
+          throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a share group: its members acquire records (POST /groups/${groupId}/share-fetch; ` +
+            'onelog consume and the client\'s shareConsumer do), they do not join', { groupId, topic });
+        }
+      }
       const group = await this.membership(groupId);
       if (await this.expire(group)) await this.applyResets(group);
       const member = group.join({
@@ -436,6 +443,11 @@ export class GroupCoordinator {
       const { partition } = request;
       return { subscription, policy: subscription.retry, tier, crashes: (offset) => this.deliveryCounts.crashes(groupId, topic, partition, offset) };
     });
+  }
+
+  /** The group's type as its subscriptions say; undefined for a group with none yet. */
+  async groupType(groupId: string): Promise<GroupType | undefined> {
+    return this.subscriptions.typeOf(groupId);
   }
 
   /** The group's subscription to `topic` as stored, or undefined (no catalog write). */

@@ -130,6 +130,7 @@ export function subscriptionInfo(s: SubscriptionRecord): SubscriptionInfo {
   return {
     groupId: s.groupId, topic: s.topic, deliveryMode: s.deliveryMode, startPolicy: s.startPolicy, onOutOfRange: s.onOutOfRange,
     pushEndpoint: s.pushEndpoint, maxInFlight: s.maxInFlight, retry: s.retry, maxDeliveries: s.maxDeliveries, deadLetterTopic: s.deadLetterTopic,
+    type: s.type, share: s.share,
     deadLetterAlertDepth: s.deadLetterAlertDepth,
     webhookMaxAttempts: s.webhookMaxAttempts, headroomWarnRatio: s.headroomWarnRatio, stallMs: s.stallMs,
   };

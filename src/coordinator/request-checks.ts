@@ -5,7 +5,7 @@
  */
 import type { CommitRequest, JoinGroupRequest, ResetOffsetsRequest, SubscribeRequest } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import { COMMIT_MODES, DELIVERY_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from '../protocol/types.js';
+import { COMMIT_MODES, DELIVERY_MODES, GROUP_TYPES, OUT_OF_RANGE_POLICIES, SHARE_ORDERINGS, START_POLICIES } from '../protocol/types.js';
 import { checkGroupId, checkInteger, checkOneOf } from '../protocol/validate.js';
 import { ASSIGNOR_NAMES } from './assignor.js';
 
@@ -46,6 +46,10 @@ export function checkSubscribeRequest(request: SubscribeRequest): void {
     });
   }
   if (request.stallMs !== undefined) checkInteger(request.stallMs, 'stallMs', 1000, 30 * 24 * 3_600_000);
+  if (request.type !== undefined) checkOneOf(request.type, 'type', GROUP_TYPES);
+  if (request.lockMs !== undefined) checkInteger(request.lockMs, 'lockMs', 1000, 3_600_000);
+  if (request.ordering !== undefined) checkOneOf(request.ordering, 'ordering', SHARE_ORDERINGS);
+  if (request.maxInFlightRecords !== undefined) checkInteger(request.maxInFlightRecords, 'maxInFlightRecords', 1, 100_000);
   if (request.maxDeliveries !== undefined && request.maxDeliveries !== null) {
     checkInteger(request.maxDeliveries, 'maxDeliveries', 1, 100);
     if (request.retry) {

@@ -89,8 +89,10 @@ export class SharePartition {
     this.start = snapshot.startOffset;
     this.end = snapshot.endOffset;
     for (const [offset, key, status, deliveries, notBefore, reason] of snapshot.records) {
-      // A lock does not outlive the broker that granted it: the record is available again, its deliveries kept.
-      this.records.push({ offset, key, status: status === 'acquired' ? 'available' : status, deliveries, memberId: null, lockUntil: 0, notBefore, reason });
+      const r: ShareRecord = { offset, key, status, deliveries, memberId: null, lockUntil: 0, notBefore, reason };
+      // A lock does not outlive the broker that granted it: released as an expired one is, its deliveries kept.
+      if (status === 'acquired') this.releaseRecord(r, 0, 'its broker stopped while it was held');
+      this.records.push(r);
     }
   }
 
@@ -207,6 +209,20 @@ export class SharePartition {
       const r = this.records[i]!;
       if (r.status === 'acquired' && r.memberId === memberId) this.releaseRecord(r, 0, 'its member ended');
     }
+  }
+
+  /**
+   * The next moment after `now` at which a record becomes acquirable without a member acting: a lock that ends, a
+   * release delay that passes (ms since the epoch); null when none will.
+   */
+  nextChangeAt(now: number): number | null {
+    let next = Infinity;
+    for (let i = this.head; i < this.records.length; i++) {
+      const r = this.records[i]!;
+      if (r.status === 'acquired') next = Math.min(next, r.lockUntil);
+      else if (r.status === 'available' && r.notBefore > now) next = Math.min(next, r.notBefore);
+    }
+    return next === Infinity ? null : next;
   }
 
   /** Records to move to the dead letters, in offset order (copies); {@link deadLettered} once they are on disk. */

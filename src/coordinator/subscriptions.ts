@@ -10,7 +10,8 @@ import { SUBSCRIPTION_SETTINGS } from '../protocol/api.js';
 import type { SubscribeRequest, SubscriptionSetting } from '../protocol/api.js';
 import { DEFAULT_HEALTH_SETTINGS } from '../protocol/monitoring-api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
-import type { OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { GroupType, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 import { RetryTopics } from './retry-topics.js';
 
 /**
@@ -20,7 +21,13 @@ import { RetryTopics } from './retry-topics.js';
 export type ResolvedSubscribeRequest = Omit<SubscribeRequest, 'retry'> & { retry?: RetryPolicy | null; maxDeliveriesDeadLetterTopic?: string };
 
 /** The subscription settings a request may set (a retry policy with its defaults resolved). */
-export type SubscriptionPolicies = Partial<Pick<SubscriptionRecord, SubscriptionSetting>> & { maxDeliveriesDeadLetterTopic?: string };
+export type SubscriptionPolicies = Omit<Partial<Pick<SubscribeRequest, SubscriptionSetting>>, 'retry'> & {
+  retry?: RetryPolicy | null;
+  maxDeliveriesDeadLetterTopic?: string;
+};
+
+/** A share group's settings when a request names none (Kafka's share group defaults). */
+export const SHARE_DEFAULTS = { lockMs: 30_000, ordering: 'none' as const, maxInFlightRecords: 2000, maxDeliveries: 5 };
 
 const DEFAULTS = {
   startPolicy: 'latest' as StartPolicy,
@@ -55,6 +62,8 @@ export class Subscriptions {
   async get(groupId: string, topic: string, wanted: SubscriptionPolicies = {}): Promise<SubscriptionRecord> {
     const key = `${groupId}\0${topic}`;
     const existing = this.cache.get(key) ?? (await this.catalog.getSubscription(groupId, topic));
+    const type = existing?.type ?? (await this.typeOf(groupId)) ?? wanted.type ?? 'consumer';
+    checkType(groupId, type, wanted);
     const next = {
       startPolicy: wanted.startPolicy ?? existing?.startPolicy ?? DEFAULTS.startPolicy,
       deliveryMode: wanted.deliveryMode ?? existing?.deliveryMode ?? 'pull',
@@ -63,7 +72,14 @@ export class Subscriptions {
       maxInFlight: wanted.maxInFlight ?? existing?.maxInFlight ?? 1,
       retry: wanted.retry !== undefined ? wanted.retry : existing?.retry ?? null,
       // A retry policy set ends maxDeliveries: its maxAttempts is the bound.
-      maxDeliveries: wanted.retry ? null : wanted.maxDeliveries !== undefined ? wanted.maxDeliveries : existing?.maxDeliveries ?? null,
+      maxDeliveries: wanted.retry ? null : wanted.maxDeliveries !== undefined ? wanted.maxDeliveries
+        : existing?.maxDeliveries ?? (type === 'share' ? SHARE_DEFAULTS.maxDeliveries : null),
+      type,
+      share: type === 'consumer' ? null : {
+        lockMs: wanted.lockMs ?? existing?.share?.lockMs ?? SHARE_DEFAULTS.lockMs,
+        ordering: wanted.ordering ?? existing?.share?.ordering ?? SHARE_DEFAULTS.ordering,
+        maxInFlightRecords: wanted.maxInFlightRecords ?? existing?.share?.maxInFlightRecords ?? SHARE_DEFAULTS.maxInFlightRecords,
+      },
       deadLetterTopic: wanted.retry?.deadLetterTopic ?? wanted.maxDeliveriesDeadLetterTopic ?? existing?.deadLetterTopic ?? null,
       // Tier topics stay in use once created: records may wait in them after a policy shrank or was removed.
       retryTiers: Math.max(existing?.retryTiers ?? 0, wanted.retry?.delaysMs.length ?? 0),
@@ -94,6 +110,11 @@ export class Subscriptions {
     return { ...parent, topic, startPolicy: 'earliest', onOutOfRange: 'pause' };
   }
 
+  /** The group's type, as its subscriptions say (none yet: undefined). */
+  async typeOf(groupId: string): Promise<GroupType | undefined> {
+    return (await this.catalog.listSubscriptions(groupId))[0]?.type;
+  }
+
   /** The group's subscription to `topic` as stored, or undefined (no catalog write). */
   async find(groupId: string, topic: string): Promise<SubscriptionRecord | undefined> {
     return this.cache.get(`${groupId}\0${topic}`) ?? this.catalog.getSubscription(groupId, topic);
@@ -119,6 +140,36 @@ export function deliveryBound(sub: SubscriptionRecord | undefined): RetryPolicy 
   if (sub?.retry) return sub.retry;
   if (sub?.maxDeliveries != null && sub.deadLetterTopic !== null) return { delaysMs: [], maxAttempts: sub.maxDeliveries, deadLetterTopic: sub.deadLetterTopic };
   return null;
+}
+
+/**
+ * Checks what a request asks of a subscription of a group of `type` (a group's type is set by its first subscription
+ * and never changes).
+ * @throws OnelogError `INVALID_REQUEST` naming what does not fit
+ */
+function checkType(groupId: string, type: GroupType, wanted: SubscriptionPolicies): void {
+  if (wanted.type !== undefined && wanted.type !== type) {
+    throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a ${type} group: a group's type is set when it is created and never changes ` +
+      '(create a group under another id)', { groupId, type, wanted: wanted.type });
+  }
+  if (type === 'consumer') {
+    const named = (['lockMs', 'ordering', 'maxInFlightRecords'] as const).filter((k) => wanted[k] !== undefined);
+    if (named.length > 0) {
+      throw new OnelogError('INVALID_REQUEST', `${named.join(', ')} ${named.length === 1 ? 'is a setting' : 'are settings'} of share groups; ` +
+        `group ${groupId} is a consumer group`, { groupId, fields: named });
+    }
+    return;
+  }
+  if (wanted.maxDeliveries === null) {
+    throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a share group: its records always have a delivery limit (maxDeliveries 1 to 100)`, { groupId });
+  }
+  if (wanted.retry) {
+    throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a share group: a record goes back with a release (a delay if you like), ` +
+      'not through retry tiers, and to the dead letters after maxDeliveries', { groupId });
+  }
+  if (wanted.deliveryMode === 'push') {
+    throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a share group: its members acquire records (pull); push is for consumer groups`, { groupId });
+  }
 }
 
 /** The request's subscription settings that are set ({@link SUBSCRIPTION_SETTINGS}: what the permission table checks). */

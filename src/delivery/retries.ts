@@ -225,13 +225,31 @@ export class Retries {
     if (offset < log.logStartOffset || offset >= log.highWatermark) return false;
     const record = await this.sources.read(log, offset);
     if (deliveryInfo(record, topic, partition, tier !== undefined).attempt - 1 + crashes < policy.maxAttempts) return false;
-    const index = await this.index(groupId);
     const reason = `the consumer ended while processing it, ${crashes} time${crashes === 1 ? '' : 's'} (its session timed out or it was killed)`;
-    const request = { groupId, topic, partition };
-    const { to, duplicate } = await index.once({ topic, partition, offset },
-      () => this.move(log, offset, reason, request, { subscription, policy, tier, crashes: () => crashes }, 'crash'));
-    if (to.deadLettered && !duplicate) await this.deps.deadLettered(subscription);
-    return to.deadLettered;
+    return (await this.moveOnce(log, offset, reason, { subscription, policy, tier, crashes: () => crashes }, groupId)).deadLettered;
+  }
+
+  /**
+   * Moves a share group's record to the subscription's dead letters, once (a repeat after a crash finds it moved):
+   * it was rejected, or its deliveries reached maxDeliveries. Resolves once it is on disk.
+   * @param deliveries its deliveries so far (the attempts the dead letter records)
+   * @throws OnelogError `NO_RETRY_POLICY` when the subscription has no dead-letter topic
+   */
+  async deadLetterShared(sub: SubscriptionRecord, partition: number, offset: number, deliveries: number, reason: string): Promise<void> {
+    const policy = deliveryBound(sub);
+    if (!policy) throw new OnelogError('NO_RETRY_POLICY', `group ${sub.groupId} has no dead-letter topic for ${sub.topic}`, { groupId: sub.groupId, topic: sub.topic });
+    const log = this.deps.logs.get(sub.topic, partition);
+    // Dead-lettered whatever the limit says: the share-partition decided.
+    await this.moveOnce(log, offset, reason, { subscription: sub, policy: { ...policy, maxAttempts: 1 }, tier: undefined, crashes: () => deliveries }, sub.groupId);
+  }
+
+  /** {@link move} of one record of `log` after a crash (its last delivery among `crashes`), once per group and record. */
+  private async moveOnce(log: Partition, offset: number, reason: string, checked: CheckedNack, groupId: string): Promise<MovedTo> {
+    const index = await this.index(groupId);
+    const source = { topic: log.topic, partition: log.partition, offset };
+    const { to, duplicate } = await index.once(source, () => this.move(log, offset, reason, { groupId, ...source }, checked, 'crash'));
+    if (to.deadLettered && !duplicate) await this.deps.deadLettered(checked.subscription);
+    return to;
   }
 
   /**

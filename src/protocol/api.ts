@@ -6,7 +6,7 @@
 import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, GroupLagTotals, PartitionHealth } from './monitoring-api.js';
 import type { RetryPolicy } from './retry-policy.js';
 import type { TopicConfig } from './topic-config.js';
-import type { CommitMode, DeliveryMode, OutOfRangePolicy, RecordInput, StartPolicy, StoredRecord } from './types.js';
+import type { CommitMode, DeliveryMode, GroupType, OutOfRangePolicy, RecordInput, ShareOrdering, StartPolicy, StoredRecord } from './types.js';
 
 export type { TopicConfig } from './topic-config.js';
 export type { RetryPolicy } from './retry-policy.js';
@@ -293,6 +293,18 @@ export interface SubscribeRequest {
    * @default the stored one, else none; 1 to 100
    */
   maxDeliveries?: number | null;
+  /**
+   * `share`: a share group (docs/consumer-groups.md): members read the same partitions side by side, each record
+   * acquired by one member under a lock, delivered at most `maxDeliveries` times (default 5) before its dead letters.
+   * A group's type is set when it is created and never changes. @default the stored one, else 'consumer'
+   */
+  type?: GroupType;
+  /** A share group: how long a member holds an acquired record, ms, 1,000 to 3,600,000. @default the stored one, else 30000 */
+  lockMs?: number;
+  /** A share group: `key` hands out each key's records one at a time, in order. @default the stored one, else 'none' */
+  ordering?: ShareOrdering;
+  /** A share group: most records of a partition in flight, 1 to 100,000. @default the stored one, else 2000 */
+  maxInFlightRecords?: number;
   /** Dead letters waiting (neither redriven nor purged) that raise a `dead-letter-depth` alert. @default the stored one, else 1; >= 1 */
   deadLetterAlertDepth?: number;
   /**
@@ -312,7 +324,8 @@ export interface SubscribeRequest {
  * (docs/security.md); the coordinator reads a request's settings through this list alone.
  */
 export const SUBSCRIPTION_SETTINGS = [
-  'startPolicy', 'deliveryMode', 'onOutOfRange', 'pushEndpoint', 'maxInFlight', 'retry', 'maxDeliveries', 'deadLetterAlertDepth', 'webhookMaxAttempts',
+  'startPolicy', 'deliveryMode', 'onOutOfRange', 'pushEndpoint', 'maxInFlight', 'retry', 'maxDeliveries', 'type', 'lockMs', 'ordering', 'maxInFlightRecords',
+  'deadLetterAlertDepth', 'webhookMaxAttempts',
   'headroomWarnRatio', 'stallMs',
 ] as const satisfies ReadonlyArray<keyof SubscribeRequest>;
 
@@ -346,6 +359,9 @@ export interface SubscriptionInfo {
   maxDeliveries: number | null;
   /** Where dead letters go: the policy's, or `maxDeliveries`'s; kept after either is removed. */
   deadLetterTopic: string | null;
+  type: GroupType;
+  /** A share group's settings, null for a consumer group. */
+  share: { lockMs: number; ordering: ShareOrdering; maxInFlightRecords: number } | null;
   deadLetterAlertDepth: number;
   webhookMaxAttempts: number;
   headroomWarnRatio: number;
@@ -611,6 +627,52 @@ export interface BinaryDataApi {
   commitOffsets(request: CommitRequest): Promise<void>;
 }
 
+/** A share group member's acquisition (docs/consumer-groups.md): records of the topic's partitions, each locked for it. */
+export interface ShareFetchRequest {
+  groupId: string;
+  topic: string;
+  /** The member's own id (any text it keeps, 1 to 255 characters): it acknowledges with it. */
+  memberId: string;
+  /** Most records, over every partition. @default 500; 1 to 10,000 */
+  maxRecords?: number;
+  /** How long to wait while none can be acquired, ms. @default 0; at most 30,000 */
+  maxWaitMs?: number;
+  /** The member ends when not heard from for this long, ms (its records are then released). @default the last one given, else 45000; 1,000 to 3,600,000 */
+  sessionTimeoutMs?: number;
+}
+
+/** A record acquired by a share group's member. */
+export interface SharedRecord extends StoredRecord {
+  partition: number;
+  /** Its deliveries, this one included (Kafka's delivery count). */
+  deliveryCount: number;
+}
+
+export interface ShareFetchResult {
+  groupId: string;
+  topic: string;
+  memberId: string;
+  /** How long the member holds each record before it is released, ms; renew to hold it longer. */
+  lockMs: number;
+  records: SharedRecord[];
+}
+
+/** A member's outcomes of records it holds: accept (done), release (deliver again, after `delayMs`), reject (dead letters), renew (hold longer). */
+export interface ShareAckRequest {
+  groupId: string;
+  topic: string;
+  memberId: string;
+  /** 1 to 10,000. */
+  acks: Array<{ partition: number; offset: number; type: 'accept' | 'release' | 'reject' | 'renew'; delayMs?: number; reason?: string }>;
+}
+
+/** Per partition of the acknowledgements: applied, or refused whole with its error (`INVALID_RECORD_STATE`). */
+export interface ShareAckResult {
+  groupId: string;
+  topic: string;
+  partitions: Array<{ partition: number; error?: PartitionError }>;
+}
+
 /**
  * "I could not process this record" (docs/retries.md): the broker appends it, durably, to the next retry tier
  * of the subscription (or, after `maxAttempts`, to its dead-letter topic); then it counts as processed and the
@@ -762,6 +824,10 @@ export interface OnelogApi {
   initProducerId(): Promise<ProducerIdentity>;
   /** Moves a record the member could not process to the subscription's next retry tier or its dead-letter topic. */
   nack(request: NackRequest): Promise<NackResult>;
+  /** A share group member's acquisition of records, each locked for it (docs/consumer-groups.md). */
+  shareFetch(request: ShareFetchRequest): Promise<ShareFetchResult>;
+  /** A share group member's outcomes of records it holds: accept, release, reject, renew. */
+  shareAcknowledge(request: ShareAckRequest): Promise<ShareAckResult>;
   /** As {@link nack} for several records of one partition, in order; answers where each went, in request order. */
   nackBatch(request: NackBatchRequest): Promise<NackResult[]>;
   /** The depth and the oldest dead letters of a subscription. */

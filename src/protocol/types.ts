@@ -42,6 +42,18 @@ export const START_POLICIES: readonly StartPolicy[] = ['earliest', 'latest'];
 export type DeliveryMode = 'pull' | 'push';
 export const DELIVERY_MODES: readonly DeliveryMode[] = ['pull', 'push'];
 
+/**
+ * A group's type (Kafka's group.type): `consumer`, each partition read by one member at a time, progress a committed
+ * offset; `share`, members read the same partitions side by side, each record acquired by one member under a lock
+ * (Kafka's share groups, KIP-932; docs/consumer-groups.md).
+ */
+export type GroupType = 'consumer' | 'share';
+export const GROUP_TYPES: readonly GroupType[] = ['consumer', 'share'];
+
+/** A share group's order: `none`, records in parallel regardless of key; `key`, each key's records one at a time, in order. */
+export type ShareOrdering = 'none' | 'key';
+export const SHARE_ORDERINGS: readonly ShareOrdering[] = ['none', 'key'];
+
 /** What retention does with old records (Kafka's cleanup.policy). */
 export type CleanupPolicy = 'delete' | 'compact' | 'compact,delete';
 export const CLEANUP_POLICIES: readonly CleanupPolicy[] = ['delete', 'compact', 'compact,delete'];

@@ -134,6 +134,9 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'DELETE /groups/:groupId/members/:memberId': { needs: [group('read')], cli: ['consume'] },
   'POST /groups/:groupId/nacks': { needs: consuming },
   'POST /groups/:groupId/nacks/batch': { needs: consuming },
+  // Share groups (docs/consumer-groups.md): acquiring is reading; acknowledging moves the group's progress, as a commit.
+  'POST /groups/:groupId/share-fetch': { needs: consuming, readOnly: true },
+  'POST /groups/:groupId/share-acks': { needs: consuming },
   'GET /groups/:groupId/dead-letters': { needs: [group('read'), topic('read', 'query.topic')], cli: ['dlq list'] },
   'POST /groups/:groupId/dead-letters/redrive': { needs: [group('reset'), topic('read', 'body.topic')], cli: ['dlq redrive'] },
   'POST /groups/:groupId/dead-letters/purge': { needs: [group('reset'), topic('read', 'body.topic')], cli: ['dlq purge'] },

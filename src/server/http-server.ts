@@ -20,6 +20,7 @@ import { dataSockets } from './data-socket.js';
 import { pushSockets } from './push-socket.js';
 import { registerAlertRoutes } from './routes/alerts.js';
 import { registerDeadLetterRoutes } from './routes/dead-letters.js';
+import { registerShareGroupRoutes } from './routes/share-groups.js';
 import { registerGroupRoutes } from './routes/groups.js';
 import { registerTopicRoutes } from './routes/topics.js';
 import { registerMetricsRoutes } from './routes/metrics.js';
@@ -144,6 +145,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   registerTopicRoutes(app, api);
   registerGroupRoutes(app, api);
   registerDeadLetterRoutes(app, api);
+  registerShareGroupRoutes(app, api);
   registerAlertRoutes(app, api);
   if (options.metrics) registerMetricsRoutes(app, options.metrics);
   void app.register(consoleRoutes, {});

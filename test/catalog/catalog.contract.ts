@@ -35,7 +35,7 @@ export function topic(name: string, overrides: Partial<TopicRecord> = {}): Topic
 export function sub(groupId: string, topicName: string, deliveryMode: DeliveryMode = 'pull', startPolicy: StartPolicy = 'latest', createdAt = T): SubscriptionRecord {
   return {
     groupId, topic: topicName, deliveryMode, startPolicy, onOutOfRange: 'pause', pushEndpoint: null, maxInFlight: 1, createdAt,
-    retry: null, deadLetterTopic: null, maxDeliveries: null, retryTiers: 0, deadLetterAlertDepth: 1, webhookMaxAttempts: 5, ...DEFAULT_HEALTH_SETTINGS,
+    retry: null, deadLetterTopic: null, maxDeliveries: null, type: 'consumer', share: null, retryTiers: 0, deadLetterAlertDepth: 1, webhookMaxAttempts: 5, ...DEFAULT_HEALTH_SETTINGS,
   };
 }
 

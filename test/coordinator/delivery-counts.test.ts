@@ -6,9 +6,10 @@
  * the next join (the background expiry timer is off).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import type { Broker } from '../../src/broker.js';
 import { ManualClock } from '../../src/clock.js';
 import type { MemberAssignment } from '../../src/protocol/api.js';
+import { openTimerlessBroker } from '../helpers/timerless-broker.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -19,7 +20,7 @@ let broker: Broker;
 let dataDir: string;
 
 const open = async () => {
-  broker = await Broker.open({ dataDir, clock, sessionCheckIntervalMs: 0, retentionCheckIntervalMs: 0, compactionIntervalMs: 0, monitoring: { alertCheckIntervalMs: 0 } });
+  broker = await openTimerlessBroker(dataDir, clock);
 };
 
 beforeEach(async () => {

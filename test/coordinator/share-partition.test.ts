@@ -97,7 +97,7 @@ class Model {
   }
 
   restart(): void {
-    for (const r of this.records.values()) if (r.status === 'acquired') Object.assign(r, { status: 'available', member: null, lockUntil: 0 });
+    for (const [o, r] of this.records) if (r.status === 'acquired') this.release(o, 0);
   }
 
   logStartMoved(to: number): void {

@@ -244,7 +244,8 @@ describe('ACLs', () => {
     // A valid value of every setting a subscribe request takes (the type makes the list complete).
     const values: Required<Omit<SubscribeRequest, 'groupId' | 'topic'>> = {
       startPolicy: 'latest', deliveryMode: 'push', onOutOfRange: 'earliest', pushEndpoint: 'https://hooks.example.invalid/in', maxInFlight: 2,
-      retry: { delaysMs: [500], maxAttempts: 3 }, maxDeliveries: 4, deadLetterAlertDepth: 5, webhookMaxAttempts: 3, headroomWarnRatio: 0.5, stallMs: 60_000,
+      retry: { delaysMs: [500], maxAttempts: 3 }, maxDeliveries: 4, type: 'share', lockMs: 5000, ordering: 'key', maxInFlightRecords: 100,
+      deadLetterAlertDepth: 5, webhookMaxAttempts: 3, headroomWarnRatio: 0.5, stallMs: 60_000,
     };
     expect(Object.keys(values).sort()).toEqual([...SUBSCRIPTION_SETTINGS].sort());
     const post = (path: string, body: unknown) => fetch(`${url}${path}`, {

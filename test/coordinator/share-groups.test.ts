@@ -1,0 +1,108 @@
+/**
+ * Share groups through the embedded broker's API (real data directory, SQLite catalog, LMDB offsets) on a manual clock:
+ * members acquiring the same partition side by side, each record held by one under its lock; accept, release with a
+ * delay, reject, renew; locks that expire and members that end; the delivery limit and the dead letters; key order;
+ * and the state surviving a restart of the broker with every count kept.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Broker } from '../../src/broker.js';
+import { ManualClock } from '../../src/clock.js';
+import type { ShareAckRequest, SubscribeRequest } from '../../src/protocol/api.js';
+import { openTimerlessBroker } from '../helpers/timerless-broker.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const T0 = Date.UTC(2026, 0, 1);
+let clock: ManualClock;
+let broker: Broker;
+let dataDir: string;
+
+const open = async () => {
+  broker = await openTimerlessBroker(dataDir, clock);
+};
+
+beforeEach(async () => {
+  clock = new ManualClock(T0);
+  dataDir = tmpDir();
+  await open();
+  await broker.createTopic({ topic: 't', partitions: 1 });
+  await broker.produce({ topic: 't', records: Array.from({ length: 10 }, (_, i) => ({ key: Buffer.from(`k${i % 3}`), value: Buffer.from(`r${i}`), partition: 0 })) });
+});
+afterEach(() => broker.close());
+
+const share = (extra: Partial<SubscribeRequest> = {}) =>
+  broker.subscribe({ groupId: 'q', topic: 't', type: 'share', startPolicy: 'earliest', lockMs: 5000, maxDeliveries: 3, ...extra });
+const acquire = async (memberId: string, maxRecords = 500) =>
+  (await broker.shareFetch({ groupId: 'q', topic: 't', memberId, maxRecords })).records.map((r) => [r.offset, r.deliveryCount]);
+const ack = (memberId: string, type: ShareAckRequest['acks'][number]['type'], offsets: number[], extra: Partial<ShareAckRequest['acks'][number]> = {}) =>
+  broker.shareAcknowledge({ groupId: 'q', topic: 't', memberId, acks: offsets.map((offset) => ({ partition: 0, offset, type, ...extra })) });
+
+describe('share groups', () => {
+  it('is created with its settings and a dead-letter topic; its type never changes; members do not join', async () => {
+    await share();
+    const [sub] = (await broker.describeGroup('q')).subscriptions;
+    expect(sub).toMatchObject({ type: 'share', share: { lockMs: 5000, ordering: 'none', maxInFlightRecords: 2000 }, maxDeliveries: 3, deadLetterTopic: 't.q.dlq' });
+    const code = (p: Promise<unknown>) => p.then(() => 'ok', (err: { code: string; message: string }) => `${err.code}: ${err.message}`);
+    expect(await code(broker.subscribe({ groupId: 'q', topic: 't', type: 'consumer' }))).toMatch(/INVALID_REQUEST: group q is a share group: a group's type/);
+    expect(await code(broker.subscribe({ groupId: 'q', topic: 't', retry: { delaysMs: [1000] } }))).toMatch(/not through retry tiers/);
+    expect(await code(broker.joinGroup({ groupId: 'q', topics: ['t'] }))).toMatch(/INVALID_REQUEST: group q is a share group: its members acquire records/);
+    expect(await code(broker.subscribe({ groupId: 'c', topic: 't', lockMs: 5000 }))).toMatch(/lockMs is a setting of share groups; group c is a consumer group/);
+    expect(await code(broker.shareFetch({ groupId: 'c', topic: 't', memberId: 'm' }))).toMatch(/group c has no share subscription to t/);
+  });
+
+  it('hands the same partition to several members side by side, each record to one; accept moves the start offset', async () => {
+    await share();
+    expect(await acquire('m1', 4)).toEqual([[0, 1], [1, 1], [2, 1], [3, 1]]);
+    expect(await acquire('m2', 4)).toEqual([[4, 1], [5, 1], [6, 1], [7, 1]]);
+    await ack('m2', 'accept', [4, 5]);
+    expect((await broker.shareAcknowledge({ groupId: 'q', topic: 't', memberId: 'm2', acks: [{ partition: 0, offset: 0, type: 'accept' }] })).partitions)
+      .toMatchObject([{ partition: 0, error: { code: 'INVALID_RECORD_STATE' } }]); // m1 holds it
+    await ack('m1', 'accept', [0, 1, 2, 3]);
+    expect(await acquire('m1')).toEqual([[8, 1], [9, 1]]);
+    expect(await acquire('m3')).toEqual([]); // everything is held
+  });
+
+  it('releases a record after its delay, redelivers what an expired lock held, and dead-letters at the delivery limit or on reject', async () => {
+    await share();
+    expect(await acquire('m1', 3)).toEqual([[0, 1], [1, 1], [2, 1]]);
+    await ack('m1', 'release', [0], { delayMs: 2000 });
+    await ack('m1', 'reject', [1], { reason: 'malformed' });
+    clock.advance(1999);
+    expect(await acquire('m2', 1)).toEqual([[3, 1]]); // 0 waits out its delay
+    clock.advance(1);
+    expect(await acquire('m2', 1)).toEqual([[0, 2]]);
+    await ack('m1', 'renew', [2]); // m1 holds 2 for another lockMs from now
+    clock.advance(5000); // every lock taken before now ended: 2 (renewed at +1999), 3, 0
+    expect((await acquire('m3', 3)).map(([o, d]) => [o, d])).toEqual([[0, 3], [2, 2], [3, 2]]);
+    clock.advance(5000); // 0's third lock ends: its limit
+    await acquire('m3', 0 + 1);
+    const dead = await broker.listDeadLetters({ groupId: 'q', topic: 't' });
+    expect(dead.depth).toBe(2);
+    expect(dead.records.map((r) => [r.original.offset, r.attempts])).toEqual([[1, 1], [0, 3]]);
+    expect(dead.records[0]!.reason).toBe('malformed');
+    expect(dead.records[1]!.reason).toContain('delivered 3 times (maxDeliveries 3)');
+  });
+
+  it('keeps every count through a restart: what was held is available again, none is lost, each is accepted once', async () => {
+    await share();
+    expect(await acquire('m1', 5)).toEqual([[0, 1], [1, 1], [2, 1], [3, 1], [4, 1]]);
+    await ack('m1', 'accept', [0, 2]);
+    await broker.close(); // as a crash: m1's locks go with the broker
+    await open();
+    expect(await acquire('m2')).toEqual([[1, 2], [3, 2], [4, 2], [5, 1], [6, 1], [7, 1], [8, 1], [9, 1]]);
+    await ack('m2', 'accept', [1, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await acquire('m2')).toEqual([]);
+    const state = await broker.describeGroup('q');
+    expect(state.subscriptions[0]!.type).toBe('share');
+  });
+
+  it('in key order, hands out each key\'s records one at a time, in order, while other keys run in parallel', async () => {
+    await share({ ordering: 'key' });
+    // keys: k0 at 0,3,6,9; k1 at 1,4,7; k2 at 2,5,8
+    expect(await acquire('m1')).toEqual([[0, 1], [1, 1], [2, 1]]);
+    expect(await acquire('m2')).toEqual([]);
+    await ack('m1', 'accept', [1]);
+    expect(await acquire('m2')).toEqual([[4, 1]]);
+    await ack('m1', 'release', [0]);
+    expect(await acquire('m2')).toEqual([[0, 2]]); // the released record blocks only its key, and comes first
+  });
+});
