@@ -71,7 +71,8 @@ describe('groups create and alter', () => {
     const created = JSON.parse(await cli(['groups', 'create', 'live', '--topic', 'edits', '--delivery', 'push', '--start', 'earliest', '--json']));
     expect(created.subscription).toEqual({
       groupId: 'live', topic: 'edits', deliveryMode: 'push', startPolicy: 'earliest', onOutOfRange: 'pause', pushEndpoint: null, maxInFlight: 1,
-      retry: null, deadLetterAlertDepth: 1, webhookMaxAttempts: 5, headroomWarnRatio: 0.25, stallMs: 300_000,
+      retry: null, maxDeliveries: null, deadLetterTopic: null, type: 'consumer', share: null, deadLetterAlertDepth: 1, webhookMaxAttempts: 5,
+      headroomWarnRatio: 0.25, stallMs: 300_000,
     });
     await cli(['groups', 'create', 'batch', '--topic', 'edits', '--delivery', 'pull']);
     const twice = await runCli(server.url, ['groups', 'create', 'live', '--topic', 'edits', '--delivery', 'pull']);
