@@ -6,8 +6,8 @@ import type { Command } from 'commander';
 import type { GroupDescription, RetryPolicyInput, SubscribeRequest, SubscribeResult, SubscriptionInfo } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { formatDuration, parseRetryTiers } from '../protocol/retry-policy.js';
-import { DELIVERY_MODES, OUT_OF_RANGE_POLICIES, START_POLICIES } from '../protocol/types.js';
-import type { DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
+import { DELIVERY_MODES, GROUP_TYPES, OUT_OF_RANGE_POLICIES, SHARE_ORDERINGS, START_POLICIES } from '../protocol/types.js';
+import type { DeliveryMode, GroupType, OutOfRangePolicy, ShareOrdering, StartPolicy } from '../protocol/types.js';
 import { alertLine } from './alerts.js';
 import { action, apiFor, describeGroupIfAny, parseInteger, printTable } from './common.js';
 import { duration, printHealthTable } from './health-table.js';
@@ -19,6 +19,9 @@ interface SubscriptionOptions {
   onOutOfRange?: string;
   pushEndpoint?: string;
   maxInFlight?: number;
+  type?: string;
+  lockMs?: number;
+  ordering?: string;
   retry?: string;
   maxAttempts?: number;
   /** An integer, or `none` (checked as parsed). */
@@ -77,13 +80,20 @@ function subscriptionRequest(groupId: string, o: SubscriptionOptions, current?: 
   const deliveryMode = oneOf<DeliveryMode>('--delivery', o.delivery, DELIVERY_MODES);
   const startPolicy = oneOf<StartPolicy>('--start', o.start, START_POLICIES);
   const onOutOfRange = oneOf<OutOfRangePolicy>('--on-out-of-range', o.onOutOfRange, OUT_OF_RANGE_POLICIES);
+  const type = oneOf<GroupType>('--type', o.type, GROUP_TYPES);
+  const ordering = oneOf<ShareOrdering>('--ordering', o.ordering, SHARE_ORDERINGS);
+  // --max-in-flight: a share group's records in flight per partition; a webhook's requests in flight per partition.
+  const share = (type ?? current?.type) === 'share';
   return {
     groupId, topic: o.topic,
     ...(deliveryMode ? { deliveryMode } : {}),
     ...(startPolicy ? { startPolicy } : {}),
     ...(onOutOfRange ? { onOutOfRange } : {}),
     ...(o.pushEndpoint !== undefined ? { pushEndpoint: o.pushEndpoint === '' ? null : o.pushEndpoint } : {}),
-    ...(o.maxInFlight !== undefined ? { maxInFlight: o.maxInFlight } : {}),
+    ...(o.maxInFlight !== undefined ? (share ? { maxInFlightRecords: o.maxInFlight } : { maxInFlight: o.maxInFlight }) : {}),
+    ...(type ? { type } : {}),
+    ...(o.lockMs !== undefined ? { lockMs: o.lockMs } : {}),
+    ...(ordering ? { ordering } : {}),
     ...(retry !== undefined ? { retry } : {}),
     ...(o.maxDeliveries !== undefined ? { maxDeliveries: o.maxDeliveries === 'none' ? null : Number(o.maxDeliveries) } : {}),
     ...(o.deadLetterAlertDepth !== undefined ? { deadLetterAlertDepth: o.deadLetterAlertDepth } : {}),
@@ -100,12 +110,17 @@ function subscriptionFlags(command: Command): Command {
     .option('--start <policy>', 'where a new group starts: earliest | latest')
     .option('--on-out-of-range <policy>', 'committed offset below the log start: pause (default) | earliest | latest')
     .option('--push-endpoint <url>', 'push: the http(s) URL the broker POSTs batches to (a webhook); "" to clear (WebSocket push)')
-    .option('--max-in-flight <n>', 'webhook: most requests in flight per partition (1 to 100, default 1)', parseInteger('--max-in-flight', 1, 100))
+    .option('--max-in-flight <n>', 'webhook: most requests in flight per partition (1 to 100, default 1); share group: most records in flight ' +
+      'per partition (1 to 100000, default 2000)', parseInteger('--max-in-flight', 1, 100_000))
+    .option('--type <type>', 'consumer (default): each partition read by one member; share: members read the same partitions side by side, ' +
+      'each record acquired under a lock (set at creation, never changed)')
+    .option('--lock-ms <ms>', 'share group: how long a member holds an acquired record (1000 to 3600000, default 30000)', parseInteger('--lock-ms', 1000, 3_600_000))
+    .option('--ordering <ordering>', 'share group: none (default) | key (each key\'s records one at a time, in order)')
     .option('--retry <delays>', 'retry policy: delay tiers such as 1s,30s,5m (units ms, s, m, h), or none to remove it')
     .option('--max-attempts <n>', 'deliveries before a record is dead-lettered, the first included (1 to 100; default: tiers + 1)',
       parseInteger('--max-attempts', 1, 100))
     .option('--max-deliveries <n>', 'without --retry: deliveries of a record before it is dead-lettered to <topic>.<group>.dlq, counting those that ' +
-      'ended with the consumer dying (1 to 100), or none to remove the bound', (v: string) => (v === 'none' ? v : String(parseInteger('--max-deliveries', 1, 100)(v))))
+      'ended with the consumer dying (1 to 100), or none to remove the bound; a share group\'s delivery limit (default 5)', (v: string) => (v === 'none' ? v : String(parseInteger('--max-deliveries', 1, 100)(v))))
     .option('--dead-letter-topic <name>', 'where records go after --max-attempts (default <topic>.<group>.dlq; one partition)')
     .option('--dead-letter-alert-depth <n>', 'dead letters waiting that raise a dead-letter-depth alert (default 1)', parseInteger('--dead-letter-alert-depth', 1))
     .option('--webhook-max-attempts <n>', 'webhook with a retry policy: POSTs of a batch before its records are nacked (1 to 100, default 5)',
@@ -123,8 +138,14 @@ function printSubscription(result: SubscribeResult, json?: boolean): void {
     return;
   }
   const s = result.subscription;
-  printTable(['GROUP', 'TOPIC', 'DELIVERY', 'START', 'ON-OUT-OF-RANGE', 'PUSH-ENDPOINT', 'MAX-IN-FLIGHT', 'RETRY'],
-    [[s.groupId, s.topic, s.deliveryMode, s.startPolicy, s.onOutOfRange, s.pushEndpoint, s.maxInFlight, retryText(s)]]);
+  const maxInFlight = s.share ? s.share.maxInFlightRecords : s.maxInFlight;
+  printTable(['GROUP', 'TOPIC', 'DELIVERY', 'START', 'ON-OUT-OF-RANGE', 'PUSH-ENDPOINT', 'MAX-IN-FLIGHT', 'RETRY', 'TYPE'],
+    [[s.groupId, s.topic, s.deliveryMode, s.startPolicy, s.onOutOfRange, s.pushEndpoint, maxInFlight, retryText(s), shareText(s)]]);
+}
+
+/** A group's type in one line: `consumer`, or `share, lock 30s, ordering key`. */
+function shareText(s: SubscriptionInfo): string {
+  return s.share ? `share, lock ${formatDuration(s.share.lockMs)}, ordering ${s.share.ordering}` : s.type;
 }
 
 /** A retry policy in one line: `1s,30s x4 -> orders.g.dlq`, `x3 -> orders.g.dlq` (max deliveries, no tiers), or `-`. */
