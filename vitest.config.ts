@@ -13,6 +13,7 @@ const UNIT = [
   'test/catalog/sqlite-catalog.test.ts',
   'test/client/consumer.test.ts',
   'test/client/producer.test.ts',
+  'test/client/share-consumer.test.ts',
   'test/coordinator/assignors.test.ts',
   'test/coordinator/delivery-counts.test.ts',
   'test/coordinator/share-groups.test.ts',

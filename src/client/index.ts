@@ -20,6 +20,8 @@ import { defaultServerUrl, HttpApi } from './http-api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Producer } from './producer.js';
 import { PushConsumer } from './push-consumer.js';
+import { ShareConsumer } from './share-consumer.js';
+import type { ShareConsumerOptions } from './share-consumer.js';
 import type { PushConsumerOptions } from './push-consumer.js';
 import type { ProducerOptions } from './producer.js';
 import type { HttpApiOptions } from './http-api.js';
@@ -33,6 +35,8 @@ export type { HttpApiOptions } from './http-api.js';
 export { BinaryApi } from './binary-api.js';
 export { Producer } from './producer.js';
 export { PushConsumer } from './push-consumer.js';
+export { ShareConsumer } from './share-consumer.js';
+export type { SharedMessage, ShareConsumerOptions, ShareRunOptions } from './share-consumer.js';
 export type { PushConsumerOptions } from './push-consumer.js';
 export type { BytesLike, Message, ProducerOptions } from './producer.js';
 export { MemoryDedupe, recordIdKey, recordKey } from './dedupe.js';
@@ -82,6 +86,15 @@ export class Onelog {
   pushConsumer(options: PushConsumerOptions): PushConsumer {
     if (!(this.api instanceof HttpApi)) throw new OnelogError('INVALID_REQUEST', 'push consumers need a server: new Onelog({ url })');
     return new PushConsumer(this.api.url, options, this.api.connection);
+  }
+
+  /**
+   * A share group's member (docs/consumer-groups.md): `run({ eachMessage })` accepts a record when the handler
+   * resolves and releases it when it throws; `message.accept()`, `release({ delayMs })`, `reject(reason)` and
+   * `renew()` say otherwise.
+   */
+  shareConsumer(options: ShareConsumerOptions): ShareConsumer {
+    return new ShareConsumer(this.api, options);
   }
 
   admin(): Admin {
