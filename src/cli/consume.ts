@@ -39,6 +39,7 @@ interface ConsumeOptions {
   commitMode: string;
   sessionTimeoutMs?: number;
   exec?: string;
+  rejectExitCode?: number;
 }
 
 /** Writes to stdout, waiting when the pipe is full; rejects if the reader went away (EPIPE). */
@@ -49,11 +50,14 @@ function writeOut(text: string | Buffer): Promise<void> {
 }
 
 /**
- * The group's delivery mode for the topic: `push` (over a WebSocket) or `pull` (also for a new group).
+ * How the group consumes the topic: `share` (a share group: acquire and acknowledge), `push` (over a WebSocket) or
+ * `pull` (also for a new group).
  * @throws OnelogError `INVALID_REQUEST` when the subscription pushes to a webhook: the broker delivers it
  */
-async function deliveryMode(api: HttpApi, groupId: string, topic: string): Promise<DeliveryMode> {
+async function deliveryMode(api: HttpApi, groupId: string, topic: string): Promise<DeliveryMode | 'share'> {
   const group = await describeGroupIfAny(api, groupId);
+  // A group's type is its subscriptions' (a share group's other topics say so too).
+  if (group?.subscriptions.some((s) => s.type === 'share')) return 'share';
   const subscription = group?.subscriptions.find((s) => s.topic === topic);
   if (subscription?.deliveryMode === 'push' && subscription.pushEndpoint) {
     throw new OnelogError('INVALID_REQUEST', `group ${groupId} delivers ${topic} to the webhook ${subscription.pushEndpoint}: the broker ` +
@@ -97,7 +101,9 @@ export function registerConsume(program: Command): void {
     .option('--idle-timeout-ms <ms>', 'exit after MS ms with no new record (counted from when the member holds its partitions)', parseInteger('--idle-timeout-ms', 0))
     .option('--commit-mode <mode>', 'after-processing (at-least-once) | before-processing (at-most-once)', 'after-processing')
     .option('--session-timeout-ms <ms>', 'leave the group after MS ms without a heartbeat (default 45000)', parseInteger('--session-timeout-ms', 1000, 3_600_000))
-    .option('--exec <command>', 'run COMMAND (sh -c) per record, value on stdin: exit 0 processes it, any other exit nacks it (docs/retries.md)')
+    .option('--exec <command>', 'run COMMAND (sh -c) per record, value on stdin: exit 0 processes it, any other exit nacks it (docs/retries.md); ' +
+      'on a share group exit 0 accepts it, another exit releases it')
+    .option('--reject-exit-code <n>', 'share group with --exec: this exit code rejects the record (to the dead letters at once)', parseInteger('--reject-exit-code', 1, 255))
     .action(action(async (topic: string, o: ConsumeOptions, cmd: Command) => {
       if (o.from !== undefined && !START_POLICIES.includes(o.from as StartPolicy)) {
         throw new OnelogError('INVALID_REQUEST', `--from must be earliest or latest, got ${JSON.stringify(o.from)}`);
@@ -106,6 +112,16 @@ export function registerConsume(program: Command): void {
         throw new OnelogError('INVALID_REQUEST', `--commit-mode must be ${COMMIT_MODES.join(' or ')}, got ${JSON.stringify(o.commitMode)}`);
       }
       const api = await binaryApiFor(cmd);
+      const mode = await deliveryMode(api, o.group, topic);
+      if (mode === 'share') {
+        const { consumeShared } = await import('./consume-share.js');
+        try {
+          await consumeShared(api, topic, o, writeOut);
+        } finally {
+          api.close();
+        }
+        return;
+      }
       // Loaded here: the other commands do not load the consumer.
       const [{ Consumer }, { PushConsumer }] = await Promise.all([import('../client/consumer.js'), import('../client/push-consumer.js')]);
       const common = {
@@ -115,7 +131,7 @@ export function registerConsume(program: Command): void {
         ...(o.from ? { startPolicy: o.from as StartPolicy } : {}),
       };
       // The subscription's delivery mode decides: pull (fetch) or push (a WebSocket stream with credit).
-      const consumer = (await deliveryMode(api, o.group, topic)) === 'push'
+      const consumer = mode === 'push'
         ? new PushConsumer(api.url, { ...common, clientId: 'onelog-cli', creditRecords: Math.min(o.maxRecords ?? 1000, 1000) }, api.connection)
         : new Consumer(api, {
           ...common,
