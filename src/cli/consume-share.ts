@@ -12,6 +12,7 @@ import type { ConsumedMessage } from '../client/consumer.js';
 import type { HttpApi } from '../client/http-api.js';
 import type { SharedMessage } from '../client/share-consumer.js';
 import { RecordLines } from './record-lines.js';
+import { stopTriggers } from './stop-triggers.js';
 
 /** What `onelog consume` passes on to a share group's member. */
 export interface ShareConsumeOptions {
@@ -38,20 +39,11 @@ export async function consumeShared(api: HttpApi, topic: string, o: ShareConsume
   consumer.subscribe({ topic });
   const output = new RecordLines(write);
   let handled = 0;
-  let idleTimer: NodeJS.Timeout | undefined;
-  const armIdle = () => {
-    if (o.idleTimeoutMs === undefined) return;
-    clearTimeout(idleTimer);
-    idleTimer = setTimeout(() => void consumer.stop(), o.idleTimeoutMs);
-  };
-  const onSignal = () => void consumer.stop();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  armIdle();
+  const triggers = stopTriggers(() => void consumer.stop(), o.idleTimeoutMs);
   try {
     await consumer.run({
       eachMessage: async ({ message }) => {
-        armIdle();
+        triggers.arm();
         if (o.exec === undefined) {
           output.push(asConsumed(message));
           await output.flush(); // printed before it is accepted
@@ -71,8 +63,6 @@ export async function consumeShared(api: HttpApi, topic: string, o: ShareConsume
       },
     });
   } finally {
-    clearTimeout(idleTimer);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    triggers.dispose();
   }
 }

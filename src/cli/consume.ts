@@ -26,6 +26,7 @@ import type { CommitMode, DeliveryMode, StartPolicy } from '../protocol/types.js
 import { OnelogError } from '../protocol/errors.js';
 import { action, binaryApiFor, describeGroupIfAny, parseInteger, reportError } from './common.js';
 import { RecordLines } from './record-lines.js';
+import { stopTriggers } from './stop-triggers.js';
 
 /** Most records and bytes per fetch of a pull consumer. */
 const FETCH_RECORDS = 5000;
@@ -147,22 +148,14 @@ export function registerConsume(program: Command): void {
       // A pull consumer's lines are written a fetched batch at a time (one write, not one per record).
       const batched = consumer instanceof Consumer;
       const output = new RecordLines(writeOut);
-      let idleTimer: NodeJS.Timeout | undefined;
-      const armIdle = () => {
-        if (o.idleTimeoutMs === undefined) return;
-        clearTimeout(idleTimer);
-        idleTimer = setTimeout(() => void consumer.stop(), o.idleTimeoutMs);
-      };
-      const onSignal = () => void consumer.stop();
+      const triggers = stopTriggers(() => void consumer.stop(), o.idleTimeoutMs);
+      const armIdle = triggers.arm;
       // A closed pipe ends consuming like a signal: the record whose line failed is not committed.
       process.stdout.on('error', (err: NodeJS.ErrnoException) => {
         if (err.code !== 'EPIPE') throw err;
         stdoutClosed = true;
         void consumer.stop();
       });
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      armIdle();
       let partitionErrors = 0;
       try {
         await consumer.run({
@@ -192,9 +185,7 @@ export function registerConsume(program: Command): void {
         // The reader went away: the records being written are not committed; the ones before them are.
         if (!stdoutClosed && (err as NodeJS.ErrnoException).code !== 'EPIPE') throw err;
       } finally {
-        clearTimeout(idleTimer);
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        triggers.dispose();
         api.close();
       }
       if (partitionErrors > 0) process.exitCode = 1;
