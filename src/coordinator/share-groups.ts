@@ -31,6 +31,11 @@ export interface ShareGroupSources {
   subscription(groupId: string, topic: string): Promise<SubscriptionRecord>;
   /** Moves a record to the subscription's dead letters, once, durably. */
   deadLetter(sub: SubscriptionRecord, partition: number, offset: number, deliveries: number, reason: string): Promise<void>;
+  /**
+   * Commits the group's offset of a partition (the share-partition start offset: below it every record is done), as
+   * a commit without a member is: lag, time lag, retention headroom, states and alerts follow it as for any group.
+   */
+  commit(groupId: string, topic: string, partition: number, offset: number): Promise<void>;
 }
 
 /** A member's session when its acquire names none, ms (Kafka's group.share.session.timeout.ms). */
@@ -42,6 +47,8 @@ const FETCH = { maxRecords: 500, maxRecordsBound: 10_000, maxWaitMsBound: 30_000
 
 interface LoadedPartition {
   sp: SharePartition;
+  /** The start offset last committed as the group's offset (see {@link ShareGroupSources.commit}); -1 before any. */
+  committed: number;
   /** The tail of this partition's operations: each runs once the one before ended. */
   queue: Promise<unknown>;
 }
@@ -209,7 +216,15 @@ export class ShareGroups {
   /** Runs `work` on the partition's state once the operations queued on it before ended. */
   private inOrder<T>(sub: SubscriptionRecord, partition: number, work: (sp: SharePartition) => Promise<T>): Promise<T> {
     const running = this.load(sub, partition).then(async (loaded) => {
-      const run = loaded.queue.then(() => work(loaded.sp));
+      const run = loaded.queue.then(async () => {
+        const result = await work(loaded.sp);
+        // The start offset as the group's committed offset, once the state that moved it is on disk.
+        if (loaded.sp.startOffset !== loaded.committed) {
+          await this.s.commit(sub.groupId, sub.topic, partition, loaded.sp.startOffset);
+          loaded.committed = loaded.sp.startOffset;
+        }
+        return result;
+      });
       loaded.queue = run.catch(() => undefined);
       return run;
     });
@@ -224,10 +239,12 @@ export class ShareGroups {
       loading = (async () => {
         const stored = await this.s.offsets.recordState(sub.groupId, sub.topic, partition);
         const log = this.s.logs.get(sub.topic, partition);
-        const start = sub.startPolicy === 'earliest' ? log.logStartOffset : log.highWatermark;
+        // A new share-partition starts where the subscription resolved it (committed at the subscribe), else as its policy says.
+        const committed = (await this.s.offsets.get(sub.groupId, sub.topic, partition))?.offset ?? -1;
+        const start = committed >= 0 ? committed : sub.startPolicy === 'earliest' ? log.logStartOffset : log.highWatermark;
         const snapshot = asShareSnapshot(stored) ?? { startOffset: start, endOffset: start, records: [] };
         const settings = { lockMs: sub.share!.lockMs, maxDeliveries: sub.maxDeliveries!, maxInFlight: sub.share!.maxInFlightRecords, ordering: sub.share!.ordering };
-        return { sp: new SharePartition(snapshot, settings), queue: Promise.resolve() };
+        return { sp: new SharePartition(snapshot, settings), queue: Promise.resolve(), committed };
       })();
       this.partitions.set(key, loading);
       loading.catch(() => this.partitions.delete(key));

@@ -57,6 +57,8 @@ describe('share groups', () => {
     expect((await broker.shareAcknowledge({ groupId: 'q', topic: 't', memberId: 'm2', acks: [{ partition: 0, offset: 0, type: 'accept' }] })).partitions)
       .toMatchObject([{ partition: 0, error: { code: 'INVALID_RECORD_STATE' } }]); // m1 holds it
     await ack('m1', 'accept', [0, 1, 2, 3]);
+    // The start offset is the group's committed offset: lag, headroom, states and alerts follow it.
+    expect((await broker.describeGroup('q')).subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 6, lag: 4, state: 'lagging' });
     expect(await acquire('m1')).toEqual([[8, 1], [9, 1]]);
     expect(await acquire('m3')).toEqual([]); // everything is held
   });
