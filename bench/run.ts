@@ -24,6 +24,8 @@
  * `--cluster-brokers 1,2,3` brokers, `--cluster-producers N` (per broker, default 8), `--cluster-seconds S`
  * (default 10), `--flush-window-ms MS` (default 50): records/s, ack latency, objects PUT and transactions per second.
  *
+ * `--only share`: share groups with 1, 4 and 16 members on one partition beside Redis Streams and JetStream consumers
+ * (bench/share.ts); `--share-seconds S` each (default 5), `--share-batch N` records per acquisition (default 10).
  * `--only cli`: the CLI's start-up per command against `node -e 0`, a new group's first record with 0, 2 and 5 retry
  * tiers, and `onelog produce` / `onelog consume` records/s of the S&P file (bench/cli.ts); `--cli-runs N` (default 7).
  *
@@ -56,6 +58,7 @@ import { scaleBenchmarks } from './scale/index.js';
 import { clusterBenchmark } from './cluster.js';
 import { clusterBrokersBenchmark } from './cluster-brokers.js';
 import { cliBenchmark } from './cli.js';
+import { shareBenchmark } from './share.js';
 
 const { values } = parseArgs({
   options: {
@@ -94,6 +97,8 @@ const { values } = parseArgs({
     'cluster-producers': { type: 'string', default: '8' },
     'flush-window-ms': { type: 'string', default: '50' },
     'cli-runs': { type: 'string', default: '7' },
+    'share-seconds': { type: 'string', default: '5' },
+    'share-batch': { type: 'string', default: '10' },
   },
 });
 
@@ -154,6 +159,7 @@ if (only === 'cluster') {
   });
 }
 if (only === undefined || only === 'cli') await cliBenchmark({ runs: Number(values['cli-runs']) });
+if (only === undefined || only === 'share') await shareBenchmark({ seconds: Number(values['share-seconds']), batch: Number(values['share-batch']) });
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
 if (only === undefined || only === 'offsets') await offsetStoreBenchmark({ keys: Number(values['offset-keys']) });
 if (only === undefined || only === 'partitions') {

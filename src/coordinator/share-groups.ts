@@ -184,8 +184,11 @@ export class ShareGroups {
     Promise<{ records: SharedRecord[]; nextChangeAt: number | null }> {
     const log = this.s.logs.get(sub.topic, partition);
     if (sp.endOffset < log.logStartOffset) sp.logStartMoved(log.logStartOffset);
-    if (sp.room > 0 && sp.endOffset < log.highWatermark) {
-      const read = await log.fetch(sp.endOffset, { maxRecords: sp.room, maxBytes: WINDOW_READ_BYTES });
+    // The window takes from the log what this acquisition may need (what waits there first), not all it could hold:
+    // its state is written whole at every change, so it stays as small as what is in flight.
+    const wanted = Math.min(sp.room, Math.max(0, max - sp.available) + max);
+    if (wanted > 0 && sp.endOffset < log.highWatermark) {
+      const read = await log.fetch(sp.endOffset, { maxRecords: wanted, maxBytes: WINDOW_READ_BYTES });
       sp.extend(read.records.map((r) => ({ offset: r.offset, key: r.key === null ? null : r.key.toString('base64') })), read.nextOffset);
     }
     const now = this.s.clock.now();

@@ -111,6 +111,13 @@ export class SharePartition {
     return Math.max(0, this.settings.maxInFlight - (this.records.length - this.head));
   }
 
+  /** Records of the window that wait to be acquired (available), records. */
+  get available(): number {
+    let n = 0;
+    for (let i = this.head; i < this.records.length; i++) if (this.records[i]!.status === 'available') n++;
+    return n;
+  }
+
   /** The window's unfinished records, in offset order (copies). */
   inFlight(): ShareRecord[] {
     return this.records.slice(this.head).filter((r) => UNFINISHED.has(r.status)).map((r) => ({ ...r }));

@@ -1,0 +1,192 @@
+/**
+ * `npm run bench -- --only share` (issue 33, point 4): queues on the log. One partition of the Wikipedia edits, a
+ * handler that waits 5 ms per record, and 1, 4 and 16 members reading it side by side, for `--share-seconds` each:
+ *
+ * - onelog share groups: a `onelog serve` child, each member a client share consumer over HTTP in this process
+ *   (batches of `--share-batch` records; outcomes sent once per batch), unordered and in key order (the edits' keys:
+ *   channel|page; per-key order checked: no two records of a key in flight at once, each key's in offset order);
+ *   the broker's CPU per acquired-and-accepted record from its /proc times;
+ * - Redis Streams: XREADGROUP COUNT n by each consumer of one group on one stream, XACK of the batch's ids;
+ * - NATS JetStream: one durable pull consumer (explicit ack), each worker fetching n and acking each message.
+ *
+ * Records/s is what the members finished in the time, over the time. Targets: 16 members >= 12x one; key order with
+ * 16 members >= 8x one; <= 5 us of broker CPU per record.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { AckPolicy, connect } from 'nats';
+import { Onelog } from '../src/client/index.js';
+import { readEdits } from '../test/helpers/wikiticker.js';
+import { processCpuMs } from './peers/common.js';
+import { spawnServer } from './scale/common.js';
+
+const HANDLER_MS = 5;
+const MEMBERS = [1, 4, 16];
+
+interface Row { system: string; members: number; records: number; seconds: number; cpuUsPerRecord?: number | null; note?: string }
+
+const rate = (r: Row) => r.records / r.seconds;
+
+/** Members of one onelog share group for `seconds`: what they accepted; in key order, checks each key's order. */
+async function onelogRun(url: string, pid: number | undefined, group: string, members: number, seconds: number, batch: number, keyOrder: boolean): Promise<Row> {
+  const onelog = new Onelog({ url });
+  await onelog.api.subscribe({ groupId: group, topic: 'edits', type: 'share', startPolicy: 'earliest', ordering: keyOrder ? 'key' : 'none', lockMs: 60_000 });
+  const inFlightKeys = new Set<string>();
+  const lastOffsetOfKey = new Map<string, number>();
+  let accepted = 0;
+  let violations = 0;
+  const consumers = Array.from({ length: members }, (_, i) => onelog.shareConsumer({ groupId: group, clientId: `m${i}`, maxRecords: batch, maxWaitMs: 100 }));
+  const cpuBefore = processCpuMs(pid);
+  const started = performance.now();
+  const runs = consumers.map((c) => {
+    c.subscribe({ topic: 'edits' });
+    return c.run({
+      eachMessage: async ({ message }) => {
+        const key = message.key?.toString('latin1') ?? '';
+        if (keyOrder) {
+          if (inFlightKeys.has(key) || (lastOffsetOfKey.get(key) ?? -1) > message.offset) violations++;
+          inFlightKeys.add(key);
+        }
+        await sleep(HANDLER_MS);
+        if (keyOrder) {
+          inFlightKeys.delete(key);
+          lastOffsetOfKey.set(key, message.offset);
+        }
+        accepted++;
+      },
+    });
+  });
+  await sleep(seconds * 1000);
+  const records = accepted;
+  const elapsed = (performance.now() - started) / 1000;
+  await Promise.all(consumers.map((c) => c.stop()));
+  await Promise.all(runs);
+  const cpu = processCpuMs(pid);
+  onelog.close();
+  return {
+    system: `onelog share group${keyOrder ? ', key order' : ''}`, members, records, seconds: elapsed,
+    cpuUsPerRecord: cpu === null || cpuBefore === null ? null : ((cpu - cpuBefore) * 1000) / Math.max(1, records),
+    ...(keyOrder ? { note: violations === 0 ? 'per-key order held' : `${violations} per-key order violations` } : {}),
+  };
+}
+
+/** Redis Streams: `members` consumers of one group on one stream, each XREADGROUP COUNT batch, 5 ms per record, XACK. */
+async function redisRun(stream: string, members: number, seconds: number, batch: number): Promise<Row> {
+  const group = `g${members}`;
+  const admin = new Redis('redis://127.0.0.1:6379');
+  await admin.xgroup('CREATE', stream, group, '0');
+  let acked = 0;
+  let stopping = false;
+  const started = performance.now();
+  const workers = Array.from({ length: members }, async (_, i) => {
+    const redis = new Redis('redis://127.0.0.1:6379');
+    try {
+      while (!stopping) {
+        const answer = await redis.xreadgroup('GROUP', group, `c${i}`, 'COUNT', batch, 'BLOCK', 100, 'STREAMS', stream, '>') as Array<[string, Array<[string, string[]]>]> | null;
+        const entries = answer?.[0]?.[1] ?? [];
+        for (let n = 0; n < entries.length; n++) {
+          await sleep(HANDLER_MS);
+          acked++;
+        }
+        if (entries.length > 0) await redis.xack(stream, group, ...entries.map(([id]) => id));
+      }
+    } finally {
+      redis.disconnect();
+    }
+  });
+  await sleep(seconds * 1000);
+  const records = acked;
+  const elapsed = (performance.now() - started) / 1000;
+  stopping = true;
+  await Promise.all(workers);
+  admin.disconnect();
+  return { system: 'Redis Streams (XREADGROUP + XACK)', members, records, seconds: elapsed };
+}
+
+/** JetStream: one durable pull consumer, `members` workers each fetching `batch`, 5 ms per message, ack each. */
+async function jetstreamRun(members: number, seconds: number, batch: number, values: Buffer[]): Promise<Row> {
+  const nc = await connect({ servers: '127.0.0.1:4222', name: 'onelog-bench-share' });
+  const jsm = await nc.jetstreamManager();
+  const js = nc.jetstream();
+  const stream = `ONELOG_BENCH_SHARE_${members}`;
+  await jsm.streams.delete(stream).catch(() => false);
+  await jsm.streams.add({ name: stream, subjects: [`onelog.bench.share.${members}`] });
+  await Promise.all(values.map((v) => js.publish(`onelog.bench.share.${members}`, v)));
+  await jsm.consumers.add(stream, { durable_name: 'workers', ack_policy: AckPolicy.Explicit, max_ack_pending: 100_000 });
+  const consumer = await js.consumers.get(stream, 'workers');
+  let acked = 0;
+  let stopping = false;
+  const started = performance.now();
+  const workers = Array.from({ length: members }, async () => {
+    while (!stopping) {
+      const messages = await consumer.fetch({ max_messages: batch, expires: 1000 });
+      for await (const m of messages) {
+        await sleep(HANDLER_MS);
+        m.ack();
+        acked++;
+      }
+    }
+  });
+  await sleep(seconds * 1000);
+  const records = acked;
+  const elapsed = (performance.now() - started) / 1000;
+  stopping = true;
+  await Promise.all(workers);
+  await jsm.streams.delete(stream).catch(() => false);
+  await nc.close();
+  return { system: 'NATS JetStream (pull consumer, ack each)', members, records, seconds: elapsed };
+}
+
+export async function shareBenchmark(options: { seconds: number; batch: number }): Promise<void> {
+  const { seconds, batch } = options;
+  const edits = readEdits();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-share-'));
+  const server = await spawnServer(dataDir);
+  console.log(`\n## Share groups (issue 33): one partition, ${edits.length} Wikipedia edits, a handler of ${HANDLER_MS} ms per record, ` +
+    `${MEMBERS.join(', ')} members for ${seconds} s each, batches of ${batch}; a onelog serve child on ${dataDir}, ${os.cpus().length} CPUs, Node ${process.version}\n`);
+  const rows: Row[] = [];
+  try {
+    const onelog = new Onelog({ url: server.url });
+    await onelog.api.createTopic({ topic: 'edits', partitions: 1, config: { retentionMs: -1 } });
+    for (let i = 0; i < edits.length; i += 5000) {
+      await onelog.api.produce({ topic: 'edits', records: edits.slice(i, i + 5000).map((e) => ({ key: Buffer.from(e.key), value: Buffer.from(e.value), timestamp: e.timestamp, partition: 0 })) });
+    }
+    onelog.close();
+    for (const keyOrder of [false, true]) {
+      for (const members of MEMBERS) rows.push(await onelogRun(server.url, server.proc.pid, `share-${keyOrder ? 'key' : 'none'}-${members}`, members, seconds, batch, keyOrder));
+    }
+  } finally {
+    await server.stop();
+  }
+  const values = edits.slice(0, 20_000).map((e) => Buffer.from(e.value));
+  try {
+    const redis = new Redis('redis://127.0.0.1:6379');
+    const stream = 'onelog-bench:share';
+    await redis.del(stream);
+    for (let i = 0; i < values.length; i += 1000) {
+      const pipeline = redis.pipeline();
+      for (const v of values.slice(i, i + 1000)) pipeline.xadd(stream, '*', 'v', v);
+      await pipeline.exec();
+    }
+    for (const members of MEMBERS) rows.push(await redisRun(stream, members, seconds, batch));
+    await redis.del(stream);
+    redis.disconnect();
+  } catch (err) {
+    console.log(`Redis Streams: not run (${(err as Error).message})`);
+  }
+  try {
+    for (const members of MEMBERS) rows.push(await jetstreamRun(members, seconds, batch, values));
+  } catch (err) {
+    console.log(`NATS JetStream: not run (${(err as Error).message})`);
+  }
+  console.log('| system | members | records/s | x one member | broker CPU per record | note |\n| --- | --- | --- | --- | --- | --- |');
+  for (const r of rows) {
+    const one = rows.find((o) => o.system === r.system && o.members === 1);
+    const cpu = r.cpuUsPerRecord === undefined ? '' : r.cpuUsPerRecord === null ? 'n/a' : `${r.cpuUsPerRecord.toFixed(1)} us`;
+    console.log(`| ${r.system} | ${r.members} | ${rate(r).toFixed(0)} | ${one ? (rate(r) / rate(one)).toFixed(1) : '-'} | ${cpu} | ${r.note ?? ''} |`);
+  }
+  console.log(`\nthe ceiling: ${(1000 / HANDLER_MS).toFixed(0)} records/s per member with a ${HANDLER_MS} ms handler (timers fire a little late, so a little less)`);
+}
