@@ -255,8 +255,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
     // A corrupt batch found in a partition's files raises a storage-corruption alert for the groups reading it.
     logs.watchCorruption?.((topic) => void monitor.evaluate({ topic }));
     const groups: GroupCoordinator = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, {
-      reset: (groupId, topic) => {
+      reset: async (groupId, topic) => {
         broker.retries.forget(groupId, topic);
+        if ((await groups.findSubscription(groupId, topic))?.type === 'share') await broker.shareGroups.reset(groupId, topic);
         void monitor.evaluate({ groupId });
       },
       committed: (groupId, topic, offsets) => {

@@ -44,8 +44,11 @@ const MAX_HEARTBEAT_INTERVAL_MS = 3000;
 
 /** What the coordinator tells the rest of the broker. */
 export interface CoordinatorHooks {
-  /** An executed reset moved the group's offsets of `topic`: what was known about its records' progress is stale. */
-  reset?(groupId: string, topic: string): void;
+  /**
+   * An executed reset moved the group's offsets of `topic`: what was known about its records' progress is stale (a
+   * share group's in-flight state starts again there before the reset answers).
+   */
+  reset?(groupId: string, topic: string): Promise<void> | void;
   /** A member (or standalone consumer) committed offsets of `topic`. */
   committed?(groupId: string, topic: string, offsets: ReadonlyArray<{ partition: number; offset: number }>): void;
   /** Describes need a subscription's dead-letter depth. */
@@ -683,7 +686,7 @@ export class GroupCoordinator {
     })));
     for (const p of partitions) await this.catalog.resumePartition(groupId, { topic, partition: p.partition });
     await this.deliveryCounts.reset(groupId, topic, partitions.map((p) => p.partition));
-    this.hooks.reset?.(groupId, topic);
+    await this.hooks.reset?.(groupId, topic);
     this.logger.info({ groupId, topic, spec, requestedBy: request.requestedBy, partitions: partitions.length }, 'offsets reset');
     return { groupId, topic, executed: true, partitions };
   }

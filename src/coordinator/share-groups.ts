@@ -19,7 +19,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';
 import { SharePartition } from './share-partition.js';
-import type { ShareAcknowledgement, SharePartitionSnapshot } from './share-partition.js';
+import type { ShareAcknowledgement, SharePartitionSettings, SharePartitionSnapshot } from './share-partition.js';
 
 /** What share groups read and write beyond the log and the offset store. */
 export interface ShareGroupSources {
@@ -163,6 +163,26 @@ export class ShareGroups {
     }
   }
 
+  /**
+   * An executed offset reset of the group's `topic` (Kafka's AlterShareGroupOffsets): each partition's share-partition
+   * starts again at the group's committed offset, which the reset just wrote, with nothing in flight (a member's
+   * acknowledgement of a record it held before is refused with INVALID_RECORD_STATE). Written before it resolves.
+   */
+  async reset(groupId: string, topic: string): Promise<void> {
+    const sub = await this.s.subscription(groupId, topic);
+    for (let partition = 0; partition < this.s.logs.partitionCount(topic); partition++) {
+      const loaded = await this.load(sub, partition);
+      const run = loaded.queue.then(async () => {
+        const start = (await this.s.offsets.get(groupId, topic, partition))?.offset ?? loaded.sp.startOffset;
+        loaded.sp = new SharePartition({ startOffset: start, endOffset: start, records: [] }, settingsOf(sub));
+        loaded.committed = start;
+        await this.s.offsets.setRecordState(groupId, topic, partition, { share: loaded.sp.snapshot() });
+      });
+      loaded.queue = run.catch(() => undefined);
+      await run;
+    }
+  }
+
   /** The live members of a share group with when each was last heard from (for describes). */
   membersOf(groupId: string): Array<{ memberId: string; lastSeenAt: number }> {
     return [...(this.members.get(groupId) ?? [])].map(([memberId, m]) => ({ memberId, lastSeenAt: m.lastSeenAt }));
@@ -246,8 +266,7 @@ export class ShareGroups {
         const committed = (await this.s.offsets.get(sub.groupId, sub.topic, partition))?.offset ?? -1;
         const start = committed >= 0 ? committed : sub.startPolicy === 'earliest' ? log.logStartOffset : log.highWatermark;
         const snapshot = asShareSnapshot(stored) ?? { startOffset: start, endOffset: start, records: [] };
-        const settings = { lockMs: sub.share!.lockMs, maxDeliveries: sub.maxDeliveries!, maxInFlight: sub.share!.maxInFlightRecords, ordering: sub.share!.ordering };
-        return { sp: new SharePartition(snapshot, settings), queue: Promise.resolve(), committed };
+        return { sp: new SharePartition(snapshot, settingsOf(sub)), queue: Promise.resolve(), committed };
       })();
       this.partitions.set(key, loading);
       loading.catch(() => this.partitions.delete(key));
@@ -276,6 +295,11 @@ export class ShareGroups {
     ]);
     stop.abort();
   }
+}
+
+/** A share subscription's settings as its share-partitions take them. */
+function settingsOf(sub: SubscriptionRecord): SharePartitionSettings {
+  return { lockMs: sub.share!.lockMs, maxDeliveries: sub.maxDeliveries!, maxInFlight: sub.share!.maxInFlightRecords, ordering: sub.share!.ordering };
 }
 
 /** A stored record state as a share-partition's snapshot; undefined when there is none. @throws Error for another shape */

@@ -107,4 +107,19 @@ describe('share groups', () => {
     await ack('m1', 'release', [0]);
     expect(await acquire('m2')).toEqual([[0, 2]]); // the released record blocks only its key, and comes first
   });
+
+  it('moves the start offset with an offsets reset, dry run first: nothing in flight after it, a replay from earliest', async () => {
+    await share();
+    expect(await acquire('m1', 4)).toEqual([[0, 1], [1, 1], [2, 1], [3, 1]]);
+    await ack('m1', 'accept', [0, 1]);
+    const dry = await broker.resetOffsets({ groupId: 'q', topic: 't', spec: { to: 'offset', offset: 7 }, requestedBy: 'test' });
+    expect(dry).toMatchObject({ executed: false, partitions: [{ partition: 0, currentOffset: 2, newOffset: 7 }] });
+    expect(await acquire('m2', 1)).toEqual([[4, 1]]); // a dry run changed nothing
+    await broker.resetOffsets({ groupId: 'q', topic: 't', spec: { to: 'offset', offset: 7 }, execute: true, requestedBy: 'test' });
+    expect(await acquire('m2')).toEqual([[7, 1], [8, 1], [9, 1]]);
+    expect((await ack('m1', 'accept', [2])).partitions).toMatchObject([{ partition: 0, error: { code: 'INVALID_RECORD_STATE' } }]);
+    await broker.resetOffsets({ groupId: 'q', topic: 't', spec: { to: 'earliest' }, execute: true, requestedBy: 'test' });
+    expect((await acquire('m3', 3)).map(([o]) => o)).toEqual([0, 1, 2]);
+    expect((await broker.describeGroup('q')).resets.map((r) => [r.oldOffset, r.newOffset])).toEqual([[7, 0], [2, 7]]);
+  });
 });
