@@ -808,7 +808,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkGroupId(groupId);
     // A state the describe shows has its alert raised first (docs/monitoring.md).
     await this.monitor.evaluateGroupNow(groupId);
-    return this.groups.describeGroup(groupId);
+    return this.shareGroups.describe(await this.groups.describeGroup(groupId));
   }
 
   /** Evaluates every group's alerts now (the broker also does every `monitoring.alertCheckIntervalMs`). */

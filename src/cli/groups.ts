@@ -219,7 +219,8 @@ export function registerGroups(program: Command): void {
 }
 
 function printDescription(d: GroupDescription): void {
-  console.log(`group ${d.groupId}: state ${d.state}, generation ${d.generationId}, assignor ${d.assignor ?? '-'}, ${d.members.length} members`);
+  if (d.shareMembers) console.log(`share group ${d.groupId}: ${d.shareMembers.length} members`);
+  else console.log(`group ${d.groupId}: state ${d.state}, generation ${d.generationId}, assignor ${d.assignor ?? '-'}, ${d.members.length} members`);
   console.log(`lag ${d.totalLag} in all${d.maxLag ? `, most ${d.maxLag.lag} at ${d.maxLag.topic}/${d.maxLag.partition}` : ''}` +
     `${d.maxTimeLag ? `, time lag at most ${duration(d.maxTimeLag.timeLagMs)} at ${d.maxTimeLag.topic}/${d.maxTimeLag.partition}` : ''}`);
   if (d.members.length > 0) {
@@ -228,9 +229,18 @@ function printDescription(d: GroupDescription): void {
       m.memberId, m.clientId, m.commitMode, m.generationId, m.assignment.map((a) => `${a.topic}/${a.partition}`).join(',') || '-',
     ]));
   }
+  if (d.shareMembers && d.shareMembers.length > 0) {
+    console.log();
+    printTable(['MEMBER', 'LAST-SEEN'], d.shareMembers.map((m) => [m.memberId, new Date(m.lastSeenAt).toISOString()]));
+  }
   for (const s of d.subscriptions) {
-    console.log(`\n${s.topic}: ${s.pushEndpoint ? `push ${s.pushEndpoint}` : s.deliveryMode}, start ${s.startPolicy}, on out of range ${s.onOutOfRange}, ` +
-      `at-risk below ${s.headroomWarnRatio} of retention, stalled after ${duration(s.stallMs)}`);
+    console.log(`\n${s.topic}: ${s.share ? `${shareText(s)}, ` : ''}${s.pushEndpoint ? `push ${s.pushEndpoint}` : s.deliveryMode}, start ${s.startPolicy}, ` +
+      `on out of range ${s.onOutOfRange}, at-risk below ${s.headroomWarnRatio} of retention, stalled after ${duration(s.stallMs)}`);
+    if (s.share) {
+      printTable(['PARTITION', 'START-OFFSET', 'ACQUIRED', 'AVAILABLE', 'OLDEST-AGE'], s.partitions.map((p) => [
+        p.partition, p.committedOffset, p.share?.acquired ?? 0, p.share?.available ?? 0, p.timeLagMs === null ? '-' : duration(p.timeLagMs),
+      ]));
+    }
   }
   console.log();
   printHealthTable(['TOPIC'], d.subscriptions.flatMap((s) => s.partitions.map((partition) => ({ lead: [s.topic], partition }))));

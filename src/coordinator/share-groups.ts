@@ -13,7 +13,7 @@ import type { SubscriptionRecord } from '../catalog/catalog.js';
 import type { Logger } from '../logger.js';
 import type { OffsetStore, RecordState } from '../offsets/offset-store.js';
 import type {
-  ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult, SharedRecord,
+  GroupDescription, ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult, SharedRecord,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
@@ -183,14 +183,23 @@ export class ShareGroups {
     }
   }
 
-  /** The live members of a share group with when each was last heard from (for describes). */
-  membersOf(groupId: string): Array<{ memberId: string; lastSeenAt: number }> {
-    return [...(this.members.get(groupId) ?? [])].map(([memberId, m]) => ({ memberId, lastSeenAt: m.lastSeenAt }));
-  }
-
-  /** The in-flight state of one of a share group's partitions, loaded if it was not (for describes). */
-  async state(groupId: string, topic: string, partition: number): Promise<SharePartition> {
-    return (await this.load(await this.s.subscription(groupId, topic), partition)).sp;
+  /**
+   * A group's description with what only share groups have: its members, and each share partition's records in flight
+   * (a consumer group's is returned as it is).
+   */
+  async describe(d: GroupDescription): Promise<GroupDescription> {
+    if (!d.subscriptions.some((s) => s.type === 'share')) return d;
+    const subscriptions = await Promise.all(d.subscriptions.map(async (s) => {
+      if (s.type !== 'share') return s;
+      const sub = await this.s.subscription(d.groupId, s.topic);
+      const partitions = await Promise.all(s.partitions.map(async (p) => {
+        const records = (await this.load(sub, p.partition)).sp.inFlight();
+        return { ...p, share: { acquired: records.filter((r) => r.status === 'acquired').length, available: records.filter((r) => r.status === 'available').length } };
+      }));
+      return { ...s, partitions };
+    }));
+    const shareMembers = [...(this.members.get(d.groupId) ?? [])].map(([memberId, m]) => ({ memberId, lastSeenAt: m.lastSeenAt }));
+    return { ...d, shareMembers, subscriptions };
   }
 
   /** Forgets a deleted group's partitions and members (the offset store deleted their states). */

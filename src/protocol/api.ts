@@ -531,6 +531,11 @@ export interface GroupPartition extends PartitionState, PartitionHealth {
   memberId: string | null;
   /** Set while the partition is paused for the group: why, and what to do. */
   paused: PartitionError | null;
+  /**
+   * A share group's records in flight in the partition: held by members (`acquired`) and waiting to be (`available`,
+   * released or not yet handed out); the committed offset is its start offset, the time lag the oldest one's age.
+   */
+  share?: { acquired: number; available: number };
 }
 
 /** A group: its members, its subscriptions with their partitions, its lag totals over them, its history. */
@@ -542,6 +547,8 @@ export interface GroupDescription extends GroupLagTotals {
   generationId: number;
   assignor: AssignorName | null;
   members: MemberDescription[];
+  /** A share group's members, each with when it was last heard from (ms since the epoch); absent for a consumer group. */
+  shareMembers?: Array<{ memberId: string; lastSeenAt: number }>;
   subscriptions: Array<SubscriptionInfo & {
     partitions: GroupPartition[];
     /** The subscription's retry tier topics (delivered to its members with the topic), with records not yet committed. */

@@ -58,7 +58,9 @@ describe('share groups', () => {
       .toMatchObject([{ partition: 0, error: { code: 'INVALID_RECORD_STATE' } }]); // m1 holds it
     await ack('m1', 'accept', [0, 1, 2, 3]);
     // The start offset is the group's committed offset: lag, headroom, states and alerts follow it.
-    expect((await broker.describeGroup('q')).subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 6, lag: 4, state: 'lagging' });
+    const described = await broker.describeGroup('q');
+    expect(described.subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 6, lag: 4, state: 'lagging', share: { acquired: 2, available: 2 } });
+    expect(described.shareMembers!.map((m) => m.memberId).sort()).toEqual(['m1', 'm2']);
     expect(await acquire('m1')).toEqual([[8, 1], [9, 1]]);
     expect(await acquire('m3')).toEqual([]); // everything is held
   });
