@@ -314,7 +314,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     broker.background.everyTopic(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) =>
       Promise.all(broker.logs.loaded(topic).map((log) => log.compact())));
     broker.background.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
-    broker.background.repeat(options.sessionCheckIntervalMs ?? 500, 'share member expiry', () => broker.shareGroups.expireMembers());
+    broker.background.repeat(options.sessionCheckIntervalMs ?? 500, 'share member and lock expiry', () => broker.shareGroups.expire());
     broker.background.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
     for (const job of logs.backgroundJobs?.() ?? []) broker.background.repeat(job.intervalMs, job.name, job.run);
     monitor.start();
@@ -672,6 +672,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const maxDeliveries = request.maxDeliveries ?? (share ? SHARE_DEFAULTS.maxDeliveries : undefined);
     const maxDeliveriesDeadLetterTopic = await this.retries.prepareMaxDeliveries(request.groupId, request.topic, maxDeliveries);
     const result = await this.groups.subscribe({ ...request, retry, ...(maxDeliveriesDeadLetterTopic === undefined ? {} : { maxDeliveriesDeadLetterTopic }) });
+    if (result.subscription.type === 'share') await this.shareGroups.configure(request.groupId, request.topic);
     const sub = await this.groups.findSubscription(request.groupId, request.topic);
     if (sub?.deadLetterTopic) await this.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
     await this.webhooks?.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher

@@ -3,7 +3,9 @@
  * to `eachMessage` in turn, and acknowledges it: accepted when the handler resolves, released (delivered again, to
  * this member or another) when it throws, unless the handler said otherwise with `message.accept()`,
  * `message.release({ delayMs })` or `message.reject(reason)` (to the dead letters at once); `message.renew()` holds a
- * record another lock period, for a slow handler. A fetched batch's outcomes go in one request once its handlers ran.
+ * record another lock period, for a slow handler. A fetched batch's outcomes go in one request once its handlers ran
+ * (or every `maxUnacked` records); a batch whose handlers take half its lock period has what it handled so far
+ * acknowledged and the rest of it renewed, so a slow batch does not lose its records to another member.
  *
  * ```ts
  * const consumer = onelog.shareConsumer({ groupId: 'indexers' });
@@ -29,6 +31,8 @@ export interface ShareConsumerOptions {
   maxWaitMs?: number;
   /** The broker releases the member's records when it is not heard from for this long, ms. @default 45000 (the broker's) */
   sessionTimeoutMs?: number;
+  /** Most outcomes held before they are sent, records; 1 sends each as its handler ends. @default maxRecords (one request per batch) */
+  maxUnacked?: number;
 }
 
 /** A record acquired by the member, with what it may say of it. */
@@ -37,7 +41,7 @@ export interface SharedMessage extends SharedRecord {
   /** Processed: done (the default once the handler resolves). */
   accept(): void;
   /** Deliver it again, not before `delayMs` (the default, with no delay, when the handler throws). */
-  release(options?: { delayMs?: number }): void;
+  release(options?: { delayMs?: number; reason?: string }): void;
   /** To the dead letters at once, with `reason`. */
   reject(reason?: string): void;
   /** Holds it another lock period from now (a slow handler); resolves once the broker extended the lock. */
@@ -53,6 +57,8 @@ export interface ShareRunOptions {
    * @default nothing
    */
   onError?(err: unknown, record?: { topic: string; partition: number; offset: number }): void;
+  /** Told of each request of outcomes once the broker answered it: each record's outcome, refused ones with `error`. */
+  onAcknowledged?(outcomes: Array<ShareAckRequest['acks'][number] & { topic: string; error?: unknown }>): Promise<void> | void;
 }
 
 type Outcome = Omit<ShareAckRequest['acks'][number], 'partition' | 'offset'>;
@@ -100,24 +106,46 @@ export class ShareConsumer {
     const waitMs = Math.floor((this.options.maxWaitMs ?? 500) / this.topics.length);
     for (let round = 0; !this.stopping; round++) {
       const topic = this.topics[round % this.topics.length]!;
-      const { records } = await this.api.shareFetch({
+      const { records, lockMs } = await this.api.shareFetch({
         groupId, topic, memberId: this.memberId, maxRecords: this.options.maxRecords ?? 100, maxWaitMs: waitMs,
         ...(this.options.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
       });
-      const acks: ShareAckRequest['acks'] = [];
-      for (const record of records) {
+      const maxUnacked = this.options.maxUnacked ?? Infinity;
+      let acks: ShareAckRequest['acks'] = [];
+      let lockedAt = performance.now();
+      for (let i = 0; i < records.length; i++) {
+        const record = records[i]!;
         if (this.stopping) {
           acks.push({ partition: record.partition, offset: record.offset, type: 'release' });
           continue;
         }
         acks.push({ partition: record.partition, offset: record.offset, ...(await this.handle(topic, record, handlers)) });
+        const slow = performance.now() - lockedAt > lockMs / 2;
+        if (acks.length >= maxUnacked || slow) {
+          await this.acknowledge(topic, acks, handlers);
+          acks = [];
+        }
+        if (slow && i + 1 < records.length && !this.stopping) {
+          const rest = records.slice(i + 1).map((r) => ({ partition: r.partition, offset: r.offset, type: 'renew' as const }));
+          await this.acknowledge(topic, rest, handlers, false);
+          lockedAt = performance.now();
+        }
       }
-      if (acks.length === 0) continue;
-      const answer = await this.api.shareAcknowledge({ groupId, topic, memberId: this.memberId, acks });
-      for (const p of answer.partitions) {
-        if (p.error) handlers.onError?.(OnelogError.fromJSON(p.error as unknown as Record<string, unknown>), { topic, partition: p.partition, offset: Number((p.error as { offset?: number }).offset ?? -1) });
-      }
+      if (acks.length > 0) await this.acknowledge(topic, acks, handlers);
     }
+  }
+
+  /** Sends outcomes; tells `onAcknowledged` (unless `report` is false: renewals) and `onError` of refused partitions. */
+  private async acknowledge(topic: string, acks: ShareAckRequest['acks'], handlers: ShareRunOptions, report = true): Promise<void> {
+    const answer = await this.api.shareAcknowledge({ groupId: this.options.groupId, topic, memberId: this.memberId, acks });
+    const refused = new Map<number, unknown>();
+    for (const p of answer.partitions) {
+      if (!p.error) continue;
+      const err = OnelogError.fromJSON(p.error as unknown as Record<string, unknown>);
+      refused.set(p.partition, err);
+      handlers.onError?.(err, { topic, partition: p.partition, offset: Number((p.error as { offset?: number }).offset ?? -1) });
+    }
+    if (report) await handlers.onAcknowledged?.(acks.map((a) => ({ ...a, topic, ...(refused.has(a.partition) ? { error: refused.get(a.partition) } : {}) })));
   }
 
   /** Runs the handler on one record; its outcome: what the handler said, else accept (resolved) or release (threw). */
@@ -126,7 +154,9 @@ export class ShareConsumer {
     const message: SharedMessage = {
       ...record, topic,
       accept: () => void (said ??= { type: 'accept' }),
-      release: (o = {}) => void (said ??= { type: 'release', ...(o.delayMs !== undefined ? { delayMs: o.delayMs } : {}) }),
+      release: (o = {}) => void (said ??= {
+        type: 'release', ...(o.delayMs !== undefined ? { delayMs: o.delayMs } : {}), ...(o.reason !== undefined ? { reason: o.reason } : {}),
+      }),
       reject: (reason) => void (said ??= { type: 'reject', ...(reason !== undefined ? { reason } : {}) }),
       renew: async () => {
         await this.api.shareAcknowledge({ groupId: this.options.groupId, topic, memberId: this.memberId, acks: [{ partition: record.partition, offset: record.offset, type: 'renew' }] });

@@ -114,7 +114,7 @@ export class ShareGroups {
     if (!Array.isArray(request.acks) || request.acks.length === 0 || request.acks.length > 10_000) {
       throw new OnelogError('INVALID_REQUEST', 'acks must be an array of 1 to 10,000 { partition, offset, type }', { groupId, topic });
     }
-    this.seen(groupId, memberId);
+    this.touch(groupId, memberId);
     const byPartition = new Map<number, ShareAcknowledgement[]>();
     const count = this.s.logs.partitionCount(topic);
     for (const a of request.acks) {
@@ -141,25 +141,37 @@ export class ShareGroups {
   }
 
   /**
-   * Ends the members not heard from for their session timeout: the records they hold are released at once. Run on
-   * the broker's session timer.
+   * Ends the members not heard from for their session timeout (the records they hold are released at once) and
+   * releases the records whose locks ended (at their delivery limit, to the dead letters), whether or not a member
+   * acquires meanwhile. Run on the broker's session timer.
    */
-  async expireMembers(): Promise<void> {
+  async expire(): Promise<void> {
     const now = this.s.clock.now();
+    const ended = new Map<string, string[]>();
     for (const [groupId, members] of this.members) {
       const gone = [...members].filter(([, m]) => now - m.lastSeenAt > m.sessionTimeoutMs).map(([id]) => id);
       if (gone.length === 0) continue;
       for (const id of gone) members.delete(id);
+      ended.set(groupId, gone);
       this.s.logger.info({ groupId, members: gone }, 'share group members ended (session timeout): their records are released');
-      for (const key of [...this.partitions.keys()]) {
-        const [g, topic, partition] = key.split('\0') as [string, string, string];
-        if (g !== groupId) continue;
-        const sub = await this.s.subscription(groupId, topic);
-        await this.inOrder(sub, Number(partition), async (sp) => {
-          for (const id of gone) sp.memberGone(id);
-          await this.settle(sub, sp, Number(partition));
-        });
-      }
+    }
+    for (const key of [...this.partitions.keys()]) {
+      const [groupId, topic, partition] = key.split('\0') as [string, string, string];
+      const sub = await this.s.subscription(groupId, topic).catch(() => undefined);
+      if (sub === undefined) continue; // the group or its subscription is gone
+      await this.inOrder(sub, Number(partition), async (sp) => {
+        for (const id of ended.get(groupId) ?? []) sp.memberGone(id);
+        if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await this.settle(sub, sp, Number(partition));
+      });
+    }
+  }
+
+  /** The group's subscription to `topic` changed: its loaded share-partitions take the new settings at once. */
+  async configure(groupId: string, topic: string): Promise<void> {
+    const sub = await this.s.subscription(groupId, topic);
+    for (const key of [...this.partitions.keys()]) {
+      const [g, t, partition] = key.split('\0') as [string, string, string];
+      if (g === groupId && t === topic) await this.inOrder(sub, Number(partition), async (sp) => sp.configure(settingsOf(sub)));
     }
   }
 
@@ -283,6 +295,12 @@ export class ShareGroups {
     return loading;
   }
 
+  /** A known member was heard from (an acknowledgement registers nobody: only an acquisition makes a member). */
+  private touch(groupId: string, memberId: string): void {
+    const member = this.members.get(groupId)?.get(memberId);
+    if (member) member.lastSeenAt = this.s.clock.now();
+  }
+
   private seen(groupId: string, memberId: string, sessionTimeoutMs?: number): void {
     let members = this.members.get(groupId);
     if (members === undefined) this.members.set(groupId, (members = new Map()));
@@ -334,7 +352,10 @@ function toAcknowledgement(a: ShareAckRequest['acks'][number], offset: number): 
     case 'accept': return { offset, type: 'accept' };
     case 'renew': return { offset, type: 'renew' };
     case 'reject': return { offset, type: 'reject', ...(typeof a.reason === 'string' ? { reason: a.reason.slice(0, 4096) } : {}) };
-    case 'release': return { offset, type: 'release', ...(a.delayMs !== undefined ? { delayMs: checkInteger(a.delayMs, 'delayMs', 0, 7 * 24 * 3_600_000) } : {}) };
+    case 'release': return {
+      offset, type: 'release', ...(a.delayMs !== undefined ? { delayMs: checkInteger(a.delayMs, 'delayMs', 0, 7 * 24 * 3_600_000) } : {}),
+      ...(typeof a.reason === 'string' ? { reason: a.reason.slice(0, 4096) } : {}),
+    };
     default:
       throw new OnelogError('INVALID_REQUEST', `an acknowledgement's type must be accept, release, reject or renew, got ${JSON.stringify((a as { type?: unknown }).type)}`, { offset });
   }

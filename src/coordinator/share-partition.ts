@@ -66,7 +66,7 @@ export interface SharePartitionSnapshot {
 /** The outcome a member reports for a record it holds. */
 export type ShareAcknowledgement = { offset: number } & (
   | { type: 'accept' }
-  | { type: 'release'; delayMs?: number }
+  | { type: 'release'; delayMs?: number; reason?: string }
   | { type: 'reject'; reason?: string }
   | { type: 'renew' }
 );
@@ -84,7 +84,7 @@ export class SharePartition {
    * @param snapshot what was persisted (a new partition: `{ startOffset, endOffset: startOffset, records: [] }`)
    * @throws OnelogError `INVALID_REQUEST` for settings out of bounds
    */
-  constructor(snapshot: SharePartitionSnapshot, private readonly settings: SharePartitionSettings) {
+  constructor(snapshot: SharePartitionSnapshot, private settings: SharePartitionSettings) {
     checkShareSettings(settings);
     this.start = snapshot.startOffset;
     this.end = snapshot.endOffset;
@@ -94,6 +94,16 @@ export class SharePartition {
       if (status === 'acquired') this.releaseRecord(r, 0, 'its broker stopped while it was held');
       this.records.push(r);
     }
+  }
+
+  /**
+   * New settings (the subscription was altered): a new lock period applies to the next acquisition or renewal, a new
+   * delivery limit to the next release, a new window size to the next {@link extend}, a new order to the next acquisition.
+   * @throws OnelogError `INVALID_REQUEST` for settings out of bounds
+   */
+  configure(settings: SharePartitionSettings): void {
+    checkShareSettings(settings);
+    this.settings = settings;
   }
 
   /** The share-partition start offset: every offset below it is accepted or dead-lettered. */
@@ -176,11 +186,20 @@ export class SharePartition {
   }
 
   /**
-   * Applies a member's acknowledgements of records it holds. A record not acquired by `memberId` (its lock expired
-   * and another member has it, or it never was this member's) is refused whole before anything changes.
-   * @throws OnelogError `INVALID_RECORD_STATE` naming the offset, `INVALID_REQUEST` for a bad delay
+   * Applies a member's acknowledgements of records it holds, once the locks ended by `now` are released. A record not
+   * held by `memberId` (its lock expired, another member has it, or it never was this member's) refuses them whole
+   * before anything changes, as does an offset named twice.
+   * @throws OnelogError `INVALID_RECORD_STATE` naming the offset, `INVALID_REQUEST` for a bad delay or an offset named twice
    */
   acknowledge(memberId: string, acks: readonly ShareAcknowledgement[], now: number): void {
+    const named = new Set<number>();
+    for (const a of acks) {
+      if (named.has(a.offset)) {
+        throw new OnelogError('INVALID_REQUEST', `offset ${a.offset} is acknowledged twice in one request; one outcome per record`, { offset: a.offset });
+      }
+      named.add(a.offset);
+    }
+    this.expire(now);
     const found = acks.map((a) => {
       const r = this.find(a.offset);
       if (r === undefined || r.status !== 'acquired' || r.memberId !== memberId) {
@@ -197,17 +216,25 @@ export class SharePartition {
       if (a.type === 'accept') this.finish(r, 'accepted', null);
       else if (a.type === 'reject') this.finish(r, 'dead', a.reason ?? 'rejected by the consumer');
       else if (a.type === 'renew') r.lockUntil = now + this.settings.lockMs;
-      else this.releaseRecord(r, now + (a.delayMs ?? 0), 'released by the consumer');
+      else this.releaseRecord(r, now + (a.delayMs ?? 0), a.reason === undefined ? 'released by the consumer' : `released by the consumer: ${a.reason}`);
     });
     this.advance();
   }
 
-  /** Releases the records whose locks ended by `now` (their members are gone or too slow). */
-  expire(now: number): void {
+  /**
+   * Releases the records whose locks ended by `now` (their members are gone or too slow).
+   * @returns how many were released (or, at their limit, made dead)
+   */
+  expire(now: number): number {
+    let released = 0;
     for (let i = this.head; i < this.records.length; i++) {
       const r = this.records[i]!;
-      if (r.status === 'acquired' && r.lockUntil <= now) this.releaseRecord(r, 0, 'its acquisition lock expired');
+      if (r.status === 'acquired' && r.lockUntil <= now) {
+        this.releaseRecord(r, 0, 'its acquisition lock expired');
+        released++;
+      }
     }
+    return released;
   }
 
   /** A member left or ended: the records it holds are released at once. */

@@ -669,7 +669,10 @@ export interface ShareAckRequest {
   groupId: string;
   topic: string;
   memberId: string;
-  /** 1 to 10,000. */
+  /**
+   * 1 to 10,000, each offset once. `reason`: a reject's, kept in its dead letter; a release's, kept in the dead letter
+   * if that was its last delivery allowed.
+   */
   acks: Array<{ partition: number; offset: number; type: 'accept' | 'release' | 'reject' | 'renew'; delayMs?: number; reason?: string }>;
 }
 

@@ -112,7 +112,10 @@ export class Audit {
         : AUDITED[key]?.target(fields) ?? 'cluster';
     await this.catalog.addAudit({
       at: this.clock.now(), principal: name, action: AUDITED[key]?.action ?? key, target, outcome: 'refused',
-      details: { request: key, operation: operation ?? 'admin', code: error.code, reason: error.message, suppressed },
+      details: {
+        request: key, operation: operation ?? 'admin', code: error.code, reason: error.message, suppressed,
+        ...(AUDITED[key]?.done && !AUDITED[key].done(fields) ? { dryRun: true } : {}),
+      },
     }).catch((err: unknown) => this.logger.error({ err: (err as Error).message, request: key, principal: name }, 'could not record a refused operation'));
   }
 

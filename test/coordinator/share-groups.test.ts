@@ -124,4 +124,19 @@ describe('share groups', () => {
     expect((await acquire('m3', 3)).map(([o]) => o)).toEqual([0, 1, 2]);
     expect((await broker.describeGroup('q')).resets.map((r) => [r.oldOffset, r.newOffset])).toEqual([[7, 0], [2, 7]]);
   });
+
+  it('refuses an acknowledgement once the lock ended, an offset named twice, and applies an alter to partitions in use at once', async () => {
+    await share();
+    expect(await acquire('m1', 2)).toEqual([[0, 1], [1, 1]]);
+    clock.advance(5000); // the locks end; nobody acquires meanwhile
+    expect((await ack('m1', 'accept', [0])).partitions).toMatchObject([{ partition: 0, error: { code: 'INVALID_RECORD_STATE' } }]);
+    expect(await acquire('m2', 2)).toEqual([[0, 2], [1, 2]]);
+    expect(await broker.shareAcknowledge({ groupId: 'q', topic: 't', memberId: 'm2', acks: [{ partition: 0, offset: 0, type: 'accept' }, { partition: 0, offset: 0, type: 'reject' }] })
+      .catch((err: { code: string; message: string }) => `${err.code}: ${err.message}`)).toMatch(/INVALID_REQUEST: offset 0 is acknowledged twice/);
+    await share({ maxDeliveries: 2 }); // an alter: the partition in use takes it at once
+    clock.advance(5000);
+    await ack('m2', 'release', [1]).catch(() => undefined); // its lock ended: refused, and 0 and 1 were released at their limit
+    expect(await acquire('m3')).toEqual([[2, 1], [3, 1], [4, 1], [5, 1], [6, 1], [7, 1], [8, 1], [9, 1]]);
+    expect((await broker.listDeadLetters({ groupId: 'q', topic: 't' })).records.map((r) => [r.original.offset, r.attempts])).toEqual([[0, 2], [1, 2]]);
+  });
 });

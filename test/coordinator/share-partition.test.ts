@@ -75,6 +75,7 @@ class Model {
   }
 
   acknowledge(member: string, acks: ShareAcknowledgement[], now: number): boolean {
+    this.expire(now);
     if (!acks.every((a) => this.records.get(a.offset)?.status === 'acquired' && this.records.get(a.offset)!.member === member)) return false;
     for (const a of acks) {
       const r = this.records.get(a.offset)!;
@@ -265,6 +266,8 @@ describe('share-partition state machine', () => {
     expect(sp.acquire('a', 0, 10).map((r) => [r.offset, r.deliveries])).toEqual([[5, 1], [6, 1]]);
     sp.acknowledge('a', [{ offset: 6, type: 'accept' }], 0);
     expect(() => sp.acknowledge('b', [{ offset: 5, type: 'accept' }], 0)).toThrow(/not held by member b/);
+    expect(() => sp.acknowledge('a', [{ offset: 5, type: 'accept' }, { offset: 5, type: 'release' }], 0)).toThrow(/offset 5 is acknowledged twice/);
+    expect(sp.inFlight()).toMatchObject([{ offset: 5, status: 'acquired', memberId: 'a' }]); // nothing of it applied
     sp = new SharePartition(sp.snapshot(), s); // a crash: 5 was held; it is available again, its delivery counted
     expect(sp.startOffset).toBe(5);
     expect(sp.acquire('b', 0, 10).map((r) => [r.offset, r.deliveries])).toEqual([[5, 2]]);

@@ -95,4 +95,28 @@ describe('a share group on real processes', () => {
     expect((await last.api.shareFetch({ groupId: 'Q', topic: 'edits', memberId: 'check' })).records).toEqual([]);
     last.close();
   });
+
+  it('dead-letters only the record whose --exec command kills its consume process; a slow command loses nothing to its lock', async () => {
+    server = await startServer(tmpDir());
+    const cli = async (args: string[], input?: Buffer) => {
+      const r = await runCli(server!.url, args, input);
+      if (r.code !== 0) throw new Error(`onelog ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+      return r.stdout;
+    };
+    const edits = readEdits().slice(0, 20);
+    await cli(['topics', 'create', 'edits', '--partitions', '1']);
+    await cli(['produce', 'edits'], Buffer.from(edits.map((e) => e.value).join('\n')));
+    await cli(['groups', 'create', 'Q', '--topic', 'edits', '--type', 'share', '--start', 'earliest', '--lock-ms', '1000', '--max-deliveries', '3']);
+    const outcomes: Array<{ offset: number; outcome: string }> = [];
+    for (let run = 0; run < 4; run++) {
+      // Offset 6 kills the consume process; the others take 300 ms each, more than half the 1 s lock.
+      const r = await runCli(server.url, ['consume', 'edits', '--group', 'Q', '--idle-timeout-ms', '2000', '--session-timeout-ms', '1000',
+        '--exec', 'cat > /dev/null; if [ "$ONELOG_OFFSET" = 6 ]; then kill -9 $PPID; fi; sleep 0.3']);
+      outcomes.push(...r.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { offset: number; outcome: string }));
+    }
+    expect(outcomes.every((o) => o.outcome === 'accepted')).toBe(true);
+    expect(outcomes.map((o) => o.offset).sort((a, b) => a - b)).toEqual(edits.map((_, i) => i).filter((o) => o !== 6));
+    const dead = JSON.parse(await cli(['dlq', 'list', 'Q', '--topic', 'edits', '--json'])) as { depth: number; records: Array<{ original: { offset: number }; attempts: number }> };
+    expect(dead).toMatchObject({ depth: 1, records: [{ original: { offset: 6 }, attempts: 3 }] });
+  });
 });
