@@ -191,4 +191,30 @@ describe('group coordination on the group lease\'s holder', () => {
       await c.dispose();
     }
   });
+
+  it('serves a share group on its coordinator, its in-flight state in the cluster\'s offset store: a new coordinator goes on with every count', async () => {
+    const c = await testCluster(s3);
+    let a: Broker | undefined = await Broker.open(c.options(1));
+    const b = await Broker.open(c.options(2));
+    try {
+      await a.createTopic({ topic: 't', partitions: 1 });
+      await a.produce({ topic: 't', records: [0, 1, 2, 3].map((i) => rec(`r${i}`, 0)) });
+      await a.subscribe({ groupId: 's', topic: 't', type: 'share', startPolicy: 'earliest', lockMs: 60_000, maxDeliveries: 2 });
+      const got = await a.shareFetch({ groupId: 's', topic: 't', memberId: 'm1', maxRecords: 3 });
+      expect(got.records.map((r) => [r.offset, r.deliveryCount])).toEqual([[0, 1], [1, 1], [2, 1]]);
+      await a.shareAcknowledge({ groupId: 's', topic: 't', memberId: 'm1', acks: [{ partition: 0, offset: 1, type: 'accept' }] });
+      expect(await refusal(b.shareFetch({ groupId: 's', topic: 't', memberId: 'm2' }))).toMatchObject({ code: 'NOT_COORDINATOR' });
+      await a.close(); // b takes the group over: what m1 held is available again, its count kept
+      a = undefined;
+      const again = await b.shareFetch({ groupId: 's', topic: 't', memberId: 'm2' });
+      expect(again.records.map((r) => [r.offset, r.deliveryCount])).toEqual([[0, 2], [2, 2], [3, 1]]);
+      await b.shareAcknowledge({ groupId: 's', topic: 't', memberId: 'm2', acks: [0, 2, 3].map((offset) => ({ partition: 0, offset, type: 'accept' as const })) });
+      expect((await b.shareFetch({ groupId: 's', topic: 't', memberId: 'm2' })).records).toEqual([]);
+      expect((await b.committedOffsets('s')).find((o) => o.topic === 't')).toMatchObject({ offset: 4 });
+    } finally {
+      await a?.close();
+      await b.close();
+      await c.dispose();
+    }
+  });
 });
