@@ -6,8 +6,8 @@
  *
  * - the records it held, from the committed offset to the end of what it was handed, become suspect, and a member's
  *   fetch is handed them one at a time, so the next end falls on the one record that was in hand;
- * - the delivery of the first held record is counted (with a batch in hand, that is the record the group had not
- *   committed yet; alone in hand, the record that did it);
+ * - the deliveries are counted: alone in hand, of that record; with a batch in hand (which record did it is unknown),
+ *   of every record of the batch;
  * - a record held alone whose deliveries reach the subscription's limit (with its earlier attempts through the retry
  *   tiers, `maxAttempts`) is dead-lettered, and the group's committed offset moves past it: the partition flows on.
  *
@@ -32,18 +32,39 @@ export interface DeliveryState {
    */
   suspectFrom: number;
   suspectTo: number;
-  /** Per offset (decimal text), the deliveries of the record that ended with its member ending, >= 1. */
+  /** Per offset (decimal text), the deliveries of the record, held alone, that ended with its member ending, >= 1. */
   crashes: Record<string, number>;
+  /**
+   * `[from, to)` of each batch a member ended holding (several records in hand: which did it is unknown): a delivery
+   * of every record in it that ended with its member ending.
+   */
+  batches: Array<[number, number]>;
+}
+
+/** The deliveries of the record at `offset` that ended with their member ending: alone, and within batches. */
+function crashesOf(state: DeliveryState | undefined, offset: number): number {
+  if (state === undefined) return 0;
+  return (state.crashes[offset] ?? 0) + state.batches.filter(([from, to]) => offset >= from && offset < to).length;
 }
 
 /** A stored record state as a {@link DeliveryState}; undefined when there is none. @throws Error for another shape */
 function asDeliveryState(state: RecordState | undefined): DeliveryState | undefined {
   if (state === undefined) return undefined;
-  const { suspectFrom, suspectTo, crashes } = state;
-  if (typeof suspectFrom !== 'number' || typeof suspectTo !== 'number' || crashes === null || typeof crashes !== 'object') {
+  const { suspectFrom, suspectTo, crashes, batches = [] } = state;
+  if (typeof suspectFrom !== 'number' || typeof suspectTo !== 'number' || crashes === null || typeof crashes !== 'object' || !Array.isArray(batches)) {
     throw new Error(`a record state that is not a delivery state: ${JSON.stringify(state).slice(0, 200)}`);
   }
-  return { suspectFrom, suspectTo, crashes: crashes as Record<string, number> };
+  return { suspectFrom, suspectTo, crashes: crashes as Record<string, number>, batches: batches as Array<[number, number]> };
+}
+
+/** `state` without what lies below `offset` (committed past, or dead-lettered): the suspect range and counts from there on. */
+function trimmed(state: DeliveryState, offset: number): DeliveryState {
+  return {
+    suspectFrom: Math.min(Math.max(state.suspectFrom, offset), state.suspectTo),
+    suspectTo: state.suspectTo,
+    crashes: Object.fromEntries(Object.entries(state.crashes).filter(([o]) => Number(o) >= offset)),
+    batches: state.batches.flatMap(([from, to]): Array<[number, number]> => (to <= offset ? [] : [[Math.max(from, offset), to]])),
+  };
 }
 
 /** Where a partition's records go once a crash-counted record is spent. */
@@ -93,7 +114,7 @@ export class DeliveryCounts {
 
   /** The deliveries of the record at `offset` that ended with their member ending (0 when none). */
   crashes(groupId: string, topic: string, partition: number, offset: number): number {
-    return this.states.get(keyOf(groupId, topic, partition))?.crashes[offset] ?? 0;
+    return crashesOf(this.states.get(keyOf(groupId, topic, partition)), offset);
   }
 
   /**
@@ -108,15 +129,17 @@ export class DeliveryCounts {
       const from = (await this.offsets.get(groupId, topic, partition))?.offset ?? held.first;
       if (from >= held.end) continue;
       const stored = this.states.get(keyOf(groupId, topic, partition)) ?? asDeliveryState(await this.offsets.recordState(groupId, topic, partition));
-      const crashes = Object.fromEntries(Object.entries(stored?.crashes ?? {}).filter(([offset]) => Number(offset) >= from));
-      crashes[from] = (crashes[from] ?? 0) + 1;
-      let state: DeliveryState = { suspectFrom: from, suspectTo: Math.max(held.end, stored?.suspectTo ?? 0), crashes };
-      this.logger.warn({ groupId, memberId: member.memberId, topic, partition, offset: from, heldTo: held.end, deliveries: crashes[from] },
+      const alone = held.end - from === 1;
+      let state = trimmed({ suspectFrom: from, suspectTo: Math.max(held.end, stored?.suspectTo ?? 0), crashes: { ...stored?.crashes }, batches: [...stored?.batches ?? []] }, from);
+      // Held alone, the end falls on that record; with a batch in hand, on each record of it.
+      if (alone) state.crashes[from] = (state.crashes[from] ?? 0) + 1;
+      else state.batches.push([from, held.end]);
+      const deliveries = crashesOf(state, from);
+      this.logger.warn({ groupId, memberId: member.memberId, topic, partition, offset: from, heldTo: held.end, deliveries },
         'a member ended holding records it had not committed: they are handed out one at a time');
-      if (held.end - from === 1 && await this.sink.deadLetterIfSpent(groupId, topic, partition, from, crashes[from]!)) {
-        this.logger.warn({ groupId, topic, partition, offset: from, deliveries: crashes[from] }, 'dead-lettered a record whose consumer ended each time it had it');
-        delete crashes[from];
-        state = { ...state, suspectFrom: from + 1 };
+      if (alone && await this.sink.deadLetterIfSpent(groupId, topic, partition, from, deliveries)) {
+        this.logger.warn({ groupId, topic, partition, offset: from, deliveries }, 'dead-lettered a record whose consumer ended each time it had it');
+        state = trimmed(state, from + 1);
         await this.commitPast(groupId, topic, partition, from + 1);
       }
       await this.save(groupId, topic, partition, state);
@@ -127,13 +150,12 @@ export class DeliveryCounts {
   async committed(groupId: string, topic: string, partition: number, offset: number): Promise<void> {
     const state = this.states.get(keyOf(groupId, topic, partition));
     if (state === undefined || offset <= state.suspectFrom) return;
-    const crashes = Object.fromEntries(Object.entries(state.crashes).filter(([o]) => Number(o) >= offset));
-    await this.save(groupId, topic, partition, { suspectFrom: Math.min(offset, state.suspectTo), suspectTo: state.suspectTo, crashes });
+    await this.save(groupId, topic, partition, trimmed(state, offset));
   }
 
   /** Forgets what is known of a group's partitions of `topic` (an executed reset moved its offsets). */
   async reset(groupId: string, topic: string, partitions: readonly number[]): Promise<void> {
-    for (const partition of partitions) await this.save(groupId, topic, partition, { suspectFrom: 0, suspectTo: 0, crashes: {} });
+    for (const partition of partitions) await this.save(groupId, topic, partition, { suspectFrom: 0, suspectTo: 0, crashes: {}, batches: [] });
   }
 
   /** Forgets a deleted group's states (the offset store deleted them with its offsets). */
@@ -143,7 +165,7 @@ export class DeliveryCounts {
 
   /** Stores a state, or removes it when nothing is suspect and no count is left. */
   private async save(groupId: string, topic: string, partition: number, state: DeliveryState): Promise<void> {
-    const empty = state.suspectFrom >= state.suspectTo && Object.keys(state.crashes).length === 0;
+    const empty = state.suspectFrom >= state.suspectTo && Object.keys(state.crashes).length === 0 && state.batches.length === 0;
     await this.offsets.setRecordState(groupId, topic, partition, empty ? null : { ...state });
     if (empty) this.states.delete(keyOf(groupId, topic, partition));
     else this.states.set(keyOf(groupId, topic, partition), state);

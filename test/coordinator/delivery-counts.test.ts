@@ -82,6 +82,25 @@ describe('crash-counted deliveries', () => {
     expect(await fetch(fourth, 10)).toEqual([10, 11, 12]);
   });
 
+  it('counts a batch\'s end on every record of it: a poison record deeper in the batch is handed out maxAttempts times too', async () => {
+    const first = await join();
+    expect(await fetch(first)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]); // record 3 kills it: delivery 1 of 0..9
+    dies();
+    const second = await join();
+    for (const offset of [0, 1, 2]) { // processed alone and committed
+      expect(await fetch(second, offset)).toEqual([offset]);
+      await commit(second, offset + 1);
+    }
+    expect(await fetch(second, 3)).toEqual([3]); // delivery 2
+    dies();
+    const third = await join();
+    expect(await fetch(third)).toEqual([3]); // delivery 3
+    dies();
+    const fourth = await join();
+    expect(fourth.assignment.find((p) => p.topic === 't')!.offset).toBe(4);
+    expect((await broker.listDeadLetters({ groupId: 'g', topic: 't' })).records).toMatchObject([{ original: { offset: 3 }, attempts: 3 }]);
+  });
+
   it('counts deliveries across broker restarts', async () => {
     await fetch(await join());
     dies();
