@@ -183,15 +183,12 @@ export class ShareGroups {
   async reset(groupId: string, topic: string): Promise<void> {
     const sub = await this.s.subscription(groupId, topic);
     for (let partition = 0; partition < this.s.logs.partitionCount(topic); partition++) {
-      const loaded = await this.load(sub, partition);
-      const run = loaded.queue.then(async () => {
-        const start = (await this.s.offsets.get(groupId, topic, partition))?.offset ?? loaded.sp.startOffset;
+      await this.inOrder(sub, partition, async (sp, loaded) => {
+        const start = (await this.s.offsets.get(groupId, topic, partition))?.offset ?? sp.startOffset;
         loaded.sp = new SharePartition({ startOffset: start, endOffset: start, records: [] }, settingsOf(sub));
-        loaded.committed = start;
+        loaded.committed = start; // the reset committed it
         await this.s.offsets.setRecordState(groupId, topic, partition, { share: loaded.sp.snapshot() });
       });
-      loaded.queue = run.catch(() => undefined);
-      await run;
     }
   }
 
@@ -224,17 +221,24 @@ export class ShareGroups {
   private async acquireFrom(sub: SubscriptionRecord, sp: SharePartition, partition: number, memberId: string, max: number):
     Promise<{ records: SharedRecord[]; nextChangeAt: number | null }> {
     const log = this.s.logs.get(sub.topic, partition);
-    if (sp.endOffset < log.logStartOffset) sp.logStartMoved(log.logStartOffset);
+    let changed = false;
+    if (sp.endOffset < log.logStartOffset) {
+      sp.logStartMoved(log.logStartOffset);
+      changed = true;
+    }
     // The window takes from the log what this acquisition may need (what waits there first), not all it could hold:
     // its state is written whole at every change, so it stays as small as what is in flight.
     const wanted = Math.min(sp.room, Math.max(0, max - sp.available) + max);
     if (wanted > 0 && sp.endOffset < log.highWatermark) {
       const read = await log.fetch(sp.endOffset, { maxRecords: wanted, maxBytes: WINDOW_READ_BYTES });
       sp.extend(read.records.map((r) => ({ offset: r.offset, key: r.key === null ? null : r.key.toString('base64') })), read.nextOffset);
+      changed = true;
     }
     const now = this.s.clock.now();
+    if (sp.expire(now) > 0) changed = true;
     const acquired = sp.acquire(memberId, now, max);
-    await this.settle(sub, sp, partition);
+    // An acquisition that changed nothing (an idle member's poll) writes nothing.
+    if (changed || acquired.length > 0) await this.settle(sub, sp, partition);
     if (acquired.length === 0) return { records: [], nextChangeAt: sp.nextChangeAt(now) };
     // The records themselves, read again from the log in runs of consecutive offsets.
     const records: SharedRecord[] = [];
@@ -258,10 +262,10 @@ export class ShareGroups {
   }
 
   /** Runs `work` on the partition's state once the operations queued on it before ended. */
-  private inOrder<T>(sub: SubscriptionRecord, partition: number, work: (sp: SharePartition) => Promise<T>): Promise<T> {
+  private inOrder<T>(sub: SubscriptionRecord, partition: number, work: (sp: SharePartition, loaded: LoadedPartition) => Promise<T>): Promise<T> {
     const running = this.load(sub, partition).then(async (loaded) => {
       const run = loaded.queue.then(async () => {
-        const result = await work(loaded.sp);
+        const result = await work(loaded.sp, loaded);
         // The start offset as the group's committed offset, once the state that moved it is on disk.
         if (loaded.sp.startOffset !== loaded.committed) {
           await this.s.commit(sub.groupId, sub.topic, partition, loaded.sp.startOffset);
