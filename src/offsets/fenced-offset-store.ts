@@ -6,7 +6,7 @@
  */
 import { OnelogError } from '../protocol/errors.js';
 import type { WriteFence } from '../write-fence.js';
-import type { CommittedOffset, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** A failure of the store: anything but a typed error or a refused argument (RangeError, TypeError). */
 function isStoreFailure(err: unknown): boolean {
@@ -38,8 +38,12 @@ export class FencedOffsetStore implements OffsetStore {
   }
 
   /** As {@link OffsetStore.setRecordState}. @throws as {@link WriteFence.guard}; `RESOURCE_EXHAUSTED` for a full disk */
-  setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void> {
-    return this.write('record state', () => this.store.setRecordState(groupId, topic, partition, state));
+  setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null, entries?: RecordEntries): Promise<void> {
+    return this.write('record state', () => this.store.setRecordState(groupId, topic, partition, state, entries));
+  }
+
+  recordEntries(groupId: string, topic: string, partition: number): Promise<Array<[number, string]>> {
+    return this.store.recordEntries(groupId, topic, partition);
   }
 
   generation(groupId: string): Promise<number> {

@@ -17,7 +17,7 @@ import type { Database, RootDatabase } from 'lmdb';
 import { OnelogError } from '../protocol/errors.js';
 import { FILE_MODE, makeDir } from '../storage/file-modes.js';
 import { CloseGate, staleGeneration } from './offset-store.js';
-import type { CommittedOffset, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** The sub-database of the binary value format 1. */
 const DB_NAME = 'committed-offsets-v1';
@@ -25,6 +25,8 @@ const DB_NAME = 'committed-offsets-v1';
 const GENERATIONS_DB_NAME = 'group-generations';
 /** The sub-database of record states: the offsets' key layout, the value the state as JSON text. */
 const RECORD_STATES_DB_NAME = 'record-states';
+/** A record state's entries: the partition's key (as the record state's) followed by the offset, 8 bytes big-endian. */
+const RECORD_ENTRIES_DB_NAME = 'record-entries';
 /** The sub-database of the older MessagePack values, migrated on open. */
 const LEGACY_DB_NAME = 'committed-offsets';
 
@@ -117,6 +119,16 @@ function groupRange(groupId: string): { start: Buffer; end: Buffer } {
   return { start, end };
 }
 
+/** The key range of every key that starts with `prefix` (a record state's entries). */
+function prefixRange(prefix: Buffer): { start: Buffer; end: Buffer } {
+  return { start: prefix, end: Buffer.concat([prefix, Buffer.alloc(8, 0xff)]) };
+}
+
+/** @throws RangeError for an entry offset that is not an integer from 0 to 2^53-1 */
+function checkEntryOffset(offset: number): void {
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`offset store: a record entry's offset must be an integer >= 0, got ${offset}`);
+}
+
 /**
  * The values of one commit, each a view of one buffer allocated for the commit (lmdb-js keeps a pointer to a
  * queued value until the write is done, so values are not built in a reused buffer).
@@ -188,6 +200,7 @@ export class LmdbOffsetStore implements OffsetStore {
     private readonly db: Database<Buffer, Buffer>,
     private readonly generations: Database<Buffer, Buffer>,
     private readonly recordStates: Database<Buffer, Buffer>,
+    private readonly recordEntriesDb: Database<Buffer, Buffer>,
   ) {}
 
   /**
@@ -208,8 +221,9 @@ export class LmdbOffsetStore implements OffsetStore {
     const db = root.openDB<Buffer, Buffer>({ name: DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     const generations = root.openDB<Buffer, Buffer>({ name: GENERATIONS_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     const recordStates = root.openDB<Buffer, Buffer>({ name: RECORD_STATES_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
+    const recordEntries = root.openDB<Buffer, Buffer>({ name: RECORD_ENTRIES_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     migrateLegacy(root, db);
-    return new LmdbOffsetStore(root, db, generations, recordStates);
+    return new LmdbOffsetStore(root, db, generations, recordStates, recordEntries);
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
@@ -295,16 +309,49 @@ export class LmdbOffsetStore implements OffsetStore {
     return bytes === undefined ? undefined : JSON.parse(bytes.toString('utf8')) as RecordState;
   }
 
-  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void> {
+  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null, entries: RecordEntries = {}): Promise<void> {
     checkCommit(groupId, [{ topic, partition, offset: 0 }]);
     const key = Buffer.from(this.keys.full(groupId, topic, partition));
-    await this.written(() => (state === null ? this.recordStates.remove(key) : this.recordStates.put(key, Buffer.from(JSON.stringify(state), 'utf8'))));
+    const value = state === null ? null : Buffer.from(JSON.stringify(state), 'utf8');
+    const entryKey = (offset: number) => {
+      checkEntryOffset(offset);
+      if (key.length + 8 > MAX_KEY_BYTES) throw new RangeError(`offset store: record entry keys of group '${groupId}', topic '${topic}' are over ${MAX_KEY_BYTES} bytes`);
+      const k = Buffer.allocUnsafe(key.length + 8);
+      key.copy(k, 0);
+      k.writeUInt32BE(Math.floor(offset / 0x1_0000_0000), key.length);
+      k.writeUInt32BE(offset % 0x1_0000_0000, key.length + 4);
+      return k;
+    };
+    const set = (entries.set ?? []).map(([offset, text]) => [entryKey(offset), Buffer.from(text, 'utf8')] as const);
+    const remove = (entries.remove ?? []).map(entryKey);
+    // One write transaction across both databases, committed and synced before it resolves.
+    await this.written(() => this.recordStates.transaction(() => {
+      if (value === null) {
+        this.recordStates.remove(key).catch(ignore);
+        for (const k of this.recordEntriesDb.getKeys(prefixRange(key))) this.recordEntriesDb.remove(k).catch(ignore);
+        return;
+      }
+      this.recordStates.put(key, value).catch(ignore);
+      for (const [k, v] of set) this.recordEntriesDb.put(k, v).catch(ignore);
+      for (const k of remove) this.recordEntriesDb.remove(k).catch(ignore);
+    }));
+  }
+
+  async recordEntries(groupId: string, topic: string, partition: number): Promise<Array<[number, string]>> {
+    this.gate.check();
+    checkCommit(groupId, [{ topic, partition, offset: 0 }]);
+    const key = Buffer.from(this.keys.full(groupId, topic, partition));
+    const out: Array<[number, string]> = [];
+    for (const { key: k, value } of this.recordEntriesDb.getRange(prefixRange(key))) {
+      out.push([k.readUInt32BE(key.length) * 0x1_0000_0000 + k.readUInt32BE(key.length + 4), value.toString('utf8')]);
+    }
+    return out;
   }
 
   async deleteGroup(groupId: string): Promise<void> {
     // A transaction callback runs inside the write transaction, so it sees (and removes) every earlier commit.
     await this.written(() => this.db.transaction(() => {
-      for (const db of [this.db, this.recordStates]) for (const key of db.getKeys(groupRange(groupId))) db.remove(key).catch(ignore);
+      for (const db of [this.db, this.recordStates, this.recordEntriesDb]) for (const key of db.getKeys(groupRange(groupId))) db.remove(key).catch(ignore);
     }));
   }
 
@@ -325,6 +372,7 @@ export class LmdbOffsetStore implements OffsetStore {
         removed++;
       }
       for (const key of this.recordStates.getKeys()) if (ofTopic(key)) this.recordStates.remove(key).catch(ignore);
+      for (const key of this.recordEntriesDb.getKeys()) if (ofTopic(key.subarray(0, key.length - 8))) this.recordEntriesDb.remove(key).catch(ignore);
     }));
     return removed;
   }

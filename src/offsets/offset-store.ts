@@ -43,9 +43,19 @@ export interface GenerationFence {
  * What the consumer manager keeps of one partition's records beyond a group's committed offset (DESIGN.md: per-record
  * state): the delivery counts of records a member ended holding (coordinator/delivery-counts.ts), a share group's
  * in-flight records (coordinator/share-partition.ts). A JSON object the store keeps as it is given, opaque; small
- * (bounded by what is in flight), written whole and durably.
+ * (bounded by what is in flight), written whole and durably. Beside it a partition may keep {@link RecordEntries}.
  */
 export type RecordState = { readonly [field: string]: unknown };
+
+/**
+ * Changes to the entries a partition's record state keeps by offset (a share-partition's records one by one, so a
+ * change writes what changed, not the whole window): `set` writes each `[offset, value]` (a short text, opaque to the
+ * store), `remove` deletes the entries at those offsets (absent ones are fine). Offsets are integers >= 0.
+ */
+export interface RecordEntries {
+  set?: ReadonlyArray<readonly [number, string]>;
+  remove?: readonly number[];
+}
 
 /** A stored offset with its key. */
 export interface GroupOffset extends CommittedOffset {
@@ -84,10 +94,15 @@ export interface OffsetStore {
   list(groupId: string): Promise<GroupOffset[]>;
   /** The group's {@link RecordState} of one partition, or undefined when it has none. */
   recordState(groupId: string, topic: string, partition: number): Promise<RecordState | undefined>;
-  /** Replaces the group's {@link RecordState} of one partition (null removes it), durably as a commit is. */
-  setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void>;
   /**
-   * Removes every committed offset and record state of a group. Its generation and fence stay, so a group created
+   * Replaces the group's {@link RecordState} of one partition and applies `entries` to its entries, in one durable
+   * write as a commit is; `null` removes the state and every entry (`entries` is then ignored).
+   */
+  setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null, entries?: RecordEntries): Promise<void>;
+  /** The group's record-state entries of one partition ({@link RecordEntries}), in offset order. */
+  recordEntries(groupId: string, topic: string, partition: number): Promise<Array<[number, string]>>;
+  /**
+   * Removes every committed offset and record state (entries included) of a group. Its generation and fence stay, so a group created
    * again under the id numbers its generations on from there and the deleted group's members stay refused.
    */
   deleteGroup(groupId: string): Promise<void>;

@@ -9,6 +9,7 @@
  * - `<prefix>group_generations (group_id) -> generation_id, fence_generation_id`: each group's highest
  *   generation and the fence of its commits;
  * - `<prefix>record_states (group_id, topic, partition) -> state` (the partition's record state as JSON text).
+ * - `<prefix>record_entries (group_id, topic, partition, offset) -> value` (a record state's entries, OffsetStore.recordEntries).
  *
  * Writes take effect in call order: they queue, and one writer at a time runs whatever queued meanwhile in one
  * transaction (as lmdb-js joins queued writes), so a burst of commits shares one synced commit. A fenced
@@ -21,7 +22,7 @@ import type { Pool, PoolClient } from 'pg';
 import { checkTablePrefix, createTables, inTransaction, openPool, query } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { CloseGate, staleGeneration } from './offset-store.js';
-import type { CommittedOffset, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** Options of {@link PostgresKvOffsetStore.open}. */
 export interface PostgresKvOffsetStoreOptions {
@@ -46,6 +47,7 @@ export class PostgresKvOffsetStore implements OffsetStore {
   private readonly offsets: string;
   private readonly generations: string;
   private readonly recordStates: string;
+  private readonly recordEntriesTable: string;
 
   private readonly gate = new CloseGate('PostgreSQL');
 
@@ -53,6 +55,7 @@ export class PostgresKvOffsetStore implements OffsetStore {
     this.offsets = `${prefix}committed_offsets`;
     this.generations = `${prefix}group_generations`;
     this.recordStates = `${prefix}record_states`;
+    this.recordEntriesTable = `${prefix}record_entries`;
   }
 
   /**
@@ -79,6 +82,10 @@ export class PostgresKvOffsetStore implements OffsetStore {
         group_id text NOT NULL, topic text NOT NULL, partition bigint NOT NULL, state text NOT NULL,
         PRIMARY KEY (group_id, topic, partition))`,
       `CREATE INDEX IF NOT EXISTS ${store.recordStates}_by_topic ON ${store.recordStates} (topic)`,
+      `CREATE TABLE IF NOT EXISTS ${store.recordEntriesTable} (
+        group_id text NOT NULL, topic text NOT NULL, partition bigint NOT NULL, "offset" bigint NOT NULL, value text NOT NULL,
+        PRIMARY KEY (group_id, topic, partition, "offset"))`,
+      `CREATE INDEX IF NOT EXISTS ${store.recordEntriesTable}_by_topic ON ${store.recordEntriesTable} (topic)`,
     ]);
     await setup.catch(async (err: unknown) => {
       if (store.ownsPool) await pool.end();
@@ -159,26 +166,53 @@ export class PostgresKvOffsetStore implements OffsetStore {
     return rows[0] && JSON.parse(rows[0].state) as RecordState;
   }
 
-  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void> {
+  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null, entries: RecordEntries = {}): Promise<void> {
     if (!Number.isInteger(partition) || partition < 0 || partition > 0xffffffff) {
       throw new RangeError(`offset store: partition ${partition} of topic '${topic}' is not an integer in 0..2^32-1`);
     }
-    await this.write((client) => (state === null
-      ? client.query(`DELETE FROM ${this.recordStates} WHERE group_id = $1 AND topic = $2 AND partition = $3`, [groupId, topic, partition])
-      : client.query(`INSERT INTO ${this.recordStates} VALUES ($1, $2, $3, $4)
-          ON CONFLICT (group_id, topic, partition) DO UPDATE SET state = excluded.state`, [groupId, topic, partition, JSON.stringify(state)])));
+    const set = entries.set ?? [];
+    const remove = entries.remove ?? [];
+    for (const offset of [...set.map(([o]) => o), ...remove]) {
+      if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`offset store: a record entry's offset must be an integer >= 0, got ${offset}`);
+    }
+    const key = [groupId, topic, partition];
+    await this.write(async (client) => {
+      if (state === null) {
+        await client.query(`DELETE FROM ${this.recordStates} WHERE group_id = $1 AND topic = $2 AND partition = $3`, key);
+        await client.query(`DELETE FROM ${this.recordEntriesTable} WHERE group_id = $1 AND topic = $2 AND partition = $3`, key);
+        return;
+      }
+      await client.query(`INSERT INTO ${this.recordStates} VALUES ($1, $2, $3, $4)
+        ON CONFLICT (group_id, topic, partition) DO UPDATE SET state = excluded.state`, [...key, JSON.stringify(state)]);
+      if (remove.length > 0) {
+        await client.query(`DELETE FROM ${this.recordEntriesTable} WHERE group_id = $1 AND topic = $2 AND partition = $3 AND "offset" = ANY($4::bigint[])`,
+          [...key, remove.map(String)]);
+      }
+      if (set.length > 0) {
+        await client.query(`INSERT INTO ${this.recordEntriesTable} SELECT $1, $2, $3, o, v FROM unnest($4::bigint[], $5::text[]) AS e(o, v)
+          ON CONFLICT (group_id, topic, partition, "offset") DO UPDATE SET value = excluded.value`, [...key, set.map(([o]) => String(o)), set.map(([, v]) => v)]);
+      }
+    });
+  }
+
+  async recordEntries(groupId: string, topic: string, partition: number): Promise<Array<[number, string]>> {
+    const { rows } = await this.select<{ offset: string; value: string }>('record entries',
+      `SELECT "offset", value FROM ${this.recordEntriesTable} WHERE group_id = $1 AND topic = $2 AND partition = $3 ORDER BY "offset"`, [groupId, topic, partition]);
+    return rows.map((r) => [Number(r.offset), r.value]);
   }
 
   async deleteGroup(groupId: string): Promise<void> {
     await this.write(async (client) => {
       await client.query(`DELETE FROM ${this.offsets} WHERE group_id = $1`, [groupId]);
       await client.query(`DELETE FROM ${this.recordStates} WHERE group_id = $1`, [groupId]);
+      await client.query(`DELETE FROM ${this.recordEntriesTable} WHERE group_id = $1`, [groupId]);
     });
   }
 
   async deleteTopic(topic: string): Promise<number> {
     const result = await this.write(async (client) => {
       await client.query(`DELETE FROM ${this.recordStates} WHERE topic = $1`, [topic]);
+      await client.query(`DELETE FROM ${this.recordEntriesTable} WHERE topic = $1`, [topic]);
       return client.query(`DELETE FROM ${this.offsets} WHERE topic = $1`, [topic]);
     });
     return (result as { rowCount: number | null }).rowCount ?? 0;

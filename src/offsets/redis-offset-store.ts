@@ -6,6 +6,8 @@
  *   binary record as the LMDB engine's: `0x01 float64le(offset) float64le(commitTimestamp) utf8(metadata)`;
  * - `<prefix>generation:<groupId>`: a hash of the group's highest generation (`highest`) and its fence (`fence`);
  * - `<prefix>record-states:<groupId>`: a hash, field as the offsets', value the partition's record state as JSON;
+ * - `<prefix>record-entries:<groupId> 0x00 <topic> 0x00 <partition>`: a hash of one partition's record-state entries,
+ *   field the offset in decimal; `<prefix>record-entry-keys:<groupId>`: a set of the group's entry hashes;
  * - `<prefix>topic-groups:<topic>`: a set of the groups that committed offsets or kept a record state of the topic
  *   (for deleteTopic).
  *
@@ -22,7 +24,7 @@
 import { Redis } from 'ioredis';
 import { OnelogError } from '../protocol/errors.js';
 import { CloseGate, staleGeneration } from './offset-store.js';
-import type { CommittedOffset, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** Options of {@link RedisOffsetStore.open}. */
 export interface RedisOffsetStoreOptions {
@@ -63,8 +65,9 @@ if ARGV[2] == '1' and wanted > tonumber(redis.call('HGET', KEYS[1], 'fence') or 
 return highest`;
 
 /**
- * KEYS: the topic's topic-groups set. ARGV: the offsets-hash prefix, the topic, the record-states-hash prefix. Removes the
- * topic's fields from every group that committed it or kept a record state of it; returns how many offsets were removed.
+ * KEYS: the topic's topic-groups set. ARGV: the offsets-hash prefix, the topic, the record-states-hash prefix, the
+ * entry-keys-set prefix, the entries-hash prefix. Removes the topic's fields from every group that committed it or kept a record state of it,
+ * and its entry hashes; returns how many offsets were removed.
  */
 const DELETE_TOPIC = `
 local removed = 0
@@ -83,22 +86,55 @@ end
 for _, group in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   removed = removed + strip(ARGV[1] .. group)
   strip(ARGV[3] .. group)
+  local set = ARGV[4] .. group
+  local want = ARGV[5] .. group .. '\\0' .. prefix
+  for _, key in ipairs(redis.call('SMEMBERS', set)) do
+    if string.sub(key, 1, #want) == want then
+      redis.call('DEL', key)
+      redis.call('SREM', set, key)
+    end
+  end
 end
 redis.call('DEL', KEYS[1])
 return removed`;
 
-/** KEYS: the record-states hash, the topic-groups set. ARGV: the field, the group id, the state as JSON ('' removes it). */
+/**
+ * KEYS: the record-states hash, the topic-groups set, the partition's entries hash, the group's entry-keys set.
+ * ARGV: the field, the group id, the state as JSON ('' removes it and every entry), the count of entries to set, then
+ * offset/value pairs to set, then offsets to remove.
+ */
 const SET_RECORD_STATE = `
-if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[1]); return 0 end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('DEL', KEYS[3])
+  redis.call('SREM', KEYS[4], KEYS[3])
+  return 0
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('SADD', KEYS[2], ARGV[2])
+local sets = tonumber(ARGV[4])
+local first = 5 + 2 * sets
+for i = 5, first - 1, 2000 do
+  redis.call('HSET', KEYS[3], unpack(ARGV, i, math.min(i + 1999, first - 1)))
+end
+for i = first, #ARGV, 2000 do
+  redis.call('HDEL', KEYS[3], unpack(ARGV, i, math.min(i + 1999, #ARGV)))
+end
+if sets > 0 then redis.call('SADD', KEYS[4], KEYS[3]) end
+return 0`;
+
+/** KEYS: the group's offsets hash, record-states hash and entry-keys set. Removes them and every entries hash of the group. */
+const DELETE_GROUP = `
+for _, key in ipairs(redis.call('SMEMBERS', KEYS[3])) do redis.call('DEL', key) end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return 0`;
 
 type Scripts = {
   onelogCommit(numKeys: number, ...args: Array<string | Buffer>): Promise<number>;
   onelogAdvance(key: string, generation: string, fence: '0' | '1'): Promise<number>;
-  onelogDeleteTopic(key: string, hashPrefix: string, topic: string, recordStatesPrefix: string): Promise<number>;
-  onelogSetRecordState(recordStatesKey: string, topicKey: string, field: string, groupId: string, state: string): Promise<number>;
+  onelogDeleteTopic(key: string, hashPrefix: string, topic: string, recordStatesPrefix: string, entryKeysPrefix: string, entriesPrefix: string): Promise<number>;
+  onelogSetRecordState(...args: string[]): Promise<number>;
+  onelogDeleteGroup(offsetsKey: string, recordStatesKey: string, entryKeysKey: string): Promise<number>;
 };
 
 function encodeValue(offset: number, now: number, metadata: string | undefined): Buffer {
@@ -155,7 +191,8 @@ export class RedisOffsetStore implements OffsetStore {
     redis.defineCommand('onelogCommit', { lua: COMMIT });
     redis.defineCommand('onelogAdvance', { lua: ADVANCE, numberOfKeys: 1 });
     redis.defineCommand('onelogDeleteTopic', { lua: DELETE_TOPIC, numberOfKeys: 1 });
-    redis.defineCommand('onelogSetRecordState', { lua: SET_RECORD_STATE, numberOfKeys: 2 });
+    redis.defineCommand('onelogSetRecordState', { lua: SET_RECORD_STATE, numberOfKeys: 4 });
+    redis.defineCommand('onelogDeleteGroup', { lua: DELETE_GROUP, numberOfKeys: 3 });
     try {
       await redis.connect();
       // ioredis reports a refused SELECT (a database beyond the server's count) as an event only, and goes on in 0.
@@ -213,19 +250,35 @@ export class RedisOffsetStore implements OffsetStore {
     return value === null ? undefined : JSON.parse(value) as RecordState;
   }
 
-  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null): Promise<void> {
+  async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null, entries: RecordEntries = {}): Promise<void> {
     checkPartition(topic, partition);
-    await this.call('record state', () => this.redis.onelogSetRecordState(
-      this.recordStatesKey(groupId), this.topicKey(topic), `${topic}\0${partition}`, groupId, state === null ? '' : JSON.stringify(state),
-    ));
+    const set = entries.set ?? [];
+    const remove = entries.remove ?? [];
+    for (const offset of [...set.map(([o]) => o), ...remove]) {
+      if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`offset store: a record entry's offset must be an integer >= 0, got ${offset}`);
+    }
+    const args = [
+      this.recordStatesKey(groupId), this.topicKey(topic), this.entriesKey(groupId, topic, partition), this.entryKeysKey(groupId),
+      `${topic}\0${partition}`, groupId, state === null ? '' : JSON.stringify(state), String(set.length),
+      ...set.flatMap(([offset, value]) => [String(offset), value]), ...remove.map(String),
+    ];
+    await this.call('record state', () => this.redis.onelogSetRecordState(...args));
+  }
+
+  async recordEntries(groupId: string, topic: string, partition: number): Promise<Array<[number, string]>> {
+    checkPartition(topic, partition);
+    const all = await this.call('record entries', () => this.redis.hgetall(this.entriesKey(groupId, topic, partition)));
+    return Object.entries(all).map(([offset, value]): [number, string] => [Number(offset), value]).sort((a, b) => a[0] - b[0]);
   }
 
   async deleteGroup(groupId: string): Promise<void> {
-    await this.call('group deletion', () => this.redis.del(this.offsetsKey(groupId), this.recordStatesKey(groupId)));
+    await this.call('group deletion', () => this.redis.onelogDeleteGroup(this.offsetsKey(groupId), this.recordStatesKey(groupId), this.entryKeysKey(groupId)));
   }
 
   async deleteTopic(topic: string): Promise<number> {
-    return this.call('topic deletion', () => this.redis.onelogDeleteTopic(this.topicKey(topic), `${this.prefix}offsets:`, topic, `${this.prefix}record-states:`));
+    return this.call('topic deletion', () => this.redis.onelogDeleteTopic(
+      this.topicKey(topic), `${this.prefix}offsets:`, topic, `${this.prefix}record-states:`, `${this.prefix}record-entry-keys:`, `${this.prefix}record-entries:`,
+    ));
   }
 
   async close(): Promise<void> {
@@ -239,6 +292,14 @@ export class RedisOffsetStore implements OffsetStore {
 
   private recordStatesKey(groupId: string): string {
     return `${this.prefix}record-states:${groupId}`;
+  }
+
+  private entriesKey(groupId: string, topic: string, partition: number): string {
+    return `${this.prefix}record-entries:${groupId}\0${topic}\0${partition}`;
+  }
+
+  private entryKeysKey(groupId: string): string {
+    return `${this.prefix}record-entry-keys:${groupId}`;
   }
 
   private generationKey(groupId: string): string {

@@ -155,6 +155,30 @@ export function offsetStoreContract(name: string, factory: () => OffsetStoreFixt
       expect(await again.recordState('g', 'ta', 0)).toBeUndefined();
     });
 
+    it('keeps a record state\'s entries by offset: set and removed with the state in one write, in offset order, gone with it', async () => {
+      const { store, fixture } = await fresh();
+      expect(await store.recordEntries('g', 't', 0)).toEqual([]);
+      await store.setRecordState('g', 't', 0, { start: 5 }, { set: [[2 ** 40, 'far'], [7, 'a'], [5, 'b'], [300, 'c']] });
+      await store.setRecordState('g', 't', 0, { start: 6 }, { set: [[7, 'a2']], remove: [5, 9] }); // 9: absent, fine
+      await store.setRecordState('g', 't', 1, { start: 0 }, { set: [[1, 'p1']] });
+      await store.setRecordState('g', 'ta', 0, { start: 0 }, { set: [[1, 'ta']] }); // a topic named with t's prefix
+      await store.setRecordState('h', 't', 0, { start: 0 }, { set: [[1, 'h']] });
+      const again = await reopen(fixture, store);
+      expect(await again.recordState('g', 't', 0)).toEqual({ start: 6 });
+      expect(await again.recordEntries('g', 't', 0)).toEqual([[7, 'a2'], [300, 'c'], [2 ** 40, 'far']]);
+      expect(await again.recordEntries('g', 't', 1)).toEqual([[1, 'p1']]);
+      await expect(again.setRecordState('g', 't', 0, { start: 6 }, { set: [[-1, 'x']] })).rejects.toThrow(RangeError);
+      expect(await again.recordEntries('g', 't', 0)).toHaveLength(3); // nothing of a refused write
+      await again.setRecordState('g', 't', 1, null); // the state and every entry
+      expect(await again.recordEntries('g', 't', 1)).toEqual([]);
+      expect(await again.deleteTopic('t')).toBe(0);
+      expect(await again.recordEntries('g', 't', 0)).toEqual([]);
+      expect(await again.recordEntries('h', 't', 0)).toEqual([]);
+      expect(await again.recordEntries('g', 'ta', 0)).toEqual([[1, 'ta']]);
+      await again.deleteGroup('g');
+      expect(await again.recordEntries('g', 'ta', 0)).toEqual([]);
+    });
+
     it('a topic that is a prefix of another is a different key', async () => {
       const { store } = await fresh();
       await store.commit('g', [{ topic: 'ab', partition: 0, offset: 2 }, { topic: 'a', partition: 0, offset: 1 }], T);
