@@ -1,8 +1,11 @@
 /**
  * Share groups (docs/consumer-groups.md; Kafka's share groups, KIP-932): queues on the log. Any number of members
  * acquire records of the same partitions side by side; each partition's state is a {@link SharePartition}, loaded on
- * first use from the offset store (its record state) and written back, durably, before every answer that changed it,
- * so after any crash every record is accepted or dead-lettered, none lost, and a redelivery is a count.
+ * first use from the offset store (its record state: the start offset, and an entry per record delivered) and
+ * written back, what changed only, durably, before every answer that changed it, so after any crash every record is
+ * accepted or dead-lettered, none lost, and a redelivery is a count. Records read from the log for the window are kept
+ * decoded until their first delivery (a read-ahead of at most {@link READ_AHEAD_BYTES} per partition), so a record
+ * is decoded once, not once to enter the window and again to be handed out.
  *
  * Members are known by the member id they acquire and acknowledge with (a client's own id): one not heard from for its
  * session timeout ends, and the records it holds are released at once (before their locks would end).
@@ -12,14 +15,15 @@ import type { Clock } from '../clock.js';
 import type { SubscriptionRecord } from '../catalog/catalog.js';
 import type { Logger } from '../logger.js';
 import type { OffsetStore, RecordState } from '../offsets/offset-store.js';
+import type { StoredRecord } from '../protocol/types.js';
 import type {
   GroupDescription, ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult, SharedRecord,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';
-import { SharePartition } from './share-partition.js';
-import type { ShareAcknowledgement, SharePartitionSettings, SharePartitionSnapshot } from './share-partition.js';
+import { restoreSnapshot, SharePartition } from './share-partition.js';
+import type { ShareAcknowledgement, SharePartitionSettings } from './share-partition.js';
 
 /** What share groups read and write beyond the log and the offset store. */
 export interface ShareGroupSources {
@@ -40,15 +44,30 @@ export interface ShareGroupSources {
 
 /** A member's session when its acquire names none, ms (Kafka's group.share.session.timeout.ms). */
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
-/** Bytes of records one partition's read into the window takes at most. */
-const WINDOW_READ_BYTES = 4 << 20;
+/** Bytes of records one partition's read from the log takes at most (the first batch is read whole). */
+const READ_AHEAD_BYTES = 1 << 20;
 /** Defaults and bounds of an acquisition. */
 const FETCH = { maxRecords: 500, maxRecordsBound: 10_000, maxWaitMsBound: 30_000 };
 
-interface LoadedPartition {
+/** A share-partition with what serves it. */
+interface PartitionState {
   sp: SharePartition;
   /** The start offset last committed as the group's offset (see {@link ShareGroupSources.commit}); -1 before any. */
   committed: number;
+  /** Records read from the log past the window's end (decoded, in offset order, from `aheadAt`), not yet in the window. */
+  ahead: StoredRecord[];
+  aheadAt: number;
+  /** Where the read that filled `ahead` ended (past offsets compaction emptied). */
+  aheadEnd: number;
+  /** The window's records not yet delivered, by offset: handed out without reading the log again. */
+  bodies: Map<number, StoredRecord>;
+  /** Entries the offset store holds that the window does not (see restoreSnapshot), removed at the next write. */
+  orphans: number[];
+  /** A write of its state failed: what is in memory may be ahead of the store, so it is read again before the next operation. */
+  stale: boolean;
+}
+
+interface LoadedPartition extends PartitionState {
   /** The tail of this partition's operations: each runs once the one before ended. */
   queue: Promise<unknown>;
 }
@@ -91,7 +110,7 @@ export class ShareGroups {
       let nextChange = Infinity;
       for (let i = 0; i < count && records.length < maxRecords; i++) {
         const partition = (first + i) % count;
-        const got = await this.inOrder(sub, partition, (sp) => this.acquireFrom(sub, sp, partition, memberId, maxRecords - records.length));
+        const got = await this.inOrder(sub, partition, (loaded) => this.acquireFrom(sub, loaded, partition, memberId, maxRecords - records.length));
         records.push(...got.records);
         nextChange = Math.min(nextChange, got.nextChangeAt ?? Infinity);
       }
@@ -125,14 +144,14 @@ export class ShareGroups {
     }
     const partitions: ShareAckResult['partitions'] = [];
     for (const [partition, acks] of byPartition) {
-      const error = await this.inOrder(sub, partition, async (sp) => {
+      const error = await this.inOrder(sub, partition, async (loaded) => {
         try {
-          sp.acknowledge(memberId, acks, this.s.clock.now());
+          loaded.sp.acknowledge(memberId, acks, this.s.clock.now());
         } catch (err) {
           if (err instanceof OnelogError && err.code === 'INVALID_RECORD_STATE') return err.toJSON();
           throw err;
         }
-        await this.settle(sub, sp, partition);
+        await this.settle(sub, loaded, partition);
         return undefined;
       });
       partitions.push({ partition, ...(error ? { error } : {}) });
@@ -159,9 +178,10 @@ export class ShareGroups {
       const [groupId, topic, partition] = key.split('\0') as [string, string, string];
       const sub = await this.s.subscription(groupId, topic).catch(() => undefined);
       if (sub === undefined) continue; // the group or its subscription is gone
-      await this.inOrder(sub, Number(partition), async (sp) => {
+      await this.inOrder(sub, Number(partition), async (loaded) => {
+        const { sp } = loaded;
         for (const id of ended.get(groupId) ?? []) sp.memberGone(id);
-        if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await this.settle(sub, sp, Number(partition));
+        if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await this.settle(sub, loaded, Number(partition));
       });
     }
   }
@@ -171,7 +191,7 @@ export class ShareGroups {
     const sub = await this.s.subscription(groupId, topic);
     for (const key of [...this.partitions.keys()]) {
       const [g, t, partition] = key.split('\0') as [string, string, string];
-      if (g === groupId && t === topic) await this.inOrder(sub, Number(partition), async (sp) => sp.configure(settingsOf(sub)));
+      if (g === groupId && t === topic) await this.inOrder(sub, Number(partition), async ({ sp }) => sp.configure(settingsOf(sub)));
     }
   }
 
@@ -183,11 +203,11 @@ export class ShareGroups {
   async reset(groupId: string, topic: string): Promise<void> {
     const sub = await this.s.subscription(groupId, topic);
     for (let partition = 0; partition < this.s.logs.partitionCount(topic); partition++) {
-      await this.inOrder(sub, partition, async (sp, loaded) => {
-        const start = (await this.s.offsets.get(groupId, topic, partition))?.offset ?? sp.startOffset;
-        loaded.sp = new SharePartition({ startOffset: start, endOffset: start, records: [] }, settingsOf(sub));
-        loaded.committed = start; // the reset committed it
-        await this.s.offsets.setRecordState(groupId, topic, partition, { share: loaded.sp.snapshot() });
+      await this.inOrder(sub, partition, async (loaded) => {
+        const start = (await this.s.offsets.get(groupId, topic, partition))?.offset ?? loaded.sp.startOffset;
+        await this.s.offsets.setRecordState(groupId, topic, partition, null); // every entry
+        Object.assign(loaded, fresh(new SharePartition({ startOffset: start, endOffset: start, records: [] }, settingsOf(sub)), start));
+        await this.s.offsets.setRecordState(groupId, topic, partition, shareHeader(start));
       });
     }
   }
@@ -217,55 +237,100 @@ export class ShareGroups {
     this.members.delete(groupId);
   }
 
-  /** Acquires from one partition: fills its window from the log, acquires, persists, reads the records. */
-  private async acquireFrom(sub: SubscriptionRecord, sp: SharePartition, partition: number, memberId: string, max: number):
+  /** Acquires from one partition: fills its window from the log, acquires, persists, hands out the records. */
+  private async acquireFrom(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number, memberId: string, max: number):
     Promise<{ records: SharedRecord[]; nextChangeAt: number | null }> {
+    const { sp } = loaded;
     const log = this.s.logs.get(sub.topic, partition);
     let changed = false;
     if (sp.endOffset < log.logStartOffset) {
       sp.logStartMoved(log.logStartOffset);
+      for (const offset of loaded.bodies.keys()) if (offset < log.logStartOffset) loaded.bodies.delete(offset);
       changed = true;
     }
-    // The window takes from the log what this acquisition may need (what waits there first), not all it could hold:
-    // its state is written whole at every change, so it stays as small as what is in flight.
+    // The window takes from the log what this acquisition may need (what waits there first), not all it could hold.
     const wanted = Math.min(sp.room, Math.max(0, max - sp.available) + max);
-    if (wanted > 0 && sp.endOffset < log.highWatermark) {
-      const read = await log.fetch(sp.endOffset, { maxRecords: wanted, maxBytes: WINDOW_READ_BYTES });
-      sp.extend(read.records.map((r) => ({ offset: r.offset, key: r.key === null ? null : r.key.toString('base64') })), read.nextOffset);
+    if (wanted > 0 && await this.readAhead(loaded, log, wanted)) {
+      const from = loaded.aheadAt;
+      const until = Math.min(loaded.ahead.length, from + wanted);
+      const offered = loaded.ahead.slice(from, until);
+      const taken = sp.extend(offered.map((r) => ({ offset: r.offset, key: r.key === null ? null : r.key.toString('latin1') })),
+        until < loaded.ahead.length ? loaded.ahead[until]!.offset : loaded.aheadEnd);
+      for (let i = 0; i < taken; i++) loaded.bodies.set(offered[i]!.offset, offered[i]!);
+      loaded.aheadAt = from + taken;
       changed = true;
     }
     const now = this.s.clock.now();
     if (sp.expire(now) > 0) changed = true;
     const acquired = sp.acquire(memberId, now, max);
     // An acquisition that changed nothing (an idle member's poll) writes nothing.
-    if (changed || acquired.length > 0) await this.settle(sub, sp, partition);
+    if (changed || acquired.length > 0) await this.settle(sub, loaded, partition);
     if (acquired.length === 0) return { records: [], nextChangeAt: sp.nextChangeAt(now) };
-    // The records themselves, read again from the log in runs of consecutive offsets.
+    // A first delivery's record is in hand; a redelivery's is read again from the log, in runs of consecutive offsets.
     const records: SharedRecord[] = [];
-    const deliveries = new Map(acquired.map((r) => [r.offset, r.deliveries]));
-    for (let i = 0; i < acquired.length;) {
+    const again: typeof acquired = [];
+    for (const r of acquired) {
+      const body = loaded.bodies.get(r.offset);
+      if (body === undefined) again.push(r);
+      else {
+        loaded.bodies.delete(r.offset);
+        records.push({ ...body, partition, deliveryCount: r.deliveries });
+      }
+    }
+    const deliveries = new Map(again.map((r) => [r.offset, r.deliveries]));
+    for (let i = 0; i < again.length;) {
       let j = i + 1;
-      while (j < acquired.length && acquired[j]!.offset === acquired[j - 1]!.offset + 1) j++;
-      const { records: run } = await log.fetch(acquired[i]!.offset, { maxRecords: j - i, maxBytes: Number.MAX_SAFE_INTEGER });
+      while (j < again.length && again[j]!.offset === again[j - 1]!.offset + 1) j++;
+      const { records: run } = await log.fetch(again[i]!.offset, { maxRecords: j - i, maxBytes: Number.MAX_SAFE_INTEGER });
       for (const r of run) if (deliveries.has(r.offset)) records.push({ ...r, partition, deliveryCount: deliveries.get(r.offset)! });
       i = j;
     }
+    if (again.length > 0) records.sort((a, b) => a.offset - b.offset);
     return { records, nextChangeAt: null };
   }
 
-  /** Moves the partition's dead records to the dead letters, then persists its state: what every change ends with. */
-  private async settle(sub: SubscriptionRecord, sp: SharePartition, partition: number): Promise<void> {
+  /**
+   * Makes sure the read-ahead holds records at the window's end (reading the log from there when it holds none).
+   * @returns whether there is anything to take into the window
+   */
+  private async readAhead(loaded: LoadedPartition, log: ReturnType<Logs['get']>, wanted: number): Promise<boolean> {
+    const end = loaded.sp.endOffset;
+    // What the window's end passed (the log start moved) is dropped.
+    while (loaded.aheadAt < loaded.ahead.length && loaded.ahead[loaded.aheadAt]!.offset < end) loaded.aheadAt++;
+    if (loaded.aheadAt < loaded.ahead.length) return true;
+    if (end >= log.highWatermark) return false;
+    const read = await log.fetch(end, { maxRecords: Math.max(wanted, loaded.sp.room), maxBytes: READ_AHEAD_BYTES });
+    loaded.ahead = read.records;
+    loaded.aheadAt = 0;
+    loaded.aheadEnd = read.nextOffset;
+    return read.records.length > 0 || read.nextOffset > end;
+  }
+
+  /**
+   * Moves the partition's dead records to the dead letters, then persists what changed: what every change ends with.
+   * A failed write leaves the partition {@link LoadedPartition.stale}.
+   */
+  private async settle(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number): Promise<void> {
+    const { sp } = loaded;
     const dead = sp.deadLetters();
     for (const r of dead) await this.s.deadLetter(sub, partition, r.offset, r.deliveries, r.reason ?? 'dead-lettered');
     if (dead.length > 0) sp.deadLettered(dead.map((r) => r.offset));
-    await this.s.offsets.setRecordState(sub.groupId, sub.topic, partition, { share: sp.snapshot() });
+    const { startOffset, set, remove } = sp.takeChanges(loaded.orphans);
+    loaded.orphans = [];
+    try {
+      await this.s.offsets.setRecordState(sub.groupId, sub.topic, partition, shareHeader(startOffset), { set, remove });
+    } catch (err) {
+      loaded.stale = true;
+      throw err;
+    }
   }
 
   /** Runs `work` on the partition's state once the operations queued on it before ended. */
-  private inOrder<T>(sub: SubscriptionRecord, partition: number, work: (sp: SharePartition, loaded: LoadedPartition) => Promise<T>): Promise<T> {
+  private inOrder<T>(sub: SubscriptionRecord, partition: number, work: (loaded: LoadedPartition) => Promise<T>): Promise<T> {
     const running = this.load(sub, partition).then(async (loaded) => {
       const run = loaded.queue.then(async () => {
-        const result = await work(loaded.sp, loaded);
+        if (loaded.stale) Object.assign(loaded, await this.read(sub, partition));
+        const result = await work(loaded);
         // The start offset as the group's committed offset, once the state that moved it is on disk.
         if (loaded.sp.startOffset !== loaded.committed) {
           await this.s.commit(sub.groupId, sub.topic, partition, loaded.sp.startOffset);
@@ -279,24 +344,43 @@ export class ShareGroups {
     return running;
   }
 
-  /** The partition's state, read from the offset store on first use (a new one starts where the subscription says). */
+  /** The partition's state, read from the offset store on first use ({@link read}). */
   private load(sub: SubscriptionRecord, partition: number): Promise<LoadedPartition> {
     const key = partitionKey(sub.groupId, sub.topic, partition);
     let loading = this.partitions.get(key);
     if (loading === undefined) {
-      loading = (async () => {
-        const stored = await this.s.offsets.recordState(sub.groupId, sub.topic, partition);
-        const log = this.s.logs.get(sub.topic, partition);
-        // A new share-partition starts where the subscription resolved it (committed at the subscribe), else as its policy says.
-        const committed = (await this.s.offsets.get(sub.groupId, sub.topic, partition))?.offset ?? -1;
-        const start = committed >= 0 ? committed : sub.startPolicy === 'earliest' ? log.logStartOffset : log.highWatermark;
-        const snapshot = asShareSnapshot(stored) ?? { startOffset: start, endOffset: start, records: [] };
-        return { sp: new SharePartition(snapshot, settingsOf(sub)), queue: Promise.resolve(), committed };
-      })();
+      loading = this.read(sub, partition).then((state) => ({ ...state, queue: Promise.resolve() }));
       this.partitions.set(key, loading);
       loading.catch(() => this.partitions.delete(key));
     }
     return loading;
+  }
+
+  /**
+   * The partition's state as the offset store has it: its start offset and entries, with the log's records up to the
+   * last entry (see restoreSnapshot). A new share-partition starts where the subscription resolved it (committed at the
+   * subscribe), else as its policy says.
+   */
+  private async read(sub: SubscriptionRecord, partition: number): Promise<PartitionState> {
+    const { groupId, topic } = sub;
+    const log = this.s.logs.get(topic, partition);
+    const committed = (await this.s.offsets.get(groupId, topic, partition))?.offset ?? -1;
+    const header = asShareHeader(await this.s.offsets.recordState(groupId, topic, partition));
+    if (header === undefined) {
+      const start = committed >= 0 ? committed : sub.startPolicy === 'earliest' ? log.logStartOffset : log.highWatermark;
+      return fresh(new SharePartition({ startOffset: start, endOffset: start, records: [] }, settingsOf(sub)), committed);
+    }
+    const entries = await this.s.offsets.recordEntries(groupId, topic, partition);
+    const last = entries.at(-1)?.[0] ?? -1;
+    const read: Array<{ offset: number; key: string | null }> = [];
+    for (let at = Math.max(header.startOffset, log.logStartOffset); at <= last && at < log.highWatermark;) {
+      const got = await log.fetch(at, { maxRecords: last - at + 1, maxBytes: READ_AHEAD_BYTES });
+      for (const r of got.records) read.push({ offset: r.offset, key: r.key === null ? null : r.key.toString('latin1') });
+      if (got.nextOffset <= at) break;
+      at = got.nextOffset;
+    }
+    const { snapshot, orphans } = restoreSnapshot(header.startOffset, entries, read);
+    return { ...fresh(new SharePartition(snapshot, settingsOf(sub)), committed), orphans };
   }
 
   /** A known member was heard from (an acknowledgement registers nobody: only an acquisition makes a member). */
@@ -333,14 +417,24 @@ function settingsOf(sub: SubscriptionRecord): SharePartitionSettings {
   return { lockMs: sub.share!.lockMs, maxDeliveries: sub.maxDeliveries!, maxInFlight: sub.share!.maxInFlightRecords, ordering: sub.share!.ordering };
 }
 
-/** A stored record state as a share-partition's snapshot; undefined when there is none. @throws Error for another shape */
-function asShareSnapshot(state: RecordState | undefined): SharePartitionSnapshot | undefined {
+/** A partition's state around `sp`, nothing read ahead. */
+function fresh(sp: SharePartition, committed: number): PartitionState {
+  return { sp, committed, ahead: [], aheadAt: 0, aheadEnd: sp.endOffset, bodies: new Map(), orphans: [], stale: false };
+}
+
+/** A share-partition's record state (its entries are beside it): the start offset. */
+function shareHeader(startOffset: number): RecordState {
+  return { share: { startOffset } };
+}
+
+/** A stored record state as a share-partition's; undefined when there is none. @throws Error for another shape */
+function asShareHeader(state: RecordState | undefined): { startOffset: number } | undefined {
   if (state === undefined) return undefined;
-  const share = state.share as SharePartitionSnapshot | undefined;
-  if (share === undefined || typeof share.startOffset !== 'number' || typeof share.endOffset !== 'number' || !Array.isArray(share.records)) {
+  const share = state.share as { startOffset?: unknown } | undefined;
+  if (share === undefined || typeof share.startOffset !== 'number') {
     throw new Error(`a record state that is not a share-partition's: ${JSON.stringify(state).slice(0, 200)}`);
   }
-  return share;
+  return { startOffset: share.startOffset };
 }
 
 /** @throws OnelogError `INVALID_REQUEST` for a member id that is not 1 to 255 characters of text */

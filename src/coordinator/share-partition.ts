@@ -10,8 +10,10 @@
  *
  * Pure: the caller gives the time (ms since the epoch), reads the log ({@link SharePartition.extend}), moves dead
  * letters durably ({@link SharePartition.deadLetters}, then {@link SharePartition.deadLettered}) and persists
- * {@link SharePartition.snapshot} in the offset store before it answers. A snapshot restored after a crash keeps
- * every delivery count; a record acquired then is available again (its member's lock went with the broker).
+ * {@link SharePartition.takeChanges} in the offset store before it answers: the start offset, and one entry per record
+ * that was ever delivered (what changed since the last write, not the whole window). A record of the window with no
+ * entry was never delivered: after a crash, {@link restoreSnapshot} rebuilds the window from the entries and the log,
+ * every delivery count kept; a record acquired then is available again (its member's lock went with the broker).
  */
 import { OnelogError } from '../protocol/errors.js';
 
@@ -53,14 +55,69 @@ export interface SharePartitionSettings {
 
 export const DEFAULT_SHARE_SETTINGS: Readonly<SharePartitionSettings> = { lockMs: 30_000, maxDeliveries: 5, maxInFlight: 2000, ordering: 'none' };
 
-/** What is persisted of a share-partition: enough to go on after a crash. */
+/** A share-partition's window to start from: a new one, or one restored after a crash ({@link restoreSnapshot}). */
 export interface SharePartitionSnapshot {
   /** Every offset below it is accepted or dead-lettered (or was deleted from the log). */
   startOffset: number;
   /** The next offset to take from the log into the window. */
   endOffset: number;
-  /** The window's unfinished records, in offset order, each as `[offset, key, status, deliveries, notBefore, reason]`. */
-  records: Array<[number, string | null, 'available' | 'acquired' | 'dead', number, number, string | null]>;
+  /**
+   * The window's records, in offset order, each as `[offset, key, status, deliveries, notBefore, reason, stored]`
+   * (`stored`: the offset store holds an entry for it).
+   */
+  records: Array<[number, string | null, 'available' | 'acquired' | 'dead' | 'accepted', number, number, string | null, boolean]>;
+}
+
+/**
+ * What changed since the last {@link SharePartition.takeChanges}, to write to the offset store in one write: the start
+ * offset, entries to set (`[offset, text]`, a record as {@link encodeEntry} writes it) and offsets whose entries go
+ * (records below the start offset).
+ */
+export interface SharePartitionChanges {
+  startOffset: number;
+  set: Array<[number, string]>;
+  remove: number[];
+}
+
+/** A record of the window as the share-partition keeps it. */
+interface WindowRecord extends ShareRecord {
+  /** The offset store holds an entry for it (so it goes once the start offset passes it). */
+  stored: boolean;
+}
+
+const ENTRY_STATUS = { available: 'a', acquired: 'q', dead: 'd', accepted: 'x', archived: 'x' } as const;
+const STATUS_OF_ENTRY = { a: 'available', q: 'acquired', d: 'dead', x: 'accepted' } as const;
+
+/** A record's offset-store entry: `[status, deliveries, notBefore, reason]` as JSON, status a, q, d or x (done). */
+function encodeEntry(r: ShareRecord): string {
+  return JSON.stringify([ENTRY_STATUS[r.status], r.deliveries, r.notBefore, r.reason]);
+}
+
+/**
+ * The window to restart from after a crash: the entries the offset store holds and the log's records from the start
+ * offset to the last entry (for their keys; one without an entry was never delivered). An entry whose record the log
+ * no longer has (retention, compaction) is dropped from the store at the next write.
+ * @param log the records at or after `startOffset` up to the last entry's offset at least, in offset order
+ * @throws Error for an entry that is not one {@link encodeEntry} wrote
+ */
+export function restoreSnapshot(startOffset: number, entries: ReadonlyArray<readonly [number, string]>,
+  log: ReadonlyArray<{ offset: number; key: string | null }>): { snapshot: SharePartitionSnapshot; orphans: number[] } {
+  const byOffset = new Map<number, [string, number, number, string | null]>();
+  for (const [offset, text] of entries) {
+    const e = JSON.parse(text) as [string, number, number, string | null];
+    if (!Array.isArray(e) || !(e[0]! in STATUS_OF_ENTRY) || typeof e[1] !== 'number') throw new Error(`a share-partition entry that is not one: ${text.slice(0, 200)}`);
+    byOffset.set(offset, e);
+  }
+  const last = entries.length === 0 ? -1 : entries[entries.length - 1]![0];
+  const records: SharePartitionSnapshot['records'] = [];
+  for (const { offset, key } of log) {
+    if (offset < startOffset || offset > last) continue;
+    const e = byOffset.get(offset);
+    byOffset.delete(offset);
+    records.push(e === undefined ? [offset, key, 'available', 0, 0, null, false]
+      : [offset, key, STATUS_OF_ENTRY[e[0] as keyof typeof STATUS_OF_ENTRY], e[1], e[2], e[3], true]);
+  }
+  return { snapshot: { startOffset, endOffset: Math.max(startOffset, last + 1), records }, orphans: [...byOffset.keys()] };
 }
 
 /** The outcome a member reports for a record it holds. */
@@ -75,10 +132,14 @@ const UNFINISHED: ReadonlySet<ShareRecordStatus> = new Set(['available', 'acquir
 
 export class SharePartition {
   /** The window, in offset order; records before `head` are done and about to be dropped. */
-  private records: ShareRecord[] = [];
+  private records: WindowRecord[] = [];
   private head = 0;
   private start: number;
   private end: number;
+  /** Records whose persisted fields changed since the last {@link takeChanges}. */
+  private readonly changed = new Set<WindowRecord>();
+  /** Offsets whose entries go at the next {@link takeChanges}. */
+  private removals: number[] = [];
 
   /**
    * @param snapshot what was persisted (a new partition: `{ startOffset, endOffset: startOffset, records: [] }`)
@@ -88,12 +149,13 @@ export class SharePartition {
     checkShareSettings(settings);
     this.start = snapshot.startOffset;
     this.end = snapshot.endOffset;
-    for (const [offset, key, status, deliveries, notBefore, reason] of snapshot.records) {
-      const r: ShareRecord = { offset, key, status, deliveries, memberId: null, lockUntil: 0, notBefore, reason };
+    for (const [offset, key, status, deliveries, notBefore, reason, stored] of snapshot.records) {
+      const r: WindowRecord = { offset, key, status, deliveries, memberId: null, lockUntil: 0, notBefore, reason, stored };
+      this.records.push(r);
       // A lock does not outlive the broker that granted it: released as an expired one is, its deliveries kept.
       if (status === 'acquired') this.releaseRecord(r, 0, 'its broker stopped while it was held');
-      this.records.push(r);
     }
+    this.advance();
   }
 
   /**
@@ -130,7 +192,7 @@ export class SharePartition {
 
   /** The window's unfinished records, in offset order (copies). */
   inFlight(): ShareRecord[] {
-    return this.records.slice(this.head).filter((r) => UNFINISHED.has(r.status)).map((r) => ({ ...r }));
+    return this.records.slice(this.head).filter((r) => UNFINISHED.has(r.status)).map(copy);
   }
 
   /**
@@ -148,7 +210,7 @@ export class SharePartition {
         this.end = r.offset;
         return taken;
       }
-      this.records.push({ offset: r.offset, key: r.key, status: 'available', deliveries: 0, memberId: null, lockUntil: 0, notBefore: 0, reason: null });
+      this.records.push({ offset: r.offset, key: r.key, status: 'available', deliveries: 0, memberId: null, lockUntil: 0, notBefore: 0, reason: null, stored: false });
       this.end = r.offset + 1;
       taken++;
     }
@@ -180,7 +242,8 @@ export class SharePartition {
       r.memberId = memberId;
       r.lockUntil = now + this.settings.lockMs;
       r.notBefore = 0;
-      out.push({ ...r });
+      this.changed.add(r);
+      out.push(copy(r));
     }
     return out;
   }
@@ -261,14 +324,17 @@ export class SharePartition {
 
   /** Records to move to the dead letters, in offset order (copies); {@link deadLettered} once they are on disk. */
   deadLetters(): ShareRecord[] {
-    return this.records.slice(this.head).filter((r) => r.status === 'dead').map((r) => ({ ...r }));
+    return this.records.slice(this.head).filter((r) => r.status === 'dead').map(copy);
   }
 
   /** The dead records at `offsets` are in the dead letters now: done. */
   deadLettered(offsets: readonly number[]): void {
     for (const offset of offsets) {
       const r = this.find(offset);
-      if (r?.status === 'dead') r.status = 'archived';
+      if (r?.status === 'dead') {
+        r.status = 'archived';
+        this.changed.add(r);
+      }
     }
     this.advance();
   }
@@ -281,17 +347,27 @@ export class SharePartition {
     this.advance();
   }
 
-  /** What to persist (unfinished records only). */
-  snapshot(): SharePartitionSnapshot {
-    const records: SharePartitionSnapshot['records'] = [];
-    for (let i = this.head; i < this.records.length; i++) {
-      const r = this.records[i]!;
-      if (r.status === 'available' || r.status === 'acquired' || r.status === 'dead') records.push([r.offset, r.key, r.status, r.deliveries, r.notBefore, r.reason]);
+  /**
+   * What changed since the last call, to persist before answering (then it is taken: the next call has only what changes
+   * after this one). A record's entry is written once it was delivered and whenever it changes again; it goes once the
+   * start offset passes it.
+   * @param orphans entries to remove that the window does not hold (see {@link restoreSnapshot})
+   */
+  takeChanges(orphans: readonly number[] = []): SharePartitionChanges {
+    const set: Array<[number, string]> = [];
+    for (const r of this.changed) {
+      if (r.offset < this.start) continue; // passed by the start offset: its entry, if any, is among the removals
+      set.push([r.offset, encodeEntry(r)]);
+      r.stored = true;
     }
-    return { startOffset: this.start, endOffset: this.end, records };
+    this.changed.clear();
+    const remove = orphans.length === 0 ? this.removals : [...this.removals, ...orphans];
+    this.removals = [];
+    return { startOffset: this.start, set, remove };
   }
 
-  private releaseRecord(r: ShareRecord, notBefore: number, why: string): void {
+  private releaseRecord(r: WindowRecord, notBefore: number, why: string): void {
+    this.changed.add(r);
     if (r.deliveries >= this.settings.maxDeliveries) {
       this.finish(r, 'dead', `delivered ${r.deliveries} times (maxDeliveries ${this.settings.maxDeliveries}), the last ${why}`);
       return;
@@ -302,7 +378,8 @@ export class SharePartition {
     r.notBefore = notBefore;
   }
 
-  private finish(r: ShareRecord, status: 'accepted' | 'dead' | 'archived', reason: string | null): void {
+  private finish(r: WindowRecord, status: 'accepted' | 'dead' | 'archived', reason: string | null): void {
+    this.changed.add(r);
     r.status = status;
     r.memberId = null;
     r.lockUntil = 0;
@@ -312,7 +389,11 @@ export class SharePartition {
 
   /** Moves the start offset over the done records at the head of the window. */
   private advance(): void {
-    while (this.head < this.records.length && !UNFINISHED.has(this.records[this.head]!.status)) this.head++;
+    while (this.head < this.records.length && !UNFINISHED.has(this.records[this.head]!.status)) {
+      const r = this.records[this.head++]!;
+      if (r.stored) this.removals.push(r.offset);
+      r.stored = false;
+    }
     this.start = this.head < this.records.length ? this.records[this.head]!.offset : this.end;
     // Drop what is done at once it is a good share of the array (amortized: no shift per record).
     if (this.head > 1024 && this.head * 2 > this.records.length) {
@@ -322,7 +403,7 @@ export class SharePartition {
   }
 
   /** The window's record at `offset` (binary search), if any. */
-  private find(offset: number): ShareRecord | undefined {
+  private find(offset: number): WindowRecord | undefined {
     let lo = this.head;
     let hi = this.records.length - 1;
     while (lo <= hi) {
@@ -334,6 +415,11 @@ export class SharePartition {
     }
     return undefined;
   }
+}
+
+/** A record as the share-partition's answers give it: a copy, without what only persistence needs. */
+function copy(r: WindowRecord): ShareRecord {
+  return { offset: r.offset, key: r.key, status: r.status, deliveries: r.deliveries, memberId: r.memberId, lockUntil: r.lockUntil, notBefore: r.notBefore, reason: r.reason };
 }
 
 /** @throws OnelogError `INVALID_REQUEST` naming the setting out of its bounds */

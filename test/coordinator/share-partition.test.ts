@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SharePartition } from '../../src/coordinator/share-partition.js';
+import { restoreSnapshot, SharePartition } from '../../src/coordinator/share-partition.js';
 import type { ShareAcknowledgement, SharePartitionSettings, ShareRecordStatus } from '../../src/coordinator/share-partition.js';
 
 /** The model: one plain object per offset, linear scans, no index. */
@@ -97,8 +97,16 @@ class Model {
     return dead;
   }
 
+  /**
+   * A crash: what was held is released, its count kept; what was never delivered after the last record that was is
+   * forgotten (no entry holds it), to be taken from the log again.
+   */
   restart(): void {
-    for (const [o, r] of this.records) if (r.status === 'acquired') this.release(o, 0);
+    for (const [o, r] of [...this.records].sort((a, b) => a[0] - b[0])) if (r.status === 'acquired') this.release(o, 0);
+    const start = this.start;
+    const last = Math.max(-1, ...[...this.records].filter(([o, r]) => o >= start && r.deliveries > 0).map(([o]) => o));
+    for (const [o, r] of this.records) if (o > last && r.status === 'available' && r.deliveries === 0) this.records.delete(o);
+    this.end = Math.max(start, last + 1);
   }
 
   logStartMoved(to: number): void {
@@ -147,6 +155,16 @@ describe('share-partition state machine', () => {
       const keyOf = new Map<number, string | null>();
       const maxDeliveries = new Map<number, number>();
       const fate = new Map<number, 'accepted' | 'archived'>();
+      // The offset store: what every step's changes wrote.
+      const stored = { start: 0, entries: new Map<number, string>() };
+      const persist = (orphans: number[] = []) => {
+        const changes = sp.takeChanges(orphans);
+        stored.start = changes.startOffset;
+        for (const o of changes.remove) stored.entries.delete(o);
+        for (const [o, text] of changes.set) stored.entries.set(o, text);
+        // Entries are kept only from the start offset on.
+        for (const o of stored.entries.keys()) expect(o).toBeGreaterThanOrEqual(stored.start);
+      };
 
       const check = () => {
         const got = new Map(sp.inFlight().map((r) => [r.offset, r]));
@@ -225,13 +243,19 @@ describe('share-partition state machine', () => {
           sp.deadLettered(dead);
           expect(dead).toEqual(model.deadLettered());
         } else if (st.kind === 'restart') {
-          sp = new SharePartition(JSON.parse(JSON.stringify(sp.snapshot())) as ReturnType<SharePartition['snapshot']>, s);
+          const entries = [...stored.entries].sort((a, b) => a[0] - b[0]);
+          const last = entries.at(-1)?.[0] ?? -1;
+          const log = [...keyOf].filter(([o]) => o >= stored.start && o <= last).sort((a, b) => a[0] - b[0]).map(([offset, key]) => ({ offset, key }));
+          const { snapshot, orphans } = restoreSnapshot(stored.start, entries, log);
+          sp = new SharePartition(snapshot, s);
+          persist(orphans);
           model.restart();
         } else {
           const to = Math.min(logEnd, sp.startOffset + st.ahead);
           sp.logStartMoved(to);
           model.logStartMoved(to);
         }
+        persist();
         settle(before);
         check();
       }
@@ -248,9 +272,12 @@ describe('share-partition state machine', () => {
         const dead = sp.deadLetters().map((r) => r.offset);
         sp.deadLettered(dead);
         model.deadLettered();
+        persist();
         settle(before);
         check();
       }
+      expect(stored.entries.size).toBe(0); // all done: nothing left in the store but the start offset
+      expect(stored.start).toBe(sp.startOffset);
       expect(model.unfinished()).toBe(0);
       expect(sp.startOffset).toBe(sp.endOffset);
       // None lost: every record taken into the window ended accepted or dead-lettered, once.
@@ -268,7 +295,10 @@ describe('share-partition state machine', () => {
     expect(() => sp.acknowledge('b', [{ offset: 5, type: 'accept' }], 0)).toThrow(/not held by member b/);
     expect(() => sp.acknowledge('a', [{ offset: 5, type: 'accept' }, { offset: 5, type: 'release' }], 0)).toThrow(/offset 5 is acknowledged twice/);
     expect(sp.inFlight()).toMatchObject([{ offset: 5, status: 'acquired', memberId: 'a' }]); // nothing of it applied
-    sp = new SharePartition(sp.snapshot(), s); // a crash: 5 was held; it is available again, its delivery counted
+    const { set } = sp.takeChanges();
+    expect(set).toEqual([[5, '["q",1,0,null]'], [6, '["x",1,0,null]']]);
+    // a crash: 5 was held; it is available again, its delivery counted
+    sp = new SharePartition(restoreSnapshot(5, set, [{ offset: 5, key: null }, { offset: 6, key: null }]).snapshot, s);
     expect(sp.startOffset).toBe(5);
     expect(sp.acquire('b', 0, 10).map((r) => [r.offset, r.deliveries])).toEqual([[5, 2]]);
     sp.expire(1000); // the lock ends at the second delivery: the limit
