@@ -2,7 +2,7 @@
  * `npm run bench -- --only share` (issue 33, point 4): queues on the log. One partition of the Wikipedia edits, a
  * handler that waits 5 ms per record, and 1, 4 and 16 members reading it side by side, for `--share-seconds` each:
  *
- * - onelog share groups: a `onelog serve` child, each member a client share consumer over HTTP in this process
+ * - onelog share groups: a `onelog serve` child, each member a client share consumer on the binary data path in this process
  *   (batches of `--share-batch` records; outcomes sent once per batch), unordered and in key order (the edits' keys:
  *   channel|page; per-key order checked: no two records of a key in flight at once, each key's in offset order);
  *   the broker's CPU per acquired-and-accepted record from its /proc times;
@@ -32,7 +32,7 @@ const rate = (r: Row) => r.records / r.seconds;
 
 /** Members of one onelog share group for `seconds`: what they accepted; in key order, checks each key's order. */
 async function onelogRun(url: string, pid: number | undefined, group: string, members: number, seconds: number, batch: number, keyOrder: boolean): Promise<Row> {
-  const onelog = new Onelog({ url });
+  const onelog = new Onelog({ url, binary: true });
   await onelog.api.subscribe({ groupId: group, topic: 'edits', type: 'share', startPolicy: 'earliest', ordering: keyOrder ? 'key' : 'none', lockMs: 60_000 });
   const inFlightKeys = new Set<string>();
   const lastOffsetOfKey = new Map<string, number>();

@@ -1,18 +1,20 @@
 /**
  * {@link OnelogApi} with a binary data path: produce and fetch travel as RecordBatch v2 bytes in WebSocket
  * binary frames on `GET /data` (src/protocol/data-frames.ts), encoded and decoded here, so the broker
- * appends and serves batches as they are (validated, never re-encoded) and no JSON or base64 touches the records. Commits
- * travel on the same socket; every other operation goes over HTTP/JSON as {@link HttpApi}. One socket per server
+ * appends and serves batches as they are (validated, never re-encoded) and no JSON or base64 touches the records. Commits,
+ * and a share group member's acquisitions (records as batches) and acknowledgements, travel on the same socket; every other operation goes over HTTP/JSON as {@link HttpApi}. One socket per server
  * URL in use (a group's fetches and commits go to its coordinator, as {@link HttpApi} routes them), opened on first
  * use and again after a failure; requests on it run concurrently. With several server URLs, a socket that cannot be
  * opened is opened at the next URL, and a socket that breaks sends the next requests to the next URL (the requests
  * in flight on it fail with `NETWORK_ERROR`: their outcome is unknown).
  */
 import WebSocket from 'ws';
-import type { CommitRequest, FetchRequest, FetchResult, ProduceRequest, ProduceResult } from '../protocol/api.js';
+import type {
+  CommitRequest, FetchRequest, FetchResult, ProduceRequest, ProduceResult, ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult,
+} from '../protocol/api.js';
 import { ioBuffers } from '../buffer-pool.js';
-import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
-import type { DataFrame, FrameKind } from '../protocol/data-frames.js';
+import { decodeFrame, decodeSharedBatches, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
+import type { DataFrame, FrameKind, SharedBatchesJson } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
 import { planProduce } from '../protocol/produce-plan.js';
@@ -172,6 +174,23 @@ export class BinaryApi extends HttpApi {
     await this.request(FRAME_KIND.COMMIT, request, Buffer.alloc(0), FRAME_KIND.COMMITTED);
   }
 
+  /**
+   * A share group member's acquisition on the data socket: the records come as batches, not JSON.
+   * @throws OnelogError as {@link HttpApi.shareFetch}; `NETWORK_ERROR` when the socket fails
+   */
+  override async shareFetch(request: ShareFetchRequest): Promise<ShareFetchResult> {
+    const answer = await this.request(FRAME_KIND.SHARE_FETCH, request, Buffer.alloc(0), FRAME_KIND.SHARE_FETCHED);
+    return decodeSharedBatches(answer.json as SharedBatchesJson, answer.payload);
+  }
+
+  /**
+   * A share group member's acknowledgements on the data socket.
+   * @throws OnelogError as {@link HttpApi.shareAcknowledge}; `NETWORK_ERROR` when the socket fails
+   */
+  override async shareAcknowledge(request: ShareAckRequest): Promise<ShareAckResult> {
+    return (await this.request(FRAME_KIND.SHARE_ACK, request, Buffer.alloc(0), FRAME_KIND.SHARE_ACKED)).json as ShareAckResult;
+  }
+
   /** Closes the data sockets (pending requests fail with `NETWORK_ERROR`) and the HTTP connections. */
   override close(): void {
     super.close();
@@ -187,7 +206,7 @@ export class BinaryApi extends HttpApi {
   private async request(kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], expected: FrameKind): Promise<DataFrame> {
     const route = kind === FRAME_KIND.PRODUCE ? `produce:${(json as { topic: string }).topic}` : routeOf('', json);
     const state = this.attempts();
-    const waitMs = kind === FRAME_KIND.FETCH ? (json as { maxWaitMs?: number }).maxWaitMs ?? 0 : 0;
+    const waitMs = kind === FRAME_KIND.FETCH || kind === FRAME_KIND.SHARE_FETCH ? (json as { maxWaitMs?: number }).maxWaitMs ?? 0 : 0;
     for (;;) {
       const ws = await this.connect(route, this.urls.length);
       const base = ws.url.replace(/^ws/, 'http').replace(/\/data$/, '');

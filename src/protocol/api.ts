@@ -632,6 +632,9 @@ export interface BinaryDataApi {
   fetchBatches(request: FetchRequest): Promise<BatchFetchResult>;
   /** A group member's commit, carried on the data socket beside its fetches. */
   commitOffsets(request: CommitRequest): Promise<void>;
+  /** A share group member's acquisition and acknowledgements, on the data socket (as {@link OnelogApi.shareFetch}). */
+  shareFetch(request: ShareFetchRequest): Promise<ShareFetchResult>;
+  shareAcknowledge(request: ShareAckRequest): Promise<ShareAckResult>;
 }
 
 /** A share group member's acquisition (docs/consumer-groups.md): records of the topic's partitions, each locked for it. */

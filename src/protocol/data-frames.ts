@@ -6,16 +6,23 @@
  *     kind u8 | requestId u32 | jsonBytes u32 | json (UTF-8) | payload
  *
  * with big-endian integers. Requests: `PRODUCE` (json `{ topic, batches: [{ partition, bytes }] }`, payload the
- * batches one after another; stored or refused whole), `FETCH` (json a fetch request, no payload) and `COMMIT`
- * (json a commit request, no payload). Answers repeat the request id: `PRODUCED` (json
+ * batches one after another; stored or refused whole), `FETCH` (json a fetch request, no payload), `COMMIT`
+ * (json a commit request, no payload), and a share group member's `SHARE_FETCH` (json a share-fetch request) and
+ * `SHARE_ACK` (json a share-acks request). Answers repeat the request id: `PRODUCED` (json
  * `{ batches: [{ partition, baseOffset, lastOffset }] }`), `FETCHED` (json the fetch result with each partition's
- * `batchBytes`; payload the partitions' batches one after another), `COMMITTED` (json `{}`) or `ERROR`
- * (json `{ code, message, ...}`).
+ * `batchBytes`; payload the partitions' batches one after another), `COMMITTED` (json `{}`), `SHARE_FETCHED` (json
+ * `{ groupId, topic, memberId, lockMs, partitions: [{ partition, batchBytes, deliveryCounts }] }`, payload one
+ * uncompressed batch per partition holding exactly the records acquired, at their offsets: {@link encodeSharedBatches}),
+ * `SHARE_ACKED` (json the share-acks result) or `ERROR` (json `{ code, message, ...}`).
  * Pure: no I/O.
  */
+import type { SharedRecord, ShareFetchResult } from './api.js';
 import { OnelogError } from './errors.js';
+import { decodeRecords, encodeBatch } from './record-batch.js';
 
-export const FRAME_KIND = { PRODUCE: 1, FETCH: 2, COMMIT: 3, PRODUCED: 101, FETCHED: 102, COMMITTED: 103, ERROR: 255 } as const;
+export const FRAME_KIND = {
+  PRODUCE: 1, FETCH: 2, COMMIT: 3, SHARE_FETCH: 4, SHARE_ACK: 5, PRODUCED: 101, FETCHED: 102, COMMITTED: 103, SHARE_FETCHED: 104, SHARE_ACKED: 105, ERROR: 255,
+} as const;
 export type FrameKind = (typeof FRAME_KIND)[keyof typeof FRAME_KIND];
 
 const HEADER_BYTES = 9;
@@ -72,4 +79,55 @@ export function decodeFrame(frame: Buffer): DataFrame {
     json,
     payload: frame.subarray(HEADER_BYTES + jsonBytes),
   };
+}
+
+/** A `SHARE_FETCHED` frame's JSON part. */
+export interface SharedBatchesJson extends Omit<ShareFetchResult, 'records'> {
+  partitions: Array<{ partition: number; batchBytes: number; deliveryCounts: number[] }>;
+}
+
+/**
+ * A share acquisition's records as a `SHARE_FETCHED` frame's parts: per partition (in order of first appearance), one
+ * uncompressed RecordBatch v2 of its records in offset order (each at its own offset: the offset deltas say where, so
+ * gaps between acquired records cost nothing) and their delivery counts.
+ */
+export function encodeSharedBatches(result: ShareFetchResult): { json: SharedBatchesJson; batches: Buffer[] } {
+  const byPartition = new Map<number, SharedRecord[]>();
+  for (const r of result.records) {
+    let list = byPartition.get(r.partition);
+    if (list === undefined) byPartition.set(r.partition, (list = []));
+    list.push(r);
+  }
+  const { records: _, ...rest } = result;
+  const partitions: SharedBatchesJson['partitions'] = [];
+  const batches: Buffer[] = [];
+  for (const [partition, list] of byPartition) {
+    list.sort((a, b) => a.offset - b.offset);
+    const base = list[0]!.offset;
+    const batch = encodeBatch(list, base, list[0]!.timestamp, undefined, {
+      layout: { offsetDeltas: list.map((r) => r.offset - base), lastOffsetDelta: list[list.length - 1]!.offset - base },
+    });
+    partitions.push({ partition, batchBytes: batch.length, deliveryCounts: list.map((r) => r.deliveryCount) });
+    batches.push(batch);
+  }
+  return { json: { ...rest, partitions }, batches };
+}
+
+/**
+ * A `SHARE_FETCHED` frame read back as the acquisition it answers.
+ * @throws OnelogError `CORRUPT_MESSAGE` for batches that do not decode or disagree with the JSON part
+ */
+export function decodeSharedBatches(json: SharedBatchesJson, payload: Buffer): ShareFetchResult {
+  const { partitions, ...rest } = json;
+  const records: SharedRecord[] = [];
+  let pos = 0;
+  for (const { partition, batchBytes, deliveryCounts } of partitions) {
+    const decoded = decodeRecords(payload.subarray(pos, pos + batchBytes));
+    pos += batchBytes;
+    if (decoded.length !== deliveryCounts.length) {
+      throw new OnelogError('CORRUPT_MESSAGE', `a share-fetch answer's batch of partition ${partition} holds ${decoded.length} records and names ${deliveryCounts.length} delivery counts`);
+    }
+    decoded.forEach((r, i) => records.push({ ...r, partition, deliveryCount: deliveryCounts[i]! }));
+  }
+  return { ...rest, records };
 }

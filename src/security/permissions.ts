@@ -158,6 +158,8 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'WS /data produce': { needs: [topic('write', 'body.topic')] },
   'WS /data fetch': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')], readOnly: true },
   'WS /data commit': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')] },
+  'WS /data share-fetch': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], readOnly: true },
+  'WS /data share-ack': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')] },
 
   // The Kafka listener (docs/kafka.md): once SASL names the principal, every broker method its handlers call.
   'KAFKA produceBatches': { needs: [topic('write', 'body.topic')], kafka: ['Produce'] },

@@ -2,7 +2,8 @@
  * The binary data path: WebSocket binary messages on `GET /data`, framed as src/protocol/data-frames.ts
  * says. A `PRODUCE` frame's batches (one request, stored or refused whole) are validated whole (each record decoded once, src/protocol/batch-validator.ts) and appended as they are; a `FETCH`
  * answers the stored batches undecoded; a `COMMIT` is a group member's commit, so a consumer's commit and its
- * next fetch travel together. Requests on one socket run concurrently; each answer repeats its
+ * next fetch travel together; a `SHARE_FETCH` and a `SHARE_ACK` are a share group member's acquisition (answered as one
+ * batch per partition of exactly the records acquired) and acknowledgements. Requests on one socket run concurrently; each answer repeats its
  * request id. Errors answer an `ERROR` frame with the registry code; a frame that cannot be read closes the
  * socket (1003).
  */
@@ -12,8 +13,8 @@ import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
 import { asOnelogError, guarded } from '../guard.js';
 import { refuseBadHandshakes } from './socket-answers.js';
-import type { BinaryDataApi, CommitRequest, FetchRequest } from '../protocol/api.js';
-import { decodeFrame, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
+import type { BinaryDataApi, CommitRequest, FetchRequest, ShareAckRequest, ShareFetchRequest } from '../protocol/api.js';
+import { decodeFrame, encodeFrame, encodeSharedBatches, FRAME_KIND } from '../protocol/data-frames.js';
 import { ioBuffers } from '../buffer-pool.js';
 import { OnelogError } from '../protocol/errors.js';
 import { authorizeAudited } from '../security/audit.js';
@@ -29,7 +30,9 @@ export interface DataSockets {
 }
 
 /** The request frames, by the name the permission table gives them (`WS /data produce`). */
-export const DATA_REQUEST_FRAMES = { produce: FRAME_KIND.PRODUCE, fetch: FRAME_KIND.FETCH, commit: FRAME_KIND.COMMIT } as const;
+export const DATA_REQUEST_FRAMES = {
+  produce: FRAME_KIND.PRODUCE, fetch: FRAME_KIND.FETCH, commit: FRAME_KIND.COMMIT, 'share-fetch': FRAME_KIND.SHARE_FETCH, 'share-ack': FRAME_KIND.SHARE_ACK,
+} as const;
 
 /**
  * The binary data path over `api`.
@@ -112,8 +115,15 @@ export function dataSockets(api: BinaryDataApi, { acls, audit, users, quotas, li
             await check('commit');
             await api.commitOffsets(frame.json as CommitRequest);
             ws.send(encodeFrame(FRAME_KIND.COMMITTED, requestId, {}));
+          } else if (frame.kind === DATA_REQUEST_FRAMES['share-fetch']) {
+            await check('share-fetch');
+            const { json, batches } = encodeSharedBatches(await api.shareFetch(frame.json as ShareFetchRequest));
+            ws.send(encodeFrame(FRAME_KIND.SHARE_FETCHED, requestId, json, batches));
+          } else if (frame.kind === DATA_REQUEST_FRAMES['share-ack']) {
+            await check('share-ack');
+            ws.send(encodeFrame(FRAME_KIND.SHARE_ACKED, requestId, await api.shareAcknowledge(frame.json as ShareAckRequest)));
           } else {
-            throw new OnelogError('INVALID_REQUEST', `unknown data frame kind ${frame.kind}; allowed: 1 (produce), 2 (fetch), 3 (commit)`);
+            throw new OnelogError('INVALID_REQUEST', `unknown data frame kind ${frame.kind}; allowed: 1 (produce), 2 (fetch), 3 (commit), 4 (share-fetch), 5 (share-ack)`);
           }
         } catch (err) {
           if (ws.readyState === ws.OPEN) ws.send(encodeFrame(FRAME_KIND.ERROR, requestId, asOnelogError(err).toJSON()));

@@ -1,19 +1,20 @@
 /**
- * Share groups over the HTTP JSON API on a real server socket: two members acquire the Wikipedia edits of one
+ * Share groups over the HTTP JSON API and over the binary data path on a real server socket: two members acquire the Wikipedia edits of one
  * partition side by side (each record to one of them), acknowledge them, and every edit is accepted once; a record
  * acknowledged by a member that does not hold it answers INVALID_RECORD_STATE for its partition; from the CLI,
  * groups create --type share shows the group's settings.
  */
 import { describe, expect, it } from 'vitest';
+import { BinaryApi } from '../../src/client/binary-api.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { runCli } from '../helpers/processes.js';
 import { serveSecured } from '../helpers/secured-broker.js';
 import { readEdits } from '../helpers/wikiticker.js';
 
-describe('share groups over HTTP', () => {
-  it('two members acquire one partition side by side; every edit is accepted once', async () => {
+describe.each([['HTTP', HttpApi], ['the binary data path', BinaryApi]])('share groups over %s', (_, Api) => {
+  it('two members acquire one partition side by side; every edit is accepted once, key, value and timestamp as produced', async () => {
     const { url } = await serveSecured({ insecure: true });
-    const api = new HttpApi(url);
+    const api = new Api(url);
     const edits = readEdits().slice(0, 1000);
     await api.createTopic({ topic: 'edits', partitions: 1 });
     await api.produce({ topic: 'edits', records: edits.map((e) => ({ key: Buffer.from(e.key), value: Buffer.from(e.value), timestamp: e.timestamp, partition: 0 })) });
@@ -28,6 +29,7 @@ describe('share groups over HTTP', () => {
         expect(lockMs).toBe(60_000);
         for (const r of records) {
           expect(r.deliveryCount).toBe(1);
+          expect([r.partition, r.key!.toString(), r.timestamp]).toEqual([0, edits[r.offset]!.key, edits[r.offset]!.timestamp]);
           values.set(r.offset, r.value!.toString());
         }
         if (records.length === 0) continue;
@@ -43,5 +45,6 @@ describe('share groups over HTTP', () => {
     const [late] = (await api.shareFetch({ groupId: 'indexers', topic: 'edits', memberId: 'a' })).records;
     const wrong = await api.shareAcknowledge({ groupId: 'indexers', topic: 'edits', memberId: 'b', acks: [{ partition: 0, offset: late!.offset, type: 'accept' }] });
     expect(wrong.partitions).toMatchObject([{ partition: 0, error: { code: 'INVALID_RECORD_STATE', offset: 1000 } }]);
+    api.close();
   });
 });
