@@ -22,7 +22,7 @@ import type {
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';
-import { restoreSnapshot, SharePartition } from './share-partition.js';
+import { restoreSnapshot, runsEnd, SharePartition } from './share-partition.js';
 import type { ShareAcknowledgement, SharePartitionSettings } from './share-partition.js';
 
 /** What share groups read and write beyond the log and the offset store. */
@@ -160,9 +160,9 @@ export class ShareGroups {
   }
 
   /**
-   * Ends the members not heard from for their session timeout (the records they hold are released at once) and
+   * Ends the members not heard from for their session timeout (the records they hold are released at once),
    * releases the records whose locks ended (at their delivery limit, to the dead letters), whether or not a member
-   * acquires meanwhile. Run on the broker's session timer.
+   * acquires meanwhile, and commits each start offset that moved as the group's offset. Run on the broker's session timer.
    */
   async expire(): Promise<void> {
     const now = this.s.clock.now();
@@ -182,6 +182,7 @@ export class ShareGroups {
         const { sp } = loaded;
         for (const id of ended.get(groupId) ?? []) sp.memberGone(id);
         if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await this.settle(sub, loaded, Number(partition));
+        await this.commitStart(sub, loaded, Number(partition));
       });
     }
   }
@@ -229,6 +230,36 @@ export class ShareGroups {
     }));
     const shareMembers = [...(this.members.get(d.groupId) ?? [])].map(([memberId, m]) => ({ memberId, lastSeenAt: m.lastSeenAt }));
     return { ...d, shareMembers, subscriptions };
+  }
+
+  /**
+   * Commits the start offset of each of the group's loaded partitions (every group's without `groupId`) that moved since
+   * its last commit as the group's offset ({@link ShareGroupSources.commit}): before the group's offsets are read
+   * (described, listed, reset, checkpointed) and at a clean stop, so what they show is current.
+   * @returns undefined when the broker holds none of the group's partitions (nothing to wait for)
+   */
+  commitStarts(groupId?: string): Promise<void> | undefined {
+    const keys = [...this.partitions.keys()].filter((key) => groupId === undefined || key.startsWith(`${groupId}\0`));
+    // Nothing loaded: nothing to wait for (the caller goes on in the same turn, so requests keep their order).
+    if (keys.length === 0) return undefined;
+    return (async () => {
+      for (const key of keys) {
+        const [g, topic, partition] = key.split('\0') as [string, string, string];
+        const sub = await this.s.subscription(g, topic).catch(() => undefined);
+        if (sub !== undefined) await this.inOrder(sub, Number(partition), (loaded) => this.commitStart(sub, loaded, Number(partition)));
+      }
+    })();
+  }
+
+  /**
+   * The start offset as the group's committed offset, if it moved: lag, time lag, headroom, states and alerts follow
+   * it. Not at every change (a commit is a durable write of its own): on the session timer and before a describe.
+   */
+  private async commitStart(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number): Promise<void> {
+    if (loaded.sp.startOffset === loaded.committed) return;
+    const start = loaded.sp.startOffset;
+    await this.s.commit(sub.groupId, sub.topic, partition, start);
+    loaded.committed = start;
   }
 
   /** Forgets a deleted group's partitions and members (the offset store deleted their states). */
@@ -330,13 +361,7 @@ export class ShareGroups {
     const running = this.load(sub, partition).then(async (loaded) => {
       const run = loaded.queue.then(async () => {
         if (loaded.stale) Object.assign(loaded, await this.read(sub, partition));
-        const result = await work(loaded);
-        // The start offset as the group's committed offset, once the state that moved it is on disk.
-        if (loaded.sp.startOffset !== loaded.committed) {
-          await this.s.commit(sub.groupId, sub.topic, partition, loaded.sp.startOffset);
-          loaded.committed = loaded.sp.startOffset;
-        }
-        return result;
+        return work(loaded);
       });
       loaded.queue = run.catch(() => undefined);
       return run;
@@ -371,7 +396,7 @@ export class ShareGroups {
       return fresh(new SharePartition({ startOffset: start, endOffset: start, records: [] }, settingsOf(sub)), committed);
     }
     const entries = await this.s.offsets.recordEntries(groupId, topic, partition);
-    const last = entries.at(-1)?.[0] ?? -1;
+    const last = runsEnd(entries);
     const read: Array<{ offset: number; key: string | null }> = [];
     for (let at = Math.max(header.startOffset, log.logStartOffset); at <= last && at < log.highWatermark;) {
       const got = await log.fetch(at, { maxRecords: last - at + 1, maxBytes: READ_AHEAD_BYTES });

@@ -10,12 +10,14 @@
  *
  * Pure: the caller gives the time (ms since the epoch), reads the log ({@link SharePartition.extend}), moves dead
  * letters durably ({@link SharePartition.deadLetters}, then {@link SharePartition.deadLettered}) and persists
- * {@link SharePartition.takeChanges} in the offset store before it answers: the start offset, and one entry per record
- * that was ever delivered (what changed since the last write, not the whole window). A record of the window with no
- * entry was never delivered: after a crash, {@link restoreSnapshot} rebuilds the window from the entries and the log,
+ * {@link SharePartition.takeChanges} in the offset store before it answers: the start offset, and the records ever
+ * delivered as runs (share-runs.ts: an entry per range of records with the same state, count and delay, so a batch
+ * acquired or accepted together is one entry), rewriting only the runs a change touches. A record of the window in no
+ * run was never delivered: after a crash, {@link restoreSnapshot} rebuilds the window from the runs and the log,
  * every delivery count kept; a record acquired then is available again (its member's lock went with the broker).
  */
 import { OnelogError } from '../protocol/errors.js';
+import { StoredRuns } from './share-runs.js';
 
 /**
  * A record's state: `available` (to acquire, from `notBefore`), `acquired` (held by `memberId` until `lockUntil`),
@@ -61,17 +63,16 @@ export interface SharePartitionSnapshot {
   startOffset: number;
   /** The next offset to take from the log into the window. */
   endOffset: number;
-  /**
-   * The window's records, in offset order, each as `[offset, key, status, deliveries, notBefore, reason, stored]`
-   * (`stored`: the offset store holds an entry for it).
-   */
-  records: Array<[number, string | null, 'available' | 'acquired' | 'dead' | 'accepted', number, number, string | null, boolean]>;
+  /** The window's records, in offset order, each as `[offset, key, status, deliveries, notBefore, reason]`. */
+  records: Array<[number, string | null, 'available' | 'acquired' | 'dead' | 'accepted', number, number, string | null]>;
+  /** The runs the offset store holds, `[first, last]`. @default none */
+  runs?: Array<[number, number]>;
 }
 
 /**
  * What changed since the last {@link SharePartition.takeChanges}, to write to the offset store in one write: the start
- * offset, entries to set (`[offset, text]`, a record as {@link encodeEntry} writes it) and offsets whose entries go
- * (records below the start offset).
+ * offset, entries to set (`[first offset of a run, text]`, as {@link encodeRun} writes it) and entries that go (runs
+ * rewritten from another first offset, or passed by the start offset).
  */
 export interface SharePartitionChanges {
   startOffset: number;
@@ -79,45 +80,67 @@ export interface SharePartitionChanges {
   remove: number[];
 }
 
-/** A record of the window as the share-partition keeps it. */
-interface WindowRecord extends ShareRecord {
-  /** The offset store holds an entry for it (so it goes once the start offset passes it). */
-  stored: boolean;
-}
-
 const ENTRY_STATUS = { available: 'a', acquired: 'q', dead: 'd', accepted: 'x', archived: 'x' } as const;
 const STATUS_OF_ENTRY = { a: 'available', q: 'acquired', d: 'dead', x: 'accepted' } as const;
 
-/** A record's offset-store entry: `[status, deliveries, notBefore, reason]` as JSON, status a, q, d or x (done). */
-function encodeEntry(r: ShareRecord): string {
+/** A record's stored fields as JSON text, `[status, deliveries, notBefore, reason]`, status a, q, d or x (done): equal texts share a run. */
+function storedFields(r: ShareRecord): string {
   return JSON.stringify([ENTRY_STATUS[r.status], r.deliveries, r.notBefore, r.reason]);
 }
 
+/** A run's entry: `[last, status, deliveries, notBefore, reason]` as JSON. */
+function encodeRun(last: number, fields: string): string {
+  return `[${last},${fields.slice(1)}`;
+}
+
+/** @throws Error for an entry that is not one {@link encodeRun} wrote */
+function decodeRun(text: string): [number, string, number, number, string | null] {
+  const e = JSON.parse(text) as [number, string, number, number, string | null];
+  if (!Array.isArray(e) || typeof e[0] !== 'number' || !(e[1]! in STATUS_OF_ENTRY) || typeof e[2] !== 'number') {
+    throw new Error(`a share-partition entry that is not a run: ${text.slice(0, 200)}`);
+  }
+  return e;
+}
+
 /**
- * The window to restart from after a crash: the entries the offset store holds and the log's records from the start
- * offset to the last entry (for their keys; one without an entry was never delivered). An entry whose record the log
- * no longer has (retention, compaction) is dropped from the store at the next write.
- * @param log the records at or after `startOffset` up to the last entry's offset at least, in offset order
- * @throws Error for an entry that is not one {@link encodeEntry} wrote
+ * The last offset the stored runs hold (-1 for none): {@link restoreSnapshot} needs the log's records up to it.
+ * @throws Error for an entry that is not one {@link encodeRun} wrote
+ */
+export function runsEnd(entries: ReadonlyArray<readonly [number, string]>): number {
+  return entries.reduce((max, [, text]) => Math.max(max, decodeRun(text)[0]), -1);
+}
+
+/**
+ * The window to restart from after a crash: the runs the offset store holds and the log's records from the start
+ * offset to the last run's end (for their keys; a record in no run was never delivered). A run that holds no record
+ * the log still has (retention, compaction) is dropped from the store at the next write (`orphans`).
+ * @param entries the stored runs, by first offset, in offset order
+ * @param log the records at or after `startOffset` up to the last run's end at least, in offset order
+ * @throws Error for an entry that is not one {@link encodeRun} wrote
  */
 export function restoreSnapshot(startOffset: number, entries: ReadonlyArray<readonly [number, string]>,
   log: ReadonlyArray<{ offset: number; key: string | null }>): { snapshot: SharePartitionSnapshot; orphans: number[] } {
-  const byOffset = new Map<number, [string, number, number, string | null]>();
-  for (const [offset, text] of entries) {
-    const e = JSON.parse(text) as [string, number, number, string | null];
-    if (!Array.isArray(e) || !(e[0]! in STATUS_OF_ENTRY) || typeof e[1] !== 'number') throw new Error(`a share-partition entry that is not one: ${text.slice(0, 200)}`);
-    byOffset.set(offset, e);
-  }
-  const last = entries.length === 0 ? -1 : entries[entries.length - 1]![0];
+  const runs = entries.map(([first, text]) => {
+    const e = decodeRun(text);
+    return { first, last: e[0], status: STATUS_OF_ENTRY[e[1] as keyof typeof STATUS_OF_ENTRY], deliveries: e[2], notBefore: e[3], reason: e[4], used: false };
+  });
+  const end = runsEnd(entries);
   const records: SharePartitionSnapshot['records'] = [];
+  let i = 0;
   for (const { offset, key } of log) {
-    if (offset < startOffset || offset > last) continue;
-    const e = byOffset.get(offset);
-    byOffset.delete(offset);
-    records.push(e === undefined ? [offset, key, 'available', 0, 0, null, false]
-      : [offset, key, STATUS_OF_ENTRY[e[0] as keyof typeof STATUS_OF_ENTRY], e[1], e[2], e[3], true]);
+    if (offset < startOffset || offset > end) continue;
+    while (i < runs.length && runs[i]!.last < offset) i++;
+    const run = runs[i];
+    if (run === undefined || run.first > offset) records.push([offset, key, 'available', 0, 0, null]);
+    else {
+      run.used = true;
+      records.push([offset, key, run.status, run.deliveries, run.notBefore, run.reason]);
+    }
   }
-  return { snapshot: { startOffset, endOffset: Math.max(startOffset, last + 1), records }, orphans: [...byOffset.keys()] };
+  return {
+    snapshot: { startOffset, endOffset: Math.max(startOffset, end + 1), records, runs: runs.filter((r) => r.used).map((r) => [r.first, r.last]) },
+    orphans: runs.filter((r) => !r.used).map((r) => r.first),
+  };
 }
 
 /** The outcome a member reports for a record it holds. */
@@ -132,14 +155,14 @@ const UNFINISHED: ReadonlySet<ShareRecordStatus> = new Set(['available', 'acquir
 
 export class SharePartition {
   /** The window, in offset order; records before `head` are done and about to be dropped. */
-  private records: WindowRecord[] = [];
+  private records: ShareRecord[] = [];
   private head = 0;
   private start: number;
   private end: number;
-  /** Records whose persisted fields changed since the last {@link takeChanges}. */
-  private readonly changed = new Set<WindowRecord>();
-  /** Offsets whose entries go at the next {@link takeChanges}. */
-  private removals: number[] = [];
+  /** Records whose stored fields changed since the last {@link takeChanges}. */
+  private readonly changed = new Set<ShareRecord>();
+  /** The runs the offset store holds (as of the last {@link takeChanges}). */
+  private readonly runs: StoredRuns;
 
   /**
    * @param snapshot what was persisted (a new partition: `{ startOffset, endOffset: startOffset, records: [] }`)
@@ -149,8 +172,9 @@ export class SharePartition {
     checkShareSettings(settings);
     this.start = snapshot.startOffset;
     this.end = snapshot.endOffset;
-    for (const [offset, key, status, deliveries, notBefore, reason, stored] of snapshot.records) {
-      const r: WindowRecord = { offset, key, status, deliveries, memberId: null, lockUntil: 0, notBefore, reason, stored };
+    this.runs = new StoredRuns(snapshot.runs);
+    for (const [offset, key, status, deliveries, notBefore, reason] of snapshot.records) {
+      const r: ShareRecord = { offset, key, status, deliveries, memberId: null, lockUntil: 0, notBefore, reason };
       this.records.push(r);
       // A lock does not outlive the broker that granted it: released as an expired one is, its deliveries kept.
       if (status === 'acquired') this.releaseRecord(r, 0, 'its broker stopped while it was held');
@@ -210,7 +234,7 @@ export class SharePartition {
         this.end = r.offset;
         return taken;
       }
-      this.records.push({ offset: r.offset, key: r.key, status: 'available', deliveries: 0, memberId: null, lockUntil: 0, notBefore: 0, reason: null, stored: false });
+      this.records.push({ offset: r.offset, key: r.key, status: 'available', deliveries: 0, memberId: null, lockUntil: 0, notBefore: 0, reason: null });
       this.end = r.offset + 1;
       taken++;
     }
@@ -349,24 +373,64 @@ export class SharePartition {
 
   /**
    * What changed since the last call, to persist before answering (then it is taken: the next call has only what changes
-   * after this one). A record's entry is written once it was delivered and whenever it changes again; it goes once the
-   * start offset passes it.
-   * @param orphans entries to remove that the window does not hold (see {@link restoreSnapshot})
+   * after this one): the runs holding a changed record are derived again from the window, the runs the start offset
+   * passed go.
+   * @param orphans entries to remove that hold no record of the window (see {@link restoreSnapshot})
    */
   takeChanges(orphans: readonly number[] = []): SharePartitionChanges {
     const set: Array<[number, string]> = [];
-    for (const r of this.changed) {
-      if (r.offset < this.start) continue; // passed by the start offset: its entry, if any, is among the removals
-      set.push([r.offset, encodeEntry(r)]);
-      r.stored = true;
-    }
+    const remove = [...orphans, ...this.runs.takeBelow(this.start)];
+    // Each changed record's range: the stored run holding it, else itself; ranges with no record between them merged.
+    const ranges: Array<[number, number]> = [];
+    for (const r of this.changed) if (r.offset >= this.start) ranges.push(this.runs.at(r.offset) ?? [r.offset, r.offset]);
     this.changed.clear();
-    const remove = orphans.length === 0 ? this.removals : [...this.removals, ...orphans];
-    this.removals = [];
+    ranges.sort((a, b) => a[0] - b[0]);
+    for (let k = 0; k < ranges.length;) {
+      const from = ranges[k]![0];
+      let to = ranges[k]![1];
+      for (k++; k < ranges.length && ranges[k]![0] <= (this.records[this.indexAtOrAfter(to + 1)]?.offset ?? Infinity); k++) to = Math.max(to, ranges[k]![1]);
+      const gone = new Set(this.runs.takeWithin(from, to));
+      // The range's delivered records as runs of equal stored fields; a record never delivered ends a run.
+      let run: { first: number; last: number; fields: string } | null = null;
+      const close = () => {
+        if (run === null) return;
+        set.push([run.first, encodeRun(run.last, run.fields)]);
+        this.runs.add(run.first, run.last);
+        gone.delete(run.first);
+        run = null;
+      };
+      for (let i = this.indexAtOrAfter(from); i < this.records.length && this.records[i]!.offset <= to; i++) {
+        const r = this.records[i]!;
+        if (r.deliveries === 0) {
+          close();
+          continue;
+        }
+        const fields = storedFields(r);
+        if (run !== null && run.fields === fields) run.last = r.offset;
+        else {
+          close();
+          run = { first: r.offset, last: r.offset, fields };
+        }
+      }
+      close();
+      remove.push(...gone);
+    }
     return { startOffset: this.start, set, remove };
   }
 
-  private releaseRecord(r: WindowRecord, notBefore: number, why: string): void {
+  /** The index of the window's first record at or after `offset` (binary search from the head). */
+  private indexAtOrAfter(offset: number): number {
+    let lo = this.head;
+    let hi = this.records.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.records[mid]!.offset < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private releaseRecord(r: ShareRecord, notBefore: number, why: string): void {
     this.changed.add(r);
     if (r.deliveries >= this.settings.maxDeliveries) {
       this.finish(r, 'dead', `delivered ${r.deliveries} times (maxDeliveries ${this.settings.maxDeliveries}), the last ${why}`);
@@ -378,7 +442,7 @@ export class SharePartition {
     r.notBefore = notBefore;
   }
 
-  private finish(r: WindowRecord, status: 'accepted' | 'dead' | 'archived', reason: string | null): void {
+  private finish(r: ShareRecord, status: 'accepted' | 'dead' | 'archived', reason: string | null): void {
     this.changed.add(r);
     r.status = status;
     r.memberId = null;
@@ -389,11 +453,7 @@ export class SharePartition {
 
   /** Moves the start offset over the done records at the head of the window. */
   private advance(): void {
-    while (this.head < this.records.length && !UNFINISHED.has(this.records[this.head]!.status)) {
-      const r = this.records[this.head++]!;
-      if (r.stored) this.removals.push(r.offset);
-      r.stored = false;
-    }
+    while (this.head < this.records.length && !UNFINISHED.has(this.records[this.head]!.status)) this.head++;
     this.start = this.head < this.records.length ? this.records[this.head]!.offset : this.end;
     // Drop what is done at once it is a good share of the array (amortized: no shift per record).
     if (this.head > 1024 && this.head * 2 > this.records.length) {
@@ -403,7 +463,7 @@ export class SharePartition {
   }
 
   /** The window's record at `offset` (binary search), if any. */
-  private find(offset: number): WindowRecord | undefined {
+  private find(offset: number): ShareRecord | undefined {
     let lo = this.head;
     let hi = this.records.length - 1;
     while (lo <= hi) {
@@ -417,9 +477,9 @@ export class SharePartition {
   }
 }
 
-/** A record as the share-partition's answers give it: a copy, without what only persistence needs. */
-function copy(r: WindowRecord): ShareRecord {
-  return { offset: r.offset, key: r.key, status: r.status, deliveries: r.deliveries, memberId: r.memberId, lockUntil: r.lockUntil, notBefore: r.notBefore, reason: r.reason };
+/** A record as the share-partition's answers give it: a copy. */
+function copy(r: ShareRecord): ShareRecord {
+  return { ...r };
 }
 
 /** @throws OnelogError `INVALID_REQUEST` naming the setting out of its bounds */

@@ -162,8 +162,12 @@ describe('share-partition state machine', () => {
         stored.start = changes.startOffset;
         for (const o of changes.remove) stored.entries.delete(o);
         for (const [o, text] of changes.set) stored.entries.set(o, text);
-        // Entries are kept only from the start offset on.
-        for (const o of stored.entries.keys()) expect(o).toBeGreaterThanOrEqual(stored.start);
+        // Runs are kept only while they hold records at or after the start offset, and never overlap.
+        const runs = [...stored.entries].map(([first, text]) => [first, (JSON.parse(text) as number[])[0]!] as const).sort((a, b) => a[0] - b[0]);
+        runs.forEach(([first, last], i) => {
+          expect(last).toBeGreaterThanOrEqual(Math.max(first, stored.start));
+          if (i > 0) expect(first).toBeGreaterThan(runs[i - 1]![1]);
+        });
       };
 
       const check = () => {
@@ -244,8 +248,7 @@ describe('share-partition state machine', () => {
           expect(dead).toEqual(model.deadLettered());
         } else if (st.kind === 'restart') {
           const entries = [...stored.entries].sort((a, b) => a[0] - b[0]);
-          const last = entries.at(-1)?.[0] ?? -1;
-          const log = [...keyOf].filter(([o]) => o >= stored.start && o <= last).sort((a, b) => a[0] - b[0]).map(([offset, key]) => ({ offset, key }));
+          const log = [...keyOf].filter(([o]) => o >= stored.start).sort((a, b) => a[0] - b[0]).map(([offset, key]) => ({ offset, key }));
           const { snapshot, orphans } = restoreSnapshot(stored.start, entries, log);
           sp = new SharePartition(snapshot, s);
           persist(orphans);
@@ -296,7 +299,7 @@ describe('share-partition state machine', () => {
     expect(() => sp.acknowledge('a', [{ offset: 5, type: 'accept' }, { offset: 5, type: 'release' }], 0)).toThrow(/offset 5 is acknowledged twice/);
     expect(sp.inFlight()).toMatchObject([{ offset: 5, status: 'acquired', memberId: 'a' }]); // nothing of it applied
     const { set } = sp.takeChanges();
-    expect(set).toEqual([[5, '["q",1,0,null]'], [6, '["x",1,0,null]']]);
+    expect(set).toEqual([[5, '[5,"q",1,0,null]'], [6, '[6,"x",1,0,null]']]); // runs: [first, [last, status, deliveries, notBefore, reason]]
     // a crash: 5 was held; it is available again, its delivery counted
     sp = new SharePartition(restoreSnapshot(5, set, [{ offset: 5, key: null }, { offset: 6, key: null }]).snapshot, s);
     expect(sp.startOffset).toBe(5);
@@ -306,6 +309,25 @@ describe('share-partition state machine', () => {
     expect(sp.startOffset).toBe(5); // not done until it is in the dead letters
     sp.deadLettered([5]);
     expect([sp.startOffset, sp.endOffset]).toEqual([7, 7]);
+  });
+
+  it('stores a batch acquired or accepted together as one run, and rewrites only the runs a change touches', () => {
+    const s: SharePartitionSettings = { lockMs: 1000, maxDeliveries: 5, maxInFlight: 1000, ordering: 'none' };
+    const sp = new SharePartition({ startOffset: 0, endOffset: 0, records: [] }, s);
+    sp.extend(Array.from({ length: 300 }, (_, offset) => ({ offset, key: null })), 300);
+    sp.acquire('a', 0, 100);
+    expect(sp.takeChanges()).toEqual({ startOffset: 0, set: [[0, '[99,"q",1,0,null]']], remove: [] });
+    sp.acquire('b', 0, 100);
+    expect(sp.takeChanges()).toEqual({ startOffset: 0, set: [[100, '[199,"q",1,0,null]']], remove: [] });
+    // b accepts 150-159 in the middle of its run: that run is written again as three
+    sp.acknowledge('b', Array.from({ length: 10 }, (_, i) => ({ offset: 150 + i, type: 'accept' as const })), 0);
+    expect(sp.takeChanges()).toEqual({
+      startOffset: 0, set: [[100, '[149,"q",1,0,null]'], [150, '[159,"x",1,0,null]'], [160, '[199,"q",1,0,null]']], remove: [],
+    });
+    // a accepts all it holds: the start offset passes its run, which goes; b's runs stay
+    sp.acknowledge('a', Array.from({ length: 100 }, (_, offset) => ({ offset, type: 'accept' as const })), 0);
+    expect(sp.takeChanges()).toEqual({ startOffset: 100, set: [], remove: [0] });
+    expect(sp.takeChanges()).toEqual({ startOffset: 100, set: [], remove: [] }); // taken
   });
 
   it('in key order, hands out a key\'s records one at a time while other keys run in parallel; a released record blocks only its key', () => {
