@@ -277,7 +277,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
     broker.audit = new Audit(catalog, clock, logger);
     broker.topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
-    broker.metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub) }, options.metrics);
+    broker.metrics = new BrokerMetrics({
+      catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub), shareGroups: () => broker.shareGroups.load(),
+    }, options.metrics);
     const limits = {
       maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024,
       maxRecordsPerRequest: options.maxRecordsPerRequest ?? 100_000,
@@ -644,6 +646,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     if (claiming) await claiming;
     const result = await this.shareGroups.acquire(request);
     this.metrics.fetched(request.topic, result.records.length, result.records.reduce((n, r) => n + (r.key?.length ?? 0) + (r.value?.length ?? 0), 0));
+    const redeliveries = result.records.filter((r) => r.deliveryCount > 1).length;
+    this.metrics.shareDelivered(request.groupId, request.topic, result.records.length - redeliveries, redeliveries);
     return result;
   }
 
@@ -657,7 +661,12 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
     const claiming = this.groups.claim(request.groupId);
     if (claiming) await claiming;
-    return this.shareGroups.acknowledge(request);
+    const result = await this.shareGroups.acknowledge(request);
+    const taken = new Set(result.partitions.filter((p) => p.error === undefined).map((p) => p.partition));
+    const kinds = new Map<string, number>();
+    for (const a of request.acks) if (taken.has(a.partition)) kinds.set(a.type, (kinds.get(a.type) ?? 0) + 1);
+    for (const [kind, n] of kinds) this.metrics.shareAcknowledged(request.groupId, request.topic, kind, n);
+    return result;
   }
 
   /** @see GroupCoordinator.subscribe */

@@ -14,6 +14,7 @@
 import type { Clock } from '../clock.js';
 import type { SubscriptionRecord } from '../catalog/catalog.js';
 import type { Logger } from '../logger.js';
+import type { SharePartitionLoad } from '../monitoring/metrics.js';
 import type { OffsetStore, RecordState } from '../offsets/offset-store.js';
 import type { StoredRecord } from '../protocol/types.js';
 import type {
@@ -223,8 +224,7 @@ export class ShareGroups {
       if (s.type !== 'share') return s;
       const sub = await this.s.subscription(d.groupId, s.topic);
       const partitions = await Promise.all(s.partitions.map(async (p) => {
-        const records = (await this.load(sub, p.partition)).sp.inFlight();
-        return { ...p, share: { acquired: records.filter((r) => r.status === 'acquired').length, available: records.filter((r) => r.status === 'available').length } };
+        return { ...p, share: (await this.loadPartition(sub, p.partition)).sp.counts() };
       }));
       return { ...s, partitions };
     }));
@@ -260,6 +260,21 @@ export class ShareGroups {
     const start = loaded.sp.startOffset;
     await this.s.commit(sub.groupId, sub.topic, partition, start);
     loaded.committed = start;
+  }
+
+  /**
+   * What this broker serves of share groups now, for /metrics: each loaded share-partition's records acquired and
+   * available, and each group's members.
+   */
+  async load(): Promise<{ partitions: SharePartitionLoad[]; members: Array<{ groupId: string; members: number }> }> {
+    const partitions: SharePartitionLoad[] = [];
+    for (const [key, loading] of [...this.partitions]) {
+      const loaded = await loading.catch(() => undefined);
+      if (loaded === undefined) continue;
+      const [groupId, topic, partition] = key.split('\0') as [string, string, string];
+      partitions.push({ groupId, topic, partition: Number(partition), ...loaded.sp.counts() });
+    }
+    return { partitions, members: [...this.members].map(([groupId, m]) => ({ groupId, members: m.size })) };
   }
 
   /** Forgets a deleted group's partitions and members (the offset store deleted their states). */
@@ -358,7 +373,7 @@ export class ShareGroups {
 
   /** Runs `work` on the partition's state once the operations queued on it before ended. */
   private inOrder<T>(sub: SubscriptionRecord, partition: number, work: (loaded: LoadedPartition) => Promise<T>): Promise<T> {
-    const running = this.load(sub, partition).then(async (loaded) => {
+    const running = this.loadPartition(sub, partition).then(async (loaded) => {
       const run = loaded.queue.then(async () => {
         if (loaded.stale) Object.assign(loaded, await this.read(sub, partition));
         return work(loaded);
@@ -370,7 +385,7 @@ export class ShareGroups {
   }
 
   /** The partition's state, read from the offset store on first use ({@link read}). */
-  private load(sub: SubscriptionRecord, partition: number): Promise<LoadedPartition> {
+  private loadPartition(sub: SubscriptionRecord, partition: number): Promise<LoadedPartition> {
     const key = partitionKey(sub.groupId, sub.topic, partition);
     let loading = this.partitions.get(key);
     if (loading === undefined) {

@@ -214,6 +214,18 @@ export class SharePartition {
     return n;
   }
 
+  /** Records held by a member (`acquired`) and waiting to be acquired (`available`, delayed releases included). */
+  counts(): { acquired: number; available: number } {
+    let acquired = 0;
+    let available = 0;
+    for (let i = this.head; i < this.records.length; i++) {
+      const status = this.records[i]!.status;
+      if (status === 'acquired') acquired++;
+      else if (status === 'available') available++;
+    }
+    return { acquired, available };
+  }
+
   /** The window's unfinished records, in offset order (copies). */
   inFlight(): ShareRecord[] {
     return this.records.slice(this.head).filter((r) => UNFINISHED.has(r.status)).map(copy);

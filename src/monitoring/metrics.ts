@@ -3,8 +3,8 @@
  * the broker works (records and bytes produced and fetched per topic, HTTP request durations per route); the
  * state of logs and groups is read at each scrape: per partition (log start offset, high watermark, size), per
  * group and partition (committed offset, lag, unread records, records lost, time lag, retention headroom), per
- * group and topic (the same, summed or at their worst), dead-letter depth, active alerts by kind, and the
- * process's own metrics.
+ * group and topic (the same, summed or at their worst), dead-letter depth, share groups' records in flight and
+ * members, active alerts by kind, and the process's own metrics.
  *
  * Cardinality is bounded: labels are `topic`, `partition`, `group` and `kind` only; per-partition series stop
  * after `maxPartitionSeries` partitions and `maxGroupPartitionSeries` group partitions per scrape (the
@@ -25,6 +25,17 @@ export interface MetricsOptions {
   maxGroupPartitionSeries?: number;
 }
 
+/** A share-partition this broker serves, as a scrape reads it. */
+export interface SharePartitionLoad {
+  groupId: string;
+  topic: string;
+  partition: number;
+  /** Records held by a member under a lock. */
+  acquired: number;
+  /** Records in the window waiting to be acquired (a release's delay included). */
+  available: number;
+}
+
 /** What a scrape reads. */
 export interface MetricsSources {
   catalog: Catalog;
@@ -32,6 +43,8 @@ export interface MetricsSources {
   monitor: Monitor;
   /** Dead letters of a subscription neither redriven nor purged. */
   deadLetterDepth(sub: SubscriptionRecord): Promise<number>;
+  /** The share-partitions this broker serves, and each share group's members. */
+  shareGroups(): Promise<{ partitions: SharePartitionLoad[]; members: Array<{ groupId: string; members: number }> }>;
 }
 
 /** What the Kafka listener reports of its receive buffers (src/kafka/receive-budget.ts). */
@@ -60,6 +73,9 @@ export class BrokerMetrics {
   /** Per group: its total lag, and its worst partitions by lag and by time lag. */
   private readonly groupLag: { total: Gauge<'group'>; max: Gauge<GroupPartitionLabels>; maxTime: Gauge<GroupPartitionLabels> };
   private readonly deadLetterDepth: Gauge<GroupTopicLabels>;
+  private readonly share: { acquired: Gauge<GroupPartitionLabels>; available: Gauge<GroupPartitionLabels>; members: Gauge<'group'> };
+  private readonly shareDeliveries: Counter<'group' | 'topic' | 'kind'>;
+  private readonly shareAcknowledgements: Counter<'group' | 'topic' | 'kind'>;
   private readonly activeAlerts: Gauge<'kind'>;
   private readonly omitted: Gauge<'series'>;
   /** The Kafka listener served, once {@link watchKafka} was called. */
@@ -112,6 +128,14 @@ export class BrokerMetrics {
       maxTime: gauge('onelog_group_max_time_lag_seconds', 'The largest time lag of a partition of the group, labelled with that partition (groups describe: maxTimeLag)', gtp),
     };
     this.deadLetterDepth = gauge('onelog_dead_letter_depth', 'Dead letters of the group\'s subscription neither redriven nor purged', gt);
+    this.share = {
+      acquired: gauge('onelog_share_records_acquired', 'A share group\'s records of the partition held by a member under a lock', gtp),
+      available: gauge('onelog_share_records_available', 'A share group\'s records of the partition taken from the log and waiting to be acquired (delayed releases included)', gtp),
+      members: gauge('onelog_share_members', 'Members of a share group heard from within their session timeout', ['group'] as const),
+    };
+    const groupCounter = (name: string, help: string) => new Counter({ name, help, labelNames: ['group', 'topic', 'kind'] as const, registers });
+    this.shareDeliveries = groupCounter('onelog_share_deliveries_total', 'Records a share group\'s members acquired, by kind: first (a first delivery) or redelivery');
+    this.shareAcknowledgements = groupCounter('onelog_share_acknowledgements_total', 'Outcomes share group members reported and the broker took, by kind: accept, release, reject or renew');
     this.activeAlerts = gauge('onelog_alerts_active', 'Unresolved alerts, by kind', ['kind'] as const);
     this.omitted = gauge('onelog_metrics_series_omitted', 'Per-partition series left out of this scrape by the cardinality bounds', ['series'] as const);
     const kafka = () => this.kafka;
@@ -140,6 +164,17 @@ export class BrokerMetrics {
     this.fetchedBytes.inc({ topic }, bytes);
   }
 
+  /** Counts a share group's acquisition: its first deliveries and its redeliveries. */
+  shareDelivered(group: string, topic: string, first: number, redeliveries: number): void {
+    if (first > 0) this.shareDeliveries.inc({ group, topic, kind: 'first' }, first);
+    if (redeliveries > 0) this.shareDeliveries.inc({ group, topic, kind: 'redelivery' }, redeliveries);
+  }
+
+  /** Counts outcomes a share group's member reported that the broker took, by kind (accept, release, reject, renew). */
+  shareAcknowledged(group: string, topic: string, kind: string, records: number): void {
+    if (records > 0) this.shareAcknowledgements.inc({ group, topic, kind }, records);
+  }
+
   /** Drops a deleted topic's series (a topic created again under the name counts from zero, as Kafka's do). */
   deleteTopic(topic: string): void {
     for (const counter of [this.producedRecords, this.producedBytes, this.fetchedRecords, this.fetchedBytes]) counter.remove({ topic });
@@ -160,6 +195,7 @@ export class BrokerMetrics {
     for (const g of this.gauges) g.reset();
     await this.readLogs();
     await this.readGroups();
+    await this.readShareGroups();
     for (const alert of this.sources.monitor.alerts.active()) this.activeAlerts.inc({ kind: alert.kind });
     return this.registry.metrics();
   }
@@ -234,5 +270,16 @@ export class BrokerMetrics {
       if (maxTimeLag) this.groupLag.maxTime.set({ group, topic: maxTimeLag.topic, partition: String(maxTimeLag.partition) }, maxTimeLag.timeLagMs / 1000);
     }
     this.omitted.set({ series: 'group_partition' }, omitted);
+  }
+
+  /** Share groups' records in flight per partition (bounded as the group series are) and members per group. */
+  private async readShareGroups(): Promise<void> {
+    const { partitions, members } = await this.sources.shareGroups();
+    for (const p of partitions.slice(0, this.options.maxGroupPartitionSeries)) {
+      const labels = { group: p.groupId, topic: p.topic, partition: String(p.partition) };
+      this.share.acquired.set(labels, p.acquired);
+      this.share.available.set(labels, p.available);
+    }
+    for (const m of members) this.share.members.set({ group: m.groupId }, m.members);
   }
 }

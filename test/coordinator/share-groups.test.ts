@@ -63,6 +63,14 @@ describe('share groups', () => {
     expect(described.shareMembers!.map((m) => m.memberId).sort()).toEqual(['m1', 'm2']);
     expect(await acquire('m1')).toEqual([[8, 1], [9, 1]]);
     expect(await acquire('m3')).toEqual([]); // everything is held
+    // /metrics shows the same: records acquired and available, members, deliveries and outcomes by kind
+    const text = await broker.metrics.scrape();
+    const series = (name: string) => text.split('\n').filter((l) => l.startsWith(`${name}{`)).map((l) => l.replace(/^[^{]+/, '')).sort();
+    expect(series('onelog_share_records_acquired')).toEqual(['{group="q",topic="t",partition="0"} 4']);
+    expect(series('onelog_share_records_available')).toEqual(['{group="q",topic="t",partition="0"} 0']);
+    expect(series('onelog_share_members')).toEqual(['{group="q"} 3']);
+    expect(series('onelog_share_deliveries_total')).toEqual(['{group="q",topic="t",kind="first"} 10']);
+    expect(series('onelog_share_acknowledgements_total')).toEqual(['{group="q",topic="t",kind="accept"} 6']);
   });
 
   it('releases a record after its delay, redelivers what an expired lock held, and dead-letters at the delivery limit or on reject', async () => {
