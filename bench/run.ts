@@ -25,7 +25,8 @@
  * (default 10), `--flush-window-ms MS` (default 50): records/s, ack latency, objects PUT and transactions per second.
  *
  * `--only share`: share groups with 1, 4 and 16 members on one partition beside Redis Streams and JetStream consumers
- * (bench/share.ts); `--share-seconds S` each (default 5), `--share-batch N` records per acquisition (default 10).
+ * (bench/share.ts); `--share-seconds S` each (default 5), `--share-batch N` records per acquisition (default 10); then the
+ * memory of 2,000 locked records per partition over `--share-partitions N` partitions (default 1,000; bench/share-memory.ts).
  * `--only cli`: the CLI's start-up per command against `node -e 0`, a new group's first record with 0, 2 and 5 retry
  * tiers, and `onelog produce` / `onelog consume` records/s of the S&P file (bench/cli.ts); `--cli-runs N` (default 7).
  *
@@ -59,6 +60,7 @@ import { clusterBenchmark } from './cluster.js';
 import { clusterBrokersBenchmark } from './cluster-brokers.js';
 import { cliBenchmark } from './cli.js';
 import { shareBenchmark } from './share.js';
+import { shareMemoryBenchmark } from './share-memory.js';
 
 const { values } = parseArgs({
   options: {
@@ -99,6 +101,7 @@ const { values } = parseArgs({
     'cli-runs': { type: 'string', default: '7' },
     'share-seconds': { type: 'string', default: '5' },
     'share-batch': { type: 'string', default: '10' },
+    'share-partitions': { type: 'string', default: '1000' },
   },
 });
 
@@ -159,7 +162,10 @@ if (only === 'cluster') {
   });
 }
 if (only === undefined || only === 'cli') await cliBenchmark({ runs: Number(values['cli-runs']) });
-if (only === undefined || only === 'share') await shareBenchmark({ seconds: Number(values['share-seconds']), batch: Number(values['share-batch']) });
+if (only === undefined || only === 'share') {
+  await shareBenchmark({ seconds: Number(values['share-seconds']), batch: Number(values['share-batch']) });
+  await shareMemoryBenchmark({ partitions: Number(values['share-partitions']), locked: 2000 });
+}
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });
 if (only === undefined || only === 'offsets') await offsetStoreBenchmark({ keys: Number(values['offset-keys']) });
 if (only === undefined || only === 'partitions') {

@@ -304,6 +304,11 @@ export class ShareGroups {
         until < loaded.ahead.length ? loaded.ahead[until]!.offset : loaded.aheadEnd);
       for (let i = 0; i < taken; i++) loaded.bodies.set(offered[i]!.offset, offered[i]!);
       loaded.aheadAt = from + taken;
+      if (loaded.aheadAt === loaded.ahead.length) {
+        // All taken: what the read decoded is held only by the window's bodies, and goes as they are delivered.
+        loaded.ahead = [];
+        loaded.aheadAt = 0;
+      }
       changed = true;
     }
     const now = this.s.clock.now();

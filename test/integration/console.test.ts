@@ -113,6 +113,29 @@ describe.runIf(hasTool(CHROMIUM, 'the web console\'s browser test'))('web consol
     expect(errors).toEqual([]);
   });
 
+  it('shows a share group\'s members and each partition\'s records acquired and available, as groups describe does', async () => {
+    const own = await startServer(tmpDir());
+    try {
+      const run = async (args: string[]) => (await runCli(own.url, args)).stdout;
+      await run(['topics', 'create', 'jobs', '--partitions', '1']);
+      const ownApi = new HttpApi(own.url);
+      await ownApi.produce({ topic: 'jobs', records: Array.from({ length: 8 }, (_, i) => ({ key: null, value: Buffer.from(`job ${i}`) })) });
+      await run(['groups', 'create', 'workers', '--topic', 'jobs', '--type', 'share', '--start', 'earliest']);
+      expect((await ownApi.shareFetch({ groupId: 'workers', topic: 'jobs', memberId: 'w1', maxRecords: 3 })).records).toHaveLength(3);
+      const page = await browser.newPage();
+      await page.goto(`${own.url}/#/groups/workers`);
+      await page.locator('#share-members').waitFor();
+      const described = JSON.parse(await run(['groups', 'describe', 'workers', '--json'])) as GroupDescription;
+      const { acquired, available } = described.subscriptions[0]!.partitions[0]!.share!;
+      expect([acquired, available]).toEqual([3, 3]); // the window takes what the acquisition may need next
+      expect(await page.locator('[data-share="jobs/0"]').textContent()).toBe(`${acquired} / ${available}`);
+      expect(await page.locator('#share-members').textContent()).toContain('w1');
+      await page.screenshot({ path: path.join(OUTPUT, 'console-share-group.png'), fullPage: true });
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('asks for a token once the broker has users, and shows the data with it', async () => {
     const secured = await startServer(tmpDir());
     try {

@@ -1,6 +1,7 @@
 /**
  * Groups: the list, and one group: its lag totals (total lag, the worst partitions by lag and by time lag), members
- * and their assignments, each partition's lag, time lag and headroom
+ * and their assignments (a share group's members, and each partition's records acquired and available), each
+ * partition's lag, time lag and headroom
  * (with charts of the last hour's samples), its alerts with acknowledgement, reset history, and a dead-letter
  * browser with redrive for subscriptions that have dead letters.
  */
@@ -47,18 +48,22 @@ export function GroupPage({ groupId }: { groupId: string }): VNode {
   const { data, error, reload } = useData(() => api.group(groupId), [groupId]);
   const history = useData(() => api.history(groupId), [groupId]).data;
   return html`<${Page} title=${`Group ${groupId}`} error=${error} loading=${data === null}>
-    ${data && html`<p>state <b>${data.state}</b> · generation ${data.generationId} · assignor ${data.assignor ?? '-'}</p>
+    ${data && html`<p>${data.shareMembers
+      ? html`<b>share group</b> (queues on the log: every member reads every partition) · ${data.shareMembers.length} members heard from`
+      : html`state <b>${data.state}</b> · generation ${data.generationId} · assignor ${data.assignor ?? '-'}`}</p>
     <p id="group-totals">lag <b>${num(data.totalLag)}</b> in all${data.maxLag ? html` · most <b>${num(data.maxLag.lag)}</b> at ${data.maxLag.topic}/${data.maxLag.partition}` : ''}${
       data.maxTimeLag ? html` · time lag at most <b>${duration(data.maxTimeLag.timeLagMs)}</b> at ${data.maxTimeLag.topic}/${data.maxTimeLag.partition}` : ''}</p>
     <h2>Partitions</h2>
     <${Table} id="group-partitions"
-      head=${['topic', 'partition', 'committed', 'log start', 'high watermark', 'lag', 'unread', 'lost', 'time lag', 'headroom', 'state', 'member']}
+      head=${['topic', 'partition', data.shareMembers ? 'start offset' : 'committed', 'log start', 'high watermark', 'lag', 'unread', 'lost', 'time lag', 'headroom', 'state',
+        data.shareMembers ? 'acquired / available' : 'member']}
       rows=${data.subscriptions.flatMap((s) => s.partitions.map((p) => [
         html`<${Link} to=${`/topics/${encodeURIComponent(s.topic)}`}>${s.topic}<//>`, p.partition, num(p.committedOffset), num(p.logStartOffset),
         num(p.highWatermark), html`<span data-lag=${`${s.topic}/${p.partition}`}>${num(p.lag)}</span>`,
         `${p.unreadRecordsEstimate ? '~' : ''}${num(p.unreadRecords)}`, num(p.lostRecords), duration(p.timeLagMs),
         [duration(p.headroomMs), p.headroomBytes === null ? '' : ` / ${bytes(p.headroomBytes)}`].join(''),
-        html`<${Badge} state=${p.state} />`, p.memberId ?? '-',
+        html`<${Badge} state=${p.state} />`,
+        p.share ? html`<span data-share=${`${s.topic}/${p.partition}`}>${num(p.share.acquired)} / ${num(p.share.available)}</span>` : p.memberId ?? '-',
       ]))} />
     <h2>Last hour</h2>
     <${Chart} id="chart-lag" title="lag" ...${seriesOf(history, 'lag')} />
@@ -66,9 +71,12 @@ export function GroupPage({ groupId }: { groupId: string }): VNode {
     <${Chart} id="chart-headroom" title="retention headroom" ...${seriesOf(history, 'headroomMs')} />
     <${Chart} id="chart-headroom-bytes" title="retention headroom (size)" ...${seriesOf(history, 'headroomBytes')} />
     <h2>Members</h2>
-    <${Table} id="members" empty="no live members" head=${['member', 'client', 'commit mode', 'generation', 'last heartbeat', 'assignment']}
-      rows=${data.members.map((m) => [m.memberId, m.clientId, m.commitMode, m.generationId, time(m.lastHeartbeatAt),
-        m.assignment.map((a) => `${a.topic}/${a.partition}`).join(', ') || '-'])} />
+    ${data.shareMembers
+      ? html`<${Table} id="share-members" empty="no members heard from" head=${['member', 'last heard from']}
+          rows=${data.shareMembers.map((m) => [m.memberId, time(m.lastSeenAt)])} />`
+      : html`<${Table} id="members" empty="no live members" head=${['member', 'client', 'commit mode', 'generation', 'last heartbeat', 'assignment']}
+          rows=${data.members.map((m) => [m.memberId, m.clientId, m.commitMode, m.generationId, time(m.lastHeartbeatAt),
+            m.assignment.map((a) => `${a.topic}/${a.partition}`).join(', ') || '-'])} />`}
     <h2>Alerts</h2>
     <${AlertsTable} alerts=${data.alerts} onChange=${reload} />
     <h2>Offset resets</h2>
