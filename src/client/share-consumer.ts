@@ -133,6 +133,8 @@ export class ShareConsumer {
       }
       if (acks.length > 0) await this.acknowledge(topic, acks, handlers);
     }
+    // Stopped: the member leaves, so what it may still hold elsewhere is released now, not at its session's end.
+    await this.api.shareAcknowledge({ groupId, topic: this.topics[0]!, memberId: this.memberId, acks: [], leave: true });
   }
 
   /** Sends outcomes; tells `onAcknowledged` (unless `report` is false: renewals) and `onError` of refused partitions. */

@@ -131,8 +131,9 @@ export class ShareGroups {
     const { groupId, topic, memberId } = request;
     const sub = await this.s.subscription(groupId, topic);
     checkMemberId(memberId);
-    if (!Array.isArray(request.acks) || request.acks.length === 0 || request.acks.length > 10_000) {
-      throw new OnelogError('INVALID_REQUEST', 'acks must be an array of 1 to 10,000 { partition, offset, type }', { groupId, topic });
+    const leave = request.leave === true;
+    if (!Array.isArray(request.acks) || request.acks.length === 0 && !leave || request.acks.length > 10_000) {
+      throw new OnelogError('INVALID_REQUEST', 'acks must be an array of 1 to 10,000 { partition, offset, type } (or none with leave: true)', { groupId, topic });
     }
     this.touch(groupId, memberId);
     const byPartition = new Map<number, ShareAcknowledgement[]>();
@@ -157,7 +158,23 @@ export class ShareGroups {
       });
       partitions.push({ partition, ...(error ? { error } : {}) });
     }
+    if (leave) await this.leave(groupId, memberId);
     return { groupId, topic, partitions: partitions.sort((a, b) => a.partition - b.partition) };
+  }
+
+  /** A member leaves: it is no longer listed, and what it holds in any of the group's loaded partitions is released at once. */
+  private async leave(groupId: string, memberId: string): Promise<void> {
+    this.members.get(groupId)?.delete(memberId);
+    this.s.logger.info({ groupId, memberId }, 'share group member left: its records are released');
+    for (const key of [...this.partitions.keys()]) {
+      const [g, topic, partition] = key.split('\0') as [string, string, string];
+      if (g !== groupId) continue;
+      const sub = await this.s.subscription(groupId, topic).catch(() => undefined);
+      if (sub === undefined) continue;
+      await this.inOrder(sub, Number(partition), async (loaded) => {
+        if (loaded.sp.memberGone(memberId) > 0) await this.settle(sub, loaded, Number(partition));
+      });
+    }
   }
 
   /**

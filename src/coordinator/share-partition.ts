@@ -336,12 +336,20 @@ export class SharePartition {
     return released;
   }
 
-  /** A member left or ended: the records it holds are released at once. */
-  memberGone(memberId: string): void {
+  /**
+   * A member left or ended: the records it holds are released at once.
+   * @returns how many it held
+   */
+  memberGone(memberId: string): number {
+    let held = 0;
     for (let i = this.head; i < this.records.length; i++) {
       const r = this.records[i]!;
-      if (r.status === 'acquired' && r.memberId === memberId) this.releaseRecord(r, 0, 'its member ended');
+      if (r.status === 'acquired' && r.memberId === memberId) {
+        this.releaseRecord(r, 0, 'its member ended');
+        held++;
+      }
     }
+    return held;
   }
 
   /**

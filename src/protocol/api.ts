@@ -673,10 +673,16 @@ export interface ShareAckRequest {
   topic: string;
   memberId: string;
   /**
-   * 1 to 10,000, each offset once. `reason`: a reject's, kept in its dead letter; a release's, kept in the dead letter
-   * if that was its last delivery allowed.
+   * 1 to 10,000, each offset once (none with `leave`). `reason`: a reject's, kept in its dead letter; a release's, kept
+   * in the dead letter if that was its last delivery allowed.
    */
   acks: Array<{ partition: number; offset: number; type: 'accept' | 'release' | 'reject' | 'renew'; delayMs?: number; reason?: string }>;
+  /**
+   * The member leaves the group once these outcomes are applied (a consumer that stops, as Kafka's ShareGroupHeartbeat
+   * with member epoch -1): what it still holds, in any topic, is released at once (its deliveries counted), and it is no
+   * longer listed. @default false
+   */
+  leave?: boolean;
 }
 
 /** Per partition of the acknowledgements: applied, or refused whole with its error (`INVALID_RECORD_STATE`). */

@@ -94,6 +94,17 @@ describe('share groups', () => {
     expect(dead.records[1]!.reason).toContain('delivered 3 times (maxDeliveries 3)');
   });
 
+  it('a member that leaves is no longer listed, and what it held is available again at once, its deliveries counted', async () => {
+    await share();
+    expect(await acquire('m1', 3)).toEqual([[0, 1], [1, 1], [2, 1]]);
+    expect(await acquire('m2', 1)).toEqual([[3, 1]]);
+    const left = await broker.shareAcknowledge({ groupId: 'q', topic: 't', memberId: 'm1', acks: [{ partition: 0, offset: 1, type: 'accept' }], leave: true });
+    expect(left.partitions).toEqual([{ partition: 0 }]);
+    expect((await broker.describeGroup('q')).shareMembers!.map((m) => m.memberId)).toEqual(['m2']);
+    expect(await acquire('m2', 3)).toEqual([[0, 2], [2, 2], [4, 1]]); // before its lock (5 s) would have ended
+    await expect(broker.shareAcknowledge({ groupId: 'q', topic: 't', memberId: 'm2', acks: [] })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+  });
+
   it('keeps every count through a restart: what was held is available again, none is lost, each is accepted once', async () => {
     await share();
     expect(await acquire('m1', 5)).toEqual([[0, 1], [1, 1], [2, 1], [3, 1], [4, 1]]);

@@ -37,8 +37,9 @@ export function registerShareGroupRoutes(app: FastifyInstance, api: OnelogApi): 
           additionalProperties: false,
           properties: {
             topic: { type: 'string' }, memberId: { type: 'string' },
+            leave: { type: 'boolean' },
             acks: {
-              type: 'array', minItems: 1, maxItems: 10_000,
+              type: 'array', minItems: 0, maxItems: 10_000,
               items: {
                 type: 'object', required: ['partition', 'offset', 'type'], additionalProperties: false,
                 properties: {
