@@ -429,7 +429,7 @@ export class GroupCoordinator {
    * Checks that a nack may be acted on (fenced as a commit) and answers the subscription it falls under, with
    * the record's tier when it was delivered from one.
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`; `NO_RETRY_POLICY` when the
-   *   group has no retry policy for the topic
+   *   group has neither a retry policy nor a delivery limit (`maxDeliveries`) for the topic
    */
   async checkNack(request: Omit<NackRequest, 'offset' | 'reason'>): Promise<CheckedNack> {
     const { groupId, topic } = request;
@@ -437,14 +437,14 @@ export class GroupCoordinator {
       await this.fence(request, [request.partition], 'nack');
       const tier = this.retryTopics.tierOf(groupId, topic);
       const subscription = await this.subscriptions.find(groupId, tier?.topic ?? topic);
-      if (!subscription?.retry) {
+      const policy = deliveryBound(subscription);
+      if (!subscription || !policy) {
         throw new OnelogError('NO_RETRY_POLICY', `group ${groupId} has no retry policy for ${tier?.topic ?? topic}: a nack has nowhere to ` +
-          `send the record. Add one: onelog groups alter ${groupId} --topic ${tier?.topic ?? topic} --retry 1s,30s,5m --max-attempts 4`, {
-          groupId, topic,
-        });
+          `send the record. Add one: onelog groups alter ${groupId} --topic ${tier?.topic ?? topic} --retry 1s,30s,5m --max-attempts 4 ` +
+          '(or --max-deliveries N: a nack then dead-letters the record at once)', { groupId, topic });
       }
       const { partition } = request;
-      return { subscription, policy: subscription.retry, tier, crashes: (offset) => this.deliveryCounts.crashes(groupId, topic, partition, offset) };
+      return { subscription, policy, tier, crashes: (offset) => this.deliveryCounts.crashes(groupId, topic, partition, offset) };
     });
   }
 

@@ -16,6 +16,7 @@ import { systemClock } from '../clock.js';
 import type { CheckedNack } from '../coordinator/group-coordinator.js';
 import type { RetryTopics } from '../coordinator/retry-topics.js';
 import { deliveryBound } from '../coordinator/subscriptions.js';
+import { checkInteger } from '../protocol/validate.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { CreateTopicRequest, FetchedPartition, NackBatchRequest, NackResult, RetryPolicyInput, TopicDescription } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -60,6 +61,7 @@ export function checkNackRecords(request: NackBatchRequest): void {
       groupId: request.groupId, topic: request.topic, partition: request.partition,
     });
   }
+  if (request.deliveries !== undefined) checkInteger(request.deliveries, 'deliveries', 1, 100);
 }
 
 /**
@@ -257,14 +259,15 @@ export class Retries {
    * its attempt through the retry path plus those that ended with their member ending; a nack's failure is one
    * more than those, a crash's is the last of them.
    */
-  private async move(log: Partition, offset: number, reason: string, request: { groupId: string; topic: string; partition: number },
+  private async move(log: Partition, offset: number, reason: string, request: { groupId: string; topic: string; partition: number; deliveries?: number },
     { subscription, policy, tier, crashes }: CheckedNack, failure: 'nack' | 'crash'): Promise<MovedTo> {
     const { groupId, topic, partition } = request;
     const source = { topic, partition, offset };
     const record = await this.sources.read(log, offset);
     const info = deliveryInfo(record, topic, partition, tier !== undefined);
-    const deliveries = info.attempt + crashes(offset) - (failure === 'crash' ? 1 : 0);
-    const deadLettered = deliveries >= policy.maxAttempts;
+    const deliveries = info.attempt + crashes(offset) - (failure === 'crash' ? 1 : 0) + (failure === 'nack' ? (request.deliveries ?? 1) - 1 : 0);
+    // Without retry tiers (only maxDeliveries) a nacked record has nowhere to wait for another delivery: dead-lettered.
+    const deadLettered = deliveries >= policy.maxAttempts || policy.delaysMs.length === 0;
     const attempt = deadLettered ? deliveries : deliveries + 1;
     const target = deadLettered
       ? this.deps.logs.get(policy.deadLetterTopic, 0)

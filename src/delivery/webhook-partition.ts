@@ -2,7 +2,8 @@
  * Webhook delivery of one partition (see {@link PartitionPusher}): fetch a batch, POST it, commit its end
  * after the 2xx, in order, with at most `maxInFlight` POSTs in flight and as many batches in memory. With a
  * retry policy, a batch that failed `webhookMaxAttempts` times is split into one POST per record, and a record
- * that fails as often alone is nacked (it moves to the retry tiers) and counts as acknowledged.
+ * that fails as often alone is nacked (it moves to the retry tiers) and counts as acknowledged; without one, with
+ * `maxDeliveries`, the same with that many POSTs, and the record goes to the dead letters.
  */
 import type { FetchedPartition } from '../protocol/api.js';
 import { backoffDelayMs } from '../backoff.js';
@@ -45,16 +46,24 @@ export interface PartitionMember {
   readonly groupId: string;
   readonly endpoint: string;
   readonly maxInFlight: number;
-  /** With a retry policy: POSTs of a batch before its records are nacked; null: retried until acknowledged. */
+  /**
+   * POSTs of a batch before its records are nacked (with a retry policy its webhookMaxAttempts, else its maxDeliveries);
+   * null: retried until acknowledged.
+   */
   readonly nackAfterAttempts: number | null;
+  /** Each failed POST of a record alone counts as a delivery of it (no retry policy; maxDeliveries bounds them). */
+  readonly postsAreDeliveries: boolean;
   readonly options: Required<WebhookOptions>;
   readonly logger: Logger;
   /** A fetch of this member (member id and generation added); `assignmentChanged` is handled by the member. */
   fetch(topic: string, partition: number, offset: number): Promise<FetchedPartition>;
   /** Commits `offset` (the NEXT offset to read) for the partition, as this member. */
   commit(topic: string, partition: number, offset: number): Promise<void>;
-  /** Nacks records of the partition (they move to the next retry tier), as this member. */
-  nack(topic: string, partition: number, offsets: readonly number[], reason: string): Promise<void>;
+  /**
+   * Nacks records of the partition (they move to the next retry tier, or, without one, to the dead letters), as this
+   * member; `deliveries`: the failed deliveries of each (NackRequest.deliveries).
+   */
+  nack(topic: string, partition: number, offsets: readonly number[], reason: string, deliveries?: number): Promise<void>;
   /** Whether `err` fenced the member (it then rejoins and stops every pusher); other errors are the pusher's. */
   fenced(err: unknown): boolean;
 }
@@ -241,13 +250,13 @@ export class PartitionPusher {
   }
 
   /**
-   * Out of attempts with a retry policy: nacks the batch's records (they move to the next retry tier), then the
+   * Out of attempts: nacks the batch's records (they move to the next retry tier, or without one to the dead letters), then the
    * batch counts as acknowledged. A nack that fails (not by fencing) sends the batch again after a backoff.
    */
   private nackBatch(b: Batch, reason: string): void {
     b.state = 'nacking';
     this.warn(this.context(b, { attempt: b.attempt, reason }), 'webhook delivery failed on every attempt; nacking the batch\'s records');
-    this.member.nack(this.topic, this.partition, b.records.map((r) => r.offset), reason).then(
+    this.member.nack(this.topic, this.partition, b.records.map((r) => r.offset), reason, this.member.postsAreDeliveries ? b.failures : undefined).then(
       () => (b.state = 'acked'),
       (err: unknown) => {
         if (this.member.fenced(err) || this.stopped()) return;

@@ -4,7 +4,8 @@
  * to the endpoint. A 2xx acknowledges a batch and commits its end; anything else, or no answer within
  * `ackTimeoutMs`, is retried with exponential backoff, in order per partition (docs/delivery.md). With a retry
  * policy, a batch that failed `webhookMaxAttempts` times is nacked: its records move to the retry tiers
- * (docs/retries.md), whose records are POSTed in turn, and the partition goes on.
+ * (docs/retries.md), whose records are POSTed in turn, and the partition goes on. Without one, with `maxDeliveries`,
+ * a record that failed that many POSTs alone goes to the dead letters (each such POST counts as a delivery).
  *
  * The dispatcher is a real member of the group ({@link WebhookMember}, clientId `webhook`), built on the
  * client's member code and the broker's own API: it joins, heartbeats, fetches, commits and nacks with its
@@ -57,8 +58,10 @@ interface Target {
   topic: string;
   endpoint: string;
   maxInFlight: number;
-  /** With a retry policy: the subscription's webhookMaxAttempts; null without one. */
+  /** With a retry policy: the subscription's webhookMaxAttempts; without one, its maxDeliveries; null without either. */
   nackAfterAttempts: number | null;
+  /** Without a retry policy, with maxDeliveries: each failed POST of a record alone is a delivery of it (the nack says how many). */
+  postsAreDeliveries: boolean;
 }
 
 /**
@@ -92,11 +95,12 @@ export class WebhookDispatcher {
       const wanted: Target | null = sub.deliveryMode === 'push' && sub.pushEndpoint
         ? {
           groupId: sub.groupId, topic: sub.topic, endpoint: sub.pushEndpoint, maxInFlight: sub.maxInFlight,
-          nackAfterAttempts: sub.retry ? sub.webhookMaxAttempts : null,
+          nackAfterAttempts: sub.retry ? sub.webhookMaxAttempts : sub.maxDeliveries,
+          postsAreDeliveries: !sub.retry && sub.maxDeliveries !== null,
         }
         : null;
       if (current && wanted && current.endpoint === wanted.endpoint && current.maxInFlight === wanted.maxInFlight &&
-        current.nackAfterAttempts === wanted.nackAfterAttempts) return;
+        current.nackAfterAttempts === wanted.nackAfterAttempts && current.postsAreDeliveries === wanted.postsAreDeliveries) return;
       if (current) {
         this.members.delete(key);
         await current.stop();
@@ -129,8 +133,9 @@ class WebhookMember implements PartitionMember {
   readonly topic: string;
   readonly endpoint: string;
   readonly maxInFlight: number;
-  /** With a retry policy: POSTs of a batch before its records are nacked; null without one (retried forever). */
+  /** POSTs of a batch before its records are nacked (Target.nackAfterAttempts); null: retried forever. */
   readonly nackAfterAttempts: number | null;
+  readonly postsAreDeliveries: boolean;
   private readonly session: MemberSession;
   /** Pushers of held partitions, by `topic/partition` (none while paused for the group). */
   private readonly pushers = new Map<string, PartitionPusher>();
@@ -143,6 +148,7 @@ class WebhookMember implements PartitionMember {
   constructor(private readonly api: WebhookApi, target: Target, readonly options: Required<WebhookOptions>, readonly logger: Logger) {
     ({ groupId: this.groupId, topic: this.topic, endpoint: this.endpoint, maxInFlight: this.maxInFlight } = target);
     this.nackAfterAttempts = target.nackAfterAttempts;
+    this.postsAreDeliveries = target.postsAreDeliveries;
     this.session = new MemberSession(api, {
       groupId: this.groupId, topics: [this.topic], clientId: WEBHOOK_CLIENT_ID, sessionTimeoutMs: options.sessionTimeoutMs,
     }, {
@@ -245,11 +251,12 @@ class WebhookMember implements PartitionMember {
     }));
   }
 
-  async nack(topic: string, partition: number, offsets: readonly number[], reason: string): Promise<void> {
+  async nack(topic: string, partition: number, offsets: readonly number[], reason: string, deliveries?: number): Promise<void> {
     const { session } = this;
     for (const offset of offsets) {
       await session.serial(() => this.api.nack({
         groupId: this.groupId, topic, partition, offset, reason, memberId: session.memberId, generationId: session.generationId,
+        ...(deliveries === undefined ? {} : { deliveries }),
       }));
     }
   }

@@ -708,6 +708,12 @@ export interface NackRequest {
   /** As for a commit: without them the nack is accepted only while the group has no live member. */
   memberId?: string;
   generationId?: number;
+  /**
+   * Deliveries of the record this member made that all failed, this one included (a webhook dispatcher's POSTs of it
+   * alone), 1 to 100: counted against the subscription's `maxAttempts` (or `maxDeliveries`) with its earlier attempts
+   * and crash deliveries. @default 1
+   */
+  deliveries?: number;
 }
 
 /** Nacks of several records of one partition in one request (the consumer sends a batch's nacks so): moved in order, sharing fdatasyncs. */

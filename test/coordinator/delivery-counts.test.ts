@@ -151,9 +151,13 @@ describe('crash-counted deliveries', () => {
     expect(third.assignment.find((p) => p.topic === 't')!.offset).toBe(1);
     const dead = await broker.listDeadLetters({ groupId: 'h', topic: 't' });
     expect(dead).toMatchObject({ deadLetterTopic: 't.h.dlq', depth: 1, records: [{ original: { offset: 0 }, attempts: 2 }] });
-    // A nack still needs a retry policy, and a redrive a tier to go through.
-    expect(await broker.nack({ groupId: 'h', topic: 't', partition: 0, offset: 1, reason: 'x', memberId: third.memberId, generationId: third.generationId })
-      .catch((err: { code: string }) => err.code)).toBe('NO_RETRY_POLICY');
+    // Without tiers a nack has nowhere to retry: it dead-letters at once, counting the deliveries the member says it made
+    // (a webhook dispatcher's POSTs of the record alone); a redrive still needs a tier to go through.
+    const nacked = await broker.nack({ groupId: 'h', topic: 't', partition: 0, offset: 1, reason: 'x', memberId: third.memberId, generationId: third.generationId, deliveries: 2 });
+    // 3: record 1 was also in the batch the first member died holding (one delivery), and the third member made two
+    expect(nacked).toMatchObject({ topic: 't.h.dlq', deadLettered: true, attempt: 3 });
+    expect(await broker.nack({ groupId: 'h', topic: 't', partition: 0, offset: 2, reason: 'x', memberId: third.memberId, generationId: third.generationId, deliveries: 0 })
+      .catch((err: { code: string }) => err.code)).toBe('INVALID_REQUEST');
     expect(await broker.redriveDeadLetters({ groupId: 'h', topic: 't', all: true, execute: true }).catch((err: { code: string }) => err.code)).toBe('NO_RETRY_POLICY');
     // With both, maxAttempts is the bound.
     expect(await broker.subscribe({ groupId: 'h', topic: 't', retry: { delaysMs: [1000] }, maxDeliveries: 3 }).catch((err: { code: string }) => err.code))

@@ -269,6 +269,26 @@ describe('webhook delivery', () => {
     expect(failed[0]).toMatchObject({ attempt: 1, err: 'no answer within ackTimeoutMs (200 ms)', firstOffset: 0, lastOffset: 2 });
   });
 
+  it('without a retry policy, maxDeliveries bounds the POSTs of a record its endpoint never answers: dead-lettered, the partition goes on', async () => {
+    const broker = await openBroker({ webhooks: { ackTimeoutMs: 150 } });
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    await produce(broker, 't', 1, 5);
+    const server = await webhookServer(broker, 'push', (post) => {
+      if (!values(post).includes('p0-2')) post.answer(204); // record 2 is never answered: a poison record for this endpoint
+    });
+    await broker.subscribe({ groupId: 'push', topic: 't', deliveryMode: 'push', pushEndpoint: server.url, maxInFlight: 1, startPolicy: 'earliest', maxDeliveries: 2 });
+    await waitForCommitted(broker, 'push', [5]);
+
+    const dead = await broker.listDeadLetters({ groupId: 'push', topic: 't' });
+    expect(dead.depth).toBe(1);
+    expect(dead.records[0]).toMatchObject({ original: { topic: 't', partition: 0, offset: 2 }, attempts: 2 });
+    expect(dead.records[0]!.reason).toContain('no answer within ackTimeoutMs (150 ms)');
+    // The batch 0-4 was POSTed twice, then each record alone: record 2 twice more (its two deliveries), the others once.
+    const alone = server.posts.filter((p) => p.firstOffset === p.lastOffset);
+    expect(alone.filter((p) => p.firstOffset === 2)).toHaveLength(2);
+    expect(alone.filter((p) => p.firstOffset !== 2 && p.status === 204).map((p) => p.firstOffset).sort()).toEqual([0, 1, 3, 4]);
+  });
+
   it('a push group and a pull group on one topic each receive every record once, and stop cleanly', async () => {
     const broker = await openBroker();
     await broker.createTopic({ topic: 't', partitions: 3 });

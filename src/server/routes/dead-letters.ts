@@ -6,7 +6,9 @@ import { nonNegInt } from './schemas.js';
 /** Nacks and dead letters (docs/retries.md). */
 export function registerDeadLetterRoutes(app: FastifyInstance, api: OnelogApi): void {
   /** What a nack names besides its records: the partition, and the member (fenced as a commit). */
-  const nackOf = { topic: { type: 'string' }, partition: nonNegInt, memberId: { type: 'string' }, generationId: { type: 'integer' } } as const;
+  const nackOf = {
+    topic: { type: 'string' }, partition: nonNegInt, memberId: { type: 'string' }, generationId: { type: 'integer' }, deliveries: { type: 'integer' },
+  } as const;
   app.post<{ Params: { groupId: string }; Body: Omit<NackRequest, 'groupId'> }>(
     '/groups/:groupId/nacks',
     {
