@@ -108,13 +108,16 @@ export class ShareGroups {
       const first = this.nextPartition.get(`${groupId}\0${topic}`) ?? 0;
       this.nextPartition.set(`${groupId}\0${topic}`, (first + 1) % count);
       const records: SharedRecord[] = [];
+      const writes: Array<Promise<void>> = [];
       let nextChange = Infinity;
       for (let i = 0; i < count && records.length < maxRecords; i++) {
         const partition = (first + i) % count;
         const got = await this.inOrder(sub, partition, (loaded) => this.acquireFrom(sub, loaded, partition, memberId, maxRecords - records.length));
         records.push(...got.records);
+        if (got.written) writes.push(got.written);
         nextChange = Math.min(nextChange, got.nextChangeAt ?? Infinity);
       }
+      await Promise.all(writes); // what was acquired is on disk before it is handed out
       const now = this.s.clock.now();
       if (records.length > 0 || now >= deadline) return { groupId, topic, memberId, lockMs: sub.share!.lockMs, records };
       await this.waitForChange(topic, count, Math.min(deadline, nextChange) - now);
@@ -145,6 +148,7 @@ export class ShareGroups {
       byPartition.set(partition, [...(byPartition.get(partition) ?? []), ack]);
     }
     const partitions: ShareAckResult['partitions'] = [];
+    const writes: Array<Promise<void>> = [];
     for (const [partition, acks] of byPartition) {
       const error = await this.inOrder(sub, partition, async (loaded) => {
         try {
@@ -153,11 +157,12 @@ export class ShareGroups {
           if (err instanceof OnelogError && err.code === 'INVALID_RECORD_STATE') return err.toJSON();
           throw err;
         }
-        await this.settle(sub, loaded, partition);
+        writes.push((await this.settle(sub, loaded, partition)).written);
         return undefined;
       });
       partitions.push({ partition, ...(error ? { error } : {}) });
     }
+    await Promise.all(writes);
     if (leave) await this.leave(groupId, memberId);
     return { groupId, topic, partitions: partitions.sort((a, b) => a.partition - b.partition) };
   }
@@ -172,7 +177,7 @@ export class ShareGroups {
       const sub = await this.s.subscription(groupId, topic).catch(() => undefined);
       if (sub === undefined) continue;
       await this.inOrder(sub, Number(partition), async (loaded) => {
-        if (loaded.sp.memberGone(memberId) > 0) await this.settle(sub, loaded, Number(partition));
+        if (loaded.sp.memberGone(memberId) > 0) await (await this.settle(sub, loaded, Number(partition))).written;
       });
     }
   }
@@ -199,7 +204,7 @@ export class ShareGroups {
       await this.inOrder(sub, Number(partition), async (loaded) => {
         const { sp } = loaded;
         for (const id of ended.get(groupId) ?? []) sp.memberGone(id);
-        if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await this.settle(sub, loaded, Number(partition));
+        if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await (await this.settle(sub, loaded, Number(partition))).written;
         await this.commitStart(sub, loaded, Number(partition));
       });
     }
@@ -302,7 +307,7 @@ export class ShareGroups {
 
   /** Acquires from one partition: fills its window from the log, acquires, persists, hands out the records. */
   private async acquireFrom(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number, memberId: string, max: number):
-    Promise<{ records: SharedRecord[]; nextChangeAt: number | null }> {
+    Promise<{ records: SharedRecord[]; nextChangeAt: number | null; written?: Promise<void> }> {
     const { sp } = loaded;
     const log = this.s.logs.get(sub.topic, partition);
     let changed = false;
@@ -332,8 +337,8 @@ export class ShareGroups {
     if (sp.expire(now) > 0) changed = true;
     const acquired = sp.acquire(memberId, now, max);
     // An acquisition that changed nothing (an idle member's poll) writes nothing.
-    if (changed || acquired.length > 0) await this.settle(sub, loaded, partition);
-    if (acquired.length === 0) return { records: [], nextChangeAt: sp.nextChangeAt(now) };
+    const written = changed || acquired.length > 0 ? (await this.settle(sub, loaded, partition)).written : undefined;
+    if (acquired.length === 0) return { records: [], nextChangeAt: sp.nextChangeAt(now), ...(written ? { written } : {}) };
     // A first delivery's record is in hand; a redelivery's is read again from the log, in runs of consecutive offsets.
     const records: SharedRecord[] = [];
     const again: typeof acquired = [];
@@ -354,7 +359,7 @@ export class ShareGroups {
       i = j;
     }
     if (again.length > 0) records.sort((a, b) => a.offset - b.offset);
-    return { records, nextChangeAt: null };
+    return { records, nextChangeAt: null, ...(written ? { written } : {}) };
   }
 
   /**
@@ -375,22 +380,24 @@ export class ShareGroups {
   }
 
   /**
-   * Moves the partition's dead records to the dead letters, then persists what changed: what every change ends with.
-   * A failed write leaves the partition {@link LoadedPartition.stale}.
+   * Moves the partition's dead records to the dead letters, then writes what changed: what every change ends with.
+   * Resolves once the write is issued, to `written`, a promise of it being on disk: the partition's next operation need not
+   * wait for that (the offset store applies writes in call order, and a burst of them shares one sync), but an answer
+   * that depends on the change does. A failed write leaves the partition {@link PartitionState.stale}.
    */
-  private async settle(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number): Promise<void> {
+  private async settle(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number): Promise<{ written: Promise<void> }> {
     const { sp } = loaded;
     const dead = sp.deadLetters();
     for (const r of dead) await this.s.deadLetter(sub, partition, r.offset, r.deliveries, r.reason ?? 'dead-lettered');
     if (dead.length > 0) sp.deadLettered(dead.map((r) => r.offset));
     const { startOffset, set, remove } = sp.takeChanges(loaded.orphans);
     loaded.orphans = [];
-    try {
-      await this.s.offsets.setRecordState(sub.groupId, sub.topic, partition, shareHeader(startOffset), { set, remove });
-    } catch (err) {
+    const written = this.s.offsets.setRecordState(sub.groupId, sub.topic, partition, shareHeader(startOffset), { set, remove }).catch((err: unknown) => {
       loaded.stale = true;
       throw err;
-    }
+    });
+    written.catch(() => undefined); // its caller awaits it; a failure is its caller's to report
+    return { written };
   }
 
   /** Runs `work` on the partition's state once the operations queued on it before ended. */

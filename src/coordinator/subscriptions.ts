@@ -117,7 +117,13 @@ export class Subscriptions {
 
   /** The group's subscription to `topic` as stored, or undefined (no catalog write). */
   async find(groupId: string, topic: string): Promise<SubscriptionRecord | undefined> {
-    return this.cache.get(`${groupId}\0${topic}`) ?? this.catalog.getSubscription(groupId, topic);
+    const key = `${groupId}\0${topic}`;
+    const cached = this.cache.get(key);
+    if (cached !== undefined) return cached;
+    const stored = await this.catalog.getSubscription(groupId, topic);
+    // Kept as get() keeps what it reads (a share group's members never join, so nothing else would cache theirs).
+    if (stored !== undefined && !this.cache.has(key)) this.cache.set(key, stored);
+    return stored;
   }
 
   /** Forgets the subscriptions to a deleted topic. */
