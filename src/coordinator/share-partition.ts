@@ -163,6 +163,13 @@ export class SharePartition {
   private readonly changed = new Set<ShareRecord>();
   /** The runs the offset store holds (as of the last {@link takeChanges}). */
   private readonly runs: StoredRuns;
+  /**
+   * Window index before which no record is available to acquire now (without key order), so an acquisition does not
+   * walk past the records held before it again; lowered when a record becomes available.
+   */
+  private scanFrom = 0;
+  /** No lock ends before this (ms since the epoch; a lower bound), so {@link expire} walks the window only once one may. */
+  private locksEndFrom = Infinity;
 
   /**
    * @param snapshot what was persisted (a new partition: `{ startOffset, endOffset: startOffset, records: [] }`)
@@ -265,22 +272,32 @@ export class SharePartition {
     const out: ShareRecord[] = [];
     const keyed = this.settings.ordering === 'key';
     const seen = keyed ? new Set<string>() : null;
-    for (let i = this.head; i < this.records.length && out.length < maxRecords; i++) {
+    // In key order every unfinished record from the head counts (its key holds later ones back); else none before scanFrom.
+    let i = keyed ? this.head : Math.max(this.head, this.scanFrom);
+    let delayed = Infinity; // the first record skipped only for its delay: available again later
+    const lockUntil = now + this.settings.lockMs;
+    for (; i < this.records.length && out.length < maxRecords; i++) {
       const r = this.records[i]!;
       if (!UNFINISHED.has(r.status)) continue;
       if (seen !== null && r.key !== null) {
         if (seen.has(r.key)) continue; // an earlier record of its key is unfinished
         seen.add(r.key);
       }
-      if (r.status !== 'available' || r.notBefore > now) continue;
+      if (r.status !== 'available') continue;
+      if (r.notBefore > now) {
+        delayed = Math.min(delayed, i);
+        continue;
+      }
       r.status = 'acquired';
       r.deliveries++;
       r.memberId = memberId;
-      r.lockUntil = now + this.settings.lockMs;
+      r.lockUntil = lockUntil;
       r.notBefore = 0;
       this.changed.add(r);
       out.push(copy(r));
     }
+    if (!keyed) this.scanFrom = Math.min(delayed, i);
+    if (out.length > 0) this.locksEndFrom = Math.min(this.locksEndFrom, lockUntil);
     return out;
   }
 
@@ -325,14 +342,18 @@ export class SharePartition {
    * @returns how many were released (or, at their limit, made dead)
    */
   expire(now: number): number {
+    if (now < this.locksEndFrom) return 0;
     let released = 0;
+    let next = Infinity;
     for (let i = this.head; i < this.records.length; i++) {
       const r = this.records[i]!;
-      if (r.status === 'acquired' && r.lockUntil <= now) {
+      if (r.status !== 'acquired') continue;
+      if (r.lockUntil <= now) {
         this.releaseRecord(r, 0, 'its acquisition lock expired');
         released++;
-      }
+      } else next = Math.min(next, r.lockUntil);
     }
+    this.locksEndFrom = next;
     return released;
   }
 
@@ -368,7 +389,9 @@ export class SharePartition {
 
   /** Records to move to the dead letters, in offset order (copies); {@link deadLettered} once they are on disk. */
   deadLetters(): ShareRecord[] {
-    return this.records.slice(this.head).filter((r) => r.status === 'dead').map(copy);
+    const dead: ShareRecord[] = [];
+    for (let i = this.head; i < this.records.length; i++) if (this.records[i]!.status === 'dead') dead.push(copy(this.records[i]!));
+    return dead;
   }
 
   /** The dead records at `offsets` are in the dead letters now: done. */
@@ -460,6 +483,7 @@ export class SharePartition {
     r.memberId = null;
     r.lockUntil = 0;
     r.notBefore = notBefore;
+    this.scanFrom = Math.min(this.scanFrom, this.indexAtOrAfter(r.offset));
   }
 
   private finish(r: ShareRecord, status: 'accepted' | 'dead' | 'archived', reason: string | null): void {
@@ -478,6 +502,7 @@ export class SharePartition {
     // Drop what is done at once it is a good share of the array (amortized: no shift per record).
     if (this.head > 1024 && this.head * 2 > this.records.length) {
       this.records = this.records.slice(this.head);
+      this.scanFrom = Math.max(0, this.scanFrom - this.head);
       this.head = 0;
     }
   }
