@@ -98,7 +98,7 @@ export function encodeSharedBatches(result: ShareFetchResult): { json: SharedBat
     if (list === undefined) byPartition.set(r.partition, (list = []));
     list.push(r);
   }
-  const { records: _, ...rest } = result;
+  const { groupId, topic, memberId, lockMs } = result;
   const partitions: SharedBatchesJson['partitions'] = [];
   const batches: Buffer[] = [];
   for (const [partition, list] of byPartition) {
@@ -110,7 +110,7 @@ export function encodeSharedBatches(result: ShareFetchResult): { json: SharedBat
     partitions.push({ partition, batchBytes: batch.length, deliveryCounts: list.map((r) => r.deliveryCount) });
     batches.push(batch);
   }
-  return { json: { ...rest, partitions }, batches };
+  return { json: { groupId, topic, memberId, lockMs, partitions }, batches };
 }
 
 /**
