@@ -124,7 +124,7 @@ describe('group coordination on the group lease\'s holder', () => {
     }
   });
 
-  it('clients follow NOT_COORDINATOR: a consumer given only the other broker\'s URL consumes through the coordinator (HTTP and binary)', async () => {
+  it('clients follow NOT_COORDINATOR: a consumer or share group member given only the other broker\'s URL consumes through the coordinator (HTTP and binary)', async () => {
     const served = await servedBrokers(await testCluster(s3), 2);
     const [a] = served.brokers as [Broker];
     const { urls } = served;
@@ -149,6 +149,25 @@ describe('group coordination on the group lease\'s holder', () => {
         // b never coordinated it: the CLI's client, pointed at b, is sent to a for the group's description.
         const description = await new HttpApi(urls[1]!).describeGroup(groupId);
         expect(description.subscriptions[0]!.partitions.map((p) => p.committedOffset)).toEqual([20, 20]);
+      }
+      // A share group's members too, over HTTP and over the binary data path: b sends their acquisitions to a.
+      for (const [groupId, binary] of [['http-share', false], ['binary-share', true]] as const) {
+        await a.subscribe({ groupId, topic: 't', type: 'share', startPolicy: 'earliest' });
+        const onelog = new Onelog({ url: urls[1]!, binary });
+        const members = [0, 1].map((i) => onelog.shareConsumer({ groupId, clientId: `m${i}`, maxRecords: 7, maxWaitMs: 20 }));
+        const seen: string[] = [];
+        await Promise.all(members.map((m) => {
+          m.subscribe({ topic: 't' });
+          return m.run({
+            eachMessage: async ({ message }) => {
+              seen.push(message.value!.toString());
+              if (seen.length === 40) await Promise.all(members.map((x) => x.stop()));
+            },
+          });
+        }));
+        onelog.close();
+        expect(seen.sort()).toEqual(Array.from({ length: 40 }, (_, i) => `v${i}`).sort());
+        expect((await a.committedOffsets(groupId)).map((o) => [o.partition, o.offset])).toEqual([[0, 20], [1, 20]]);
       }
     } finally {
       await served.close();
