@@ -299,7 +299,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
           `onelog groups create ${groupId} --topic ${topic} --type share${sub ? ` (it is a ${sub.type} group)` : ''}`, { groupId, topic });
       },
       deadLetter: (sub, partition, offset, deliveries, reason) => broker.retries.deadLetterShared(sub, partition, offset, deliveries, reason),
-      commit: (groupId, topic, partition, offset) => groups.commit({ groupId, topic, offsets: [{ partition, offset }] }),
+      commit: (groupId, topic, partition, offset) => groups.commitShareStart(groupId, topic, partition, offset),
     });
     broker.webhooks = new WebhookDispatcher(broker, logger, { ...options.webhooks, outbound: broker.outbound });
     await broker.webhooks.start(await catalog.listWebhookSubscriptions());

@@ -363,9 +363,22 @@ export class GroupCoordinator {
    * `offset-jump` alert and lifts the partition's pause ({@link Positions.jumpsOf}).
    * @throws OnelogError `INVALID_OFFSET` for a negative offset, `OFFSET_OUT_OF_RANGE` above the high watermark,
    *   `UNKNOWN_TOPIC` / `UNKNOWN_PARTITION`, `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`;
-   *   nothing is committed if any entry is refused
+   *   `INVALID_REQUEST` for a share group (its offset is its share-partitions' start offset: acknowledgements and
+   *   offset resets move it); nothing is committed if any entry is refused
    */
   async commit(request: CommitRequest): Promise<void> {
+    return this.commitOffsets(request, false);
+  }
+
+  /**
+   * Commits a share-partition's start offset as its group's offset (coordinator/share-groups.ts), as a commit without a
+   * member is. @throws as {@link commit}
+   */
+  async commitShareStart(groupId: string, topic: string, partition: number, offset: number): Promise<void> {
+    return this.commitOffsets({ groupId, topic, offsets: [{ partition, offset }] }, true);
+  }
+
+  private async commitOffsets(request: CommitRequest, shareStart: boolean): Promise<void> {
     const { groupId, topic } = request;
     const logs = request.offsets.map((o) => this.logs.get(topic, o.partition));
     for (const [i, o] of request.offsets.entries()) {
@@ -385,6 +398,10 @@ export class GroupCoordinator {
     }
     await this.locked(groupId, async () => {
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
+      if (!shareStart && (await this.subscriptions.find(groupId, topic))?.type === 'share') {
+        throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a share group: its offset of ${topic} is where its records are all ` +
+          `accepted or dead-lettered, moved by acknowledgements (share-acks) and by onelog offsets reset ${groupId} --topic ${topic}, not by a commit`, { groupId, topic });
+      }
       await this.subscriptions.of(groupId, topic);
       const jumps = await this.positions.jumpsOf(groupId, logs, request.offsets);
       // Checked and queued with no await between: a deletion that forgot the topic before this check refuses the
@@ -437,6 +454,10 @@ export class GroupCoordinator {
       await this.fence(request, [request.partition], 'nack');
       const tier = this.retryTopics.tierOf(groupId, topic);
       const subscription = await this.subscriptions.find(groupId, tier?.topic ?? topic);
+      if (subscription?.type === 'share') {
+        throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a share group: a member rejects a record it holds with share-acks ` +
+          '(type reject: to the dead letters at once) or releases it (type release: delivered again), not with a nack', { groupId, topic });
+      }
       const policy = deliveryBound(subscription);
       if (!subscription || !policy) {
         throw new OnelogError('NO_RETRY_POLICY', `group ${groupId} has no retry policy for ${tier?.topic ?? topic}: a nack has nowhere to ` +

@@ -21,6 +21,7 @@ import type {
   GroupDescription, ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult, SharedRecord,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
+import { recordBytes } from '../protocol/produce-plan.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';
 import { restoreSnapshot, runsEnd, SharePartition } from './share-partition.js';
@@ -48,7 +49,9 @@ const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
 /** Bytes of records one partition's read from the log takes at most (the first batch is read whole). */
 const READ_AHEAD_BYTES = 1 << 20;
 /** Defaults and bounds of an acquisition. */
-const FETCH = { maxRecords: 500, maxRecordsBound: 10_000, maxWaitMsBound: 30_000 };
+const FETCH = { maxRecords: 500, maxRecordsBound: 10_000, maxBytes: 16 << 20, maxBytesBound: 64 << 20, maxWaitMsBound: 30_000 };
+/** Reads from the log one acquisition makes at most to fill a partition's window (each up to {@link READ_AHEAD_BYTES}). */
+const MAX_READS = 16;
 
 /** A share-partition with what serves it. */
 interface PartitionState {
@@ -101,6 +104,7 @@ export class ShareGroups {
     checkMemberId(memberId);
     const maxRecords = checkInteger(request.maxRecords ?? FETCH.maxRecords, 'maxRecords', 1, FETCH.maxRecordsBound);
     const maxWaitMs = checkInteger(request.maxWaitMs ?? 0, 'maxWaitMs', 0, FETCH.maxWaitMsBound);
+    const maxBytes = checkInteger(request.maxBytes ?? FETCH.maxBytes, 'maxBytes', 1, FETCH.maxBytesBound);
     this.seen(groupId, memberId, request.sessionTimeoutMs);
     const count = this.s.logs.partitionCount(topic);
     const deadline = this.s.clock.now() + maxWaitMs;
@@ -110,10 +114,13 @@ export class ShareGroups {
       const records: SharedRecord[] = [];
       const writes: Array<Promise<void>> = [];
       let nextChange = Infinity;
-      for (let i = 0; i < count && records.length < maxRecords; i++) {
+      let bytes = 0;
+      for (let i = 0; i < count && records.length < maxRecords && bytes < maxBytes; i++) {
         const partition = (first + i) % count;
-        const got = await this.inOrder(sub, partition, (loaded) => this.acquireFrom(sub, loaded, partition, memberId, maxRecords - records.length));
+        const budget = { records: maxRecords - records.length, bytes: maxBytes - bytes, first: records.length === 0 };
+        const got = await this.inOrder(sub, partition, (loaded) => this.acquireFrom(sub, loaded, partition, memberId, budget));
         records.push(...got.records);
+        bytes += got.bytes;
         if (got.written) writes.push(got.written);
         nextChange = Math.min(nextChange, got.nextChangeAt ?? Infinity);
       }
@@ -206,6 +213,9 @@ export class ShareGroups {
         for (const id of ended.get(groupId) ?? []) sp.memberGone(id);
         if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await (await this.settle(sub, loaded, Number(partition))).written;
         await this.commitStart(sub, loaded, Number(partition));
+      }).catch((err: unknown) => {
+        // One partition's failure (its store write) leaves the others' expiry to go on.
+        this.s.logger.warn({ groupId, topic, partition: Number(partition), err: (err as Error).message }, 'share-partition expiry failed; retried at the next tick');
       });
     }
   }
@@ -305,20 +315,27 @@ export class ShareGroups {
     this.members.delete(groupId);
   }
 
-  /** Acquires from one partition: fills its window from the log, acquires, persists, hands out the records. */
-  private async acquireFrom(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number, memberId: string, max: number):
-    Promise<{ records: SharedRecord[]; nextChangeAt: number | null; written?: Promise<void> }> {
+  /**
+   * Acquires from one partition: fills its window from the log, acquires within the budget (what passes its bytes is
+   * given back), persists, hands out the records.
+   * @param budget records and bytes left of the request's; `first`: nothing acquired yet (one record goes whatever its size)
+   */
+  private async acquireFrom(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number, memberId: string,
+    budget: { records: number; bytes: number; first: boolean }): Promise<{ records: SharedRecord[]; bytes: number; nextChangeAt: number | null; written?: Promise<void> }> {
     const { sp } = loaded;
     const log = this.s.logs.get(sub.topic, partition);
     let changed = false;
-    if (sp.endOffset < log.logStartOffset) {
+    if (sp.startOffset < log.logStartOffset) {
+      // Retention or a deletion moved the log start past records of the window (or past all of it): done with.
       sp.logStartMoved(log.logStartOffset);
       for (const offset of loaded.bodies.keys()) if (offset < log.logStartOffset) loaded.bodies.delete(offset);
       changed = true;
     }
-    // The window takes from the log what this acquisition may need (what waits there first), not all it could hold.
-    const wanted = Math.min(sp.room, Math.max(0, max - sp.available) + max);
-    if (wanted > 0 && await this.readAhead(loaded, log, wanted)) {
+    // The window takes from the log what this acquisition and the next may need, not all it could hold.
+    const max = budget.records;
+    for (let reads = 0; reads < MAX_READS; reads++) {
+      const wanted = Math.min(sp.room, 2 * max - sp.available);
+      if (wanted <= 0 || !(await this.readAhead(loaded, log, wanted))) break;
       const from = loaded.aheadAt;
       const until = Math.min(loaded.ahead.length, from + wanted);
       const offered = loaded.ahead.slice(from, until);
@@ -332,34 +349,55 @@ export class ShareGroups {
         loaded.aheadAt = 0;
       }
       changed = true;
+      if (taken === 0) break;
     }
     const now = this.s.clock.now();
     if (sp.expire(now) > 0) changed = true;
     const acquired = sp.acquire(memberId, now, max);
-    // An acquisition that changed nothing (an idle member's poll) writes nothing.
-    const written = changed || acquired.length > 0 ? (await this.settle(sub, loaded, partition)).written : undefined;
-    if (acquired.length === 0) return { records: [], nextChangeAt: sp.nextChangeAt(now), ...(written ? { written } : {}) };
     // A first delivery's record is in hand; a redelivery's is read again from the log, in runs of consecutive offsets.
-    const records: SharedRecord[] = [];
-    const again: typeof acquired = [];
+    const bodies = new Map<number, StoredRecord>();
+    const again: number[] = [];
     for (const r of acquired) {
       const body = loaded.bodies.get(r.offset);
-      if (body === undefined) again.push(r);
-      else {
-        loaded.bodies.delete(r.offset);
-        records.push({ ...body, partition, deliveryCount: r.deliveries });
-      }
+      if (body === undefined) again.push(r.offset);
+      else bodies.set(r.offset, body);
     }
-    const deliveries = new Map(again.map((r) => [r.offset, r.deliveries]));
     for (let i = 0; i < again.length;) {
       let j = i + 1;
-      while (j < again.length && again[j]!.offset === again[j - 1]!.offset + 1) j++;
-      const { records: run } = await log.fetch(again[i]!.offset, { maxRecords: j - i, maxBytes: Number.MAX_SAFE_INTEGER });
-      for (const r of run) if (deliveries.has(r.offset)) records.push({ ...r, partition, deliveryCount: deliveries.get(r.offset)! });
+      while (j < again.length && again[j] === again[j - 1]! + 1) j++;
+      const from = again[i]!;
+      const run = await Promise.resolve().then(() => log.fetch(from, { maxRecords: j - i, maxBytes: Number.MAX_SAFE_INTEGER })).catch((err: unknown) => {
+        if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { records: [] }; // the log start moved meanwhile
+        throw err;
+      });
+      for (const r of run.records) if (r.offset <= again[j - 1]!) bodies.set(r.offset, r);
       i = j;
     }
-    if (again.length > 0) records.sort((a, b) => a.offset - b.offset);
-    return { records, nextChangeAt: null, ...(written ? { written } : {}) };
+    // What the log no longer has (compaction, retention) is done with; what passes the byte budget goes back.
+    const records: SharedRecord[] = [];
+    const missing: number[] = [];
+    const over: number[] = [];
+    let bytes = 0;
+    for (const r of acquired) {
+      const body = bodies.get(r.offset);
+      if (body === undefined) {
+        missing.push(r.offset);
+        continue;
+      }
+      const size = recordBytes(body);
+      if (bytes + size > budget.bytes && !(budget.first && records.length === 0)) {
+        over.push(r.offset);
+        continue;
+      }
+      bytes += size;
+      loaded.bodies.delete(r.offset);
+      records.push({ ...body, partition, deliveryCount: r.deliveries });
+    }
+    if (missing.length > 0) sp.gone(missing);
+    if (over.length > 0) sp.giveBack(memberId, over);
+    // An acquisition that changed nothing (an idle member's poll) writes nothing.
+    const written = changed || acquired.length > 0 ? (await this.settle(sub, loaded, partition)).written : undefined;
+    return { records, bytes, nextChangeAt: records.length === 0 ? sp.nextChangeAt(now) : null, ...(written ? { written } : {}) };
   }
 
   /**
@@ -388,7 +426,15 @@ export class ShareGroups {
   private async settle(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number): Promise<{ written: Promise<void> }> {
     const { sp } = loaded;
     const dead = sp.deadLetters();
-    for (const r of dead) await this.s.deadLetter(sub, partition, r.offset, r.deliveries, r.reason ?? 'dead-lettered');
+    for (const r of dead) {
+      await this.s.deadLetter(sub, partition, r.offset, r.deliveries, r.reason ?? 'dead-lettered').catch((err: unknown) => {
+        const code = (err as OnelogError).code;
+        if (code !== 'INVALID_OFFSET' && code !== 'OFFSET_OUT_OF_RANGE') throw err;
+        // Compaction or retention removed it from the log: nothing is left to move, and it is done with.
+        this.s.logger.warn({ groupId: sub.groupId, topic: sub.topic, partition, offset: r.offset, reason: r.reason },
+          'a share group\'s dead record is no longer in the log: not dead-lettered');
+      });
+    }
     if (dead.length > 0) sp.deadLettered(dead.map((r) => r.offset));
     const { startOffset, set, remove } = sp.takeChanges(loaded.orphans);
     loaded.orphans = [];

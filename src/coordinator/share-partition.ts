@@ -338,6 +338,35 @@ export class SharePartition {
   }
 
   /**
+   * Records just acquired by `memberId` that it will not be handed after all (past its byte budget): available again as
+   * they were, their deliveries not counted.
+   */
+  giveBack(memberId: string, offsets: readonly number[]): void {
+    for (const offset of offsets) {
+      const r = this.find(offset);
+      if (r === undefined || r.status !== 'acquired' || r.memberId !== memberId) continue;
+      this.changed.add(r);
+      r.status = 'available';
+      r.deliveries--;
+      r.memberId = null;
+      r.lockUntil = 0;
+      this.scanFrom = Math.min(this.scanFrom, this.indexAtOrAfter(r.offset));
+    }
+  }
+
+  /**
+   * The records at `offsets` are no longer in the log (compaction removed them, or retention or a deletion moved the
+   * log start past them): done with, as nothing is left to deliver or to dead-letter.
+   */
+  gone(offsets: readonly number[]): void {
+    for (const offset of offsets) {
+      const r = this.find(offset);
+      if (r !== undefined && UNFINISHED.has(r.status)) this.finish(r, 'archived', null);
+    }
+    this.advance();
+  }
+
+  /**
    * Releases the records whose locks ended by `now` (their members are gone or too slow).
    * @returns how many were released (or, at their limit, made dead)
    */

@@ -645,6 +645,12 @@ export interface ShareFetchRequest {
   memberId: string;
   /** Most records, over every partition. @default 500; 1 to 10,000 */
   maxRecords?: number;
+  /**
+   * Byte budget of the records' keys, values and headers, over every partition: what would pass it stays available,
+   * uncounted (a first record larger than the budget is still handed out, alone, as Kafka's fetch does).
+   * @default 16777216 (16 MiB); 1 to 67108864
+   */
+  maxBytes?: number;
   /** How long to wait while none can be acquired, ms. @default 0; at most 30,000 */
   maxWaitMs?: number;
   /** The member ends when not heard from for this long, ms (its records are then released). @default the last one given, else 45000; 1,000 to 3,600,000 */

@@ -105,6 +105,63 @@ describe('share groups', () => {
     await expect(broker.shareAcknowledge({ groupId: 'q', topic: 't', memberId: 'm2', acks: [] })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
   });
 
+  it('goes on past records the log no longer has: a dead one deleted below the log start, a released one compacted away', async () => {
+    await broker.createTopic({ topic: 'small', partitions: 1, config: { segmentBytes: 300 } });
+    await broker.produce({ topic: 'small', records: Array.from({ length: 40 }, (_, i) => ({ key: null, value: Buffer.from(`r${i}`), partition: 0 })) });
+    await broker.subscribe({ groupId: 'd', topic: 'small', type: 'share', startPolicy: 'earliest', lockMs: 5000, maxDeliveries: 3 });
+    const take = async (memberId: string, maxRecords: number) =>
+      (await broker.shareFetch({ groupId: 'd', topic: 'small', memberId, maxRecords })).records.map((r) => r.offset);
+    expect(await take('m1', 4)).toEqual([0, 1, 2, 3]);
+    const { logStartOffset } = await broker.deleteRecords({ topic: 'small', partition: 0, beforeOffset: 3 });
+    expect(logStartOffset).toBeGreaterThan(0);
+    // Rejected after the log deleted it: nothing is left to move to the dead letters, and the partition goes on.
+    const rejected = await broker.shareAcknowledge({ groupId: 'd', topic: 'small', memberId: 'm1', acks: [{ partition: 0, offset: 0, type: 'reject' }] });
+    expect(rejected.partitions).toEqual([{ partition: 0 }]);
+    const next = await take('m2', 3);
+    expect(next[0]).toBeGreaterThanOrEqual(logStartOffset);
+    expect((await broker.listDeadLetters({ groupId: 'd', topic: 'small' })).depth).toBe(0);
+    // The records m1 held below the log start are done with; what it holds above it is still its own.
+    await broker.shareAcknowledge({ groupId: 'd', topic: 'small', memberId: 'm2', acks: next.map((offset) => ({ partition: 0, offset, type: 'accept' as const })) });
+
+    // Compaction removes a record that was released: its redelivery finds nothing, and the start offset passes it.
+    await broker.createTopic({ topic: 'keyed', partitions: 1, config: { cleanupPolicy: 'compact', segmentBytes: 200, minCompactionLagMs: 0 } });
+    const keyed = (key: string, i: number) => ({ key: Buffer.from(key), value: Buffer.from(`v${i}`), partition: 0 });
+    await broker.produce({ topic: 'keyed', records: [keyed('k0', 0), ...Array.from({ length: 20 }, (_, i) => keyed(`a${i}`, i + 1)), keyed('k0', 21)] });
+    await broker.produce({ topic: 'keyed', records: Array.from({ length: 20 }, (_, i) => keyed(`b${i}`, i + 22)) });
+    await broker.subscribe({ groupId: 'c', topic: 'keyed', type: 'share', startPolicy: 'earliest', lockMs: 5000, maxDeliveries: 3 });
+    const first = await broker.shareFetch({ groupId: 'c', topic: 'keyed', memberId: 'm1', maxRecords: 1 });
+    expect(first.records.map((r) => r.offset)).toEqual([0]);
+    await broker.compactTopic({ topic: 'keyed', wait: true });
+    await broker.shareAcknowledge({ groupId: 'c', topic: 'keyed', memberId: 'm1', acks: [{ partition: 0, offset: 0, type: 'release' }] });
+    const rest = await broker.shareFetch({ groupId: 'c', topic: 'keyed', memberId: 'm2', maxRecords: 100 });
+    expect(rest.records.map((r) => r.offset)).not.toContain(0);
+    expect(rest.records.length).toBeGreaterThan(0);
+    await broker.shareAcknowledge({ groupId: 'c', topic: 'keyed', memberId: 'm2', acks: rest.records.map((r) => ({ partition: 0, offset: r.offset, type: 'accept' as const })) });
+    const described = await broker.describeGroup('c');
+    expect(described.subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 42, lag: 0, share: { acquired: 0, available: 0 } });
+  });
+
+  it('hands out what fits the byte budget; the rest stays available, its delivery not counted', async () => {
+    await broker.createTopic({ topic: 'big', partitions: 1 });
+    await broker.produce({ topic: 'big', records: Array.from({ length: 5 }, (_, i) => ({ key: null, value: Buffer.alloc(1000, i), partition: 0 })) });
+    await broker.subscribe({ groupId: 'b', topic: 'big', type: 'share', startPolicy: 'earliest' });
+    const fetch = async (maxBytes: number) =>
+      (await broker.shareFetch({ groupId: 'b', topic: 'big', memberId: 'm', maxBytes })).records.map((r) => [r.offset, r.deliveryCount]);
+    expect(await fetch(2500)).toEqual([[0, 1], [1, 1]]);
+    expect(await fetch(10)).toEqual([[2, 1]]); // the first record goes whatever its size
+    expect(await fetch(1 << 20)).toEqual([[3, 1], [4, 1]]);
+  });
+
+  it('refuses a commit and a nack on a share group: acknowledgements and resets move it', async () => {
+    await share();
+    expect(await acquire('m1', 2)).toEqual([[0, 1], [1, 1]]);
+    await expect(broker.commitOffsets({ groupId: 'q', topic: 't', offsets: [{ partition: 0, offset: 5 }] }))
+      .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining('share group') });
+    await expect(broker.nack({ groupId: 'q', topic: 't', partition: 0, offset: 0, reason: 'x' }))
+      .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining('share-acks') });
+    expect((await broker.describeGroup('q')).subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 0, share: { acquired: 2 } });
+  });
+
   it('keeps every count through a restart: what was held is available again, none is lost, each is accepted once', async () => {
     await share();
     expect(await acquire('m1', 5)).toEqual([[0, 1], [1, 1], [2, 1], [3, 1], [4, 1]]);

@@ -15,7 +15,7 @@ export function registerShareGroupRoutes(app: FastifyInstance, api: OnelogApi): 
           required: ['topic', 'memberId'],
           additionalProperties: false,
           properties: {
-            topic: { type: 'string' }, memberId: { type: 'string' }, maxRecords: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt,
+            topic: { type: 'string' }, memberId: { type: 'string' }, maxRecords: { type: 'integer', minimum: 1 }, maxBytes: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt,
             sessionTimeoutMs: { type: 'integer' }, encoding: encodingSchema,
           },
         },
