@@ -5,7 +5,8 @@
  * - onelog share groups: a `onelog serve` child, each member a client share consumer on the binary data path in this process
  *   (batches of `--share-batch` records; outcomes sent once per batch), unordered and in key order (the edits' keys:
  *   channel|page; per-key order checked: no two records of a key in flight at once, each key's in offset order);
- *   the broker's CPU per acquired-and-accepted record from its /proc times;
+ *   the broker's CPU per acquired-and-accepted record from its /proc times, whole and less what it spends idle
+ *   (measured for 5 s before the runs);
  * - Redis Streams: XREADGROUP COUNT n by each consumer of one group on one stream, XACK of the batch's ids;
  * - NATS JetStream: one durable pull consumer (explicit ack), each worker fetching n and acking each message.
  *
@@ -26,12 +27,17 @@ import { spawnServer } from './scale/common.js';
 const HANDLER_MS = 5;
 const MEMBERS = [1, 4, 16];
 
-interface Row { system: string; members: number; records: number; seconds: number; cpuUsPerRecord?: number | null; note?: string }
+interface Row {
+  system: string; members: number; records: number; seconds: number;
+  /** The broker's CPU (user + system) over the run, per record; and the same less what it spends idle in as long. */
+  cpuUsPerRecord?: number | null; cpuAboveIdleUsPerRecord?: number | null; note?: string;
+}
 
 const rate = (r: Row) => r.records / r.seconds;
 
 /** Members of one onelog share group for `seconds`: what they accepted; in key order, checks each key's order. */
-async function onelogRun(url: string, pid: number | undefined, group: string, members: number, seconds: number, batch: number, keyOrder: boolean): Promise<Row> {
+async function onelogRun(url: string, pid: number | undefined, idleMsPerSecond: number | null, group: string, members: number, seconds: number, batch: number,
+  keyOrder: boolean): Promise<Row> {
   const onelog = new Onelog({ url, binary: true });
   await onelog.api.subscribe({ groupId: group, topic: 'edits', type: 'share', startPolicy: 'earliest', ordering: keyOrder ? 'key' : 'none', lockMs: 60_000 });
   const inFlightKeys = new Set<string>();
@@ -69,6 +75,8 @@ async function onelogRun(url: string, pid: number | undefined, group: string, me
   return {
     system: `onelog share group${keyOrder ? ', key order' : ''}`, members, records, seconds: elapsed,
     cpuUsPerRecord: cpu === null || cpuBefore === null ? null : ((cpu - cpuBefore) * 1000) / Math.max(1, records),
+    cpuAboveIdleUsPerRecord: cpu === null || cpuBefore === null || idleMsPerSecond === null ? null
+      : ((cpu - cpuBefore - idleMsPerSecond * (performance.now() - started) / 1000) * 1000) / Math.max(1, records),
     ...(keyOrder ? { note: violations === 0 ? 'per-key order held' : `${violations} per-key order violations` } : {}),
   };
 }
@@ -155,8 +163,16 @@ export async function shareBenchmark(options: { seconds: number; batch: number }
       await onelog.api.produce({ topic: 'edits', records: edits.slice(i, i + 5000).map((e) => ({ key: Buffer.from(e.key), value: Buffer.from(e.value), timestamp: e.timestamp, partition: 0 })) });
     }
     onelog.close();
+    // What the broker spends with nothing to do (its timers: session expiry, alerts, metrics), ms per second.
+    const idleBefore = processCpuMs(server.proc.pid);
+    await sleep(5000);
+    const idleAfter = processCpuMs(server.proc.pid);
+    const idleMsPerSecond = idleBefore === null || idleAfter === null ? null : (idleAfter - idleBefore) / 5;
+    console.log(`the broker idle: ${idleMsPerSecond === null ? 'n/a' : `${idleMsPerSecond.toFixed(1)} ms of CPU per second`} (over 5 s)\n`);
     for (const keyOrder of [false, true]) {
-      for (const members of MEMBERS) rows.push(await onelogRun(server.url, server.proc.pid, `share-${keyOrder ? 'key' : 'none'}-${members}`, members, seconds, batch, keyOrder));
+      for (const members of MEMBERS) {
+        rows.push(await onelogRun(server.url, server.proc.pid, idleMsPerSecond, `share-${keyOrder ? 'key' : 'none'}-${members}`, members, seconds, batch, keyOrder));
+      }
     }
   } finally {
     await server.stop();
@@ -182,10 +198,11 @@ export async function shareBenchmark(options: { seconds: number; batch: number }
   } catch (err) {
     console.log(`NATS JetStream: not run (${(err as Error).message})`);
   }
-  console.log('| system | members | records/s | x one member | broker CPU per record | note |\n| --- | --- | --- | --- | --- | --- |');
+  console.log('| system | members | records/s | x one member | broker CPU per record (above idle) | note |\n| --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
     const one = rows.find((o) => o.system === r.system && o.members === 1);
-    const cpu = r.cpuUsPerRecord === undefined ? '' : r.cpuUsPerRecord === null ? 'n/a' : `${r.cpuUsPerRecord.toFixed(1)} us`;
+    const us = (v: number | null | undefined) => (v === undefined ? '' : v === null ? 'n/a' : `${v.toFixed(1)} us`);
+    const cpu = r.cpuUsPerRecord === undefined ? '' : `${us(r.cpuUsPerRecord)} (${us(r.cpuAboveIdleUsPerRecord)} above idle)`;
     console.log(`| ${r.system} | ${r.members} | ${rate(r).toFixed(0)} | ${one ? (rate(r) / rate(one)).toFixed(1) : '-'} | ${cpu} | ${r.note ?? ''} |`);
   }
   console.log(`\nthe ceiling: ${(1000 / HANDLER_MS).toFixed(0)} records/s per member with a ${HANDLER_MS} ms handler (timers fire a little late, so a little less)`);
