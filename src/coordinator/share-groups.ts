@@ -324,55 +324,11 @@ export class ShareGroups {
     budget: { records: number; bytes: number; first: boolean }): Promise<{ records: SharedRecord[]; bytes: number; nextChangeAt: number | null; written?: Promise<void> }> {
     const { sp } = loaded;
     const log = this.s.logs.get(sub.topic, partition);
-    let changed = false;
-    if (sp.startOffset < log.logStartOffset) {
-      // Retention or a deletion moved the log start past records of the window (or past all of it): done with.
-      sp.logStartMoved(log.logStartOffset);
-      for (const offset of loaded.bodies.keys()) if (offset < log.logStartOffset) loaded.bodies.delete(offset);
-      changed = true;
-    }
-    // The window takes from the log what this acquisition and the next may need, not all it could hold.
-    const max = budget.records;
-    for (let reads = 0; reads < MAX_READS; reads++) {
-      const wanted = Math.min(sp.room, 2 * max - sp.available);
-      if (wanted <= 0 || !(await this.readAhead(loaded, log, wanted))) break;
-      const from = loaded.aheadAt;
-      const until = Math.min(loaded.ahead.length, from + wanted);
-      const offered = loaded.ahead.slice(from, until);
-      const taken = sp.extend(offered.map((r) => ({ offset: r.offset, key: r.key === null ? null : r.key.toString('latin1') })),
-        until < loaded.ahead.length ? loaded.ahead[until]!.offset : loaded.aheadEnd);
-      for (let i = 0; i < taken; i++) loaded.bodies.set(offered[i]!.offset, offered[i]!);
-      loaded.aheadAt = from + taken;
-      if (loaded.aheadAt === loaded.ahead.length) {
-        // All taken: what the read decoded is held only by the window's bodies, and goes as they are delivered.
-        loaded.ahead = [];
-        loaded.aheadAt = 0;
-      }
-      changed = true;
-      if (taken === 0) break;
-    }
+    let changed = await this.fillWindow(loaded, log, budget.records);
     const now = this.s.clock.now();
     if (sp.expire(now) > 0) changed = true;
-    const acquired = sp.acquire(memberId, now, max);
-    // A first delivery's record is in hand; a redelivery's is read again from the log, in runs of consecutive offsets.
-    const bodies = new Map<number, StoredRecord>();
-    const again: number[] = [];
-    for (const r of acquired) {
-      const body = loaded.bodies.get(r.offset);
-      if (body === undefined) again.push(r.offset);
-      else bodies.set(r.offset, body);
-    }
-    for (let i = 0; i < again.length;) {
-      let j = i + 1;
-      while (j < again.length && again[j] === again[j - 1]! + 1) j++;
-      const from = again[i]!;
-      const run = await Promise.resolve().then(() => log.fetch(from, { maxRecords: j - i, maxBytes: Number.MAX_SAFE_INTEGER })).catch((err: unknown) => {
-        if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { records: [] }; // the log start moved meanwhile
-        throw err;
-      });
-      for (const r of run.records) if (r.offset <= again[j - 1]!) bodies.set(r.offset, r);
-      i = j;
-    }
+    const acquired = sp.acquire(memberId, now, budget.records);
+    const bodies = await this.bodiesOf(loaded, log, acquired.map((r) => r.offset));
     // What the log no longer has (compaction, retention) is done with; what passes the byte budget goes back.
     const records: SharedRecord[] = [];
     const missing: number[] = [];
@@ -398,6 +354,66 @@ export class ShareGroups {
     // An acquisition that changed nothing (an idle member's poll) writes nothing.
     const written = changed || acquired.length > 0 ? (await this.settle(sub, loaded, partition)).written : undefined;
     return { records, bytes, nextChangeAt: records.length === 0 ? sp.nextChangeAt(now) : null, ...(written ? { written } : {}) };
+  }
+
+  /**
+   * Brings the window up to date with the log: what the log start passed is done with, and the window takes from the
+   * log what an acquisition of `max` records and the next may need (not all it could hold), across segment ends.
+   * @returns whether the window changed
+   */
+  private async fillWindow(loaded: LoadedPartition, log: ReturnType<Logs['get']>, max: number): Promise<boolean> {
+    const { sp } = loaded;
+    let changed = false;
+    if (sp.startOffset < log.logStartOffset) {
+      sp.logStartMoved(log.logStartOffset);
+      for (const offset of loaded.bodies.keys()) if (offset < log.logStartOffset) loaded.bodies.delete(offset);
+      changed = true;
+    }
+    for (let reads = 0; reads < MAX_READS; reads++) {
+      const wanted = Math.min(sp.room, 2 * max - sp.available);
+      if (wanted <= 0 || !(await this.readAhead(loaded, log, wanted))) break;
+      const from = loaded.aheadAt;
+      const until = Math.min(loaded.ahead.length, from + wanted);
+      const offered = loaded.ahead.slice(from, until);
+      const taken = sp.extend(offered.map((r) => ({ offset: r.offset, key: r.key === null ? null : r.key.toString('latin1') })),
+        until < loaded.ahead.length ? loaded.ahead[until]!.offset : loaded.aheadEnd);
+      for (let i = 0; i < taken; i++) loaded.bodies.set(offered[i]!.offset, offered[i]!);
+      loaded.aheadAt = from + taken;
+      if (loaded.aheadAt === loaded.ahead.length) {
+        // All taken: what the read decoded is held only by the window's bodies, and goes as they are delivered.
+        loaded.ahead = [];
+        loaded.aheadAt = 0;
+      }
+      changed = true;
+      if (taken === 0) break;
+    }
+    return changed;
+  }
+
+  /**
+   * The records at `offsets` (ascending): a first delivery's is in hand; a redelivery's is read again from the log,
+   * in runs of consecutive offsets. One the log no longer has is absent from the answer.
+   */
+  private async bodiesOf(loaded: LoadedPartition, log: ReturnType<Logs['get']>, offsets: readonly number[]): Promise<Map<number, StoredRecord>> {
+    const bodies = new Map<number, StoredRecord>();
+    const again: number[] = [];
+    for (const offset of offsets) {
+      const body = loaded.bodies.get(offset);
+      if (body === undefined) again.push(offset);
+      else bodies.set(offset, body);
+    }
+    for (let i = 0; i < again.length;) {
+      let j = i + 1;
+      while (j < again.length && again[j] === again[j - 1]! + 1) j++;
+      const [from, last] = [again[i]!, again[j - 1]!];
+      const run = await Promise.resolve().then(() => log.fetch(from, { maxRecords: last - from + 1, maxBytes: Number.MAX_SAFE_INTEGER })).catch((err: unknown) => {
+        if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { records: [] }; // the log start moved meanwhile
+        throw err;
+      });
+      for (const r of run.records) if (r.offset <= last) bodies.set(r.offset, r);
+      i = j;
+    }
+    return bodies;
   }
 
   /**
