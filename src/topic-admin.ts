@@ -144,11 +144,11 @@ export class TopicAdmin {
     return { topic, partitions: t.partitions, groups, subscriptions };
   }
 
-  /** @throws OnelogError `TOPIC_IN_USE` if a subscription's retry policy uses the topic or is on it */
+  /** @throws OnelogError `TOPIC_IN_USE` if a subscription's retry policy uses the topic or is on it, or it dead-letters records to it */
   private async checkUnused(topic: string): Promise<void> {
     for (const sub of await this.catalog.listRetrySubscriptions()) {
       const tiers = this.groups.retryTopics.tiersOf(sub.groupId, sub.topic);
-      const role = sub.topic === topic ? 'has retry tier or dead-letter topics (from a retry policy, now or before)'
+      const role = sub.topic === topic && (sub.retry !== null || sub.retryTiers > 0) ? 'has retry tier or dead-letter topics (from a retry policy, now or before)'
         : tiers.includes(topic) ? 'retries records through it (a retry tier topic)'
           : sub.deadLetterTopic === topic ? 'dead-letters records to it' : null;
       if (role === null) continue;

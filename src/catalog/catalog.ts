@@ -444,10 +444,11 @@ export class Catalog {
     return rows.map(toSubscription);
   }
 
-  /** Every subscription with retry tier topics (with a retry policy, or tiers left to drain). */
+  /** Every subscription with retry tier topics (with a retry policy, or tiers left to drain) or a dead-letter topic. */
   async listRetrySubscriptions(): Promise<SubscriptionRecord[]> {
     const rows = await this.db.selectFrom('subscriptions').selectAll()
-      .where((eb) => eb.or([eb('retry_tiers', '>', 0), eb('retry_delays_ms', 'is not', null)])).orderBy('group_id').orderBy('topic').execute();
+      .where((eb) => eb.or([eb('retry_tiers', '>', 0), eb('retry_delays_ms', 'is not', null), eb('dead_letter_topic', 'is not', null)]))
+      .orderBy('group_id').orderBy('topic').execute();
     return rows.map(toSubscription);
   }
 

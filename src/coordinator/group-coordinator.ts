@@ -398,7 +398,7 @@ export class GroupCoordinator {
     }
     await this.locked(groupId, async () => {
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
-      if (!shareStart && (await this.subscriptions.find(groupId, topic))?.type === 'share') {
+      if (!shareStart && ((await this.subscriptions.find(groupId, topic))?.type ?? (await this.subscriptions.typeOf(groupId))) === 'share') {
         throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a share group: its offset of ${topic} is where its records are all ` +
           `accepted or dead-lettered, moved by acknowledgements (share-acks) and by onelog offsets reset ${groupId} --topic ${topic}, not by a commit`, { groupId, topic });
       }

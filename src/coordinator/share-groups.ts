@@ -115,16 +115,26 @@ export class ShareGroups {
       const writes: Array<Promise<void>> = [];
       let nextChange = Infinity;
       let bytes = 0;
+      let failure: unknown;
       for (let i = 0; i < count && records.length < maxRecords && bytes < maxBytes; i++) {
         const partition = (first + i) % count;
         const budget = { records: maxRecords - records.length, bytes: maxBytes - bytes, first: records.length === 0 };
-        const got = await this.inOrder(sub, partition, (loaded) => this.acquireFrom(sub, loaded, partition, memberId, budget));
+        let got: Awaited<ReturnType<ShareGroups['acquireFrom']>>;
+        try {
+          got = await this.inOrder(sub, partition, (loaded) => this.acquireFrom(sub, loaded, partition, memberId, budget));
+        } catch (err) {
+          // One partition's failure (nothing of it acquired) does not take back what the others handed out.
+          this.s.logger.warn({ groupId, topic, partition, err: (err as Error).message }, 'share acquisition failed on a partition');
+          failure ??= err;
+          continue;
+        }
         records.push(...got.records);
         bytes += got.bytes;
         if (got.written) writes.push(got.written);
         nextChange = Math.min(nextChange, got.nextChangeAt ?? Infinity);
       }
       await Promise.all(writes); // what was acquired is on disk before it is handed out
+      if (records.length === 0 && failure !== undefined) throw failure;
       const now = this.s.clock.now();
       if (records.length > 0 || now >= deadline) return { groupId, topic, memberId, lockMs: sub.share!.lockMs, records };
       await this.waitForChange(topic, count, Math.min(deadline, nextChange) - now);
@@ -405,12 +415,18 @@ export class ShareGroups {
     for (let i = 0; i < again.length;) {
       let j = i + 1;
       while (j < again.length && again[j] === again[j - 1]! + 1) j++;
-      const [from, last] = [again[i]!, again[j - 1]!];
-      const run = await Promise.resolve().then(() => log.fetch(from, { maxRecords: last - from + 1, maxBytes: Number.MAX_SAFE_INTEGER })).catch((err: unknown) => {
-        if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { records: [] }; // the log start moved meanwhile
-        throw err;
-      });
-      for (const r of run.records) if (r.offset <= last) bodies.set(r.offset, r);
+      const last = again[j - 1]!;
+      // A read stops at a segment's end: read on from where it stopped until the run is covered.
+      for (let at = again[i]!; at <= last;) {
+        const from = at;
+        const read = await Promise.resolve().then(() => log.fetch(from, { maxRecords: last - from + 1, maxBytes: Number.MAX_SAFE_INTEGER })).catch((err: unknown) => {
+          if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { records: [], nextOffset: from }; // the log start moved meanwhile
+          throw err;
+        });
+        for (const r of read.records) if (r.offset <= last) bodies.set(r.offset, r);
+        if (read.nextOffset <= from) break;
+        at = read.nextOffset;
+      }
       i = j;
     }
     return bodies;
@@ -467,7 +483,13 @@ export class ShareGroups {
     const running = this.loadPartition(sub, partition).then(async (loaded) => {
       const run = loaded.queue.then(async () => {
         if (loaded.stale) Object.assign(loaded, await this.read(sub, partition));
-        return work(loaded);
+        try {
+          return await work(loaded);
+        } catch (err) {
+          // What the operation changed in memory may not be in the store: read it again before the next one.
+          loaded.stale = true;
+          throw err;
+        }
       });
       loaded.queue = run.catch(() => undefined);
       return run;

@@ -192,10 +192,12 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
         await c.upsertSubscription(retrying);
         await c.upsertSubscription(hook);
         await c.upsertSubscription(sub('w', 't', 'push')); // pushed over WebSocket: no endpoint
+        const bounded: SubscriptionRecord = { ...sub('m', 't'), maxDeliveries: 3, deadLetterTopic: 't.m.dlq' }; // dead letters, no tiers
+        await c.upsertSubscription(bounded);
         expect(await c.getSubscription('g', 't')).toEqual(retrying);
         expect(await c.listWebhookSubscriptions()).toEqual([hook]);
-        expect(await c.listRetrySubscriptions()).toEqual([retrying]);
-        expect((await c.listTopicSubscriptions('t')).map((s) => s.groupId)).toEqual(['g', 'h', 'w']);
+        expect(await c.listRetrySubscriptions()).toEqual([retrying, bounded]);
+        expect((await c.listTopicSubscriptions('t')).map((s) => s.groupId)).toEqual(['g', 'h', 'm', 'w']);
       });
 
       it('lists a group\'s subscriptions by topic, and groups by id', async () => {

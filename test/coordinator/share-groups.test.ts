@@ -141,6 +141,18 @@ describe('share groups', () => {
     expect(described.subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 42, lag: 0, share: { acquired: 0, available: 0 } });
   });
 
+  it('redelivers every record released, also where they span a segment end', async () => {
+    await broker.createTopic({ topic: 'seg', partitions: 1, config: { segmentBytes: 300 } });
+    // One batch each: a segment of 300 bytes holds a few, so 10 records span several segments.
+    for (let i = 0; i < 40; i++) await broker.produce({ topic: 'seg', records: [{ key: null, value: Buffer.from(`r${i}`), partition: 0 }] });
+    await broker.subscribe({ groupId: 's', topic: 'seg', type: 'share', startPolicy: 'earliest', lockMs: 5000 });
+    const take = async (memberId: string, maxRecords: number) =>
+      (await broker.shareFetch({ groupId: 's', topic: 'seg', memberId, maxRecords })).records.map((r) => [r.offset, r.deliveryCount]);
+    expect(await take('m1', 10)).toEqual(Array.from({ length: 10 }, (_, i) => [i, 1]));
+    await broker.shareAcknowledge({ groupId: 's', topic: 'seg', memberId: 'm1', acks: Array.from({ length: 10 }, (_, offset) => ({ partition: 0, offset, type: 'release' as const })) });
+    expect(await take('m2', 10)).toEqual(Array.from({ length: 10 }, (_, i) => [i, 2]));
+  });
+
   it('hands out what fits the byte budget; the rest stays available, its delivery not counted', async () => {
     await broker.createTopic({ topic: 'big', partitions: 1 });
     await broker.produce({ topic: 'big', records: Array.from({ length: 5 }, (_, i) => ({ key: null, value: Buffer.alloc(1000, i), partition: 0 })) });
@@ -152,11 +164,17 @@ describe('share groups', () => {
     expect(await fetch(1 << 20)).toEqual([[3, 1], [4, 1]]);
   });
 
-  it('refuses a commit and a nack on a share group: acknowledgements and resets move it', async () => {
+  it('refuses a commit and a nack on a share group (acknowledgements and resets move it), and the deletion of its dead-letter topic', async () => {
     await share();
     expect(await acquire('m1', 2)).toEqual([[0, 1], [1, 1]]);
     await expect(broker.commitOffsets({ groupId: 'q', topic: 't', offsets: [{ partition: 0, offset: 5 }] }))
       .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining('share group') });
+    // Nor a topic it does not read yet (the commit would have made it a subscription)
+    await broker.createTopic({ topic: 'other', partitions: 1 });
+    await expect(broker.commitOffsets({ groupId: 'q', topic: 'other', offsets: [{ partition: 0, offset: 0 }] })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    expect((await broker.describeGroup('q')).subscriptions.map((sub) => sub.topic)).toEqual(['t']);
+    // Its dead-letter topic cannot be deleted while it dead-letters records to it
+    await expect(broker.deleteTopic('t.q.dlq')).rejects.toMatchObject({ code: 'TOPIC_IN_USE' });
     await expect(broker.nack({ groupId: 'q', topic: 't', partition: 0, offset: 0, reason: 'x' }))
       .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining('share-acks') });
     expect((await broker.describeGroup('q')).subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 0, share: { acquired: 2 } });
