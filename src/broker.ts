@@ -278,7 +278,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     broker.topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
     broker.deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts, () => broker.retries);
     broker.metrics = new BrokerMetrics({
-      catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub), shareGroups: () => broker.shareGroups.load(),
+      catalog, logs, monitor, deadLetterDepth: (sub) => broker.deadLetters.depth(sub), shareGroups: () => broker.shareGroups.gauges(),
     }, options.metrics);
     const limits = {
       maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024,

@@ -188,13 +188,11 @@ export class ShareGroups {
   private async leave(groupId: string, memberId: string): Promise<void> {
     this.members.get(groupId)?.delete(memberId);
     this.s.logger.info({ groupId, memberId }, 'share group member left: its records are released');
-    for (const key of [...this.partitions.keys()]) {
-      const [g, topic, partition] = key.split('\0') as [string, string, string];
-      if (g !== groupId) continue;
+    for (const { topic, partition } of this.loaded(groupId)) {
       const sub = await this.s.subscription(groupId, topic).catch(() => undefined);
       if (sub === undefined) continue;
-      await this.inOrder(sub, Number(partition), async (loaded) => {
-        if (loaded.sp.memberGone(memberId) > 0) await (await this.settle(sub, loaded, Number(partition))).written;
+      await this.inOrder(sub, partition, async (loaded) => {
+        if (loaded.sp.memberGone(memberId) > 0) await (await this.settle(sub, loaded, partition)).written;
       });
     }
   }
@@ -214,18 +212,17 @@ export class ShareGroups {
       ended.set(groupId, gone);
       this.s.logger.info({ groupId, members: gone }, 'share group members ended (session timeout): their records are released');
     }
-    for (const key of [...this.partitions.keys()]) {
-      const [groupId, topic, partition] = key.split('\0') as [string, string, string];
+    for (const { groupId, topic, partition } of this.loaded()) {
       const sub = await this.s.subscription(groupId, topic).catch(() => undefined);
       if (sub === undefined) continue; // the group or its subscription is gone
-      await this.inOrder(sub, Number(partition), async (loaded) => {
+      await this.inOrder(sub, partition, async (loaded) => {
         const { sp } = loaded;
         for (const id of ended.get(groupId) ?? []) sp.memberGone(id);
-        if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await (await this.settle(sub, loaded, Number(partition))).written;
-        await this.commitStart(sub, loaded, Number(partition));
+        if (sp.expire(this.s.clock.now()) > 0 || ended.has(groupId) || sp.deadLetters().length > 0) await (await this.settle(sub, loaded, partition)).written;
+        await this.commitStart(sub, loaded, partition);
       }).catch((err: unknown) => {
         // One partition's failure (its store write) leaves the others' expiry to go on.
-        this.s.logger.warn({ groupId, topic, partition: Number(partition), err: (err as Error).message }, 'share-partition expiry failed; retried at the next tick');
+        this.s.logger.warn({ groupId, topic, partition, err: (err as Error).message }, 'share-partition expiry failed; retried at the next tick');
       });
     }
   }
@@ -233,10 +230,7 @@ export class ShareGroups {
   /** The group's subscription to `topic` changed: its loaded share-partitions take the new settings at once. */
   async configure(groupId: string, topic: string): Promise<void> {
     const sub = await this.s.subscription(groupId, topic);
-    for (const key of [...this.partitions.keys()]) {
-      const [g, t, partition] = key.split('\0') as [string, string, string];
-      if (g === groupId && t === topic) await this.inOrder(sub, Number(partition), async ({ sp }) => sp.configure(settingsOf(sub)));
-    }
+    for (const p of this.loaded(groupId)) if (p.topic === topic) await this.inOrder(sub, p.partition, async ({ sp }) => sp.configure(settingsOf(sub)));
   }
 
   /**
@@ -281,14 +275,13 @@ export class ShareGroups {
    * @returns undefined when the broker holds none of the group's partitions (nothing to wait for)
    */
   commitStarts(groupId?: string): Promise<void> | undefined {
-    const keys = [...this.partitions.keys()].filter((key) => groupId === undefined || key.startsWith(`${groupId}\0`));
+    const partitions = this.loaded(groupId);
     // Nothing loaded: nothing to wait for (the caller goes on in the same turn, so requests keep their order).
-    if (keys.length === 0) return undefined;
+    if (partitions.length === 0) return undefined;
     return (async () => {
-      for (const key of keys) {
-        const [g, topic, partition] = key.split('\0') as [string, string, string];
+      for (const { groupId: g, topic, partition } of partitions) {
         const sub = await this.s.subscription(g, topic).catch(() => undefined);
-        if (sub !== undefined) await this.inOrder(sub, Number(partition), (loaded) => this.commitStart(sub, loaded, Number(partition)));
+        if (sub !== undefined) await this.inOrder(sub, partition, (loaded) => this.commitStart(sub, loaded, partition));
       }
     })();
   }
@@ -308,21 +301,29 @@ export class ShareGroups {
    * What this broker serves of share groups now, for /metrics: each loaded share-partition's records acquired and
    * available, and each group's members.
    */
-  async load(): Promise<{ partitions: SharePartitionLoad[]; members: Array<{ groupId: string; members: number }> }> {
+  async gauges(): Promise<{ partitions: SharePartitionLoad[]; members: Array<{ groupId: string; members: number }> }> {
     const partitions: SharePartitionLoad[] = [];
-    for (const [key, loading] of [...this.partitions]) {
-      const loaded = await loading.catch(() => undefined);
-      if (loaded === undefined) continue;
-      const [groupId, topic, partition] = key.split('\0') as [string, string, string];
-      partitions.push({ groupId, topic, partition: Number(partition), ...loaded.sp.counts() });
+    for (const p of this.loaded()) {
+      const loaded = await this.partitions.get(partitionKey(p.groupId, p.topic, p.partition))?.catch(() => undefined);
+      if (loaded !== undefined) partitions.push({ ...p, ...loaded.sp.counts() });
     }
     return { partitions, members: [...this.members].map(([groupId, m]) => ({ groupId, members: m.size })) };
   }
 
   /** Forgets a deleted group's partitions and members (the offset store deleted their states). */
   deleteGroup(groupId: string): void {
-    for (const key of [...this.partitions.keys()]) if (key.startsWith(`${groupId}\0`)) this.partitions.delete(key);
+    for (const p of this.loaded(groupId)) this.partitions.delete(partitionKey(p.groupId, p.topic, p.partition));
     this.members.delete(groupId);
+  }
+
+  /** The share-partitions loaded now (of one group, or every group's), as they are when called. */
+  private loaded(groupId?: string): Array<{ groupId: string; topic: string; partition: number }> {
+    const out: Array<{ groupId: string; topic: string; partition: number }> = [];
+    for (const key of this.partitions.keys()) {
+      const [g, topic, partition] = key.split('\0') as [string, string, string];
+      if (groupId === undefined || g === groupId) out.push({ groupId: g, topic, partition: Number(partition) });
+    }
+    return out;
   }
 
   /**

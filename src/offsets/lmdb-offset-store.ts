@@ -16,7 +16,7 @@ import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import { OnelogError } from '../protocol/errors.js';
 import { FILE_MODE, makeDir } from '../storage/file-modes.js';
-import { CloseGate, staleGeneration } from './offset-store.js';
+import { checkRecordEntries, CloseGate, staleGeneration } from './offset-store.js';
 import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** The sub-database of the binary value format 1. */
@@ -122,11 +122,6 @@ function groupRange(groupId: string): { start: Buffer; end: Buffer } {
 /** The key range of every key that starts with `prefix` (a record state's entries). */
 function prefixRange(prefix: Buffer): { start: Buffer; end: Buffer } {
   return { start: prefix, end: Buffer.concat([prefix, Buffer.alloc(8, 0xff)]) };
-}
-
-/** @throws RangeError for an entry offset that is not an integer from 0 to 2^53-1 */
-function checkEntryOffset(offset: number): void {
-  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`offset store: a record entry's offset must be an integer >= 0, got ${offset}`);
 }
 
 /**
@@ -313,8 +308,8 @@ export class LmdbOffsetStore implements OffsetStore {
     checkCommit(groupId, [{ topic, partition, offset: 0 }]);
     const key = Buffer.from(this.keys.full(groupId, topic, partition));
     const value = state === null ? null : Buffer.from(JSON.stringify(state), 'utf8');
+    const checked = checkRecordEntries(entries);
     const entryKey = (offset: number) => {
-      checkEntryOffset(offset);
       if (key.length + 8 > MAX_KEY_BYTES) throw new RangeError(`offset store: record entry keys of group '${groupId}', topic '${topic}' are over ${MAX_KEY_BYTES} bytes`);
       const k = Buffer.allocUnsafe(key.length + 8);
       key.copy(k, 0);
@@ -322,8 +317,8 @@ export class LmdbOffsetStore implements OffsetStore {
       k.writeUInt32BE(offset % 0x1_0000_0000, key.length + 4);
       return k;
     };
-    const set = (entries.set ?? []).map(([offset, text]) => [entryKey(offset), Buffer.from(text, 'utf8')] as const);
-    const remove = (entries.remove ?? []).map(entryKey);
+    const set = checked.set.map(([offset, text]) => [entryKey(offset), Buffer.from(text, 'utf8')] as const);
+    const remove = checked.remove.map(entryKey);
     // One write transaction across both databases, committed and synced before it resolves.
     await this.written(() => this.recordStates.transaction(() => {
       if (value === null) {

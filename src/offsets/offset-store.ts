@@ -120,6 +120,20 @@ export interface OffsetStore {
 }
 
 /**
+ * Checks a write's entries before anything of it is written.
+ * @returns the entries to set and the offsets to remove (empty arrays for none)
+ * @throws RangeError for an offset that is not an integer from 0 to 2^53-1
+ */
+export function checkRecordEntries(entries: RecordEntries): { set: ReadonlyArray<readonly [number, string]>; remove: readonly number[] } {
+  const set = entries.set ?? [];
+  const remove = entries.remove ?? [];
+  for (const offset of [...set.map(([o]) => o), ...remove]) {
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`offset store: a record entry's offset must be an integer >= 0, got ${offset}`);
+  }
+  return { set, remove };
+}
+
+/**
  * The error of a commit refused by its generation fence (every engine throws this one).
  * @param stored the group's fence, above the commit's generation
  */

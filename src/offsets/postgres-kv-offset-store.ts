@@ -21,7 +21,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { checkTablePrefix, createTables, inTransaction, openPool, query } from '../postgres.js';
 import { OnelogError } from '../protocol/errors.js';
-import { CloseGate, staleGeneration } from './offset-store.js';
+import { checkRecordEntries, CloseGate, staleGeneration } from './offset-store.js';
 import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** Options of {@link PostgresKvOffsetStore.open}. */
@@ -170,11 +170,7 @@ export class PostgresKvOffsetStore implements OffsetStore {
     if (!Number.isInteger(partition) || partition < 0 || partition > 0xffffffff) {
       throw new RangeError(`offset store: partition ${partition} of topic '${topic}' is not an integer in 0..2^32-1`);
     }
-    const set = entries.set ?? [];
-    const remove = entries.remove ?? [];
-    for (const offset of [...set.map(([o]) => o), ...remove]) {
-      if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`offset store: a record entry's offset must be an integer >= 0, got ${offset}`);
-    }
+    const { set, remove } = checkRecordEntries(entries);
     const key = [groupId, topic, partition];
     await this.write(async (client) => {
       if (state === null) {

@@ -23,7 +23,7 @@
  */
 import { Redis } from 'ioredis';
 import { OnelogError } from '../protocol/errors.js';
-import { CloseGate, staleGeneration } from './offset-store.js';
+import { checkRecordEntries, CloseGate, staleGeneration } from './offset-store.js';
 import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** Options of {@link RedisOffsetStore.open}. */
@@ -252,11 +252,7 @@ export class RedisOffsetStore implements OffsetStore {
 
   async setRecordState(groupId: string, topic: string, partition: number, state: RecordState | null, entries: RecordEntries = {}): Promise<void> {
     checkPartition(topic, partition);
-    const set = entries.set ?? [];
-    const remove = entries.remove ?? [];
-    for (const offset of [...set.map(([o]) => o), ...remove]) {
-      if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`offset store: a record entry's offset must be an integer >= 0, got ${offset}`);
-    }
+    const { set, remove } = checkRecordEntries(entries);
     const args = [
       this.recordStatesKey(groupId), this.topicKey(topic), this.entriesKey(groupId, topic, partition), this.entryKeysKey(groupId),
       `${topic}\0${partition}`, groupId, state === null ? '' : JSON.stringify(state), String(set.length),
