@@ -18,6 +18,7 @@ const UNIT = [
   'test/coordinator/delivery-counts.test.ts',
   'test/coordinator/share-groups.test.ts',
   'test/coordinator/share-partition.test.ts',
+  'test/coordinator/share-read-ahead.test.ts',
   'test/coordinator/group-coordinator.test.ts',
   'test/coordinator/group-membership.test.ts',
   'test/delivery/retries.test.ts',

@@ -13,6 +13,7 @@
  * Records/s is what the members finished in the time, over the time. Targets: 16 members >= 12x one; key order with
  * 16 members >= 8x one; <= 5 us of broker CPU per record.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,6 +35,21 @@ interface Row {
 }
 
 const rate = (r: Row) => r.records / r.seconds;
+
+/** A peer server's CPU over a run per record (its idle use is not subtracted: a peer's is near zero). */
+function serverCpu(before: number | null, after: number | null, records: number): Pick<Row, 'cpuUsPerRecord'> {
+  return { cpuUsPerRecord: before === null || after === null ? null : ((after - before) * 1000) / Math.max(1, records) };
+}
+
+/** The pid of the process named `name` running here (the peers' servers), if one is. */
+function pidOf(name: string): number | undefined {
+  try {
+    const pid = Number(execFileSync('pgrep', ['-x', '-o', name], { encoding: 'utf8' }).trim());
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Members of one onelog share group for `seconds`: what they accepted; in key order, checks each key's order. */
 async function onelogRun(url: string, pid: number | undefined, idleMsPerSecond: number | null, group: string, members: number, seconds: number, batch: number,
@@ -82,12 +98,13 @@ async function onelogRun(url: string, pid: number | undefined, idleMsPerSecond: 
 }
 
 /** Redis Streams: `members` consumers of one group on one stream, each XREADGROUP COUNT batch, 5 ms per record, XACK. */
-async function redisRun(stream: string, members: number, seconds: number, batch: number): Promise<Row> {
+async function redisRun(stream: string, members: number, seconds: number, batch: number, pid: number | undefined): Promise<Row> {
   const group = `g${members}`;
   const admin = new Redis('redis://127.0.0.1:6379');
   await admin.xgroup('CREATE', stream, group, '0');
   let acked = 0;
   let stopping = false;
+  const cpuBefore = processCpuMs(pid);
   const started = performance.now();
   const workers = Array.from({ length: members }, async (_, i) => {
     const redis = new Redis('redis://127.0.0.1:6379');
@@ -108,14 +125,15 @@ async function redisRun(stream: string, members: number, seconds: number, batch:
   await sleep(seconds * 1000);
   const records = acked;
   const elapsed = (performance.now() - started) / 1000;
+  const cpu = processCpuMs(pid);
   stopping = true;
   await Promise.all(workers);
   admin.disconnect();
-  return { system: 'Redis Streams (XREADGROUP + XACK)', members, records, seconds: elapsed };
+  return { system: 'Redis Streams (XREADGROUP + XACK)', members, records, seconds: elapsed, ...serverCpu(cpuBefore, cpu, records) };
 }
 
 /** JetStream: one durable pull consumer, `members` workers each fetching `batch`, 5 ms per message, ack each. */
-async function jetstreamRun(members: number, seconds: number, batch: number, values: Buffer[]): Promise<Row> {
+async function jetstreamRun(members: number, seconds: number, batch: number, values: Buffer[], pid: number | undefined): Promise<Row> {
   const nc = await connect({ servers: '127.0.0.1:4222', name: 'onelog-bench-share' });
   const jsm = await nc.jetstreamManager();
   const js = nc.jetstream();
@@ -127,6 +145,7 @@ async function jetstreamRun(members: number, seconds: number, batch: number, val
   const consumer = await js.consumers.get(stream, 'workers');
   let acked = 0;
   let stopping = false;
+  const cpuBefore = processCpuMs(pid);
   const started = performance.now();
   const workers = Array.from({ length: members }, async () => {
     while (!stopping) {
@@ -141,11 +160,12 @@ async function jetstreamRun(members: number, seconds: number, batch: number, val
   await sleep(seconds * 1000);
   const records = acked;
   const elapsed = (performance.now() - started) / 1000;
+  const cpu = processCpuMs(pid);
   stopping = true;
   await Promise.all(workers);
   await jsm.streams.delete(stream).catch(() => false);
   await nc.close();
-  return { system: 'NATS JetStream (pull consumer, ack each)', members, records, seconds: elapsed };
+  return { system: 'NATS JetStream (pull consumer, ack each)', members, records, seconds: elapsed, ...serverCpu(cpuBefore, cpu, records) };
 }
 
 export async function shareBenchmark(options: { seconds: number; batch: number }): Promise<void> {
@@ -187,22 +207,24 @@ export async function shareBenchmark(options: { seconds: number; batch: number }
       for (const v of values.slice(i, i + 1000)) pipeline.xadd(stream, '*', 'v', v);
       await pipeline.exec();
     }
-    for (const members of MEMBERS) rows.push(await redisRun(stream, members, seconds, batch));
+    const pid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]) || undefined;
+    for (const members of MEMBERS) rows.push(await redisRun(stream, members, seconds, batch, pid));
     await redis.del(stream);
     redis.disconnect();
   } catch (err) {
     console.log(`Redis Streams: not run (${(err as Error).message})`);
   }
   try {
-    for (const members of MEMBERS) rows.push(await jetstreamRun(members, seconds, batch, values));
+    for (const members of MEMBERS) rows.push(await jetstreamRun(members, seconds, batch, values, pidOf('nats-server')));
   } catch (err) {
     console.log(`NATS JetStream: not run (${(err as Error).message})`);
   }
-  console.log('| system | members | records/s | x one member | broker CPU per record (above idle) | note |\n| --- | --- | --- | --- | --- | --- |');
+  console.log('| system | members | records/s | x one member | server CPU per record (onelog: above idle) | note |\n| --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
     const one = rows.find((o) => o.system === r.system && o.members === 1);
     const us = (v: number | null | undefined) => (v === undefined ? '' : v === null ? 'n/a' : `${v.toFixed(1)} us`);
-    const cpu = r.cpuUsPerRecord === undefined ? '' : `${us(r.cpuUsPerRecord)} (${us(r.cpuAboveIdleUsPerRecord)} above idle)`;
+    const cpu = r.cpuUsPerRecord === undefined ? '' : r.cpuAboveIdleUsPerRecord === undefined ? us(r.cpuUsPerRecord)
+      : `${us(r.cpuUsPerRecord)} (${us(r.cpuAboveIdleUsPerRecord)} above idle)`;
     console.log(`| ${r.system} | ${r.members} | ${rate(r).toFixed(0)} | ${one ? (rate(r) / rate(one)).toFixed(1) : '-'} | ${cpu} | ${r.note ?? ''} |`);
   }
   console.log(`\nthe ceiling: ${(1000 / HANDLER_MS).toFixed(0)} records/s per member with a ${HANDLER_MS} ms handler (timers fire a little late, so a little less)`);

@@ -39,9 +39,10 @@ import type {
   ProducerIdentity, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult,
   TopicDescription, TopicSummary, NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult,
   PurgeRequest, PurgeResult, AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
-  ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult,
+  ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest, ShareFetchResult,
 } from './protocol/api.js';
 import type { SubscriptionRecord } from './catalog/catalog.js';
+import { sharedRecords } from './protocol/data-frames.js';
 import { OnelogError } from './protocol/errors.js';
 import { pickTopicConfig } from './protocol/topic-config.js';
 import { checkCommitRequest, checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from './coordinator/request-checks.js';
@@ -637,6 +638,15 @@ export class Broker implements OnelogApi, BinaryDataApi {
    * @throws OnelogError `INVALID_REQUEST` (not a share group, a bad field), `UNKNOWN_TOPIC`, `NOT_COORDINATOR`
    */
   async shareFetch(request: ShareFetchRequest): Promise<ShareFetchResult> {
+    return sharedRecords(await this.shareFetchSections(request));
+  }
+
+  /**
+   * {@link shareFetch} with the records as the log stores them (sections of the stored batches: nothing decoded), for
+   * the binary data path.
+   * @throws OnelogError as {@link shareFetch}
+   */
+  async shareFetchSections(request: ShareFetchRequest): Promise<SharedSections> {
     this.checkOpen();
     checkGroupId(request.groupId);
     const refreshing = this.refresh(request.topic, 'all');
@@ -645,9 +655,16 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const claiming = this.groups.claim(request.groupId);
     if (claiming) await claiming;
     const result = await this.shareGroups.acquire(request);
-    this.metrics.fetched(request.topic, result.records.length, result.records.reduce((n, r) => n + (r.key?.length ?? 0) + (r.value?.length ?? 0), 0));
-    const redeliveries = result.records.filter((r) => r.deliveryCount > 1).length;
-    this.metrics.shareDelivered(request.groupId, request.topic, result.records.length - redeliveries, redeliveries);
+    let records = 0;
+    let bytes = 0;
+    let redeliveries = 0;
+    for (const p of result.partitions) {
+      records += p.deliveryCounts.length;
+      for (const s of p.sections) bytes += s.bytes.length;
+      for (const count of p.deliveryCounts) if (count > 1) redeliveries++;
+    }
+    this.metrics.fetched(request.topic, records, bytes);
+    this.metrics.shareDelivered(request.groupId, request.topic, records - redeliveries, redeliveries);
     return result;
   }
 

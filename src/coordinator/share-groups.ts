@@ -4,8 +4,8 @@
  * first use from the offset store (its record state: the start offset, and an entry per record delivered) and
  * written back, what changed only, durably, before every answer that changed it, so after any crash every record is
  * accepted or dead-lettered, none lost, and a redelivery is a count. Records read from the log for the window are kept
- * decoded until their first delivery (a read-ahead of at most {@link READ_AHEAD_BYTES} per partition), so a record
- * is decoded once, not once to enter the window and again to be handed out.
+ * as stored until their first delivery (share-read-ahead.ts: a read-ahead of at most {@link READ_AHEAD_BYTES} per
+ * partition), and handed out as sections of the stored bytes: the broker neither decodes nor encodes a record.
  *
  * Members are known by the member id they acquire and acknowledge with (a client's own id): one not heard from for its
  * session timeout ends, and the records it holds are released at once (before their locks would end).
@@ -16,16 +16,17 @@ import type { SubscriptionRecord } from '../catalog/catalog.js';
 import type { Logger } from '../logger.js';
 import type { SharePartitionLoad } from '../monitoring/metrics.js';
 import type { OffsetStore, RecordState } from '../offsets/offset-store.js';
-import type { StoredRecord } from '../protocol/types.js';
+import type { RecordSection } from '../protocol/record-batch.js';
 import type {
-  GroupDescription, ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult, SharedRecord,
+  GroupDescription, ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest,
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
-import { recordBytes } from '../protocol/produce-plan.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';
 import { restoreSnapshot, runsEnd, SharePartition } from './share-partition.js';
-import type { ShareAcknowledgement, SharePartitionSettings } from './share-partition.js';
+import type { ShareAcknowledgement, ShareKey, SharePartitionSettings } from './share-partition.js';
+import { indexBatches, indexOf, SectionBuilder, ShareReadAhead } from './share-read-ahead.js';
+import type { IndexedRecords } from './share-read-ahead.js';
 
 /** What share groups read and write beyond the log and the offset store. */
 export interface ShareGroupSources {
@@ -58,13 +59,8 @@ interface PartitionState {
   sp: SharePartition;
   /** The start offset last committed as the group's offset (see {@link ShareGroupSources.commit}); -1 before any. */
   committed: number;
-  /** Records read from the log past the window's end (decoded, in offset order, from `aheadAt`), not yet in the window. */
-  ahead: StoredRecord[];
-  aheadAt: number;
-  /** Where the read that filled `ahead` ended (past offsets compaction emptied). */
-  aheadEnd: number;
-  /** The window's records not yet delivered, by offset: handed out without reading the log again. */
-  bodies: Map<number, StoredRecord>;
+  /** Records read from the log past the window's end, and the window's records not yet handed out: as stored. */
+  readAhead: ShareReadAhead;
   /** Entries the offset store holds that the window does not (see restoreSnapshot), removed at the next write. */
   orphans: number[];
   /** A write of its state failed: what is in memory may be ahead of the store, so it is read again before the next operation. */
@@ -98,7 +94,7 @@ export class ShareGroups {
    * @throws OnelogError `INVALID_REQUEST` for a bad field, or when the group is not a share group of the topic; the
    *   offset store's and the log's errors
    */
-  async acquire(request: ShareFetchRequest): Promise<ShareFetchResult> {
+  async acquire(request: ShareFetchRequest): Promise<SharedSections> {
     const { groupId, topic, memberId } = request;
     const sub = await this.s.subscription(groupId, topic);
     checkMemberId(memberId);
@@ -111,14 +107,15 @@ export class ShareGroups {
     for (;;) {
       const first = this.nextPartition.get(`${groupId}\0${topic}`) ?? 0;
       this.nextPartition.set(`${groupId}\0${topic}`, (first + 1) % count);
-      const records: SharedRecord[] = [];
+      const partitions: SharedSections['partitions'] = [];
+      let records = 0;
       const writes: Array<Promise<void>> = [];
       let nextChange = Infinity;
       let bytes = 0;
       let failure: unknown;
-      for (let i = 0; i < count && records.length < maxRecords && bytes < maxBytes; i++) {
+      for (let i = 0; i < count && records < maxRecords && bytes < maxBytes; i++) {
         const partition = (first + i) % count;
-        const budget = { records: maxRecords - records.length, bytes: maxBytes - bytes, first: records.length === 0 };
+        const budget = { records: maxRecords - records, bytes: maxBytes - bytes, first: records === 0 };
         let got: Awaited<ReturnType<ShareGroups['acquireFrom']>>;
         try {
           got = await this.inOrder(sub, partition, (loaded) => this.acquireFrom(sub, loaded, partition, memberId, budget));
@@ -128,15 +125,16 @@ export class ShareGroups {
           failure ??= err;
           continue;
         }
-        records.push(...got.records);
+        if (got.deliveryCounts.length > 0) partitions.push({ partition, sections: got.sections, deliveryCounts: got.deliveryCounts });
+        records += got.deliveryCounts.length;
         bytes += got.bytes;
         if (got.written) writes.push(got.written);
         nextChange = Math.min(nextChange, got.nextChangeAt ?? Infinity);
       }
       await Promise.all(writes); // what was acquired is on disk before it is handed out
-      if (records.length === 0 && failure !== undefined) throw failure;
+      if (records === 0 && failure !== undefined) throw failure;
       const now = this.s.clock.now();
-      if (records.length > 0 || now >= deadline) return { groupId, topic, memberId, lockMs: sub.share!.lockMs, records };
+      if (records > 0 || now >= deadline) return { groupId, topic, memberId, lockMs: sub.share!.lockMs, partitions };
       await this.waitForChange(topic, count, Math.min(deadline, nextChange) - now);
     }
   }
@@ -161,8 +159,9 @@ export class ShareGroups {
     for (const a of request.acks) {
       const partition = checkInteger(a?.partition, 'partition', 0, count - 1, 'UNKNOWN_PARTITION');
       const offset = checkInteger(a.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
-      const ack = toAcknowledgement(a, offset);
-      byPartition.set(partition, [...(byPartition.get(partition) ?? []), ack]);
+      let acks = byPartition.get(partition);
+      if (acks === undefined) byPartition.set(partition, (acks = []));
+      acks.push(toAcknowledgement(a, offset));
     }
     const partitions: ShareAckResult['partitions'] = [];
     const writes: Array<Promise<void>> = [];
@@ -332,39 +331,48 @@ export class ShareGroups {
    * @param budget records and bytes left of the request's; `first`: nothing acquired yet (one record goes whatever its size)
    */
   private async acquireFrom(sub: SubscriptionRecord, loaded: LoadedPartition, partition: number, memberId: string,
-    budget: { records: number; bytes: number; first: boolean }): Promise<{ records: SharedRecord[]; bytes: number; nextChangeAt: number | null; written?: Promise<void> }> {
-    const { sp } = loaded;
+    budget: { records: number; bytes: number; first: boolean }): Promise<{ sections: RecordSection[]; deliveryCounts: number[]; bytes: number; nextChangeAt: number | null; written?: Promise<void> }> {
+    const { sp, readAhead } = loaded;
     const log = this.s.logs.get(sub.topic, partition);
     let changed = await this.fillWindow(loaded, log, budget.records);
     const now = this.s.clock.now();
     if (sp.expire(now) > 0) changed = true;
     const acquired = sp.acquire(memberId, now, budget.records);
-    const bodies = await this.bodiesOf(loaded, log, acquired.map((r) => r.offset));
+    const again = await this.readAgain(log, acquired.filter((r) => !readAhead.holds(r.offset)).map((r) => r.offset));
     // What the log no longer has (compaction, retention) is done with; what passes the byte budget goes back.
-    const records: SharedRecord[] = [];
+    const sections = new SectionBuilder();
+    const deliveryCounts: number[] = [];
     const missing: number[] = [];
     const over: number[] = [];
     let bytes = 0;
     for (const r of acquired) {
-      const body = bodies.get(r.offset);
-      if (body === undefined) {
-        missing.push(r.offset);
-        continue;
+      let size = readAhead.size(r.offset);
+      let reread: { ix: IndexedRecords; i: number } | undefined;
+      if (size < 0) {
+        reread = findIn(again, r.offset);
+        if (reread === undefined) {
+          missing.push(r.offset);
+          continue;
+        }
+        size = reread.ix.ends[reread.i]! - reread.ix.starts[reread.i]!;
       }
-      const size = recordBytes(body);
-      if (bytes + size > budget.bytes && !(budget.first && records.length === 0)) {
+      if (bytes + size > budget.bytes && !(budget.first && deliveryCounts.length === 0)) {
         over.push(r.offset);
         continue;
       }
       bytes += size;
-      loaded.bodies.delete(r.offset);
-      records.push({ ...body, partition, deliveryCount: r.deliveries });
+      if (reread === undefined) readAhead.take(r.offset, sections);
+      else sections.add(reread.ix, reread.i);
+      deliveryCounts.push(r.deliveries);
     }
     if (missing.length > 0) sp.gone(missing);
     if (over.length > 0) sp.giveBack(memberId, over);
     // An acquisition that changed nothing (an idle member's poll) writes nothing.
     const written = changed || acquired.length > 0 ? (await this.settle(sub, loaded, partition)).written : undefined;
-    return { records, bytes, nextChangeAt: records.length === 0 ? sp.nextChangeAt(now) : null, ...(written ? { written } : {}) };
+    return {
+      sections: sections.finish(), deliveryCounts, bytes, nextChangeAt: deliveryCounts.length === 0 ? sp.nextChangeAt(now) : null,
+      ...(written ? { written } : {}),
+    };
   }
 
   /**
@@ -373,28 +381,19 @@ export class ShareGroups {
    * @returns whether the window changed
    */
   private async fillWindow(loaded: LoadedPartition, log: ReturnType<Logs['get']>, max: number): Promise<boolean> {
-    const { sp } = loaded;
+    const { sp, readAhead } = loaded;
     let changed = false;
     if (sp.startOffset < log.logStartOffset) {
       sp.logStartMoved(log.logStartOffset);
-      for (const offset of loaded.bodies.keys()) if (offset < log.logStartOffset) loaded.bodies.delete(offset);
+      readAhead.dropBelow(log.logStartOffset);
       changed = true;
     }
     for (let reads = 0; reads < MAX_READS; reads++) {
       const wanted = Math.min(sp.room, 2 * max - sp.available);
       if (wanted <= 0 || !(await this.readAhead(loaded, log, wanted))) break;
-      const from = loaded.aheadAt;
-      const until = Math.min(loaded.ahead.length, from + wanted);
-      const offered = loaded.ahead.slice(from, until);
-      const taken = sp.extend(offered.map((r) => ({ offset: r.offset, key: r.key === null ? null : r.key.toString('latin1') })),
-        until < loaded.ahead.length ? loaded.ahead[until]!.offset : loaded.aheadEnd);
-      for (let i = 0; i < taken; i++) loaded.bodies.set(offered[i]!.offset, offered[i]!);
-      loaded.aheadAt = from + taken;
-      if (loaded.aheadAt === loaded.ahead.length) {
-        // All taken: what the read decoded is held only by the window's bodies, and goes as they are delivered.
-        loaded.ahead = [];
-        loaded.aheadAt = 0;
-      }
+      const { read, nextOffset } = readAhead.offer(sp.endOffset, wanted);
+      const taken = sp.extend(read, nextOffset);
+      readAhead.offered(taken);
       changed = true;
       if (taken === 0) break;
     }
@@ -402,35 +401,31 @@ export class ShareGroups {
   }
 
   /**
-   * The records at `offsets` (ascending): a first delivery's is in hand; a redelivery's is read again from the log,
-   * in runs of consecutive offsets. One the log no longer has is absent from the answer.
+   * A redelivery's records (at `offsets`, ascending) read from the log again, in runs of consecutive offsets, indexed.
+   * One the log no longer has is in none of them.
    */
-  private async bodiesOf(loaded: LoadedPartition, log: ReturnType<Logs['get']>, offsets: readonly number[]): Promise<Map<number, StoredRecord>> {
-    const bodies = new Map<number, StoredRecord>();
-    const again: number[] = [];
-    for (const offset of offsets) {
-      const body = loaded.bodies.get(offset);
-      if (body === undefined) again.push(offset);
-      else bodies.set(offset, body);
-    }
-    for (let i = 0; i < again.length;) {
+  private async readAgain(log: ReturnType<Logs['get']>, offsets: readonly number[]): Promise<IndexedRecords[]> {
+    const out: IndexedRecords[] = [];
+    for (let i = 0; i < offsets.length;) {
       let j = i + 1;
-      while (j < again.length && again[j] === again[j - 1]! + 1) j++;
-      const last = again[j - 1]!;
+      while (j < offsets.length && offsets[j] === offsets[j - 1]! + 1) j++;
+      const last = offsets[j - 1]!;
       // A read stops at a segment's end: read on from where it stopped until the run is covered.
-      for (let at = again[i]!; at <= last;) {
+      for (let at = offsets[i]!; at <= last && at < log.highWatermark;) {
         const from = at;
-        const read = await Promise.resolve().then(() => log.fetch(from, { maxRecords: last - from + 1, maxBytes: Number.MAX_SAFE_INTEGER })).catch((err: unknown) => {
-          if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { records: [], nextOffset: from }; // the log start moved meanwhile
+        const read = await Promise.resolve().then(() => log.readBatches(from, READ_AHEAD_BYTES, last - from + 1)).catch((err: unknown) => {
+          if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { batches: Buffer.alloc(0), nextOffset: from }; // the log start moved meanwhile
           throw err;
         });
-        for (const r of read.records) if (r.offset <= last) bodies.set(r.offset, r);
-        if (read.nextOffset <= from) break;
-        at = read.nextOffset;
+        const { ix, stoppedAt } = indexBatches(read.batches, from);
+        out.push(ix);
+        const next = stoppedAt ?? read.nextOffset;
+        if (next <= from) break;
+        at = next;
       }
       i = j;
     }
-    return bodies;
+    return out;
   }
 
   /**
@@ -439,15 +434,11 @@ export class ShareGroups {
    */
   private async readAhead(loaded: LoadedPartition, log: ReturnType<Logs['get']>, wanted: number): Promise<boolean> {
     const end = loaded.sp.endOffset;
-    // What the window's end passed (the log start moved) is dropped.
-    while (loaded.aheadAt < loaded.ahead.length && loaded.ahead[loaded.aheadAt]!.offset < end) loaded.aheadAt++;
-    if (loaded.aheadAt < loaded.ahead.length) return true;
+    if (loaded.readAhead.pendingFrom(end) > 0) return true;
     if (end >= log.highWatermark) return false;
-    const read = await log.fetch(end, { maxRecords: Math.max(wanted, loaded.sp.room), maxBytes: READ_AHEAD_BYTES });
-    loaded.ahead = read.records;
-    loaded.aheadAt = 0;
-    loaded.aheadEnd = read.nextOffset;
-    return read.records.length > 0 || read.nextOffset > end;
+    const read = await log.readBatches(end, READ_AHEAD_BYTES, Math.max(wanted, loaded.sp.room));
+    loaded.readAhead.add(read.batches, end, read.nextOffset);
+    return loaded.readAhead.pending > 0 || loaded.readAhead.nextOffset > end;
   }
 
   /**
@@ -526,12 +517,14 @@ export class ShareGroups {
     }
     const entries = await this.s.offsets.recordEntries(groupId, topic, partition);
     const last = runsEnd(entries);
-    const read: Array<{ offset: number; key: string | null }> = [];
+    const read: Array<{ offset: number; key: ShareKey | null }> = [];
     for (let at = Math.max(header.startOffset, log.logStartOffset); at <= last && at < log.highWatermark;) {
-      const got = await log.fetch(at, { maxRecords: last - at + 1, maxBytes: READ_AHEAD_BYTES });
-      for (const r of got.records) read.push({ offset: r.offset, key: r.key === null ? null : r.key.toString('latin1') });
-      if (got.nextOffset <= at) break;
-      at = got.nextOffset;
+      const got = await log.readBatches(at, READ_AHEAD_BYTES, last - at + 1);
+      const { ix, stoppedAt } = indexBatches(got.batches, at);
+      for (let i = 0; i < ix.n; i++) read.push({ offset: ix.offsets[i]!, key: ix.keys[i]! < 0 ? null : ix.keys[i]! });
+      const next = stoppedAt ?? got.nextOffset;
+      if (next <= at) break;
+      at = next;
     }
     const { snapshot, orphans } = restoreSnapshot(header.startOffset, entries, read);
     return { ...fresh(new SharePartition(snapshot, settingsOf(sub)), committed), orphans };
@@ -573,7 +566,16 @@ function settingsOf(sub: SubscriptionRecord): SharePartitionSettings {
 
 /** A partition's state around `sp`, nothing read ahead. */
 function fresh(sp: SharePartition, committed: number): PartitionState {
-  return { sp, committed, ahead: [], aheadAt: 0, aheadEnd: sp.endOffset, bodies: new Map(), orphans: [], stale: false };
+  return { sp, committed, readAhead: new ShareReadAhead(), orphans: [], stale: false };
+}
+
+/** Record `offset` in one of `reads`, if any. */
+function findIn(reads: readonly IndexedRecords[], offset: number): { ix: IndexedRecords; i: number } | undefined {
+  for (const ix of reads) {
+    const i = indexOf(ix, offset);
+    if (i >= 0) return { ix, i };
+  }
+  return undefined;
 }
 
 /** A share-partition's record state (its entries are beside it): the start offset. */

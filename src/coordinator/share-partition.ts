@@ -25,11 +25,17 @@ import { StoredRuns } from './share-runs.js';
  */
 export type ShareRecordStatus = 'available' | 'acquired' | 'accepted' | 'dead' | 'archived';
 
+/**
+ * What key order knows of a record's key: the key itself, or a hash of it (equal keys, equal hashes; two keys that
+ * share a hash only hold each other back).
+ */
+export type ShareKey = string | number;
+
 /** A record of the share-partition's window. */
 export interface ShareRecord {
   offset: number;
-  /** The record's key as text (for key order); null without a key. */
-  key: string | null;
+  /** The record's key (for key order); null without a key. */
+  key: ShareKey | null;
   status: ShareRecordStatus;
   /** Acquisitions so far, 0 to `maxDeliveries`. */
   deliveries: number;
@@ -64,7 +70,7 @@ export interface SharePartitionSnapshot {
   /** The next offset to take from the log into the window. */
   endOffset: number;
   /** The window's records, in offset order, each as `[offset, key, status, deliveries, notBefore, reason]`. */
-  records: Array<[number, string | null, 'available' | 'acquired' | 'dead' | 'accepted', number, number, string | null]>;
+  records: Array<[number, ShareKey | null, 'available' | 'acquired' | 'dead' | 'accepted', number, number, string | null]>;
   /** The runs the offset store holds, `[first, last]`. @default none */
   runs?: Array<[number, number]>;
 }
@@ -86,6 +92,11 @@ const STATUS_OF_ENTRY = { a: 'available', q: 'acquired', d: 'dead', x: 'accepted
 /** A record's stored fields as JSON text, `[status, deliveries, notBefore, reason]`, status a, q, d or x (done): equal texts share a run. */
 function storedFields(r: ShareRecord): string {
   return JSON.stringify([ENTRY_STATUS[r.status], r.deliveries, r.notBefore, r.reason]);
+}
+
+/** Whether two records' {@link storedFields} are equal (they share a run). */
+function sameStoredFields(a: ShareRecord, b: ShareRecord): boolean {
+  return ENTRY_STATUS[a.status] === ENTRY_STATUS[b.status] && a.deliveries === b.deliveries && a.notBefore === b.notBefore && a.reason === b.reason;
 }
 
 /** A run's entry: `[last, status, deliveries, notBefore, reason]` as JSON. */
@@ -119,7 +130,7 @@ export function runsEnd(entries: ReadonlyArray<readonly [number, string]>): numb
  * @throws Error for an entry that is not one {@link encodeRun} wrote
  */
 export function restoreSnapshot(startOffset: number, entries: ReadonlyArray<readonly [number, string]>,
-  log: ReadonlyArray<{ offset: number; key: string | null }>): { snapshot: SharePartitionSnapshot; orphans: number[] } {
+  log: ReadonlyArray<{ offset: number; key: ShareKey | null }>): { snapshot: SharePartitionSnapshot; orphans: number[] } {
   const runs = entries.map(([first, text]) => {
     const e = decodeRun(text);
     return { first, last: e[0], status: STATUS_OF_ENTRY[e[1] as keyof typeof STATUS_OF_ENTRY], deliveries: e[2], notBefore: e[3], reason: e[4], used: false };
@@ -170,6 +181,8 @@ export class SharePartition {
   private scanFrom = 0;
   /** No lock ends before this (ms since the epoch; a lower bound), so {@link expire} walks the window only once one may. */
   private locksEndFrom = Infinity;
+  /** The window's records in each unfinished state, kept at every change of state ({@link setStatus}). */
+  private readonly tally = { available: 0, acquired: 0, dead: 0 };
 
   /**
    * @param snapshot what was persisted (a new partition: `{ startOffset, endOffset: startOffset, records: [] }`)
@@ -182,6 +195,7 @@ export class SharePartition {
     this.runs = new StoredRuns(snapshot.runs);
     for (const [offset, key, status, deliveries, notBefore, reason] of snapshot.records) {
       const r: ShareRecord = { offset, key, status, deliveries, memberId: null, lockUntil: 0, notBefore, reason };
+      if (status !== 'accepted') this.tally[status]++;
       this.records.push(r);
       // A lock does not outlive the broker that granted it: released as an expired one is, its deliveries kept.
       if (status === 'acquired') this.releaseRecord(r, 0, 'its broker stopped while it was held');
@@ -216,21 +230,12 @@ export class SharePartition {
 
   /** Records of the window that wait to be acquired (available), records. */
   get available(): number {
-    let n = 0;
-    for (let i = this.head; i < this.records.length; i++) if (this.records[i]!.status === 'available') n++;
-    return n;
+    return this.tally.available;
   }
 
   /** Records held by a member (`acquired`) and waiting to be acquired (`available`, delayed releases included). */
   counts(): { acquired: number; available: number } {
-    let acquired = 0;
-    let available = 0;
-    for (let i = this.head; i < this.records.length; i++) {
-      const status = this.records[i]!.status;
-      if (status === 'acquired') acquired++;
-      else if (status === 'available') available++;
-    }
-    return { acquired, available };
+    return { acquired: this.tally.acquired, available: this.tally.available };
   }
 
   /** The window's unfinished records, in offset order (copies). */
@@ -245,7 +250,7 @@ export class SharePartition {
    *   record read was taken
    * @returns how many were taken
    */
-  extend(read: ReadonlyArray<{ offset: number; key: string | null }>, nextOffset: number): number {
+  extend(read: ReadonlyArray<{ offset: number; key: ShareKey | null }>, nextOffset: number): number {
     let taken = 0;
     for (const r of read) {
       if (r.offset < this.end) continue;
@@ -254,6 +259,7 @@ export class SharePartition {
         return taken;
       }
       this.records.push({ offset: r.offset, key: r.key, status: 'available', deliveries: 0, memberId: null, lockUntil: 0, notBefore: 0, reason: null });
+      this.tally.available++;
       this.end = r.offset + 1;
       taken++;
     }
@@ -271,7 +277,7 @@ export class SharePartition {
     this.expire(now);
     const out: ShareRecord[] = [];
     const keyed = this.settings.ordering === 'key';
-    const seen = keyed ? new Set<string>() : null;
+    const seen = keyed ? new Set<ShareKey>() : null;
     // In key order every unfinished record from the head counts (its key holds later ones back); else none before scanFrom.
     let i = keyed ? this.head : Math.max(this.head, this.scanFrom);
     let delayed = Infinity; // the first record skipped only for its delay: available again later
@@ -288,7 +294,7 @@ export class SharePartition {
         delayed = Math.min(delayed, i);
         continue;
       }
-      r.status = 'acquired';
+      this.setStatus(r, 'acquired');
       r.deliveries++;
       r.memberId = memberId;
       r.lockUntil = lockUntil;
@@ -346,7 +352,7 @@ export class SharePartition {
       const r = this.find(offset);
       if (r === undefined || r.status !== 'acquired' || r.memberId !== memberId) continue;
       this.changed.add(r);
-      r.status = 'available';
+      this.setStatus(r, 'available');
       r.deliveries--;
       r.memberId = null;
       r.lockUntil = 0;
@@ -419,6 +425,7 @@ export class SharePartition {
   /** Records to move to the dead letters, in offset order (copies); {@link deadLettered} once they are on disk. */
   deadLetters(): ShareRecord[] {
     const dead: ShareRecord[] = [];
+    if (this.tally.dead === 0) return dead;
     for (let i = this.head; i < this.records.length; i++) if (this.records[i]!.status === 'dead') dead.push(copy(this.records[i]!));
     return dead;
   }
@@ -428,7 +435,7 @@ export class SharePartition {
     for (const offset of offsets) {
       const r = this.find(offset);
       if (r?.status === 'dead') {
-        r.status = 'archived';
+        this.setStatus(r, 'archived');
         this.changed.add(r);
       }
     }
@@ -463,10 +470,10 @@ export class SharePartition {
       for (k++; k < ranges.length && ranges[k]![0] <= (this.records[this.indexAtOrAfter(to + 1)]?.offset ?? Infinity); k++) to = Math.max(to, ranges[k]![1]);
       const gone = new Set(this.runs.takeWithin(from, to));
       // The range's delivered records as runs of equal stored fields; a record never delivered ends a run.
-      let run: { first: number; last: number; fields: string } | null = null;
+      let run: { first: number; last: number; r: ShareRecord } | null = null;
       const close = () => {
         if (run === null) return;
-        set.push([run.first, encodeRun(run.last, run.fields)]);
+        set.push([run.first, encodeRun(run.last, storedFields(run.r))]);
         this.runs.add(run.first, run.last);
         gone.delete(run.first);
         run = null;
@@ -477,11 +484,10 @@ export class SharePartition {
           close();
           continue;
         }
-        const fields = storedFields(r);
-        if (run !== null && run.fields === fields) run.last = r.offset;
+        if (run !== null && sameStoredFields(run.r, r)) run.last = r.offset;
         else {
           close();
-          run = { first: r.offset, last: r.offset, fields };
+          run = { first: r.offset, last: r.offset, r };
         }
       }
       close();
@@ -508,7 +514,7 @@ export class SharePartition {
       this.finish(r, 'dead', `delivered ${r.deliveries} times (maxDeliveries ${this.settings.maxDeliveries}), the last ${why}`);
       return;
     }
-    r.status = 'available';
+    this.setStatus(r, 'available');
     r.memberId = null;
     r.lockUntil = 0;
     r.notBefore = notBefore;
@@ -517,11 +523,18 @@ export class SharePartition {
 
   private finish(r: ShareRecord, status: 'accepted' | 'dead' | 'archived', reason: string | null): void {
     this.changed.add(r);
-    r.status = status;
+    this.setStatus(r, status);
     r.memberId = null;
     r.lockUntil = 0;
     r.notBefore = 0;
     r.reason = reason;
+  }
+
+  /** Changes a record's state, keeping {@link tally}. */
+  private setStatus(r: ShareRecord, status: ShareRecordStatus): void {
+    if (r.status !== 'accepted' && r.status !== 'archived') this.tally[r.status]--;
+    if (status !== 'accepted' && status !== 'archived') this.tally[status]++;
+    r.status = status;
   }
 
   /** Moves the start offset over the done records at the head of the window. */

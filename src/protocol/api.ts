@@ -4,6 +4,7 @@
  * Pure types: importing this loads nothing.
  */
 import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, GroupLagTotals, PartitionHealth } from './monitoring-api.js';
+import type { RecordSection } from './record-batch.js';
 import type { RetryPolicy } from './retry-policy.js';
 import type { TopicConfig } from './topic-config.js';
 import type { CommitMode, DeliveryMode, GroupType, OutOfRangePolicy, RecordInput, ShareOrdering, StartPolicy, StoredRecord } from './types.js';
@@ -632,8 +633,8 @@ export interface BinaryDataApi {
   fetchBatches(request: FetchRequest): Promise<BatchFetchResult>;
   /** A group member's commit, carried on the data socket beside its fetches. */
   commitOffsets(request: CommitRequest): Promise<void>;
-  /** A share group member's acquisition and acknowledgements, on the data socket (as {@link OnelogApi.shareFetch}). */
-  shareFetch(request: ShareFetchRequest): Promise<ShareFetchResult>;
+  /** A share group member's acquisition (as {@link OnelogApi.shareFetch}, its records as stored) and acknowledgements, on the data socket. */
+  shareFetchSections(request: ShareFetchRequest): Promise<SharedSections>;
   shareAcknowledge(request: ShareAckRequest): Promise<ShareAckResult>;
 }
 
@@ -671,6 +672,14 @@ export interface ShareFetchResult {
   /** How long the member holds each record before it is released, ms; renew to hold it longer. */
   lockMs: number;
   records: SharedRecord[];
+}
+
+/**
+ * A share acquisition as the log stores its records (the binary data path's form of a {@link ShareFetchResult}): per
+ * partition, the records acquired in offset order, as sections of stored bytes, and their delivery counts in the same order.
+ */
+export interface SharedSections extends Omit<ShareFetchResult, 'records'> {
+  partitions: Array<{ partition: number; sections: RecordSection[]; deliveryCounts: number[] }>;
 }
 
 /** A member's outcomes of records it holds: accept (done), release (deliver again, after `delayMs`), reject (dead letters), renew (hold longer). */

@@ -11,14 +11,15 @@
  * `SHARE_ACK` (json a share-acks request). Answers repeat the request id: `PRODUCED` (json
  * `{ batches: [{ partition, baseOffset, lastOffset }] }`), `FETCHED` (json the fetch result with each partition's
  * `batchBytes`; payload the partitions' batches one after another), `COMMITTED` (json `{}`), `SHARE_FETCHED` (json
- * `{ groupId, topic, memberId, lockMs, partitions: [{ partition, batchBytes, deliveryCounts }] }`, payload one
- * uncompressed batch per partition holding exactly the records acquired, at their offsets: {@link encodeSharedBatches}),
+ * `{ groupId, topic, memberId, lockMs, partitions: [{ partition, sections: [[baseOffset, baseTimestamp, records, bytes]],
+ * deliveryCounts }] }`, payload the sections' bytes one after another: the records acquired as the log stores them,
+ * {@link encodeSharedBatches}),
  * `SHARE_ACKED` (json the share-acks result) or `ERROR` (json `{ code, message, ...}`).
  * Pure: no I/O.
  */
-import type { SharedRecord, ShareFetchResult } from './api.js';
+import type { SharedRecord, SharedSections, ShareFetchResult } from './api.js';
 import { OnelogError } from './errors.js';
-import { decodeRecords, encodeBatch } from './record-batch.js';
+import { decodeSection } from './record-batch.js';
 
 export const FRAME_KIND = {
   PRODUCE: 1, FETCH: 2, COMMIT: 3, SHARE_FETCH: 4, SHARE_ACK: 5, PRODUCED: 101, FETCHED: 102, COMMITTED: 103, SHARE_FETCHED: 104, SHARE_ACKED: 105, ERROR: 255,
@@ -81,53 +82,63 @@ export function decodeFrame(frame: Buffer): DataFrame {
   };
 }
 
-/** A `SHARE_FETCHED` frame's JSON part. */
+/** A `SHARE_FETCHED` frame's JSON part: each section as `[baseOffset, baseTimestamp, records, bytes]`. */
 export interface SharedBatchesJson extends Omit<ShareFetchResult, 'records'> {
-  partitions: Array<{ partition: number; batchBytes: number; deliveryCounts: number[] }>;
+  partitions: Array<{ partition: number; sections: Array<[number, number, number, number]>; deliveryCounts: number[] }>;
 }
 
 /**
- * A share acquisition's records as a `SHARE_FETCHED` frame's parts: per partition (in order of first appearance), one
- * uncompressed RecordBatch v2 of its records in offset order (each at its own offset: the offset deltas say where, so
- * gaps between acquired records cost nothing) and their delivery counts.
+ * A share acquisition as a `SHARE_FETCHED` frame's parts: the JSON part, and the sections' bytes (views of the stored
+ * batches: nothing is encoded) to send one after another as its payload.
  */
-export function encodeSharedBatches(result: ShareFetchResult): { json: SharedBatchesJson; batches: Buffer[] } {
-  const byPartition = new Map<number, SharedRecord[]>();
-  for (const r of result.records) {
-    let list = byPartition.get(r.partition);
-    if (list === undefined) byPartition.set(r.partition, (list = []));
-    list.push(r);
-  }
-  const { groupId, topic, memberId, lockMs } = result;
-  const partitions: SharedBatchesJson['partitions'] = [];
+export function encodeSharedBatches(acquired: SharedSections): { json: SharedBatchesJson; batches: Buffer[] } {
+  const { partitions, ...rest } = acquired;
   const batches: Buffer[] = [];
-  for (const [partition, list] of byPartition) {
-    list.sort((a, b) => a.offset - b.offset);
-    const base = list[0]!.offset;
-    const batch = encodeBatch(list, base, list[0]!.timestamp, undefined, {
-      layout: { offsetDeltas: list.map((r) => r.offset - base), lastOffsetDelta: list[list.length - 1]!.offset - base },
-    });
-    partitions.push({ partition, batchBytes: batch.length, deliveryCounts: list.map((r) => r.deliveryCount) });
-    batches.push(batch);
-  }
-  return { json: { groupId, topic, memberId, lockMs, partitions }, batches };
+  const json: SharedBatchesJson = {
+    ...rest,
+    partitions: partitions.map(({ partition, sections, deliveryCounts }) => ({
+      partition, deliveryCounts, sections: sections.map((s) => {
+        batches.push(s.bytes);
+        return [s.baseOffset, s.baseTimestamp, s.count, s.bytes.length];
+      }),
+    })),
+  };
+  return { json, batches };
 }
 
 /**
  * A `SHARE_FETCHED` frame read back as the acquisition it answers.
- * @throws OnelogError `CORRUPT_MESSAGE` for batches that do not decode or disagree with the JSON part
+ * @throws OnelogError `CORRUPT_MESSAGE` for sections that do not decode or disagree with the JSON part
  */
 export function decodeSharedBatches(json: SharedBatchesJson, payload: Buffer): ShareFetchResult {
   const { partitions, ...rest } = json;
-  const records: SharedRecord[] = [];
   let pos = 0;
-  for (const { partition, batchBytes, deliveryCounts } of partitions) {
-    const decoded = decodeRecords(payload.subarray(pos, pos + batchBytes));
-    pos += batchBytes;
+  return sharedRecords({
+    ...rest,
+    partitions: partitions.map(({ partition, sections, deliveryCounts }) => ({
+      partition, deliveryCounts, sections: sections.map(([baseOffset, baseTimestamp, count, bytes]) => {
+        if (pos + bytes > payload.length) throw new OnelogError('CORRUPT_MESSAGE', `a share-fetch answer's sections name ${pos + bytes} bytes, its payload holds ${payload.length}`);
+        const section = { baseOffset, baseTimestamp, count, bytes: payload.subarray(pos, pos + bytes) };
+        pos += bytes;
+        return section;
+      }),
+    })),
+  });
+}
+
+/**
+ * A share acquisition's records, decoded from its sections.
+ * @throws OnelogError `CORRUPT_MESSAGE` for sections that do not decode or a partition whose delivery counts are not one per record
+ */
+export function sharedRecords(acquired: SharedSections): ShareFetchResult {
+  const { partitions, ...rest } = acquired;
+  const records: SharedRecord[] = [];
+  for (const { partition, sections, deliveryCounts } of partitions) {
+    const decoded = sections.flatMap(decodeSection);
     if (decoded.length !== deliveryCounts.length) {
-      throw new OnelogError('CORRUPT_MESSAGE', `a share-fetch answer's batch of partition ${partition} holds ${decoded.length} records and names ${deliveryCounts.length} delivery counts`);
+      throw new OnelogError('CORRUPT_MESSAGE', `a share acquisition's sections of partition ${partition} hold ${decoded.length} records and name ${deliveryCounts.length} delivery counts`);
     }
-    decoded.forEach((r, i) => records.push({ ...r, partition, deliveryCount: deliveryCounts[i]! }));
+    decoded.forEach((r, i) => records.push({ offset: r.offset, timestamp: r.timestamp, key: r.key, value: r.value, headers: r.headers, partition, deliveryCount: deliveryCounts[i]! }));
   }
   return { ...rest, records };
 }

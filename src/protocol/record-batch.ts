@@ -438,6 +438,16 @@ export function setMaxTimestamp(batch: Buffer, maxTimestamp: number): void {
 
 // ---- decode ---------------------------------------------------------------------------------------
 
+/** The base offset of the batch at `pos` (its first 8 bytes). */
+export function readBaseOffset(buf: Buffer, pos = 0): number {
+  return readInt64(buf, pos);
+}
+
+/** The bytes the batch at `pos` takes, its header included: {@link LOG_OVERHEAD} plus its `batchLength`. */
+export function batchSize(buf: Buffer, pos = 0): number {
+  return LOG_OVERHEAD + buf.readInt32BE(pos + 8);
+}
+
 /**
  * Reads the fixed header of the batch starting at `pos`.
  * @throws OnelogError `CORRUPT_MESSAGE` if fewer than {@link BATCH_HEADER_BYTES} bytes remain
@@ -592,7 +602,7 @@ const lastRead = { timestamp: 0, offset: 0, length: 0 };
  * timestamp, offset and length left in {@link lastRead} either way.
  * @throws OnelogError `CORRUPT_MESSAGE`
  */
-function readRecord(reader: Reader, h: BatchHeader, i: number, keep = true): StoredRecord | undefined {
+function readRecord(reader: Reader, h: Pick<BatchHeader, 'baseOffset' | 'baseTimestamp'>, i: number, keep = true): StoredRecord | undefined {
   const length = reader.varint();
   const recordEnd = reader.pos + length;
   if (length < MIN_RECORD_BYTES - 1 || recordEnd > reader.end) {
@@ -618,6 +628,67 @@ function readRecord(reader: Reader, h: BatchHeader, i: number, keep = true): Sto
   lastRead.offset = offset;
   lastRead.length = length;
   return headers === undefined ? undefined : { offset, timestamp, key, value, headers };
+}
+
+/**
+ * Records cut from a stored batch as they are stored (whole records, uncompressed, their offset and timestamp deltas
+ * unchanged) with the two fields of the batch's header those deltas are relative to: a share group hands out the
+ * records it acquired this way, neither decoding nor encoding them (as Kafka's ShareFetch answers stored batches).
+ */
+export interface RecordSection {
+  /** The stored batch's base offset: each record's offset is this plus its offset delta. */
+  baseOffset: number;
+  /** The stored batch's base timestamp, ms: each record's timestamp is this plus its timestamp delta. */
+  baseTimestamp: number;
+  /** Records in `bytes`. */
+  count: number;
+  /** The records, back to back. */
+  bytes: Buffer;
+}
+
+/**
+ * Where each record of the batch at `pos` lies, without building it (nothing allocated per record): told its offset,
+ * its first and past-last byte in the returned `records` (the batch's records section, decompressed when the batch is
+ * compressed) and a 32-bit FNV-1a hash of its key (null without one: equal keys, equal hashes).
+ * @throws OnelogError as {@link decodeRecords}
+ */
+export function indexRecords(buf: Buffer, pos: number, visit: (offset: number, start: number, end: number, keyHash: number | null) => void):
+  { baseOffset: number; baseTimestamp: number; records: Buffer } {
+  const { h, reader } = openRecords(buf, pos);
+  const records = reader.buf;
+  for (let i = 0; i < h.recordCount; i++) {
+    const start = reader.pos;
+    const length = reader.varint();
+    const end = reader.pos + length;
+    if (length < MIN_RECORD_BYTES - 1 || end > reader.end) throw corrupt(`record ${i} says ${length} bytes, ${reader.end - reader.pos} are left in the batch`);
+    reader.pos++; // attributes
+    reader.varint(); // timestamp delta
+    const offset = h.baseOffset + reader.varint();
+    const keyLength = reader.varint();
+    let hash: number | null = null;
+    if (keyLength !== -1) {
+      if (keyLength < 0 || reader.pos + keyLength > end) throw corrupt(`record ${i}'s key of ${keyLength} bytes runs past the record`);
+      hash = 0x811c9dc5;
+      for (let k = reader.pos; k < reader.pos + keyLength; k++) hash = Math.imul(hash ^ records[k]!, 0x01000193);
+      hash >>>= 0;
+    }
+    reader.pos = end;
+    visit(offset, start, end, hash);
+  }
+  if (reader.pos !== reader.end) throw corrupt(`${reader.end - reader.pos} bytes left after the last of ${h.recordCount} records`);
+  return { baseOffset: h.baseOffset, baseTimestamp: h.baseTimestamp, records };
+}
+
+/**
+ * The records of a {@link RecordSection}.
+ * @throws OnelogError `CORRUPT_MESSAGE` for bytes that are not `count` whole records
+ */
+export function decodeSection(section: RecordSection): StoredRecord[] {
+  const reader = readerOver(section.bytes);
+  const out: StoredRecord[] = [];
+  for (let i = 0; i < section.count; i++) out.push(readRecord(reader, section, i)!);
+  if (reader.pos !== reader.end) throw corrupt(`${reader.end - reader.pos} bytes left after the last of ${section.count} records of a section`);
+  return out;
 }
 
 function readerOver(records: Buffer): Reader {

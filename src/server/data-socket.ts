@@ -117,7 +117,7 @@ export function dataSockets(api: BinaryDataApi, { acls, audit, users, quotas, li
             ws.send(encodeFrame(FRAME_KIND.COMMITTED, requestId, {}));
           } else if (frame.kind === DATA_REQUEST_FRAMES['share-fetch']) {
             await check('share-fetch');
-            const { json, batches } = encodeSharedBatches(await api.shareFetch(frame.json as ShareFetchRequest));
+            const { json, batches } = encodeSharedBatches(await api.shareFetchSections(frame.json as ShareFetchRequest));
             ws.send(encodeFrame(FRAME_KIND.SHARE_FETCHED, requestId, json, batches));
           } else if (frame.kind === DATA_REQUEST_FRAMES['share-ack']) {
             await check('share-ack');

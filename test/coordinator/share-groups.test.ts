@@ -10,6 +10,8 @@ import { ManualClock } from '../../src/clock.js';
 import type { ShareAckRequest, SubscribeRequest } from '../../src/protocol/api.js';
 import { openTimerlessBroker } from '../helpers/timerless-broker.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { readEdits } from '../helpers/wikiticker.js';
+import { encodeBatch } from '../../src/protocol/record-batch.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 let clock: ManualClock;
@@ -232,5 +234,28 @@ describe('share groups', () => {
     await ack('m2', 'release', [1]).catch(() => undefined); // its lock ended: refused, and 0 and 1 were released at their limit
     expect(await acquire('m3')).toEqual([[2, 1], [3, 1], [4, 1], [5, 1], [6, 1], [7, 1], [8, 1], [9, 1]]);
     expect((await broker.listDeadLetters({ groupId: 'q', topic: 't' })).records.map((r) => [r.original.offset, r.attempts])).toEqual([[0, 2], [1, 2]]);
+  });
+
+  it('hands out records of compressed batches as they were produced, first deliveries and redeliveries alike, keyed in key order', async () => {
+    const edits = readEdits().slice(0, 120);
+    await broker.createTopic({ topic: 'z', partitions: 1 });
+    for (const [i, compression] of [[0, 'lz4'], [40, 'gzip'], [80, 'none']] as const) {
+      const records = edits.slice(i, i + 40).map((e) => ({ key: Buffer.from(e.key), value: Buffer.from(e.value), timestamp: e.timestamp, headers: [{ key: 'i', value: Buffer.from(String(i)) }] }));
+      await broker.produceBatches({ topic: 'z', batches: [{ partition: 0, batch: encodeBatch(records, 0, records[0]!.timestamp, undefined, { compression }) }] });
+    }
+    await broker.subscribe({ groupId: 'z', topic: 'z', type: 'share', startPolicy: 'earliest', lockMs: 5000, ordering: 'key' });
+    const fetch = async (memberId: string) => (await broker.shareFetch({ groupId: 'z', topic: 'z', memberId, maxRecords: 1000 })).records;
+    const first = await fetch('m1');
+    // In key order only each key's first record goes out; every one is the edit produced at its offset.
+    const firstOfKey = edits.filter((e, i) => edits.findIndex((o) => o.key === e.key) === i);
+    expect(first.map((r) => r.key!.toString())).toEqual(firstOfKey.map((e) => e.key));
+    for (const r of first) {
+      expect([r.value!.toString(), r.timestamp, r.deliveryCount]).toEqual([edits[r.offset]!.value, edits[r.offset]!.timestamp, 1]);
+      expect(r.headers.map((h) => h.value!.toString())).toEqual([String(r.offset - (r.offset % 40))]);
+    }
+    // Released, they are read from the log again for the next delivery.
+    await broker.shareAcknowledge({ groupId: 'z', topic: 'z', memberId: 'm1', acks: first.map((r) => ({ partition: 0, offset: r.offset, type: 'release' as const })) });
+    const again = await fetch('m2');
+    expect(again.map((r) => [r.offset, r.deliveryCount, r.value!.toString()])).toEqual(first.map((r) => [r.offset, 2, edits[r.offset]!.value]));
   });
 });

@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { restoreSnapshot, SharePartition } from '../../src/coordinator/share-partition.js';
-import type { ShareAcknowledgement, SharePartitionSettings, ShareRecordStatus } from '../../src/coordinator/share-partition.js';
+import type { ShareAcknowledgement, ShareKey, SharePartitionSettings, ShareRecordStatus } from '../../src/coordinator/share-partition.js';
 
 /** The model: one plain object per offset, linear scans, no index. */
 class Model {
@@ -184,7 +184,7 @@ describe('share-partition state machine', () => {
         expect(sp.startOffset).toBe(model.start);
         expect(sp.endOffset).toBe(model.end);
         if (s.ordering === 'key') {
-          const firstOpen = new Map<string, number>();
+          const firstOpen = new Map<ShareKey, number>();
           for (const r of sp.inFlight()) if (r.key !== null && !firstOpen.has(r.key)) firstOpen.set(r.key, r.offset);
           for (const r of sp.inFlight()) if (r.status === 'acquired' && r.key !== null) expect(firstOpen.get(r.key)).toBe(r.offset);
         }
