@@ -25,7 +25,7 @@
  * (default 10), `--flush-window-ms MS` (default 50): records/s, ack latency, objects PUT and transactions per second.
  *
  * `--only share`: share groups with 1, 4 and 16 members on one partition beside Redis Streams and JetStream consumers
- * (bench/share.ts); `--share-seconds S` each (default 5), `--share-batch N` records per acquisition (default 10); then the
+ * (bench/share.ts); `--share-seconds S` measured each (default 5) after `--share-warmup-seconds W` uncounted (default 3), `--share-batch N` records per acquisition (default 10); then the
  * memory of 2,000 locked records per partition over `--share-partitions N` partitions (default 1,000; bench/share-memory.ts).
  * `--only cli`: the CLI's start-up per command against `node -e 0`, a new group's first record with 0, 2 and 5 retry
  * tiers, and `onelog produce` / `onelog consume` records/s of the S&P file (bench/cli.ts); `--cli-runs N` (default 7).
@@ -100,6 +100,7 @@ const { values } = parseArgs({
     'flush-window-ms': { type: 'string', default: '50' },
     'cli-runs': { type: 'string', default: '7' },
     'share-seconds': { type: 'string', default: '5' },
+    'share-warmup-seconds': { type: 'string', default: '3' },
     'share-batch': { type: 'string', default: '10' },
     'share-partitions': { type: 'string', default: '1000' },
   },
@@ -163,7 +164,7 @@ if (only === 'cluster') {
 }
 if (only === undefined || only === 'cli') await cliBenchmark({ runs: Number(values['cli-runs']) });
 if (only === undefined || only === 'share') {
-  await shareBenchmark({ seconds: Number(values['share-seconds']), batch: Number(values['share-batch']) });
+  await shareBenchmark({ seconds: Number(values['share-seconds']), warmupSeconds: Number(values['share-warmup-seconds']), batch: Number(values['share-batch']) });
   await shareMemoryBenchmark({ partitions: Number(values['share-partitions']), locked: 2000 });
 }
 if (only === undefined || only === 'storage') await storageBenchmark({ scale: Number(values.scale) });

@@ -1,6 +1,8 @@
 /**
  * `npm run bench -- --only share` (issue 33, point 4): queues on the log. One partition of the Wikipedia edits, a
- * handler that waits 5 ms per record, and 1, 4 and 16 members reading it side by side, for `--share-seconds` each:
+ * handler that waits 5 ms per record, and 1, 4 and 16 members reading it side by side, each run `--share-warmup-seconds`
+ * uncounted (every system measured warm: onelog's JIT compiles its hot paths in the first seconds), then
+ * `--share-seconds` measured:
  *
  * - onelog share groups: a `onelog serve` child, each member a client share consumer on the binary data path in this process
  *   (batches of `--share-batch` records; outcomes sent once per batch), unordered and in key order (the edits' keys:
@@ -36,9 +38,30 @@ interface Row {
 
 const rate = (r: Row) => r.records / r.seconds;
 
+/** What a run measured once its workers had warmed up: records done, seconds, and the server's CPU (ms; null where unreadable). */
+interface Measured {
+  records: number;
+  seconds: number;
+  cpuMs: number | null;
+}
+
+/**
+ * Lets a run's workers go for `warmupSeconds` uncounted (the JIT, connections, caches: each system measured warm), then
+ * measures `seconds`: what `done()` grew by, the time, and the CPU (user + system) of the server `pid`.
+ */
+async function measure(pid: number | undefined, done: () => number, warmupSeconds: number, seconds: number): Promise<Measured> {
+  await sleep(warmupSeconds * 1000);
+  const records = done();
+  const cpu = processCpuMs(pid);
+  const started = performance.now();
+  await sleep(seconds * 1000);
+  const cpuAfter = processCpuMs(pid);
+  return { records: done() - records, seconds: (performance.now() - started) / 1000, cpuMs: cpu === null || cpuAfter === null ? null : cpuAfter - cpu };
+}
+
 /** A peer server's CPU over a run per record (its idle use is not subtracted: a peer's is near zero). */
-function serverCpu(before: number | null, after: number | null, records: number): Pick<Row, 'cpuUsPerRecord'> {
-  return { cpuUsPerRecord: before === null || after === null ? null : ((after - before) * 1000) / Math.max(1, records) };
+function serverCpu(m: Measured): Pick<Row, 'cpuUsPerRecord'> {
+  return { cpuUsPerRecord: m.cpuMs === null ? null : (m.cpuMs * 1000) / Math.max(1, m.records) };
 }
 
 /** The pid of the process named `name` running here (the peers' servers), if one is. */
@@ -52,7 +75,7 @@ function pidOf(name: string): number | undefined {
 }
 
 /** Members of one onelog share group for `seconds`: what they accepted; in key order, checks each key's order. */
-async function onelogRun(url: string, pid: number | undefined, idleMsPerSecond: number | null, group: string, members: number, seconds: number, batch: number,
+async function onelogRun(url: string, pid: number | undefined, idleMsPerSecond: number | null, group: string, members: number, run: RunTimes, batch: number,
   keyOrder: boolean): Promise<Row> {
   const onelog = new Onelog({ url, binary: true });
   await onelog.api.subscribe({ groupId: group, topic: 'edits', type: 'share', startPolicy: 'earliest', ordering: keyOrder ? 'key' : 'none', lockMs: 60_000 });
@@ -61,8 +84,6 @@ async function onelogRun(url: string, pid: number | undefined, idleMsPerSecond: 
   let accepted = 0;
   let violations = 0;
   const consumers = Array.from({ length: members }, (_, i) => onelog.shareConsumer({ groupId: group, clientId: `m${i}`, maxRecords: batch, maxWaitMs: 100 }));
-  const cpuBefore = processCpuMs(pid);
-  const started = performance.now();
   const runs = consumers.map((c) => {
     c.subscribe({ topic: 'edits' });
     return c.run({
@@ -81,31 +102,24 @@ async function onelogRun(url: string, pid: number | undefined, idleMsPerSecond: 
       },
     });
   });
-  await sleep(seconds * 1000);
-  const records = accepted;
-  const elapsed = (performance.now() - started) / 1000;
+  const m = await measure(pid, () => accepted, run.warmupSeconds, run.seconds);
   await Promise.all(consumers.map((c) => c.stop()));
   await Promise.all(runs);
-  const cpu = processCpuMs(pid);
   onelog.close();
   return {
-    system: `onelog share group${keyOrder ? ', key order' : ''}`, members, records, seconds: elapsed,
-    cpuUsPerRecord: cpu === null || cpuBefore === null ? null : ((cpu - cpuBefore) * 1000) / Math.max(1, records),
-    cpuAboveIdleUsPerRecord: cpu === null || cpuBefore === null || idleMsPerSecond === null ? null
-      : ((cpu - cpuBefore - idleMsPerSecond * (performance.now() - started) / 1000) * 1000) / Math.max(1, records),
+    system: `onelog share group${keyOrder ? ', key order' : ''}`, members, records: m.records, seconds: m.seconds, ...serverCpu(m),
+    cpuAboveIdleUsPerRecord: m.cpuMs === null || idleMsPerSecond === null ? null : ((m.cpuMs - idleMsPerSecond * m.seconds) * 1000) / Math.max(1, m.records),
     ...(keyOrder ? { note: violations === 0 ? 'per-key order held' : `${violations} per-key order violations` } : {}),
   };
 }
 
 /** Redis Streams: `members` consumers of one group on one stream, each XREADGROUP COUNT batch, 5 ms per record, XACK. */
-async function redisRun(stream: string, members: number, seconds: number, batch: number, pid: number | undefined): Promise<Row> {
+async function redisRun(stream: string, members: number, run: RunTimes, batch: number, pid: number | undefined): Promise<Row> {
   const group = `g${members}`;
   const admin = new Redis('redis://127.0.0.1:6379');
   await admin.xgroup('CREATE', stream, group, '0');
   let acked = 0;
   let stopping = false;
-  const cpuBefore = processCpuMs(pid);
-  const started = performance.now();
   const workers = Array.from({ length: members }, async (_, i) => {
     const redis = new Redis('redis://127.0.0.1:6379');
     try {
@@ -122,18 +136,15 @@ async function redisRun(stream: string, members: number, seconds: number, batch:
       redis.disconnect();
     }
   });
-  await sleep(seconds * 1000);
-  const records = acked;
-  const elapsed = (performance.now() - started) / 1000;
-  const cpu = processCpuMs(pid);
+  const m = await measure(pid, () => acked, run.warmupSeconds, run.seconds);
   stopping = true;
   await Promise.all(workers);
   admin.disconnect();
-  return { system: 'Redis Streams (XREADGROUP + XACK)', members, records, seconds: elapsed, ...serverCpu(cpuBefore, cpu, records) };
+  return { system: 'Redis Streams (XREADGROUP + XACK)', members, records: m.records, seconds: m.seconds, ...serverCpu(m) };
 }
 
 /** JetStream: one durable pull consumer, `members` workers each fetching `batch`, 5 ms per message, ack each. */
-async function jetstreamRun(members: number, seconds: number, batch: number, values: Buffer[], pid: number | undefined): Promise<Row> {
+async function jetstreamRun(members: number, run: RunTimes, batch: number, values: Buffer[], pid: number | undefined): Promise<Row> {
   const nc = await connect({ servers: '127.0.0.1:4222', name: 'onelog-bench-share' });
   const jsm = await nc.jetstreamManager();
   const js = nc.jetstream();
@@ -145,8 +156,6 @@ async function jetstreamRun(members: number, seconds: number, batch: number, val
   const consumer = await js.consumers.get(stream, 'workers');
   let acked = 0;
   let stopping = false;
-  const cpuBefore = processCpuMs(pid);
-  const started = performance.now();
   const workers = Array.from({ length: members }, async () => {
     while (!stopping) {
       const messages = await consumer.fetch({ max_messages: batch, expires: 1000 });
@@ -157,24 +166,28 @@ async function jetstreamRun(members: number, seconds: number, batch: number, val
       }
     }
   });
-  await sleep(seconds * 1000);
-  const records = acked;
-  const elapsed = (performance.now() - started) / 1000;
-  const cpu = processCpuMs(pid);
+  const m = await measure(pid, () => acked, run.warmupSeconds, run.seconds);
   stopping = true;
   await Promise.all(workers);
   await jsm.streams.delete(stream).catch(() => false);
   await nc.close();
-  return { system: 'NATS JetStream (pull consumer, ack each)', members, records, seconds: elapsed, ...serverCpu(cpuBefore, cpu, records) };
+  return { system: 'NATS JetStream (pull consumer, ack each)', members, records: m.records, seconds: m.seconds, ...serverCpu(m) };
 }
 
-export async function shareBenchmark(options: { seconds: number; batch: number }): Promise<void> {
-  const { seconds, batch } = options;
+/** How long each run goes: `warmupSeconds` uncounted, then `seconds` measured. */
+interface RunTimes {
+  warmupSeconds: number;
+  seconds: number;
+}
+
+export async function shareBenchmark(options: { seconds: number; warmupSeconds: number; batch: number }): Promise<void> {
+  const { seconds, warmupSeconds, batch } = options;
+  const run: RunTimes = { warmupSeconds, seconds };
   const edits = readEdits();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-share-'));
   const server = await spawnServer(dataDir);
   console.log(`\n## Share groups (issue 33): one partition, ${edits.length} Wikipedia edits, a handler of ${HANDLER_MS} ms per record, ` +
-    `${MEMBERS.join(', ')} members for ${seconds} s each, batches of ${batch}; a onelog serve child on ${dataDir}, ${os.cpus().length} CPUs, Node ${process.version}\n`);
+    `${MEMBERS.join(', ')} members for ${warmupSeconds} s uncounted (warm-up) then ${seconds} s measured each, batches of ${batch}; a onelog serve child on ${dataDir}, ${os.cpus().length} CPUs, Node ${process.version}\n`);
   const rows: Row[] = [];
   try {
     const onelog = new Onelog({ url: server.url });
@@ -191,13 +204,13 @@ export async function shareBenchmark(options: { seconds: number; batch: number }
     console.log(`the broker idle: ${idleMsPerSecond === null ? 'n/a' : `${idleMsPerSecond.toFixed(1)} ms of CPU per second`} (over 5 s)\n`);
     for (const keyOrder of [false, true]) {
       for (const members of MEMBERS) {
-        rows.push(await onelogRun(server.url, server.proc.pid, idleMsPerSecond, `share-${keyOrder ? 'key' : 'none'}-${members}`, members, seconds, batch, keyOrder));
+        rows.push(await onelogRun(server.url, server.proc.pid, idleMsPerSecond, `share-${keyOrder ? 'key' : 'none'}-${members}`, members, run, batch, keyOrder));
       }
     }
   } finally {
     await server.stop();
   }
-  const values = edits.slice(0, 20_000).map((e) => Buffer.from(e.value));
+  const values = edits.map((e) => Buffer.from(e.value));
   try {
     const redis = new Redis('redis://127.0.0.1:6379');
     const stream = 'onelog-bench:share';
@@ -208,14 +221,14 @@ export async function shareBenchmark(options: { seconds: number; batch: number }
       await pipeline.exec();
     }
     const pid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]) || undefined;
-    for (const members of MEMBERS) rows.push(await redisRun(stream, members, seconds, batch, pid));
+    for (const members of MEMBERS) rows.push(await redisRun(stream, members, run, batch, pid));
     await redis.del(stream);
     redis.disconnect();
   } catch (err) {
     console.log(`Redis Streams: not run (${(err as Error).message})`);
   }
   try {
-    for (const members of MEMBERS) rows.push(await jetstreamRun(members, seconds, batch, values, pidOf('nats-server')));
+    for (const members of MEMBERS) rows.push(await jetstreamRun(members, run, batch, values, pidOf('nats-server')));
   } catch (err) {
     console.log(`NATS JetStream: not run (${(err as Error).message})`);
   }

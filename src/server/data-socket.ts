@@ -118,7 +118,8 @@ export function dataSockets(api: BinaryDataApi, { acls, audit, users, quotas, li
           } else if (frame.kind === DATA_REQUEST_FRAMES['share-fetch']) {
             await check('share-fetch');
             const { json, batches } = encodeSharedBatches(await api.shareFetchSections(frame.json as ShareFetchRequest));
-            ws.send(encodeFrame(FRAME_KIND.SHARE_FETCHED, requestId, json, batches));
+            const answer = encodeFrame(FRAME_KIND.SHARE_FETCHED, requestId, json, batches, ioBuffers.take);
+            ws.send(answer, () => ioBuffers.give(answer));
           } else if (frame.kind === DATA_REQUEST_FRAMES['share-ack']) {
             await check('share-ack');
             ws.send(encodeFrame(FRAME_KIND.SHARE_ACKED, requestId, await api.shareAcknowledge(frame.json as ShareAckRequest)));
