@@ -19,6 +19,9 @@ import { checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validat
 import type { OffsetStore } from './offsets/offset-store.js';
 import type { Logs } from './storage/logs.js';
 
+/** The `beforeOffset` of a delete-records that stands for the high watermark (Kafka's DeleteRecords, -1). */
+const HIGH_WATERMARK = -1;
+
 export class TopicAdmin {
   /** Topics being created now: a second creation of the same name is refused before it touches any file. */
   private readonly creating = new Set<string>();
@@ -192,12 +195,20 @@ export class TopicAdmin {
   }
 
   /**
-   * Moves a partition's log start offset forward: records below `beforeOffset` are never served again.
-   * @throws OnelogError `OFFSET_OUT_OF_RANGE` if `beforeOffset` is above the high watermark
+   * Moves a partition's log start offset forward: records below `beforeOffset` are never served again. -1 stands for
+   * the high watermark (as Kafka's DeleteRecords); an offset below the log start or above the high watermark, or
+   * any other negative one (Kafka's unset -1001 among them), deletes nothing and is refused.
+   * @throws OnelogError `OFFSET_OUT_OF_RANGE` naming the offsets allowed; `INVALID_OFFSET` for a value that is not an integer
    */
   async deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
     const log = this.logs.get(request.topic, request.partition);
-    const beforeOffset = checkInteger(request.beforeOffset, 'beforeOffset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
+    const requested = checkInteger(request.beforeOffset, 'beforeOffset', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
+    const beforeOffset = requested === HIGH_WATERMARK ? log.highWatermark : requested;
+    if (beforeOffset < log.logStartOffset || beforeOffset > log.highWatermark) {
+      throw new OnelogError('OFFSET_OUT_OF_RANGE', `cannot delete records before ${requested} in ${request.topic}/${log.partition}: beforeOffset must be ` +
+        `from the log start offset ${log.logStartOffset} to the high watermark ${log.highWatermark}, or -1 for the high watermark`,
+      { topic: request.topic, partition: log.partition, offset: requested, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark });
+    }
     const previousLogStartOffset = log.logStartOffset;
     const logStartOffset = await log.deleteRecordsBefore(beforeOffset, 'delete-records');
     if (logStartOffset > previousLogStartOffset) await this.monitor.evaluate({ topic: request.topic });

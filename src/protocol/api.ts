@@ -58,7 +58,10 @@ export interface TopicSummary {
 export interface DeleteRecordsRequest {
   topic: string;
   partition: number;
-  /** Records below this offset become unreadable; must be <= the high watermark. */
+  /**
+   * Records below this offset become unreadable: from the log start offset to the high watermark, or -1 for the high
+   * watermark (every record), as Kafka's DeleteRecords; any other value is refused with `OFFSET_OUT_OF_RANGE`.
+   */
   beforeOffset: number;
 }
 

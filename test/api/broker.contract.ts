@@ -87,6 +87,10 @@ export function brokerContract(name: string, engine: () => BrokerEngine | Promis
       await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 3 }] });
       const del = await b.deleteRecords({ topic: 't', partition: 0, beforeOffset: 8 });
       expect(del).toEqual({ topic: 't', partition: 0, previousLogStartOffset: 0, logStartOffset: 8 });
+      // Below the log start, above the high watermark, negative other than -1 (Kafka's unset -1001): refused, nothing deleted.
+      for (const beforeOffset of [-1001, -2, 7, 11]) {
+        await expect(b.deleteRecords({ topic: 't', partition: 0, beforeOffset })).rejects.toMatchObject({ code: 'OFFSET_OUT_OF_RANGE', context: { logStartOffset: 8, highWatermark: 10 } });
+      }
       const paused = await b.subscribe({ groupId: 'g', topic: 't' });
       expect(paused.positions[0]!.offset).toBeUndefined();
       expect(paused.positions[0]!.error).toMatchObject({

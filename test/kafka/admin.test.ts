@@ -2,6 +2,7 @@
  * kafkajs's admin against the Kafka listener: create topics with Kafka's setting names, list and describe groups,
  * delete records and groups, describe a topic's settings; each seen by onelog.
  */
+import net from 'node:net';
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import type { Admin } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -9,6 +10,40 @@ import { Broker } from '../../src/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/logger.js';
 import { tmpDir } from '../helpers/tmp.js';
+
+/**
+ * One DeleteRecords v1 request written byte by byte (kafkajs checks offsets itself and kcat may not be installed),
+ * as librdkafka's 0081 test sends it: what the partition's answer says.
+ */
+async function deleteRecordsRaw(port: number, topic: string, partition: number, offset: number): Promise<{ errorCode: number; lowWatermark: number }> {
+  const name = Buffer.from(topic);
+  const body = Buffer.alloc(2 + 2 + 4 + 2 + 4 + 2 + name.length + 4 + 4 + 8 + 4);
+  let at = body.writeInt16BE(21, 0); // DeleteRecords
+  at = body.writeInt16BE(1, at);
+  at = body.writeInt32BE(7, at); // correlation id
+  at = body.writeInt16BE(-1, at); // no client id
+  at = body.writeInt32BE(1, at);
+  at = body.writeInt16BE(name.length, at);
+  at += name.copy(body, at);
+  at = body.writeInt32BE(1, at);
+  at = body.writeInt32BE(partition, at);
+  at = body.writeBigInt64BE(BigInt(offset), at);
+  body.writeInt32BE(5000, at); // timeout
+  const size = Buffer.alloc(4);
+  size.writeInt32BE(body.length);
+  const socket = net.connect(port, '127.0.0.1');
+  socket.write(Buffer.concat([size, body]));
+  let answer = Buffer.alloc(0);
+  for await (const chunk of socket) {
+    answer = Buffer.concat([answer, chunk as Buffer]);
+    if (answer.length >= 4 && answer.length >= 4 + answer.readInt32BE(0)) break;
+  }
+  socket.destroy();
+  // size, correlation id, throttle, topics [name, partitions [index, low watermark, error code]]
+  let pos = 4 + 4 + 4 + 4;
+  pos += 2 + answer.readInt16BE(pos) + 4 + 4;
+  return { lowWatermark: Number(answer.readBigInt64BE(pos)), errorCode: answer.readInt16BE(pos + 8) };
+}
 
 let broker: Broker;
 let listener: KafkaListener;
@@ -58,6 +93,15 @@ describe('kafka admin', () => {
 
     await admin.deleteTopicRecords({ topic: 'edits', partitions: [{ partition: 0, offset: '2' }] });
     expect((await broker.describeTopic('edits')).partitions[0]).toMatchObject({ logStartOffset: 2, highWatermark: 3 });
+    // An unset offset (-1001), another negative one, one below the log start or above the high watermark deletes
+    // nothing: OFFSET_OUT_OF_RANGE, as Kafka answers (it once deleted every record of the partition).
+    for (const offset of ['-1001', '-2', '1', '4']) {
+      await expect(deleteRecordsRaw(listener.port, 'edits', 0, Number(offset))).resolves.toEqual({ errorCode: 1, lowWatermark: -1 });
+    }
+    await expect(broker.deleteRecords({ topic: 'edits', partition: 0, beforeOffset: -1001 })).rejects.toMatchObject({ code: 'OFFSET_OUT_OF_RANGE' });
+    expect((await broker.describeTopic('edits')).partitions[0]).toMatchObject({ logStartOffset: 2, highWatermark: 3 });
+    // -1 is the high watermark.
+    await expect(deleteRecordsRaw(listener.port, 'edits', 1, -1)).resolves.toEqual({ errorCode: 0, lowWatermark: 3 });
 
     await expect(admin.deleteGroups(['indexer'])).rejects.toThrow(); // a live member: NON_EMPTY_GROUP
     await broker.leaveGroup({ groupId: 'indexer', memberId: member.memberId });

@@ -120,9 +120,8 @@ export const deleteRecords: KafkaApi = {
         name,
         partitions: await Promise.all(partitions.map(async ({ partitionIndex, offset }) => {
           try {
-            // -1: up to the high watermark, as Kafka.
-            const beforeOffset = offset < 0 ? (await api.describeTopic(name)).partitions[partitionIndex]?.highWatermark ?? 0 : offset;
-            const done = await api.deleteRecords({ topic: name, partition: partitionIndex, beforeOffset });
+            // -1 is the high watermark; other negative offsets (-1001, unset) are refused, as Kafka refuses them.
+            const done = await api.deleteRecords({ topic: name, partition: partitionIndex, beforeOffset: offset });
             return { partitionIndex, lowWatermark: done.logStartOffset, errorCode: 0 };
           } catch (err) {
             return { partitionIndex, lowWatermark: -1, errorCode: codeOf(err) };
