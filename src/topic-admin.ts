@@ -15,7 +15,7 @@ import type {
 } from './protocol/api.js';
 import { OnelogError } from './protocol/errors.js';
 import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
-import { checkInteger, checkTopicName, MAX_PARTITIONS } from './protocol/validate.js';
+import { checkInteger, checkTopicName, MAX_PARTITIONS, unknownTopic } from './protocol/validate.js';
 import type { OffsetStore } from './offsets/offset-store.js';
 import type { Logs } from './storage/logs.js';
 
@@ -125,7 +125,7 @@ export class TopicAdmin {
   async delete(topic: string): Promise<DeleteTopicResult & { subscriptions: SubscriptionRecord[] }> {
     checkTopicName(topic);
     const t = await this.catalog.getTopic(topic);
-    if (!t || this.deleting.has(topic)) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    if (!t || this.deleting.has(topic)) throw unknownTopic(topic);
     await this.checkUnused(topic);
     const subscriptions = await this.catalog.listTopicSubscriptions(topic);
     this.deleting.add(topic); // checked and marked with no await between
@@ -166,7 +166,7 @@ export class TopicAdmin {
    */
   async alter(request: AlterTopicRequest): Promise<TopicDescription> {
     const current = await this.catalog.getTopic(request.topic);
-    if (!current) throw new OnelogError('UNKNOWN_TOPIC', `topic ${request.topic} does not exist`, { topic: request.topic });
+    if (!current) throw unknownTopic(request.topic);
     const config = resolveTopicConfig(request.config ?? {}, pickTopicConfig(current));
     await this.catalog.updateTopicConfig(request.topic, config);
     this.logs.setConfig(request.topic, config);
@@ -183,7 +183,7 @@ export class TopicAdmin {
    */
   async describe(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
     const t = await this.catalog.getTopic(topic);
-    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    if (!t) throw unknownTopic(topic);
     return {
       topic,
       // A partition never appended to holds no bytes (and is not opened for it).

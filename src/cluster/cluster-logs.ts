@@ -42,6 +42,7 @@ import { mergePartition } from './merger.js';
 import type { ObjectStore } from './object-store.js';
 import type { Sequencer } from './sequencer.js';
 import { sweepObjects } from './sweep.js';
+import { unknownTopic } from '../protocol/validate.js';
 
 /** Options of {@link ClusterLogs.open}. */
 export interface ClusterLogsOptions {
@@ -382,7 +383,7 @@ export class ClusterLogs implements Logs {
 
   private topic(topic: string): TopicPartitions {
     const t = this.topics.get(topic);
-    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    if (!t) throw unknownTopic(topic);
     return t;
   }
 }

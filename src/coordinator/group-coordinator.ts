@@ -36,6 +36,7 @@ import type { RetryTopics, TierOwner } from './retry-topics.js';
 import { definedOnly, deliveryBound, Subscriptions } from './subscriptions.js';
 import type { ResolvedSubscribeRequest } from './subscriptions.js';
 import type { GroupType } from '../protocol/types.js';
+import { unknownTopic } from '../protocol/validate.js';
 
 /** Kafka's session.timeout.ms default, ms. */
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
@@ -406,7 +407,7 @@ export class GroupCoordinator {
       const jumps = await this.positions.jumpsOf(groupId, logs, request.offsets);
       // Checked and queued with no await between: a deletion that forgot the topic before this check refuses the
       // commit; one after it removes the committed offsets after this commit is written (the store keeps call order).
-      if (!this.logs.has(topic)) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic, groupId });
+      if (!this.logs.has(topic)) throw unknownTopic(topic, { groupId });
       const generationFence = request.memberId === undefined ? undefined : { generationId: request.generationId ?? -1 };
       await this.marks.commit(groupId, topic, request.offsets.map((o) => ({ topic, ...o })), this.clock.now(), generationFence);
       const member = request.memberId === undefined ? undefined : this.groups.get(groupId)?.members.get(request.memberId);

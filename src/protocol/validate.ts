@@ -25,6 +25,20 @@ export function checkTopicName(topic: unknown): string {
 }
 
 /**
+ * The error for a topic that does not exist: `INVALID_TOPIC` when its name could not be a topic's (so a Kafka client
+ * fails its records at once, as Kafka's INVALID_TOPIC_EXCEPTION makes it, instead of waiting for the topic),
+ * else `UNKNOWN_TOPIC`.
+ */
+export function unknownTopic(topic: string, context: Record<string, unknown> = {}): OnelogError {
+  try {
+    checkTopicName(topic);
+  } catch (err) {
+    return err as OnelogError;
+  }
+  return new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic, ...context });
+}
+
+/**
  * A group id: 1 to 255 characters, no control characters.
  * @throws OnelogError `INVALID_REQUEST`
  */

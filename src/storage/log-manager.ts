@@ -21,6 +21,7 @@ import { DIR_MODE, makeDir } from './file-modes.js';
 import { UncleanJournal } from './unclean-journal.js';
 import type { Logs, PartitionOffsets, StartReport, TopicLayout } from './logs.js';
 import { STORE_WRITE_HEADROOM_BYTES } from './logs.js';
+import { unknownTopic } from '../protocol/validate.js';
 export type { PartitionOffsets, StartReport, TopicLayout } from './logs.js';
 
 /** Options shared by every log of the manager; each topic brings its own settings. */
@@ -427,7 +428,7 @@ export class LogManager implements Logs {
 
   private topic(topic: string): TopicLogs {
     const t = this.topics.get(topic);
-    if (!t) throw new OnelogError('UNKNOWN_TOPIC', `topic ${topic} does not exist`, { topic });
+    if (!t) throw unknownTopic(topic);
     return t;
   }
 

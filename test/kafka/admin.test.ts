@@ -109,6 +109,18 @@ describe('kafka admin', () => {
     expect(await broker.listGroups()).toEqual([]);
   });
 
+  it('answers a topic name that cannot be a topic\'s with INVALID_TOPIC_EXCEPTION (17), so a client fails it at once', async () => {
+    await expect(admin.fetchTopicMetadata({ topics: ['no such/topic'] })).rejects.toMatchObject({ type: 'INVALID_TOPIC_EXCEPTION' });
+    const producer = new Kafka({ clientId: 'p', brokers: [`127.0.0.1:${listener.port}`], logLevel: logLevel.NOTHING, retry: { retries: 0 } }).producer();
+    await producer.connect();
+    await expect(producer.send({ topic: 'bad topic', messages: [{ value: 'x' }] })).rejects.toMatchObject({ retriable: false, cause: { type: 'INVALID_TOPIC_EXCEPTION', code: 17 } });
+    await producer.disconnect();
+    // The same over onelog's API; a valid name that no topic has stays UNKNOWN_TOPIC.
+    await expect(broker.describeTopic('bad topic')).rejects.toMatchObject({ code: 'INVALID_TOPIC' });
+    await expect(broker.describeTopic('absent')).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC' });
+    await expect(broker.produce({ topic: 'bad topic', records: [{ key: null, value: Buffer.from('x') }] })).rejects.toMatchObject({ code: 'INVALID_TOPIC' });
+  });
+
   it('deletes topics (DeleteTopics v1): records and committed offsets go; unknown and in-use topics are refused', async () => {
     await broker.createTopic({ topic: 'edits', partitions: 2 });
     await broker.createTopic({ topic: 'kept', partitions: 1 });

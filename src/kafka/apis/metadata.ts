@@ -5,7 +5,8 @@
  * listener, by broker id; a partition's leader is its sequencer, the holder of its lease now, and a partition
  * nobody leads (or led by a broker without a live Kafka listener) names this broker, which takes a free lease at
  * the first produce. The controller is this broker.
- * Topics are never auto-created: an unknown one answers UNKNOWN_TOPIC_OR_PARTITION (3).
+ * Topics are never auto-created: an unknown one answers UNKNOWN_TOPIC_OR_PARTITION (3), a name that could not be a
+ * topic's INVALID_TOPIC_EXCEPTION (17), so a producer fails its records at once rather than wait for the topic.
  */
 import { OnelogError } from '../../protocol/errors.js';
 import { kafkaErrorCode } from '../errors.js';
