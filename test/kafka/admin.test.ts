@@ -75,6 +75,14 @@ describe('kafka admin', () => {
     });
     await expect(admin.createTopics({ topics: [{ topic: 'y', numPartitions: 1, configEntries: [{ name: 'retention.ms', value: 'soon' }] }] })).rejects.toThrow();
     expect((await broker.listTopics()).map((t) => t.topic)).toEqual(['edits']);
+    // An explicit replica assignment (librdkafka's 0081): its partitions make the count, one replica each.
+    expect(await admin.createTopics({ topics: [{ topic: 'assigned', replicaAssignment: Array.from({ length: 22 }, (_, partition) => ({ partition, replicas: [0] })) }] })).toBe(true);
+    expect((await broker.describeTopic('assigned')).partitions).toHaveLength(22);
+    await expect(admin.createTopics({ topics: [{ topic: 'gap', replicaAssignment: [{ partition: 0, replicas: [0] }, { partition: 2, replicas: [0] }] }] }))
+      .rejects.toMatchObject({ errors: [expect.objectContaining({ type: 'INVALID_REPLICA_ASSIGNMENT' })] });
+    await expect(admin.createTopics({ topics: [{ topic: 'two', replicaAssignment: [{ partition: 0, replicas: [0, 1] }] }] }))
+      .rejects.toMatchObject({ errors: [expect.objectContaining({ type: 'INVALID_REPLICATION_FACTOR' })] });
+    expect((await broker.listTopics()).map((t) => t.topic).sort()).toEqual(['assigned', 'edits']);
 
     const configs = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'edits', configNames: ['retention.ms', 'cleanup.policy'] }] });
     expect(configs.resources[0]!.configEntries.map((c) => [c.configName, c.configValue])).toEqual([['cleanup.policy', 'compact'], ['retention.ms', '-1']]);

@@ -7,7 +7,7 @@
  */
 import { OnelogError } from '../../protocol/errors.js';
 import { parseKafkaConfig, TOPIC_SETTINGS } from '../../protocol/topic-config.js';
-import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
+import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import {
   createTopicsRequest, createTopicsResponse, deleteTopicsRequest, deleteTopicsResponse, deleteGroupsRequest, deleteGroupsResponse, deleteRecordsRequest, deleteRecordsResponse,
   describeConfigsRequest, describeConfigsResponse, describeGroupsRequest, describeGroupsResponse, listGroupsRequest, listGroupsResponse,
@@ -29,18 +29,31 @@ function codeOf(err: unknown, context: 'data' | 'group' = 'data'): number {
 export const createTopics: KafkaApi = {
   key: 19, name: 'CreateTopics', minVersion: 2, maxVersion: 7, request: createTopicsRequest, response: createTopicsResponse,
   async handle(request, { api }) {
-    const topics = request.topics as Array<{ name: string; numPartitions: number; replicationFactor: number; configs: Array<{ name: string; value: string | null }> }>;
+    const topics = request.topics as Array<{
+      name: string; numPartitions: number; replicationFactor: number; assignments: Array<{ partitionIndex: number; brokerIds: number[] }>;
+      configs: Array<{ name: string; value: string | null }>;
+    }>;
     return {
       throttleTimeMs: 0,
       topics: await Promise.all(topics.map(async (t) => {
         const answer = { name: t.name, errorCode: 0, errorMessage: null as string | null, numPartitions: -1, replicationFactor: -1, configs: null };
-        if (t.replicationFactor > 1) {
-          return { ...answer, errorCode: KAFKA_ERROR.INVALID_REPLICATION_FACTOR, errorMessage: 'onelog keeps one replica: use replication factor 1 or -1' };
+        const refused = (errorCode: number, errorMessage: string) => ({ ...answer, errorCode, errorMessage });
+        if (t.replicationFactor > 1) return refused(KAFKA_ERROR.INVALID_REPLICATION_FACTOR, 'onelog keeps one replica: use replication factor 1 or -1');
+        // An explicit assignment (as Kafka's): its partitions, 0 to n-1, make the count; one replica each.
+        const assigned = t.assignments ?? [];
+        if (assigned.length > 0) {
+          if (t.numPartitions !== -1 || t.replicationFactor !== -1) {
+            return refused(kafkaCodeOf('INVALID_REQUEST'), 'give either numPartitions and replicationFactor or a replica assignment, not both (set them to -1)');
+          }
+          const indexes = assigned.map((a) => a.partitionIndex).sort((a, b) => a - b);
+          if (indexes.some((p, i) => p !== i)) return refused(KAFKA_ERROR.INVALID_REPLICA_ASSIGNMENT, 'an assignment\'s partitions must be 0 to n-1, each once');
+          if (assigned.some((a) => a.brokerIds.length !== 1)) return refused(KAFKA_ERROR.INVALID_REPLICATION_FACTOR, 'onelog keeps one replica: assign each partition one broker');
         }
         try {
           const config = parseKafkaConfig(t.configs.filter((c) => c.value !== null).map((c) => `${c.name}=${c.value}`));
           if (request.validateOnly) return answer;
-          const created = await api.createTopic({ topic: t.name, partitions: t.numPartitions < 0 ? 1 : t.numPartitions, config });
+          const partitions = assigned.length > 0 ? assigned.length : t.numPartitions < 0 ? 1 : t.numPartitions;
+          const created = await api.createTopic({ topic: t.name, partitions, config });
           return { ...answer, numPartitions: created.partitions.length, replicationFactor: 1 };
         } catch (err) {
           return { ...answer, errorCode: codeOf(err), errorMessage: (err as Error).message };
