@@ -5,12 +5,15 @@
  *
  * Fetch (1): each partition's record batches as stored, never re-encoded (the first batch may hold records before
  * the offset asked: Kafka clients skip them), with leader epoch 0, LastStableOffset = high watermark, session 0 (no
- * incremental fetch sessions). A fetch waits up to MaxWaitMs (at most 30 s) while no partition has records.
+ * incremental fetch sessions). A fetch waits up to MaxWaitMs (at most 30 s) while no partition has records. An answer
+ * holds to the request's MaxBytes (fetch.max.bytes) and each partition's PartitionMaxBytes (max.partition.fetch.bytes)
+ * in whole batches, but for its first batch, which goes whatever its size so the consumer makes progress (as Kafka).
  */
 import type { FetchRequest } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import { fetchRequest, fetchResponse, listOffsetsRequest, listOffsetsResponse } from '../messages/fetch.js';
+import { batchSize } from '../../protocol/record-batch.js';
 import { EARLIEST, LATEST } from './api.js';
 import type { KafkaApi, KafkaDataApi } from './api.js';
 
@@ -91,6 +94,28 @@ export const fetch: KafkaApi = {
       await Promise.race(topics.map((t) => fetchTopic(api, t, maxBytes, maxWaitMs)));
       responses = await read(0);
     }
+    holdToMaxBytes(topics, responses, maxBytes);
     return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses };
   },
 };
+
+/**
+ * Cuts an answer's records to whole batches within the request's `maxBytes` and each partition's `partitionMaxBytes`,
+ * in the answer's order; only the answer's first batch may pass them. A partition left without records is read
+ * again by its consumer's next fetch. (Topics are read side by side, and a log read always returns its first batch.)
+ */
+function holdToMaxBytes(topics: readonly FetchTopic[], responses: Array<{ partitions: Array<{ records: Buffer }> }>, maxBytes: number): void {
+  let total = 0;
+  responses.forEach((t, ti) => t.partitions.forEach((p, pi) => {
+    const partitionMax = topics[ti]!.partitions[pi]?.partitionMaxBytes ?? maxBytes;
+    let kept = 0;
+    for (let pos = 0; pos < p.records.length;) {
+      const size = batchSize(p.records, pos);
+      if (total > 0 && (total + size > maxBytes || kept + size > partitionMax)) break;
+      total += size;
+      kept += size;
+      pos += size;
+    }
+    if (kept < p.records.length) p.records = p.records.subarray(0, kept);
+  }));
+}
