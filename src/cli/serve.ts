@@ -8,6 +8,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { OnelogError } from '../protocol/errors.js';
 import { redactUrl } from '../protocol/urls.js';
 import { DEFAULT_SERVER_LIMITS } from '../server/limits.js';
+import { MAX_PARTITIONS } from '../protocol/validate.js';
 import { action, parseInteger } from './common.js';
 import { parseServerUrls } from '../client/http-api.js';
 
@@ -29,6 +30,8 @@ interface ServeOptions {
   alertCheckIntervalMs: number;
   kafkaPort?: number;
   kafkaMaxBufferedBytes?: number;
+  autoCreateTopics?: boolean;
+  defaultPartitions?: number;
   insecure?: boolean;
   tlsCert?: string;
   tlsKey?: string;
@@ -100,6 +103,10 @@ export function registerServe(program: Command): void {
     .option('--kafka-max-buffered-bytes <n>', 'bytes the Kafka listener holds of requests received and not yet handled, over all ' +
       'connections, before it stops reading until answers free some (as Kafka\'s queued.max.request.bytes; default 268435456, 256 MiB)',
     parseInteger('--kafka-max-buffered-bytes', 1024))
+    .option('--auto-create-topics', 'create a topic a Kafka client names that does not exist, at a Metadata request that allows it and ' +
+      'at a Produce (Kafka\'s auto.create.topics.enable; off by default; with ACLs it needs create on the topic or the cluster)')
+    .option('--default-partitions <n>', 'partitions of a topic --auto-create-topics creates (Kafka\'s num.partitions; default 1)',
+      parseInteger('--default-partitions', 1, MAX_PARTITIONS))
     .option('--allow-missing-offsets', 'start although the offset store lost the committed offsets of groups that committed (the start is ' +
       'refused otherwise): their partitions stay paused until onelog offsets reset ... --execute (docs/guarantees.md)')
     .addHelpText('after', SERVE_REFUSALS)
@@ -113,6 +120,7 @@ Refused starts (exit code 1; the broker closed, the data directory's lock releas
   a log directory missing, or an offset store (offsets/data.mdb, Redis, PostgreSQL) missing the offsets of groups
   the catalog says committed: STORAGE_ERROR; --allow-missing-offsets starts with those groups' partitions paused
   --webhook-allow-private with --webhook-deny-private: INVALID_CONFIG
+  --auto-create-topics without --kafka-port, --default-partitions without --auto-create-topics: INVALID_CONFIG
 
 Refused webhooks (unless --webhook-allow-private): a push endpoint or alert sink naming localhost or an address that
 is not globally reachable (127.0.0.0/8, ::1, 10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fe80::/10,
@@ -139,6 +147,12 @@ async function serve(options: ServeOptions): Promise<void> {
   }
   if (options.logFormat !== undefined && !LOG_FORMATS.includes(options.logFormat)) {
     throw new OnelogError('INVALID_REQUEST', `--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(options.logFormat)}`);
+  }
+  if (options.autoCreateTopics && options.kafkaPort === undefined) {
+    throw new OnelogError('INVALID_CONFIG', '--auto-create-topics creates the topics Kafka clients name: give --kafka-port too, or leave it out', { option: 'auto-create-topics' });
+  }
+  if (options.defaultPartitions !== undefined && !options.autoCreateTopics) {
+    throw new OnelogError('INVALID_CONFIG', '--default-partitions is the partition count of topics --auto-create-topics creates: give that too, or leave it out', { option: 'default-partitions' });
   }
   if (options.advertisedUrl !== undefined) {
     if (options.log === undefined) {
@@ -213,6 +227,7 @@ async function serve(options: ServeOptions): Promise<void> {
       host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
       maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection, quotas,
       ...(options.kafkaMaxBufferedBytes === undefined ? {} : { maxBufferedBytes: options.kafkaMaxBufferedBytes }),
+      autoCreateTopics: options.autoCreateTopics ? { partitions: options.defaultPartitions ?? 1 } : null,
     }), { listener: 'the Kafka listener', flag: '--kafka-port', host: options.host, port: options.kafkaPort });
     if (kafka) broker.metrics.watchKafka(kafka);
     await broker.advertise({ url: options.advertisedUrl ?? address, kafkaAddress: kafka ? `${options.host}:${kafka.port}` : null });

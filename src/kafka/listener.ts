@@ -92,6 +92,13 @@ export interface KafkaListenerOptions {
    */
   maxBufferedBytes?: number;
   /**
+   * Creates a topic a Kafka client names and no topic has, with this many partitions (`serve --auto-create-topics
+   * --default-partitions N`; Kafka's auto.create.topics.enable and num.partitions): at a Metadata request that allows it
+   * (allow.auto.create.topics) and at a Produce. With ACLs the principal needs `create` on the topic or the cluster.
+   * @default null: never (an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION, as Redpanda by default)
+   */
+  autoCreateTopics?: { partitions: number } | null;
+  /**
    * Caps the highest version served of some APIs, by API key (`{ 18: 0 }`: ApiVersions v0 only), as an older
    * Kafka broker serves fewer: for a client that mishandles a version, and to test clients' fallback. A version
    * above the cap is answered as any version not served (ApiVersions: UNSUPPORTED_VERSION, 35).
@@ -136,7 +143,8 @@ export class KafkaListener {
   private constructor(
     private readonly api: KafkaDataApi & KafkaCluster,
     private readonly server: net.Server,
-    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort' | 'users' | 'tls' | 'acls' | 'audit' | 'quotas'>> &
+    private readonly options: Required<Omit<KafkaListenerOptions, 'advertisedHost' | 'advertisedPort' | 'users' | 'tls' | 'acls' | 'audit' | 'quotas' | 'autoCreateTopics'>> &
+      { autoCreateTopics: { partitions: number } | null } &
       Pick<KafkaListenerOptions, 'users' | 'acls' | 'audit' | 'quotas'> & { advertisedHost: string; advertisedPort?: number },
   ) {
     this.members = new KafkaMembers(options.clock);
@@ -168,7 +176,7 @@ export class KafkaListener {
       maxUnauthenticatedFrameBytes: options.maxUnauthenticatedFrameBytes ?? 524_288, maxBufferedBytes: options.maxBufferedBytes ?? 268_435_456,
       idleTimeoutMs: options.idleTimeoutMs ?? 600_000, maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULT_SERVER_LIMITS.maxInFlightPerConnection,
       maxConnections: options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections,
-      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, users: options.users, acls: options.acls, audit: options.audit, quotas: options.quotas,
+      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, autoCreateTopics: options.autoCreateTopics ?? null, users: options.users, acls: options.acls, audit: options.audit, quotas: options.quotas,
     });
     server.on(options.tls ? 'secureConnection' : 'connection', guarded((socket: net.Socket) => listener.serve(socket), {
       what: 'kafka connection closed', logger: options.logger, fields: (socket) => ({ remote: `${socket.remoteAddress}:${socket.remotePort}` }),
@@ -346,7 +354,7 @@ export class KafkaListener {
     const principal = this.principalOf(header.apiKey, connection, socket);
     if (principal !== null) await this.throttle(principal, header.apiKey === produce.key ? frame.length : 0);
     const response = await api.handle(request, {
-      api: principal === null ? this.api : this.apiFor(principal, connection), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, cluster: this.api, apis: [...this.apis.values()], members: this.members,
+      api: principal === null ? this.api : this.apiFor(principal, connection), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, autoCreateTopics: this.options.autoCreateTopics, cluster: this.api, apis: [...this.apis.values()], members: this.members,
     });
     return response === null ? null : this.frame(header, api, response);
   }

@@ -34,9 +34,21 @@ export class Acls {
     return this.decide(principal, resourceType, name, operation) === 'allowed';
   }
 
-  /** What the ACLs say: allowed, denied by a deny ACL, or allowed by none. */
+  /**
+   * What the ACLs say: allowed, denied by a deny ACL, or allowed by none. `create` on the cluster allows creating any
+   * topic that no ACL denies (as Kafka's CreateTopics: CREATE on the cluster or on the topic).
+   */
   private decide(principal: Principal, resourceType: AclResourceType, name: string, operation: Exclude<AclOperation, 'all'>): 'allowed' | 'denied' | 'no-acl' {
     if (principal.admin || principal.user === null) return 'allowed';
+    if (resourceType === 'topic' && operation === 'create') {
+      const onTopic = this.decideOn(principal, resourceType, name, operation);
+      return onTopic === 'no-acl' && this.decideOn(principal, 'cluster', '', 'create') === 'allowed' ? 'allowed' : onTopic;
+    }
+    return this.decideOn(principal, resourceType, name, operation);
+  }
+
+  /** What the ACLs of this one resource say. */
+  private decideOn(principal: Principal, resourceType: AclResourceType, name: string, operation: Exclude<AclOperation, 'all'>): 'allowed' | 'denied' | 'no-acl' {
     const matching = this.acls.filter((a) => a.resourceType === resourceType && (a.principal === '*' || a.principal === principal.user) &&
       (resourceType === 'cluster' || (a.patternType === 'literal' ? a.resourceName === name || a.resourceName === '*' : name.startsWith(a.resourceName))));
     if (matching.some((a) => a.permission === 'deny' && (a.operation === operation || a.operation === 'all'))) return 'denied';

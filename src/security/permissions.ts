@@ -170,7 +170,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
     needs: [topic('describe', 'body.topic')], kafka: ['Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords'], readOnly: true,
   },
   'KAFKA offsetForTimestamp': { needs: [topic('describe', 'body.topic')], kafka: ['ListOffsets'], readOnly: true },
-  'KAFKA createTopic': { needs: [topic('create', 'body.topic')], kafka: ['CreateTopics'] },
+  'KAFKA createTopic': { needs: [topic('create', 'body.topic')], kafka: ['CreateTopics', 'Metadata', 'Produce'] },
   'KAFKA deleteTopic': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteTopics'] },
   'KAFKA deleteRecords': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteRecords'] },
   'KAFKA initProducerId': { needs: 'user', kafka: ['InitProducerId'] },

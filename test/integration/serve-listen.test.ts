@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
+import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BIN, startServer } from '../helpers/processes.js';
 import type { CliResult, ServerProcess } from '../helpers/processes.js';
@@ -69,5 +70,28 @@ describe('serve that cannot listen', () => {
     expect(r.stderr).toContain('EADDRINUSE');
     const again = await server(dataDir, ['--kafka-port', '0']);
     expect((await fetch(`${again.url}/topics`)).status).toBe(200);
+  });
+});
+
+describe('serve --auto-create-topics', () => {
+  it('creates the topics Kafka clients name with --default-partitions; refuses either flag without what it needs', async () => {
+    const dataDir = tmpDir();
+    for (const [args, option] of [[['--auto-create-topics'], 'auto-create-topics'], [['--kafka-port', '0', '--default-partitions', '3'], 'default-partitions']] as const) {
+      const r = await serveToEnd(['--data-dir', dataDir, '--port', '0', ...args]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('error INVALID_CONFIG');
+      expect(r.stderr).toContain(`"option":"${option}"`);
+    }
+    let kafka = '';
+    const s = await startServer(dataDir, { args: ['--kafka-port', '0', '--auto-create-topics', '--default-partitions', '3'], onLog: (l) => {
+      if (l.msg === 'onelog is listening') kafka = String(l.kafka);
+    } });
+    cleanups.push(() => s.stop());
+    const producer = new Kafka({ clientId: 'p', brokers: [kafka], logLevel: logLevel.NOTHING }).producer();
+    await producer.connect();
+    await producer.send({ topic: 'clicks', messages: [{ value: 'one' }] });
+    await producer.disconnect();
+    const described = await (await fetch(`${s.url}/topics/clicks`)).json() as { partitions: unknown[] };
+    expect(described.partitions).toHaveLength(3);
   });
 });

@@ -107,7 +107,7 @@ describe('the permission table', () => {
 });
 
 describe('ACLs', () => {
-  it('deny wins over any allow; with no matching allow an operation is refused; admins are never refused', async () => {
+  it('deny wins over any allow; with no matching allow an operation is refused; admins are never refused; create on the cluster creates any topic no ACL denies', async () => {
     const catalog = await openSqliteCatalog(path.join(tmpDir(), 'catalog.sqlite'));
     const ops = ['read', 'write', 'create', 'delete', 'alter', 'describe', 'reset', 'all'] as const;
     const arbitraryAcl = fc.record({
@@ -115,7 +115,11 @@ describe('ACLs', () => {
       resourceName: fc.constantFrom('orders', 'orders.eu', 'ord', '*', 'payments'), patternType: fc.constantFrom('literal' as const, 'prefix' as const),
       operation: fc.constantFrom(...ops), permission: fc.constantFrom('allow' as const, 'deny' as const),
     }).filter((a) => a.operation !== 'reset' || a.resourceType === 'group');
-    await fc.assert(fc.asyncProperty(fc.uniqueArray(arbitraryAcl, { maxLength: 8, selector: (a) => JSON.stringify(a) }),
+    const clusterAcl = fc.record({
+      principal: fc.constantFrom('alice', 'bob', '*'), resourceType: fc.constant('cluster' as const), resourceName: fc.constant(''), patternType: fc.constant('literal' as const),
+      operation: fc.constantFrom('create' as const, 'all' as const, 'alter' as const), permission: fc.constantFrom('allow' as const, 'deny' as const),
+    });
+    await fc.assert(fc.asyncProperty(fc.uniqueArray(fc.oneof(arbitraryAcl, clusterAcl), { maxLength: 8, selector: (a) => JSON.stringify(a) }),
       fc.constantFrom('orders', 'orders.eu', 'payments'), fc.constantFrom(...ops.filter((o) => o !== 'all' && o !== 'reset')),
       async (list, name, operation) => {
         for (const a of await catalog.listAcls()) await catalog.removeAcl(a);
@@ -127,7 +131,11 @@ describe('ACLs', () => {
           (operation === 'describe' && ['read', 'write', 'delete', 'alter', 'reset'].includes(a.operation));
         const denied = list.some((a) => matches(a) && a.permission === 'deny' && (a.operation === operation || a.operation === 'all'));
         const allowed = list.some((a) => matches(a) && a.permission === 'allow' && implies(a));
-        expect(acls.allows({ user: 'alice', admin: false }, 'topic', name, operation)).toBe(allowed && !denied);
+        // Kafka's CreateTopics: CREATE on the cluster, when no topic ACL allows or denies it.
+        const onCluster = (permission: 'allow' | 'deny') => list.some((a) => a.resourceType === 'cluster' && (a.principal === 'alice' || a.principal === '*') &&
+          a.permission === permission && (a.operation === 'create' || a.operation === 'all'));
+        const byCluster = operation === 'create' && !allowed && !denied && onCluster('allow') && !onCluster('deny');
+        expect(acls.allows({ user: 'alice', admin: false }, 'topic', name, operation)).toBe((allowed && !denied) || byCluster);
         expect(acls.allows({ user: 'alice', admin: true }, 'topic', name, operation)).toBe(true);
       }), { numRuns: 150 });
     await catalog.close();

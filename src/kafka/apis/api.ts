@@ -54,6 +54,8 @@ export interface RequestContext {
   header: RequestHeader;
   /** The listener's address as clients must reach it (this broker in Metadata and FindCoordinator). */
   advertised: { host: string; port: number };
+  /** Topics a client names are created with this many partitions (KafkaListenerOptions.autoCreateTopics); null: never. */
+  autoCreateTopics: { partitions: number } | null;
   /**
    * The broker's cluster, as the broker itself sees it, not through the principal's ACLs (placement.ts: brokers,
    * partition leaders, group coordinators; handlers ask it only about topics and groups they may describe).

@@ -5,10 +5,12 @@
  * listener, by broker id; a partition's leader is its sequencer, the holder of its lease now, and a partition
  * nobody leads (or led by a broker without a live Kafka listener) names this broker, which takes a free lease at
  * the first produce. The controller is this broker.
- * Topics are never auto-created: an unknown one answers UNKNOWN_TOPIC_OR_PARTITION (3), a name that could not be a
- * topic's INVALID_TOPIC_EXCEPTION (17), so a producer fails its records at once rather than wait for the topic.
+ * An unknown topic answers UNKNOWN_TOPIC_OR_PARTITION (3) unless the listener creates topics (auto-create.ts) and the
+ * request allows it; a name that could not be a topic's INVALID_TOPIC_EXCEPTION (17), so a producer fails its
+ * records at once rather than wait for the topic.
  */
 import { OnelogError } from '../../protocol/errors.js';
+import { withAutoCreate } from '../auto-create.js';
 import { kafkaErrorCode } from '../errors.js';
 import { metadataRequest, metadataResponse } from '../messages/metadata.js';
 import { kafkaNodes, leaderFor } from '../placement.js';
@@ -16,13 +18,15 @@ import type { KafkaApi } from './api.js';
 
 export const metadata: KafkaApi = {
   key: 3, name: 'Metadata', minVersion: 1, maxVersion: 9, request: metadataRequest, response: metadataResponse,
-  async handle(request, { api, advertised, cluster }) {
+  async handle(request, ctx) {
+    const { api, advertised, cluster } = ctx;
     const wanted = request.topics as Array<{ name: string }> | null;
     const names = wanted === null ? (await api.listTopics()).map((t) => t.topic) : wanted.map((t) => t.name);
     const [placement, leaders] = await Promise.all([kafkaNodes(cluster, advertised), cluster.partitionLeaders(names)]);
     const topics = await Promise.all(names.map(async (name) => {
       try {
-        const d = await api.describeTopic(name);
+        // Only a topic the client names is created (a request for every topic names none).
+        const d = await withAutoCreate(ctx, name, () => api.describeTopic(name), wanted !== null && request.allowAutoTopicCreation !== false);
         return {
           errorCode: 0, name, isInternal: false,
           partitions: d.partitions.map((p) => {

@@ -8,6 +8,7 @@
  */
 import { OnelogError } from '../../protocol/errors.js';
 import { LOG_OVERHEAD } from '../../protocol/record-batch.js';
+import { withAutoCreate } from '../auto-create.js';
 import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
 import { initProducerIdRequest, initProducerIdResponse, produceRequest, produceResponse } from '../messages/produce.js';
 import type { KafkaApi } from './api.js';
@@ -32,7 +33,8 @@ function splitBatches(records: Buffer): Buffer[] {
 
 export const produce: KafkaApi = {
   key: 0, name: 'Produce', minVersion: 3, maxVersion: 11, request: produceRequest, response: produceResponse,
-  async handle(request, { api }) {
+  async handle(request, ctx) {
+    const { api } = ctx;
     const transactional = request.transactionalId !== null;
     const topics = request.topicData as Array<{ name: string; partitionData: PartitionData[] }>;
     const responses = await Promise.all(topics.map(async ({ name, partitionData }) => ({
@@ -43,7 +45,7 @@ export const produce: KafkaApi = {
         try {
           const batches = splitBatches(records ?? Buffer.alloc(0));
           if (batches.length === 0) throw new OnelogError('INVALID_REQUEST', 'no record batch');
-          const result = await api.produceBatches({ topic: name, batches: batches.map((batch) => ({ partition: index, batch })) });
+          const result = await withAutoCreate(ctx, name, () => api.produceBatches({ topic: name, batches: batches.map((batch) => ({ partition: index, batch })) }));
           return { ...answer, baseOffset: result.batches[0]!.baseOffset };
         } catch (err) {
           if (!(err instanceof OnelogError)) throw err;
