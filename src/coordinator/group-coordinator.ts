@@ -361,8 +361,11 @@ export class GroupCoordinator {
    * Commits offsets (each the NEXT offset to read) in one durable write. With a member id, the member and its
    * generation must be current and every partition its own (fencing). A commit that moves the group from before
    * the log start to or past it (records deleted before it read them, skipped by the client) is recorded as an
-   * `offset-jump` alert and lifts the partition's pause ({@link Positions.jumpsOf}).
-   * @throws OnelogError `INVALID_OFFSET` for a negative offset, `OFFSET_OUT_OF_RANGE` above the high watermark,
+   * `offset-jump` alert and lifts the partition's pause ({@link Positions.jumpsOf}). An offset above the high watermark
+   * is taken (as Kafka takes any: a client may commit where it will start before the records exist); the group's lag
+   * is 0 until the log reaches it, and a member that subscribes meanwhile meets its out-of-range policy, as after a
+   * power loss that took records it had committed past.
+   * @throws OnelogError `INVALID_OFFSET` for a negative offset,
    *   `UNKNOWN_TOPIC` / `UNKNOWN_PARTITION`, `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`;
    *   `INVALID_REQUEST` for a share group (its offset is its share-partitions' start offset: acknowledgements and
    *   offset resets move it); nothing is committed if any entry is refused
@@ -382,19 +385,11 @@ export class GroupCoordinator {
   private async commitOffsets(request: CommitRequest, shareStart: boolean): Promise<void> {
     const { groupId, topic } = request;
     const logs = request.offsets.map((o) => this.logs.get(topic, o.partition));
-    for (const [i, o] of request.offsets.entries()) {
-      const log = logs[i]!;
+    for (const o of request.offsets) {
       if (!Number.isSafeInteger(o.offset) || o.offset < 0) {
         throw new OnelogError('INVALID_OFFSET', `offset must be an integer >= 0, got ${JSON.stringify(o.offset)}`, {
           groupId, topic, partition: o.partition, offset: o.offset,
         });
-      }
-      if (o.offset > log.highWatermark) {
-        throw new OnelogError(
-          'OFFSET_OUT_OF_RANGE',
-          `cannot commit offset ${o.offset} for ${topic}/${o.partition}: it is above the high watermark ${log.highWatermark}`,
-          { groupId, topic, partition: o.partition, offset: o.offset, highWatermark: log.highWatermark },
-        );
       }
     }
     await this.locked(groupId, async () => {

@@ -61,7 +61,7 @@ export async function describeGroup(
     // A tier's backlog: its records the group has not committed past (all of them before its first commit).
     retryTiers: await Promise.all(retryTopics.tiersOf(groupId, s.topic).map(async (topic, i) => ({
       topic, delayMs: tierDelayMs(s.retry, i + 1),
-      backlog: (await logs.offsets(topic)).reduce((sum, p) => sum + p.highWatermark - Math.max(p.logStartOffset, committedOf(topic, p.partition) ?? 0), 0),
+      backlog: (await logs.offsets(topic)).reduce((sum, p) => sum + Math.max(0, p.highWatermark - Math.max(p.logStartOffset, committedOf(topic, p.partition) ?? 0)), 0),
     }))),
     deadLetter: s.deadLetterTopic === null ? null : { topic: s.deadLetterTopic, depth: await deadLetterDepth(s) },
     partitions: await groupPartitions(sources, s, committed, paused, membership),

@@ -71,13 +71,16 @@ export function brokerContract(name: string, engine: () => BrokerEngine | Promis
       expect(again.positions).toEqual([{ partition: 0, offset: 2 }]);
     });
 
-    it('refuses commits beyond the high watermark and negative offsets', async () => {
+    it('takes a commit beyond the high watermark (lag 0 until the log reaches it), refuses a negative offset', async () => {
       const b = await broker();
       await b.createTopic({ topic: 't', partitions: 1 });
       await b.produce({ topic: 't', records: [rec('x')] });
-      expect(await asyncCodeOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 2 }] }))).toBe('OFFSET_OUT_OF_RANGE');
       expect(await asyncCodeOf(b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: -1 }] }))).toBe('INVALID_OFFSET');
-      await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 1 }] });
+      await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 42 }] });
+      const ahead = (await b.describeGroup('g')).subscriptions[0]!;
+      expect(ahead.partitions[0]).toMatchObject({ committedOffset: 42, lag: 0 });
+      await b.produce({ topic: 't', records: Array.from({ length: 45 }, () => rec('y')) });
+      expect((await b.describeGroup('g')).subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 42, lag: 4 });
     });
 
     it('pauses with OFFSET_OUT_OF_RANGE, delivering nothing and moving nothing, after delete-records', async () => {

@@ -129,6 +129,13 @@ describe('kafka admin', () => {
     await expect(broker.produce({ topic: 'bad topic', records: [{ key: null, value: Buffer.from('x') }] })).rejects.toMatchObject({ code: 'INVALID_TOPIC' });
   });
 
+  it('takes a commit ahead of the log (librdkafka\'s 0099, 0140): read back as committed, lag 0 until the log reaches it', async () => {
+    await broker.createTopic({ topic: 'empty', partitions: 1 });
+    await admin.setOffsets({ groupId: 'ahead', topic: 'empty', partitions: [{ partition: 0, offset: '42' }] });
+    expect(await admin.fetchOffsets({ groupId: 'ahead', topics: ['empty'] })).toEqual([{ topic: 'empty', partitions: [{ partition: 0, offset: '42', metadata: null }] }]);
+    expect((await broker.describeGroup('ahead')).subscriptions[0]!.partitions[0]).toMatchObject({ committedOffset: 42, lag: 0 });
+  });
+
   it('deletes topics (DeleteTopics v1): records and committed offsets go; unknown and in-use topics are refused', async () => {
     await broker.createTopic({ topic: 'edits', partitions: 2 });
     await broker.createTopic({ topic: 'kept', partitions: 1 });
