@@ -15,6 +15,8 @@ import type { AssignedPartition, TopicPartition } from '../protocol/api.js';
 export interface KafkaMember {
   groupId: string;
   memberId: string;
+  /** The topics its subscription names (a rejoin naming others joins again: apis/groups.ts). */
+  topics: string[];
   /** The generation the last JoinGroup answered: the member's requests carry it until it rejoins. */
   kafkaGeneration: number;
   /** The coordinator's generation for the member now. */

@@ -12,7 +12,11 @@ import { Onelog } from '../../src/client/index.js';
 import { ManualClock } from '../../src/clock.js';
 import { KafkaMembers } from '../../src/kafka/kafka-members.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
-import { readSubscription, writeAssignment } from '../../src/kafka/apis/groups.js';
+import { joinGroup, readSubscription, syncGroup, writeAssignment } from '../../src/kafka/apis/groups.js';
+import type { RequestContext } from '../../src/kafka/apis/api.js';
+import { ByteReader, ByteWriter } from '../../src/kafka/codec/bytes.js';
+import { decode, encode } from '../../src/kafka/codec/interpreter.js';
+import { consumerProtocolAssignment, consumerProtocolSubscription } from '../../src/kafka/messages/groups.js';
 import { silentLogger } from '../../src/logger.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -182,7 +186,7 @@ describe('kafka consumer groups', () => {
     const clock = new ManualClock(0);
     const members = new KafkaMembers(clock);
     const member = (memberId: string) => ({
-      groupId: 'g', memberId, kafkaGeneration: 1, generation: 1, owned: [], paused: new Set<string>(), protocolName: 'range', sessionTimeoutMs: 10_000,
+      groupId: 'g', memberId, topics: ['t'], kafkaGeneration: 1, generation: 1, owned: [], paused: new Set<string>(), protocolName: 'range', sessionTimeoutMs: 10_000,
     });
     members.set(member('a'));
     clock.advance(15_000);
@@ -193,5 +197,43 @@ describe('kafka consumer groups', () => {
     members.set(member('b')); // a join forgets the silent ones
     expect(members.size).toBe(1);
     expect(members.get('g', 'a')).toBeUndefined();
+  });
+
+  it('applies a changed subscription at rejoin (librdkafka\'s 0045, 0113): a member that moves from T1 to T1 and T2 gets both', async () => {
+    await produce('t1', 2, 1);
+    await produce('t2', 2, 1);
+    const members = new KafkaMembers(new ManualClock(Date.now()));
+    const ctx = { api: broker, header: { clientId: 'rdkafka', apiVersion: 5 }, members } as unknown as RequestContext;
+    const subscription = (topics: string[], owned: Array<{ topic: string; partitions: number[] }> = []) => {
+      const w = new ByteWriter(64);
+      w.int16(1);
+      encode(consumerProtocolSubscription, 1, { topics, userData: null, ownedPartitions: owned }, w);
+      return w.finish();
+    };
+    const join = async (memberId: string, topics: string[], protocol: string, owned?: Array<{ topic: string; partitions: number[] }>) => await joinGroup.handle({
+      groupId: 'g', memberId, sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, protocolType: 'consumer', protocols: [{ name: protocol, metadata: subscription(topics, owned) }],
+    }, ctx) as { errorCode: number; memberId: string; generationId: number };
+    const sync = async (memberId: string, generationId: number) => {
+      const answer = await syncGroup.handle({ groupId: 'g', memberId, generationId, assignments: [] }, ctx) as { errorCode: number; assignment: Buffer };
+      const r = new ByteReader(answer.assignment);
+      r.int16();
+      const { assignedPartitions } = decode(consumerProtocolAssignment, 0, r) as unknown as { assignedPartitions: Array<{ topic: string; partitions: number[] }> };
+      return assignedPartitions.flatMap((t) => t.partitions.map((p) => `${t.topic}/${p}`)).sort();
+    };
+    for (const protocol of ['range', 'cooperative-sticky']) {
+      const first = await join('', ['t1'], protocol);
+      expect(await sync(first.memberId, first.generationId)).toEqual(['t1/0', 't1/1']);
+      const again = await join(first.memberId, ['t1', 't2'], protocol, protocol === 'range' ? [] : [{ topic: 't1', partitions: [0, 1] }]);
+      expect(again.errorCode).toBe(0);
+      expect(await sync(again.memberId, again.generationId)).toEqual(['t1/0', 't1/1', 't2/0', 't2/1']);
+      const described = await broker.describeGroup('g');
+      expect(described.subscriptions.map((s) => s.topic).sort()).toEqual(['t1', 't2']);
+      expect(described.members.map((m) => m.memberId)).toEqual([again.memberId]);
+      // The same topics again: a plain rejoin, the same member.
+      const same = await join(again.memberId, ['t2', 't1'], protocol);
+      expect(same.memberId).toBe(again.memberId);
+      await broker.leaveGroup({ groupId: 'g', memberId: again.memberId });
+      members.delete('g', again.memberId);
+    }
   });
 });

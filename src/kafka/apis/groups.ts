@@ -2,7 +2,9 @@
  * JoinGroup (11), SyncGroup (14), Heartbeat (12) and LeaveGroup (13): Kafka members of onelog's groups, through
  * the adapter of kafka-members.ts. A Kafka member's first join creates an onelog member that commits no start
  * positions (OffsetFetch answers -1 and the client's auto.offset.reset decides); a rejoin reports what the member
- * still owns (nothing for an eager member, its OwnedPartitions for a cooperative one) as a heartbeat would.
+ * still owns (nothing for an eager member, its OwnedPartitions for a cooperative one) as a heartbeat would. A rejoin
+ * whose subscription names other topics (a consumer that moved from T1 to T1 and T2) leaves and joins again with
+ * them, under a new member id the JoinGroup answer gives it (clients take the id the answer names).
  */
 import type { TopicPartition } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
@@ -53,6 +55,12 @@ function groupError(err: unknown, members: KafkaMembers, groupId: string, member
   return kafkaErrorCode(err, 'group');
 }
 
+/** Whether two subscriptions name the same topics, in any order. */
+function sameTopics(a: readonly string[], b: readonly string[]): boolean {
+  const set = new Set(a);
+  return set.size === new Set(b).size && b.every((t) => set.has(t));
+}
+
 /** The member a SyncGroup or Heartbeat names, or the error to answer: unknown, or not at its last JoinGroup's generation. */
 function memberOf(members: KafkaMembers, groupId: string, memberId: string, generationId: number): KafkaMember | number {
   const m = members.get(groupId, memberId);
@@ -84,8 +92,14 @@ export const joinGroup: KafkaApi = {
     const protocolName = protocols[0]!.name;
     try {
       const subscription = readSubscription(protocols[0]!.metadata);
-      const known = memberId === '' ? undefined : members.get(groupId, memberId);
+      let known = memberId === '' ? undefined : members.get(groupId, memberId);
       if (memberId !== '' && known === undefined) return answer(UNKNOWN_MEMBER_ID);
+      if (known && !sameTopics(known.topics, subscription.topics)) {
+        // Its subscription changed: what it owns goes back to the group, and it joins again with its new topics.
+        await api.leaveGroup({ groupId, memberId });
+        members.delete(groupId, memberId);
+        known = undefined;
+      }
       if (known) {
         // A rejoin: an eager member gave up everything; a cooperative one keeps what it says it owns.
         const owned = protocolName === 'cooperative-sticky'
@@ -102,7 +116,7 @@ export const joinGroup: KafkaApi = {
         commitStartPositions: false,
       });
       members.set({
-        groupId, memberId: joined.memberId, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
+        groupId, memberId: joined.memberId, topics: subscription.topics, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
         sessionTimeoutMs: request.sessionTimeoutMs as number,
       });
       return answer(KAFKA_ERROR.NONE, { generationId: joined.generationId, memberId: joined.memberId, protocolName });
