@@ -236,4 +236,31 @@ describe('kafka consumer groups', () => {
       members.delete('g', again.memberId);
     }
   });
+
+  it('honours the assignor a Kafka-only group\'s members agree on (librdkafka\'s 0132); a group with onelog members keeps onelog\'s', async () => {
+    await produce('t1', 2, 1);
+    const members = new KafkaMembers(new ManualClock(Date.now()));
+    const ctx = { api: broker, header: { clientId: 'rdkafka', apiVersion: 5 }, members } as unknown as RequestContext;
+    const metadata = (() => {
+      const w = new ByteWriter(64);
+      w.int16(0);
+      encode(consumerProtocolSubscription, 0, { topics: ['t1'], userData: null }, w);
+      return w.finish();
+    })();
+    const join = async (groupId: string, protocols: string[]) => await joinGroup.handle({
+      groupId, memberId: '', sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, protocolType: 'consumer', protocols: protocols.map((name) => ({ name, metadata })),
+    }, ctx) as { errorCode: number; protocolName: string };
+    expect(await join('k', ['roundrobin', 'range'])).toMatchObject({ errorCode: 0, protocolName: 'roundrobin' });
+    expect((await broker.describeGroup('k')).assignor).toBe('round-robin');
+    // A second member that prefers range joins the group's round robin, which it offers too.
+    expect(await join('k', ['range', 'roundrobin'])).toMatchObject({ errorCode: 0, protocolName: 'roundrobin' });
+    expect((await broker.describeGroup('k')).assignor).toBe('round-robin');
+    expect(await join('c', ['cooperative-sticky'])).toMatchObject({ errorCode: 0, protocolName: 'cooperative-sticky' });
+    expect((await broker.describeGroup('c')).assignor).toBe('sticky');
+    // A group an onelog member is in keeps its assignor: the Kafka member joins it (was INCONSISTENT_GROUP_PROTOCOL).
+    await broker.joinGroup({ groupId: 'mixed', topics: ['t1'] });
+    expect(await join('mixed', ['range'])).toMatchObject({ errorCode: 0 });
+    const mixed = await broker.describeGroup('mixed');
+    expect([mixed.assignor, mixed.members.length]).toEqual(['sticky', 2]);
+  });
 });

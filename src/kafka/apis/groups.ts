@@ -6,7 +6,7 @@
  * whose subscription names other topics (a consumer that moved from T1 to T1 and T2) leaves and joins again with
  * them, under a new member id the JoinGroup answer gives it (clients take the id the answer names).
  */
-import type { TopicPartition } from '../../protocol/api.js';
+import type { AssignorName, TopicPartition } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { ByteReader, ByteWriter } from '../codec/bytes.js';
 import { decode, encode } from '../codec/interpreter.js';
@@ -17,7 +17,7 @@ import {
   consumerProtocolAssignment, consumerProtocolSubscription, heartbeatRequest, heartbeatResponse, joinGroupRequest, joinGroupResponse,
   leaveGroupRequest, leaveGroupResponse, syncGroupRequest, syncGroupResponse,
 } from '../messages/groups.js';
-import type { KafkaApi } from './api.js';
+import type { KafkaApi, RequestContext } from './api.js';
 
 const UNKNOWN_MEMBER_ID = kafkaCodeOf('UNKNOWN_MEMBER_ID');
 const ILLEGAL_GENERATION = kafkaCodeOf('ILLEGAL_GENERATION');
@@ -55,6 +55,25 @@ function groupError(err: unknown, members: KafkaMembers, groupId: string, member
   return kafkaErrorCode(err, 'group');
 }
 
+/** Kafka's assignors (partition.assignment.strategy) by the name a member offers, as onelog's coordinator serves them. */
+const KAFKA_ASSIGNORS: Readonly<Record<string, AssignorName>> = { range: 'range', roundrobin: 'round-robin', sticky: 'sticky', 'cooperative-sticky': 'sticky' };
+
+/**
+ * The assignor a joining Kafka member's group uses, and the protocol answered: the group's own while it has members
+ * (so a group with onelog members keeps onelog's, and Kafka members that agree keep theirs), else the first the
+ * member offers that onelog serves (else onelog's default, sticky).
+ */
+async function chooseAssignor(api: RequestContext['api'], groupId: string, protocols: ReadonlyArray<{ name: string }>): Promise<{ assignor: AssignorName; protocolName: string }> {
+  const group = await api.describeGroup(groupId).catch((err: unknown) => {
+    if (err instanceof OnelogError && err.code === 'UNKNOWN_GROUP') return null;
+    throw err;
+  });
+  const live = group !== null && group.members.length > 0 ? group.assignor : null;
+  if (live !== null) return { assignor: live, protocolName: protocols.find((p) => KAFKA_ASSIGNORS[p.name] === live)?.name ?? protocols[0]!.name };
+  const offered = protocols.find((p) => KAFKA_ASSIGNORS[p.name] !== undefined);
+  return offered ? { assignor: KAFKA_ASSIGNORS[offered.name]!, protocolName: offered.name } : { assignor: 'sticky', protocolName: protocols[0]!.name };
+}
+
 /** Whether two subscriptions name the same topics, in any order. */
 function sameTopics(a: readonly string[], b: readonly string[]): boolean {
   const set = new Set(a);
@@ -89,7 +108,7 @@ export const joinGroup: KafkaApi = {
       memberId, members: [], ...fields,
     });
     if (request.protocolType !== 'consumer' || protocols.length === 0) return answer(INCONSISTENT_GROUP_PROTOCOL);
-    const protocolName = protocols[0]!.name;
+    let protocolName = protocols[0]!.name;
     try {
       const subscription = readSubscription(protocols[0]!.metadata);
       let known = memberId === '' ? undefined : members.get(groupId, memberId);
@@ -111,9 +130,11 @@ export const joinGroup: KafkaApi = {
         known.protocolName = protocolName;
         return answer(KAFKA_ERROR.NONE, { generationId: assigned.generationId, protocolName });
       }
+      const chosen = await chooseAssignor(api, groupId, protocols);
+      protocolName = chosen.protocolName;
       const joined = await api.joinGroup({
         groupId, topics: subscription.topics, sessionTimeoutMs: request.sessionTimeoutMs as number, clientId: header.clientId || 'kafka',
-        commitStartPositions: false,
+        commitStartPositions: false, assignor: chosen.assignor,
       });
       members.set({
         groupId, memberId: joined.memberId, topics: subscription.topics, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
