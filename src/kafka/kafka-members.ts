@@ -17,6 +17,8 @@ export interface KafkaMember {
   memberId: string;
   /** The topics its subscription names (a rejoin naming others joins again: apis/groups.ts). */
   topics: string[];
+  /** Its group.instance.id (a static member, KIP-345): a join under it with no member id is this member again; null for a dynamic member. */
+  groupInstanceId: string | null;
   /** The generation the last JoinGroup answered: the member's requests carry it until it rejoins. */
   kafkaGeneration: number;
   /** The coordinator's generation for the member now. */
@@ -60,6 +62,17 @@ export class KafkaMembers {
   set(member: Omit<KafkaMember, 'lastSeenAt'>): void {
     for (const [k, m] of this.members) if (this.gone(m)) this.members.delete(k);
     this.members.set(`${member.groupId}\0${member.memberId}`, { ...member, lastSeenAt: this.clock.now() });
+  }
+
+  /** The static member of `groupId` known by `groupInstanceId` (not marked as heard from), if any. */
+  byInstance(groupId: string, groupInstanceId: string): KafkaMember | undefined {
+    for (const m of this.members.values()) if (m.groupId === groupId && m.groupInstanceId === groupInstanceId && !this.gone(m)) return m;
+    return undefined;
+  }
+
+  /** The group.instance.id of a member (null for a dynamic or unknown one), without marking it as heard from. */
+  instanceOf(groupId: string, memberId: string): string | null {
+    return this.members.get(`${groupId}\0${memberId}`)?.groupInstanceId ?? null;
   }
 
   private gone(member: KafkaMember): boolean {

@@ -12,7 +12,8 @@ import { Onelog } from '../../src/client/index.js';
 import { ManualClock } from '../../src/clock.js';
 import { KafkaMembers } from '../../src/kafka/kafka-members.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
-import { joinGroup, readSubscription, syncGroup, writeAssignment } from '../../src/kafka/apis/groups.js';
+import { joinGroup, leaveGroup, readSubscription, syncGroup, writeAssignment } from '../../src/kafka/apis/groups.js';
+import { describeGroups } from '../../src/kafka/apis/admin.js';
 import type { RequestContext } from '../../src/kafka/apis/api.js';
 import { ByteReader, ByteWriter } from '../../src/kafka/codec/bytes.js';
 import { decode, encode } from '../../src/kafka/codec/interpreter.js';
@@ -186,7 +187,7 @@ describe('kafka consumer groups', () => {
     const clock = new ManualClock(0);
     const members = new KafkaMembers(clock);
     const member = (memberId: string) => ({
-      groupId: 'g', memberId, topics: ['t'], kafkaGeneration: 1, generation: 1, owned: [], paused: new Set<string>(), protocolName: 'range', sessionTimeoutMs: 10_000,
+      groupId: 'g', memberId, topics: ['t'], groupInstanceId: null, kafkaGeneration: 1, generation: 1, owned: [], paused: new Set<string>(), protocolName: 'range', sessionTimeoutMs: 10_000,
     });
     members.set(member('a'));
     clock.advance(15_000);
@@ -262,5 +263,35 @@ describe('kafka consumer groups', () => {
     expect(await join('mixed', ['range'])).toMatchObject({ errorCode: 0 });
     const mixed = await broker.describeGroup('mixed');
     expect([mixed.assignor, mixed.members.length]).toEqual(['sticky', 2]);
+  });
+
+  it('keeps a static member (group.instance.id, KIP-345) across a restart: the same member id and assignment, shown by DescribeGroups', async () => {
+    await produce('t1', 2, 1);
+    const members = new KafkaMembers(new ManualClock(Date.now()));
+    const ctx = { api: broker, header: { clientId: 'rdkafka', apiVersion: 5 }, members } as unknown as RequestContext;
+    const w = new ByteWriter(64);
+    w.int16(0);
+    encode(consumerProtocolSubscription, 0, { topics: ['t1'], userData: null }, w);
+    const metadata = w.finish();
+    const join = async (groupInstanceId: string | null) => await joinGroup.handle({
+      groupId: 's', memberId: '', groupInstanceId, sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, protocolType: 'consumer', protocols: [{ name: 'range', metadata }],
+    }, ctx) as { errorCode: number; memberId: string; generationId: number };
+    const first = await join('host-1');
+    await syncGroup.handle({ groupId: 's', memberId: first.memberId, generationId: first.generationId, assignments: [] }, ctx);
+    const described = await describeGroups.handle({ groups: ['s'] }, ctx) as { groups: Array<{ members: Array<{ memberId: string; groupInstanceId: string | null }> }> };
+    expect(described.groups[0]!.members).toMatchObject([{ memberId: first.memberId, groupInstanceId: 'host-1' }]);
+    // Restarted, it joins with no member id: it is the member it was, and the group did not grow.
+    const again = await join('host-1');
+    expect([again.errorCode, again.memberId]).toEqual([0, first.memberId]);
+    expect((await broker.describeGroup('s')).members.map((m) => m.memberId)).toEqual([first.memberId]);
+    // A dynamic member is another member.
+    const dynamic = await join(null);
+    expect(dynamic.memberId).not.toBe(first.memberId);
+    expect((await broker.describeGroup('s')).members).toHaveLength(2);
+    // An admin removes the static member by its group.instance.id alone (LeaveGroup v3+).
+    const left = await leaveGroup.handle({ groupId: 's', members: [{ memberId: '', groupInstanceId: 'host-1' }] }, { ...ctx, header: { clientId: 'admin', apiVersion: 3 } } as RequestContext) as
+      { members: Array<{ memberId: string; groupInstanceId: string | null; errorCode: number }> };
+    expect(left.members).toEqual([{ memberId: first.memberId, groupInstanceId: 'host-1', errorCode: 0 }]);
+    expect((await broker.describeGroup('s')).members.map((m) => m.memberId)).toEqual([dynamic.memberId]);
   });
 });

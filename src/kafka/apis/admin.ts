@@ -100,7 +100,7 @@ export const listGroups: KafkaApi = {
 
 export const describeGroups: KafkaApi = {
   key: 15, name: 'DescribeGroups', minVersion: 0, maxVersion: 5, request: describeGroupsRequest, response: describeGroupsResponse,
-  async handle(request, { api }) {
+  async handle(request, { api, members: kafkaMembers }) {
     return {
       throttleTimeMs: 0,
       groups: await Promise.all((request.groups as string[]).map(async (groupId) => {
@@ -109,7 +109,7 @@ export const describeGroups: KafkaApi = {
           return {
             errorCode: 0, groupId, groupState: d.state, protocolType: 'consumer', protocolData: d.assignor ?? '',
             members: d.members.map((m) => ({
-              memberId: m.memberId, groupInstanceId: null, clientId: m.clientId, clientHost: '', memberMetadata: Buffer.alloc(0),
+              memberId: m.memberId, groupInstanceId: kafkaMembers.instanceOf(groupId, m.memberId), clientId: m.clientId, clientHost: '', memberMetadata: Buffer.alloc(0),
               memberAssignment: writeAssignment(m.assignment),
             })),
           };

@@ -99,9 +99,11 @@ export function writeAssignment(partitions: readonly TopicPartition[]): Buffer {
 
 export const joinGroup: KafkaApi = {
   key: 11, name: 'JoinGroup', minVersion: 0, maxVersion: 9, request: joinGroupRequest, response: joinGroupResponse,
-  async handle(request, { api, header, members }) {
+  async handle(request, ctx) {
+    const { api, header, members } = ctx;
     const groupId = request.groupId as string;
-    const memberId = request.memberId as string;
+    let memberId = request.memberId as string;
+    const groupInstanceId = (request.groupInstanceId as string | null | undefined) ?? null;
     const protocols = request.protocols as Array<{ name: string; metadata: Buffer }>;
     const answer = (errorCode: number, fields: { generationId?: number; memberId?: string; protocolName?: string | null } = {}) => ({
       throttleTimeMs: 0, errorCode, generationId: -1, protocolType: 'consumer', protocolName: null, leader: '', skipAssignment: false,
@@ -111,6 +113,10 @@ export const joinGroup: KafkaApi = {
     let protocolName = protocols[0]!.name;
     try {
       const subscription = readSubscription(protocols[0]!.metadata);
+      // A static member (KIP-345) that joins with no member id after a restart is the member it was: its id and
+      // assignment are kept, and nothing moves (as Kafka). One its session ended joins anew.
+      const prior = memberId === '' && groupInstanceId !== null ? members.byInstance(groupId, groupInstanceId) : undefined;
+      if (prior) memberId = prior.memberId;
       let known = memberId === '' ? undefined : members.get(groupId, memberId);
       if (memberId !== '' && known === undefined) return answer(UNKNOWN_MEMBER_ID);
       if (known && !sameTopics(known.topics, subscription.topics)) {
@@ -124,8 +130,13 @@ export const joinGroup: KafkaApi = {
         const owned = protocolName === 'cooperative-sticky'
           ? subscription.ownedPartitions.flatMap((t) => t.partitions.map((partition) => ({ topic: t.topic, partition })))
           : [];
-        const assigned = await api.heartbeat({ groupId, memberId, generationId: known.generation, owned });
-        known.owned = owned;
+        const assigned = await api.heartbeat({ groupId, memberId, generationId: known.generation, owned: prior ? known.owned : owned }).catch((err: unknown) => {
+          if (!(prior && err instanceof OnelogError && err.code === 'UNKNOWN_MEMBER_ID')) throw err;
+          members.delete(groupId, memberId);
+          return null;
+        });
+        if (assigned === null) return await joinGroup.handle({ ...request, memberId: '' }, ctx);
+        if (!prior) known.owned = owned;
         known.generation = known.kafkaGeneration = assigned.generationId;
         known.protocolName = protocolName;
         return answer(KAFKA_ERROR.NONE, { generationId: assigned.generationId, protocolName });
@@ -137,7 +148,7 @@ export const joinGroup: KafkaApi = {
         commitStartPositions: false, assignor: chosen.assignor,
       });
       members.set({
-        groupId, memberId: joined.memberId, topics: subscription.topics, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
+        groupId, memberId: joined.memberId, topics: subscription.topics, groupInstanceId, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
         sessionTimeoutMs: request.sessionTimeoutMs as number,
       });
       return answer(KAFKA_ERROR.NONE, { generationId: joined.generationId, memberId: joined.memberId, protocolName });
@@ -187,12 +198,18 @@ export const leaveGroup: KafkaApi = {
   key: 13, name: 'LeaveGroup', minVersion: 0, maxVersion: 5, request: leaveGroupRequest, response: leaveGroupResponse,
   async handle(request, { api, header, members }) {
     const groupId = request.groupId as string;
-    const leaving = header.apiVersion >= 3 ? (request.members as Array<{ memberId: string }>).map((m) => m.memberId) : [request.memberId as string];
-    const results = await Promise.all(leaving.map(async (memberId) => {
+    // v3+: members by id, or a static member by its group.instance.id alone (an admin removing it).
+    const leaving = header.apiVersion >= 3
+      ? (request.members as Array<{ memberId: string; groupInstanceId: string | null }>).map((m) => ({
+        memberId: m.memberId !== '' || m.groupInstanceId === null ? m.memberId : members.byInstance(groupId, m.groupInstanceId)?.memberId ?? '',
+        groupInstanceId: m.groupInstanceId,
+      }))
+      : [{ memberId: request.memberId as string, groupInstanceId: null }];
+    const results = await Promise.all(leaving.map(async ({ memberId, groupInstanceId }) => {
       // Forgotten once the broker let it leave: a refused LeaveGroup (an ACL) leaves the member as it was.
       const errorCode = await api.leaveGroup({ groupId, memberId }).then(() => 0, (err: unknown) => kafkaErrorCode(err, 'group'));
       if (errorCode === 0 || errorCode === kafkaCodeOf('UNKNOWN_MEMBER_ID', 'group')) members.delete(groupId, memberId);
-      return { memberId, groupInstanceId: null, errorCode };
+      return { memberId, groupInstanceId, errorCode };
     }));
     return { throttleTimeMs: 0, errorCode: 0, members: results };
   },
