@@ -10,6 +10,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { AssignedPartition, TopicPartition } from '../protocol/api.js';
+import { JoinRounds } from './join-rounds.js';
 
 /** A Kafka member as the adapter knows it. */
 export interface KafkaMember {
@@ -39,8 +40,23 @@ const key = (tp: TopicPartition) => `${tp.topic}/${tp.partition}`;
 
 export class KafkaMembers {
   private readonly members = new Map<string, KafkaMember>();
+  /** The groups' JoinGroup rounds (join-rounds.ts). */
+  readonly rounds: JoinRounds;
 
-  constructor(private readonly clock: Clock) {}
+  /** @param initialRebalanceDelayMs see {@link JoinRounds} @default 3000 (Kafka's group.initial.rebalance.delay.ms) */
+  constructor(readonly clock: Clock, initialRebalanceDelayMs = 3000) {
+    this.rounds = new JoinRounds(clock, (groupId, memberId) => {
+      const m = this.members.get(`${groupId}\0${memberId}`);
+      return m !== undefined && this.clock.now() - m.lastSeenAt <= m.sessionTimeoutMs;
+    }, initialRebalanceDelayMs);
+  }
+
+  /** The ids of the members of `groupId` remembered now. */
+  inGroup(groupId: string): string[] {
+    const out: string[] = [];
+    for (const m of this.members.values()) if (m.groupId === groupId && !this.gone(m)) out.push(m.memberId);
+    return out;
+  }
 
   /** The members remembered. */
   get size(): number {
@@ -58,10 +74,12 @@ export class KafkaMembers {
     return member;
   }
 
-  /** Remembers a member that just joined, and forgets those gone silent. */
-  set(member: Omit<KafkaMember, 'lastSeenAt'>): void {
+  /** Remembers a member that just joined, and forgets those gone silent. @returns the member as remembered */
+  set(member: Omit<KafkaMember, 'lastSeenAt'>): KafkaMember {
     for (const [k, m] of this.members) if (this.gone(m)) this.members.delete(k);
-    this.members.set(`${member.groupId}\0${member.memberId}`, { ...member, lastSeenAt: this.clock.now() });
+    const remembered = { ...member, lastSeenAt: this.clock.now() };
+    this.members.set(`${member.groupId}\0${member.memberId}`, remembered);
+    return remembered;
   }
 
   /** The static member of `groupId` known by `groupInstanceId` (not marked as heard from), if any. */
@@ -81,6 +99,7 @@ export class KafkaMembers {
 
   delete(groupId: string, memberId: string): void {
     this.members.delete(`${groupId}\0${memberId}`);
+    this.rounds.left(groupId, memberId);
   }
 
   /**

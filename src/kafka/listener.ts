@@ -99,6 +99,11 @@ export interface KafkaListenerOptions {
    */
   autoCreateTopics?: { partitions: number } | null;
   /**
+   * How long the first JoinGroup round of a group with no Kafka member waits for more members, each arrival extending
+   * it up to the round's rebalance timeout, ms (kafka/join-rounds.ts). @default 3000 (Kafka's group.initial.rebalance.delay.ms)
+   */
+  initialRebalanceDelayMs?: number;
+  /**
    * Caps the highest version served of some APIs, by API key (`{ 18: 0 }`: ApiVersions v0 only), as an older
    * Kafka broker serves fewer: for a client that mishandles a version, and to test clients' fallback. A version
    * above the cap is answered as any version not served (ApiVersions: UNSUPPORTED_VERSION, 35).
@@ -147,7 +152,7 @@ export class KafkaListener {
       { autoCreateTopics: { partitions: number } | null } &
       Pick<KafkaListenerOptions, 'users' | 'acls' | 'audit' | 'quotas'> & { advertisedHost: string; advertisedPort?: number },
   ) {
-    this.members = new KafkaMembers(options.clock);
+    this.members = new KafkaMembers(options.clock, options.initialRebalanceDelayMs);
     for (const name of ['maxFrameBytes', 'maxUnauthenticatedFrameBytes', 'maxBufferedBytes'] as const) {
       if (!Number.isSafeInteger(options[name]) || options[name] < 1) {
         throw new OnelogError('INVALID_REQUEST', `${name}: ${options[name]} is not a positive whole number of bytes`, { [name]: options[name] });
@@ -176,7 +181,7 @@ export class KafkaListener {
       maxUnauthenticatedFrameBytes: options.maxUnauthenticatedFrameBytes ?? 524_288, maxBufferedBytes: options.maxBufferedBytes ?? 268_435_456,
       idleTimeoutMs: options.idleTimeoutMs ?? 600_000, maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULT_SERVER_LIMITS.maxInFlightPerConnection,
       maxConnections: options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections,
-      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, autoCreateTopics: options.autoCreateTopics ?? null, users: options.users, acls: options.acls, audit: options.audit, quotas: options.quotas,
+      clock: options.clock ?? systemClock, maxVersions: options.maxVersions ?? {}, initialRebalanceDelayMs: options.initialRebalanceDelayMs ?? 3000, autoCreateTopics: options.autoCreateTopics ?? null, users: options.users, acls: options.acls, audit: options.audit, quotas: options.quotas,
     });
     server.on(options.tls ? 'secureConnection' : 'connection', guarded((socket: net.Socket) => listener.serve(socket), {
       what: 'kafka connection closed', logger: options.logger, fields: (socket) => ({ remote: `${socket.remoteAddress}:${socket.remotePort}` }),

@@ -12,7 +12,8 @@ import { Onelog } from '../../src/client/index.js';
 import { ManualClock } from '../../src/clock.js';
 import { KafkaMembers } from '../../src/kafka/kafka-members.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
-import { joinGroup, leaveGroup, readSubscription, syncGroup, writeAssignment } from '../../src/kafka/apis/groups.js';
+import { heartbeat as heartbeatApi, joinGroup, leaveGroup, readSubscription, syncGroup, writeAssignment } from '../../src/kafka/apis/groups.js';
+import { offsetCommit } from '../../src/kafka/apis/offsets.js';
 import { describeGroups } from '../../src/kafka/apis/admin.js';
 import type { RequestContext } from '../../src/kafka/apis/api.js';
 import { ByteReader, ByteWriter } from '../../src/kafka/codec/bytes.js';
@@ -199,99 +200,152 @@ describe('kafka consumer groups', () => {
     expect(members.size).toBe(1);
     expect(members.get('g', 'a')).toBeUndefined();
   });
+});
 
-  it('applies a changed subscription at rejoin (librdkafka\'s 0045, 0113): a member that moves from T1 to T1 and T2 gets both', async () => {
-    await produce('t1', 2, 1);
-    await produce('t2', 2, 1);
-    const members = new KafkaMembers(new ManualClock(Date.now()));
-    const ctx = { api: broker, header: { clientId: 'rdkafka', apiVersion: 5 }, members } as unknown as RequestContext;
-    const subscription = (topics: string[], owned: Array<{ topic: string; partitions: number[] }> = []) => {
-      const w = new ByteWriter(64);
-      w.int16(1);
-      encode(consumerProtocolSubscription, 1, { topics, userData: null, ownedPartitions: owned }, w);
-      return w.finish();
-    };
-    const join = async (memberId: string, topics: string[], protocol: string, owned?: Array<{ topic: string; partitions: number[] }>) => await joinGroup.handle({
-      groupId: 'g', memberId, sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, protocolType: 'consumer', protocols: [{ name: protocol, metadata: subscription(topics, owned) }],
-    }, ctx) as { errorCode: number; memberId: string; generationId: number };
-    const sync = async (memberId: string, generationId: number) => {
-      const answer = await syncGroup.handle({ groupId: 'g', memberId, generationId, assignments: [] }, ctx) as { errorCode: number; assignment: Buffer };
+/**
+ * A driver of the group APIs' handlers for Kafka members (no client): its own KafkaMembers on a manual clock, so a
+ * JoinGroup round's timing is the test's.
+ */
+function groupDriver(initialRebalanceDelayMs = 0) {
+  const clock = new ManualClock(Date.now());
+  const members = new KafkaMembers(clock, initialRebalanceDelayMs);
+  const ctx = { api: broker, header: { clientId: 'rdkafka', apiVersion: 5 }, members } as unknown as RequestContext;
+  const subscription = (topics: string[], owned: Array<{ topic: string; partitions: number[] }> = []) => {
+    const w = new ByteWriter(64);
+    w.int16(1);
+    encode(consumerProtocolSubscription, 1, { topics, userData: null, ownedPartitions: owned }, w);
+    return w.finish();
+  };
+  type Joined = { errorCode: number; memberId: string; generationId: number; protocolName: string };
+  return {
+    clock, members, ctx,
+    join: async (groupId: string, o: { memberId?: string; topics?: string[]; protocols?: string[]; owned?: Array<{ topic: string; partitions: number[] }>; groupInstanceId?: string | null } = {}) =>
+      await joinGroup.handle({
+        groupId, memberId: o.memberId ?? '', groupInstanceId: o.groupInstanceId ?? null, sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, protocolType: 'consumer',
+        protocols: (o.protocols ?? ['range']).map((name) => ({ name, metadata: subscription(o.topics ?? ['t1'], o.owned) })),
+      }, ctx) as Joined,
+    sync: async (groupId: string, j: Pick<Joined, 'memberId' | 'generationId'>) => {
+      const answer = await syncGroup.handle({ groupId, memberId: j.memberId, generationId: j.generationId, assignments: [] }, ctx) as { errorCode: number; assignment: Buffer };
       const r = new ByteReader(answer.assignment);
       r.int16();
       const { assignedPartitions } = decode(consumerProtocolAssignment, 0, r) as unknown as { assignedPartitions: Array<{ topic: string; partitions: number[] }> };
       return assignedPartitions.flatMap((t) => t.partitions.map((p) => `${t.topic}/${p}`)).sort();
-    };
+    },
+    heartbeat: async (groupId: string, j: Pick<Joined, 'memberId' | 'generationId'>) =>
+      (await heartbeatApi.handle({ groupId, memberId: j.memberId, generationId: j.generationId }, ctx) as { errorCode: number }).errorCode,
+  };
+}
+
+describe('Kafka group APIs, driven directly', () => {
+  it('answers a JoinGroup once every member rejoined the round (librdkafka\'s 0091, 0093, 0102, 0118): one assignment over all of them', async () => {
+    await produce('t1', 4, 1);
+    const d = groupDriver(3000);
+    // Two consumers started together: the first round waits group.initial.rebalance.delay.ms for the second.
+    const a = d.join('g');
+    const b = d.join('g');
+    let answered = 0;
+    void Promise.all([a, b]).then(() => answered++);
+    await vi.waitFor(() => expect(d.members.inGroup('g')).toHaveLength(2));
+    d.clock.advance(2000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(0);
+    d.clock.advance(1000);
+    const [ja, jb] = await Promise.all([a, b]);
+    expect(ja.generationId).toBe(jb.generationId);
+    const [pa, pb] = [await d.sync('g', ja), await d.sync('g', jb)];
+    expect([pa.length, pb.length]).toEqual([2, 2]); // split in the one round: nobody took all 4 first
+    expect([...pa, ...pb].sort()).toEqual(['t1/0', 't1/1', 't1/2', 't1/3']);
+    // A third joins: its answer waits until the others rejoined; their heartbeats tell them to.
+    const c = d.join('g');
+    await vi.waitFor(() => expect(d.members.rounds.pending('g', ja.memberId)).toBe(true));
+    expect([await d.heartbeat('g', ja), await d.heartbeat('g', jb)]).toEqual([27, 27]);
+    const [ja2, jb2] = await Promise.all([d.join('g', { memberId: ja.memberId }), d.join('g', { memberId: jb.memberId })]);
+    const jc = await c;
+    expect(new Set([ja2.generationId, jb2.generationId, jc.generationId]).size).toBe(1);
+    const all = [await d.sync('g', ja2), await d.sync('g', jb2), await d.sync('g', jc)];
+    expect(all.map((p) => p.length).sort()).toEqual([1, 1, 2]);
+    // A commit with the generation before the round is refused, as Kafka refuses it.
+    const commit = await offsetCommit.handle({
+      groupId: 'g', generationIdOrMemberEpoch: ja.generationId, memberId: ja.memberId, topics: [{ name: 't1', partitions: [{ partitionIndex: 0, committedOffset: 1, committedMetadata: null }] }],
+    }, d.ctx) as { topics: Array<{ partitions: Array<{ errorCode: number }> }> };
+    expect(commit.topics[0]!.partitions[0]!.errorCode).toBe(22); // ILLEGAL_GENERATION
+  });
+
+  it('ends a round at the rebalance timeout without the members that never rejoined: they are removed', async () => {
+    await produce('t1', 2, 1);
+    const d = groupDriver(0);
+    const ja = await d.join('g');
+    const b = d.join('g');
+    await vi.waitFor(() => expect(d.members.rounds.pending('g', ja.memberId)).toBe(true));
+    d.clock.advance(30_000);
+    const jb = await b;
+    expect(await d.sync('g', jb)).toEqual(['t1/0', 't1/1']);
+    expect((await broker.describeGroup('g')).members.map((m) => m.memberId)).toEqual([jb.memberId]);
+    expect(await d.heartbeat('g', ja)).toBe(25); // UNKNOWN_MEMBER_ID
+  });
+
+  it('applies a changed subscription at rejoin (librdkafka\'s 0045, 0113): a member that moves from T1 to T1 and T2 gets both', async () => {
+    await produce('t1', 2, 1);
+    await produce('t2', 2, 1);
+    const d = groupDriver();
     for (const protocol of ['range', 'cooperative-sticky']) {
-      const first = await join('', ['t1'], protocol);
-      expect(await sync(first.memberId, first.generationId)).toEqual(['t1/0', 't1/1']);
-      const again = await join(first.memberId, ['t1', 't2'], protocol, protocol === 'range' ? [] : [{ topic: 't1', partitions: [0, 1] }]);
+      const first = await d.join('g', { protocols: [protocol] });
+      expect(await d.sync('g', first)).toEqual(['t1/0', 't1/1']);
+      const again = await d.join('g', { memberId: first.memberId, topics: ['t1', 't2'], protocols: [protocol], owned: protocol === 'range' ? [] : [{ topic: 't1', partitions: [0, 1] }] });
       expect(again.errorCode).toBe(0);
-      expect(await sync(again.memberId, again.generationId)).toEqual(['t1/0', 't1/1', 't2/0', 't2/1']);
+      expect(await d.sync('g', again)).toEqual(['t1/0', 't1/1', 't2/0', 't2/1']);
       const described = await broker.describeGroup('g');
       expect(described.subscriptions.map((s) => s.topic).sort()).toEqual(['t1', 't2']);
       expect(described.members.map((m) => m.memberId)).toEqual([again.memberId]);
       // The same topics again: a plain rejoin, the same member.
-      const same = await join(again.memberId, ['t2', 't1'], protocol);
-      expect(same.memberId).toBe(again.memberId);
+      expect((await d.join('g', { memberId: again.memberId, topics: ['t2', 't1'], protocols: [protocol] })).memberId).toBe(again.memberId);
       await broker.leaveGroup({ groupId: 'g', memberId: again.memberId });
-      members.delete('g', again.memberId);
+      d.members.delete('g', again.memberId);
     }
   });
 
   it('honours the assignor a Kafka-only group\'s members agree on (librdkafka\'s 0132); a group with onelog members keeps onelog\'s', async () => {
     await produce('t1', 2, 1);
-    const members = new KafkaMembers(new ManualClock(Date.now()));
-    const ctx = { api: broker, header: { clientId: 'rdkafka', apiVersion: 5 }, members } as unknown as RequestContext;
-    const metadata = (() => {
-      const w = new ByteWriter(64);
-      w.int16(0);
-      encode(consumerProtocolSubscription, 0, { topics: ['t1'], userData: null }, w);
-      return w.finish();
-    })();
-    const join = async (groupId: string, protocols: string[]) => await joinGroup.handle({
-      groupId, memberId: '', sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, protocolType: 'consumer', protocols: protocols.map((name) => ({ name, metadata })),
-    }, ctx) as { errorCode: number; protocolName: string };
-    expect(await join('k', ['roundrobin', 'range'])).toMatchObject({ errorCode: 0, protocolName: 'roundrobin' });
+    const d = groupDriver();
+    const first = await d.join('k', { protocols: ['roundrobin', 'range'] });
+    expect(first).toMatchObject({ errorCode: 0, protocolName: 'roundrobin' });
     expect((await broker.describeGroup('k')).assignor).toBe('round-robin');
-    // A second member that prefers range joins the group's round robin, which it offers too.
-    expect(await join('k', ['range', 'roundrobin'])).toMatchObject({ errorCode: 0, protocolName: 'roundrobin' });
+    // A second member that prefers range joins the group's round robin, which it offers too (the first rejoins the round).
+    const second = d.join('k', { protocols: ['range', 'roundrobin'] });
+    await vi.waitFor(() => expect(d.members.rounds.pending('k', first.memberId)).toBe(true));
+    await d.join('k', { memberId: first.memberId, protocols: ['roundrobin', 'range'] });
+    expect(await second).toMatchObject({ errorCode: 0, protocolName: 'roundrobin' });
     expect((await broker.describeGroup('k')).assignor).toBe('round-robin');
-    expect(await join('c', ['cooperative-sticky'])).toMatchObject({ errorCode: 0, protocolName: 'cooperative-sticky' });
+    expect(await d.join('c', { protocols: ['cooperative-sticky'] })).toMatchObject({ errorCode: 0, protocolName: 'cooperative-sticky' });
     expect((await broker.describeGroup('c')).assignor).toBe('sticky');
     // A group an onelog member is in keeps its assignor: the Kafka member joins it (was INCONSISTENT_GROUP_PROTOCOL).
     await broker.joinGroup({ groupId: 'mixed', topics: ['t1'] });
-    expect(await join('mixed', ['range'])).toMatchObject({ errorCode: 0 });
+    expect(await d.join('mixed', { protocols: ['range'] })).toMatchObject({ errorCode: 0 });
     const mixed = await broker.describeGroup('mixed');
     expect([mixed.assignor, mixed.members.length]).toEqual(['sticky', 2]);
   });
 
   it('keeps a static member (group.instance.id, KIP-345) across a restart: the same member id and assignment, shown by DescribeGroups', async () => {
     await produce('t1', 2, 1);
-    const members = new KafkaMembers(new ManualClock(Date.now()));
-    const ctx = { api: broker, header: { clientId: 'rdkafka', apiVersion: 5 }, members } as unknown as RequestContext;
-    const w = new ByteWriter(64);
-    w.int16(0);
-    encode(consumerProtocolSubscription, 0, { topics: ['t1'], userData: null }, w);
-    const metadata = w.finish();
-    const join = async (groupInstanceId: string | null) => await joinGroup.handle({
-      groupId: 's', memberId: '', groupInstanceId, sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, protocolType: 'consumer', protocols: [{ name: 'range', metadata }],
-    }, ctx) as { errorCode: number; memberId: string; generationId: number };
-    const first = await join('host-1');
-    await syncGroup.handle({ groupId: 's', memberId: first.memberId, generationId: first.generationId, assignments: [] }, ctx);
-    const described = await describeGroups.handle({ groups: ['s'] }, ctx) as { groups: Array<{ members: Array<{ memberId: string; groupInstanceId: string | null }> }> };
+    const d = groupDriver();
+    const first = await d.join('s', { groupInstanceId: 'host-1' });
+    await d.sync('s', first);
+    const described = await describeGroups.handle({ groups: ['s'] }, d.ctx) as { groups: Array<{ members: Array<{ memberId: string; groupInstanceId: string | null }> }> };
     expect(described.groups[0]!.members).toMatchObject([{ memberId: first.memberId, groupInstanceId: 'host-1' }]);
     // Restarted, it joins with no member id: it is the member it was, and the group did not grow.
-    const again = await join('host-1');
+    const again = await d.join('s', { groupInstanceId: 'host-1' });
     expect([again.errorCode, again.memberId]).toEqual([0, first.memberId]);
     expect((await broker.describeGroup('s')).members.map((m) => m.memberId)).toEqual([first.memberId]);
-    // A dynamic member is another member.
-    const dynamic = await join(null);
-    expect(dynamic.memberId).not.toBe(first.memberId);
+    // A dynamic member is another member (the static one rejoins the round its arrival opens).
+    const dynamic = d.join('s');
+    await vi.waitFor(() => expect(d.members.rounds.pending('s', first.memberId)).toBe(true));
+    await d.join('s', { memberId: first.memberId, groupInstanceId: 'host-1' });
+    expect((await dynamic).memberId).not.toBe(first.memberId);
     expect((await broker.describeGroup('s')).members).toHaveLength(2);
     // An admin removes the static member by its group.instance.id alone (LeaveGroup v3+).
-    const left = await leaveGroup.handle({ groupId: 's', members: [{ memberId: '', groupInstanceId: 'host-1' }] }, { ...ctx, header: { clientId: 'admin', apiVersion: 3 } } as RequestContext) as
+    const left = await leaveGroup.handle({ groupId: 's', members: [{ memberId: '', groupInstanceId: 'host-1' }] }, { ...d.ctx, header: { clientId: 'admin', apiVersion: 3 } } as RequestContext) as
       { members: Array<{ memberId: string; groupInstanceId: string | null; errorCode: number }> };
     expect(left.members).toEqual([{ memberId: first.memberId, groupInstanceId: 'host-1', errorCode: 0 }]);
-    expect((await broker.describeGroup('s')).members.map((m) => m.memberId)).toEqual([dynamic.memberId]);
+    expect((await broker.describeGroup('s')).members.map((m) => m.memberId)).toEqual([(await dynamic).memberId]);
   });
 });

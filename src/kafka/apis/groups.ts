@@ -10,6 +10,7 @@ import type { AssignorName, TopicPartition } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { ByteReader, ByteWriter } from '../codec/bytes.js';
 import { decode, encode } from '../codec/interpreter.js';
+import type { Struct } from '../codec/interpreter.js';
 import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import { KafkaMembers } from '../kafka-members.js';
 import type { KafkaMember } from '../kafka-members.js';
@@ -72,6 +73,40 @@ async function chooseAssignor(api: RequestContext['api'], groupId: string, proto
   if (live !== null) return { assignor: live, protocolName: protocols.find((p) => KAFKA_ASSIGNORS[p.name] === live)?.name ?? protocols[0]!.name };
   const offered = protocols.find((p) => KAFKA_ASSIGNORS[p.name] !== undefined);
   return offered ? { assignor: KAFKA_ASSIGNORS[offered.name]!, protocolName: offered.name } : { assignor: 'sticky', protocolName: protocols[0]!.name };
+}
+
+/** A JoinGroup's rebalance timeout (v1+; v0: its session timeout), ms. */
+function rebalanceTimeoutMs(request: Struct): number {
+  return Math.max(0, (request.rebalanceTimeoutMs as number | undefined) ?? (request.sessionTimeoutMs as number));
+}
+
+/**
+ * Ends a member's JoinGroup with its group's round (join-rounds.ts): once every Kafka member of the group rejoined
+ * or the rebalance timeout passed (those that did not are removed), answered at the group's generation then. While
+ * it waits, the member is kept alive with the coordinator (a joining Kafka client sends no heartbeat).
+ */
+async function afterRound(ctx: RequestContext, m: KafkaMember, timeoutMs: number): Promise<number> {
+  const { api, members } = ctx;
+  const others = members.inGroup(m.groupId).filter((id) => id !== m.memberId);
+  const ended = members.rounds.gather(m.groupId, m.memberId, others, timeoutMs);
+  const stop = new AbortController();
+  void (async () => {
+    for (;;) {
+      await members.clock.sleep(Math.max(1000, Math.floor(m.sessionTimeoutMs / 3)), stop.signal);
+      if (stop.signal.aborted) return;
+      await api.heartbeat({ groupId: m.groupId, memberId: m.memberId, generationId: m.generation, owned: m.owned }).then((a) => {
+        m.generation = a.generationId;
+      }, () => undefined);
+    }
+  })();
+  const missing = await ended.finally(() => stop.abort());
+  for (const id of missing) {
+    await api.leaveGroup({ groupId: m.groupId, memberId: id }).catch(() => undefined);
+    members.delete(m.groupId, id);
+  }
+  const now = await api.heartbeat({ groupId: m.groupId, memberId: m.memberId, generationId: m.generation, owned: m.owned });
+  m.generation = m.kafkaGeneration = now.generationId;
+  return now.generationId;
 }
 
 /** Whether two subscriptions name the same topics, in any order. */
@@ -139,7 +174,9 @@ export const joinGroup: KafkaApi = {
         if (!prior) known.owned = owned;
         known.generation = known.kafkaGeneration = assigned.generationId;
         known.protocolName = protocolName;
-        return answer(KAFKA_ERROR.NONE, { generationId: assigned.generationId, protocolName });
+        // A static member's return moves nothing: no round (but the one it is asked to rejoin).
+        const generationId = prior && !members.rounds.pending(groupId, memberId) ? assigned.generationId : await afterRound(ctx, known, rebalanceTimeoutMs(request));
+        return answer(KAFKA_ERROR.NONE, { generationId, protocolName });
       }
       const chosen = await chooseAssignor(api, groupId, protocols);
       protocolName = chosen.protocolName;
@@ -147,11 +184,13 @@ export const joinGroup: KafkaApi = {
         groupId, topics: subscription.topics, sessionTimeoutMs: request.sessionTimeoutMs as number, clientId: header.clientId || 'kafka',
         commitStartPositions: false, assignor: chosen.assignor,
       });
-      members.set({
+      const member = members.set({
         groupId, memberId: joined.memberId, topics: subscription.topics, groupInstanceId, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
         sessionTimeoutMs: request.sessionTimeoutMs as number,
       });
-      return answer(KAFKA_ERROR.NONE, { generationId: joined.generationId, memberId: joined.memberId, protocolName });
+      memberId = joined.memberId;
+      const generationId = await afterRound(ctx, member, rebalanceTimeoutMs(request));
+      return answer(KAFKA_ERROR.NONE, { generationId, memberId: joined.memberId, protocolName });
     } catch (err) {
       return answer(groupError(err, members, groupId, memberId));
     }
@@ -186,8 +225,9 @@ export const heartbeat: KafkaApi = {
     try {
       const assigned = await api.heartbeat({ groupId, memberId, generationId: m.generation, owned: m.owned });
       m.generation = assigned.generationId;
-      // The coordinator wants the member to release or take partitions: it rejoins.
-      return { throttleTimeMs: 0, errorCode: KafkaMembers.differs(m, assigned.assignment) ? KAFKA_ERROR.REBALANCE_IN_PROGRESS : KAFKA_ERROR.NONE };
+      // The coordinator wants the member to release or take partitions, or a JoinGroup round waits for it: it rejoins.
+      const rejoin = KafkaMembers.differs(m, assigned.assignment) || members.rounds.pending(groupId, memberId);
+      return { throttleTimeMs: 0, errorCode: rejoin ? KAFKA_ERROR.REBALANCE_IN_PROGRESS : KAFKA_ERROR.NONE };
     } catch (err) {
       return { throttleTimeMs: 0, errorCode: groupError(err, members, groupId, memberId) };
     }
