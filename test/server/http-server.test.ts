@@ -64,7 +64,8 @@ describe('HTTP API', () => {
       [app.inject({ method: 'GET', url: '/nowhere' }), 404, 'NOT_FOUND'],
       [post('/topics', { topic: 't', partitions: 1 }), 409, 'TOPIC_ALREADY_EXISTS'],
       [post('/topics/t/delete-records', { partition: 0, beforeOffset: 99 }), 409, 'OFFSET_OUT_OF_RANGE'],
-      [post('/groups/g/offsets', { topic: 't', offsets: [{ partition: 0, offset: 5 }] }), 409, 'OFFSET_OUT_OF_RANGE'],
+      [post('/topics/t/delete-records', { partition: 0, beforeOffset: -1001 }), 409, 'OFFSET_OUT_OF_RANGE'],
+      [post('/groups/g/offsets', { topic: 't', offsets: [{ partition: 0, offset: -1 }] }), 400, 'INVALID_REQUEST'],
       [post('/groups/g/offsets/reset', { topic: 't', spec: { to: 'sideways' } }), 400, 'INVALID_REQUEST'],
       [app.inject({ method: 'GET', url: '/groups/unknown' }), 404, 'UNKNOWN_GROUP'],
     ];
@@ -78,6 +79,9 @@ describe('HTTP API', () => {
     expect(tooLarge).toMatchObject({ topic: 't', index: 0, maxRecordBytes: 1000 });
     const d = (await app.inject({ method: 'GET', url: '/topics/t' })).json();
     expect(d.partitions.map((p: { highWatermark: number }) => p.highWatermark)).toEqual([1, 0]);
+    // A commit ahead of the log is taken, as Kafka takes it; -1 deletes records up to the high watermark.
+    expect((await post('/groups/g/offsets', { topic: 't', offsets: [{ partition: 0, offset: 5 }] })).statusCode).toBe(204);
+    expect((await post('/topics/t/delete-records', { partition: 0, beforeOffset: -1 })).json()).toMatchObject({ previousLogStartOffset: 0, logStartOffset: 1 });
   });
 
   it('alters a topic and enforces its retention on demand', async () => {

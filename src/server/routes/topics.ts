@@ -43,7 +43,7 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
 
   app.post<{ Params: { topic: string }; Body: { partition: number; beforeOffset: number } }>(
     '/topics/:topic/delete-records',
-    { schema: { body: { type: 'object', required: ['partition', 'beforeOffset'], additionalProperties: false, properties: { partition: nonNegInt, beforeOffset: nonNegInt } } } },
+    { schema: { body: { type: 'object', required: ['partition', 'beforeOffset'], additionalProperties: false, properties: { partition: nonNegInt, beforeOffset: { type: 'integer' } } } } },
     async (request) => api.deleteRecords({ ...request.body, topic: request.params.topic }),
   );
 
