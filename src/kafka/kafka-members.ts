@@ -20,6 +20,13 @@ export interface KafkaMember {
   topics: string[];
   /** Its group.instance.id (a static member, KIP-345): a join under it with no member id is this member again; null for a dynamic member. */
   groupInstanceId: string | null;
+  /**
+   * The coordinator's member it is: its own id, or, for a static member that joined again under a new member id, the
+   * id it had (its assignment kept). Handlers call the broker with this one.
+   */
+  coordinatorMemberId: string;
+  /** A static member another process replaced under its group.instance.id: answered FENCED_INSTANCE_ID, never served. */
+  fenced: boolean;
   /** The generation the last JoinGroup answered: the member's requests carry it until it rejoins. */
   kafkaGeneration: number;
   /** The coordinator's generation for the member now. */
@@ -54,7 +61,7 @@ export class KafkaMembers {
   /** The ids of the members of `groupId` remembered now. */
   inGroup(groupId: string): string[] {
     const out: string[] = [];
-    for (const m of this.members.values()) if (m.groupId === groupId && !this.gone(m)) out.push(m.memberId);
+    for (const m of this.members.values()) if (m.groupId === groupId && !m.fenced && !this.gone(m)) out.push(m.memberId);
     return out;
   }
 
@@ -82,15 +89,31 @@ export class KafkaMembers {
     return remembered;
   }
 
-  /** The static member of `groupId` known by `groupInstanceId` (not marked as heard from), if any. */
+  /** The static member of `groupId` known by `groupInstanceId` (not marked as heard from; a fenced one is not), if any. */
   byInstance(groupId: string, groupInstanceId: string): KafkaMember | undefined {
-    for (const m of this.members.values()) if (m.groupId === groupId && m.groupInstanceId === groupInstanceId && !this.gone(m)) return m;
+    for (const m of this.members.values()) if (m.groupId === groupId && m.groupInstanceId === groupInstanceId && !m.fenced && !this.gone(m)) return m;
     return undefined;
   }
 
-  /** The group.instance.id of a member (null for a dynamic or unknown one), without marking it as heard from. */
-  instanceOf(groupId: string, memberId: string): string | null {
-    return this.members.get(`${groupId}\0${memberId}`)?.groupInstanceId ?? null;
+  /** The Kafka member serving the coordinator's member `coordinatorMemberId` now (not marked as heard from), if any. */
+  byCoordinatorId(groupId: string, coordinatorMemberId: string): KafkaMember | undefined {
+    for (const m of this.members.values()) if (m.groupId === groupId && m.coordinatorMemberId === coordinatorMemberId && !m.fenced && !this.gone(m)) return m;
+    return undefined;
+  }
+
+  /** A member as remembered, without marking it as heard from. */
+  peek(groupId: string, memberId: string): KafkaMember | undefined {
+    return this.members.get(`${groupId}\0${memberId}`);
+  }
+
+  /**
+   * A static member's process replaced under its group.instance.id (KIP-345): the new one is the same coordinator member
+   * under `memberId`, and the old one is fenced (it may still be running: it must not consume beside the new one).
+   */
+  replace(prior: KafkaMember, memberId: string): KafkaMember {
+    prior.fenced = true;
+    this.rounds.left(prior.groupId, prior.memberId);
+    return this.set({ ...prior, memberId, owned: [...prior.owned], paused: new Set(prior.paused), fenced: false });
   }
 
   private gone(member: KafkaMember): boolean {

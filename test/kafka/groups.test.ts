@@ -188,7 +188,7 @@ describe('kafka consumer groups', () => {
     const clock = new ManualClock(0);
     const members = new KafkaMembers(clock);
     const member = (memberId: string) => ({
-      groupId: 'g', memberId, topics: ['t'], groupInstanceId: null, kafkaGeneration: 1, generation: 1, owned: [], paused: new Set<string>(), protocolName: 'range', sessionTimeoutMs: 10_000,
+      groupId: 'g', memberId, coordinatorMemberId: memberId, fenced: false, topics: ['t'], groupInstanceId: null, kafkaGeneration: 1, generation: 1, owned: [], paused: new Set<string>(), protocolName: 'range', sessionTimeoutMs: 10_000,
     });
     members.set(member('a'));
     clock.advance(15_000);
@@ -325,27 +325,40 @@ describe('Kafka group APIs, driven directly', () => {
     expect([mixed.assignor, mixed.members.length]).toEqual(['sticky', 2]);
   });
 
-  it('keeps a static member (group.instance.id, KIP-345) across a restart: the same member id and assignment, shown by DescribeGroups', async () => {
+  it('keeps a static member (group.instance.id, KIP-345) across a restart: its assignment kept, the process it replaced fenced', async () => {
     await produce('t1', 2, 1);
     const d = groupDriver();
     const first = await d.join('s', { groupInstanceId: 'host-1' });
-    await d.sync('s', first);
-    const described = await describeGroups.handle({ groups: ['s'] }, d.ctx) as { groups: Array<{ members: Array<{ memberId: string; groupInstanceId: string | null }> }> };
-    expect(described.groups[0]!.members).toMatchObject([{ memberId: first.memberId, groupInstanceId: 'host-1' }]);
-    // Restarted, it joins with no member id: it is the member it was, and the group did not grow.
+    const firstPartitions = await d.sync('s', first);
+    expect(firstPartitions).toEqual(['t1/0', 't1/1']);
+    const coordinatorId = (await broker.describeGroup('s')).members[0]!.memberId;
+    const describe = async () => (await describeGroups.handle({ groups: ['s'] }, d.ctx) as { groups: Array<{ members: Array<{ memberId: string; groupInstanceId: string | null }> }> }).groups[0]!.members;
+    expect(await describe()).toMatchObject([{ memberId: first.memberId, groupInstanceId: 'host-1' }]);
+    // Restarted, it joins with no member id: the same member of the group (nothing moves), under a new member id.
     const again = await d.join('s', { groupInstanceId: 'host-1' });
-    expect([again.errorCode, again.memberId]).toEqual([0, first.memberId]);
-    expect((await broker.describeGroup('s')).members.map((m) => m.memberId)).toEqual([first.memberId]);
+    expect(again.errorCode).toBe(0);
+    expect(again.memberId).not.toBe(first.memberId);
+    expect(await d.sync('s', again)).toEqual(firstPartitions);
+    expect((await broker.describeGroup('s')).members.map((m) => m.memberId)).toEqual([coordinatorId]);
+    expect(await describe()).toMatchObject([{ memberId: again.memberId, groupInstanceId: 'host-1' }]);
+    // The process it replaced, still running, is fenced: no heartbeat, sync, commit or leave of it is served.
+    expect(await d.heartbeat('s', first)).toBe(82);
+    const commit = await offsetCommit.handle({
+      groupId: 's', generationIdOrMemberEpoch: first.generationId, memberId: first.memberId, topics: [{ name: 't1', partitions: [{ partitionIndex: 0, committedOffset: 1, committedMetadata: null }] }],
+    }, d.ctx) as { topics: Array<{ partitions: Array<{ errorCode: number }> }> };
+    expect(commit.topics[0]!.partitions[0]!.errorCode).toBe(82);
+    expect(await d.join('s', { memberId: first.memberId, groupInstanceId: 'host-1' })).toMatchObject({ errorCode: 82 });
+    expect(await d.heartbeat('s', again)).toBe(0);
     // A dynamic member is another member (the static one rejoins the round its arrival opens).
     const dynamic = d.join('s');
-    await vi.waitFor(() => expect(d.members.rounds.pending('s', first.memberId)).toBe(true));
-    await d.join('s', { memberId: first.memberId, groupInstanceId: 'host-1' });
-    expect((await dynamic).memberId).not.toBe(first.memberId);
+    await vi.waitFor(() => expect(d.members.rounds.pending('s', again.memberId)).toBe(true));
+    await d.join('s', { memberId: again.memberId, groupInstanceId: 'host-1' });
+    expect((await dynamic).memberId).not.toBe(again.memberId);
     expect((await broker.describeGroup('s')).members).toHaveLength(2);
     // An admin removes the static member by its group.instance.id alone (LeaveGroup v3+).
     const left = await leaveGroup.handle({ groupId: 's', members: [{ memberId: '', groupInstanceId: 'host-1' }] }, { ...d.ctx, header: { clientId: 'admin', apiVersion: 3 } } as RequestContext) as
       { members: Array<{ memberId: string; groupInstanceId: string | null; errorCode: number }> };
-    expect(left.members).toEqual([{ memberId: first.memberId, groupInstanceId: 'host-1', errorCode: 0 }]);
+    expect(left.members).toEqual([{ memberId: again.memberId, groupInstanceId: 'host-1', errorCode: 0 }]);
     expect((await broker.describeGroup('s')).members.map((m) => m.memberId)).toEqual([(await dynamic).memberId]);
   });
 });

@@ -108,10 +108,14 @@ export const describeGroups: KafkaApi = {
           const d = await api.describeGroup(groupId);
           return {
             errorCode: 0, groupId, groupState: d.state, protocolType: 'consumer', protocolData: d.assignor ?? '',
-            members: d.members.map((m) => ({
-              memberId: m.memberId, groupInstanceId: kafkaMembers.instanceOf(groupId, m.memberId), clientId: m.clientId, clientHost: '', memberMetadata: Buffer.alloc(0),
-              memberAssignment: writeAssignment(m.assignment),
-            })),
+            members: d.members.map((m) => {
+              // A Kafka member is shown by the id its client uses (a static member's new one after a restart).
+              const kafka = kafkaMembers.byCoordinatorId(groupId, m.memberId);
+              return {
+                memberId: kafka?.memberId ?? m.memberId, groupInstanceId: kafka?.groupInstanceId ?? null, clientId: m.clientId, clientHost: '',
+                memberMetadata: Buffer.alloc(0), memberAssignment: writeAssignment(m.assignment),
+              };
+            }),
           };
         } catch (err) {
           // A group that does not exist is Dead, as Kafka answers it.

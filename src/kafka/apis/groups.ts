@@ -6,6 +6,7 @@
  * whose subscription names other topics (a consumer that moved from T1 to T1 and T2) leaves and joins again with
  * them, under a new member id the JoinGroup answer gives it (clients take the id the answer names).
  */
+import { randomUUID } from 'node:crypto';
 import type { AssignorName, TopicPartition } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { ByteReader, ByteWriter } from '../codec/bytes.js';
@@ -89,22 +90,23 @@ async function afterRound(ctx: RequestContext, m: KafkaMember, timeoutMs: number
   const { api, members } = ctx;
   const others = members.inGroup(m.groupId).filter((id) => id !== m.memberId);
   const ended = members.rounds.gather(m.groupId, m.memberId, others, timeoutMs);
+  const self = { groupId: m.groupId, memberId: m.coordinatorMemberId };
   const stop = new AbortController();
   void (async () => {
     for (;;) {
       await members.clock.sleep(Math.max(1000, Math.floor(m.sessionTimeoutMs / 3)), stop.signal);
       if (stop.signal.aborted) return;
-      await api.heartbeat({ groupId: m.groupId, memberId: m.memberId, generationId: m.generation, owned: m.owned }).then((a) => {
+      await api.heartbeat({ ...self, generationId: m.generation, owned: m.owned }).then((a) => {
         m.generation = a.generationId;
       }, () => undefined);
     }
   })();
   const missing = await ended.finally(() => stop.abort());
   for (const id of missing) {
-    await api.leaveGroup({ groupId: m.groupId, memberId: id }).catch(() => undefined);
+    await api.leaveGroup({ groupId: m.groupId, memberId: members.peek(m.groupId, id)?.coordinatorMemberId ?? id }).catch(() => undefined);
     members.delete(m.groupId, id);
   }
-  const now = await api.heartbeat({ groupId: m.groupId, memberId: m.memberId, generationId: m.generation, owned: m.owned });
+  const now = await api.heartbeat({ ...self, generationId: m.generation, owned: m.owned });
   m.generation = m.kafkaGeneration = now.generationId;
   return now.generationId;
 }
@@ -119,6 +121,7 @@ function sameTopics(a: readonly string[], b: readonly string[]): boolean {
 function memberOf(members: KafkaMembers, groupId: string, memberId: string, generationId: number): KafkaMember | number {
   const m = members.get(groupId, memberId);
   if (m === undefined) return UNKNOWN_MEMBER_ID;
+  if (m.fenced) return KAFKA_ERROR.FENCED_INSTANCE_ID;
   return generationId === m.kafkaGeneration ? m : ILLEGAL_GENERATION;
 }
 
@@ -148,15 +151,17 @@ export const joinGroup: KafkaApi = {
     let protocolName = protocols[0]!.name;
     try {
       const subscription = readSubscription(protocols[0]!.metadata);
-      // A static member (KIP-345) that joins with no member id after a restart is the member it was: its id and
-      // assignment are kept, and nothing moves (as Kafka). One its session ended joins anew.
+      // A static member (KIP-345) that joins with no member id after a restart is the coordinator's member it was
+      // (its assignment kept, nothing moves), under a new member id; the process it replaces is fenced, should it
+      // still run (as Kafka). One whose session ended joins anew.
       const prior = memberId === '' && groupInstanceId !== null ? members.byInstance(groupId, groupInstanceId) : undefined;
-      if (prior) memberId = prior.memberId;
-      let known = memberId === '' ? undefined : members.get(groupId, memberId);
+      let known = prior ? members.replace(prior, `${groupInstanceId}-${randomUUID()}`) : memberId === '' ? undefined : members.get(groupId, memberId);
+      if (prior) memberId = known!.memberId;
       if (memberId !== '' && known === undefined) return answer(UNKNOWN_MEMBER_ID);
+      if (known?.fenced) return answer(KAFKA_ERROR.FENCED_INSTANCE_ID);
       if (known && !sameTopics(known.topics, subscription.topics)) {
         // Its subscription changed: what it owns goes back to the group, and it joins again with its new topics.
-        await api.leaveGroup({ groupId, memberId });
+        await api.leaveGroup({ groupId, memberId: known.coordinatorMemberId });
         members.delete(groupId, memberId);
         known = undefined;
       }
@@ -165,7 +170,7 @@ export const joinGroup: KafkaApi = {
         const owned = protocolName === 'cooperative-sticky'
           ? subscription.ownedPartitions.flatMap((t) => t.partitions.map((partition) => ({ topic: t.topic, partition })))
           : [];
-        const assigned = await api.heartbeat({ groupId, memberId, generationId: known.generation, owned: prior ? known.owned : owned }).catch((err: unknown) => {
+        const assigned = await api.heartbeat({ groupId, memberId: known.coordinatorMemberId, generationId: known.generation, owned: prior ? known.owned : owned }).catch((err: unknown) => {
           if (!(prior && err instanceof OnelogError && err.code === 'UNKNOWN_MEMBER_ID')) throw err;
           members.delete(groupId, memberId);
           return null;
@@ -185,7 +190,7 @@ export const joinGroup: KafkaApi = {
         commitStartPositions: false, assignor: chosen.assignor,
       });
       const member = members.set({
-        groupId, memberId: joined.memberId, topics: subscription.topics, groupInstanceId, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
+        groupId, memberId: joined.memberId, coordinatorMemberId: joined.memberId, fenced: false, topics: subscription.topics, groupInstanceId, kafkaGeneration: joined.generationId, generation: joined.generationId, owned: [], paused: new Set(), protocolName,
         sessionTimeoutMs: request.sessionTimeoutMs as number,
       });
       memberId = joined.memberId;
@@ -207,7 +212,7 @@ export const syncGroup: KafkaApi = {
     const m = memberOf(members, groupId, memberId, request.generationId as number);
     if (typeof m === 'number') return answer(m);
     try {
-      const assigned = await api.heartbeat({ groupId, memberId, generationId: m.generation, owned: m.owned });
+      const assigned = await api.heartbeat({ groupId, memberId: m.coordinatorMemberId, generationId: m.generation, owned: m.owned });
       return answer(KAFKA_ERROR.NONE, writeAssignment(members.own(m, assigned.assignment, assigned.generationId)), m.protocolName);
     } catch (err) {
       return answer(groupError(err, members, groupId, memberId));
@@ -223,7 +228,7 @@ export const heartbeat: KafkaApi = {
     const m = memberOf(members, groupId, memberId, request.generationId as number);
     if (typeof m === 'number') return { throttleTimeMs: 0, errorCode: m };
     try {
-      const assigned = await api.heartbeat({ groupId, memberId, generationId: m.generation, owned: m.owned });
+      const assigned = await api.heartbeat({ groupId, memberId: m.coordinatorMemberId, generationId: m.generation, owned: m.owned });
       m.generation = assigned.generationId;
       // The coordinator wants the member to release or take partitions, or a JoinGroup round waits for it: it rejoins.
       const rejoin = KafkaMembers.differs(m, assigned.assignment) || members.rounds.pending(groupId, memberId);
@@ -246,8 +251,11 @@ export const leaveGroup: KafkaApi = {
       }))
       : [{ memberId: request.memberId as string, groupInstanceId: null }];
     const results = await Promise.all(leaving.map(async ({ memberId, groupInstanceId }) => {
+      const kafka = members.peek(groupId, memberId);
+      // A fenced process (another replaced it under its group.instance.id) leaves nothing: the member is the other's.
+      if (kafka?.fenced) return { memberId, groupInstanceId, errorCode: KAFKA_ERROR.FENCED_INSTANCE_ID };
       // Forgotten once the broker let it leave: a refused LeaveGroup (an ACL) leaves the member as it was.
-      const errorCode = await api.leaveGroup({ groupId, memberId }).then(() => 0, (err: unknown) => kafkaErrorCode(err, 'group'));
+      const errorCode = await api.leaveGroup({ groupId, memberId: kafka?.coordinatorMemberId ?? memberId }).then(() => 0, (err: unknown) => kafkaErrorCode(err, 'group'));
       if (errorCode === 0 || errorCode === kafkaCodeOf('UNKNOWN_MEMBER_ID', 'group')) members.delete(groupId, memberId);
       return { memberId, groupInstanceId, errorCode };
     }));

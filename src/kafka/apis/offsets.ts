@@ -71,7 +71,13 @@ export const offsetCommit: KafkaApi = {
     // REBALANCE_IN_PROGRESS): that is the coordinator's generation for it now.
     const kafka = members.get(groupId, memberId);
     const current = kafka !== undefined && generationId === kafka.kafkaGeneration ? kafka.generation : generationId;
-    const member = memberId !== '' && generationId >= 0 ? { memberId, generationId: current } : {};
+    const member = memberId !== '' && generationId >= 0 ? { memberId: kafka?.coordinatorMemberId ?? memberId, generationId: current } : {};
+    // A process another replaced under its group.instance.id commits nothing (KIP-345).
+    if (kafka?.fenced) {
+      return { throttleTimeMs: 0, topics: (request.topics as CommitTopic[]).map(({ name, partitions }) => ({
+        name, partitions: partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: KAFKA_ERROR.FENCED_INSTANCE_ID })),
+      })) };
+    }
     const topics = await Promise.all((request.topics as CommitTopic[]).map(async ({ name, partitions }) => {
       let errorCode = 0;
       try {
