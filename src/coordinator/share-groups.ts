@@ -25,7 +25,7 @@ import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';
 import { restoreSnapshot, runsEnd, SharePartition } from './share-partition.js';
 import type { ShareAcknowledgement, ShareKey, SharePartitionSettings } from './share-partition.js';
-import { indexBatches, indexOf, SectionBuilder, ShareReadAhead } from './share-read-ahead.js';
+import { indexBatches, indexOf, keyAt, SectionBuilder, ShareReadAhead } from './share-read-ahead.js';
 import type { IndexedRecords } from './share-read-ahead.js';
 
 /** What share groups read and write beyond the log and the offset store. */
@@ -346,23 +346,20 @@ export class ShareGroups {
     const over: number[] = [];
     let bytes = 0;
     for (const r of acquired) {
-      let size = readAhead.size(r.offset);
-      let reread: { ix: IndexedRecords; i: number } | undefined;
-      if (size < 0) {
-        reread = findIn(again, r.offset);
-        if (reread === undefined) {
-          missing.push(r.offset);
-          continue;
-        }
-        size = reread.ix.ends[reread.i]! - reread.ix.starts[reread.i]!;
+      const held = readAhead.find(r.offset);
+      const at = held ?? findIn(again, r.offset);
+      if (at === undefined) {
+        missing.push(r.offset);
+        continue;
       }
+      const size = at.ix.ends[at.i]! - at.ix.starts[at.i]!;
       if (bytes + size > budget.bytes && !(budget.first && deliveryCounts.length === 0)) {
         over.push(r.offset);
         continue;
       }
       bytes += size;
-      if (reread === undefined) readAhead.take(r.offset, sections);
-      else sections.add(reread.ix, reread.i);
+      if (held) readAhead.take(held, sections);
+      else sections.add(at.ix, at.i);
       deliveryCounts.push(r.deliveries);
     }
     if (missing.length > 0) sp.gone(missing);
@@ -410,19 +407,7 @@ export class ShareGroups {
       let j = i + 1;
       while (j < offsets.length && offsets[j] === offsets[j - 1]! + 1) j++;
       const last = offsets[j - 1]!;
-      // A read stops at a segment's end: read on from where it stopped until the run is covered.
-      for (let at = offsets[i]!; at <= last && at < log.highWatermark;) {
-        const from = at;
-        const read = await Promise.resolve().then(() => log.readBatches(from, READ_AHEAD_BYTES, last - from + 1)).catch((err: unknown) => {
-          if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { batches: Buffer.alloc(0), nextOffset: from }; // the log start moved meanwhile
-          throw err;
-        });
-        const { ix, stoppedAt } = indexBatches(read.batches, from);
-        out.push(ix);
-        const next = stoppedAt ?? read.nextOffset;
-        if (next <= from) break;
-        at = next;
-      }
+      out.push(...await readIndexed(log, offsets[i]!, last));
       i = j;
     }
     return out;
@@ -518,13 +503,8 @@ export class ShareGroups {
     const entries = await this.s.offsets.recordEntries(groupId, topic, partition);
     const last = runsEnd(entries);
     const read: Array<{ offset: number; key: ShareKey | null }> = [];
-    for (let at = Math.max(header.startOffset, log.logStartOffset); at <= last && at < log.highWatermark;) {
-      const got = await log.readBatches(at, READ_AHEAD_BYTES, last - at + 1);
-      const { ix, stoppedAt } = indexBatches(got.batches, at);
-      for (let i = 0; i < ix.n; i++) read.push({ offset: ix.offsets[i]!, key: ix.keys[i]! < 0 ? null : ix.keys[i]! });
-      const next = stoppedAt ?? got.nextOffset;
-      if (next <= at) break;
-      at = next;
+    for (const ix of await readIndexed(log, Math.max(header.startOffset, log.logStartOffset), last)) {
+      for (let i = 0; i < ix.n; i++) read.push({ offset: ix.offsets[i]!, key: keyAt(ix, i) });
     }
     const { snapshot, orphans } = restoreSnapshot(header.startOffset, entries, read);
     return { ...fresh(new SharePartition(snapshot, settingsOf(sub)), committed), orphans };
@@ -567,6 +547,27 @@ function settingsOf(sub: SubscriptionRecord): SharePartitionSettings {
 /** A partition's state around `sp`, nothing read ahead. */
 function fresh(sp: SharePartition, committed: number): PartitionState {
   return { sp, committed, readAhead: new ShareReadAhead(), orphans: [], stale: false };
+}
+
+/**
+ * The log's records from `from` to `last`, indexed, read on across segment ends (a read stops at one); a corrupt batch
+ * or the log start moving past them ends them early.
+ */
+async function readIndexed(log: ReturnType<Logs['get']>, from: number, last: number): Promise<IndexedRecords[]> {
+  const out: IndexedRecords[] = [];
+  for (let at = from; at <= last && at < log.highWatermark;) {
+    const start = at;
+    const read = await Promise.resolve().then(() => log.readBatches(start, READ_AHEAD_BYTES, last - start + 1)).catch((err: unknown) => {
+      if ((err as OnelogError).code === 'OFFSET_OUT_OF_RANGE') return { batches: Buffer.alloc(0), nextOffset: start }; // the log start moved meanwhile
+      throw err;
+    });
+    const { ix, stoppedAt } = indexBatches(read.batches, start);
+    out.push(ix);
+    const next = stoppedAt ?? read.nextOffset;
+    if (next <= start) break;
+    at = next;
+  }
+  return out;
 }
 
 /** Record `offset` in one of `reads`, if any. */

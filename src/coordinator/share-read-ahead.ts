@@ -85,6 +85,11 @@ function grow(ix: IndexedRecords, capacity: number): IndexedRecords {
   return out;
 }
 
+/** Record `i`'s key for key order: its hash, or null without a key. */
+export function keyAt(ix: IndexedRecords, i: number): ShareKey | null {
+  return ix.keys[i]! < 0 ? null : ix.keys[i]!;
+}
+
 /** The index of `offset` in `ix`, or -1. */
 export function indexOf(ix: IndexedRecords, offset: number): number {
   let lo = 0;
@@ -141,7 +146,7 @@ export class SectionBuilder {
 }
 
 /** A read's records with which of them are handed out. */
-interface Chunk {
+export interface Chunk {
   ix: IndexedRecords;
   /** 1 once a record was handed out (or is past use). */
   taken: Uint8Array;
@@ -203,7 +208,7 @@ export class ShareReadAhead {
     if (this.pendingFrom(from) === 0) return { read, nextOffset: this.readEnd };
     const { ix } = this.chunks.at(-1)!;
     const until = Math.min(ix.n, this.cursor + max);
-    for (let i = this.cursor; i < until; i++) read.push({ offset: ix.offsets[i]!, key: ix.keys[i]! < 0 ? null : ix.keys[i]! });
+    for (let i = this.cursor; i < until; i++) read.push({ offset: ix.offsets[i]!, key: keyAt(ix, i) });
     return { read, nextOffset: until < ix.n ? ix.offsets[until]! : this.readEnd };
   }
 
@@ -215,29 +220,22 @@ export class ShareReadAhead {
 
   /** Whether the record at `offset` is held (taken into the window, not yet handed out). */
   holds(offset: number): boolean {
-    const c = this.chunkOf(offset);
-    if (c === undefined) return false;
-    const i = indexOf(c.ix, offset);
-    return i >= 0 && c.taken[i] === 0 && (c !== this.chunks.at(-1) || i < this.cursor);
+    return this.find(offset) !== undefined;
   }
 
-  /** The bytes of the held record at `offset`, or -1 when it is not held. */
-  size(offset: number): number {
-    if (!this.holds(offset)) return -1;
-    const c = this.chunkOf(offset)!;
-    const i = indexOf(c.ix, offset);
-    return c.ix.ends[i]! - c.ix.starts[i]!;
+  /** Where the held record at `offset` lies (for {@link take}; its bytes are `ix.ends[i] - ix.starts[i]`), if it is held. */
+  find(offset: number): { chunk: Chunk; ix: IndexedRecords; i: number } | undefined {
+    const chunk = this.chunkOf(offset);
+    if (chunk === undefined) return undefined;
+    const i = indexOf(chunk.ix, offset);
+    return i >= 0 && chunk.taken[i] === 0 && (chunk !== this.chunks.at(-1) || i < this.cursor) ? { chunk, ix: chunk.ix, i } : undefined;
   }
 
-  /** Hands out the held record at `offset` into `sections` (it is held no more). @returns false when it is not held */
-  take(offset: number, sections: SectionBuilder): boolean {
-    if (!this.holds(offset)) return false;
-    const c = this.chunkOf(offset)!;
-    const i = indexOf(c.ix, offset);
-    sections.add(c.ix, i);
-    this.pass(c, i, i + 1);
+  /** Hands out a held record {@link find} found into `sections`: it is held no more. */
+  take(found: { chunk: Chunk; i: number }, sections: SectionBuilder): void {
+    sections.add(found.chunk.ix, found.i);
+    this.pass(found.chunk, found.i, found.i + 1);
     this.release();
-    return true;
   }
 
   /** Drops what lies below `offset` (the log start moved past it). */
