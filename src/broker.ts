@@ -431,6 +431,21 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.offsets.list(groupId);
   }
 
+  /** A group's configs set over the Kafka protocol (IncrementalAlterConfigs on a group), by name; none for an unknown group. */
+  async groupConfigs(groupId: string): Promise<Record<string, string>> {
+    this.checkOpen();
+    return this.catalog.groupConfigs(checkGroupId(groupId));
+  }
+
+  /**
+   * Replaces a group's Kafka configs, durably, creating the group (with no subscription yet) if it does not exist, as
+   * Kafka keeps a group's configs before its first member.
+   */
+  async setGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void> {
+    this.checkOpen();
+    await this.catalog.setGroupConfigs(checkGroupId(groupId), configs, this.clock.now());
+  }
+
   /**
    * Cluster mode: registers this broker in the cluster with the addresses clients reach it at (its HTTP API, its
    * Kafka listener), so that `NOT_COORDINATOR` answers and Kafka's Metadata name them; heartbeats from then on.

@@ -399,6 +399,19 @@ export class Catalog {
     return row && { groupId: row.group_id, createdAt: Number(row.created_at) };
   }
 
+  /** The group's Kafka configs by name (migration 0018), none for a group that has none or does not exist. */
+  async groupConfigs(groupId: string): Promise<Record<string, string>> {
+    const row = await this.db.selectFrom('groups').select('configs').where('group_id', '=', groupId).executeTakeFirst();
+    return row?.configs ? JSON.parse(row.configs) as Record<string, string> : {};
+  }
+
+  /** Replaces the group's Kafka configs, creating the group (with no subscription) if it does not exist. */
+  async setGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>, now: number): Promise<void> {
+    const json = Object.keys(configs).length === 0 ? null : JSON.stringify(configs);
+    await this.db.insertInto('groups').values({ group_id: groupId, created_at: now, configs: json })
+      .onConflict((oc) => oc.column('group_id').doUpdateSet({ configs: json })).execute();
+  }
+
   /** Every group, by id. */
   async listGroups(): Promise<GroupRecord[]> {
     const rows = await this.db.selectFrom('groups').selectAll().orderBy('group_id').execute();

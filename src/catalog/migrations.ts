@@ -299,4 +299,11 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('subscriptions').addColumn('share_settings', 'text').execute();
     },
   },
+  '0018-group-configs': {
+    // A group's configs set over the Kafka protocol (IncrementalAlterConfigs on a group, e.g. share.auto.offset.reset),
+    // as JSON, kept whether or not the group subscribes to anything yet; null: none.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('groups').addColumn('configs', 'text').execute();
+    },
+  },
 };

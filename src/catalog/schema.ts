@@ -1,6 +1,6 @@
 /** Table shapes of the catalog, as the query layer (Kysely) sees them. Times are ms since the epoch. */
 import type { CompressionType, FlushPolicy } from '../protocol/topic-config.js';
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 import type { GroupAlertKind } from '../protocol/monitoring-api.js';
 import type { CleanupPolicy, DeliveryMode, OutOfRangePolicy, StartPolicy } from '../protocol/types.js';
 
@@ -26,6 +26,8 @@ export interface TopicsTable {
 export interface GroupsTable {
   group_id: string;
   created_at: number;
+  /** JSON of the group's Kafka configs by name (migration 0018); null: none. */
+  configs: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SubscriptionsTable {

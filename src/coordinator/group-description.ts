@@ -33,13 +33,17 @@ export interface DescriptionSources {
 /** Every group with its state, member count and the topics it subscribes to. */
 export async function listGroups(catalog: Catalog, memberships: ReadonlyMap<string, GroupMembership>): Promise<GroupSummary[]> {
   const groups = await catalog.listGroups();
-  return Promise.all(groups.map(async (g) => ({
-    groupId: g.groupId,
-    state: memberships.get(g.groupId)?.state ?? 'Empty',
-    members: memberships.get(g.groupId)?.members.size ?? 0,
-    createdAt: g.createdAt,
-    topics: (await catalog.listSubscriptions(g.groupId)).map((s) => s.topic),
-  })));
+  return Promise.all(groups.map(async (g) => {
+    const subscriptions = await catalog.listSubscriptions(g.groupId);
+    return {
+      groupId: g.groupId,
+      type: subscriptions.some((s) => s.type === 'share') ? 'share' as const : 'consumer' as const,
+      state: memberships.get(g.groupId)?.state ?? 'Empty',
+      members: memberships.get(g.groupId)?.members.size ?? 0,
+      createdAt: g.createdAt,
+      topics: subscriptions.map((s) => s.topic),
+    };
+  }));
 }
 
 /**

@@ -54,6 +54,17 @@ const FETCH = { maxRecords: 500, maxRecordsBound: 10_000, maxBytes: 16 << 20, ma
 /** Reads from the log one acquisition makes at most to fill a partition's window (each up to {@link READ_AHEAD_BYTES}). */
 const MAX_READS = 16;
 
+/** A share acquisition's `partitions` as a set. @throws OnelogError `INVALID_REQUEST` for one out of range or named twice */
+function checkPartitions(partitions: readonly number[], count: number): Set<number> {
+  const set = new Set<number>();
+  for (const p of partitions) {
+    checkInteger(p, 'partitions[]', 0, count - 1);
+    if (set.has(p)) throw new OnelogError('INVALID_REQUEST', `partitions names partition ${p} twice`, { partition: p });
+    set.add(p);
+  }
+  return set;
+}
+
 /** A share-partition with what serves it. */
 interface PartitionState {
   sp: SharePartition;
@@ -103,6 +114,7 @@ export class ShareGroups {
     const maxBytes = checkInteger(request.maxBytes ?? FETCH.maxBytes, 'maxBytes', 1, FETCH.maxBytesBound);
     this.seen(groupId, memberId, request.sessionTimeoutMs);
     const count = this.s.logs.partitionCount(topic);
+    const only = request.partitions === undefined ? null : checkPartitions(request.partitions, count);
     const deadline = this.s.clock.now() + maxWaitMs;
     for (;;) {
       const first = this.nextPartition.get(`${groupId}\0${topic}`) ?? 0;
@@ -115,6 +127,7 @@ export class ShareGroups {
       let failure: unknown;
       for (let i = 0; i < count && records < maxRecords && bytes < maxBytes; i++) {
         const partition = (first + i) % count;
+        if (only !== null && !only.has(partition)) continue;
         const budget = { records: maxRecords - records, bytes: maxBytes - bytes, first: records === 0 };
         let got: Awaited<ReturnType<ShareGroups['acquireFrom']>>;
         try {

@@ -66,6 +66,9 @@ export const KAFKA_ERROR = {
   FENCED_INSTANCE_ID: 82,
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
   UNKNOWN_TOPIC_ID: 100,
+  FENCED_MEMBER_EPOCH: 110,
+  SHARE_SESSION_NOT_FOUND: 122,
+  INVALID_SHARE_SESSION_EPOCH: 123,
 } as const;
 
 /** The Kafka error code for `err` answered in `context` (-1, UNKNOWN_SERVER_ERROR, for anything not an OnelogError). */

@@ -36,9 +36,12 @@ import { initProducerId, produce } from './apis/produce.js';
 import { fetch, listOffsets } from './apis/fetch.js';
 import { findCoordinator, offsetCommit, offsetFetch } from './apis/offsets.js';
 import { heartbeat, joinGroup, leaveGroup, syncGroup } from './apis/groups.js';
+import { alterShareGroupOffsets, describeShareGroupOffsets, shareAcknowledge, shareFetch, shareGroupDescribe, shareGroupHeartbeat } from './apis/share-groups.js';
 import { KafkaMembers } from './kafka-members.js';
+import { KafkaShareMembers } from './share-members.js';
+import { TopicIds } from './topic-ids.js';
 import {
-  createTopics, deleteGroups, deleteRecords, deleteTopics, describeConfigs, describeGroups, listGroups, offsetForLeaderEpoch,
+  createTopics, deleteGroups, deleteRecords, deleteTopics, describeConfigs, describeGroups, incrementalAlterConfigs, listGroups, offsetForLeaderEpoch,
 } from './apis/admin.js';
 import { KAFKA_ERROR } from './errors.js';
 import { FrameReader } from './frames.js';
@@ -51,7 +54,8 @@ import { DEFAULT_SERVER_LIMITS, limitConnections } from '../server/limits.js';
 export const KAFKA_APIS: readonly KafkaApi[] = [
   apiVersions, metadata, produce, initProducerId, listOffsets, fetch, findCoordinator, offsetCommit, offsetFetch,
   joinGroup, syncGroup, heartbeat, leaveGroup,
-  createTopics, deleteTopics, listGroups, describeGroups, deleteRecords, deleteGroups, describeConfigs, offsetForLeaderEpoch,
+  createTopics, deleteTopics, listGroups, describeGroups, deleteRecords, deleteGroups, describeConfigs, incrementalAlterConfigs, offsetForLeaderEpoch,
+  shareGroupHeartbeat, shareGroupDescribe, shareFetch, shareAcknowledge, describeShareGroupOffsets, alterShareGroupOffsets,
   saslHandshake, saslAuthenticate,
 ];
 
@@ -144,6 +148,8 @@ export class KafkaListener {
   /** The APIs served, by key, with the versions served. */
   private readonly apis: Map<number, KafkaApi>;
   private readonly members: KafkaMembers;
+  private readonly shareMembers: KafkaShareMembers;
+  private readonly topicIds = new TopicIds();
 
   private constructor(
     private readonly api: KafkaDataApi & KafkaCluster,
@@ -153,6 +159,7 @@ export class KafkaListener {
       Pick<KafkaListenerOptions, 'users' | 'acls' | 'audit' | 'quotas'> & { advertisedHost: string; advertisedPort?: number },
   ) {
     this.members = new KafkaMembers(options.clock, options.initialRebalanceDelayMs);
+    this.shareMembers = new KafkaShareMembers(options.clock);
     for (const name of ['maxFrameBytes', 'maxUnauthenticatedFrameBytes', 'maxBufferedBytes'] as const) {
       if (!Number.isSafeInteger(options[name]) || options[name] < 1) {
         throw new OnelogError('INVALID_REQUEST', `${name}: ${options[name]} is not a positive whole number of bytes`, { [name]: options[name] });
@@ -232,7 +239,9 @@ export class KafkaListener {
     const { logger, users, maxInFlightPerConnection, maxUnauthenticatedFrameBytes, idleTimeoutMs } = this.options;
     const remote = `${socket.remoteAddress}:${socket.remotePort}`;
     const frames = new FrameReader(this.options.maxFrameBytes);
-    const connection: KafkaConnection = { principal: null, mechanism: null, scram: null, bareTokens: false, closeAfterAnswer: false, authorized: null };
+    const connection: KafkaConnection = {
+      principal: null, mechanism: null, scram: null, bareTokens: false, closeAfterAnswer: false, authorized: null, remoteAddress: socket.remoteAddress ?? '',
+    };
     let queue: Promise<void> = Promise.resolve();
     /** Frames taken and not yet handled. */
     let queued = 0;
@@ -359,7 +368,7 @@ export class KafkaListener {
     const principal = this.principalOf(header.apiKey, connection, socket);
     if (principal !== null) await this.throttle(principal, header.apiKey === produce.key ? frame.length : 0);
     const response = await api.handle(request, {
-      api: principal === null ? this.api : this.apiFor(principal, connection), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, autoCreateTopics: this.options.autoCreateTopics, cluster: this.api, apis: [...this.apis.values()], members: this.members,
+      api: principal === null ? this.api : this.apiFor(principal, connection), connection, users: this.options.users, header, advertised: { host: this.options.advertisedHost, port: this.options.advertisedPort ?? this.port }, autoCreateTopics: this.options.autoCreateTopics, cluster: this.api, apis: [...this.apis.values()], members: this.members, shareMembers: this.shareMembers, topicIds: this.topicIds,
     });
     return response === null ? null : this.frame(header, api, response);
   }

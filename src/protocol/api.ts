@@ -518,6 +518,8 @@ export interface CheckpointDescription {
 
 export interface GroupSummary {
   groupId: string;
+  /** `share` for a share group (docs/consumer-groups.md), else `consumer` (a group with no subscription yet too). */
+  type: GroupType;
   state: GroupState;
   members: number;
   topics: string[];
@@ -659,6 +661,11 @@ export interface ShareFetchRequest {
   maxWaitMs?: number;
   /** The member ends when not heard from for this long, ms (its records are then released). @default the last one given, else 45000; 1,000 to 3,600,000 */
   sessionTimeoutMs?: number;
+  /**
+   * Acquire from these partitions only (a Kafka member's share session names the partitions it fetches), each once,
+   * from 0 to the topic's partition count - 1. @default every partition of the topic
+   */
+  partitions?: number[];
 }
 
 /** A record acquired by a share group's member. */

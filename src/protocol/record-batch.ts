@@ -691,6 +691,37 @@ export function decodeSection(section: RecordSection): StoredRecord[] {
   return out;
 }
 
+/**
+ * A {@link RecordSection} as a RecordBatch v2 of its own (uncompressed, CreateTime, no producer), its records' bytes
+ * copied unchanged under a header that takes the section's base offset and base timestamp (so their deltas hold),
+ * and the offset of each record in order: how a Kafka ShareFetch answer carries acquired records (the client keeps
+ * those its acquired ranges name, as for Kafka's stored batches).
+ * @throws OnelogError `CORRUPT_MESSAGE` for bytes that are not `count` whole records
+ */
+export function sectionBatch(section: RecordSection): { batch: Buffer; offsets: number[] } {
+  const reader = readerOver(section.bytes);
+  const offsets: number[] = [];
+  let maxTimestampDelta = 0;
+  for (let i = 0; i < section.count; i++) {
+    const length = reader.varint();
+    const end = reader.pos + length;
+    if (length < MIN_RECORD_BYTES - 1 || end > reader.end) throw corrupt(`record ${i} of a section says ${length} bytes, ${reader.end - reader.pos} are left`);
+    reader.pos++; // attributes
+    maxTimestampDelta = Math.max(maxTimestampDelta, reader.varint());
+    offsets.push(section.baseOffset + reader.varint());
+    reader.pos = end;
+  }
+  if (reader.pos !== reader.end || offsets.length === 0) throw corrupt(`a section of ${section.count} records holds ${section.bytes.length} bytes`);
+  const batch = Buffer.allocUnsafe(BATCH_HEADER_BYTES + section.bytes.length);
+  writeBatchHeader(batch, {
+    baseOffset: section.baseOffset, attributes: 0, lastOffsetDelta: offsets[offsets.length - 1]! - section.baseOffset,
+    baseTimestamp: section.baseTimestamp, maxTimestamp: section.baseTimestamp + maxTimestampDelta, producer: NO_PRODUCER, recordCount: section.count,
+  });
+  section.bytes.copy(batch, BATCH_HEADER_BYTES);
+  sealBatch(batch);
+  return { batch, offsets };
+}
+
 function readerOver(records: Buffer): Reader {
   return new Reader(records, 0, records.length);
 }

@@ -182,6 +182,15 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'KAFKA describeGroup': { needs: [group('describe', 'body.groupId')], filter: groupTopics, kafka: ['DescribeGroups'], readOnly: true },
   'KAFKA listGroups': { needs: 'user', filter: [{ resource: 'group', key: 'groupId' }], kafka: ['ListGroups'], readOnly: true },
   'KAFKA deleteGroup': { needs: [group('delete', 'body.groupId')], kafka: ['DeleteGroups'] },
+  // Share groups (src/kafka/apis/share-groups.ts): a member's ShareGroupHeartbeat subscribes the group to its topics
+  // as a share group, with no setting but those of the group's configs (which only a principal with alter on the
+  // group sets: setGroupConfigs).
+  'KAFKA subscribe': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['ShareGroupHeartbeat', 'IncrementalAlterConfigs'] },
+  'KAFKA shareFetchSections': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['ShareFetch'], readOnly: true },
+  'KAFKA shareAcknowledge': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['ShareFetch', 'ShareAcknowledge', 'ShareGroupHeartbeat'] },
+  'KAFKA resetOffsets': { needs: [group('reset', 'body.groupId'), topic('read', 'body.topic')], kafka: ['AlterShareGroupOffsets'] },
+  'KAFKA groupConfigs': { needs: [group('describe', 'body.groupId')], kafka: ['DescribeConfigs', 'ShareGroupHeartbeat'], readOnly: true },
+  'KAFKA setGroupConfigs': { needs: [group('alter', 'body.groupId')], kafka: ['IncrementalAlterConfigs'] },
 };
 
 /** Whether `key` changes something, so that a refusal of it is audited: every entry but GET routes and those `readOnly`. */

@@ -2,21 +2,26 @@
  * The admin APIs over onelog's: CreateTopics (19; one replica, settings by Kafka's names), DeleteTopics (20; by
  * name: onelog has no topic ids), ListGroups (16),
  * DescribeGroups (15; members with their assignments, assigned by onelog's coordinator), DeleteRecords (21),
- * DeleteGroups (42), DescribeConfigs (32; a topic's settings) and OffsetForLeaderEpoch (23; one leader epoch, 0,
- * ending at the high watermark).
+ * DeleteGroups (42), DescribeConfigs (32; a topic's settings, a group's configs), IncrementalAlterConfigs (44; a
+ * group's configs: group-configs.ts) and OffsetForLeaderEpoch (23; one leader epoch, 0, ending at the high watermark).
  */
 import { OnelogError } from '../../protocol/errors.js';
 import { parseKafkaConfig, TOPIC_SETTINGS } from '../../protocol/topic-config.js';
 import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import {
   createTopicsRequest, createTopicsResponse, deleteTopicsRequest, deleteTopicsResponse, deleteGroupsRequest, deleteGroupsResponse, deleteRecordsRequest, deleteRecordsResponse,
-  describeConfigsRequest, describeConfigsResponse, describeGroupsRequest, describeGroupsResponse, listGroupsRequest, listGroupsResponse,
-  offsetForLeaderEpochRequest, offsetForLeaderEpochResponse,
+  describeConfigsRequest, describeConfigsResponse, describeGroupsRequest, describeGroupsResponse, incrementalAlterConfigsRequest,
+  incrementalAlterConfigsResponse, listGroupsRequest, listGroupsResponse, offsetForLeaderEpochRequest, offsetForLeaderEpochResponse,
 } from '../messages/admin.js';
+import { checkGroupConfig, GROUP_CONFIGS, shareSettings } from '../group-configs.js';
 import { writeAssignment } from './groups.js';
 import type { KafkaApi } from './api.js';
 
 const TOPIC_RESOURCE = 2;
+const GROUP_RESOURCE = 32;
+/** DescribeConfigs' config sources: a group's config set for it, and Kafka's default. */
+const DYNAMIC_GROUP_CONFIG = 8;
+const DEFAULT_CONFIG = 5;
 /** The topic id answered where there is none (onelog has no topic ids). */
 const ZERO_UUID = '0'.repeat(32);
 
@@ -90,10 +95,14 @@ export const listGroups: KafkaApi = {
   key: 16, name: 'ListGroups', minVersion: 0, maxVersion: 5, request: listGroupsRequest, response: listGroupsResponse,
   async handle(request, { api }) {
     const states = new Set((request.statesFilter as string[]).map((s) => s.toLowerCase()));
-    const groups = (await api.listGroups()).filter((g) => states.size === 0 || states.has(g.state.toLowerCase()));
+    const types = new Set((request.typesFilter as string[]).map((t) => t.toLowerCase()));
+    // A share group is Kafka's type `share` (protocol type `share`); onelog's consumer groups are served as classic ones.
+    const groups = (await api.listGroups())
+      .map((g) => ({ ...g, kafkaType: g.type === 'share' ? 'share' : 'classic' }))
+      .filter((g) => (states.size === 0 || states.has(g.state.toLowerCase())) && (types.size === 0 || types.has(g.kafkaType)));
     return {
       throttleTimeMs: 0, errorCode: 0,
-      groups: groups.map((g) => ({ groupId: g.groupId, protocolType: 'consumer', groupState: g.state, groupType: 'classic' })),
+      groups: groups.map((g) => ({ groupId: g.groupId, protocolType: g.type === 'share' ? 'share' : 'consumer', groupState: g.state, groupType: g.kafkaType })),
     };
   },
 };
@@ -151,11 +160,14 @@ export const deleteRecords: KafkaApi = {
 
 export const deleteGroups: KafkaApi = {
   key: 42, name: 'DeleteGroups', minVersion: 0, maxVersion: 2, request: deleteGroupsRequest, response: deleteGroupsResponse,
-  async handle(request, { api }) {
+  async handle(request, { api, shareMembers }) {
     return {
       throttleTimeMs: 0,
       results: await Promise.all((request.groupsNames as string[]).map(async (groupId) => ({
-        groupId, errorCode: await api.deleteGroup(groupId).then(() => 0, (err: unknown) => codeOf(err, 'group')),
+        groupId, errorCode: await api.deleteGroup(groupId).then(() => {
+          shareMembers.forgetGroup(groupId);
+          return 0;
+        }, (err: unknown) => codeOf(err, 'group')),
       }))),
     };
   },
@@ -169,6 +181,18 @@ export const describeConfigs: KafkaApi = {
       throttleTimeMs: 0,
       results: await Promise.all(resources.map(async ({ resourceType, resourceName, configurationKeys }) => {
         const answer = { errorCode: 0, errorMessage: null as string | null, resourceType, resourceName, configs: [] as object[] };
+        if (resourceType === GROUP_RESOURCE) {
+          const set = await api.groupConfigs(resourceName).catch((err: unknown) => codeOf(err, 'group'));
+          if (typeof set === 'number') return { ...answer, errorCode: set };
+          const wanted = Object.keys(GROUP_CONFIGS).filter((name) => configurationKeys === null || configurationKeys.includes(name));
+          return {
+            ...answer,
+            configs: wanted.map((name) => ({
+              name, value: set[name] ?? GROUP_CONFIGS[name]!.default, readOnly: false, configSource: name in set ? DYNAMIC_GROUP_CONFIG : DEFAULT_CONFIG,
+              isSensitive: false, synonyms: [], configType: 0, documentation: null,
+            })),
+          };
+        }
         if (resourceType !== TOPIC_RESOURCE) return answer; // a broker's settings: none to tell
         try {
           const { config } = await api.describeTopic(resourceName);
@@ -181,6 +205,55 @@ export const describeConfigs: KafkaApi = {
           };
         } catch (err) {
           return { ...answer, errorCode: codeOf(err), errorMessage: (err as Error).message };
+        }
+      })),
+    };
+  },
+};
+
+/** IncrementalAlterConfigs' operations. */
+const SET = 0;
+const DELETE = 1;
+
+/**
+ * IncrementalAlterConfigs (44) on groups (group-configs.ts): SET and DELETE of the group configs onelog takes, kept by
+ * the broker whether or not the group has members yet, and applied at once to the share subscriptions the group has.
+ * A resource whose configs are not all valid changes nothing and answers INVALID_CONFIG naming the first bad one.
+ * Topics and brokers are not altered this way (INVALID_REQUEST: `onelog topics alter` alters a topic).
+ */
+export const incrementalAlterConfigs: KafkaApi = {
+  key: 44, name: 'IncrementalAlterConfigs', minVersion: 0, maxVersion: 1, request: incrementalAlterConfigsRequest, response: incrementalAlterConfigsResponse,
+  async handle(request, { api }) {
+    const resources = request.resources as Array<{ resourceType: number; resourceName: string; configs: Array<{ name: string; configOperation: number; value: string | null }> }>;
+    return {
+      throttleTimeMs: 0,
+      responses: await Promise.all(resources.map(async ({ resourceType, resourceName, configs }) => {
+        const answer = { errorCode: 0, errorMessage: null as string | null, resourceType, resourceName };
+        if (resourceType !== GROUP_RESOURCE) {
+          return { ...answer, errorCode: kafkaCodeOf('INVALID_REQUEST'), errorMessage: 'onelog alters only group configs over Kafka; alter a topic with onelog topics alter' };
+        }
+        try {
+          const next = { ...await api.groupConfigs(resourceName) };
+          for (const c of configs) {
+            if (c.configOperation === SET) {
+              checkGroupConfig(c.name, c.value ?? '');
+              next[c.name] = c.value ?? '';
+            } else if (c.configOperation === DELETE) {
+              delete next[c.name];
+            } else {
+              throw new OnelogError('INVALID_CONFIG', `group config ${c.name}: operation ${c.configOperation} is not one a group config takes (0 SET, 1 DELETE)`);
+            }
+          }
+          if (request.validateOnly === true) return answer;
+          await api.setGroupConfigs(resourceName, next);
+          const group = await api.describeGroup(resourceName);
+          // A config deleted is its default again.
+          const deleted = configs.filter((c) => c.configOperation === DELETE && GROUP_CONFIGS[c.name] !== undefined);
+          const settings = shareSettings({ ...Object.fromEntries(deleted.map((c) => [c.name, GROUP_CONFIGS[c.name]!.default])), ...next });
+          for (const s of group.subscriptions.filter((sub) => sub.type === 'share')) await api.subscribe({ groupId: resourceName, topic: s.topic, ...settings });
+          return answer;
+        } catch (err) {
+          return { ...answer, errorCode: codeOf(err, 'group'), errorMessage: (err as Error).message };
         }
       })),
     };

@@ -4,6 +4,8 @@ import type { Struct } from '../codec/interpreter.js';
 import type { RequestHeader } from '../codec/headers.js';
 import type { MessageDefinition } from '../codec/schema.js';
 import type { KafkaMembers } from '../kafka-members.js';
+import type { KafkaShareMembers } from '../share-members.js';
+import type { TopicIds } from '../topic-ids.js';
 import type { Principal } from '../../security/principal.js';
 import type { ScramExchange } from '../../security/scram.js';
 import type { Users } from '../../security/users.js';
@@ -14,6 +16,10 @@ export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
   offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number>;
   /** A group's committed offsets (none for an unknown group). */
   committedOffsets(groupId: string): Promise<Array<{ topic: string; partition: number; offset: number; metadata: string }>>;
+  /** A group's configs set over Kafka, by name (group-configs.ts). */
+  groupConfigs(groupId: string): Promise<Record<string, string>>;
+  /** Replaces a group's configs set over Kafka, creating the group if it does not exist. */
+  setGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void>;
 }
 
 /** What the listener needs to know of its broker's cluster (src/broker.ts's Broker has it all; src/kafka/placement.ts uses it). */
@@ -40,6 +46,8 @@ export interface KafkaConnection {
   bareTokens: boolean;
   /** Close the connection once this answer is written (a failed authentication). */
   closeAfterAnswer: boolean;
+  /** The client's address (ShareGroupDescribe's client host). */
+  readonly remoteAddress: string;
   /** The broker as the connection's principal uses it, made once per principal (not per request). */
   authorized: { principal: Principal; api: KafkaDataApi } | null;
 }
@@ -65,6 +73,10 @@ export interface RequestContext {
   apis: readonly KafkaApi[];
   /** The Kafka members of onelog's groups, over every connection. */
   members: KafkaMembers;
+  /** The Kafka members of share groups and their share sessions, over every connection. */
+  shareMembers: KafkaShareMembers;
+  /** Topic ids, as Metadata told them. */
+  topicIds: TopicIds;
 }
 
 export interface KafkaApi {

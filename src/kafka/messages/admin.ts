@@ -195,3 +195,28 @@ export const offsetForLeaderEpochResponse: MessageDefinition = {
     ]),
   ],
 };
+
+export const incrementalAlterConfigsRequest: MessageDefinition = {
+  name: 'IncrementalAlterConfigsRequest', versions: '0-1', flexible: '1+',
+  fields: [
+    structs('resources', '0+', [
+      field('resourceType', 'int8', '0+'),
+      field('resourceName', 'string', '0+'),
+      structs('configs', '0+', [field('name', 'string', '0+'), field('configOperation', 'int8', '0+'), field('value', 'string', '0+', { nullable: '0+' })]),
+    ]),
+    field('validateOnly', 'bool', '0+'),
+  ],
+};
+
+export const incrementalAlterConfigsResponse: MessageDefinition = {
+  name: 'IncrementalAlterConfigsResponse', versions: '0-1', flexible: '1+',
+  fields: [
+    field('throttleTimeMs', 'int32', '0+'),
+    structs('responses', '0+', [
+      field('errorCode', 'int16', '0+'),
+      field('errorMessage', 'string', '0+', { nullable: '0+' }),
+      field('resourceType', 'int8', '0+'),
+      field('resourceName', 'string', '0+'),
+    ]),
+  ],
+};

@@ -1,12 +1,12 @@
-/** Metadata (key 3): the brokers (one: onelog) and the topics' partitions with their leader. */
+/** Metadata (key 3): the brokers (one: onelog) and the topics' partitions with their leader; v10+ with topic ids. */
 import { field, structs } from '../codec/schema.js';
 import type { MessageDefinition } from '../codec/schema.js';
 
 export const metadataRequest: MessageDefinition = {
-  name: 'MetadataRequest', versions: '1-9', flexible: '9+',
+  name: 'MetadataRequest', versions: '1-12', flexible: '9+',
   fields: [
-    // v1+: null asks for every topic, an empty array for none.
-    structs('topics', '0+', [field('name', 'string', '0+')], { nullable: '1+' }),
+    // v1+: null asks for every topic, an empty array for none; v10+ names a topic by id (its name null from v12).
+    structs('topics', '0+', [field('topicId', 'uuid', '10+'), field('name', 'string', '0+', { nullable: '10+' })], { nullable: '1+' }),
     field('allowAutoTopicCreation', 'bool', '4+', { default: true }),
     field('includeClusterAuthorizedOperations', 'bool', '8-10'),
     field('includeTopicAuthorizedOperations', 'bool', '8+'),
@@ -14,7 +14,7 @@ export const metadataRequest: MessageDefinition = {
 };
 
 export const metadataResponse: MessageDefinition = {
-  name: 'MetadataResponse', versions: '1-9', flexible: '9+',
+  name: 'MetadataResponse', versions: '1-12', flexible: '9+',
   fields: [
     field('throttleTimeMs', 'int32', '3+'),
     structs('brokers', '0+', [
@@ -27,7 +27,8 @@ export const metadataResponse: MessageDefinition = {
     field('controllerId', 'int32', '1+', { default: -1 }),
     structs('topics', '0+', [
       field('errorCode', 'int16', '0+'),
-      field('name', 'string', '0+'),
+      field('name', 'string', '0+', { nullable: '12+' }),
+      field('topicId', 'uuid', '10+'),
       field('isInternal', 'bool', '1+'),
       structs('partitions', '0+', [
         field('errorCode', 'int16', '0+'),
@@ -40,6 +41,6 @@ export const metadataResponse: MessageDefinition = {
       ]),
       field('topicAuthorizedOperations', 'int32', '8+', { default: -2147483648 }),
     ]),
-    field('clusterAuthorizedOperations', 'int32', '8+', { default: -2147483648 }),
+    field('clusterAuthorizedOperations', 'int32', '8-10', { default: -2147483648 }),
   ],
 };

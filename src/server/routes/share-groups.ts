@@ -16,7 +16,7 @@ export function registerShareGroupRoutes(app: FastifyInstance, api: OnelogApi): 
           additionalProperties: false,
           properties: {
             topic: { type: 'string' }, memberId: { type: 'string' }, maxRecords: { type: 'integer', minimum: 1 }, maxBytes: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt,
-            sessionTimeoutMs: { type: 'integer' }, encoding: encodingSchema,
+            sessionTimeoutMs: { type: 'integer' }, partitions: { type: 'array', items: nonNegInt }, encoding: encodingSchema,
           },
         },
       },

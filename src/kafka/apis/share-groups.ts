@@ -1,0 +1,541 @@
+/**
+ * Share groups on the Kafka protocol (KIP-932; docs/kafka.md): ShareGroupHeartbeat (76), ShareGroupDescribe (77),
+ * ShareFetch (78), ShareAcknowledge (79), DescribeShareGroupOffsets (90) and AlterShareGroupOffsets (91), over the
+ * broker's share groups (src/coordinator/share-groups.ts): a Kafka member is a member of the same share group as
+ * onelog's own, its records locked, counted, renewed and dead-lettered by the group's onelog settings (lockMs,
+ * maxDeliveries; set over Kafka with the group configs of group-configs.ts).
+ *
+ * - A member's first heartbeat (epoch 0) subscribes the group to its topics as a share group (created then, with the
+ *   group's configs), and it is assigned every partition of them (share-members.ts); later heartbeats keep it alive
+ *   and answer its assignment, at a new epoch when it changed; epoch -1 leaves, releasing at once what it holds.
+ * - ShareFetch's share session (epoch 0 opens, -1 closes) names the partitions the member fetches; its
+ *   acknowledgements are applied first (ACCEPT, RELEASE, REJECT, and RENEW from v2, KIP-1222), then records are
+ *   acquired (none at epoch -1, or when the request only renews) and answered as batches of the stored records with
+ *   their acquired ranges and delivery counts.
+ */
+import { OnelogError } from '../../protocol/errors.js';
+import type { KafkaDataApi } from './api.js';
+import type { ShareAckRequest, SharedSections } from '../../protocol/api.js';
+import { sectionBatch } from '../../protocol/record-batch.js';
+import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
+import { shareSettings } from '../group-configs.js';
+import {
+  alterShareGroupOffsetsRequest, alterShareGroupOffsetsResponse, describeShareGroupOffsetsRequest, describeShareGroupOffsetsResponse,
+  shareAcknowledgeRequest, shareAcknowledgeResponse, shareFetchRequest, shareFetchResponse, shareGroupDescribeRequest, shareGroupDescribeResponse,
+  shareGroupHeartbeatRequest, shareGroupHeartbeatResponse,
+} from '../messages/share-groups.js';
+import { kafkaNodes, leaderFor } from '../placement.js';
+import { addToSession, forgetInSession, SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS } from '../share-members.js';
+import type { KafkaShareMember, ShareAssignment, SharePartitionRef, ShareSession } from '../share-members.js';
+import type { KafkaApi, RequestContext } from './api.js';
+
+const INVALID_REQUEST = kafkaCodeOf('INVALID_REQUEST');
+const UNKNOWN_MEMBER_ID = kafkaCodeOf('UNKNOWN_MEMBER_ID');
+const UNKNOWN_GROUP = kafkaCodeOf('UNKNOWN_GROUP');
+/** The acknowledgement types on the wire (0 is a gap: an offset with no record, nothing to acknowledge). */
+const ACK_TYPES = [null, 'accept', 'release', 'reject', 'renew'] as const;
+/** Acknowledgements one broker call carries at most (OnelogApi.shareAcknowledge's bound). */
+const ACKS_PER_CALL = 10_000;
+const EMPTY = Buffer.alloc(0);
+/** Bounds of onelog's share acquisition (ShareFetchRequest). */
+const FETCH_BOUNDS = { maxRecords: 10_000, maxBytes: 64 << 20, maxWaitMs: 30_000 };
+
+/** The Kafka code of an OnelogError answered for a group; anything else is thrown (the connection closes). */
+function codeOf(err: unknown, context: 'data' | 'group' = 'group'): number {
+  if (!(err instanceof OnelogError)) throw err;
+  return kafkaErrorCode(err, context);
+}
+
+/** The message of an error answered with its code. */
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** Makes the members whose session ended leave: what they hold is released at once. */
+async function sweep(ctx: RequestContext): Promise<void> {
+  for (const m of ctx.shareMembers.expired()) await leave(ctx, m);
+}
+
+/** A member leaves its group: what it holds in any topic is released (its deliveries counted), and it is forgotten. */
+async function leave(ctx: RequestContext, m: KafkaShareMember): Promise<void> {
+  ctx.shareMembers.remove(m);
+  const topic = m.assignment[0]?.topic;
+  if (topic !== undefined) await ctx.api.shareAcknowledge({ groupId: m.groupId, topic, memberId: m.memberId, acks: [], leave: true }).catch(() => undefined);
+}
+
+/**
+ * A member's assignment: every partition of each topic it subscribes to that exists, the group subscribed to each as a
+ * share group (created with the group's configs) the first time this listener sees the pair.
+ * @throws OnelogError when the group is not a share group (`INVALID_REQUEST`), or a refusal (`FORBIDDEN`)
+ */
+async function assign(ctx: RequestContext, groupId: string, topics: readonly string[]): Promise<ShareAssignment> {
+  const { api, topicIds, shareMembers } = ctx;
+  const out: Array<{ topicId: string; topic: string; partitions: number[] }> = [];
+  for (const topic of [...new Set(topics)].sort()) {
+    const d = await api.describeTopic(topic).catch((err: unknown) => {
+      if (err instanceof OnelogError && (err.code === 'UNKNOWN_TOPIC' || err.code === 'INVALID_TOPIC')) return null;
+      throw err;
+    });
+    if (d === null) continue; // not (yet) a topic: assigned once it is
+    if (!shareMembers.subscribed(groupId, topic)) {
+      const group = await api.describeGroup(groupId).catch(() => null);
+      const existing = group?.subscriptions.find((s) => s.topic === topic);
+      if (existing === undefined || existing.type !== 'share') {
+        await api.subscribe({ groupId, topic, type: 'share', ...(existing === undefined ? shareSettings(await api.groupConfigs(groupId)) : {}) });
+      }
+      shareMembers.markSubscribed(groupId, topic);
+    }
+    out.push({ topicId: topicIds.learn(topic, d.createdAt), topic, partitions: d.partitions.map((p) => p.partition) });
+  }
+  return out;
+}
+
+const sameAssignment = (a: ShareAssignment, b: ShareAssignment) => JSON.stringify(a) === JSON.stringify(b);
+const wireAssignment = (a: ShareAssignment) => ({ topicPartitions: a.map(({ topicId, partitions }) => ({ topicId, partitions })) });
+
+export const shareGroupHeartbeat: KafkaApi = {
+  key: 76, name: 'ShareGroupHeartbeat', minVersion: 1, maxVersion: 1, request: shareGroupHeartbeatRequest, response: shareGroupHeartbeatResponse,
+  async handle(request, ctx) {
+    const { shareMembers, header } = ctx;
+    const groupId = request.groupId as string;
+    const memberId = request.memberId as string;
+    const memberEpoch = request.memberEpoch as number;
+    const subscribed = request.subscribedTopicNames as string[] | null;
+    const answer = (errorCode: number, errorMessage: string | null, fields: { memberEpoch?: number; assignment?: object | null } = {}) => ({
+      throttleTimeMs: 0, errorCode, errorMessage, memberId: errorCode === 0 ? memberId : null, memberEpoch: -1,
+      heartbeatIntervalMs: SHARE_HEARTBEAT_INTERVAL_MS, assignment: null, ...fields,
+    });
+    if (groupId === '') return answer(INVALID_REQUEST, 'GroupId is empty');
+    if (memberId === '') return answer(INVALID_REQUEST, 'MemberId is empty: a share consumer names itself with a member id it keeps (KIP-932)');
+    try {
+      await sweep(ctx);
+      const known = shareMembers.get(groupId, memberId);
+      if (memberEpoch === -1) {
+        if (known) await leave(ctx, known);
+        return answer(KAFKA_ERROR.NONE, null, { memberEpoch: -1 });
+      }
+      if (memberEpoch === 0) {
+        const topics = subscribed ?? known?.topics;
+        if (topics === undefined) return answer(INVALID_REQUEST, 'SubscribedTopicNames must be set when joining (member epoch 0)');
+        const assignment = await assign(ctx, groupId, topics);
+        const m = shareMembers.join({
+          groupId, memberId, topics, assignment, rackId: (request.rackId as string | null) ?? null, clientId: header.clientId ?? '', clientHost: ctx.connection.remoteAddress,
+        });
+        return answer(KAFKA_ERROR.NONE, null, { memberEpoch: m.epoch, assignment: wireAssignment(m.assignment) });
+      }
+      if (known === undefined) return answer(UNKNOWN_MEMBER_ID, `member ${memberId} is not a member of share group ${groupId} (its session ended, or the broker restarted): join again`);
+      if (memberEpoch !== known.epoch && memberEpoch !== known.previousEpoch) {
+        return answer(KAFKA_ERROR.FENCED_MEMBER_EPOCH, `member epoch ${memberEpoch} is neither the member's epoch ${known.epoch} nor the one before: join again`);
+      }
+      shareMembers.seen(known);
+      const topics = subscribed ?? known.topics;
+      const assignment = await assign(ctx, groupId, topics);
+      if (!sameAssignment(assignment, known.assignment) || topics !== known.topics) shareMembers.reassign(known, topics, assignment);
+      return answer(KAFKA_ERROR.NONE, null, { memberEpoch: known.epoch, assignment: wireAssignment(known.assignment) });
+    } catch (err) {
+      return answer(codeOf(err), messageOf(err));
+    }
+  },
+};
+
+export const shareGroupDescribe: KafkaApi = {
+  key: 77, name: 'ShareGroupDescribe', minVersion: 1, maxVersion: 1, request: shareGroupDescribeRequest, response: shareGroupDescribeResponse,
+  async handle(request, ctx) {
+    const { api, shareMembers, topicIds } = ctx;
+    await sweep(ctx);
+    return {
+      throttleTimeMs: 0,
+      groups: await Promise.all((request.groupIds as string[]).map(async (groupId) => {
+        const none = { groupId, groupState: '', groupEpoch: -1, assignmentEpoch: -1, assignorName: '', members: [] };
+        try {
+          const d = await api.describeGroup(groupId);
+          const shares = d.subscriptions.filter((s) => s.type === 'share');
+          if (shares.length === 0) return { ...none, errorCode: UNKNOWN_GROUP, errorMessage: `group ${groupId} is not a share group` };
+          const kafka = shareMembers.inGroup(groupId);
+          // onelog's own members of the group (known by the member id they fetch with) fetch every partition of its topics.
+          const own = await Promise.all((d.shareMembers ?? []).filter((o) => !kafka.some((k) => k.memberId === o.memberId)).map(async (o) => ({
+            memberId: o.memberId, rackId: null, memberEpoch: 0, clientId: 'onelog', clientHost: '', subscribedTopicNames: shares.map((s) => s.topic),
+            assignment: {
+              topicPartitions: await Promise.all(shares.map(async (s) => ({
+                topicId: await topicIds.idOf(api, s.topic), topicName: s.topic, partitions: s.partitions.map((p) => p.partition),
+              }))),
+            },
+          })));
+          const epoch = shareMembers.groupEpoch(groupId);
+          return {
+            errorCode: 0, errorMessage: null, groupId, groupState: kafka.length + own.length > 0 ? 'Stable' : 'Empty', groupEpoch: epoch, assignmentEpoch: epoch,
+            assignorName: 'simple',
+            members: [
+              ...kafka.map((m) => ({
+                memberId: m.memberId, rackId: m.rackId, memberEpoch: m.epoch, clientId: m.clientId, clientHost: m.clientHost, subscribedTopicNames: [...m.topics],
+                assignment: { topicPartitions: m.assignment.map((a) => ({ topicId: a.topicId, topicName: a.topic, partitions: [...a.partitions] })) },
+              })),
+              ...own,
+            ],
+          };
+        } catch (err) {
+          // A group that does not exist is GROUP_ID_NOT_FOUND, as Kafka answers it.
+          return { ...none, errorCode: codeOf(err), errorMessage: messageOf(err) };
+        }
+      })),
+    };
+  },
+};
+
+/** Acknowledgements as the wire carries them: per topic id, per partition, batches of offsets with their types. */
+type WireAcks = Array<{
+  topicId: string;
+  partitions: Array<{ partitionIndex: number; acknowledgementBatches: Array<{ firstOffset: number; lastOffset: number; acknowledgeTypes: number[] }> }>;
+}>;
+
+/** An error answered for a partition. */
+interface PartitionAnswer { code: number; message: string | null }
+
+const refKey = (topicId: string, partition: number) => `${topicId}:${partition}`;
+
+/**
+ * Applies a member's acknowledgements through the broker and answers each partition named: 0, or its error
+ * (INVALID_RECORD_STATE for a record the member does not hold; UNKNOWN_TOPIC_ID; INVALID_REQUEST for a bad batch).
+ */
+async function acknowledge(ctx: RequestContext, groupId: string, memberId: string, topics: WireAcks, renewAllowed: boolean): Promise<Map<string, PartitionAnswer>> {
+  const { api, topicIds } = ctx;
+  const out = new Map<string, PartitionAnswer>();
+  for (const t of topics) {
+    const topic = await topicIds.nameOf(api, t.topicId);
+    const acks: ShareAckRequest['acks'] = [];
+    const bad = new Map<number, string>();
+    for (const p of t.partitions) {
+      if (p.acknowledgementBatches.length === 0) continue;
+      out.set(refKey(t.topicId, p.partitionIndex), { code: 0, message: null });
+      if (topic === null) continue;
+      const why = expandBatches(p.partitionIndex, p.acknowledgementBatches, renewAllowed, acks);
+      if (why !== null) bad.set(p.partitionIndex, why);
+    }
+    for (const [partition, message] of bad) out.set(refKey(t.topicId, partition), { code: INVALID_REQUEST, message });
+    if (topic === null) {
+      for (const p of t.partitions) if (out.has(refKey(t.topicId, p.partitionIndex))) out.set(refKey(t.topicId, p.partitionIndex), { code: KAFKA_ERROR.UNKNOWN_TOPIC_ID, message: `no topic has id ${t.topicId}` });
+      continue;
+    }
+    const good = acks.filter((a) => !bad.has(a.partition));
+    for (let i = 0; i < good.length; i += ACKS_PER_CALL) {
+      try {
+        const result = await api.shareAcknowledge({ groupId, topic, memberId, acks: good.slice(i, i + ACKS_PER_CALL) });
+        for (const r of result.partitions) {
+          if (r.error) out.set(refKey(t.topicId, r.partition), { code: kafkaCodeOf(r.error.code), message: r.error.message });
+        }
+      } catch (err) {
+        for (const a of good.slice(i, i + ACKS_PER_CALL)) out.set(refKey(t.topicId, a.partition), { code: codeOf(err, 'data'), message: messageOf(err) });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Appends a partition's acknowledgement batches to `acks`, one per offset (gaps left out); the reason a batch is
+ * malformed (overlapping or descending, types not one per offset or one for all, an unknown type), or null.
+ */
+function expandBatches(
+  partition: number, batches: ReadonlyArray<{ firstOffset: number; lastOffset: number; acknowledgeTypes: number[] }>, renewAllowed: boolean, acks: ShareAckRequest['acks'],
+): string | null {
+  let after = -1;
+  const mine: ShareAckRequest['acks'] = [];
+  for (const b of batches) {
+    const count = b.lastOffset - b.firstOffset + 1;
+    if (b.firstOffset <= after || count < 1) return `acknowledgement batches of partition ${partition} overlap or run backwards at ${b.firstOffset}-${b.lastOffset}`;
+    if (b.acknowledgeTypes.length !== 1 && b.acknowledgeTypes.length !== count) {
+      return `a batch of ${count} offsets has ${b.acknowledgeTypes.length} acknowledge types: one for all, or one per offset`;
+    }
+    if (count > ACKS_PER_CALL * 10) return `a batch of ${count} offsets is more than onelog takes at once (${ACKS_PER_CALL * 10})`;
+    for (let i = 0; i < count; i++) {
+      const code = b.acknowledgeTypes.length === 1 ? b.acknowledgeTypes[0]! : b.acknowledgeTypes[i]!;
+      const type = ACK_TYPES[code];
+      if (type === undefined || (type === 'renew' && !renewAllowed)) return `acknowledge type ${code} is not one of 0 (gap), 1 (accept), 2 (release), 3 (reject)${renewAllowed ? ', 4 (renew)' : ''}`;
+      if (type !== null) mine.push({ partition, offset: b.firstOffset + i, type });
+    }
+    after = b.lastOffset;
+  }
+  acks.push(...mine);
+  return null;
+}
+
+/** The partitions of a request's topics (without their acknowledgements). */
+function refsOf(topics: ReadonlyArray<{ topicId: string; partitions: ReadonlyArray<{ partitionIndex: number } | number> }>): SharePartitionRef[] {
+  return topics.flatMap((t) => t.partitions.map((p) => ({ topicId: t.topicId, partition: typeof p === 'number' ? p : p.partitionIndex })));
+}
+
+/**
+ * Checks a request's share session epoch against the member's session: the session, or the error to answer
+ * (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH). Epoch 0 opens a new session (only a ShareFetch may).
+ */
+function sessionFor(ctx: RequestContext, groupId: string, memberId: string, epoch: number, mayOpen: boolean): ShareSession | { code: number; message: string } {
+  if (epoch === 0) {
+    if (!mayOpen) return { code: KAFKA_ERROR.INVALID_SHARE_SESSION_EPOCH, message: 'a ShareAcknowledge cannot open a share session (epoch 0): a ShareFetch opens it' };
+    return ctx.shareMembers.openSession(groupId, memberId);
+  }
+  const session = ctx.shareMembers.session(groupId, memberId);
+  if (session === undefined) return { code: KAFKA_ERROR.SHARE_SESSION_NOT_FOUND, message: `member ${memberId} of ${groupId} has no share session here: open one (epoch 0)` };
+  if (epoch !== -1 && epoch !== session.epoch) {
+    return { code: KAFKA_ERROR.INVALID_SHARE_SESSION_EPOCH, message: `share session epoch ${epoch} is not the one expected, ${session.epoch}` };
+  }
+  return session;
+}
+
+/** A session served at `epoch`: closed at -1, else expecting the next epoch (wrapping to 1, as Kafka's). */
+function advance(ctx: RequestContext, groupId: string, memberId: string, session: ShareSession, epoch: number): void {
+  if (epoch === -1) ctx.shareMembers.closeSession(groupId, memberId);
+  else session.epoch = epoch === 2_147_483_647 ? 1 : epoch + 1;
+}
+
+/** Acquired records of a partition as the wire answers them. */
+interface Acquired { records: Buffer[]; ranges: Array<{ firstOffset: number; lastOffset: number; deliveryCount: number }> }
+
+/** Adds a partition's acquired sections to `into`: each section a batch, each run of offsets with one delivery count a range. */
+function addSections(into: Acquired, p: SharedSections['partitions'][number]): void {
+  let i = 0;
+  for (const section of p.sections) {
+    const { batch, offsets } = sectionBatch(section);
+    into.records.push(batch);
+    for (const offset of offsets) {
+      const deliveryCount = p.deliveryCounts[i++]!;
+      const last = into.ranges[into.ranges.length - 1];
+      if (last && last.lastOffset === offset - 1 && last.deliveryCount === deliveryCount) last.lastOffset = offset;
+      else into.ranges.push({ firstOffset: offset, lastOffset: offset, deliveryCount });
+    }
+  }
+}
+
+/**
+ * Acquires records of the session's partitions for the member: every topic at once without waiting, then, if none
+ * came and the request may wait, each topic waiting up to `maxWaitMs` for its share of `maxRecords`.
+ */
+async function acquire(
+  ctx: RequestContext, api: KafkaDataApi, groupId: string, memberId: string, session: ShareSession,
+  limits: { maxRecords: number; maxBytes: number; maxWaitMs: number }, answers: Map<string, PartitionAnswer>,
+): Promise<{ acquired: Map<string, Acquired>; lockMs: number }> {
+  const byTopic = new Map<string, number[]>();
+  for (const p of session.partitions.values()) byTopic.set(p.topicId, [...(byTopic.get(p.topicId) ?? []), p.partition]);
+  const acquired = new Map<string, Acquired>();
+  let lockMs = 0;
+  let got = 0;
+  const named: Array<{ topicId: string; topic: string; partitions: number[] }> = [];
+  for (const [topicId, partitions] of byTopic) {
+    const topic = await ctx.topicIds.nameOf(api, topicId);
+    if (topic === null) {
+      for (const partition of partitions) answers.set(refKey(topicId, partition), { code: KAFKA_ERROR.UNKNOWN_TOPIC_ID, message: `no topic has id ${topicId}` });
+    } else {
+      named.push({ topicId, topic, partitions });
+    }
+  }
+  const fetchTopic = async (t: (typeof named)[number], maxRecords: number, maxWaitMs: number) => {
+    try {
+      const r = await api.shareFetchSections({
+        groupId, topic: t.topic, memberId, maxRecords, maxBytes: limits.maxBytes, maxWaitMs, sessionTimeoutMs: SHARE_SESSION_TIMEOUT_MS, partitions: t.partitions,
+      });
+      lockMs = r.lockMs;
+      for (const p of r.partitions) {
+        const key = refKey(t.topicId, p.partition);
+        const into = acquired.get(key) ?? { records: [], ranges: [] };
+        addSections(into, p);
+        acquired.set(key, into);
+        got += p.deliveryCounts.length;
+      }
+    } catch (err) {
+      for (const partition of t.partitions) answers.set(refKey(t.topicId, partition), { code: codeOf(err, 'data'), message: messageOf(err) });
+    }
+  };
+  for (const t of named) {
+    if (got >= limits.maxRecords) break;
+    await fetchTopic(t, limits.maxRecords - got, 0);
+  }
+  if (got === 0 && limits.maxWaitMs > 0 && named.length > 0) {
+    const share = Math.max(1, Math.floor(limits.maxRecords / named.length));
+    await Promise.all(named.map((t) => fetchTopic(t, share, limits.maxWaitMs)));
+  }
+  return { acquired, lockMs };
+}
+
+/** The share settings' lock of the group's share subscriptions (AcquisitionLockTimeoutMs when nothing was acquired). */
+async function lockOf(api: KafkaDataApi, groupId: string): Promise<number> {
+  const d = await api.describeGroup(groupId).catch(() => null);
+  return d?.subscriptions.find((s) => s.share)?.share?.lockMs ?? 30_000;
+}
+
+/** The nodes and leaders of partitions answered (CurrentLeader, and NodeEndpoints for those led elsewhere). */
+async function leadersOf(ctx: RequestContext, names: ReadonlyMap<string, string>): Promise<{ leader(topicId: string, partition: number): number; endpoints: object[] }> {
+  const [placement, leaders] = await Promise.all([kafkaNodes(ctx.cluster, ctx.advertised), ctx.cluster.partitionLeaders([...names.values()])]);
+  return {
+    leader: (topicId, partition) => leaderFor(placement, leaders?.get(names.get(topicId) ?? '')?.get(partition)),
+    endpoints: [...placement.nodes.values()].map((n) => ({ nodeId: n.nodeId, host: n.host, port: n.port, rack: null })),
+  };
+}
+
+/** Topic ids to names, for those of `ids` a topic has. */
+async function namesOf(ctx: RequestContext, ids: Iterable<string>): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const id of new Set(ids)) {
+    const name = await ctx.topicIds.nameOf(ctx.api, id);
+    if (name !== null) out.set(id, name);
+  }
+  return out;
+}
+
+export const shareFetch: KafkaApi = {
+  key: 78, name: 'ShareFetch', minVersion: 1, maxVersion: 2, request: shareFetchRequest, response: shareFetchResponse,
+  async handle(request, ctx) {
+    const { api } = ctx;
+    const groupId = (request.groupId as string | null) ?? '';
+    const memberId = (request.memberId as string | null) ?? '';
+    const epoch = request.shareSessionEpoch as number;
+    const topics = request.topics as WireAcks;
+    const forgotten = request.forgottenTopicsData as Array<{ topicId: string; partitions: number[] }>;
+    const top = (errorCode: number, errorMessage: string) => ({ throttleTimeMs: 0, errorCode, errorMessage, acquisitionLockTimeoutMs: 0, responses: [], nodeEndpoints: [] });
+    if (groupId === '' || memberId === '') return top(INVALID_REQUEST, 'GroupId and MemberId are required');
+    const hasAcks = topics.some((t) => t.partitions.some((p) => p.acknowledgementBatches.length > 0));
+    if (epoch === 0 && hasAcks) return top(INVALID_REQUEST, 'a ShareFetch opening a share session (epoch 0) acknowledges nothing');
+    if (epoch === -1 && forgotten.length > 0) return top(INVALID_REQUEST, 'a ShareFetch closing its share session (epoch -1) forgets nothing');
+    const session = sessionFor(ctx, groupId, memberId, epoch, true);
+    if ('code' in session) return top(session.code, session.message);
+    if (epoch !== -1) addToSession(session, refsOf(topics));
+    const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true);
+    const ackAnswers = new Map(answers);
+    forgetInSession(session, refsOf(forgotten));
+    const fetching = epoch !== -1 && request.isRenewAck !== true;
+    const fetchErrors = new Map<string, PartitionAnswer>();
+    const { acquired, lockMs } = fetching
+      ? await acquire(ctx, api, groupId, memberId, session, {
+        maxRecords: clamp(request.maxRecords as number, 500, FETCH_BOUNDS.maxRecords),
+        maxBytes: clamp(request.maxBytes as number, FETCH_BOUNDS.maxBytes, FETCH_BOUNDS.maxBytes),
+        maxWaitMs: clamp(request.maxWaitMs as number, 0, FETCH_BOUNDS.maxWaitMs),
+      }, fetchErrors)
+      : { acquired: new Map<string, Acquired>(), lockMs: 0 };
+    advance(ctx, groupId, memberId, session, epoch);
+    // Every partition of the session is answered, and any the acknowledgements named.
+    const keys = new Map<string, SharePartitionRef>([...session.partitions]);
+    for (const t of topics) for (const p of t.partitions) keys.set(refKey(t.topicId, p.partitionIndex), { topicId: t.topicId, partition: p.partitionIndex });
+    const names = await namesOf(ctx, [...keys.values()].map((k) => k.topicId));
+    const leaders = await leadersOf(ctx, names);
+    const byTopic = new Map<string, object[]>();
+    for (const [key, ref] of [...keys].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const got = acquired.get(key);
+      const fetchError = fetchErrors.get(key);
+      const ack = ackAnswers.get(key);
+      const partitions = byTopic.get(ref.topicId) ?? [];
+      partitions.push({
+        partitionIndex: ref.partition, errorCode: fetchError?.code ?? 0, errorMessage: fetchError?.message ?? null,
+        acknowledgeErrorCode: ack?.code ?? 0, acknowledgeErrorMessage: ack?.message ?? null,
+        currentLeader: { leaderId: leaders.leader(ref.topicId, ref.partition), leaderEpoch: 0 },
+        // librdkafka reads no records as an empty set, never null.
+        records: got ? Buffer.concat(got.records) : EMPTY, acquiredRecords: got?.ranges ?? [],
+      });
+      byTopic.set(ref.topicId, partitions);
+    }
+    return {
+      throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: lockMs || await lockOf(api, groupId),
+      responses: [...byTopic].map(([topicId, partitions]) => ({ topicId, partitions })), nodeEndpoints: leaders.endpoints,
+    };
+  },
+};
+
+/** `value` within [0, max], `fallback` when not positive. */
+function clamp(value: number, fallback: number, max: number): number {
+  return value > 0 ? Math.min(value, max) : fallback;
+}
+
+export const shareAcknowledge: KafkaApi = {
+  key: 79, name: 'ShareAcknowledge', minVersion: 1, maxVersion: 2, request: shareAcknowledgeRequest, response: shareAcknowledgeResponse,
+  async handle(request, ctx) {
+    const groupId = (request.groupId as string | null) ?? '';
+    const memberId = (request.memberId as string | null) ?? '';
+    const epoch = request.shareSessionEpoch as number;
+    const topics = request.topics as WireAcks;
+    const top = (errorCode: number, errorMessage: string) => ({ throttleTimeMs: 0, errorCode, errorMessage, acquisitionLockTimeoutMs: 0, responses: [], nodeEndpoints: [] });
+    if (groupId === '' || memberId === '') return top(INVALID_REQUEST, 'GroupId and MemberId are required');
+    const session = sessionFor(ctx, groupId, memberId, epoch, false);
+    if ('code' in session) return top(session.code, session.message);
+    const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true);
+    advance(ctx, groupId, memberId, session, epoch);
+    const names = await namesOf(ctx, topics.map((t) => t.topicId));
+    const leaders = await leadersOf(ctx, names);
+    return {
+      throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: await lockOf(ctx.api, groupId),
+      responses: topics.map((t) => ({
+        topicId: t.topicId,
+        partitions: t.partitions.map((p) => {
+          const a = answers.get(refKey(t.topicId, p.partitionIndex));
+          return {
+            partitionIndex: p.partitionIndex, errorCode: a?.code ?? 0, errorMessage: a?.message ?? null,
+            currentLeader: { leaderId: leaders.leader(t.topicId, p.partitionIndex), leaderEpoch: 0 },
+          };
+        }),
+      })),
+      nodeEndpoints: leaders.endpoints,
+    };
+  },
+};
+
+export const describeShareGroupOffsets: KafkaApi = {
+  key: 90, name: 'DescribeShareGroupOffsets', minVersion: 0, maxVersion: 1, request: describeShareGroupOffsetsRequest, response: describeShareGroupOffsetsResponse,
+  async handle(request, ctx) {
+    const { api, topicIds } = ctx;
+    const groups = request.groups as Array<{ groupId: string; topics: Array<{ topicName: string; partitions: number[] }> | null }>;
+    return {
+      throttleTimeMs: 0,
+      groups: await Promise.all(groups.map(async ({ groupId, topics }) => {
+        try {
+          const d = await api.describeGroup(groupId);
+          const shares = new Map(d.subscriptions.filter((s) => s.type === 'share').map((s) => [s.topic, s]));
+          if (shares.size === 0) return { groupId, topics: [], errorCode: UNKNOWN_GROUP, errorMessage: `group ${groupId} is not a share group` };
+          const wanted = topics ?? [...shares.values()].map((s) => ({ topicName: s.topic, partitions: s.partitions.map((p) => p.partition) }));
+          return {
+            groupId, errorCode: 0, errorMessage: null,
+            topics: await Promise.all(wanted.map(async ({ topicName, partitions }) => {
+              const sub = shares.get(topicName);
+              const topicId = sub === undefined ? '0'.repeat(32) : await topicIds.idOf(api, topicName);
+              return {
+                topicName, topicId,
+                partitions: partitions.map((partitionIndex) => {
+                  const p = sub?.partitions.find((x) => x.partition === partitionIndex);
+                  // A partition with no state yet has no start offset (-1), as Kafka answers it.
+                  return p === undefined
+                    ? { partitionIndex, startOffset: -1, leaderEpoch: -1, lag: -1, errorCode: 0, errorMessage: null }
+                    : { partitionIndex, startOffset: p.committedOffset ?? -1, leaderEpoch: 0, lag: p.committedOffset === null ? -1 : p.lag, errorCode: 0, errorMessage: null };
+                }),
+              };
+            })),
+          };
+        } catch (err) {
+          return { groupId, topics: [], errorCode: codeOf(err), errorMessage: messageOf(err) };
+        }
+      })),
+    };
+  },
+};
+
+export const alterShareGroupOffsets: KafkaApi = {
+  key: 91, name: 'AlterShareGroupOffsets', minVersion: 0, maxVersion: 0, request: alterShareGroupOffsetsRequest, response: alterShareGroupOffsetsResponse,
+  async handle(request, ctx) {
+    const { api, topicIds, shareMembers, header } = ctx;
+    const groupId = request.groupId as string;
+    const topics = request.topics as Array<{ topicName: string; partitions: Array<{ partitionIndex: number; startOffset: number }> }>;
+    const answer = (errorCode: number, errorMessage: string | null, responses: object[] = []) => ({ throttleTimeMs: 0, errorCode, errorMessage, responses });
+    await sweep(ctx);
+    // As Kafka: a share group's offsets are altered only while it has no member.
+    if (shareMembers.inGroup(groupId).length > 0) return answer(kafkaCodeOf('NON_EMPTY_GROUP'), `share group ${groupId} has members: alter its offsets once they left`);
+    return answer(0, null, await Promise.all(topics.map(async ({ topicName, partitions }) => {
+      const topicId = await topicIds.idOf(api, topicName).catch(() => '0'.repeat(32));
+      return {
+        topicName, topicId,
+        partitions: await Promise.all(partitions.map(async ({ partitionIndex, startOffset }) => {
+          try {
+            await api.resetOffsets({
+              groupId, topic: topicName, partition: partitionIndex, execute: true, requestedBy: `kafka:${header.clientId}`,
+              spec: startOffset === -1 ? { to: 'latest' } : startOffset === -2 ? { to: 'earliest' } : { to: 'offset', offset: startOffset },
+            });
+            return { partitionIndex, errorCode: 0, errorMessage: null };
+          } catch (err) {
+            return { partitionIndex, errorCode: codeOf(err, 'data'), errorMessage: messageOf(err) };
+          }
+        })),
+      };
+    })));
+  },
+};

@@ -1,0 +1,173 @@
+/**
+ * The Kafka members of share groups (KIP-932), as the listener knows them, in memory: each member's subscription,
+ * member epoch and assignment (ShareGroupHeartbeat), and its share session (ShareFetch and ShareAcknowledge: the
+ * partitions it fetches and the session epoch its next request must carry). The records' state is not kept here: it
+ * is the broker's share group (src/coordinator/share-groups.ts), shared with onelog's own members, so a share group is
+ * one group whichever protocol its members speak. A restart of the broker drops the members; their clients join
+ * again (UNKNOWN_MEMBER_ID) and open new sessions (SHARE_SESSION_NOT_FOUND), as after a Kafka coordinator's failover.
+ *
+ * Assignment: every member of a share group is assigned every partition of the topics it subscribes to. Kafka's
+ * share assignor spreads partitions when members are fewer than partitions; here the broker hands each record to
+ * one member whichever partition it fetches, so sharing every partition costs nothing and leaves none idle.
+ */
+import type { Clock } from '../clock.js';
+
+/** A partition by topic id and index. */
+export interface SharePartitionRef {
+  topicId: string;
+  partition: number;
+}
+
+/** A member's assignment: per topic (by id, with its name), the partitions. */
+export type ShareAssignment = ReadonlyArray<{ topicId: string; topic: string; partitions: readonly number[] }>;
+
+/** A Kafka share member. */
+export interface KafkaShareMember {
+  groupId: string;
+  memberId: string;
+  /** Its member epoch: bumped when its assignment changes (0: not joined). */
+  epoch: number;
+  /** The epoch before, still accepted once (the answer that bumped it may have been lost, as Kafka allows). */
+  previousEpoch: number;
+  /** The topics it subscribes to. */
+  topics: readonly string[];
+  assignment: ShareAssignment;
+  rackId: string | null;
+  clientId: string;
+  clientHost: string;
+  /** When its last heartbeat came, ms since the epoch. */
+  lastSeenAt: number;
+}
+
+/**
+ * A member's share session (KIP-932): the partitions its ShareFetch requests fetch, and the epoch its next ShareFetch
+ * or ShareAcknowledge carries (0 opens one, -1 closes it, each request after the opening one adds 1).
+ */
+export interface ShareSession {
+  epoch: number;
+  /** By `topicId:partition`. */
+  partitions: Map<string, SharePartitionRef>;
+}
+
+/** How long a member lives without a heartbeat, ms (Kafka's group.share.session.timeout.ms). */
+export const SHARE_SESSION_TIMEOUT_MS = 45_000;
+/** The heartbeat interval told to members, ms (Kafka's group.share.heartbeat.interval.ms). */
+export const SHARE_HEARTBEAT_INTERVAL_MS = 5_000;
+
+const refKey = (p: SharePartitionRef) => `${p.topicId}:${p.partition}`;
+
+export class KafkaShareMembers {
+  private readonly members = new Map<string, KafkaShareMember>();
+  /** group \0 member -> its share session (a session is the fetching client's, whether or not it heartbeats). */
+  private readonly sessions = new Map<string, ShareSession>();
+  /** `group \0 topic` pairs this listener subscribed as a share group (or found subscribed), so a heartbeat does not again. */
+  private readonly subscriptions = new Set<string>();
+  /** group -> its epoch, bumped at every change of its members or their assignments (ShareGroupDescribe's group epoch). */
+  private readonly groupEpochs = new Map<string, number>();
+
+  constructor(readonly clock: Clock) {}
+
+  /** The member, if known and alive (one not heard from for its session timeout is gone: see {@link expired}). */
+  get(groupId: string, memberId: string): KafkaShareMember | undefined {
+    return this.members.get(`${groupId}\0${memberId}`);
+  }
+
+  /** Joins (or joins again) a member at a new epoch. */
+  join(m: Omit<KafkaShareMember, 'epoch' | 'previousEpoch' | 'lastSeenAt'>): KafkaShareMember {
+    const old = this.get(m.groupId, m.memberId);
+    const epoch = this.bumpGroup(m.groupId);
+    const member: KafkaShareMember = { ...m, epoch, previousEpoch: old?.epoch ?? 0, lastSeenAt: this.clock.now() };
+    this.members.set(`${m.groupId}\0${m.memberId}`, member);
+    return member;
+  }
+
+  /** Gives a member a new assignment (and topics) at a new epoch, the one before still accepted once. */
+  reassign(m: KafkaShareMember, topics: readonly string[], assignment: ShareAssignment): void {
+    m.previousEpoch = m.epoch;
+    m.epoch = this.bumpGroup(m.groupId);
+    m.topics = topics;
+    m.assignment = assignment;
+  }
+
+  /** Marks the member heard from now. */
+  seen(m: KafkaShareMember): void {
+    m.lastSeenAt = this.clock.now();
+  }
+
+  /** Forgets a member (it left, or its session ended), and its share session. */
+  remove(m: KafkaShareMember): void {
+    this.sessions.delete(`${m.groupId}\0${m.memberId}`);
+    if (this.members.delete(`${m.groupId}\0${m.memberId}`)) this.bumpGroup(m.groupId);
+  }
+
+  /** The group's members, alive or not yet swept. */
+  inGroup(groupId: string): KafkaShareMember[] {
+    return [...this.members.values()].filter((m) => m.groupId === groupId);
+  }
+
+  /** Members not heard from for {@link SHARE_SESSION_TIMEOUT_MS}: the caller makes them leave, then removes them. */
+  expired(): KafkaShareMember[] {
+    const now = this.clock.now();
+    return [...this.members.values()].filter((m) => now - m.lastSeenAt > SHARE_SESSION_TIMEOUT_MS);
+  }
+
+  /** The group's epoch now (0 for a group with no Kafka member yet). */
+  groupEpoch(groupId: string): number {
+    return this.groupEpochs.get(groupId) ?? 0;
+  }
+
+  /** Whether this listener subscribed the group to the topic as a share group (or found it so). */
+  subscribed(groupId: string, topic: string): boolean {
+    return this.subscriptions.has(`${groupId}\0${topic}`);
+  }
+
+  /** Records that the group subscribes to the topic as a share group. */
+  markSubscribed(groupId: string, topic: string): void {
+    this.subscriptions.add(`${groupId}\0${topic}`);
+  }
+
+  /** Forgets what this listener knew of a group that was deleted: its members, their sessions, its subscriptions. */
+  forgetGroup(groupId: string): void {
+    for (const key of [...this.subscriptions, ...this.members.keys(), ...this.sessions.keys()]) {
+      if (key.startsWith(`${groupId}\0`)) {
+        this.subscriptions.delete(key);
+        this.members.delete(key);
+        this.sessions.delete(key);
+      }
+    }
+  }
+
+  /** The member's share session, if one is open. */
+  session(groupId: string, memberId: string): ShareSession | undefined {
+    return this.sessions.get(`${groupId}\0${memberId}`);
+  }
+
+  /** Opens the member's share session (a ShareFetch at epoch 0), replacing one it had: its next request carries epoch 1. */
+  openSession(groupId: string, memberId: string): ShareSession {
+    const session: ShareSession = { epoch: 0, partitions: new Map() };
+    this.sessions.set(`${groupId}\0${memberId}`, session);
+    return session;
+  }
+
+  /** Closes the member's share session (a request at epoch -1). */
+  closeSession(groupId: string, memberId: string): void {
+    this.sessions.delete(`${groupId}\0${memberId}`);
+  }
+
+  private bumpGroup(groupId: string): number {
+    const next = this.groupEpoch(groupId) + 1;
+    this.groupEpochs.set(groupId, next);
+    return next;
+  }
+}
+
+/** Adds partitions to a session (a ShareFetch's topics). */
+export function addToSession(session: ShareSession, partitions: readonly SharePartitionRef[]): void {
+  for (const p of partitions) session.partitions.set(refKey(p), p);
+}
+
+/** Removes partitions from a session (a ShareFetch's forgotten topics). */
+export function forgetInSession(session: ShareSession, partitions: readonly SharePartitionRef[]): void {
+  for (const p of partitions) session.partitions.delete(refKey(p));
+}
+
