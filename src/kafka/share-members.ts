@@ -6,20 +6,20 @@
  * one group whichever protocol its members speak. A restart of the broker drops the members; their clients join
  * again (UNKNOWN_MEMBER_ID) and open new sessions (SHARE_SESSION_NOT_FOUND), as after a Kafka coordinator's failover.
  *
- * Assignment: every member of a share group is assigned every partition of the topics it subscribes to. Kafka's
- * share assignor spreads partitions when members are fewer than partitions; here the broker hands each record to
- * one member whichever partition it fetches, so sharing every partition costs nothing and leaves none idle.
+ * Assignment (share-assignor.ts) spreads the partitions of the topics over the members that subscribe to them. It is
+ * recomputed from the members and topics known now whenever asked: a member learns a change at its next heartbeat,
+ * and a ShareFetch acquires only from the partitions the member is assigned now, so a member that has not yet heard
+ * of a newcomer does not take the records meant for it.
  */
 import type { Clock } from '../clock.js';
+import { assignShares } from './share-assignor.js';
+import type { AssignableTopic, ShareAssignment } from './share-assignor.js';
 
 /** A partition by topic id and index. */
 export interface SharePartitionRef {
   topicId: string;
   partition: number;
 }
-
-/** A member's assignment: per topic (by id, with its name), the partitions. */
-export type ShareAssignment = ReadonlyArray<{ topicId: string; topic: string; partitions: readonly number[] }>;
 
 /** A Kafka share member. */
 export interface KafkaShareMember {
@@ -31,6 +31,7 @@ export interface KafkaShareMember {
   previousEpoch: number;
   /** The topics it subscribes to. */
   topics: readonly string[];
+  /** The assignment its last heartbeat answered. */
   assignment: ShareAssignment;
   rackId: string | null;
   clientId: string;
@@ -62,6 +63,8 @@ export class KafkaShareMembers {
   private readonly sessions = new Map<string, ShareSession>();
   /** `group \0 topic` pairs this listener subscribed as a share group (or found subscribed), so a heartbeat does not again. */
   private readonly subscriptions = new Set<string>();
+  /** Topics members subscribe to, as last described: their ids and partitions. */
+  private readonly topicsKnown = new Map<string, AssignableTopic>();
   /** group -> its epoch, bumped at every change of its members or their assignments (ShareGroupDescribe's group epoch). */
   private readonly groupEpochs = new Map<string, number>();
 
@@ -73,20 +76,30 @@ export class KafkaShareMembers {
   }
 
   /** Joins (or joins again) a member at a new epoch. */
-  join(m: Omit<KafkaShareMember, 'epoch' | 'previousEpoch' | 'lastSeenAt'>): KafkaShareMember {
+  join(m: Omit<KafkaShareMember, 'epoch' | 'previousEpoch' | 'lastSeenAt' | 'assignment'>): KafkaShareMember {
     const old = this.get(m.groupId, m.memberId);
     const epoch = this.bumpGroup(m.groupId);
-    const member: KafkaShareMember = { ...m, epoch, previousEpoch: old?.epoch ?? 0, lastSeenAt: this.clock.now() };
+    const member: KafkaShareMember = { ...m, epoch, previousEpoch: old?.epoch ?? 0, lastSeenAt: this.clock.now(), assignment: [] };
     this.members.set(`${m.groupId}\0${m.memberId}`, member);
     return member;
   }
 
-  /** Gives a member a new assignment (and topics) at a new epoch, the one before still accepted once. */
-  reassign(m: KafkaShareMember, topics: readonly string[], assignment: ShareAssignment): void {
+  /** Gives a member a new assignment at a new epoch, the one before still accepted once. */
+  reassign(m: KafkaShareMember, assignment: ShareAssignment): void {
     m.previousEpoch = m.epoch;
     m.epoch = this.bumpGroup(m.groupId);
-    m.topics = topics;
     m.assignment = assignment;
+  }
+
+  /** Records a topic's id and partitions as just described (null: it does not exist). */
+  learnTopic(topic: string, described: AssignableTopic | null): void {
+    if (described === null) this.topicsKnown.delete(topic);
+    else this.topicsKnown.set(topic, described);
+  }
+
+  /** The member's assignment now, from the group's members and the topics known (empty for a member not known). */
+  assignmentNow(groupId: string, memberId: string): ShareAssignment {
+    return assignShares(this.inGroup(groupId), this.topicsKnown).get(memberId) ?? [];
   }
 
   /** Marks the member heard from now. */

@@ -6,8 +6,9 @@
  * maxDeliveries; set over Kafka with the group configs of group-configs.ts).
  *
  * - A member's first heartbeat (epoch 0) subscribes the group to its topics as a share group (created then, with the
- *   group's configs), and it is assigned every partition of them (share-members.ts); later heartbeats keep it alive
- *   and answer its assignment, at a new epoch when it changed; epoch -1 leaves, releasing at once what it holds.
+ *   group's configs), and the group's partitions are spread over its members (share-assignor.ts); later heartbeats
+ *   keep it alive and answer its assignment, at a new epoch when it changed; epoch -1 leaves, releasing at once what
+ *   it holds.
  * - ShareFetch's share session (epoch 0 opens, -1 closes) names the partitions the member fetches; its
  *   acknowledgements are applied first (ACCEPT, RELEASE, REJECT, and RENEW from v2, KIP-1222), then records are
  *   acquired (none at epoch -1, or when the request only renews) and answered as batches of the stored records with
@@ -26,7 +27,8 @@ import {
 } from '../messages/share-groups.js';
 import { kafkaNodes, leaderFor } from '../placement.js';
 import { addToSession, forgetInSession, SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS } from '../share-members.js';
-import type { KafkaShareMember, ShareAssignment, SharePartitionRef, ShareSession } from '../share-members.js';
+import type { KafkaShareMember, SharePartitionRef, ShareSession } from '../share-members.js';
+import type { ShareAssignment } from '../share-assignor.js';
 import type { KafkaApi, RequestContext } from './api.js';
 
 const INVALID_REQUEST = kafkaCodeOf('INVALID_REQUEST');
@@ -57,35 +59,32 @@ async function sweep(ctx: RequestContext): Promise<void> {
 /** A member leaves its group: what it holds in any topic is released (its deliveries counted), and it is forgotten. */
 async function leave(ctx: RequestContext, m: KafkaShareMember): Promise<void> {
   ctx.shareMembers.remove(m);
-  const topic = m.assignment[0]?.topic;
+  const topic = m.topics.find((t) => ctx.shareMembers.subscribed(m.groupId, t));
   if (topic !== undefined) await ctx.api.shareAcknowledge({ groupId: m.groupId, topic, memberId: m.memberId, acks: [], leave: true }).catch(() => undefined);
 }
 
 /**
- * A member's assignment: every partition of each topic it subscribes to that exists, the group subscribed to each as a
- * share group (created with the group's configs) the first time this listener sees the pair.
+ * Subscribes the group to each topic that exists as a share group (created with the group's configs), the first time
+ * this listener sees the pair, and records the topics' ids and partitions for the assignor.
  * @throws OnelogError when the group is not a share group (`INVALID_REQUEST`), or a refusal (`FORBIDDEN`)
  */
-async function assign(ctx: RequestContext, groupId: string, topics: readonly string[]): Promise<ShareAssignment> {
+async function subscribeTopics(ctx: RequestContext, groupId: string, topics: readonly string[]): Promise<void> {
   const { api, topicIds, shareMembers } = ctx;
-  const out: Array<{ topicId: string; topic: string; partitions: number[] }> = [];
-  for (const topic of [...new Set(topics)].sort()) {
+  for (const topic of new Set(topics)) {
     const d = await api.describeTopic(topic).catch((err: unknown) => {
       if (err instanceof OnelogError && (err.code === 'UNKNOWN_TOPIC' || err.code === 'INVALID_TOPIC')) return null;
       throw err;
     });
-    if (d === null) continue; // not (yet) a topic: assigned once it is
-    if (!shareMembers.subscribed(groupId, topic)) {
-      const group = await api.describeGroup(groupId).catch(() => null);
-      const existing = group?.subscriptions.find((s) => s.topic === topic);
-      if (existing === undefined || existing.type !== 'share') {
-        await api.subscribe({ groupId, topic, type: 'share', ...(existing === undefined ? shareSettings(await api.groupConfigs(groupId)) : {}) });
-      }
-      shareMembers.markSubscribed(groupId, topic);
+    // Not (yet) a topic: assigned once it is.
+    shareMembers.learnTopic(topic, d === null ? null : { topicId: topicIds.learn(topic, d.createdAt), partitions: d.partitions.map((p) => p.partition) });
+    if (d === null || shareMembers.subscribed(groupId, topic)) continue;
+    const group = await api.describeGroup(groupId).catch(() => null);
+    const existing = group?.subscriptions.find((s) => s.topic === topic);
+    if (existing === undefined || existing.type !== 'share') {
+      await api.subscribe({ groupId, topic, type: 'share', ...(existing === undefined ? shareSettings(await api.groupConfigs(groupId)) : {}) });
     }
-    out.push({ topicId: topicIds.learn(topic, d.createdAt), topic, partitions: d.partitions.map((p) => p.partition) });
+    shareMembers.markSubscribed(groupId, topic);
   }
-  return out;
 }
 
 const sameAssignment = (a: ShareAssignment, b: ShareAssignment) => JSON.stringify(a) === JSON.stringify(b);
@@ -115,10 +114,11 @@ export const shareGroupHeartbeat: KafkaApi = {
       if (memberEpoch === 0) {
         const topics = subscribed ?? known?.topics;
         if (topics === undefined) return answer(INVALID_REQUEST, 'SubscribedTopicNames must be set when joining (member epoch 0)');
-        const assignment = await assign(ctx, groupId, topics);
+        await subscribeTopics(ctx, groupId, topics);
         const m = shareMembers.join({
-          groupId, memberId, topics, assignment, rackId: (request.rackId as string | null) ?? null, clientId: header.clientId ?? '', clientHost: ctx.connection.remoteAddress,
+          groupId, memberId, topics, rackId: (request.rackId as string | null) ?? null, clientId: header.clientId ?? '', clientHost: ctx.connection.remoteAddress,
         });
+        m.assignment = shareMembers.assignmentNow(groupId, memberId);
         return answer(KAFKA_ERROR.NONE, null, { memberEpoch: m.epoch, assignment: wireAssignment(m.assignment) });
       }
       if (known === undefined) return answer(UNKNOWN_MEMBER_ID, `member ${memberId} is not a member of share group ${groupId} (its session ended, or the broker restarted): join again`);
@@ -126,9 +126,10 @@ export const shareGroupHeartbeat: KafkaApi = {
         return answer(KAFKA_ERROR.FENCED_MEMBER_EPOCH, `member epoch ${memberEpoch} is neither the member's epoch ${known.epoch} nor the one before: join again`);
       }
       shareMembers.seen(known);
-      const topics = subscribed ?? known.topics;
-      const assignment = await assign(ctx, groupId, topics);
-      if (!sameAssignment(assignment, known.assignment) || topics !== known.topics) shareMembers.reassign(known, topics, assignment);
+      if (subscribed !== null) known.topics = subscribed;
+      await subscribeTopics(ctx, groupId, known.topics);
+      const assignment = shareMembers.assignmentNow(groupId, memberId);
+      if (!sameAssignment(assignment, known.assignment)) shareMembers.reassign(known, assignment);
       return answer(KAFKA_ERROR.NONE, null, { memberEpoch: known.epoch, assignment: wireAssignment(known.assignment) });
     } catch (err) {
       return answer(codeOf(err), messageOf(err));
@@ -311,8 +312,13 @@ async function acquire(
   ctx: RequestContext, api: KafkaDataApi, groupId: string, memberId: string, session: ShareSession,
   limits: { maxRecords: number; maxBytes: number; maxWaitMs: number }, answers: Map<string, PartitionAnswer>,
 ): Promise<{ acquired: Map<string, Acquired>; lockMs: number }> {
+  // A member the group knows fetches only what it is assigned now (it may not have heard of a newcomer yet).
+  const member = ctx.shareMembers.get(groupId, memberId);
+  const assigned = member === undefined ? null : new Set(ctx.shareMembers.assignmentNow(groupId, memberId).flatMap((a) => a.partitions.map((p) => refKey(a.topicId, p))));
   const byTopic = new Map<string, number[]>();
-  for (const p of session.partitions.values()) byTopic.set(p.topicId, [...(byTopic.get(p.topicId) ?? []), p.partition]);
+  for (const p of session.partitions.values()) {
+    if (assigned === null || assigned.has(refKey(p.topicId, p.partition))) byTopic.set(p.topicId, [...(byTopic.get(p.topicId) ?? []), p.partition]);
+  }
   const acquired = new Map<string, Acquired>();
   let lockMs = 0;
   let got = 0;
