@@ -27,6 +27,8 @@ const UNIT = [
   'test/history/checker.test.ts',
   'test/kafka/admin.test.ts',
   'test/kafka/codec.test.ts',
+  'test/kafka/share-assignor.test.ts',
+  'test/kafka/suite-tool.test.ts',
   'test/kafka/errors.test.ts',
   'test/kafka/frames.test.ts',
   'test/kafka/golden.test.ts',

@@ -53,7 +53,7 @@ export function readTestList(text: string): SuiteTest[] {
 
 /** The verdict in a runner's output: passed, or failed with its first error. */
 export function readVerdict(output: string): { passed: boolean; firstError: string | null } {
-  const clean = output.replace(/\x1b\[[0-9;]*m/g, '');
+  const clean = output.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), ''); // the runner's colours
   const lines = clean.split('\n');
   const failedAt = lines.findIndex((l) => /^### Test .* failed at /.test(l));
   if (failedAt >= 0) return { passed: false, firstError: `${lines[failedAt]!.replace(/^### |###$/g, '').trim()}: ${lines[failedAt + 1]?.trim() ?? ''}` };

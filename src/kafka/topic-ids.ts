@@ -5,7 +5,10 @@
  * again under its name has a new one (as in Kafka, where clients tell a recreated topic by its id).
  */
 import { createHash } from 'node:crypto';
-import type { KafkaDataApi } from './apis/api.js';
+import type { OnelogApi } from '../protocol/api.js';
+
+/** What the ids are read through: the broker as the principal may describe it. */
+type TopicsApi = Pick<OnelogApi, 'describeTopic' | 'listTopics'>;
 
 /** Kafka's zero uuid: no topic. */
 export const ZERO_TOPIC_ID = '0'.repeat(32);
@@ -36,12 +39,12 @@ export class TopicIds {
   }
 
   /** The id of a topic (described through `api`). @throws what `api.describeTopic` throws (`UNKNOWN_TOPIC`) */
-  async idOf(api: KafkaDataApi, name: string): Promise<string> {
+  async idOf(api: TopicsApi, name: string): Promise<string> {
     return this.byName.get(name) ?? this.learn(name, (await api.describeTopic(name)).createdAt);
   }
 
   /** The name of the topic with id `id`, or null when no topic `api` may describe has it (deleted, or never). */
-  async nameOf(api: KafkaDataApi, id: string): Promise<string | null> {
+  async nameOf(api: TopicsApi, id: string): Promise<string | null> {
     const known = this.byId.get(id);
     if (known !== undefined && this.byName.get(known) === id) return known;
     for (const { topic } of await api.listTopics()) {

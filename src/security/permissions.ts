@@ -165,9 +165,11 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'KAFKA produceBatches': { needs: [topic('write', 'body.topic')], kafka: ['Produce'] },
   'KAFKA fetchBatches': { needs: [topic('read', 'body.topic'), group('read', 'body.groupId?')], kafka: ['Fetch'], readOnly: true },
   'KAFKA fetch': { needs: [topic('read', 'body.topic')], kafka: ['ListOffsets'], readOnly: true },
-  'KAFKA listTopics': { needs: 'user', filter: [{ resource: 'topic', key: 'topic' }], kafka: ['Metadata'], readOnly: true },
+  'KAFKA listTopics': { needs: 'user', filter: [{ resource: 'topic', key: 'topic' }], kafka: ['Metadata', 'Fetch', 'ShareFetch', 'ShareAcknowledge'], readOnly: true },
   'KAFKA describeTopic': {
-    needs: [topic('describe', 'body.topic')], kafka: ['Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords'], readOnly: true,
+    needs: [topic('describe', 'body.topic')],
+    kafka: ['Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords', 'ShareGroupHeartbeat', 'ShareGroupDescribe', 'ShareFetch', 'ShareAcknowledge', 'DescribeShareGroupOffsets', 'AlterShareGroupOffsets'],
+    readOnly: true,
   },
   'KAFKA offsetForTimestamp': { needs: [topic('describe', 'body.topic')], kafka: ['ListOffsets'], readOnly: true },
   'KAFKA createTopic': { needs: [topic('create', 'body.topic')], kafka: ['CreateTopics', 'Metadata', 'Produce'] },
@@ -179,7 +181,10 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'KAFKA leaveGroup': { needs: [group('read', 'body.groupId')], kafka: ['LeaveGroup'] },
   'KAFKA commitOffsets': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['OffsetCommit'] },
   'KAFKA committedOffsets': { needs: [group('describe', 'body.groupId')], filter: [{ resource: 'topic', key: 'topic' }], kafka: ['OffsetFetch'], readOnly: true },
-  'KAFKA describeGroup': { needs: [group('describe', 'body.groupId')], filter: groupTopics, kafka: ['DescribeGroups'], readOnly: true },
+  'KAFKA describeGroup': {
+    needs: [group('describe', 'body.groupId')], filter: groupTopics,
+    kafka: ['DescribeGroups', 'ShareGroupHeartbeat', 'ShareGroupDescribe', 'ShareFetch', 'ShareAcknowledge', 'DescribeShareGroupOffsets', 'IncrementalAlterConfigs'], readOnly: true,
+  },
   'KAFKA listGroups': { needs: 'user', filter: [{ resource: 'group', key: 'groupId' }], kafka: ['ListGroups'], readOnly: true },
   'KAFKA deleteGroup': { needs: [group('delete', 'body.groupId')], kafka: ['DeleteGroups'] },
   // Share groups (src/kafka/apis/share-groups.ts): a member's ShareGroupHeartbeat subscribes the group to its topics

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { indexBatches, indexOf, SectionBuilder, ShareReadAhead } from '../../src/coordinator/share-read-ahead.js';
 import { decodeSharedBatches, encodeSharedBatches, sharedRecords } from '../../src/protocol/data-frames.js';
-import { decodeRecords, decodeSection, encodeBatch } from '../../src/protocol/record-batch.js';
+import { decodeRecords, decodeSection, encodeBatch, sectionBatch, validateBatch } from '../../src/protocol/record-batch.js';
 import type { CompressionCodec } from '../../src/protocol/compression.js';
 import type { StoredRecord } from '../../src/protocol/types.js';
 import { codeOf } from '../helpers/errors.js';
@@ -41,7 +41,7 @@ function decodeAll(batches: Buffer): StoredRecord[] {
 }
 
 describe('indexBatches and sections', () => {
-  it.each(['none', 'gzip', 'lz4'] as const)('a picked subset of %s batches decodes, from its sections, to exactly those records', (codec) => {
+  it.each(['none', 'gzip', 'lz4'] as const)('a picked subset of %s batches decodes, from its sections and from their Kafka batches, to exactly those records', (codec) => {
     const batches = stored(1000, 64, codec);
     const all = decodeAll(batches);
     const { ix, stoppedAt } = indexBatches(batches, 1000);
@@ -65,6 +65,11 @@ describe('indexBatches and sections', () => {
       // Consecutive records of one stored batch share a section: never more sections than records.
       expect(sections.length).toBeLessThanOrEqual(picked.length);
       expect(sections.flatMap(decodeSection).map(plain)).toEqual(picked.map((i) => plain(all[i]!)));
+      // As Kafka's ShareFetch carries them: each section a batch of its own (CRC and all), the same records at their offsets.
+      const kafka = sections.map(sectionBatch);
+      for (const k of kafka) expect(validateBatch(k.batch)).toBe(k.batch.length);
+      expect(kafka.flatMap((k) => decodeRecords(k.batch)).map(plain)).toEqual(picked.map((i) => plain(all[i]!)));
+      expect(kafka.flatMap((k) => k.offsets)).toEqual(picked.map((i) => all[i]!.offset));
     }), { numRuns: 30 });
   });
 

@@ -5,15 +5,9 @@
  * to the partitions' leaders and consumes in a group coordinated by the other broker; so does kcat (librdkafka).
  */
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker.js';
-import { ByteReader, ByteWriter } from '../../src/kafka/codec/bytes.js';
-import { decode, encode } from '../../src/kafka/codec/interpreter.js';
-import type { Struct } from '../../src/kafka/codec/interpreter.js';
-import { inRange } from '../../src/kafka/codec/schema.js';
-import type { MessageDefinition } from '../../src/kafka/codec/schema.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { metadataRequest, metadataResponse } from '../../src/kafka/messages/metadata.js';
 import { findCoordinatorRequest, findCoordinatorResponse } from '../../src/kafka/messages/offsets.js';
@@ -23,6 +17,7 @@ import { testCluster } from '../helpers/cluster.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
 import { KCAT, hasTool } from '../helpers/tools.js';
+import { call } from '../helpers/kafka-wire.js';
 
 let s3: S3Server;
 beforeAll(async () => {
@@ -31,34 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s3?.close();
 });
-
-/** Sends one request (header v1, or v2 for flexible versions) to the listener on `port` and decodes its answer. */
-async function call(port: number, apiKey: number, version: number, req: MessageDefinition, res: MessageDefinition, value: Struct): Promise<Struct> {
-  const w = new ByteWriter();
-  w.int32(0);
-  w.int16(apiKey); w.int16(version); w.int32(7); w.int16(1); w.bytes(Buffer.from('t'));
-  if (inRange(req.flexible, version)) w.uvarint(0);
-  encode(req, version, value, w);
-  const frame = Buffer.from(w.finish());
-  frame.writeInt32BE(frame.length - 4, 0);
-  const answer = await new Promise<Buffer>((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(frame));
-    let pending = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      pending = Buffer.concat([pending, chunk]);
-      if (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
-        socket.end();
-        resolve(pending.subarray(4, 4 + pending.readInt32BE(0)));
-      }
-    });
-    socket.on('error', reject);
-    socket.on('close', () => reject(new Error('closed before an answer')));
-  });
-  const r = new ByteReader(answer);
-  expect(r.int32()).toBe(7);
-  if (inRange(res.flexible, version)) r.uvarint();
-  return decode(res, version, r);
-}
 
 /** Runs kcat against the listener on `port`, `input` on its standard input; resolves with its exit code and output. */
 function kcat(port: number, args: string[], input = ''): Promise<{ code: number | null; out: string; err: string }> {

@@ -19,7 +19,7 @@ const MESSAGES = [...KAFKA_APIS.flatMap((a) => [a.request, a.response]), consume
 
 /** The versions of a definition's range. */
 function versionsOf(def: MessageDefinition): number[] {
-  const [lo, hi] = def.versions.split('-').map(Number) as [number, number];
+  const [lo, hi = lo] = def.versions.split('-').map(Number) as [number, number?];
   return Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
 }
 
@@ -74,7 +74,7 @@ describe('kafka codec', () => {
     expect(readRequestHeader(r)).toEqual({ apiKey: 3, apiVersion: 6, correlationId: 7, clientId: 'kafkajs' });
     const metadata = KAFKA_APIS.find((a) => a.key === 3)!;
     expect(decode(metadata.request, 6, r)).toEqual({
-      topics: [{ name: 'edits' }], allowAutoTopicCreation: true, includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false,
+      topics: [{ name: 'edits', topicId: '0'.repeat(32) }], allowAutoTopicCreation: true, includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false,
     });
   });
 

@@ -28,7 +28,7 @@ async function fetched(topics: Array<{ topic: string; partitions: number[] }>, m
     maxBytes, maxWaitMs: 0,
     topics: topics.map((t) => ({ topic: t.topic, partitions: t.partitions.map((partition) => ({ partition, fetchOffset: 0, partitionMaxBytes })) })),
   };
-  const answer = await fetch.handle(request, { api: broker } as unknown as RequestContext) as { responses: Array<{ topic: string; partitions: Array<{ records: Buffer }> }> };
+  const answer = await fetch.handle(request, { api: broker, header: { apiVersion: 12 } } as unknown as RequestContext) as { responses: Array<{ topic: string; partitions: Array<{ records: Buffer }> }> };
   return Object.fromEntries(answer.responses.map((t) => [t.topic, t.partitions.map((p) => p.records.length)]));
 }
 

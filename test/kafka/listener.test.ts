@@ -9,10 +9,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { Quotas } from '../../src/security/quotas.js';
 import { Broker } from '../../src/broker.js';
-import { ByteReader, ByteWriter } from '../../src/kafka/codec/bytes.js';
-import { decode, encode } from '../../src/kafka/codec/interpreter.js';
 import type { Struct } from '../../src/kafka/codec/interpreter.js';
-import { inRange } from '../../src/kafka/codec/schema.js';
 import type { MessageDefinition } from '../../src/kafka/codec/schema.js';
 import { apiVersionsRequest, apiVersionsResponse } from '../../src/kafka/messages/api-versions.js';
 import { fetchRequest, fetchResponse, listOffsetsRequest, listOffsetsResponse } from '../../src/kafka/messages/fetch.js';
@@ -20,6 +17,7 @@ import { offsetCommitRequest, offsetCommitResponse, offsetFetchRequest, offsetFe
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/logger.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
+import { call as callOn, exchange as exchangeOn } from '../helpers/kafka-wire.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 let broker: Broker;
@@ -34,28 +32,6 @@ afterEach(async () => {
   await broker.close();
 });
 
-/** Sends raw frames on one connection; resolves with the response frames (without their size) once `expect` arrived, or at close. */
-function exchange(frames: Buffer[], expected: number): Promise<{ responses: Buffer[]; closed: boolean }> {
-  return new Promise((resolve) => {
-    const socket = net.connect(listener.port, '127.0.0.1');
-    const responses: Buffer[] = [];
-    let pending = Buffer.alloc(0);
-    socket.on('connect', () => socket.write(Buffer.concat(frames)));
-    socket.on('data', (chunk: Buffer) => {
-      pending = Buffer.concat([pending, chunk]);
-      while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
-        responses.push(pending.subarray(4, 4 + pending.readInt32BE(0)));
-        pending = pending.subarray(4 + pending.readInt32BE(0));
-      }
-      if (responses.length === expected) {
-        socket.end();
-        resolve({ responses, closed: false });
-      }
-    });
-    socket.on('close', () => resolve({ responses, closed: true }));
-  });
-}
-
 /** A request frame: size, api key, version, correlation id, client id "t", then `body`. */
 function request(apiKey: number, version: number, correlationId: number, body = Buffer.alloc(0)): Buffer {
   const header = Buffer.alloc(10);
@@ -69,20 +45,10 @@ function request(apiKey: number, version: number, correlationId: number, body = 
   return Buffer.concat([size, payload]);
 }
 
-/** Sends one request encoded from its definition (header v1, client id "t") and decodes the answer. */
-async function call(apiKey: number, version: number, req: MessageDefinition, res: MessageDefinition, value: Struct): Promise<Struct> {
-  const w = new ByteWriter();
-  w.int32(0);
-  w.int16(apiKey); w.int16(version); w.int32(77); w.int16(1); w.bytes(Buffer.from('t'));
-  if (inRange(req.flexible, version)) w.uvarint(0);
-  encode(req, version, value, w);
-  const frame = Buffer.from(w.finish());
-  frame.writeInt32BE(frame.length - 4, 0);
-  const r = new ByteReader((await exchange([frame], 1)).responses[0]!);
-  expect(r.int32()).toBe(77);
-  if (inRange(res.flexible, version) && apiKey !== 18) r.uvarint(); // ApiVersions answers with header v0 at every version
-  return decode(res, version, r);
-}
+/** Sends one request to the listener encoded from its definition and decodes the answer. */
+const call = (apiKey: number, version: number, req: MessageDefinition, res: MessageDefinition, value: Struct) => callOn(listener.port, apiKey, version, req, res, value);
+/** Sends raw frames to the listener. */
+const exchange = (frames: Buffer[], expected: number) => exchangeOn(listener.port, frames, expected);
 
 describe('kafka listener', () => {
   it('serves kafkajs its metadata: one broker, the topics and their partitions; no auto-creation', async () => {
@@ -113,9 +79,9 @@ describe('kafka listener', () => {
     const advertised = (answer.apiKeys as Array<{ apiKey: number; minVersion: number; maxVersion: number }>)
       .map((k) => [k.apiKey, k.minVersion, k.maxVersion]).sort((a, b) => a[0]! - b[0]!);
     expect(advertised).toEqual([
-      [0, 3, 11], [1, 4, 12], [2, 1, 9], [3, 1, 9], [8, 2, 9], [9, 1, 9], [10, 0, 6], [11, 0, 9], [12, 0, 4], [13, 0, 5],
+      [0, 3, 11], [1, 4, 13], [2, 1, 9], [3, 1, 12], [8, 2, 9], [9, 1, 9], [10, 0, 6], [11, 0, 9], [12, 0, 4], [13, 0, 5],
       [14, 0, 5], [15, 0, 5], [16, 0, 5], [17, 0, 1], [18, 0, 3], [19, 2, 7], [20, 1, 6], [21, 0, 2], [22, 0, 5], [23, 2, 4], [32, 1, 4],
-      [36, 0, 2], [42, 0, 2],
+      [36, 0, 2], [42, 0, 2], [44, 0, 1], [76, 1, 1], [77, 1, 1], [78, 1, 2], [79, 1, 2], [90, 0, 1], [91, 0, 0],
     ]);
   });
 

@@ -8,10 +8,11 @@
  * incremental fetch sessions). A fetch waits up to MaxWaitMs (at most 30 s) while no partition has records. An answer
  * holds to the request's MaxBytes (fetch.max.bytes) and each partition's PartitionMaxBytes (max.partition.fetch.bytes)
  * in whole batches, but for its first batch, which goes whatever its size so the consumer makes progress (as Kafka).
+ * From v13 topics are named by id (topic-ids.ts; an id no topic has answers UNKNOWN_TOPIC_ID).
  */
 import type { FetchRequest } from '../../protocol/api.js';
 import { OnelogError } from '../../protocol/errors.js';
-import { kafkaCodeOf, kafkaErrorCode } from '../errors.js';
+import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import { fetchRequest, fetchResponse, listOffsetsRequest, listOffsetsResponse } from '../messages/fetch.js';
 import { batchSize } from '../../protocol/record-batch.js';
 import { EARLIEST, LATEST } from './api.js';
@@ -50,7 +51,9 @@ export const listOffsets: KafkaApi = {
 };
 
 interface FetchTopic {
-  topic: string;
+  /** Its name (v13+: looked up by its id; null for an id no topic has). */
+  topic: string | null;
+  topicId: string;
   partitions: Array<{ partition: number; fetchOffset: number; partitionMaxBytes: number }>;
 }
 
@@ -58,6 +61,12 @@ const EMPTY = Buffer.alloc(0);
 
 /** One topic's part of a fetch, each partition's error as a Kafka code. */
 async function fetchTopic(broker: KafkaDataApi, t: FetchTopic, maxBytes: number, maxWaitMs: number) {
+  if (t.topic === null) {
+    return t.partitions.map((p) => ({
+      partitionIndex: p.partition, errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_ID, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
+      abortedTransactions: null, preferredReadReplica: -1, records: EMPTY,
+    }));
+  }
   const request: FetchRequest = {
     topic: t.topic, partitions: t.partitions.map((p) => ({ partition: p.partition, offset: p.fetchOffset })),
     maxBytes: Math.max(1, Math.min(maxBytes, t.partitions.reduce((sum, p) => sum + p.partitionMaxBytes, 0))),
@@ -81,12 +90,13 @@ async function fetchTopic(broker: KafkaDataApi, t: FetchTopic, maxBytes: number,
 }
 
 export const fetch: KafkaApi = {
-  key: 1, name: 'Fetch', minVersion: 4, maxVersion: 12, request: fetchRequest, response: fetchResponse,
-  async handle(request, { api }) {
+  key: 1, name: 'Fetch', minVersion: 4, maxVersion: 13, request: fetchRequest, response: fetchResponse,
+  async handle(request, { api, header, topicIds }) {
     const topics = request.topics as FetchTopic[];
+    if (header.apiVersion >= 13) for (const t of topics) t.topic = await topicIds.nameOf(api, t.topicId);
     const maxBytes = request.maxBytes as number;
     const maxWaitMs = Math.max(0, Math.min(request.maxWaitMs as number, MAX_WAIT_MS));
-    const read = (wait: number) => Promise.all(topics.map(async (t) => ({ topic: t.topic, partitions: await fetchTopic(api, t, maxBytes, wait) })));
+    const read = (wait: number) => Promise.all(topics.map(async (t) => ({ topic: t.topic, topicId: t.topicId, partitions: await fetchTopic(api, t, maxBytes, wait) })));
     let responses = await read(topics.length === 1 ? maxWaitMs : 0);
     const empty = responses.every((t) => t.partitions.every((p) => p.errorCode === 0 && (p.records?.length ?? 0) === 0));
     if (empty && topics.length > 1 && maxWaitMs > 0) {

@@ -36,7 +36,7 @@ export const listOffsetsResponse: MessageDefinition = {
 };
 
 export const fetchRequest: MessageDefinition = {
-  name: 'FetchRequest', versions: '4-12', flexible: '12+',
+  name: 'FetchRequest', versions: '4-13', flexible: '12+',
   fields: [
     field('replicaId', 'int32', '0+'),
     field('maxWaitMs', 'int32', '0+'),
@@ -46,7 +46,8 @@ export const fetchRequest: MessageDefinition = {
     field('sessionId', 'int32', '7+'),
     field('sessionEpoch', 'int32', '7+', { default: -1 }),
     structs('topics', '0+', [
-      field('topic', 'string', '0+'),
+      field('topic', 'string', '0-12'),
+      field('topicId', 'uuid', '13+'),
       structs('partitions', '0+', [
         field('partition', 'int32', '0+'),
         field('currentLeaderEpoch', 'int32', '9+', { default: -1 }),
@@ -56,19 +57,20 @@ export const fetchRequest: MessageDefinition = {
         field('partitionMaxBytes', 'int32', '0+'),
       ]),
     ]),
-    structs('forgottenTopicsData', '7+', [field('topic', 'string', '7+'), field('partitions', { array: 'int32' }, '7+')]),
+    structs('forgottenTopicsData', '7+', [field('topic', 'string', '7-12'), field('topicId', 'uuid', '13+'), field('partitions', { array: 'int32' }, '7+')]),
     field('rackId', 'string', '11+'),
   ],
 };
 
 export const fetchResponse: MessageDefinition = {
-  name: 'FetchResponse', versions: '4-12', flexible: '12+',
+  name: 'FetchResponse', versions: '4-13', flexible: '12+',
   fields: [
     field('throttleTimeMs', 'int32', '1+'),
     field('errorCode', 'int16', '7+'),
     field('sessionId', 'int32', '7+'),
     structs('responses', '0+', [
-      field('topic', 'string', '0+'),
+      field('topic', 'string', '0-12'),
+      field('topicId', 'uuid', '13+'),
       structs('partitions', '0+', [
         field('partitionIndex', 'int32', '0+'),
         field('errorCode', 'int16', '0+'),
