@@ -104,7 +104,9 @@ export interface KafkaListenerOptions {
   autoCreateTopics?: { partitions: number } | null;
   /**
    * How long the first JoinGroup round of a group with no Kafka member waits for more members, each arrival extending
-   * it up to the round's rebalance timeout, ms (kafka/join-rounds.ts). @default 3000 (Kafka's group.initial.rebalance.delay.ms)
+   * it up to the round's rebalance timeout, ms (kafka/join-rounds.ts); and how long a share group that gets its first
+   * Kafka member assigns nothing (share-members.ts), so members started together split its partitions from their first
+   * fetch. @default 3000 (Kafka's group.initial.rebalance.delay.ms)
    */
   initialRebalanceDelayMs?: number;
   /**
@@ -159,7 +161,7 @@ export class KafkaListener {
       Pick<KafkaListenerOptions, 'users' | 'acls' | 'audit' | 'quotas'> & { advertisedHost: string; advertisedPort?: number },
   ) {
     this.members = new KafkaMembers(options.clock, options.initialRebalanceDelayMs);
-    this.shareMembers = new KafkaShareMembers(options.clock);
+    this.shareMembers = new KafkaShareMembers(options.clock, options.initialRebalanceDelayMs);
     for (const name of ['maxFrameBytes', 'maxUnauthenticatedFrameBytes', 'maxBufferedBytes'] as const) {
       if (!Number.isSafeInteger(options[name]) || options[name] < 1) {
         throw new OnelogError('INVALID_REQUEST', `${name}: ${options[name]} is not a positive whole number of bytes`, { [name]: options[name] });

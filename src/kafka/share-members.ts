@@ -67,8 +67,21 @@ export class KafkaShareMembers {
   private readonly topicsKnown = new Map<string, AssignableTopic>();
   /** group -> its epoch, bumped at every change of its members or their assignments (ShareGroupDescribe's group epoch). */
   private readonly groupEpochs = new Map<string, number>();
+  /** group -> when its first Kafka member joined (the group had none): its first assignment waits {@link initialDelayMs} from then. */
+  private readonly formedAt = new Map<string, number>();
 
-  constructor(readonly clock: Clock) {}
+  /**
+   * @param initialDelayMs how long a share group that gets its first Kafka member assigns nothing, so members started
+   *   together split the partitions from their first fetch (as Kafka's group.initial.rebalance.delay.ms for classic
+   *   groups; KafkaListenerOptions.initialRebalanceDelayMs, default 3000)
+   */
+  constructor(readonly clock: Clock, readonly initialDelayMs = 3000) {}
+
+  /** How long the group still assigns nothing, ms (0 once its first assignment is made). */
+  settling(groupId: string): number {
+    const at = this.formedAt.get(groupId);
+    return at === undefined ? 0 : Math.max(0, at + this.initialDelayMs - this.clock.now());
+  }
 
   /** The member, if known and alive (one not heard from for its session timeout is gone: see {@link expired}). */
   get(groupId: string, memberId: string): KafkaShareMember | undefined {
@@ -78,6 +91,7 @@ export class KafkaShareMembers {
   /** Joins (or joins again) a member at a new epoch. */
   join(m: Omit<KafkaShareMember, 'epoch' | 'previousEpoch' | 'lastSeenAt' | 'assignment'>): KafkaShareMember {
     const old = this.get(m.groupId, m.memberId);
+    if (this.inGroup(m.groupId).length === 0) this.formedAt.set(m.groupId, this.clock.now());
     const epoch = this.bumpGroup(m.groupId);
     const member: KafkaShareMember = { ...m, epoch, previousEpoch: old?.epoch ?? 0, lastSeenAt: this.clock.now(), assignment: [] };
     this.members.set(`${m.groupId}\0${m.memberId}`, member);
@@ -97,8 +111,9 @@ export class KafkaShareMembers {
     else this.topicsKnown.set(topic, described);
   }
 
-  /** The member's assignment now, from the group's members and the topics known (empty for a member not known). */
+  /** The member's assignment now, from the group's members and the topics known (empty for a member not known, and while the group settles). */
   assignmentNow(groupId: string, memberId: string): ShareAssignment {
+    if (this.settling(groupId) > 0) return [];
     return assignShares(this.inGroup(groupId), this.topicsKnown).get(memberId) ?? [];
   }
 

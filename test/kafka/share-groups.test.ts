@@ -35,7 +35,7 @@ let dataDir: string;
 
 const start = async () => {
   broker = await openTimerlessBroker(dataDir, clock);
-  listener = await KafkaListener.start(broker, { port: 0, logger: silentLogger, clock });
+  listener = await KafkaListener.start(broker, { port: 0, logger: silentLogger, clock, initialRebalanceDelayMs: 0 });
 };
 const stop = async () => {
   await listener.close();
@@ -185,6 +185,24 @@ describe('Kafka share groups on the wire', () => {
     clock.advance(2001);
     expect((await shareAck('a', 3, id, partition, [{ firstOffset: 0, lastOffset: 0, acknowledgeTypes: [1] }])).responses[0]!.partitions[0]!.errorCode).toBe(121);
     expect((await broker.shareFetch({ groupId: 'q', topic: 'edits', memberId: 'onelog', partitions: [partition], maxRecords: 1 })).records.map((r) => [r.offset, r.deliveryCount])).toEqual([[0, 2]]);
+  });
+
+  it('lets a new group settle (initialRebalanceDelayMs) so members started together split the partitions from their first fetch', async () => {
+    await setConfigs('q', [['share.auto.offset.reset', 'earliest']]);
+    const id = await topicId();
+    await listener.close();
+    listener = await KafkaListener.start(broker, { port: 0, logger: silentLogger, clock, initialRebalanceDelayMs: 3000 });
+    const first = await call(76, 1, shareGroupHeartbeatRequest, shareGroupHeartbeatResponse, { groupId: 'q', memberId: 'a', memberEpoch: 0, rackId: null, subscribedTopicNames: ['edits'] }) as unknown as Heartbeat & { heartbeatIntervalMs: number };
+    expect([first.assignment!.topicPartitions, first.heartbeatIntervalMs]).toEqual([[], 3000]);
+    // Nothing is acquired for it meanwhile, whatever its session names.
+    expect(acquired(await shareFetch('a', 0, [0, 1, 2].map((partition) => ({ topicId: id, partition }))))).toEqual(new Map());
+    clock.advance(1000);
+    const second = await call(76, 1, shareGroupHeartbeatRequest, shareGroupHeartbeatResponse, { groupId: 'q', memberId: 'b', memberEpoch: 0, rackId: null, subscribedTopicNames: ['edits'] }) as unknown as Heartbeat & { heartbeatIntervalMs: number };
+    expect([second.assignment!.topicPartitions, second.heartbeatIntervalMs]).toEqual([[], 2000]);
+    clock.advance(2000);
+    const [a, b] = [await heartbeat('a', first.memberEpoch, null), await heartbeat('b', second.memberEpoch, null)];
+    expect([a.assignment!.topicPartitions[0]!.partitions, b.assignment!.topicPartitions[0]!.partitions]).toEqual([[0, 2], [1]]);
+    expect([...acquired(await shareFetch('a', 1, [])).keys()]).toEqual([0, 2]);
   });
 
   it('keeps share sessions and member epochs as KIP-932 says', async () => {

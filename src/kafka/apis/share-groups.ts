@@ -39,6 +39,8 @@ const ACK_TYPES = [null, 'accept', 'release', 'reject', 'renew'] as const;
 /** Acknowledgements one broker call carries at most (OnelogApi.shareAcknowledge's bound). */
 const ACKS_PER_CALL = 10_000;
 const EMPTY = Buffer.alloc(0);
+/** The shortest heartbeat interval told, ms. */
+const MIN_HEARTBEAT_INTERVAL_MS = 100;
 /** Bounds of onelog's share acquisition (ShareFetchRequest). */
 const FETCH_BOUNDS = { maxRecords: 10_000, maxBytes: 64 << 20, maxWaitMs: 30_000 };
 
@@ -98,9 +100,11 @@ export const shareGroupHeartbeat: KafkaApi = {
     const memberId = request.memberId as string;
     const memberEpoch = request.memberEpoch as number;
     const subscribed = request.subscribedTopicNames as string[] | null;
+    // While a new group settles, its members come back as it ends, for their first assignment.
     const answer = (errorCode: number, errorMessage: string | null, fields: { memberEpoch?: number; assignment?: object | null } = {}) => ({
       throttleTimeMs: 0, errorCode, errorMessage, memberId: errorCode === 0 ? memberId : null, memberEpoch: -1,
-      heartbeatIntervalMs: SHARE_HEARTBEAT_INTERVAL_MS, assignment: null, ...fields,
+      heartbeatIntervalMs: shareMembers.settling(groupId) > 0 ? Math.max(shareMembers.settling(groupId), MIN_HEARTBEAT_INTERVAL_MS) : SHARE_HEARTBEAT_INTERVAL_MS,
+      assignment: null, ...fields,
     });
     if (groupId === '') return answer(INVALID_REQUEST, 'GroupId is empty');
     if (memberId === '') return answer(INVALID_REQUEST, 'MemberId is empty: a share consumer names itself with a member id it keeps (KIP-932)');
