@@ -1,11 +1,11 @@
 /**
  * librdkafka's own integration tests against onelog (docs/kafka.md, "librdkafka's test suite"): builds the test runner
  * of a librdkafka source tree given by path (Debian's build packages suffice: gcc, make, libssl-dev, zlib1g-dev; the
- * tree is the user's, never a copy in this repository), then runs each named test against a fresh `onelog serve
- * --kafka-port 0 --auto-create-topics` (a new data directory per test) and prints passed / failed / n/a, with the first
- * error of each failure.
+ * tree is the user's, or by default librdkafka 2.15.1's from the npm registry, test/compat/librdkafka.sh; never a copy
+ * in this repository), then runs each named test against a fresh `onelog serve --kafka-port 0 --auto-create-topics`
+ * (a new data directory per test) and prints passed / failed / n/a, with the first error of each failure.
  *
- *   npm run build && npx tsx bench/kafka-suite/run.ts --librdkafka ~/src/librdkafka [--tests 0001,0171] [--markdown]
+ *   npm run build && npx tsx bench/kafka-suite/run.ts [--librdkafka ~/src/librdkafka] [--tests 0001,0171] [--markdown]
  *
  * The tests run are those of bench/kafka-suite/tests.txt (`NNNN family`, or `NNNN n/a: why` for a test of a feature
  * onelog does not have), or `--tests`. Each runs alone, its broker version told as 4.2.0 (so the share consumer tests
@@ -110,14 +110,16 @@ async function runOne(tree: string, runner: string, test: SuiteTest, timeoutS: n
 
 async function main(): Promise<void> {
   const o = new Command()
-    .requiredOption('--librdkafka <dir>', 'a librdkafka source tree (its tests/ folder holds the suite)')
+    .option('--librdkafka <dir>', 'a librdkafka source tree (its tests/ folder holds the suite); default: 2.15.1 from the npm registry (test/compat/librdkafka.sh)')
     .option('--tests <ids>', 'comma-separated test numbers (default: every test of --list)')
     .option('--list <file>', 'the tests to run', path.join(import.meta.dirname, 'tests.txt'))
     .option('--timeout-s <s>', 'most seconds one test runs', '600')
     .option('--markdown', 'print the results as a Markdown table too')
     .parse()
-    .opts<{ librdkafka: string; tests?: string; list: string; timeoutS: string; markdown?: boolean }>();
-  const tree = path.resolve(o.librdkafka);
+    .opts<{ librdkafka?: string; tests?: string; list: string; timeoutS: string; markdown?: boolean }>();
+  const tree = o.librdkafka === undefined
+    ? (await run('bash', [path.join(import.meta.dirname, '../../test/compat/librdkafka.sh')], { maxBuffer: 1 << 26 })).stdout.trim()
+    : path.resolve(o.librdkafka);
   const listed = readTestList(readFileSync(o.list, 'utf8'));
   const tests = o.tests === undefined ? listed : o.tests.split(',').map((id) => listed.find((t) => t.id === id.trim()) ?? { id: id.trim(), family: '', notApplicable: null });
   const runner = await build(tree);
