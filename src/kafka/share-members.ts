@@ -46,6 +46,8 @@ export interface KafkaShareMember {
  */
 export interface ShareSession {
   epoch: number;
+  /** When a request last used it, ms since the epoch: one unused for {@link SHARE_SESSION_TIMEOUT_MS} is closed. */
+  usedAt: number;
   /** By `topicId:partition`. */
   partitions: Map<string, SharePartitionRef>;
 }
@@ -122,9 +124,8 @@ export class KafkaShareMembers {
     m.lastSeenAt = this.clock.now();
   }
 
-  /** Forgets a member (it left, or its session ended), and its share session. */
+  /** Forgets a member (it left, or its session ended); its share session is closed apart (a client closes both). */
   remove(m: KafkaShareMember): void {
-    this.sessions.delete(`${m.groupId}\0${m.memberId}`);
     if (this.members.delete(`${m.groupId}\0${m.memberId}`)) this.bumpGroup(m.groupId);
   }
 
@@ -172,9 +173,18 @@ export class KafkaShareMembers {
 
   /** Opens the member's share session (a ShareFetch at epoch 0), replacing one it had: its next request carries epoch 1. */
   openSession(groupId: string, memberId: string): ShareSession {
-    const session: ShareSession = { epoch: 0, partitions: new Map() };
+    const session: ShareSession = { epoch: 0, usedAt: this.clock.now(), partitions: new Map() };
     this.sessions.set(`${groupId}\0${memberId}`, session);
     return session;
+  }
+
+  /** Sessions not used for {@link SHARE_SESSION_TIMEOUT_MS}, by group and member: the caller closes them. */
+  staleSessions(): Array<{ groupId: string; memberId: string; session: ShareSession }> {
+    const now = this.clock.now();
+    return [...this.sessions].filter(([, s]) => now - s.usedAt > SHARE_SESSION_TIMEOUT_MS).map(([key, session]) => {
+      const [groupId, memberId] = key.split('\0') as [string, string];
+      return { groupId, memberId, session };
+    });
   }
 
   /** Closes the member's share session (a request at epoch -1). */

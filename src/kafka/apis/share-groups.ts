@@ -53,16 +53,30 @@ function codeOf(err: unknown, context: 'data' | 'group' = 'group'): number {
 /** The message of an error answered with its code. */
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** Makes the members whose session ended leave: what they hold is released at once. */
+/** Makes the members whose session ended leave, and closes the share sessions no request used for as long. */
 async function sweep(ctx: RequestContext): Promise<void> {
-  for (const m of ctx.shareMembers.expired()) await leave(ctx, m);
+  for (const m of ctx.shareMembers.expired()) {
+    ctx.shareMembers.closeSession(m.groupId, m.memberId);
+    await leave(ctx, m);
+  }
+  for (const { groupId, memberId, session } of ctx.shareMembers.staleSessions()) await advance(ctx, groupId, memberId, session, -1);
 }
 
-/** A member leaves its group: what it holds in any topic is released (its deliveries counted), and it is forgotten. */
+/**
+ * A member leaves its group (heartbeat at epoch -1, or its session ended). What it holds is released (its deliveries
+ * counted) at once, unless its share session is still open: a consumer that closes leaves the group and sends its
+ * last acknowledgements in either order, and the session's close (epoch -1) releases what is left after them.
+ */
 async function leave(ctx: RequestContext, m: KafkaShareMember): Promise<void> {
   ctx.shareMembers.remove(m);
+  if (ctx.shareMembers.session(m.groupId, m.memberId) !== undefined) return;
   const topic = m.topics.find((t) => ctx.shareMembers.subscribed(m.groupId, t));
-  if (topic !== undefined) await ctx.api.shareAcknowledge({ groupId: m.groupId, topic, memberId: m.memberId, acks: [], leave: true }).catch(() => undefined);
+  if (topic !== undefined) await release(ctx, m.groupId, m.memberId, topic);
+}
+
+/** Releases what the member holds in any topic of the group (onelog's leave: `topic` is one the group subscribes to). */
+async function release(ctx: RequestContext, groupId: string, memberId: string, topic: string): Promise<void> {
+  await ctx.api.shareAcknowledge({ groupId, topic, memberId, acks: [], leave: true }).catch(() => undefined);
 }
 
 /**
@@ -284,10 +298,21 @@ function sessionFor(ctx: RequestContext, groupId: string, memberId: string, epoc
   return session;
 }
 
-/** A session served at `epoch`: closed at -1, else expecting the next epoch (wrapping to 1, as Kafka's). */
-function advance(ctx: RequestContext, groupId: string, memberId: string, session: ShareSession, epoch: number): void {
-  if (epoch === -1) ctx.shareMembers.closeSession(groupId, memberId);
-  else session.epoch = epoch === 2_147_483_647 ? 1 : epoch + 1;
+/**
+ * A session served at `epoch`: at -1 closed, and what the member still holds released (KIP-932: a share session's
+ * close releases its member's acquired records), else expecting the next epoch (wrapping to 1, as Kafka's).
+ */
+async function advance(ctx: RequestContext, groupId: string, memberId: string, session: ShareSession, epoch: number): Promise<void> {
+  session.usedAt = ctx.shareMembers.clock.now();
+  if (epoch !== -1) {
+    session.epoch = epoch === 2_147_483_647 ? 1 : epoch + 1;
+    return;
+  }
+  ctx.shareMembers.closeSession(groupId, memberId);
+  for (const ref of session.partitions.values()) {
+    const topic = await ctx.topicIds.nameOf(ctx.api, ref.topicId);
+    if (topic !== null) return await release(ctx, groupId, memberId, topic);
+  }
 }
 
 /** Acquired records of a partition as the wire answers them. */
@@ -417,7 +442,7 @@ export const shareFetch: KafkaApi = {
         maxWaitMs: clamp(request.maxWaitMs as number, 0, FETCH_BOUNDS.maxWaitMs),
       }, fetchErrors)
       : { acquired: new Map<string, Acquired>(), lockMs: 0 };
-    advance(ctx, groupId, memberId, session, epoch);
+    await advance(ctx, groupId, memberId, session, epoch);
     // Every partition of the session is answered, and any the acknowledgements named.
     const keys = new Map<string, SharePartitionRef>([...session.partitions]);
     for (const t of topics) for (const p of t.partitions) keys.set(refKey(t.topicId, p.partitionIndex), { topicId: t.topicId, partition: p.partitionIndex });
@@ -462,7 +487,7 @@ export const shareAcknowledge: KafkaApi = {
     const session = sessionFor(ctx, groupId, memberId, epoch, false);
     if ('code' in session) return top(session.code, session.message);
     const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true);
-    advance(ctx, groupId, memberId, session, epoch);
+    await advance(ctx, groupId, memberId, session, epoch);
     const names = await namesOf(ctx, topics.map((t) => t.topicId));
     const leaders = await leadersOf(ctx, names);
     return {
