@@ -63,9 +63,9 @@ interface FetchAnswer {
   acquisitionLockTimeoutMs: number;
   responses: Array<{ topicId: string; partitions: Array<{ partitionIndex: number; errorCode: number; acknowledgeErrorCode: number; records: Buffer | null; acquiredRecords: Array<{ firstOffset: number; lastOffset: number; deliveryCount: number }> }> }>;
 }
-const shareFetch = (memberId: string, epoch: number, partitions: Array<{ topicId: string; partition: number; acks?: AckBatch[] }>, o: { maxRecords?: number; version?: number; isRenewAck?: boolean } = {}) =>
+const shareFetch = (memberId: string, epoch: number, partitions: Array<{ topicId: string; partition: number; acks?: AckBatch[] }>, o: { maxRecords?: number; maxBytes?: number; version?: number; isRenewAck?: boolean } = {}) =>
   call(78, o.version ?? 1, shareFetchRequest, shareFetchResponse, {
-    groupId: 'q', memberId, shareSessionEpoch: epoch, maxWaitMs: 0, minBytes: 1, maxBytes: 1 << 20, maxRecords: o.maxRecords ?? 500, batchSize: 500,
+    groupId: 'q', memberId, shareSessionEpoch: epoch, maxWaitMs: 0, minBytes: 1, maxBytes: o.maxBytes ?? 1 << 20, maxRecords: o.maxRecords ?? 500, batchSize: 500,
     shareAcquireMode: 0, isRenewAck: o.isRenewAck ?? false,
     topics: partitions.map((p) => ({ topicId: p.topicId, partitions: [{ partitionIndex: p.partition, acknowledgementBatches: p.acks ?? [] }] })), forgottenTopicsData: [],
   }) as Promise<unknown> as Promise<FetchAnswer>;
@@ -212,9 +212,14 @@ describe('Kafka share groups on the wire', () => {
     const id = await topicId();
     expect((await shareFetch('m', 1, [{ topicId: id, partition: 0 }])).errorCode).toBe(122); // SHARE_SESSION_NOT_FOUND
     expect((await shareFetch('m', 0, [{ topicId: id, partition: 0, acks: [{ firstOffset: 0, lastOffset: 0, acknowledgeTypes: [1] }] }])).errorCode).toBe(42);
-    expect((await shareFetch('m', 0, [{ topicId: id, partition: 0 }])).errorCode).toBe(0);
+    await setConfigs('q', [['share.auto.offset.reset', 'earliest']]);
+    await heartbeat('other', 0, ['edits']); // subscribes the group
+    // fetch.max.bytes=0 acquires nothing (librdkafka's 0180); the next fetch does.
+    expect(acquired(await shareFetch('m', 0, [{ topicId: id, partition: 0 }], { maxBytes: 0 }))).toEqual(new Map());
     expect((await shareFetch('m', 5, [])).errorCode).toBe(123); // INVALID_SHARE_SESSION_EPOCH: 1 was due
-    expect((await shareFetch('m', 1, [])).errorCode).toBe(0);
+    const next = await shareFetch('m', 1, []);
+    expect(next.errorCode).toBe(0);
+    expect(acquired(next).get(0)).toHaveLength(100);
     expect((await shareAck('m', -1, id, 0, [])).errorCode).toBe(0); // closes it
     expect((await shareFetch('m', 2, [])).errorCode).toBe(122);
     expect((await shareAck('m', 0, id, 0, [])).errorCode).toBe(123); // only a ShareFetch opens a session

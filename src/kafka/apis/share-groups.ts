@@ -433,12 +433,13 @@ export const shareFetch: KafkaApi = {
     const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true);
     const ackAnswers = new Map(answers);
     forgetInSession(session, refsOf(forgotten));
-    const fetching = epoch !== -1 && request.isRenewAck !== true;
+    // Nothing is acquired by a session's close, a request that only renews, or one that takes no bytes (fetch.max.bytes=0).
+    const fetching = epoch !== -1 && request.isRenewAck !== true && (request.maxBytes as number) > 0;
     const fetchErrors = new Map<string, PartitionAnswer>();
     const { acquired, lockMs } = fetching
       ? await acquire(ctx, api, groupId, memberId, session, {
         maxRecords: clamp(request.maxRecords as number, 500, FETCH_BOUNDS.maxRecords),
-        maxBytes: clamp(request.maxBytes as number, FETCH_BOUNDS.maxBytes, FETCH_BOUNDS.maxBytes),
+        maxBytes: Math.min(request.maxBytes as number, FETCH_BOUNDS.maxBytes),
         maxWaitMs: clamp(request.maxWaitMs as number, 0, FETCH_BOUNDS.maxWaitMs),
       }, fetchErrors)
       : { acquired: new Map<string, Acquired>(), lockMs: 0 };
