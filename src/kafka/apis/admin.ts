@@ -1,6 +1,6 @@
 /**
  * The admin APIs over onelog's: CreateTopics (19; one replica, settings by Kafka's names), DeleteTopics (20; by
- * name: onelog has no topic ids), ListGroups (16),
+ * name, or v6 by id), ListGroups (16),
  * DescribeGroups (15; members with their assignments, assigned by onelog's coordinator), DeleteRecords (21),
  * DeleteGroups (42), DescribeConfigs (32; a topic's settings, a group's configs), IncrementalAlterConfigs (44; a
  * group's configs: group-configs.ts) and OffsetForLeaderEpoch (23; one leader epoch, 0, ending at the high watermark).
@@ -70,19 +70,20 @@ export const createTopics: KafkaApi = {
 
 export const deleteTopics: KafkaApi = {
   key: 20, name: 'DeleteTopics', minVersion: 1, maxVersion: 6, request: deleteTopicsRequest, response: deleteTopicsResponse,
-  async handle(request, { api, header }) {
+  async handle(request, { api, header, topicIds }) {
     const names = header.apiVersion >= 6
       ? (request.topics as Array<{ name: string | null; topicId: string }>)
       : (request.topicNames as string[]).map((name) => ({ name, topicId: ZERO_UUID }));
     return {
       throttleTimeMs: 0,
-      responses: await Promise.all(names.map(async ({ name, topicId }) => {
-        if (name === null) {
-          return { name, topicId, errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_ID, errorMessage: 'onelog names topics, it has no topic ids: delete by name' };
-        }
+      responses: await Promise.all(names.map(async ({ name: given, topicId }) => {
+        // v6 may name a topic by its id alone (topic-ids.ts).
+        const name = given ?? await topicIds.nameOf(api, topicId);
+        if (name === null) return { name, topicId, errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_ID, errorMessage: `no topic has id ${topicId}` };
         try {
+          const id = await topicIds.idOf(api, name).catch(() => topicId);
           await api.deleteTopic(name);
-          return { name, topicId, errorCode: 0, errorMessage: null };
+          return { name, topicId: id, errorCode: 0, errorMessage: null };
         } catch (err) {
           return { name, topicId, errorCode: codeOf(err), errorMessage: (err as Error).message };
         }
