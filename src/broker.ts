@@ -390,10 +390,11 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.topics.deleteRecords(request);
   }
 
-  /** @see TopicAdmin.delete; the webhooks of the deleted subscriptions stop, the topic's metrics go. */
+  /** @see TopicAdmin.delete; the webhooks of the deleted subscriptions stop, its share-partitions and metrics go. */
   async deleteTopic(topic: string): Promise<DeleteTopicResult> {
     this.checkOpen();
     const { subscriptions, ...result } = await this.topics.delete(topic);
+    this.shareGroups.topicDeleted(topic);
     this.metrics.deleteTopic(topic);
     for (const sub of subscriptions) if (sub.pushEndpoint) await this.webhooks?.refresh({ ...sub, pushEndpoint: null });
     return result;

@@ -322,6 +322,15 @@ export class ShareGroups {
     return { partitions, members: [...this.members].map(([groupId, m]) => ({ groupId, members: m.size })) };
   }
 
+  /**
+   * Forgets a deleted topic's share-partitions, every group's (the offset store deleted their states): a topic created
+   * again under the name starts with no state, where its subscription's start policy says.
+   */
+  topicDeleted(topic: string): void {
+    for (const p of this.loaded()) if (p.topic === topic) this.partitions.delete(partitionKey(p.groupId, p.topic, p.partition));
+    for (const key of this.nextPartition.keys()) if (key.endsWith(`\0${topic}`)) this.nextPartition.delete(key);
+  }
+
   /** Forgets a deleted group's partitions and members (the offset store deleted their states). */
   deleteGroup(groupId: string): void {
     for (const p of this.loaded(groupId)) this.partitions.delete(partitionKey(p.groupId, p.topic, p.partition));

@@ -107,8 +107,14 @@ export class KafkaShareMembers {
     m.assignment = assignment;
   }
 
-  /** Records a topic's id and partitions as just described (null: it does not exist). */
+  /**
+   * Records a topic's id and partitions as just described (null: it does not exist). A topic deleted (or created
+   * again: a new id) took its groups' subscriptions with it: they are made again at the next heartbeat.
+   */
   learnTopic(topic: string, described: AssignableTopic | null): void {
+    if (this.topicsKnown.get(topic)?.topicId !== described?.topicId) {
+      for (const key of this.subscriptions) if (key.endsWith(`\0${topic}`)) this.subscriptions.delete(key);
+    }
     if (described === null) this.topicsKnown.delete(topic);
     else this.topicsKnown.set(topic, described);
   }

@@ -2,7 +2,8 @@
  * Topic ids on the Kafka protocol (KIP-516: Metadata v10+, and the share group APIs, which name topics only by id).
  * onelog names topics; a topic's id is derived, never stored: the first 16 bytes of the SHA-256 of its name and its
  * creation time, so every broker of a cluster tells the same id, a restart keeps it, and a topic deleted and created
- * again under its name has a new one (as in Kafka, where clients tell a recreated topic by its id).
+ * again under its name has a new one (as in Kafka, where clients tell a recreated topic by its id), unless created in
+ * the same millisecond as the one deleted.
  */
 import { createHash } from 'node:crypto';
 import type { OnelogApi } from '../protocol/api.js';

@@ -107,6 +107,16 @@ describe('share groups', () => {
     await expect(broker.shareAcknowledge({ groupId: 'q', topic: 't', memberId: 'm2', acks: [] })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
   });
 
+  it('starts a topic created again under its name from nothing: the deleted topic\'s share state goes with it (librdkafka\'s 0184)', async () => {
+    await share();
+    await ack('m1', 'accept', (await acquire('m1')).map(([o]) => o!));
+    await broker.deleteTopic('t');
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    await broker.produce({ topic: 't', records: Array.from({ length: 4 }, (_, i) => ({ key: null, value: Buffer.from(`again ${i}`), partition: 0 })) });
+    await share();
+    expect(await acquire('m1')).toEqual([[0, 1], [1, 1], [2, 1], [3, 1]]);
+  });
+
   it('goes on past records the log no longer has: a dead one deleted below the log start, a released one compacted away', async () => {
     await broker.createTopic({ topic: 'small', partitions: 1, config: { segmentBytes: 300 } });
     await broker.produce({ topic: 'small', records: Array.from({ length: 40 }, (_, i) => ({ key: null, value: Buffer.from(`r${i}`), partition: 0 })) });

@@ -208,6 +208,23 @@ describe('Kafka share groups on the wire', () => {
     expect([...acquired(await shareFetch('a', 1, [])).keys()]).toEqual([0, 2]);
   });
 
+  it('follows a topic deleted and created again: a new topic id, subscribed again, read from its start (librdkafka\'s 0184)', async () => {
+    await setConfigs('q', [['share.auto.offset.reset', 'earliest']]);
+    const before = await topicId();
+    const m = await heartbeat('m', 0);
+    expect([...acquired(await shareFetch('m', 0, [0, 1, 2].map((partition) => ({ topicId: before, partition })))).values()].flat()).toHaveLength(EDITS.length);
+    await broker.deleteTopic('edits');
+    clock.advance(1); // a topic's id is its name and creation time, to the ms
+    await broker.createTopic({ topic: 'edits', partitions: 1 });
+    await broker.produce({ topic: 'edits', records: EDITS.slice(0, 5).map((e) => ({ key: Buffer.from(e.key), value: Buffer.from(e.value), partition: 0 })) });
+    const after = await heartbeat('m', m.memberEpoch, null);
+    const id = after.assignment!.topicPartitions[0]!.topicId;
+    expect(id).not.toBe(before);
+    expect(after.assignment!.topicPartitions[0]!.partitions).toEqual([0]);
+    const got = acquired(await shareFetch('m', 0, [{ topicId: id, partition: 0 }]));
+    expect(got.get(0)!.map(([o, count, key]) => [o, count, key])).toEqual(EDITS.slice(0, 5).map((e, i) => [i, 1, e.key]));
+  });
+
   it('keeps share sessions and member epochs as KIP-932 says', async () => {
     const id = await topicId();
     expect((await shareFetch('m', 1, [{ topicId: id, partition: 0 }])).errorCode).toBe(122); // SHARE_SESSION_NOT_FOUND
