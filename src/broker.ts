@@ -754,13 +754,14 @@ export class Broker implements OnelogApi, BinaryDataApi {
 
   /**
    * @see GroupCoordinator.deleteGroup; the group's retry tier topics and dead-letter topics are emptied too
-   * (their log start moves to the high watermark).
+   * (their log start moves to the high watermark). A share group with live members is refused (`NON_EMPTY_GROUP`).
    */
   async deleteGroup(groupId: string): Promise<void> {
     this.checkOpen();
     checkGroupId(groupId);
     // Its retry tiers and dead letters go with it (the topics stay, emptied): a group created again under the
     // same id starts clean.
+    this.shareGroups.checkEmpty(groupId);
     const owned = (await this.catalog.listSubscriptions(groupId)).flatMap((s) =>
       [...this.groups.retryTopics.tiersOf(groupId, s.topic), ...(s.deadLetterTopic ? [s.deadLetterTopic] : [])]);
     await this.groups.deleteGroup(groupId);

@@ -323,6 +323,18 @@ export class ShareGroups {
   }
 
   /**
+   * Refuses the deletion of a share group while members are live (heard from within their session timeout), as a
+   * consumer group's. @throws OnelogError `NON_EMPTY_GROUP`
+   */
+  checkEmpty(groupId: string): void {
+    const now = this.s.clock.now();
+    const live = [...(this.members.get(groupId) ?? [])].filter(([, m]) => now - m.lastSeenAt < m.sessionTimeoutMs).map(([id]) => id);
+    if (live.length > 0) {
+      throw new OnelogError('NON_EMPTY_GROUP', `share group ${groupId} has ${live.length} live members (${live.slice(0, 3).join(', ')}); stop them first`, { groupId, members: live.length });
+    }
+  }
+
+  /**
    * Forgets a deleted topic's share-partitions, every group's (the offset store deleted their states): a topic created
    * again under the name starts with no state, where its subscription's start policy says.
    */

@@ -117,6 +117,15 @@ describe('share groups', () => {
     expect(await acquire('m1')).toEqual([[0, 1], [1, 1], [2, 1], [3, 1]]);
   });
 
+  it('is deleted only without live members', async () => {
+    await share();
+    await acquire('m1', 1);
+    await expect(broker.deleteGroup('q')).rejects.toMatchObject({ code: 'NON_EMPTY_GROUP' });
+    clock.advance(45_001); // its session ended
+    await broker.deleteGroup('q');
+    await expect(broker.describeGroup('q')).rejects.toMatchObject({ code: 'UNKNOWN_GROUP' });
+  });
+
   it('goes on past records the log no longer has: a dead one deleted below the log start, a released one compacted away', async () => {
     await broker.createTopic({ topic: 'small', partitions: 1, config: { segmentBytes: 300 } });
     await broker.produce({ topic: 'small', records: Array.from({ length: 40 }, (_, i) => ({ key: null, value: Buffer.from(`r${i}`), partition: 0 })) });

@@ -12,7 +12,7 @@ import { ManualClock } from '../../src/clock.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import type { Struct } from '../../src/kafka/codec/interpreter.js';
 import type { MessageDefinition } from '../../src/kafka/codec/schema.js';
-import { describeConfigsRequest, describeConfigsResponse, incrementalAlterConfigsRequest, incrementalAlterConfigsResponse, listGroupsRequest, listGroupsResponse } from '../../src/kafka/messages/admin.js';
+import { deleteGroupsRequest, deleteGroupsResponse, describeConfigsRequest, describeConfigsResponse, incrementalAlterConfigsRequest, incrementalAlterConfigsResponse, listGroupsRequest, listGroupsResponse } from '../../src/kafka/messages/admin.js';
 import { metadataRequest, metadataResponse } from '../../src/kafka/messages/metadata.js';
 import {
   alterShareGroupOffsetsRequest, alterShareGroupOffsetsResponse, describeShareGroupOffsetsRequest, describeShareGroupOffsetsResponse,
@@ -260,6 +260,8 @@ describe('Kafka share groups on the wire', () => {
       groupId: 'q', topics: [{ topicName: 'edits', partitions: [{ partitionIndex: 1, startOffset: 40 }] }],
     }) as Promise<unknown> as Promise<{ errorCode: number; responses: Array<{ partitions: Array<{ errorCode: number }> }> }>;
     expect((await alter()).errorCode).toBe(68); // NON_EMPTY_GROUP
+    const deleteGroup = async () => ((await call(42, 2, deleteGroupsRequest, deleteGroupsResponse, { groupsNames: ['q'] })) as { results: Array<{ errorCode: number }> }).results[0]!.errorCode;
+    expect(await deleteGroup()).toBe(68);
     await heartbeat('m', -1, null);
     const altered = await alter();
     expect([altered.errorCode, altered.responses[0]!.partitions[0]!.errorCode]).toEqual([0, 0]);
@@ -269,6 +271,8 @@ describe('Kafka share groups on the wire', () => {
     expect(offsets.groups[0]!.topics[0]!.partitions[0]!.startOffset).toBe(40);
     const listed = await call(16, 5, listGroupsRequest, listGroupsResponse, { statesFilter: [], typesFilter: ['share'] }) as { groups: Array<{ groupId: string; groupType: string; protocolType: string }> };
     expect(listed.groups).toEqual([expect.objectContaining({ groupId: 'q', groupType: 'share', protocolType: 'share' })]);
+    expect(await deleteGroup()).toBe(0);
+    expect((await call(16, 5, listGroupsRequest, listGroupsResponse, { statesFilter: [], typesFilter: ['share'] }) as { groups: unknown[] }).groups).toEqual([]);
   });
 
   it('keeps a group\'s configs set before its first member, across a restart, and refuses bad ones whole', async () => {

@@ -165,7 +165,8 @@ export const deleteGroups: KafkaApi = {
     return {
       throttleTimeMs: 0,
       results: await Promise.all((request.groupsNames as string[]).map(async (groupId) => ({
-        groupId, errorCode: await api.deleteGroup(groupId).then(() => {
+        // A share group's Kafka members are the listener's: one with members is not empty.
+        groupId, errorCode: shareMembers.inGroup(groupId).length > 0 ? kafkaCodeOf('NON_EMPTY_GROUP') : await api.deleteGroup(groupId).then(() => {
           shareMembers.forgetGroup(groupId);
           return 0;
         }, (err: unknown) => codeOf(err, 'group')),
