@@ -2,8 +2,9 @@
  * librdkafka's own integration tests against onelog (docs/kafka.md, "librdkafka's test suite"): builds the test runner
  * of a librdkafka source tree given by path (Debian's build packages suffice: gcc, make, libssl-dev, zlib1g-dev; the
  * tree is the user's, or by default librdkafka 2.15.1's from the npm registry, test/compat/librdkafka.sh; never a copy
- * in this repository), then runs each named test against a fresh `onelog serve --kafka-port 0 --auto-create-topics`
- * (a new data directory per test) and prints passed / failed / n/a, with the first error of each failure.
+ * in this repository), then runs each named test against a fresh `onelog serve --kafka-port 0 --auto-create-topics
+ * --default-partitions 4` (a new data directory per test) and prints passed / failed / n/a, with the first error of
+ * each failure.
  *
  *   npm run build && npx tsx bench/kafka-suite/run.ts [--librdkafka ~/src/librdkafka] [--tests 0001,0171] [--markdown]
  *
@@ -79,7 +80,8 @@ async function runOne(tree: string, runner: string, test: SuiteTest, timeoutS: n
   const dir = mkdtempSync(path.join(os.tmpdir(), `onelog-suite-${test.id}-`));
   let kafka = '';
   const server = await startServer(path.join(dir, 'data'), {
-    args: ['--kafka-port', '0', '--auto-create-topics'],
+    // Topics the tests do not create are created with 4 partitions, as by the suite's own cluster (trivup's num.partitions).
+    args: ['--kafka-port', '0', '--auto-create-topics', '--default-partitions', '4'],
     onLog: (e) => void (typeof e.kafka === 'string' && (kafka = e.kafka)),
   });
   const started = Date.now();

@@ -168,11 +168,15 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'KAFKA listTopics': { needs: 'user', filter: [{ resource: 'topic', key: 'topic' }], kafka: ['Metadata', 'Fetch', 'ShareFetch', 'ShareAcknowledge'], readOnly: true },
   'KAFKA describeTopic': {
     needs: [topic('describe', 'body.topic')],
-    kafka: ['Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords', 'ShareGroupHeartbeat', 'ShareGroupDescribe', 'ShareFetch', 'ShareAcknowledge', 'DescribeShareGroupOffsets', 'AlterShareGroupOffsets'],
+    kafka: [
+      'Metadata', 'ListOffsets', 'Fetch', 'OffsetForLeaderEpoch', 'DescribeConfigs', 'DeleteRecords', 'IncrementalAlterConfigs',
+      'ShareGroupHeartbeat', 'ShareGroupDescribe', 'ShareFetch', 'ShareAcknowledge', 'DescribeShareGroupOffsets', 'AlterShareGroupOffsets',
+    ],
     readOnly: true,
   },
   'KAFKA offsetForTimestamp': { needs: [topic('describe', 'body.topic')], kafka: ['ListOffsets'], readOnly: true },
   'KAFKA createTopic': { needs: [topic('create', 'body.topic')], kafka: ['CreateTopics', 'Metadata', 'Produce'] },
+  'KAFKA alterTopic': { needs: [topic('alter', 'body.topic')], kafka: ['IncrementalAlterConfigs'] },
   'KAFKA deleteTopic': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteTopics'] },
   'KAFKA deleteRecords': { needs: [topic('delete', 'body.topic')], kafka: ['DeleteRecords'] },
   'KAFKA initProducerId': { needs: 'user', kafka: ['InitProducerId'] },

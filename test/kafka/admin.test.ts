@@ -9,6 +9,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/logger.js';
+import { incrementalAlterConfigsRequest, incrementalAlterConfigsResponse } from '../../src/kafka/messages/admin.js';
+import { call } from '../helpers/kafka-wire.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 /**
@@ -149,5 +151,27 @@ describe('kafka admin', () => {
     await broker.subscribe({ groupId: 'retrying', topic: 'kept', retry: { delaysMs: [1000] } });
     await expect(admin.deleteTopics({ topics: ['kept'] })).rejects.toThrow(); // TOPIC_IN_USE, as INVALID_REQUEST (42)
     expect((await broker.listTopics()).map((t) => t.topic)).toContain('kept');
+  });
+});
+
+describe('IncrementalAlterConfigs on topics', () => {
+  const alter = async (topic: string, configs: Array<[string, number, string | null]>, validateOnly = false) =>
+    ((await call(listener.port, 44, 1, incrementalAlterConfigsRequest, incrementalAlterConfigsResponse, {
+      resources: [{ resourceType: 2, resourceName: topic, configs: configs.map(([name, configOperation, value]) => ({ name, configOperation, value })) }], validateOnly,
+    })) as { responses: Array<{ errorCode: number; errorMessage: string | null }> }).responses[0]!;
+
+  it('sets, deletes (back to the default) and appends to or subtracts from cleanup.policy, as librdkafka\'s 0011 does', async () => {
+    await broker.createTopic({ topic: 'edits', partitions: 1 });
+    expect(await alter('edits', [['cleanup.policy', 2, 'compact'], ['retention.ms', 0, '60000']])).toMatchObject({ errorCode: 0 });
+    expect((await broker.describeTopic('edits')).config).toMatchObject({ cleanupPolicy: 'compact,delete', retentionMs: 60_000 });
+    expect(await alter('edits', [['cleanup.policy', 3, 'delete'], ['retention.ms', 1, null]])).toMatchObject({ errorCode: 0 });
+    expect((await broker.describeTopic('edits')).config).toMatchObject({ cleanupPolicy: 'compact', retentionMs: 7 * 24 * 3600 * 1000 });
+    // validateOnly changes nothing; a bad one refuses the resource whole.
+    expect(await alter('edits', [['retention.ms', 0, '1000']], true)).toMatchObject({ errorCode: 0 });
+    const bad = await alter('edits', [['retention.ms', 0, '5000'], ['cleanup.policy', 3, 'compact']]);
+    expect(bad).toMatchObject({ errorCode: 40, errorMessage: expect.stringMatching(/cleanup.policy cannot be left empty/) });
+    expect((await alter('edits', [['max.message.bytes', 0, '1']])).errorMessage).toMatch(/unknown topic setting max.message.bytes/);
+    expect((await broker.describeTopic('edits')).config).toMatchObject({ cleanupPolicy: 'compact', retentionMs: 7 * 24 * 3600 * 1000 });
+    expect((await alter('nope', [['retention.ms', 0, '1000']])).errorCode).toBe(3);
   });
 });

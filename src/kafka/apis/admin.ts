@@ -6,7 +6,8 @@
  * group's configs: group-configs.ts) and OffsetForLeaderEpoch (23; one leader epoch, 0, ending at the high watermark).
  */
 import { OnelogError } from '../../protocol/errors.js';
-import { parseKafkaConfig, TOPIC_SETTINGS } from '../../protocol/topic-config.js';
+import { DEFAULT_TOPIC_CONFIG, parseKafkaConfig, TOPIC_SETTINGS } from '../../protocol/topic-config.js';
+import type { TopicConfig } from '../../protocol/topic-config.js';
 import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import {
   createTopicsRequest, createTopicsResponse, deleteTopicsRequest, deleteTopicsResponse, deleteGroupsRequest, deleteGroupsResponse, deleteRecordsRequest, deleteRecordsResponse,
@@ -216,12 +217,40 @@ export const describeConfigs: KafkaApi = {
 /** IncrementalAlterConfigs' operations. */
 const SET = 0;
 const DELETE = 1;
+const APPEND = 2;
+const SUBTRACT = 3;
+
+type ConfigChange = { name: string; configOperation: number; value: string | null };
 
 /**
- * IncrementalAlterConfigs (44) on groups (group-configs.ts): SET and DELETE of the group configs onelog takes, kept by
- * the broker whether or not the group has members yet, and applied at once to the share subscriptions the group has.
- * A resource whose configs are not all valid changes nothing and answers INVALID_CONFIG naming the first bad one.
- * Topics and brokers are not altered this way (INVALID_REQUEST: `onelog topics alter` alters a topic).
+ * A topic's settings after IncrementalAlterConfigs' changes, by Kafka's names: SET, DELETE (back to onelog's default),
+ * and APPEND / SUBTRACT for `cleanup.policy`, the one list setting (`delete`, `compact`, or both).
+ * @throws OnelogError `INVALID_CONFIG` naming the setting and what is allowed
+ */
+function alteredTopicSettings(config: TopicConfig, changes: readonly ConfigChange[]): Partial<TopicConfig> {
+  const pairs: string[] = [];
+  let policies = new Set(config.cleanupPolicy.split(','));
+  for (const c of changes) {
+    const setting = TOPIC_SETTINGS.find((t) => t.kafkaName === c.name);
+    if (setting === undefined) throw new OnelogError('INVALID_CONFIG', `unknown topic setting ${c.name}: valid names are ${TOPIC_SETTINGS.map((t) => t.kafkaName).join(', ')}`, { setting: c.name });
+    if (c.configOperation === SET) pairs.push(`${c.name}=${c.value ?? ''}`);
+    else if (c.configOperation === DELETE) pairs.push(`${c.name}=${DEFAULT_TOPIC_CONFIG[setting.name]}`);
+    else if ((c.configOperation === APPEND || c.configOperation === SUBTRACT) && setting.name === 'cleanupPolicy') {
+      policies = new Set(c.configOperation === APPEND ? [...policies, c.value ?? ''] : [...policies].filter((p) => p !== c.value));
+      if (policies.size === 0) throw new OnelogError('INVALID_CONFIG', 'cleanup.policy cannot be left empty: delete, compact, or both');
+      pairs.push(`cleanup.policy=${[...policies].sort().join(',')}`);
+    } else {
+      throw new OnelogError('INVALID_CONFIG', `${c.name}: operation ${c.configOperation} is not one it takes (0 SET, 1 DELETE; 2 APPEND and 3 SUBTRACT for cleanup.policy)`, { setting: c.name });
+    }
+  }
+  return parseKafkaConfig(pairs);
+}
+
+/**
+ * IncrementalAlterConfigs (44) on topics (as `onelog topics alter`, by Kafka's names) and on groups (group-configs.ts):
+ * SET and DELETE of the group configs onelog takes, kept by the broker whether or not the group has members yet, and
+ * applied at once to the share subscriptions the group has. A resource whose configs are not all valid changes nothing
+ * and answers INVALID_CONFIG naming the first bad one. A broker has no configs to alter (INVALID_REQUEST).
  */
 export const incrementalAlterConfigs: KafkaApi = {
   key: 44, name: 'IncrementalAlterConfigs', minVersion: 0, maxVersion: 1, request: incrementalAlterConfigsRequest, response: incrementalAlterConfigsResponse,
@@ -231,8 +260,17 @@ export const incrementalAlterConfigs: KafkaApi = {
       throttleTimeMs: 0,
       responses: await Promise.all(resources.map(async ({ resourceType, resourceName, configs }) => {
         const answer = { errorCode: 0, errorMessage: null as string | null, resourceType, resourceName };
+        if (resourceType === TOPIC_RESOURCE) {
+          try {
+            const config = alteredTopicSettings((await api.describeTopic(resourceName)).config, configs);
+            if (request.validateOnly !== true) await api.alterTopic({ topic: resourceName, config });
+            return answer;
+          } catch (err) {
+            return { ...answer, errorCode: codeOf(err), errorMessage: (err as Error).message };
+          }
+        }
         if (resourceType !== GROUP_RESOURCE) {
-          return { ...answer, errorCode: kafkaCodeOf('INVALID_REQUEST'), errorMessage: 'onelog alters only group configs over Kafka; alter a topic with onelog topics alter' };
+          return { ...answer, errorCode: kafkaCodeOf('INVALID_REQUEST'), errorMessage: 'onelog alters topics and groups over Kafka; a broker has no configs to alter' };
         }
         try {
           const next = { ...await api.groupConfigs(resourceName) };
