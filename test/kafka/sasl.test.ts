@@ -15,6 +15,9 @@ import { silentLogger } from '../../src/logger.js';
 import type { AclBinding } from '../../src/protocol/api.js';
 import { LOOPBACK_ADMIN } from '../../src/security/principal.js';
 import { ScramExchange, parseScramCredential, scramCredential } from '../../src/security/scram.js';
+import { incrementalAlterConfigsRequest, incrementalAlterConfigsResponse } from '../../src/kafka/messages/admin.js';
+import { shareGroupHeartbeatRequest, shareGroupHeartbeatResponse } from '../../src/kafka/messages/share-groups.js';
+import { callAs } from '../helpers/kafka-wire.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { KCAT, hasTool } from '../helpers/tools.js';
 
@@ -193,5 +196,29 @@ describe('SCRAM-SHA-256', () => {
     expect(new ScramExchange(() => undefined).first('n,,n=bob,r=x').split(',')[1]).toBe(first.split(',')[1]);
     const nonce = first.split(',')[0]!.slice(2);
     expect(() => unknown.final(`c=biws,r=${nonce},p=${Buffer.alloc(32).toString('base64')}`)).toThrow(/wrong user name or password/);
+  });
+});
+
+describe('share groups on the Kafka listener, with ACLs', () => {
+  it('needs read on the group and the topic to join and fetch; alter on the group to set its configs', async () => {
+    await broker.produce({ topic: 'edits', records: [{ key: Buffer.from('k'), value: Buffer.from('v'), partition: 0 }] });
+    const heartbeat = (user: 'ops' | 'alice') => callAs(user, tokens[user], listener.port, 76, 1, shareGroupHeartbeatRequest, shareGroupHeartbeatResponse, {
+      groupId: 'workers', memberId: `${user}-1`, memberEpoch: 0, rackId: null, subscribedTopicNames: ['edits'],
+    }) as Promise<unknown> as Promise<{ errorCode: number; errorMessage: string | null }>;
+    const configure = (user: 'ops' | 'alice') => callAs(user, tokens[user], listener.port, 44, 1, incrementalAlterConfigsRequest, incrementalAlterConfigsResponse, {
+      resources: [{ resourceType: 32, resourceName: 'workers', configs: [{ name: 'share.auto.offset.reset', configOperation: 0, value: 'earliest' }] }], validateOnly: false,
+    }) as Promise<unknown> as Promise<{ responses: Array<{ errorCode: number }> }>;
+    // alice has nothing yet: her heartbeat is refused on the group (30), and nothing is created.
+    expect((await heartbeat('alice')).errorCode).toBe(30);
+    await allow({ principal: 'alice', resourceType: 'group', resourceName: 'workers', operation: 'read' });
+    expect((await heartbeat('alice')).errorCode).toBe(29); // the topic next: TOPIC_AUTHORIZATION_FAILED
+    await allow({ principal: 'alice', resourceType: 'topic', resourceName: 'edits', operation: 'read' });
+    expect((await heartbeat('alice')).errorCode).toBe(0);
+    expect((await broker.describeGroup('workers')).subscriptions.map((s) => [s.topic, s.type])).toEqual([['edits', 'share']]);
+    // Setting the group's configs needs alter on it.
+    expect((await configure('alice')).responses[0]!.errorCode).toBe(30);
+    await allow({ principal: 'alice', resourceType: 'group', resourceName: 'workers', operation: 'alter' });
+    expect((await configure('alice')).responses[0]!.errorCode).toBe(0);
+    expect((await broker.describeGroup('workers')).subscriptions[0]!.startPolicy).toBe('earliest');
   });
 });

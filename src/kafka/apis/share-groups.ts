@@ -132,6 +132,8 @@ export const shareGroupHeartbeat: KafkaApi = {
       if (memberEpoch === 0) {
         const topics = subscribed ?? known?.topics;
         if (topics === undefined) return answer(INVALID_REQUEST, 'SubscribedTopicNames must be set when joining (member epoch 0)');
+        // The group is checked before its topics, as Kafka authorizes a heartbeat (GROUP_AUTHORIZATION_FAILED first).
+        await ctx.api.groupConfigs(groupId);
         await subscribeTopics(ctx, groupId, topics);
         const m = shareMembers.join({
           groupId, memberId, topics, rackId: (request.rackId as string | null) ?? null, clientId: header.clientId ?? '', clientHost: ctx.connection.remoteAddress,
