@@ -432,6 +432,15 @@ export class Broker implements OnelogApi, BinaryDataApi {
     return this.offsets.list(groupId);
   }
 
+  /**
+   * Checks a group id (the Kafka listener's share group requests call it first, so that its ACL check, `read` on the
+   * group, comes before anything they do). @throws OnelogError `INVALID_REQUEST` for a bad group id
+   */
+  async authorizeGroup(groupId: string): Promise<void> {
+    this.checkOpen();
+    checkGroupId(groupId);
+  }
+
   /** A group's configs set over the Kafka protocol (IncrementalAlterConfigs on a group), by name; none for an unknown group. */
   async groupConfigs(groupId: string): Promise<Record<string, string>> {
     this.checkOpen();

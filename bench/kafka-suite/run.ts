@@ -17,6 +17,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Command } from 'commander';
 import { startServer } from '../../test/helpers/processes.js';
@@ -79,13 +80,14 @@ async function runOne(tree: string, runner: string, test: SuiteTest, timeoutS: n
   if (test.notApplicable !== null) return { test, outcome: 'n/a', firstError: test.notApplicable, seconds: 0 };
   const dir = mkdtempSync(path.join(os.tmpdir(), `onelog-suite-${test.id}-`));
   let kafka = '';
-  const server = await startServer(path.join(dir, 'data'), {
-    // Topics the tests do not create are created with 4 partitions, as by the suite's own cluster (trivup's num.partitions).
-    args: ['--kafka-port', '0', '--auto-create-topics', '--default-partitions', '4'],
-    onLog: (e) => void (typeof e.kafka === 'string' && (kafka = e.kafka)),
-  });
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
   const started = Date.now();
   try {
+    server = await startServer(path.join(dir, 'data'), {
+      // Topics the tests do not create are created with 4 partitions, as by the suite's own cluster (trivup's num.partitions).
+      args: ['--kafka-port', '0', '--auto-create-topics', '--default-partitions', '4'],
+      onLog: (e) => void (typeof e.kafka === 'string' && (kafka = e.kafka)),
+    });
     const conf = path.join(dir, 'test.conf');
     writeFileSync(conf, `bootstrap.servers=${kafka}\n`);
     const child = spawn(runner, [test.id], {
@@ -105,7 +107,7 @@ async function runOne(tree: string, runner: string, test: SuiteTest, timeoutS: n
     const verdict = readVerdict(output);
     return { test, outcome: verdict.passed ? 'passed' : 'failed', firstError: verdict.firstError, seconds: (Date.now() - started) / 1000 };
   } finally {
-    await server.stop();
+    await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -140,4 +142,4 @@ async function main(): Promise<void> {
   if (count('failed') > 0) process.exitCode = 1;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main();
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -15,7 +15,7 @@ import type { KafkaDataApi } from './apis/api.js';
 
 /** Methods whose first argument is a name, not a request: the field the permission table reads it as. */
 const NAME_ARGUMENT: Readonly<Record<string, string>> = {
-  describeTopic: 'topic', deleteTopic: 'topic', offsetForTimestamp: 'topic', describeGroup: 'groupId', deleteGroup: 'groupId', committedOffsets: 'groupId', groupConfigs: 'groupId', setGroupConfigs: 'groupId',
+  describeTopic: 'topic', deleteTopic: 'topic', offsetForTimestamp: 'topic', describeGroup: 'groupId', deleteGroup: 'groupId', committedOffsets: 'groupId', groupConfigs: 'groupId', setGroupConfigs: 'groupId', authorizeGroup: 'groupId',
 };
 
 /** `api` for `principal`, checked against `acls` and recorded in `audit` (either may be absent: no checks, no records). */

@@ -69,6 +69,8 @@ export class KafkaShareMembers {
   private readonly topicsKnown = new Map<string, AssignableTopic>();
   /** group -> its epoch, bumped at every change of its members or their assignments (ShareGroupDescribe's group epoch). */
   private readonly groupEpochs = new Map<string, number>();
+  /** group -> its lock period, ms, as its last acquisition told (a fetch that acquires nothing still answers it). */
+  private readonly locks = new Map<string, number>();
   /** group -> when its first Kafka member joined (the group had none): its first assignment waits {@link initialDelayMs} from then. */
   private readonly formedAt = new Map<string, number>();
 
@@ -130,9 +132,31 @@ export class KafkaShareMembers {
     m.lastSeenAt = this.clock.now();
   }
 
-  /** Forgets a member (it left, or its session ended); its share session is closed apart (a client closes both). */
+  /**
+   * Forgets a member (it left, or its session ended), unless it joined again meanwhile (another object under its id);
+   * its share session is closed apart (a client closes both). A group left with no member settles again at its next.
+   */
   remove(m: KafkaShareMember): void {
-    if (this.members.delete(`${m.groupId}\0${m.memberId}`)) this.bumpGroup(m.groupId);
+    const key = `${m.groupId}\0${m.memberId}`;
+    if (this.members.get(key) !== m) return;
+    this.members.delete(key);
+    this.bumpGroup(m.groupId);
+    if (this.inGroup(m.groupId).length === 0) this.formedAt.delete(m.groupId);
+  }
+
+  /** Records the group's lock period, ms, as an acquisition told it. */
+  rememberLock(groupId: string, lockMs: number): void {
+    this.locks.set(groupId, lockMs);
+  }
+
+  /** The group's lock period as last told, ms, if any. */
+  lockOf(groupId: string): number | undefined {
+    return this.locks.get(groupId);
+  }
+
+  /** Forgets that the group subscribes to the topic (its subscription went): the next heartbeat subscribes it again. */
+  forgetSubscription(groupId: string, topic: string): void {
+    this.subscriptions.delete(`${groupId}\0${topic}`);
   }
 
   /** The group's members, alive or not yet swept. */
@@ -163,6 +187,9 @@ export class KafkaShareMembers {
 
   /** Forgets what this listener knew of a group that was deleted: its members, their sessions, its subscriptions. */
   forgetGroup(groupId: string): void {
+    this.groupEpochs.delete(groupId);
+    this.formedAt.delete(groupId);
+    this.locks.delete(groupId);
     for (const key of [...this.subscriptions, ...this.members.keys(), ...this.sessions.keys()]) {
       if (key.startsWith(`${groupId}\0`)) {
         this.subscriptions.delete(key);

@@ -44,10 +44,18 @@ export class TopicIds {
     return this.byName.get(name) ?? this.learn(name, (await api.describeTopic(name)).createdAt);
   }
 
-  /** The name of the topic with id `id`, or null when no topic `api` may describe has it (deleted, or never). */
+  /**
+   * The name of the topic with id `id`, or null when no topic `api` may describe has it (deleted, or never): checked
+   * against the topic as it is now (one describe), else looked up among every topic.
+   */
   async nameOf(api: TopicsApi, id: string): Promise<string | null> {
     const known = this.byId.get(id);
-    if (known !== undefined && this.byName.get(known) === id) return known;
+    if (known !== undefined) {
+      // Still that topic's id? It may have been deleted, or created again (a new id), since it was learnt.
+      const d = await api.describeTopic(known).catch(() => null);
+      if (d !== null && this.learn(known, d.createdAt) === id) return known;
+      this.byId.delete(id);
+    }
     for (const { topic } of await api.listTopics()) {
       const d = await api.describeTopic(topic).catch(() => null);
       if (d !== null && this.learn(topic, d.createdAt) === id) return topic;

@@ -198,6 +198,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'KAFKA shareFetchSections': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['ShareFetch'], readOnly: true },
   'KAFKA shareAcknowledge': { needs: [group('read', 'body.groupId'), topic('read', 'body.topic')], kafka: ['ShareFetch', 'ShareAcknowledge', 'ShareGroupHeartbeat'] },
   'KAFKA resetOffsets': { needs: [group('reset', 'body.groupId'), topic('read', 'body.topic')], kafka: ['AlterShareGroupOffsets'] },
+  'KAFKA authorizeGroup': { needs: [group('read', 'body.groupId')], kafka: ['ShareGroupHeartbeat', 'ShareFetch', 'ShareAcknowledge'], readOnly: true },
   'KAFKA groupConfigs': { needs: [group('describe', 'body.groupId')], kafka: ['DescribeConfigs', 'ShareGroupHeartbeat'], readOnly: true },
   'KAFKA setGroupConfigs': { needs: [group('alter', 'body.groupId')], kafka: ['IncrementalAlterConfigs'] },
 };

@@ -16,10 +16,12 @@ for arg in "$@"; do
     *) dir="$arg" ;;
   esac
 done
+mkdir -p "$(dirname "$dir")"
+exec 9>"$dir.lock"
+flock 9 # one fetch and build at a time
 if [ ! -f "$dir/configure" ]; then
   tmp="$(mktemp -d)"
   (cd "$tmp" && npm pack --silent "$PACKAGE" >/dev/null && tar xzf ./*.tgz)
-  mkdir -p "$(dirname "$dir")"
   rm -rf "$dir"
   mv "$tmp/package/deps/librdkafka" "$dir"
   rm -rf "$tmp"

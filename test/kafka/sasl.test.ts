@@ -16,7 +16,9 @@ import type { AclBinding } from '../../src/protocol/api.js';
 import { LOOPBACK_ADMIN } from '../../src/security/principal.js';
 import { ScramExchange, parseScramCredential, scramCredential } from '../../src/security/scram.js';
 import { incrementalAlterConfigsRequest, incrementalAlterConfigsResponse } from '../../src/kafka/messages/admin.js';
-import { shareGroupHeartbeatRequest, shareGroupHeartbeatResponse } from '../../src/kafka/messages/share-groups.js';
+import { shareFetchRequest, shareFetchResponse, shareGroupHeartbeatRequest, shareGroupHeartbeatResponse } from '../../src/kafka/messages/share-groups.js';
+import type { Struct } from '../../src/kafka/codec/interpreter.js';
+import type { MessageDefinition } from '../../src/kafka/codec/schema.js';
 import { callAs } from '../helpers/kafka-wire.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { KCAT, hasTool } from '../helpers/tools.js';
@@ -220,5 +222,18 @@ describe('share groups on the Kafka listener, with ACLs', () => {
     await allow({ principal: 'alice', resourceType: 'group', resourceName: 'workers', operation: 'alter' });
     expect((await configure('alice')).responses[0]!.errorCode).toBe(0);
     expect((await broker.describeGroup('workers')).subscriptions[0]!.startPolicy).toBe('earliest');
+    // mallory has no right on the group: she can neither make alice leave nor touch her share session.
+    const mallory = (await broker.users.create('mallory', LOOPBACK_ADMIN)).token;
+    const asMallory = (key: number, version: number, req: MessageDefinition, res: MessageDefinition, value: Struct) => callAs('mallory', mallory, listener.port, key, version, req, res, value) as Promise<{ errorCode: number }>;
+    expect((await asMallory(76, 1, shareGroupHeartbeatRequest, shareGroupHeartbeatResponse, { groupId: 'workers', memberId: 'alice-1', memberEpoch: -1, rackId: null, subscribedTopicNames: null })).errorCode).toBe(30);
+    const fetchAsAlice = (epoch: number) => callAs('alice', tokens.alice, listener.port, 78, 1, shareFetchRequest, shareFetchResponse, {
+      groupId: 'workers', memberId: 'alice-1', shareSessionEpoch: epoch, maxWaitMs: 0, minBytes: 1, maxBytes: 1 << 20, maxRecords: 10, batchSize: 10, topics: [], forgottenTopicsData: [],
+    }) as Promise<unknown> as Promise<{ errorCode: number }>;
+    expect((await fetchAsAlice(0)).errorCode).toBe(0);
+    expect((await asMallory(78, 1, shareFetchRequest, shareFetchResponse, {
+      groupId: 'workers', memberId: 'alice-1', shareSessionEpoch: -1, maxWaitMs: 0, minBytes: 1, maxBytes: 1, maxRecords: 1, batchSize: 1, topics: [], forgottenTopicsData: [],
+    })).errorCode).toBe(30);
+    expect((await fetchAsAlice(1)).errorCode).toBe(0); // her session is as she left it
+    expect((await broker.describeGroup('workers')).subscriptions).toHaveLength(1);
   });
 });

@@ -225,6 +225,28 @@ describe('Kafka share groups on the wire', () => {
     expect(got.get(0)!.map(([o, count, key]) => [o, count, key])).toEqual(EDITS.slice(0, 5).map((e, i) => [i, 1, e.key]));
   });
 
+  it('subscribes the group again after it was deleted outside Kafka, and alters offsets of share groups only', async () => {
+    await setConfigs('q', [['share.auto.offset.reset', 'earliest']]);
+    const id = await topicId();
+    await heartbeat('m', 0);
+    await heartbeat('m', -1, null);
+    await broker.deleteGroup('q'); // onelog's API, not Kafka's DeleteGroups: its configs go with it
+    await setConfigs('q', [['share.auto.offset.reset', 'earliest']]);
+    const again = await heartbeat('m', 0);
+    expect(again.errorCode).toBe(0);
+    // The listener still took the group for subscribed: the fetch finds the subscription gone, and the next heartbeat makes it again.
+    const first = await shareFetch('m', 0, [0, 1, 2].map((partition) => ({ topicId: id, partition })));
+    expect(first.responses[0]!.partitions.map((p) => p.errorCode)).toEqual([42, 42, 42]);
+    await heartbeat('m', again.memberEpoch, null);
+    expect([...acquired(await shareFetch('m', 1, [])).values()].flat()).toHaveLength(EDITS.length);
+    // AlterShareGroupOffsets on a group that does not exist creates nothing (no consumer group either).
+    const altered = await call(91, 0, alterShareGroupOffsetsRequest, alterShareGroupOffsetsResponse, {
+      groupId: 'nobody', topics: [{ topicName: 'edits', partitions: [{ partitionIndex: 0, startOffset: 0 }] }],
+    }) as { errorCode: number };
+    expect(altered.errorCode).toBe(69);
+    await expect(broker.describeGroup('nobody')).rejects.toMatchObject({ code: 'UNKNOWN_GROUP' });
+  });
+
   it('keeps share sessions and member epochs as KIP-932 says', async () => {
     const id = await topicId();
     expect((await shareFetch('m', 1, [{ topicId: id, partition: 0 }])).errorCode).toBe(122); // SHARE_SESSION_NOT_FOUND

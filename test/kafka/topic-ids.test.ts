@@ -73,5 +73,15 @@ describe('topic ids', () => {
     const [again] = await metadata([{ name: 'edits' }]);
     expect(again!.topicId).not.toBe(told!.topicId);
     expect((await metadata([{ name: null, topicId: told!.topicId }]))[0]!.errorCode).toBe(100);
+    // A topic deleted and created again elsewhere (not through this listener): its old id, still known here, is no
+    // topic's, and DeleteTopics by it deletes nothing.
+    await broker.deleteTopic('edits');
+    await new Promise((resolve) => setTimeout(resolve, 2)); // a new creation time, to the ms
+    await broker.createTopic({ topic: 'edits', partitions: 1 });
+    const byOldId = await call(listener.port, 20, 6, deleteTopicsRequest, deleteTopicsResponse, { topics: [{ name: null, topicId: again!.topicId }], timeoutMs: 5000 }) as {
+      responses: Array<{ errorCode: number }>;
+    };
+    expect(byOldId.responses[0]!.errorCode).toBe(100);
+    expect((await broker.describeTopic('edits')).partitions).toHaveLength(1);
   });
 });

@@ -16,6 +16,7 @@ import {
 } from '../messages/admin.js';
 import { checkGroupConfig, GROUP_CONFIGS, shareSettings } from '../group-configs.js';
 import { writeAssignment } from './groups.js';
+import { sweep } from './share-groups.js';
 import type { KafkaApi } from './api.js';
 
 const TOPIC_RESOURCE = 2;
@@ -162,7 +163,9 @@ export const deleteRecords: KafkaApi = {
 
 export const deleteGroups: KafkaApi = {
   key: 42, name: 'DeleteGroups', minVersion: 0, maxVersion: 2, request: deleteGroupsRequest, response: deleteGroupsResponse,
-  async handle(request, { api, shareMembers }) {
+  async handle(request, ctx) {
+    const { api, shareMembers } = ctx;
+    await sweep(ctx); // members whose session ended are gone first
     return {
       throttleTimeMs: 0,
       results: await Promise.all((request.groupsNames as string[]).map(async (groupId) => ({

@@ -16,6 +16,11 @@ export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
   offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number>;
   /** A group's committed offsets (none for an unknown group). */
   committedOffsets(groupId: string): Promise<Array<{ topic: string; partition: number; offset: number; metadata: string }>>;
+  /**
+   * Resolves when the group id is valid: the broker has nothing more to check, but the principal's broker (the
+   * authorized proxy) first checks `read` on the group, as Kafka authorizes share group requests before anything.
+   */
+  authorizeGroup(groupId: string): Promise<void>;
   /** A group's configs set over Kafka, by name (group-configs.ts). */
   groupConfigs(groupId: string): Promise<Record<string, string>>;
   /** Replaces a group's configs set over Kafka, creating the group if it does not exist. */

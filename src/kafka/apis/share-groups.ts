@@ -39,6 +39,8 @@ const ACK_TYPES = [null, 'accept', 'release', 'reject', 'renew'] as const;
 /** Acknowledgements one broker call carries at most (OnelogApi.shareAcknowledge's bound). */
 const ACKS_PER_CALL = 10_000;
 const EMPTY = Buffer.alloc(0);
+/** How long each topic of a several-topic ShareFetch waits at a time, ms. */
+const WAIT_SLICE_MS = 100;
 /** The shortest heartbeat interval told, ms. */
 const MIN_HEARTBEAT_INTERVAL_MS = 100;
 /** Bounds of onelog's share acquisition (ShareFetchRequest). */
@@ -54,7 +56,7 @@ function codeOf(err: unknown, context: 'data' | 'group' = 'group'): number {
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** Makes the members whose session ended leave, and closes the share sessions no request used for as long. */
-async function sweep(ctx: RequestContext): Promise<void> {
+export async function sweep(ctx: RequestContext): Promise<void> {
   for (const m of ctx.shareMembers.expired()) {
     ctx.shareMembers.closeSession(m.groupId, m.memberId);
     await leave(ctx, m);
@@ -123,6 +125,8 @@ export const shareGroupHeartbeat: KafkaApi = {
     if (groupId === '') return answer(INVALID_REQUEST, 'GroupId is empty');
     if (memberId === '') return answer(INVALID_REQUEST, 'MemberId is empty: a share consumer names itself with a member id it keeps (KIP-932)');
     try {
+      // The group is checked before anything, its topics after, as Kafka authorizes a heartbeat.
+      await ctx.api.authorizeGroup(groupId);
       await sweep(ctx);
       const known = shareMembers.get(groupId, memberId);
       if (memberEpoch === -1) {
@@ -132,8 +136,6 @@ export const shareGroupHeartbeat: KafkaApi = {
       if (memberEpoch === 0) {
         const topics = subscribed ?? known?.topics;
         if (topics === undefined) return answer(INVALID_REQUEST, 'SubscribedTopicNames must be set when joining (member epoch 0)');
-        // The group is checked before its topics, as Kafka authorizes a heartbeat (GROUP_AUTHORIZATION_FAILED first).
-        await ctx.api.groupConfigs(groupId);
         await subscribeTopics(ctx, groupId, topics);
         const m = shareMembers.join({
           groupId, memberId, topics, rackId: (request.rackId as string | null) ?? null, clientId: header.clientId ?? '', clientHost: ctx.connection.remoteAddress,
@@ -283,6 +285,11 @@ function refsOf(topics: ReadonlyArray<{ topicId: string; partitions: ReadonlyArr
   return topics.flatMap((t) => t.partitions.map((p) => ({ topicId: t.topicId, partition: typeof p === 'number' ? p : p.partitionIndex })));
 }
 
+/** Whether the principal may read the group (before a request touches its members or sessions): null, or the error to answer. */
+async function authorize(ctx: RequestContext, groupId: string): Promise<{ code: number; message: string } | null> {
+  return ctx.api.authorizeGroup(groupId).then(() => null, (err: unknown) => ({ code: codeOf(err), message: messageOf(err) }));
+}
+
 /**
  * Checks a request's share session epoch against the member's session: the session, or the error to answer
  * (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH). Epoch 0 opens a new session (only a ShareFetch may).
@@ -297,6 +304,7 @@ function sessionFor(ctx: RequestContext, groupId: string, memberId: string, epoc
   if (epoch !== -1 && epoch !== session.epoch) {
     return { code: KAFKA_ERROR.INVALID_SHARE_SESSION_EPOCH, message: `share session epoch ${epoch} is not the one expected, ${session.epoch}` };
   }
+  session.usedAt = ctx.shareMembers.clock.now(); // in use from now: a long poll is not swept
   return session;
 }
 
@@ -368,6 +376,7 @@ async function acquire(
         groupId, topic: t.topic, memberId, maxRecords, maxBytes: limits.maxBytes, maxWaitMs, sessionTimeoutMs: SHARE_SESSION_TIMEOUT_MS, partitions: t.partitions,
       });
       lockMs = r.lockMs;
+      ctx.shareMembers.rememberLock(groupId, r.lockMs);
       for (const p of r.partitions) {
         const key = refKey(t.topicId, p.partition);
         const into = acquired.get(key) ?? { records: [], ranges: [] };
@@ -376,6 +385,8 @@ async function acquire(
         got += p.deliveryCounts.length;
       }
     } catch (err) {
+      // The group's subscription went (the group or the topic was deleted): the next heartbeat subscribes it again.
+      if (err instanceof OnelogError && (err.code === 'INVALID_REQUEST' || err.code === 'UNKNOWN_GROUP')) ctx.shareMembers.forgetSubscription(groupId, t.topic);
       for (const partition of t.partitions) answers.set(refKey(t.topicId, partition), { code: codeOf(err, 'data'), message: messageOf(err) });
     }
   };
@@ -383,17 +394,25 @@ async function acquire(
     if (got >= limits.maxRecords) break;
     await fetchTopic(t, limits.maxRecords - got, 0);
   }
-  if (got === 0 && limits.maxWaitMs > 0 && named.length > 0) {
+  if (got === 0 && limits.maxWaitMs > 0 && named.length === 1) await fetchTopic(named[0]!, limits.maxRecords, limits.maxWaitMs);
+  // Several topics wait side by side in short slices, so what one acquires is answered within a slice, not held
+  // (its lock running) until the others' waits end.
+  const deadline = ctx.shareMembers.clock.now() + limits.maxWaitMs;
+  for (let left = limits.maxWaitMs; got === 0 && named.length > 1 && left > 0; left = deadline - ctx.shareMembers.clock.now()) {
     const share = Math.max(1, Math.floor(limits.maxRecords / named.length));
-    await Promise.all(named.map((t) => fetchTopic(t, share, limits.maxWaitMs)));
+    await Promise.all(named.map((t) => fetchTopic(t, share, Math.min(left, WAIT_SLICE_MS))));
   }
   return { acquired, lockMs };
 }
 
-/** The share settings' lock of the group's share subscriptions (AcquisitionLockTimeoutMs when nothing was acquired). */
-async function lockOf(api: KafkaDataApi, groupId: string): Promise<number> {
-  const d = await api.describeGroup(groupId).catch(() => null);
-  return d?.subscriptions.find((s) => s.share)?.share?.lockMs ?? 30_000;
+/** The group's lock (AcquisitionLockTimeoutMs when nothing was acquired): as its last acquisition told, else described. */
+async function lockOf(ctx: RequestContext, groupId: string): Promise<number> {
+  const known = ctx.shareMembers.lockOf(groupId);
+  if (known !== undefined) return known;
+  const d = await ctx.api.describeGroup(groupId).catch(() => null);
+  const lockMs = d?.subscriptions.find((s) => s.share)?.share?.lockMs ?? 30_000;
+  ctx.shareMembers.rememberLock(groupId, lockMs);
+  return lockMs;
 }
 
 /** The nodes and leaders of partitions answered (CurrentLeader, and NodeEndpoints for those led elsewhere). */
@@ -429,6 +448,8 @@ export const shareFetch: KafkaApi = {
     const hasAcks = topics.some((t) => t.partitions.some((p) => p.acknowledgementBatches.length > 0));
     if (epoch === 0 && hasAcks) return top(INVALID_REQUEST, 'a ShareFetch opening a share session (epoch 0) acknowledges nothing');
     if (epoch === -1 && forgotten.length > 0) return top(INVALID_REQUEST, 'a ShareFetch closing its share session (epoch -1) forgets nothing');
+    const refused = await authorize(ctx, groupId);
+    if (refused !== null) return top(refused.code, refused.message);
     const session = sessionFor(ctx, groupId, memberId, epoch, true);
     if ('code' in session) return top(session.code, session.message);
     if (epoch !== -1) addToSession(session, refsOf(topics));
@@ -467,7 +488,7 @@ export const shareFetch: KafkaApi = {
       byTopic.set(ref.topicId, partitions);
     }
     return {
-      throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: lockMs || await lockOf(api, groupId),
+      throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: lockMs || await lockOf(ctx, groupId),
       responses: [...byTopic].map(([topicId, partitions]) => ({ topicId, partitions })), nodeEndpoints: leaders.endpoints,
     };
   },
@@ -487,6 +508,8 @@ export const shareAcknowledge: KafkaApi = {
     const topics = request.topics as WireAcks;
     const top = (errorCode: number, errorMessage: string) => ({ throttleTimeMs: 0, errorCode, errorMessage, acquisitionLockTimeoutMs: 0, responses: [], nodeEndpoints: [] });
     if (groupId === '' || memberId === '') return top(INVALID_REQUEST, 'GroupId and MemberId are required');
+    const refused = await authorize(ctx, groupId);
+    if (refused !== null) return top(refused.code, refused.message);
     const session = sessionFor(ctx, groupId, memberId, epoch, false);
     if ('code' in session) return top(session.code, session.message);
     const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true);
@@ -494,7 +517,7 @@ export const shareAcknowledge: KafkaApi = {
     const names = await namesOf(ctx, topics.map((t) => t.topicId));
     const leaders = await leadersOf(ctx, names);
     return {
-      throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: await lockOf(ctx.api, groupId),
+      throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: await lockOf(ctx, groupId),
       responses: topics.map((t) => ({
         topicId: t.topicId,
         partitions: t.partitions.map((p) => {
@@ -558,11 +581,17 @@ export const alterShareGroupOffsets: KafkaApi = {
     await sweep(ctx);
     // As Kafka: a share group's offsets are altered only while it has no member.
     if (shareMembers.inGroup(groupId).length > 0) return answer(kafkaCodeOf('NON_EMPTY_GROUP'), `share group ${groupId} has members: alter its offsets once they left`);
+    // Only a share group's offsets: a reset would otherwise make a group that does not exist a consumer group.
+    const d = await api.describeGroup(groupId).catch((err: unknown) => ({ error: err }));
+    if ('error' in d) return answer(codeOf(d.error), messageOf(d.error));
+    const shared = new Set(d.subscriptions.filter((s) => s.type === 'share').map((s) => s.topic));
+    if (shared.size === 0) return answer(UNKNOWN_GROUP, `group ${groupId} is not a share group`);
     return answer(0, null, await Promise.all(topics.map(async ({ topicName, partitions }) => {
       const topicId = await topicIds.idOf(api, topicName).catch(() => '0'.repeat(32));
       return {
         topicName, topicId,
         partitions: await Promise.all(partitions.map(async ({ partitionIndex, startOffset }) => {
+          if (!shared.has(topicName)) return { partitionIndex, errorCode: kafkaCodeOf('UNKNOWN_TOPIC'), errorMessage: `share group ${groupId} does not read ${topicName}` };
           try {
             await api.resetOffsets({
               groupId, topic: topicName, partition: partitionIndex, execute: true, requestedBy: `kafka:${header.clientId}`,
