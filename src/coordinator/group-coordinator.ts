@@ -252,6 +252,7 @@ export class GroupCoordinator {
         clientId: request.clientId ?? 'consumer',
         topics: this.retryTopics.expand(groupId, request.topics),
         sessionTimeoutMs: request.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
+        rebalanceTimeoutMs: request.rebalanceTimeoutMs ?? request.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
         commitMode: request.commitMode ?? 'after-processing',
         assignor: assignorFor(request.assignor ?? 'sticky'),
         commitsStart: request.commitStartPositions ?? true,

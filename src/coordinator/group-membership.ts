@@ -41,6 +41,8 @@ export interface Member {
   /** What it consumes: the topics it joined with and their retry tier topics (changed when a subscription gains tiers). */
   topics: readonly string[];
   readonly sessionTimeoutMs: number;
+  /** How long it may take to release a revoked partition, ms (Kafka's rebalance timeout). */
+  readonly rebalanceTimeoutMs: number;
   readonly commitMode: CommitMode;
   /** Whether a partition never committed gets its start position committed when granted (not for Kafka members). */
   readonly commitsStart: boolean;
@@ -56,7 +58,7 @@ export interface Member {
   assigned: Set<PartitionKey>;
   /** What it may still hold: `assigned` plus partitions revoked but not yet reported released. */
   owned: Set<PartitionKey>;
-  /** When a revoked partition must be released by, ms since the epoch (its session timeout after the revocation); null when none is pending. */
+  /** When a revoked partition must be released by, ms since the epoch (its rebalance timeout after the revocation); null when none is pending. */
   releaseDeadline: number | null;
   /**
    * Per partition it holds, what its fetches were handed past what it committed: the first offset, and the end of
@@ -78,6 +80,8 @@ export interface JoinOptions {
   clientId: string;
   topics: readonly string[];
   sessionTimeoutMs: number;
+  /** How long it may take to release a revoked partition, ms. */
+  rebalanceTimeoutMs: number;
   commitMode: CommitMode;
   assignor: Assignor;
   /** Whether a partition never committed gets its start position committed when granted. */
@@ -140,6 +144,7 @@ export class GroupMembership {
       clientId: options.clientId,
       topics: [...new Set(options.topics)],
       sessionTimeoutMs: options.sessionTimeoutMs,
+      rebalanceTimeoutMs: options.rebalanceTimeoutMs,
       commitMode: options.commitMode,
       commitsStart: options.commitsStart,
       lastHeartbeatAt: now,
@@ -256,7 +261,7 @@ export class GroupMembership {
     member.assigned = new Set([...member.owned].filter((key) => member.target.has(key)));
     const revoking = member.owned.size > member.assigned.size;
     if (!revoking) member.releaseDeadline = null;
-    else member.releaseDeadline ??= now + member.sessionTimeoutMs;
+    else member.releaseDeadline ??= now + member.rebalanceTimeoutMs;
     if (member.generationId !== this.generation) {
       member.previousGenerationId = member.generationId;
       member.generationId = this.generation;

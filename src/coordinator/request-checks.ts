@@ -16,6 +16,7 @@ export function checkJoinRequest(request: JoinGroupRequest): void {
     throw new OnelogError('INVALID_REQUEST', 'topics must be a non-empty array of topic names', { groupId: request.groupId });
   }
   if (request.sessionTimeoutMs !== undefined) checkInteger(request.sessionTimeoutMs, 'sessionTimeoutMs', 1000, 3_600_000);
+  if (request.rebalanceTimeoutMs !== undefined) checkInteger(request.rebalanceTimeoutMs, 'rebalanceTimeoutMs', 1000, 3_600_000);
   if (request.assignor !== undefined) checkOneOf(request.assignor, 'assignor', ASSIGNOR_NAMES);
   if (request.commitMode !== undefined) checkOneOf(request.commitMode, 'commitMode', COMMIT_MODES);
   if (request.startPolicy !== undefined) checkOneOf(request.startPolicy, 'startPolicy', START_POLICIES);

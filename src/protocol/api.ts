@@ -410,6 +410,12 @@ export interface JoinGroupRequest {
   topics: string[];
   /** A member that sends no heartbeat for this long is removed, ms. @default 45000 (Kafka's session.timeout.ms); 1000 to 3600000 */
   sessionTimeoutMs?: number;
+  /**
+   * How long the member may take to release partitions revoked from it before it is removed, ms (Kafka's rebalance
+   * timeout, the consumer's max.poll.interval.ms: a member whose application is busy keeps heartbeating meanwhile).
+   * @default its session timeout; 1000 to 3600000
+   */
+  rebalanceTimeoutMs?: number;
   /** Every live member must use the same one. @default 'sticky' */
   assignor?: AssignorName;
   /** Shown in `groups describe`. @default 'after-processing' */

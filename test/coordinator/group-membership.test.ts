@@ -17,8 +17,8 @@ function newGroup(): GroupMembership {
   return new GroupMembership('g', (topic) => PARTITIONS[topic] ?? 0);
 }
 
-function join(group: GroupMembership, topics: string[], now: number, assignor: AssignorName = 'sticky', clientId = 'c'): Member {
-  return group.join({ clientId, topics, sessionTimeoutMs: SESSION_TIMEOUT_MS, commitMode: 'after-processing', assignor: assignorFor(assignor), commitsStart: true }, now);
+function join(group: GroupMembership, topics: string[], now: number, assignor: AssignorName = 'sticky', clientId = 'c', rebalanceTimeoutMs = SESSION_TIMEOUT_MS): Member {
+  return group.join({ clientId, topics, sessionTimeoutMs: SESSION_TIMEOUT_MS, rebalanceTimeoutMs, commitMode: 'after-processing', assignor: assignorFor(assignor), commitsStart: true }, now);
 }
 
 /** What the coordinator does to answer a member: grant what is free in its target; the answer is `assigned`. */
@@ -105,6 +105,20 @@ describe('GroupMembership', () => {
     heartbeat(group, b, b.owned, 8_000);
     expect(group.expired(12_000)).toEqual([]);
     expect(group.expired(12_001)).toEqual([a]);
+  });
+
+  it('gives a member that keeps heartbeating its rebalance timeout, not its session timeout, to release a revoked partition (Kafka\'s max.poll.interval.ms; librdkafka\'s 0091, 0093)', () => {
+    const group = newGroup();
+    const a = join(group, ['six'], 0, 'sticky', 'c', 30_000);
+    answer(group, a, 0);
+    const b = join(group, ['six'], 1_000);
+    answer(group, b, 1_000);
+    for (const at of [2_000, 10_000, 20_000, 30_000]) {
+      heartbeat(group, a, a.owned, at); // told to revoke at 2 s: deadline 32 s
+      heartbeat(group, b, b.owned, at);
+    }
+    expect(group.expired(32_000)).toEqual([]);
+    expect(group.expired(32_001)).toEqual([a]);
   });
 
   it('bumps the generation on every join, leave and removal, and is Empty with no member', () => {

@@ -187,6 +187,8 @@ export const joinGroup: KafkaApi = {
       protocolName = chosen.protocolName;
       const joined = await api.joinGroup({
         groupId, topics: subscription.topics, sessionTimeoutMs: request.sessionTimeoutMs as number, clientId: header.clientId || 'kafka',
+        // A revoked partition may take the member's rebalance timeout (max.poll.interval.ms) to come back, as Kafka.
+        rebalanceTimeoutMs: Math.min(Math.max(rebalanceTimeoutMs(request), 1000), 3_600_000),
         commitStartPositions: false, assignor: chosen.assignor,
       });
       const member = members.set({

@@ -96,7 +96,7 @@ export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void 
           required: ['topics'],
           additionalProperties: false,
           properties: {
-            topics: { type: 'array', items: { type: 'string' } }, sessionTimeoutMs: { type: 'integer' }, assignor: { type: 'string' },
+            topics: { type: 'array', items: { type: 'string' } }, sessionTimeoutMs: { type: 'integer' }, rebalanceTimeoutMs: { type: 'integer' }, assignor: { type: 'string' },
             commitMode: { type: 'string' }, clientId: { type: 'string' }, startPolicy: { type: 'string' }, onOutOfRange: { type: 'string' },
           },
         },
