@@ -218,11 +218,13 @@ const refKey = (topicId: string, partition: number) => `${topicId}:${partition}`
  * Applies a member's acknowledgements through the broker and answers each partition named: 0, or its error
  * (INVALID_RECORD_STATE for a record the member does not hold; UNKNOWN_TOPIC_ID; INVALID_REQUEST for a bad batch).
  */
-async function acknowledge(ctx: RequestContext, groupId: string, memberId: string, topics: WireAcks, renewAllowed: boolean): Promise<Map<string, PartitionAnswer>> {
-  const { api, topicIds } = ctx;
+async function acknowledge(
+  ctx: RequestContext, groupId: string, memberId: string, topics: WireAcks, renewAllowed: boolean, names: ReadonlyMap<string, string>,
+): Promise<Map<string, PartitionAnswer>> {
+  const { api } = ctx;
   const out = new Map<string, PartitionAnswer>();
   for (const t of topics) {
-    const topic = await topicIds.nameOf(api, t.topicId);
+    const topic = names.get(t.topicId) ?? null;
     const acks: ShareAckRequest['acks'] = [];
     const bad = new Map<number, string>();
     for (const p of t.partitions) {
@@ -348,7 +350,7 @@ function addSections(into: Acquired, p: SharedSections['partitions'][number]): v
  * came and the request may wait, each topic waiting up to `maxWaitMs` for its share of `maxRecords`.
  */
 async function acquire(
-  ctx: RequestContext, api: KafkaDataApi, groupId: string, memberId: string, session: ShareSession,
+  ctx: RequestContext, api: KafkaDataApi, groupId: string, memberId: string, session: ShareSession, names: ReadonlyMap<string, string>,
   limits: { maxRecords: number; maxBytes: number; maxWaitMs: number }, answers: Map<string, PartitionAnswer>,
 ): Promise<{ acquired: Map<string, Acquired>; lockMs: number }> {
   // A member the group knows fetches only what it is assigned now (it may not have heard of a newcomer yet).
@@ -363,7 +365,7 @@ async function acquire(
   let got = 0;
   const named: Array<{ topicId: string; topic: string; partitions: number[] }> = [];
   for (const [topicId, partitions] of byTopic) {
-    const topic = await ctx.topicIds.nameOf(api, topicId);
+    const topic = names.get(topicId) ?? null;
     if (topic === null) {
       for (const partition of partitions) answers.set(refKey(topicId, partition), { code: KAFKA_ERROR.UNKNOWN_TOPIC_ID, message: `no topic has id ${topicId}` });
     } else {
@@ -453,14 +455,16 @@ export const shareFetch: KafkaApi = {
     const session = sessionFor(ctx, groupId, memberId, epoch, true);
     if ('code' in session) return top(session.code, session.message);
     if (epoch !== -1) addToSession(session, refsOf(topics));
-    const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true);
+    // Every topic id the request and its session name, looked up once.
+    const names = await namesOf(ctx, [...topics.map((t) => t.topicId), ...[...session.partitions.values()].map((p) => p.topicId)]);
+    const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true, names);
     const ackAnswers = new Map(answers);
     forgetInSession(session, refsOf(forgotten));
     // Nothing is acquired by a session's close, a request that only renews, or one that takes no bytes (fetch.max.bytes=0).
     const fetching = epoch !== -1 && request.isRenewAck !== true && (request.maxBytes as number) > 0;
     const fetchErrors = new Map<string, PartitionAnswer>();
     const { acquired, lockMs } = fetching
-      ? await acquire(ctx, api, groupId, memberId, session, {
+      ? await acquire(ctx, api, groupId, memberId, session, names, {
         maxRecords: clamp(request.maxRecords as number, 500, FETCH_BOUNDS.maxRecords),
         maxBytes: Math.min(request.maxBytes as number, FETCH_BOUNDS.maxBytes),
         maxWaitMs: clamp(request.maxWaitMs as number, 0, FETCH_BOUNDS.maxWaitMs),
@@ -470,7 +474,6 @@ export const shareFetch: KafkaApi = {
     // Every partition of the session is answered, and any the acknowledgements named.
     const keys = new Map<string, SharePartitionRef>([...session.partitions]);
     for (const t of topics) for (const p of t.partitions) keys.set(refKey(t.topicId, p.partitionIndex), { topicId: t.topicId, partition: p.partitionIndex });
-    const names = await namesOf(ctx, [...keys.values()].map((k) => k.topicId));
     const leaders = await leadersOf(ctx, names);
     const byTopic = new Map<string, object[]>();
     for (const [key, ref] of [...keys].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -512,9 +515,9 @@ export const shareAcknowledge: KafkaApi = {
     if (refused !== null) return top(refused.code, refused.message);
     const session = sessionFor(ctx, groupId, memberId, epoch, false);
     if ('code' in session) return top(session.code, session.message);
-    const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true);
-    await advance(ctx, groupId, memberId, session, epoch);
     const names = await namesOf(ctx, topics.map((t) => t.topicId));
+    const answers = await acknowledge(ctx, groupId, memberId, topics, request.isRenewAck === true, names);
+    await advance(ctx, groupId, memberId, session, epoch);
     const leaders = await leadersOf(ctx, names);
     return {
       throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: await lockOf(ctx, groupId),

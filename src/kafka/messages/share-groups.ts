@@ -14,6 +14,11 @@ const nodeEndpoints = structs('nodeEndpoints', '0+', [
 const acknowledgementBatches = structs('acknowledgementBatches', '0+', [
   field('firstOffset', 'int64', '0+'), field('lastOffset', 'int64', '0+'), field('acknowledgeTypes', { array: 'int8' }, '0+'),
 ]);
+/** The topics of a ShareFetch or ShareAcknowledge, with their partitions' acknowledgements. */
+const acknowledgementTopics = structs('topics', '0+', [
+  field('topicId', 'uuid', '0+'),
+  structs('partitions', '0+', [field('partitionIndex', 'int32', '0+'), acknowledgementBatches]),
+]);
 const topicPartitions = (extra: Field[] = []) => structs('topicPartitions', '0+', [field('topicId', 'uuid', '0+'), ...extra, field('partitions', { array: 'int32' }, '0+')]);
 
 export const shareGroupHeartbeatRequest: MessageDefinition = {
@@ -84,10 +89,7 @@ export const shareFetchRequest: MessageDefinition = {
     field('batchSize', 'int32', '1+'),
     field('shareAcquireMode', 'int8', '2+'),
     field('isRenewAck', 'bool', '2+'),
-    structs('topics', '0+', [
-      field('topicId', 'uuid', '0+'),
-      structs('partitions', '0+', [field('partitionIndex', 'int32', '0+'), acknowledgementBatches]),
-    ]),
+    acknowledgementTopics,
     structs('forgottenTopicsData', '0+', [field('topicId', 'uuid', '0+'), field('partitions', { array: 'int32' }, '0+')]),
   ],
 };
@@ -123,10 +125,7 @@ export const shareAcknowledgeRequest: MessageDefinition = {
     field('memberId', 'string', '0+', { nullable: '0+' }),
     field('shareSessionEpoch', 'int32', '0+'),
     field('isRenewAck', 'bool', '2+'),
-    structs('topics', '0+', [
-      field('topicId', 'uuid', '0+'),
-      structs('partitions', '0+', [field('partitionIndex', 'int32', '0+'), acknowledgementBatches]),
-    ]),
+    acknowledgementTopics,
   ],
 };
 
