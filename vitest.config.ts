@@ -7,9 +7,9 @@ import { defineConfig } from 'vitest/config';
 const UNIT = [
   'test/unit-tier.test.ts',
   'test/architecture.test.ts',
-  'test/backoff.test.ts',
-  'test/broker-limits.test.ts',
-  'test/buffer-pool.test.ts',
+  'test/common/backoff.test.ts',
+  'test/broker/broker-limits.test.ts',
+  'test/common/buffer-pool.test.ts',
   'test/catalog/sqlite-catalog.test.ts',
   'test/client/consumer.test.ts',
   'test/client/producer.test.ts',
@@ -23,7 +23,7 @@ const UNIT = [
   'test/coordinator/group-membership.test.ts',
   'test/delivery/retries.test.ts',
   'test/external-tools.test.ts',
-  'test/guard.test.ts',
+  'test/common/guard.test.ts',
   'test/history/checker.test.ts',
   'test/kafka/admin.test.ts',
   'test/kafka/codec.test.ts',
@@ -72,7 +72,7 @@ const UNIT = [
   'test/storage/storage-errors.test.ts',
   'test/storage/time-index.test.ts',
   'test/storage/unread-range.test.ts',
-  'test/topic-delete.test.ts',
+  'test/broker/topic-delete.test.ts',
 ];
 
 /** The system tier: Chromium, kcat, chaos, `npm pack`: `npm run test:system`. */

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Broker } from '../src/broker.js';
+import { Broker } from '../src/broker/broker.js';
 
 /** What the benchmark runs. */
 export interface MonitoringBenchmarkOptions {

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Broker } from '../src/broker.js';
+import { Broker } from '../src/broker/broker.js';
 import { defaultMaxOpenFiles } from '../src/storage/open-files-limit.js';
 
 /** What the benchmark runs. */
@@ -89,7 +89,7 @@ async function timedOpen(dataDir: string): Promise<{ broker: Broker; ms: number;
 
 /** A child broker writes one record to every partition of `topic`, then is SIGKILLed. */
 async function writeAllThenKill(dataDir: string, topic: string, partitions: number): Promise<void> {
-  const broker = path.resolve(import.meta.dirname, '../dist/broker.js');
+  const broker = path.resolve(import.meta.dirname, '../dist/broker/index.js');
   const script = `
     const { Broker } = await import(${JSON.stringify(broker)});
     const b = await Broker.open({ dataDir: ${JSON.stringify(dataDir)}, maxOpenFiles: ${MAX_OPEN_FILES} });

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
-import { Broker } from '../src/broker.js';
+import { Broker } from '../src/broker/broker.js';
 import { Onelog } from '../src/client/index.js';
 import { createHttpServer } from '../src/server/http-server.js';
 

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { Broker } from '../src/broker.js';
+import { Broker } from '../src/broker/broker.js';
 import { LmdbOffsetStore } from '../src/offsets/lmdb-offset-store.js';
 import { readEdits } from '../test/helpers/wikiticker.js';
 

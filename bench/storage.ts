@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { systemClock } from '../src/clock.js';
-import { silentLogger } from '../src/logger.js';
+import { systemClock } from '../src/common/clock.js';
+import { silentLogger } from '../src/common/logger.js';
 import { encodeBatch } from '../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
 import type { FlushPolicy, TopicConfig } from '../src/protocol/topic-config.js';

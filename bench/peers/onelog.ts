@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Onelog } from '../../src/client/index.js';
-import type { ConsumerOptions } from '../../src/client/consumer.js';
+import type { ConsumerOptions } from '../../src/member/consumer.js';
 import type { FlushPolicy } from '../../src/protocol/topic-config.js';
 import { startServer } from '../../test/helpers/processes.js';
 import type { PeerResult, PeerWorkload } from './common.js';

@@ -5,7 +5,7 @@
  * value) pass through unchanged.
  */
 import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult } from 'kysely';
-import type { WriteFence } from '../write-fence.js';
+import type { WriteFence } from '../common/write-fence.js';
 
 /** Says whether a failed statement's error is a failure of the database's storage. */
 export type StoreFailureTest = (err: unknown) => boolean;

@@ -9,12 +9,12 @@
 import { createHash } from 'node:crypto';
 import { PostgresDialect, sql } from 'kysely';
 import type { CompiledQuery, QueryResult } from 'kysely';
-import { systemClock } from '../clock.js';
-import type { Clock } from '../clock.js';
-import { silentLogger } from '../logger.js';
-import type { Logger } from '../logger.js';
-import { listen, openPool, postgresFailure } from '../postgres.js';
-import type { PostgresListener } from '../postgres.js';
+import { systemClock } from '../common/clock.js';
+import type { Clock } from '../common/clock.js';
+import { silentLogger } from '../common/logger.js';
+import type { Logger } from '../common/logger.js';
+import { listen, openPool, postgresFailure } from '../common/postgres.js';
+import type { PostgresListener } from '../common/postgres.js';
 import { Catalog } from './catalog.js';
 import type { CatalogChanges } from './catalog.js';
 import { wrappedDialect } from './fenced-dialect.js';

@@ -1,14 +1,14 @@
 /**
  * The embedded catalog engine: SQLite through better-sqlite3 (12.x), in WAL mode with foreign keys on and
  * `synchronous = FULL`, so a catalog change that returned survives a crash. Its file is created 0600 before SQLite
- * opens it, and SQLite gives its `-wal` and `-shm` files the mode of the database file (storage/file-modes.ts).
+ * opens it, and SQLite gives its `-wal` and `-shm` files the mode of the database file (common/file-modes.ts).
  */
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { SqliteDialect, SqliteDriver } from 'kysely';
 import type { DatabaseConnection, Driver } from 'kysely';
-import { FILE_MODE } from '../storage/file-modes.js';
-import type { WriteFence } from '../write-fence.js';
+import { FILE_MODE } from '../common/file-modes.js';
+import type { WriteFence } from '../common/write-fence.js';
 import { Catalog } from './catalog.js';
 import { fencedDialect, isSqliteStorageFailure } from './fenced-dialect.js';
 

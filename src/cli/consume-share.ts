@@ -9,7 +9,7 @@
  * outcomes, after `--idle-timeout-ms MS` with nothing acquired, or on SIGINT/SIGTERM; what it acquired and did not
  * handle is released.
  */
-import type { ConsumedMessage } from '../client/consumer.js';
+import type { ConsumedMessage } from '../member/consumer.js';
 import type { HttpApi } from '../client/http-api.js';
 import type { SharedMessage } from '../client/share-consumer.js';
 import { RecordLines } from './record-lines.js';

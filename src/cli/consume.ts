@@ -19,7 +19,7 @@
  * reason?, movedTo?}`.
  */
 import type { Command } from 'commander';
-import type { Consumer, ConsumedMessage } from '../client/consumer.js';
+import type { Consumer, ConsumedMessage } from '../member/consumer.js';
 import type { HttpApi } from '../client/http-api.js';
 import { COMMIT_MODES, START_POLICIES } from '../protocol/types.js';
 import type { CommitMode, DeliveryMode, StartPolicy } from '../protocol/types.js';
@@ -124,7 +124,7 @@ export function registerConsume(program: Command): void {
         return;
       }
       // Loaded here: the other commands do not load the consumer.
-      const [{ Consumer }, { PushConsumer }] = await Promise.all([import('../client/consumer.js'), import('../client/push-consumer.js')]);
+      const [{ Consumer }, { PushConsumer }] = await Promise.all([import('../member/consumer.js'), import('../client/push-consumer.js')]);
       const common = {
         groupId: o.group,
         commitMode: o.commitMode as CommitMode,

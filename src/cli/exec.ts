@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import os from 'node:os';
-import type { ConsumedMessage } from '../client/consumer.js';
+import type { ConsumedMessage } from '../member/consumer.js';
 
 /** How the command ended, and why, when it failed: the last non-empty line of its stderr (or its exit). */
 export interface ExecOutcome {

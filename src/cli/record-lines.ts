@@ -5,7 +5,7 @@
  * value is escaped from its bytes as they are (no string made and encoded again), other text goes through
  * `JSON.stringify`, so invalid UTF-8 comes out as U+FFFD exactly as `Buffer.toString` gives it.
  */
-import type { ConsumedMessage } from '../client/consumer.js';
+import type { ConsumedMessage } from '../member/consumer.js';
 import { headersToJson } from '../protocol/json-records.js';
 import { jsonString } from './json-text.js';
 

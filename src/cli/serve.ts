@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { Logger as PinoLogger } from 'pino';
 import { OnelogError } from '../protocol/errors.js';
 import { redactUrl } from '../protocol/urls.js';
-import { DEFAULT_SERVER_LIMITS } from '../server/limits.js';
+import { DEFAULT_SERVER_LIMITS } from '../security/limits.js';
 import { MAX_PARTITIONS } from '../protocol/validate.js';
 import { action, parseInteger } from './common.js';
 import { parseServerUrls } from '../client/http-api.js';
@@ -171,10 +171,10 @@ async function serve(options: ServeOptions): Promise<void> {
     options.advertisedUrl = urls[0];
   }
   // Loaded here, not at the top: other commands must not load the storage engine, the logger, the security modules.
-  const { Broker } = await import('../broker.js');
+  const { Broker } = await import('../broker/broker.js');
   const { loadServerTls } = await import('../security/tls.js');
   const { Quotas } = await import('../security/quotas.js');
-  const { systemClock } = await import('../clock.js');
+  const { systemClock } = await import('../common/clock.js');
   const { createHttpServer } = await import('../server/http-server.js');
   const { KafkaListener } = await import('../kafka/listener.js');
   const { defaultMaxOpenFiles, openFilesLimit } = await import('../storage/open-files-limit.js');

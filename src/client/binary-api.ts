@@ -12,7 +12,7 @@ import WebSocket from 'ws';
 import type {
   CommitRequest, FetchRequest, FetchResult, ProduceRequest, ProduceResult, ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult,
 } from '../protocol/api.js';
-import { ioBuffers } from '../buffer-pool.js';
+import { ioBuffers } from '../common/buffer-pool.js';
 import { decodeFrame, decodeSharedBatches, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import type { DataFrame, FrameKind, SharedBatchesJson } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';

@@ -3,19 +3,9 @@
  * servers, the TLS settings: the CA that signed the server's certificate, and a client certificate for a server
  * started with `--tls-ca`. Shared by the HTTP client, the binary data path and push consumers.
  */
-import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
+import { isCertificate } from '../common/certificates.js';
 import { OnelogError } from '../protocol/errors.js';
-
-/** Whether `pem` holds an X.509 certificate (node:crypto parses it). */
-export function isCertificate(pem: Buffer): boolean {
-  try {
-    new X509Certificate(pem);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** PEM text or bytes, as node's tls takes them. */
 export interface ClientTls {

@@ -27,8 +27,8 @@ import type {
 } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
-import { backoffDelayMs } from '../backoff.js';
-import { systemClock } from '../clock.js';
+import { backoffDelayMs } from '../common/backoff.js';
+import { systemClock } from '../common/clock.js';
 import type { RecordOutcome } from '../protocol/produce-plan.js';
 import { redactUrl } from '../protocol/urls.js';
 import { connectionOf } from './connection.js';

@@ -13,8 +13,8 @@
  */
 import type { OnelogApi } from '../protocol/api.js';
 import { Admin } from './admin.js';
-import { Consumer } from './consumer.js';
-import type { ConsumerOptions } from './consumer.js';
+import { Consumer } from '../member/consumer.js';
+import type { ConsumerOptions } from '../member/consumer.js';
 import { BinaryApi } from './binary-api.js';
 import { defaultServerUrl, HttpApi } from './http-api.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -27,9 +27,9 @@ import type { ProducerOptions } from './producer.js';
 import type { HttpApiOptions } from './http-api.js';
 
 export { Admin } from './admin.js';
-export { Consumer } from './consumer.js';
-export type { ConsumedMessage, ConsumerOptions, EachMessagePayload, RunOptions } from './consumer.js';
-export type { ExternalOffsetStore, ExternalPosition } from './external-offsets.js';
+export { Consumer } from '../member/consumer.js';
+export type { ConsumedMessage, ConsumerOptions, EachMessagePayload, RunOptions } from '../member/consumer.js';
+export type { ExternalOffsetStore, ExternalPosition } from '../member/external-offsets.js';
 export { HttpApi, defaultServerUrl } from './http-api.js';
 export type { HttpApiOptions } from './http-api.js';
 export { BinaryApi } from './binary-api.js';

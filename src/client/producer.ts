@@ -9,8 +9,8 @@
  * answers the original offsets. Sends then go one at a time (at most one request in flight), in call order.
  */
 import type { OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/api.js';
-import { backoff } from '../backoff.js';
-import { systemClock } from '../clock.js';
+import { backoff } from '../common/backoff.js';
+import { systemClock } from '../common/clock.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
 import { recordBytes } from '../protocol/produce-plan.js';

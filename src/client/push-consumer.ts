@@ -15,7 +15,7 @@ import { jsonToRecord } from '../protocol/json-records.js';
 import { deliveryInfo } from '../protocol/retry-policy.js';
 import type { JsonRecord } from '../protocol/json-records.js';
 import type { CommitMode, StartPolicy } from '../protocol/types.js';
-import type { ConsumedMessage, RunOptions } from './consumer.js';
+import type { ConsumedMessage, RunOptions } from '../member/consumer.js';
 import { connectionOf } from './connection.js';
 import type { Connection } from './connection.js';
 

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
-import { checkTablePrefix, createTables, query } from '../postgres.js';
+import { checkTablePrefix, createTables, query } from '../common/postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** Options of {@link BrokerRegistry.open}. */

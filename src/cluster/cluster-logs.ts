@@ -20,9 +20,9 @@
  */
 import pg from 'pg';
 import type { Catalog } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
-import { withDefaultUser } from '../postgres.js';
+import type { Clock } from '../common/clock.js';
+import type { Logger } from '../common/logger.js';
+import { withDefaultUser } from '../common/postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { StoredRecord } from '../protocol/types.js';

@@ -14,9 +14,9 @@
  * until `leaseMs - marginMs` after the request that took or renewed it was sent.
  */
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { GroupPlacement } from '../coordinator/group-placement.js';
+import type { GroupPlacement } from './group-placement.js';
 import type { BrokerRegistry } from './brokers.js';
 import type { NamedLeases } from './leases.js';
 

@@ -6,7 +6,7 @@
  * partition's offsets instead (sequencer.ts), so that the commit checks them in the same row.
  */
 import type { Pool } from 'pg';
-import { checkTablePrefix, createTables, query } from '../postgres.js';
+import { checkTablePrefix, createTables, query } from '../common/postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** Options of {@link NamedLeases.open}. */

@@ -4,7 +4,7 @@
  * The broker advertises itself once its listeners are up (`serve --advertised-url`); until then it coordinates
  * groups all the same, and a `NOT_COORDINATOR` naming it carries no URL.
  */
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import type { OnelogError } from '../protocol/errors.js';
 import type { BrokerInfo, BrokerRegistry } from './brokers.js';
 import type { GroupLeases } from './group-leases.js';

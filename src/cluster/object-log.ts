@@ -20,7 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { withDefaultUser } from '../postgres.js';
+import { withDefaultUser } from '../common/postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../protocol/record-batch.js';
 import type { AppendOutcome, AppendRequest, LogRead, LogStore, PartitionPositions } from '../storage/log-store.js';

@@ -13,7 +13,7 @@
  */
 import { OnelogError } from '../protocol/errors.js';
 import { readBatchHeader } from '../protocol/record-batch.js';
-import { silentLogger } from '../logger.js';
+import { silentLogger } from '../common/logger.js';
 import { lastSequenceOf, ProducerStateManager } from '../storage/producer-state.js';
 import type { AppendResult } from '../storage/partition-log.js';
 import type { ChunkProducerBatch, Sequencer } from './sequencer.js';

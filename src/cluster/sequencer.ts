@@ -26,7 +26,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
-import { checkTablePrefix, createTables, inTransaction, query } from '../postgres.js';
+import { checkTablePrefix, createTables, inTransaction, query } from '../common/postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** Options of {@link Sequencer.open}. */

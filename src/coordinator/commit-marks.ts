@@ -9,7 +9,7 @@
  * offsets were lost delivers its retries again and skips none.
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { GenerationFence, OffsetCommit, OffsetStore } from '../offsets/offset-store.js';
 import type { RetryTopics } from './retry-topics.js';
 

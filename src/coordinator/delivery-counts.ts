@@ -16,7 +16,7 @@
  * of this coordinator was granted (read at the grant), so a fetch asks nothing of the store.
  */
 import type { OffsetStore, RecordState } from '../offsets/offset-store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import type { Member } from './group-membership.js';
 import { parsePartitionKey } from './group-membership.js';
 

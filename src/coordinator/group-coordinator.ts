@@ -8,7 +8,7 @@
  * Every operation on one group runs in order (a per-group queue), so a commit, a heartbeat and a reset never
  * interleave halfway.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type {
   AssignedPartition, CheckpointDescription, CheckpointRequest, CommitRequest, FetchedPartition, FetchRequest,
@@ -20,8 +20,8 @@ import { OnelogError } from '../protocol/errors.js';
 import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { Logs } from '../storage/logs.js';
 import type { Partition } from '../storage/partition.js';
-import type { Logger } from '../logger.js';
-import type { GroupPlacement } from './group-placement.js';
+import type { Logger } from '../common/logger.js';
+import type { GroupPlacement } from '../cluster/group-placement.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import { assignorFor } from './assignors/index.js';
 import { GroupMembership, parsePartitionKey, partitionKey } from './group-membership.js';
@@ -33,7 +33,8 @@ import { Positions } from './positions.js';
 import { CommitMarks } from './commit-marks.js';
 import { DeliveryCounts } from './delivery-counts.js';
 import type { RetryTopics, TierOwner } from './retry-topics.js';
-import { definedOnly, deliveryBound, Subscriptions } from './subscriptions.js';
+import { definedOnly, deliveryBound } from './subscriptions.js';
+import type { Subscriptions } from './subscriptions.js';
 import type { ResolvedSubscribeRequest } from './subscriptions.js';
 import type { GroupType } from '../protocol/types.js';
 import { unknownTopic } from '../protocol/validate.js';
@@ -43,13 +44,11 @@ const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
 /** Members heartbeat at least this often, ms (Kafka's heartbeat.interval.ms default). */
 const MAX_HEARTBEAT_INTERVAL_MS = 3000;
 
-/** What the coordinator tells the rest of the broker. */
+/**
+ * What the coordinator tells, and asks of, the parts of the broker built before it (broker/open.ts). Parts built
+ * after it that must hear of resets register with {@link GroupCoordinator.onReset}.
+ */
 export interface CoordinatorHooks {
-  /**
-   * An executed reset moved the group's offsets of `topic`: what was known about its records' progress is stale (a
-   * share group's in-flight state starts again there before the reset answers).
-   */
-  reset?(groupId: string, topic: string): Promise<void> | void;
   /** A member (or standalone consumer) committed offsets of `topic`. */
   committed?(groupId: string, topic: string, offsets: ReadonlyArray<{ partition: number; offset: number }>): void;
   /** Describes need a subscription's dead-letter depth. */
@@ -78,7 +77,8 @@ interface PendingReset {
 export class GroupCoordinator {
   private readonly groups = new Map<string, GroupMembership>();
   private readonly queues = new Map<string, Promise<unknown>>();
-  private readonly subscriptions: Subscriptions;
+  /** Awaited in order when an executed reset moved a group's offsets of a topic; see {@link onReset}. */
+  private readonly resetListeners: Array<(groupId: string, topic: string) => Promise<void> | void> = [];
   private readonly pendingResets = new Map<string, PendingReset[]>();
   private readonly positions: Positions;
   /** Which subscriptions committed (the catalog's record that tells a lost offset store from a new one). */
@@ -95,10 +95,11 @@ export class GroupCoordinator {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly monitor: Monitor,
+    private readonly subscriptions: Subscriptions,
     private readonly hooks: CoordinatorHooks = {},
     private readonly placement?: GroupPlacement,
   ) {
-    this.subscriptions = new Subscriptions(catalog, clock, (sub, previous) => this.tiersChanged(sub, previous));
+    subscriptions.onTiersChanged((sub, previous) => this.tiersChanged(sub, previous));
     this.marks = new CommitMarks(catalog, offsets, clock, this.subscriptions.retryTopics);
     this.positions = new Positions(catalog, offsets, clock, monitor, this.marks);
     this.deliveryCounts = new DeliveryCounts(offsets, {
@@ -113,6 +114,14 @@ export class GroupCoordinator {
       this.hooks.committed?.(groupId, topic, [{ partition, offset }]);
     });
     placement?.onLost((groupId) => void this.locked(groupId, async () => this.forget(groupId, undefined), false));
+  }
+
+  /**
+   * Calls `listener` each time an executed reset moved a group's offsets of a topic, before the reset answers: what
+   * was known about its records' progress is stale (a share group's in-flight state starts again there).
+   */
+  onReset(listener: (groupId: string, topic: string) => Promise<void> | void): void {
+    this.resetListeners.push(listener);
   }
 
   /** Loads what must be known before the first request: the subscriptions' retry tier topics, which of them committed. */
@@ -704,7 +713,7 @@ export class GroupCoordinator {
     })));
     for (const p of partitions) await this.catalog.resumePartition(groupId, { topic, partition: p.partition });
     await this.deliveryCounts.reset(groupId, topic, partitions.map((p) => p.partition));
-    await this.hooks.reset?.(groupId, topic);
+    for (const listener of this.resetListeners) await listener(groupId, topic);
     this.logger.info({ groupId, topic, spec, requestedBy: request.requestedBy, partitions: partitions.length }, 'offsets reset');
     return { groupId, topic, executed: true, partitions };
   }

@@ -10,13 +10,13 @@
  * partitions are paused is not lost again: the operator was told, so the next start goes on.
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
+import type { Clock } from '../common/clock.js';
+import type { Logger } from '../common/logger.js';
 import type { Alerts } from '../monitoring/alerts.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Logs } from '../storage/logs.js';
-import type { OffsetStoreDescription } from '../store-engines.js';
+import type { OffsetStoreDescription } from '../offsets/offset-store.js';
 import { offsetLost } from './out-of-range.js';
 
 /** A subscription that committed whose committed offsets the offset store no longer holds. */

@@ -9,7 +9,7 @@
  * whose auto.offset.reset skipped deleted records, a standalone consumer) is such a jump too: recorded as an
  * `offset-jump` alert, the partition's pause lifted.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import type { PartitionError, TopicPartition } from '../protocol/api.js';

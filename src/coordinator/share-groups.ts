@@ -11,9 +11,9 @@
  * session timeout ends, and the records it holds are released at once (before their locks would end).
  * Every operation on one partition runs in order (a queue per partition), so two acquisitions never interleave halfway.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { SubscriptionRecord } from '../catalog/catalog.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import type { SharePartitionLoad } from '../monitoring/metrics.js';
 import type { OffsetStore, RecordState } from '../offsets/offset-store.js';
 import type { RecordSection } from '../protocol/record-batch.js';

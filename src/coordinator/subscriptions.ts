@@ -5,7 +5,7 @@
  * ({@link RetryTopics}), told to the coordinator when they change so live members consume them.
  */
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import { SUBSCRIPTION_SETTINGS } from '../protocol/api.js';
 import type { SubscribeRequest, SubscriptionSetting } from '../protocol/api.js';
 import { DEFAULT_HEALTH_SETTINGS } from '../protocol/monitoring-api.js';
@@ -40,12 +40,18 @@ export class Subscriptions {
   /** The retry tier topics of every subscription (members consume them with their topic). */
   readonly retryTopics = new RetryTopics();
 
-  /** @param tiersChanged called when a subscription gained tier topics (its live members must consume them) */
+  /** Called when a subscription gained tier topics (its live members must consume them); see {@link onTiersChanged}. */
+  private readonly tiersChangedListeners: Array<(sub: SubscriptionRecord, previousTiers: readonly string[]) => void> = [];
+
   constructor(
     private readonly catalog: Catalog,
     private readonly clock: Clock,
-    private readonly tiersChanged: (sub: SubscriptionRecord, previousTiers: readonly string[]) => void,
   ) {}
+
+  /** Calls `listener` each time a subscription gains retry tier topics, with the tiers it had before. */
+  onTiersChanged(listener: (sub: SubscriptionRecord, previousTiers: readonly string[]) => void): void {
+    this.tiersChangedListeners.push(listener);
+  }
 
   /** Loads what must be known before the first request: the subscriptions with retry tier topics. */
   async start(): Promise<void> {
@@ -94,7 +100,7 @@ export class Subscriptions {
     if (record.retryTiers !== (existing?.retryTiers ?? 0)) {
       const previous = this.retryTopics.tiersOf(groupId, topic);
       this.retryTopics.set(record);
-      this.tiersChanged(record, previous);
+      for (const listener of this.tiersChangedListeners) listener(record, previous);
     }
     return record;
   }

@@ -7,7 +7,7 @@
  * raises one `dead-letter-depth` alert, resolved when the depth falls below again.
  */
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type {
   DeadLetter, DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult,
 } from '../protocol/api.js';
@@ -16,7 +16,7 @@ import { deliveryInfo, headerText, movedAttempt, RETRY_HEADERS } from '../protoc
 import type { StoredRecord } from '../protocol/types.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import type { Alerts } from '../monitoring/alerts.js';
 import type { Partition } from '../storage/partition.js';
 import type { Retries } from './retries.js';
@@ -31,7 +31,6 @@ export class DeadLetters {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly alerts: Alerts,
-    private readonly retries: () => Retries,
   ) {}
 
   /** Dead letters of `sub` neither redriven nor purged (0 without a dead-letter topic). */
@@ -60,9 +59,10 @@ export class DeadLetters {
   /**
    * Plans and, with `execute`, sends dead letters back to the group as attempt 1 (through tier 1, due at once),
    * recorded with who asked. A redrive interrupted by a crash can be run again: what was sent is not sent twice.
+   * @param retries sends each record back (the retry tiers write to these dead letters, so they are built after them)
    * @throws OnelogError `INVALID_REQUEST` (neither or both of `offset` and `all`), `INVALID_OFFSET` (not a waiting dead letter)
    */
-  async redrive(request: RedriveRequest, sub: SubscriptionRecord): Promise<RedriveResult> {
+  async redrive(request: RedriveRequest, sub: SubscriptionRecord, retries: Retries): Promise<RedriveResult> {
     if ((request.offset === undefined) === (request.all !== true)) {
       throw new OnelogError('INVALID_REQUEST', 'redrive needs either offset (one dead letter) or all: true (one of them, not both)', {
         groupId: sub.groupId, topic: sub.topic,
@@ -94,7 +94,7 @@ export class DeadLetters {
         `--topic ${sub.topic} --retry 1s --max-attempts ${Math.max(2, sub.maxDeliveries ?? 2)})`, { groupId: sub.groupId, topic: sub.topic });
     }
     const requestedBy = request.requestedBy ?? 'unknown';
-    for (const r of chosen) await this.retries().redrive(sub, { topic: log.topic, partition: 0, offset: r.offset }, r);
+    for (const r of chosen) await retries.redrive(sub, { topic: log.topic, partition: 0, offset: r.offset }, r);
     const now = this.clock.now();
     for (const [firstOffset, endOffset] of ranges(chosen.map((r) => r.offset))) {
       await this.catalog.recordDeadLetterAction(sub.groupId, sub.topic, { action: 'redrive', firstOffset, endOffset, records: endOffset - firstOffset, requestedBy, executedAt: now });

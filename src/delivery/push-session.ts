@@ -11,8 +11,8 @@
  * Transport-agnostic: `send` carries frames (JSON text) to the member; the WebSocket face is
  * `src/server/push-socket.ts`.
  */
-import { Consumer } from '../client/consumer.js';
-import type { ConsumedMessage } from '../client/consumer.js';
+import { Consumer } from '../member/consumer.js';
+import type { ConsumedMessage } from '../member/consumer.js';
 import type { NackResult, OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { recordToJson } from '../protocol/json-records.js';

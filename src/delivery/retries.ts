@@ -11,8 +11,8 @@
  * topic has one partition and keeps its records until purged.
  */
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
+import { systemClock } from '../common/clock.js';
 import type { CheckedNack } from '../coordinator/group-coordinator.js';
 import type { RetryTopics } from '../coordinator/retry-topics.js';
 import { deliveryBound } from '../coordinator/subscriptions.js';
@@ -37,6 +37,9 @@ import { MovedRecords } from './moved-records.js';
 import type { MovedTo } from './moved-records.js';
 
 /** What retries read and write. */
+/** Creates a topic as the broker's createTopic does (the retry tier and dead-letter topics a policy needs). */
+export type CreateTopic = (request: CreateTopicRequest) => Promise<TopicDescription>;
+
 export interface RetriesDeps {
   logs: Logs;
   offsets: OffsetStore;
@@ -45,8 +48,6 @@ export interface RetriesDeps {
   retryTopics: RetryTopics;
   /** A group's subscription to a topic as stored (cached by the coordinator), or undefined. */
   findSubscription(groupId: string, topic: string): Promise<SubscriptionRecord | undefined>;
-  /** Creates a topic as the broker's createTopic does. */
-  createTopic(request: CreateTopicRequest): Promise<TopicDescription>;
   /** Called after a record was dead-lettered (the depth alert is evaluated). */
   deadLettered(sub: SubscriptionRecord): Promise<void>;
 }
@@ -82,10 +83,10 @@ export class Retries {
   /**
    * Checks a subscribe request's retry policy, fills in its defaults (`maxAttempts`: one more than the tiers;
    * the dead-letter topic `<topic>.<group>.dlq`) and creates the tier topics and the dead-letter topic that are
-   * missing. Everything is checked before any topic is created.
+   * missing (with `createTopic`). Everything is checked before any topic is created.
    * @throws OnelogError `INVALID_REQUEST` for a bad policy, or an existing topic that cannot serve (wrong partition count)
    */
-  async preparePolicy(groupId: string, topic: string, input: RetryPolicyInput | null | undefined): Promise<RetryPolicy | null | undefined> {
+  async preparePolicy(groupId: string, topic: string, input: RetryPolicyInput | null | undefined, createTopic: CreateTopic): Promise<RetryPolicy | null | undefined> {
     if (input === undefined || input === null) return input;
     if (typeof input !== 'object') throw new OnelogError('INVALID_REQUEST', 'retry must be { delaysMs, maxAttempts?, deadLetterTopic? } or null');
     const delaysMs = input.delaysMs;
@@ -100,7 +101,7 @@ export class Retries {
         delaysMs, retentionMs,
       });
     }
-    await this.prepareTopics(groupId, topic, delaysMs.map((_, i) => tierTopicName(topic, groupId, i + 1)), deadLetterTopic);
+    await this.prepareTopics(groupId, topic, delaysMs.map((_, i) => tierTopicName(topic, groupId, i + 1)), deadLetterTopic, createTopic);
     return { delaysMs: [...delaysMs], maxAttempts: maxAttempts!, deadLetterTopic };
   }
 
@@ -109,10 +110,10 @@ export class Retries {
    * has, else `<topic>.<group>.dlq`), created if missing. Undefined when the request sets no bound.
    * @throws OnelogError `INVALID_REQUEST` for an existing topic that cannot serve (as {@link preparePolicy})
    */
-  async prepareMaxDeliveries(groupId: string, topic: string, maxDeliveries: number | null | undefined): Promise<string | undefined> {
+  async prepareMaxDeliveries(groupId: string, topic: string, maxDeliveries: number | null | undefined, createTopic: CreateTopic): Promise<string | undefined> {
     if (maxDeliveries === undefined || maxDeliveries === null) return undefined;
     const deadLetterTopic = (await this.deps.catalog.getSubscription(groupId, topic))?.deadLetterTopic ?? defaultDeadLetterTopic(topic, groupId);
-    await this.prepareTopics(groupId, topic, [], deadLetterTopic);
+    await this.prepareTopics(groupId, topic, [], deadLetterTopic, createTopic);
     return deadLetterTopic;
   }
 
@@ -121,7 +122,7 @@ export class Retries {
    * partition, empty unless it is the subscription's already, no other subscription's) can serve, then creates those missing.
    * @throws OnelogError `INVALID_REQUEST` naming the topic that cannot
    */
-  private async prepareTopics(groupId: string, topic: string, tiers: readonly string[], deadLetterTopic: string): Promise<void> {
+  private async prepareTopics(groupId: string, topic: string, tiers: readonly string[], deadLetterTopic: string, createTopic: CreateTopic): Promise<void> {
     const { logs, catalog } = this.deps;
     const partitions = logs.partitionCount(topic);
     if (deadLetterTopic === topic || tiers.includes(deadLetterTopic) || this.deps.retryTopics.isTier(deadLetterTopic)) {
@@ -153,7 +154,7 @@ export class Retries {
       if (await catalog.getTopic(name)) continue;
       // Moves are synced by the nack itself; a dead letter waits for a person, so it never expires.
       const retention = name === deadLetterTopic ? { retentionMs: -1, retentionBytes: -1 } : {};
-      await this.deps.createTopic({
+      await createTopic({
         topic: name, partitions: n,
         config: { ...base, cleanupPolicy: 'delete', compressionType: 'producer', flushPolicy: 'always', ...retention },
       }).catch((err: unknown) => {

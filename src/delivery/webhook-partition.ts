@@ -6,13 +6,13 @@
  * `maxDeliveries`, the same with that many POSTs, and the record goes to the dead letters.
  */
 import type { FetchedPartition } from '../protocol/api.js';
-import { backoffDelayMs } from '../backoff.js';
+import { backoffDelayMs } from '../common/backoff.js';
 import { recordToJson } from '../protocol/json-records.js';
 import type { StoredRecord } from '../protocol/types.js';
-import type { Logger } from '../logger.js';
-import { postBatch } from './webhook-post.js';
+import type { Logger } from '../common/logger.js';
+import { postBatch } from '../security/webhook-post.js';
 import type { OutboundPolicy } from '../security/outbound.js';
-import type { PostOutcome } from './webhook-post.js';
+import type { PostOutcome } from '../security/webhook-post.js';
 
 /** Limits and timings of webhook delivery; every option has a default. */
 export interface WebhookOptions {

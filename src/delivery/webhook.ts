@@ -12,12 +12,12 @@
  * member id and generation, so assignment, fencing, resets and `groups describe` apply to it as to any
  * consumer. Each assigned partition is pushed by a {@link PartitionPusher}.
  */
-import { MemberSession } from '../client/member-session.js';
-import { systemClock } from '../clock.js';
+import { MemberSession } from '../member/member-session.js';
+import { systemClock } from '../common/clock.js';
 import type { FetchedPartition, OnelogApi, SubscriptionInfo } from '../protocol/api.js';
 import type { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import { backoffMs, PartitionPusher } from './webhook-partition.js';
 import type { PartitionMember, WebhookOptions } from './webhook-partition.js';
 

@@ -8,7 +8,7 @@
  * taking every partition and giving them up a round later. Each answer comes after the whole round, so the
  * coordinator assigns across all of them at once. Rounds live in memory, as the Kafka members do.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 
 interface Round {
   /** Members the round waits for (those the group had, and every one that joined it). */

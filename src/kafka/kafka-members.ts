@@ -8,7 +8,7 @@
  * heard from for twice its session timeout (the coordinator removed it after one) is forgotten, so clients that
  * vanish leave nothing behind.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { AssignedPartition, TopicPartition } from '../protocol/api.js';
 import { JoinRounds } from './join-rounds.js';
 

@@ -6,15 +6,15 @@
  * does not serve closes the connection (as a Kafka broker does), except ApiVersions at a version above its own,
  * answered with UNSUPPORTED_VERSION (35) in the v0 layout so the client can retry with a version both know. The
  * bytes received and not yet handled, over all connections, are held to `maxBufferedBytes` by pausing reading
- * (src/kafka/receive-budget.ts). Every handler of a connection is guarded (src/guard.ts): whatever it throws is
+ * (src/kafka/receive-budget.ts). Every handler of a connection is guarded (src/common/guard.ts): whatever it throws is
  * logged and closes that connection, and the process goes on.
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { systemClock } from '../clock.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
-import { guarded } from '../guard.js';
+import { systemClock } from '../common/clock.js';
+import type { Clock } from '../common/clock.js';
+import type { Logger } from '../common/logger.js';
+import { guarded } from '../common/guard.js';
 import { OnelogError } from '../protocol/errors.js';
 import { ByteReader, ByteWriter } from './codec/bytes.js';
 import { readRequestHeader, skipHeaderTags, writeResponseHeader } from './codec/headers.js';
@@ -48,7 +48,7 @@ import { FrameReader } from './frames.js';
 import { ReceiveBudget } from './receive-budget.js';
 import type { Users } from '../security/users.js';
 import type { ServerTls } from '../security/tls.js';
-import { DEFAULT_SERVER_LIMITS, limitConnections } from '../server/limits.js';
+import { DEFAULT_SERVER_LIMITS, limitConnections } from '../security/limits.js';
 
 /** The APIs served, by key. */
 export const KAFKA_APIS: readonly KafkaApi[] = [
@@ -249,7 +249,7 @@ export class KafkaListener {
     let queued = 0;
     /** This connection's bytes in the listener's budget: what it buffers and its frames not yet handled. */
     let held = 0;
-    // Guarded (src/guard.ts): whatever a handler throws is logged and closes the connection, as Kafka closes one on
+    // Guarded (src/common/guard.ts): whatever a handler throws is logged and closes the connection, as Kafka closes one on
     // a request it cannot handle; the process goes on.
     const guard = <A extends unknown[]>(handler: (...args: A) => unknown) => guarded(handler, {
       what: 'kafka connection closed', logger, fields: () => ({ remote }), answer: () => socket.destroy(),

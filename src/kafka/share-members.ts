@@ -11,7 +11,7 @@
  * and a ShareFetch acquires only from the partitions the member is assigned now, so a member that has not yet heard
  * of a newcomer does not take the records meant for it.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import { assignShares } from './share-assignor.js';
 import type { AssignableTopic, ShareAssignment } from './share-assignor.js';
 

@@ -13,9 +13,9 @@
  * feeds the health history the console charts.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { GroupAlertKind, PartitionHealth } from '../protocol/monitoring-api.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import { corruptBatchMessage } from '../storage/segment.js';
 import type { CorruptBatch } from '../storage/segment.js';
 import type { AlertSubject, Alerts } from './alerts.js';

@@ -4,16 +4,16 @@
  * 2xx. Never blocks the broker: events queue in memory per sink (at most `maxQueued`; beyond it the oldest is
  * dropped, and logged), and are lost on a restart (the catalog keeps every alert and its history).
  */
-import { backoff } from '../backoff.js';
-import type { BackoffPolicy } from '../backoff.js';
+import { backoff } from '../common/backoff.js';
+import type { BackoffPolicy } from '../common/backoff.js';
 import type { Catalog } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
-import { postBatch } from '../delivery/webhook-post.js';
+import type { Clock } from '../common/clock.js';
+import { postBatch } from '../security/webhook-post.js';
 import { OutboundPolicy } from '../security/outbound.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { AlertNotification, AlertSink } from '../protocol/monitoring-api.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 
 /** How notifications are delivered. */
 export interface AlertNotifierOptions {

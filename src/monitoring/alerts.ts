@@ -6,11 +6,11 @@
  * {@link AlertNotifier}. Catalog writes go one at a time, in order.
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { AlertListRequest, GroupAlert, GroupAlertKind } from '../protocol/monitoring-api.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import type { AlertNotifier } from './alert-notifier.js';
 
 /** What an alert is about. */

@@ -5,7 +5,7 @@
  * stamped ahead of the broker's clock has waited only since it was first seen.
  */
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { PartitionOffsets } from '../storage/logs.js';
 import type { Logs } from '../storage/logs.js';

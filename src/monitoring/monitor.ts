@@ -10,12 +10,12 @@
  * once), and each timer pass, run or skipped, first takes in the alerts and sinks other brokers added or ended.
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { JobGate, Logs } from '../storage/logs.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import type { EvaluationScope } from './alert-evaluator.js';
 import { AlertNotifier } from './alert-notifier.js';

@@ -5,7 +5,7 @@
  * write until a restart), so a full disk refuses it with `RESOURCE_EXHAUSTED` and stops nothing.
  */
 import { OnelogError } from '../protocol/errors.js';
-import type { WriteFence } from '../write-fence.js';
+import type { WriteFence } from '../common/write-fence.js';
 import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** A failure of the store: anything but a typed error or a refused argument (RangeError, TypeError). */

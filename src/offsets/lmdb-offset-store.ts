@@ -15,7 +15,7 @@ import os from 'node:os';
 import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import { OnelogError } from '../protocol/errors.js';
-import { FILE_MODE, makeDir } from '../storage/file-modes.js';
+import { FILE_MODE, makeDir } from '../common/file-modes.js';
 import { checkRecordEntries, CloseGate, staleGeneration } from './offset-store.js';
 import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
@@ -206,7 +206,7 @@ export class LmdbOffsetStore implements OffsetStore {
     // eventTurnBatching off: with it, lmdb-js wraps each event turn's writes in a batch of its own whose promise
     // no caller holds, so a failed commit (an I/O error) rejects it unhandled and ends the process. Commits
     // queued while one is written still share the next transaction, at the same throughput.
-    // The directory, data.mdb and lock.mdb owner-only (storage/file-modes.ts): lmdb-js hands permissionsMode (not in
+    // The directory, data.mdb and lock.mdb owner-only (common/file-modes.ts): lmdb-js hands permissionsMode (not in
     // its typings) to mdb_env_open, whose default is 0664.
     makeDir(path);
     const options = { path, name: undefined, eventTurnBatching: false, permissionsMode: FILE_MODE };

@@ -182,3 +182,11 @@ export class CloseGate {
     return true;
   }
 }
+
+/** The offset store `engines` name, for messages: what it is and where, and how such a store is usually lost. */
+export interface OffsetStoreDescription {
+  /** e.g. `LMDB in /var/lib/onelog/offsets`, `Redis redis://***@host:6379/0?keyPrefix=p:` (credentials redacted) */
+  name: string;
+  /** The usual ways of losing it, as a question to the operator. */
+  lostHow: string;
+}

@@ -19,7 +19,7 @@
  * default `synchronous_commit = on`). A failed call is `STORAGE_ERROR` (retriable), naming PostgreSQL.
  */
 import type { Pool, PoolClient } from 'pg';
-import { checkTablePrefix, createTables, inTransaction, openPool, query } from '../postgres.js';
+import { checkTablePrefix, createTables, inTransaction, openPool, query } from '../common/postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkRecordEntries, CloseGate, staleGeneration } from './offset-store.js';
 import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';

@@ -6,7 +6,7 @@
  * matches every operation; admins (Kafka's super.users) and protected mode's loopback client are never refused.
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import { ACL_OPERATIONS } from '../protocol/api.js';
 import type { AclBinding, AclOperation, AclResourceType } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';

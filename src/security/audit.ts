@@ -8,8 +8,8 @@
  */
 import type { Catalog } from '../catalog/catalog.js';
 import type { AuditEntry } from '../protocol/api.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
+import type { Clock } from '../common/clock.js';
+import type { Logger } from '../common/logger.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Acls } from './acls.js';

@@ -5,7 +5,7 @@
  * one produce larger than a second's worth passes and the next waits until the debt is paid (as Kafka's quotas).
  * A refused request takes nothing. Time comes from a {@link Clock}, so tests drive it by hand.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** The rates, per principal; 0 = unlimited. */

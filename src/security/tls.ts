@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import tls from 'node:tls';
-import { isCertificate } from '../client/connection.js';
+import { isCertificate } from '../common/certificates.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** What node's `tls.createServer` and `https.createServer` take. */

@@ -6,8 +6,8 @@
  * needs an admin (or, in protected mode, a loopback client).
  */
 import type { Catalog, UserRecord } from '../catalog/catalog.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
+import type { Clock } from '../common/clock.js';
+import type { Logger } from '../common/logger.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CreatedUser, UserSummary } from '../protocol/api.js';
 import type { Acls } from './acls.js';

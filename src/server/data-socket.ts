@@ -11,16 +11,16 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
-import { asOnelogError, guarded } from '../guard.js';
+import { asOnelogError, guarded } from '../common/guard.js';
 import { refuseBadHandshakes } from './socket-answers.js';
 import type { BinaryDataApi, CommitRequest, FetchRequest, ShareAckRequest, ShareFetchRequest } from '../protocol/api.js';
 import { decodeFrame, encodeFrame, encodeSharedBatches, FRAME_KIND } from '../protocol/data-frames.js';
-import { ioBuffers } from '../buffer-pool.js';
+import { ioBuffers } from '../common/buffer-pool.js';
 import { OnelogError } from '../protocol/errors.js';
 import { authorizeAudited } from '../security/audit.js';
 import { principalName } from '../security/principal.js';
 import type { Principal } from '../security/principal.js';
-import type { SocketChecks } from './limits.js';
+import type { SocketChecks } from '../security/limits.js';
 
 /** The data sockets of one server. */
 export interface DataSockets {

@@ -19,7 +19,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
-import { guarded } from '../guard.js';
+import { guarded } from '../common/guard.js';
 import { refuseBadHandshakes } from './socket-answers.js';
 import { PushSession } from '../delivery/push-session.js';
 import type { PushStats, PushSubscribe } from '../delivery/push-session.js';
@@ -28,7 +28,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { authorize } from '../security/permissions.js';
 import type { RequestParts } from '../security/permissions.js';
 import type { Principal } from '../security/principal.js';
-import type { SocketChecks } from './limits.js';
+import type { SocketChecks } from '../security/limits.js';
 
 const STREAM_PATH = /^\/groups\/([^/?]+)\/stream(?:\?.*)?$/;
 

@@ -4,6 +4,7 @@
  * (`{ code, message, ...context }`) with the registry's HTTP status, as every route's error does.
  */
 import { STATUS_CODES } from 'node:http';
+import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocketServer } from 'ws';
 import { OnelogError } from '../protocol/errors.js';
@@ -39,4 +40,17 @@ export function refuseBadHandshakes(wss: WebSocketServer): void {
   wss.on('wsClientError', (err, socket) => refuseUpgrade(socket, new OnelogError('INVALID_REQUEST',
     `not a WebSocket handshake onelog takes: ${err.message}; send GET with Upgrade: websocket, Sec-WebSocket-Key and ` +
     'Sec-WebSocket-Version: 13 (docs/delivery.md)')));
+}
+
+/** Answers an HTTP client over the connection limit with `RESOURCE_EXHAUSTED` (503) and closes the connection. */
+export function refuseHttpConnection(max: number): (socket: net.Socket) => void {
+  const error = new OnelogError('RESOURCE_EXHAUSTED', `the server has ${max} connections open, its limit (serve --max-connections); retry later`,
+    { resource: 'connections', limit: max });
+  const response = httpErrorResponse(error);
+  return (socket) => {
+    socket.on('error', () => undefined);
+    socket.setTimeout(5_000, () => socket.destroy());
+    socket.resume(); // the request is not read
+    socket.end(response);
+  };
 }

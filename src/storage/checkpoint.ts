@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { OnelogError } from '../protocol/errors.js';
 import type { FileCache } from './file-cache.js';
-import { FILE_MODE } from './file-modes.js';
+import { FILE_MODE } from '../common/file-modes.js';
 import type { LogStartReason } from './log-start-reason.js';
 
 const LOG_START_CHECKPOINT = 'log-start-offset.json';

@@ -24,8 +24,9 @@
  * nobody has seen yet (Linux >= 4.17, errseq).
  */
 import fs from 'node:fs';
+import { isOutOfDescriptors } from '../common/resource-exhausted.js';
 import { OnelogError } from '../protocol/errors.js';
-import { FILE_MODE } from './file-modes.js';
+import { FILE_MODE } from '../common/file-modes.js';
 
 /** Options of a file-handle cache. */
 export interface FileCacheOptions {
@@ -344,10 +345,4 @@ export class FileCache {
     else this.oldest = file;
     this.newest = file;
   }
-}
-
-/** Whether `err` says the process or the system has no descriptor left. */
-export function isOutOfDescriptors(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  return code === 'EMFILE' || code === 'ENFILE';
 }

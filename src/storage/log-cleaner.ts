@@ -36,7 +36,7 @@
  * in its segment are not mapped; the segment reports the batch (see segment.ts). Keeping more is always correct.
  */
 import fs from 'node:fs';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
 import type { CompactionStats } from '../protocol/api.js';
@@ -46,7 +46,7 @@ import type { CachedFile, FileCache } from './file-cache.js';
 import { checkOffsetMapBytes, OffsetMap } from './offset-map.js';
 import type { LogSegment } from './segment.js';
 import { writeFully } from './write-fully.js';
-import { FILE_MODE } from './file-modes.js';
+import { FILE_MODE } from '../common/file-modes.js';
 
 export type { CompactionStats } from '../protocol/api.js';
 

@@ -17,7 +17,7 @@ import { PartitionLog } from './partition-log.js';
 import type { AppendResult, LogConfig, PartitionLogOptions } from './partition-log.js';
 import type { CorruptBatch } from './segment.js';
 import { storageError } from './storage-errors.js';
-import { DIR_MODE, makeDir } from './file-modes.js';
+import { DIR_MODE, makeDir } from '../common/file-modes.js';
 import { UncleanJournal } from './unclean-journal.js';
 import type { Logs, PartitionOffsets, StartReport, TopicLayout } from './logs.js';
 import { STORE_WRITE_HEADROOM_BYTES } from './logs.js';

@@ -19,12 +19,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
 import { OnelogError } from '../protocol/errors.js';
 import { decodeRecords, decodeRecordsOrEnd, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import {
   listDirectory, readLogStartCheckpoint, readRecoveryCheckpoint, syncDirectory, writeLogStartCheckpoint, writeRecoveryCheckpoint,
 } from './checkpoint.js';
@@ -42,7 +42,7 @@ import { LongPoll } from './long-poll.js';
 import { corruptBatchMessage, LogSegment } from './segment.js';
 import type { CorruptBatch, SegmentOptions } from './segment.js';
 import { storageError } from './storage-errors.js';
-import { makeDir } from './file-modes.js';
+import { makeDir } from '../common/file-modes.js';
 import type { Partition, ReadLimits } from './partition.js';
 export type { ReadLimits } from './partition.js';
 

@@ -37,7 +37,7 @@ import {
   writeProducerSnapshot,
 } from './checkpoint.js';
 import type { FileCache } from './file-cache.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../common/logger.js';
 import type { LogSegment } from './segment.js';
 
 /** Batches remembered per producer for retry detection (Kafka's NUM_BATCHES_TO_RETAIN, its max.in.flight bound). */

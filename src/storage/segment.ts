@@ -6,8 +6,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ioBuffers } from '../buffer-pool.js';
-import type { BufferPool } from '../buffer-pool.js';
+import { ioBuffers } from '../common/buffer-pool.js';
+import type { BufferPool } from '../common/buffer-pool.js';
 import { BATCH_HEADER_BYTES, LOG_OVERHEAD, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -16,8 +16,8 @@ import type { CachedFile, FileCache } from './file-cache.js';
 import { OffsetIndex } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
 import { writeFully } from './write-fully.js';
-import { FILE_MODE } from './file-modes.js';
-import type { Logger } from '../logger.js';
+import { FILE_MODE } from '../common/file-modes.js';
+import type { Logger } from '../common/logger.js';
 
 const CHUNK_BYTES = 256 * 1024;
 const EMPTY = Buffer.alloc(0);
@@ -492,7 +492,7 @@ export class LogSegment {
   read(offset: number, maxBytes: number, endOffset: number, maxOffsets = Infinity): Buffer | null {
     let pos = this.loadedIndexes().offset.lookup(offset);
     const size = this.size;
-    // Pooled: the data path gives the answer back once its frame holds a copy (src/buffer-pool.ts says why).
+    // Pooled: the data path gives the answer back once its frame holds a copy (src/common/buffer-pool.ts says why).
     const reader = new ChunkReader(this.file, size, ioBuffers);
     let first = -1;
     let end = -1;

@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { readFileIfExists, replaceFile, syncDirectory } from './checkpoint.js';
 import type { FileCache } from './file-cache.js';
-import { FILE_MODE } from './file-modes.js';
+import { FILE_MODE } from '../common/file-modes.js';
 import { writeFully } from './write-fully.js';
 
 const FILE = 'unclean-partitions';

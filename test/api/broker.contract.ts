@@ -1,11 +1,11 @@
 /**
  * The broker's contract (the OnelogApi as the consumer manager serves it), run on every engine the broker composes:
- * the embedded default (test/broker.test.ts) and cluster mode on PostgreSQL, Redis and object storage
+ * the embedded default (test/broker/broker.test.ts) and cluster mode on PostgreSQL, Redis and object storage
  * (test/cluster/cluster-broker.test.ts). The same calls give the same answers on both.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import type { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { OnelogError } from '../../src/protocol/errors.js';
 import { asyncCodeOf } from '../helpers/errors.js';
 

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { openPostgresCatalog } from '../../src/catalog/postgres.js';
-import { ManualClock } from '../../src/clock.js';
-import { LISTEN_RECONNECT } from '../../src/postgres.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { LISTEN_RECONNECT } from '../../src/common/postgres.js';
 import type { AclBinding } from '../../src/protocol/api.js';
 import { newToken } from '../../src/security/tokens.js';
 import { pgProxy } from '../helpers/pg-proxy.js';

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ConsumedMessage } from '../../src/client/consumer.js';
+import type { ConsumedMessage } from '../../src/member/consumer.js';
 import { RecordLines } from '../../src/cli/record-lines.js';
 import { headersToJson } from '../../src/protocol/json-records.js';
 

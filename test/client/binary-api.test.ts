@@ -5,7 +5,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { BinaryApi, Onelog } from '../../src/client/index.js';
 import type { OnelogApi, ProduceRequest, ProduceResult } from '../../src/protocol/api.js';
 import { encodeBatch, readBatchHeader } from '../../src/protocol/record-batch.js';

@@ -5,7 +5,7 @@
  * condition (never a sleep for a timer); session timeouts are short and fetches long-poll for 20 ms.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { Onelog } from '../../src/client/index.js';
 import type { Consumer, ConsumerOptions, EachMessagePayload } from '../../src/client/index.js';
 import type { CommitRequest, OnelogApi } from '../../src/protocol/api.js';

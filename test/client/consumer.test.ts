@@ -1,7 +1,7 @@
 /** The consumer's commit semantics, on an embedded broker (the same client code runs over HTTP). */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { LmdbOffsetStore } from '../../src/offsets/lmdb-offset-store.js';
 import { Onelog } from '../../src/client/index.js';
 import { headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';

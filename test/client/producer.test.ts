@@ -1,6 +1,6 @@
 /** The idempotent producer, end to end on an embedded broker: retries are stored once, gaps refused. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { Onelog } from '../../src/client/index.js';
 import type { OnelogApi, ProduceRequest, ProduceResult } from '../../src/protocol/api.js';
 import { OnelogError } from '../../src/protocol/errors.js';

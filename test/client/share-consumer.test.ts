@@ -4,7 +4,7 @@
  * reject sends it to the dead letters, and every other edit is handled and accepted once.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { Onelog } from '../../src/client/index.js';
 import { readEdits } from '../helpers/wikiticker.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fs from 'node:fs';
 import pg from 'pg';
-import { Broker } from '../../src/broker.js';
-import type { BrokerOptions } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import type { BrokerOptions } from '../../src/broker/options.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { brokerContract } from '../api/broker.contract.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import type { AclBinding } from '../../src/protocol/api.js';
 import { encodeFrame, FRAME_KIND } from '../../src/protocol/data-frames.js';
 import { testCluster } from '../helpers/cluster.js';

@@ -9,8 +9,8 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { compactPartition } from '../../src/cluster/compactor.js';
 import type { PartitionCompactionSettings } from '../../src/cluster/compactor.js';
 import { mergePartition } from '../../src/cluster/merger.js';

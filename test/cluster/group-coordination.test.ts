@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { Onelog } from '../../src/client/index.js';
 import { servedBrokers, testCluster } from '../helpers/cluster.js';

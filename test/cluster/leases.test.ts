@@ -10,7 +10,7 @@ import { BrokerRegistry } from '../../src/cluster/brokers.js';
 import { NamedLeases } from '../../src/cluster/leases.js';
 import { GroupLeases } from '../../src/cluster/group-leases.js';
 import { ClusterMembership } from '../../src/cluster/membership.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { pgSchema } from '../helpers/services.js';
 import type { PgSchema } from '../helpers/services.js';
 

@@ -4,7 +4,7 @@
  * issued by one broker are known to the others.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { BinaryApi } from '../../src/client/binary-api.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { servedBrokers, testCluster } from '../helpers/cluster.js';

@@ -8,9 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
-import { Broker } from '../../src/broker.js';
-import type { BrokerOptions } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import type { BrokerOptions } from '../../src/broker/options.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { partitionForKey } from '../../src/protocol/murmur2.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';

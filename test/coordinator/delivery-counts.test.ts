@@ -6,8 +6,8 @@
  * the next join (the background expiry timer is off).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import type { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { MemberAssignment } from '../../src/protocol/api.js';
 import { openTimerlessBroker } from '../helpers/timerless-broker.js';
 import { tmpDir } from '../helpers/tmp.js';

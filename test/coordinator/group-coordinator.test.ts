@@ -5,8 +5,8 @@
  */
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type {
   AssignedPartition, AssignorName, FetchResult, GroupDescription, JoinGroupRequest, MemberAssignment, ResetOffsetsResult, TopicPartition,
 } from '../../src/protocol/api.js';

@@ -5,8 +5,8 @@
  * and the state surviving a restart of the broker with every count kept.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import type { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { ShareAckRequest, SubscribeRequest } from '../../src/protocol/api.js';
 import { openTimerlessBroker } from '../helpers/timerless-broker.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { Onelog } from '../../src/client/index.js';
 import { createHttpServer } from '../../src/server/http-server.js';
 import { tmpDir } from '../helpers/tmp.js';

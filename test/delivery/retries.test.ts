@@ -4,8 +4,8 @@
  * the clock reaches it.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { PartitionLog } from '../../src/storage/partition-log.js';
 import type { FetchedPartition, MemberAssignment } from '../../src/protocol/api.js';
 import { headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';

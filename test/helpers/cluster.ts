@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { Broker } from '../../src/broker.js';
-import type { BrokerOptions } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
+import type { BrokerOptions } from '../../src/broker/options.js';
 import { createHttpServer } from '../../src/server/http-server.js';
 import type { S3Server } from './s3.js';
 import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from './services.js';

@@ -5,8 +5,8 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import type { BrokerOptions } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
+import type { BrokerOptions } from '../../src/broker/options.js';
 import { createHttpServer } from '../../src/server/http-server.js';
 import type { HttpServerOptions } from '../../src/server/http-server.js';
 import { tmpDir } from './tmp.js';

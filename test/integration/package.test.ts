@@ -21,7 +21,7 @@ describe('the npm package', () => {
       filename: string; size: number; files: Array<{ path: string }>;
     }>;
     const files = packed[0]!.files.map((f) => f.path);
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'bin/onelog.js', 'dist/client/index.js', 'dist/broker.js', 'docs/retries.md']));
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'bin/onelog.js', 'dist/client/index.js', 'dist/broker/index.js', 'docs/retries.md']));
     expect(files.filter((f) => /^(test|bench|examples|src)\//.test(f))).toEqual([]);
     expect(packed[0]!.size).toBeLessThan(2 * 1024 * 1024);
 

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { withDefaultUser } from '../../src/postgres.js';
+import { withDefaultUser } from '../../src/common/postgres.js';
 import { PG_URL } from '../helpers/services.js';
 
 const POSTGRES_MODULE = path.resolve(import.meta.dirname, '../../dist/postgres.js');

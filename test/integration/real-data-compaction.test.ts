@@ -3,7 +3,7 @@
  * records, each the latest edit of its key, at its original offset.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { readRecords } from '../../src/cli/input.js';
 import type { ProduceRecord } from '../../src/protocol/api.js';
 import { tmpDir } from '../helpers/tmp.js';

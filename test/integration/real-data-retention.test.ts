@@ -4,9 +4,9 @@
  */
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { readRecords } from '../../src/cli/input.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { ProduceRecord } from '../../src/protocol/api.js';
 import { tmpDir } from '../helpers/tmp.js';
 

@@ -6,10 +6,10 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import type { KafkaListenerOptions } from '../../src/kafka/listener.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { LOOPBACK_ADMIN } from '../../src/security/principal.js';
 import { tmpDir } from '../helpers/tmp.js';
 

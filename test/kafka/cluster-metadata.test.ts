@@ -7,12 +7,12 @@
 import { spawn } from 'node:child_process';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { metadataRequest, metadataResponse } from '../../src/kafka/messages/metadata.js';
 import { findCoordinatorRequest, findCoordinatorResponse } from '../../src/kafka/messages/offsets.js';
 import { parseKafkaAddress } from '../../src/kafka/placement.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { testCluster } from '../helpers/cluster.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';

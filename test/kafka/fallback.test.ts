@@ -6,9 +6,9 @@
 import { spawn } from 'node:child_process';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { apiOf, recordingProxy } from '../helpers/kafka-proxy.js';
 import type { RecordingProxy } from '../helpers/kafka-proxy.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -4,7 +4,7 @@
  * client dropped the connection).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { fetch } from '../../src/kafka/apis/fetch.js';
 import type { RequestContext } from '../../src/kafka/apis/api.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -10,13 +10,13 @@ import net from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { ByteReader } from '../../src/kafka/codec/bytes.js';
 import { readRequestHeader, skipHeaderTags } from '../../src/kafka/codec/headers.js';
 import { decode, encode } from '../../src/kafka/codec/interpreter.js';
 import { inRange } from '../../src/kafka/codec/schema.js';
 import { KAFKA_APIS, KafkaListener } from '../../src/kafka/listener.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const GOLDEN = path.join(import.meta.dirname, 'golden');

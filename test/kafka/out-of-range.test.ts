@@ -7,9 +7,9 @@
 import { spawn } from 'node:child_process';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { KCAT, hasTool } from '../helpers/tools.js';
 

@@ -7,8 +7,8 @@
  * (DescribeShareGroupOffsets, AlterShareGroupOffsets), its configs (IncrementalAlterConfigs) and onelog's members.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import type { Struct } from '../../src/kafka/codec/interpreter.js';
 import type { MessageDefinition } from '../../src/kafka/codec/schema.js';
@@ -19,7 +19,7 @@ import {
   shareAcknowledgeRequest, shareAcknowledgeResponse, shareFetchRequest, shareFetchResponse, shareGroupDescribeRequest, shareGroupDescribeResponse,
   shareGroupHeartbeatRequest, shareGroupHeartbeatResponse,
 } from '../../src/kafka/messages/share-groups.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { batchSize, decodeRecords } from '../../src/protocol/record-batch.js';
 import { call as callOn } from '../helpers/kafka-wire.js';
 import { openTimerlessBroker } from '../helpers/timerless-broker.js';

@@ -4,12 +4,12 @@
  * its id alone, Fetch v13 reads by id; an id no topic has answers UNKNOWN_TOPIC_ID (100).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { deleteTopicsRequest, deleteTopicsResponse } from '../../src/kafka/messages/admin.js';
 import { fetchRequest, fetchResponse } from '../../src/kafka/messages/fetch.js';
 import { metadataRequest, metadataResponse } from '../../src/kafka/messages/metadata.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { batchSize, decodeRecords } from '../../src/protocol/record-batch.js';
 import { call } from '../helpers/kafka-wire.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -5,8 +5,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { AlertNotification } from '../../src/protocol/api.js';
 import { asyncCodeOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';

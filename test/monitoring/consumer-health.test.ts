@@ -4,9 +4,9 @@
  * once per episode and resolved when the condition clears.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import type { BrokerOptions } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import type { BrokerOptions } from '../../src/broker/options.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { GroupAlert, GroupPartition } from '../../src/protocol/api.js';
 import { tmpDir } from '../helpers/tmp.js';
 

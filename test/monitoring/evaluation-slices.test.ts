@@ -5,8 +5,8 @@
  * idleness, 292 s with 1,000 groups x 1,000 partitions) yet shows the alerts they left, and a close ends a run.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const T0 = Date.UTC(2026, 0, 1);

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { decompressedLimit } from '../../src/delivery/data-path.js';
 import { MAX_TIMESTAMP_MS, validateProducedBatch } from '../../src/protocol/batch-validator.js';
 import { COMPRESSION_CODECS, decompress } from '../../src/protocol/compression.js';

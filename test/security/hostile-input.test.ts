@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import fc from 'fast-check';
 import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../../src/protocol/data-frames.js';
 import { ERRORS } from '../../src/protocol/errors.js';
 import { encodeBatch, readBatchHeader, validateBatch } from '../../src/protocol/record-batch.js';

@@ -1,7 +1,7 @@
 /**
  * Hostile input against a real `onelog serve` process (bin/onelog.js, with its Kafka listener), where an uncaught
  * exception ends the process: every handler outside fastify's request lifecycle (WebSocket upgrades, push-stream
- * and data-socket messages, Kafka socket data) is guarded (src/guard.ts). The regression first: an upgrade whose path
+ * and data-socket messages, Kafka socket data) is guarded (src/common/guard.ts). The regression first: an upgrade whose path
  * holds a malformed percent-escape once killed the broker. Then fast-check drives every upgrade path (with
  * arbitrary paths, escapes and headers), the push stream's frame types and WebSocket frame headers, the data
  * socket's frame header of every kind, the Kafka request header of every API (and unknown ones), cut short or
@@ -41,7 +41,7 @@ let server: ServerProcess;
 let dataDir: string;
 let httpPort: number;
 let kafkaPort: number;
-/** Lines the server logged at error or above: a handler's throw that was not a typed error (src/guard.ts). */
+/** Lines the server logged at error or above: a handler's throw that was not a typed error (src/common/guard.ts). */
 const errorLines: Array<Record<string, unknown>> = [];
 /** What `edits` was acknowledged to hold before any fuzzing: values by partition, in offset order. */
 const acknowledged: string[][] = [[], []];

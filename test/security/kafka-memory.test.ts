@@ -10,15 +10,15 @@
 import net from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../../src/broker.js';
-import { ManualClock } from '../../src/clock.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { ByteWriter } from '../../src/kafka/codec/bytes.js';
 import { encode } from '../../src/kafka/codec/interpreter.js';
 import type { MessageDefinition } from '../../src/kafka/codec/schema.js';
 import type { Struct } from '../../src/kafka/codec/interpreter.js';
 import { saslAuthenticateRequest, saslHandshakeRequest } from '../../src/kafka/messages/sasl.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/common/logger.js';
 import { LOOPBACK_ADMIN } from '../../src/security/principal.js';
 import { Quotas } from '../../src/security/quotas.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { postBatch } from '../../src/delivery/webhook-post.js';
+import { postBatch } from '../../src/security/webhook-post.js';
 import { internalKind, OutboundPolicy } from '../../src/security/outbound.js';
 import type { OutboundOptions, Resolver } from '../../src/security/outbound.js';
 import { errorOf } from '../helpers/errors.js';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { AuditEntry } from '../../src/protocol/api.js';
 import { encodeFrame, FRAME_KIND } from '../../src/protocol/data-frames.js';
 import { serveSecured } from '../helpers/secured-broker.js';

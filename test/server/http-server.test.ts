@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { Broker } from '../../src/broker.js';
+import { Broker } from '../../src/broker/broker.js';
 import { createHttpServer } from '../../src/server/http-server.js';
 import { Onelog } from '../../src/client/index.js';
 import { OnelogError } from '../../src/protocol/errors.js';

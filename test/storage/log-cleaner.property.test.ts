@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
 import type { RecordInput } from '../../src/protocol/types.js';
 import { LogCleaner } from '../../src/storage/log-cleaner.js';

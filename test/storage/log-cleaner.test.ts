@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { COMPRESSION_CODECS } from '../../src/protocol/compression.js';
 import type { CompressionCodec } from '../../src/protocol/compression.js';
 import { batchCompression, encodeBatch, readBatchHeader } from '../../src/protocol/record-batch.js';

@@ -1,11 +1,11 @@
 /** Shared helpers of the storage tests: opening logs on temp dirs, records, reading a whole log back. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../../src/protocol/record-batch.js';
 import type { RecordInput, StoredRecord } from '../../src/protocol/types.js';
 import { FileCache, MIN_OPEN_FILES } from '../../src/storage/file-cache.js';
-import type { Logger } from '../../src/logger.js';
+import type { Logger } from '../../src/common/logger.js';
 import { PartitionLog } from '../../src/storage/partition-log.js';
 import type { LogConfig, PartitionLogOptions } from '../../src/storage/partition-log.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { StoredRecord } from '../../src/protocol/types.js';
 import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { tmpDir } from '../helpers/tmp.js';

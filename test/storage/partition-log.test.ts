@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { errorOf } from '../helpers/errors.js';

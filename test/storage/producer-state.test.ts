@@ -10,7 +10,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { encodeBatch, readBatchHeader } from '../../src/protocol/record-batch.js';
 import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { PartitionLog as Log } from '../../src/storage/partition-log.js';

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { batchSpans, codeOf, logConfig, logFiles, openLog, pairs, readAll, rec, T0 } from './log-fixtures.js';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OnelogError } from '../../src/protocol/errors.js';
-import { resourceExhausted, storageError } from '../../src/storage/storage-errors.js';
+import { resourceExhausted } from '../../src/common/resource-exhausted.js';
+import { storageError } from '../../src/storage/storage-errors.js';
 
 const errno = (code: string) => Object.assign(new Error(`${code}: from the system`), { code });
 const where = { topic: 't', partition: 3 };

@@ -17,4 +17,4 @@ export { PostgresDedupe } from './dedupe.js';
 export type { PostgresDedupeOptions } from './dedupe.js';
 export { MemoryDedupe, recordKey, recordIdKey } from '../dedupe.js';
 export type { Dedupe, MemoryDedupeOptions, OnceResult } from '../dedupe.js';
-export type { ExternalOffsetStore, ExternalPosition } from '../external-offsets.js';
+export type { ExternalOffsetStore, ExternalPosition } from '../../member/external-offsets.js';

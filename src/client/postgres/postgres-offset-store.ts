@@ -7,7 +7,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { OnelogError } from '../../protocol/errors.js';
-import type { ExternalOffsetStore, ExternalPosition } from '../external-offsets.js';
+import type { ExternalOffsetStore, ExternalPosition } from '../../member/external-offsets.js';
 
 /** Options of {@link PostgresOffsetStore}. */
 export interface PostgresOffsetStoreOptions {

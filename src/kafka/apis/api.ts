@@ -27,7 +27,7 @@ export interface KafkaDataApi extends OnelogApi, BinaryDataApi {
   setGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void>;
 }
 
-/** What the listener needs to know of its broker's cluster (src/broker.ts's Broker has it all; src/kafka/placement.ts uses it). */
+/** What the listener needs to know of its broker's cluster (src/broker/broker.ts's Broker has it all; src/kafka/placement.ts uses it). */
 export interface KafkaCluster {
   /** This broker's id in its cluster (its node id), or null on the embedded default (node 0). */
   readonly brokerId: number | null;

@@ -12,9 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Admin, Consumer, MessagesStreamModes, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka';
 import kafkajs from 'kafkajs'; // CommonJS: its names are not ES exports under node
-import { Broker } from '../../../src/broker.js';
+import { Broker } from '../../../src/broker/broker.js';
 import { KAFKA_APIS, KafkaListener } from '../../../src/kafka/listener.js';
-import { silentLogger } from '../../../src/logger.js';
+import { silentLogger } from '../../../src/common/logger.js';
 import { apiOf, recordingProxy } from '../../helpers/kafka-proxy.js';
 import { readEdits } from '../../helpers/wikiticker.js';
 

@@ -6,7 +6,7 @@
 
 import { fetch } from 'undici';
 import { OnelogError } from '../protocol/errors.js';
-import type { OutboundPolicy } from '../security/outbound.js';
+import type { OutboundPolicy } from './outbound.js';
 
 /** What one POST came to. */
 export type PostOutcome =

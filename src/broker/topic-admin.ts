@@ -4,20 +4,20 @@
  * demand) or compact on demand. Moving a log start re-evaluates the alerts of the groups reading the topic
  * before it answers, so a group that lost records is alerted at once.
  */
-import type { Catalog, SubscriptionRecord } from './catalog/catalog.js';
-import type { Clock } from './clock.js';
-import type { GroupCoordinator } from './coordinator/group-coordinator.js';
-import type { Logger } from './logger.js';
-import type { Monitor } from './monitoring/monitor.js';
+import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Clock } from '../common/clock.js';
+import type { GroupCoordinator } from '../coordinator/group-coordinator.js';
+import type { Logger } from '../common/logger.js';
+import type { Monitor } from '../monitoring/monitor.js';
 import type {
   AlterTopicRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, DescribeTopicOptions, RetentionResult,
   TopicDescription, TopicSummary,
-} from './protocol/api.js';
-import { OnelogError } from './protocol/errors.js';
-import { pickTopicConfig, resolveTopicConfig } from './protocol/topic-config.js';
-import { checkInteger, checkTopicName, MAX_PARTITIONS, unknownTopic } from './protocol/validate.js';
-import type { OffsetStore } from './offsets/offset-store.js';
-import type { Logs } from './storage/logs.js';
+} from '../protocol/api.js';
+import { OnelogError } from '../protocol/errors.js';
+import { pickTopicConfig, resolveTopicConfig } from '../protocol/topic-config.js';
+import { checkInteger, checkTopicName, MAX_PARTITIONS, unknownTopic } from '../protocol/validate.js';
+import type { OffsetStore } from '../offsets/offset-store.js';
+import type { Logs } from '../storage/logs.js';
 
 /** The `beforeOffset` of a delete-records that stands for the high watermark (Kafka's DeleteRecords, -1). */
 const HIGH_WATERMARK = -1;

@@ -1,16 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Broker } from '../src/broker.js';
-import { ManualClock } from '../src/clock.js';
-import type { CompressionCodec } from '../src/protocol/compression.js';
-import { partitionForKey } from '../src/protocol/murmur2.js';
-import { STICKY_BYTES } from '../src/protocol/partitioner.js';
-import { batchCompression, LOG_OVERHEAD, readBatchHeader } from '../src/protocol/record-batch.js';
-import type { CompressionType } from '../src/protocol/topic-config.js';
-import { tmpDir } from './helpers/tmp.js';
-import { brokerContract } from './api/broker.contract.js';
-import { asyncCodeOf } from './helpers/errors.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
+import type { CompressionCodec } from '../../src/protocol/compression.js';
+import { partitionForKey } from '../../src/protocol/murmur2.js';
+import { STICKY_BYTES } from '../../src/protocol/partitioner.js';
+import { batchCompression, LOG_OVERHEAD, readBatchHeader } from '../../src/protocol/record-batch.js';
+import type { CompressionType } from '../../src/protocol/topic-config.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { brokerContract } from '../api/broker.contract.js';
+import { asyncCodeOf } from '../helpers/errors.js';
 
 const open: Broker[] = [];
 async function broker(dataDir = tmpDir(), clock = new ManualClock(1_700_000_000_000)) {

@@ -4,11 +4,11 @@
  * catalog, never ending the process (a connection reset while a query is in flight, through a loopback proxy).
  */
 import { describe, expect, it } from 'vitest';
-import { openPostgresCatalog } from '../src/catalog/postgres.js';
-import { redactUrl } from '../src/protocol/urls.js';
-import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
-import { pgProxy } from './helpers/pg-proxy.js';
-import { pgSchema } from './helpers/services.js';
+import { openPostgresCatalog } from '../../src/catalog/postgres.js';
+import { redactUrl } from '../../src/protocol/urls.js';
+import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
+import { pgProxy } from '../helpers/pg-proxy.js';
+import { pgSchema } from '../helpers/services.js';
 
 describe('store engines', () => {
   it('redacts user-info (to its last @) and password parameters', () => {

@@ -9,8 +9,8 @@
  */
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
-import { OnelogError } from './protocol/errors.js';
-import { resourceExhausted } from './storage/storage-errors.js';
+import { OnelogError } from '../protocol/errors.js';
+import { resourceExhausted } from './resource-exhausted.js';
 
 /** Which store a guarded write goes to, for the message. */
 export type FencedStore = 'catalog' | 'offset store';

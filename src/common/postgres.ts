@@ -11,7 +11,7 @@ import { backoff } from './backoff.js';
 import type { BackoffPolicy } from './backoff.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
-import { OnelogError } from './protocol/errors.js';
+import { OnelogError } from '../protocol/errors.js';
 
 /** Timeouts of every pool {@link openPool} makes, ms. */
 export const POSTGRES_TIMEOUTS = {

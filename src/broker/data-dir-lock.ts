@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { OnelogError } from './protocol/errors.js';
-import { FILE_MODE } from './storage/file-modes.js';
+import { OnelogError } from '../protocol/errors.js';
+import { FILE_MODE } from '../common/file-modes.js';
 
 /** Whether process `pid` runs. A zombie (killed, not yet reaped by its parent) does not: it holds no files. */
 function alive(pid: number): boolean {

@@ -6,11 +6,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../src/broker.js';
-import { ManualClock } from '../src/clock.js';
-import { LmdbOffsetStore } from '../src/offsets/lmdb-offset-store.js';
-import { asyncErrorOf } from './helpers/errors.js';
-import { tmpDir } from './helpers/tmp.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { LmdbOffsetStore } from '../../src/offsets/lmdb-offset-store.js';
+import { asyncErrorOf } from '../helpers/errors.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 const open: Broker[] = [];
 async function broker(dataDir = tmpDir(), maxOpenFiles = 8) {

@@ -1,7 +1,7 @@
 /** The one backoff policy (webhooks, client retries, reconnects, in-place retries), waited on a clock. */
 import { describe, expect, it } from 'vitest';
-import { backoff, backoffDelayMs } from '../src/backoff.js';
-import { ManualClock } from '../src/clock.js';
+import { backoff, backoffDelayMs } from '../../src/common/backoff.js';
+import { ManualClock } from '../../src/common/clock.js';
 
 describe('backoff', () => {
   it('doubles from initialMs with each failure, up to maxMs; nothing before a failure', () => {

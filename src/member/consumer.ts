@@ -17,9 +17,9 @@
  * `ILLEGAL_GENERATION`, `NOT_ASSIGNED`) never leads to a silent commit: the consumer drops what it has not
  * committed and joins again.
  */
-import { backoff, backoffDelayMs } from '../backoff.js';
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
+import { backoff, backoffDelayMs } from '../common/backoff.js';
+import type { Clock } from '../common/clock.js';
+import { systemClock } from '../common/clock.js';
 import type {
   AssignorName, FetchedPartition, FetchRequest, FetchResult, NackResult, OnelogApi, PartitionError, TopicPartition,
 } from '../protocol/api.js';

@@ -7,7 +7,7 @@
  * -shm files take the mode of the catalog file created here first; LMDB is given it at open).
  */
 import fs from 'node:fs';
-import type { Logger } from '../logger.js';
+import type { Logger } from './logger.js';
 
 /** A directory the broker creates: rwx for its owner only. */
 export const DIR_MODE = 0o700;

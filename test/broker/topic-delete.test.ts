@@ -2,14 +2,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Broker } from '../src/broker.js';
-import { ManualClock } from '../src/clock.js';
-import { openSqliteCatalog } from '../src/catalog/sqlite.js';
-import { createHttpServer } from '../src/server/http-server.js';
-import type { OnelogError } from '../src/protocol/errors.js';
-import { tmpDir } from './helpers/tmp.js';
-import { asyncCodeOf } from './helpers/errors.js';
-import { readEdits } from './helpers/wikiticker.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { openSqliteCatalog } from '../../src/catalog/sqlite.js';
+import { createHttpServer } from '../../src/server/http-server.js';
+import type { OnelogError } from '../../src/protocol/errors.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { asyncCodeOf } from '../helpers/errors.js';
+import { readEdits } from '../helpers/wikiticker.js';
 
 const open: Broker[] = [];
 async function broker(dataDir = tmpDir(), clock = new ManualClock(Date.UTC(2015, 8, 13))): Promise<Broker> {

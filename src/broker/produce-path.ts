@@ -3,20 +3,20 @@
  * client-encoded batches as they are (the binary data path, Kafka Produce); and the identities of idempotent
  * producers. A request is stored whole or refused whole.
  */
-import type { Catalog } from './catalog/catalog.js';
-import type { Clock } from './clock.js';
-import { prepareClientBatch } from './delivery/data-path.js';
-import type { BrokerMetrics } from './monitoring/metrics.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { Clock } from '../common/clock.js';
+import { prepareClientBatch } from '../delivery/data-path.js';
+import type { BrokerMetrics } from '../monitoring/metrics.js';
 import type {
   ProduceBatchesRequest, ProduceBatchesResult, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity,
-} from './protocol/api.js';
-import type { CompressionCodec } from './protocol/compression.js';
-import { OnelogError } from './protocol/errors.js';
-import { Partitioner } from './protocol/partitioner.js';
-import { planProduce, withRecordOutcomes } from './protocol/produce-plan.js';
-import { encodeBatch, readBatchHeader } from './protocol/record-batch.js';
-import type { CompressionType } from './protocol/topic-config.js';
-import type { Logs } from './storage/logs.js';
+} from '../protocol/api.js';
+import type { CompressionCodec } from '../protocol/compression.js';
+import { OnelogError } from '../protocol/errors.js';
+import { Partitioner } from '../protocol/partitioner.js';
+import { planProduce, withRecordOutcomes } from '../protocol/produce-plan.js';
+import { encodeBatch, readBatchHeader } from '../protocol/record-batch.js';
+import type { CompressionType } from '../protocol/topic-config.js';
+import type { Logs } from '../storage/logs.js';
 
 /** Limits of produced records. */
 export interface ProduceLimits {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BufferPool } from '../src/buffer-pool.js';
+import { BufferPool } from '../../src/common/buffer-pool.js';
 
 describe('BufferPool', () => {
   it('hands a buffer given back to the next take of a size in the same power of two', () => {

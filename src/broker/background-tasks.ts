@@ -3,9 +3,9 @@
  * runs every so many ms, never twice at once (a run starts only after the previous one ended), and its failures
  * are logged (at error for the broker's own, 5xx), never thrown. Timers do not hold the process open.
  */
-import { guarded } from './guard.js';
-import type { Logger } from './logger.js';
-import type { JobGate } from './storage/logs.js';
+import { guarded } from '../common/guard.js';
+import type { Logger } from '../common/logger.js';
+import type { JobGate } from '../storage/logs.js';
 
 export class BackgroundTasks {
   private readonly timers: NodeJS.Timeout[] = [];
@@ -18,7 +18,7 @@ export class BackgroundTasks {
   repeat(ms: number, what: string, task: () => Promise<unknown>): void {
     if (ms <= 0) return;
     let running = false;
-    // Guarded: whatever a run throws is logged (src/guard.ts), never an uncaught exception that ends the process.
+    // Guarded: whatever a run throws is logged (src/common/guard.ts), never an uncaught exception that ends the process.
     const run = guarded(async () => {
       if (running || this.stopped) return;
       running = true;

@@ -1,8 +1,8 @@
 /** The guard of handlers outside fastify's request lifecycle: a throw becomes a typed answer and a log line, never an uncaught exception. */
 import { describe, expect, it } from 'vitest';
-import { asOnelogError, guarded } from '../src/guard.js';
-import type { Logger } from '../src/logger.js';
-import { OnelogError } from '../src/protocol/errors.js';
+import { asOnelogError, guarded } from '../../src/common/guard.js';
+import type { Logger } from '../../src/common/logger.js';
+import { OnelogError } from '../../src/protocol/errors.js';
 
 function recordingLogger(): Logger & { lines: Array<{ level: string; obj: object; msg: string }> } {
   const lines: Array<{ level: string; obj: object; msg: string }> = [];

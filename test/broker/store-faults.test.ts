@@ -7,14 +7,14 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Broker } from '../src/broker.js';
-import { ManualClock } from '../src/clock.js';
-import { LmdbOffsetStore } from '../src/offsets/lmdb-offset-store.js';
-import { errnoError, FaultyDisk } from './helpers/faulty-disk.js';
-import { asyncErrorOf } from './helpers/errors.js';
-import { tmpDir } from './helpers/tmp.js';
-import { RecordingLogger } from './storage/log-fixtures.js';
-import { serveSecured } from './helpers/secured-broker.js';
+import { Broker } from '../../src/broker/broker.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { LmdbOffsetStore } from '../../src/offsets/lmdb-offset-store.js';
+import { errnoError, FaultyDisk } from '../helpers/faulty-disk.js';
+import { asyncErrorOf } from '../helpers/errors.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { RecordingLogger } from '../storage/log-fixtures.js';
+import { serveSecured } from '../helpers/secured-broker.js';
 
 const brokers: Broker[] = [];
 afterEach(async () => {

@@ -8,13 +8,11 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { OnelogError } from '../protocol/errors.js';
-import type { Logger } from '../logger.js';
-import type { Acls } from '../security/acls.js';
-import type { Audit } from '../security/audit.js';
-import type { Quotas } from '../security/quotas.js';
-import type { Users } from '../security/users.js';
-import { httpErrorResponse } from './socket-answers.js';
+import type { Logger } from '../common/logger.js';
+import type { Acls } from './acls.js';
+import type { Audit } from './audit.js';
+import type { Quotas } from './quotas.js';
+import type { Users } from './users.js';
 
 export interface ServerLimits {
   /** Largest HTTP request body, bytes. @default 67108864 (64 MiB) */
@@ -81,17 +79,4 @@ export function limitConnections(server: net.Server, max: number, refuse: (socke
     socket.once('close', () => open--);
     for (const listener of listeners) listener.call(server, socket);
   });
-}
-
-/** Answers an HTTP client over the connection limit with `RESOURCE_EXHAUSTED` (503) and closes the connection. */
-export function refuseHttpConnection(max: number): (socket: net.Socket) => void {
-  const error = new OnelogError('RESOURCE_EXHAUSTED', `the server has ${max} connections open, its limit (serve --max-connections); retry later`,
-    { resource: 'connections', limit: max });
-  const response = httpErrorResponse(error);
-  return (socket) => {
-    socket.on('error', () => undefined);
-    socket.setTimeout(5_000, () => socket.destroy());
-    socket.resume(); // the request is not read
-    socket.end(response);
-  };
 }

@@ -5,22 +5,22 @@
  * ioredis) load only when named, so the embedded default starts without them.
  */
 import path from 'node:path';
-import type { Catalog } from './catalog/catalog.js';
-import { openSqliteCatalog } from './catalog/sqlite.js';
-import { FencedOffsetStore } from './offsets/fenced-offset-store.js';
-import { LmdbOffsetStore } from './offsets/lmdb-offset-store.js';
-import type { OffsetStore } from './offsets/offset-store.js';
-import { OnelogError } from './protocol/errors.js';
-import { redactUrl } from './protocol/urls.js';
-import type { Logger } from './logger.js';
-import type { WriteFence } from './write-fence.js';
-import type { Clock } from './clock.js';
-import type { Logs } from './storage/logs.js';
-import type { LogCleaner } from './storage/log-cleaner.js';
-import { parseS3Url } from './cluster/s3-location.js';
-import type { S3Location } from './cluster/s3-location.js';
-import type { ObjectStore } from './cluster/object-store.js';
-import type { ClusterMembership } from './cluster/membership.js';
+import type { Catalog } from '../catalog/catalog.js';
+import { openSqliteCatalog } from '../catalog/sqlite.js';
+import { FencedOffsetStore } from '../offsets/fenced-offset-store.js';
+import { LmdbOffsetStore } from '../offsets/lmdb-offset-store.js';
+import type { OffsetStore, OffsetStoreDescription } from '../offsets/offset-store.js';
+import { OnelogError } from '../protocol/errors.js';
+import { redactUrl } from '../protocol/urls.js';
+import type { Logger } from '../common/logger.js';
+import type { WriteFence } from '../common/write-fence.js';
+import type { Clock } from '../common/clock.js';
+import type { Logs } from '../storage/logs.js';
+import type { LogCleaner } from '../storage/log-cleaner.js';
+import { parseS3Url } from '../cluster/s3-location.js';
+import type { S3Location } from '../cluster/s3-location.js';
+import type { ObjectStore } from '../cluster/object-store.js';
+import type { ClusterMembership } from '../cluster/membership.js';
 
 /** Where the catalog and the offsets live (the broker's `catalog` and `offsets` options). */
 export interface StoreEngines {
@@ -129,9 +129,9 @@ export async function openObjectLogs(
 ): Promise<ObjectLogs> {
   const [{ openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership }] =
     await Promise.all([
-      import('./postgres.js'), import('./cluster/sequencer.js'), import('./cluster/object-store.js'), import('./cluster/object-log.js'),
-      import('./cluster/cluster-logs.js'), import('./cluster/leases.js'), import('./cluster/brokers.js'), import('./cluster/group-leases.js'),
-      import('./cluster/membership.js'),
+      import('../common/postgres.js'), import('../cluster/sequencer.js'), import('../cluster/object-store.js'), import('../cluster/object-log.js'),
+      import('../cluster/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'), import('../cluster/group-leases.js'),
+      import('../cluster/membership.js'),
     ]);
   const url = engines.catalog!;
   const brokerId = engines.brokerId!;
@@ -201,17 +201,10 @@ async function checkBucket(objects: ObjectStore, log: string): Promise<void> {
  */
 export async function openCatalog(engines: StoreEngines, dataDir: string, fence: WriteFence, clock: Clock, logger: Logger): Promise<Catalog> {
   if (engines.catalog === undefined) return openSqliteCatalog(path.join(dataDir, 'catalog.sqlite'), fence);
-  const { openPostgresCatalog } = await import('./catalog/postgres.js');
+  const { openPostgresCatalog } = await import('../catalog/postgres.js');
   return openPostgresCatalog({ url: engines.catalog, clock, logger });
 }
 
-/** The offset store `engines` name, for messages: what it is and where, and how such a store is usually lost. */
-export interface OffsetStoreDescription {
-  /** e.g. `LMDB in /var/lib/onelog/offsets`, `Redis redis://***@host:6379/0?keyPrefix=p:` (credentials redacted) */
-  name: string;
-  /** The usual ways of losing it, as a question to the operator. */
-  lostHow: string;
-}
 
 /** Names the offset store of `engines` (see {@link OffsetStoreDescription}). */
 export function describeOffsetStore(engines: StoreEngines, dataDir: string): OffsetStoreDescription {
@@ -239,7 +232,7 @@ export async function openOffsetStore(
   const offsets = engines.offsets;
   if (offsets === undefined) return new FencedOffsetStore(LmdbOffsetStore.open(path.join(dataDir, 'offsets')), fence, checkRoom);
   if (REDIS_URL.test(offsets)) {
-    const { RedisOffsetStore } = await import('./offsets/redis-offset-store.js');
+    const { RedisOffsetStore } = await import('../offsets/redis-offset-store.js');
     const url = new URL(offsets);
     const keyPrefix = url.searchParams.get('keyPrefix') ?? undefined;
     url.searchParams.delete('keyPrefix');
@@ -253,6 +246,6 @@ export async function openOffsetStore(
   }
   const url = offsets === 'postgres' ? engines.catalog! : offsets;
   logger.info({ offsets: redactUrl(url) }, 'offsets in PostgreSQL');
-  const { PostgresKvOffsetStore } = await import('./offsets/postgres-kv-offset-store.js');
+  const { PostgresKvOffsetStore } = await import('../offsets/postgres-kv-offset-store.js');
   return PostgresKvOffsetStore.open({ url });
 }

@@ -8,8 +8,8 @@
  * goes on.
  */
 import type { Logger } from './logger.js';
-import { OnelogError } from './protocol/errors.js';
-import { resourceExhausted } from './storage/storage-errors.js';
+import { OnelogError } from '../protocol/errors.js';
+import { resourceExhausted } from './resource-exhausted.js';
 
 /**
  * The registry error for anything thrown: an OnelogError as it is; running out of disk, descriptors or memory

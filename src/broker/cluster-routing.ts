@@ -1,0 +1,88 @@
+/**
+ * Where a request is served in cluster mode (docs/cluster.md): bringing a topic up to date with what other brokers
+ * did before a request reads it, naming the leader a refused write should go to, and the cluster as Kafka's
+ * Metadata and FindCoordinator describe it. On the embedded default there is nothing to route: every call answers
+ * at once, and this broker leads every partition and coordinates every group.
+ */
+import type { BrokerInfo } from '../cluster/brokers.js';
+import type { ClusterMembership } from '../cluster/membership.js';
+import { OnelogError } from '../protocol/errors.js';
+import type { Logs } from '../storage/logs.js';
+
+export class ClusterRouting {
+  constructor(private readonly logs: Logs, private readonly membership: ClusterMembership | null) {}
+
+  /**
+   * Runs `next` once `topic` is up to date with what other brokers did (see {@link Logs.refresh}): its layout, and
+   * the positions of `partitions` (`'all'`: every one). Input not yet checked is left for the checks `next` makes.
+   * On the local engine there is nothing to wait for and `next` runs at once, in the same turn, so a request keeps
+   * its place in the order of its group's requests.
+   */
+  whenCurrent<T>(topic: unknown, partitions: readonly unknown[] | 'all', next: () => T | Promise<T>): Promise<T> {
+    const refreshing = this.refresh(topic, partitions);
+    return refreshing === undefined ? Promise.resolve(next()) : refreshing.then(next);
+  }
+
+  /** As {@link whenCurrent}, for the layouts of several topics (a join's). */
+  whenTopicsCurrent<T>(topics: readonly unknown[], next: () => T | Promise<T>): Promise<T> {
+    const refreshing = topics.map((topic) => this.refresh(topic, [])).filter((r) => r !== undefined);
+    return refreshing.length === 0 ? Promise.resolve(next()) : Promise.all(refreshing).then(next);
+  }
+
+  private refresh(topic: unknown, partitions: readonly unknown[] | 'all'): Promise<void> | undefined {
+    if (typeof topic !== 'string') return undefined;
+    const layout = this.logs.refresh(topic);
+    if (layout === undefined) return undefined;
+    return layout.then(async () => {
+      if (!this.logs.has(topic)) return;
+      const wanted = partitions === 'all' ? [...Array(this.logs.partitionCount(topic)).keys()]
+        : partitions.filter((p): p is number => typeof p === 'number');
+      if (wanted.length > 0) await this.logs.refresh(topic, wanted);
+    });
+  }
+
+  /** Adds the leader's URL (`leaderUrl`, null if not live) to a `NOT_LEADER_OR_FOLLOWER` refusal: the client sends the write there. */
+  async naming<T>(writing: Promise<T>): Promise<T> {
+    try {
+      return await writing;
+    } catch (err) {
+      const leader = (err as OnelogError).context?.leaderBrokerId;
+      if (this.membership === null || (err as OnelogError).code !== 'NOT_LEADER_OR_FOLLOWER' || typeof leader !== 'number') throw err;
+      const url = (await this.membership.liveBrokers().catch(() => [])).find((b) => b.brokerId === leader)?.url ?? null;
+      const { code, message, context } = err as OnelogError;
+      throw new OnelogError(code, url === null ? message : `${message} (${url})`, { ...context, leaderUrl: url });
+    }
+  }
+
+  /** This broker's id in its cluster (`--broker-id`), or null on the embedded default. */
+  get brokerId(): number | null {
+    return this.membership?.brokerId ?? null;
+  }
+
+  /**
+   * Registers this broker in the cluster with the addresses clients reach it at (its HTTP API, its Kafka listener);
+   * heartbeats from then on. Nothing on the embedded default.
+   * @throws OnelogError `ALREADY_EXISTS` if a live broker has this broker id; `STORAGE_ERROR`
+   */
+  async advertise(addresses: { url: string; kafkaAddress?: string | null }): Promise<void> {
+    await this.membership?.advertise(addresses);
+  }
+
+  /** The live brokers of the cluster, by id; null on the embedded default. @throws OnelogError `STORAGE_ERROR` */
+  async liveBrokers(): Promise<BrokerInfo[] | null> {
+    return this.membership === null ? null : this.membership.liveBrokers();
+  }
+
+  /**
+   * Each partition's sequencer among `topics`, by topic then partition; null on the embedded default.
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  async partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>> | null> {
+    return (await this.logs.partitionLeaders?.(topics)) ?? null;
+  }
+
+  /** The holder of the group's lease `group:<groupId>`, or null (nobody, or the embedded default). @throws OnelogError `STORAGE_ERROR` */
+  async groupCoordinator(groupId: string): Promise<number | null> {
+    return (await this.membership?.groups.holder(groupId)) ?? null;
+  }
+}

@@ -1,0 +1,280 @@
+/**
+ * The composition root of the embedded broker: opens the data directory and builds every part in order, each from
+ * parts built before it, and hands them out as one frozen {@link BrokerParts}. A failure at any step closes what was
+ * opened before it, in reverse, and unlocks the data directory.
+ *
+ * Where two parts need each other, the one built first offers a registration that the root wires once both exist,
+ * here and nowhere else: the group coordinator's `onReset` (share groups, built after it, start again where a reset
+ * moved a group), `Subscriptions.onTiersChanged`, the write fence's and cluster membership's failure listeners.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { systemClock } from '../common/clock.js';
+import type { Clock } from '../common/clock.js';
+import { silentLogger } from '../common/logger.js';
+import type { Logger } from '../common/logger.js';
+import { WriteFence } from '../common/write-fence.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { ClusterMembership } from '../cluster/membership.js';
+import { GroupCoordinator } from '../coordinator/group-coordinator.js';
+import { findLostOffsets, lostOffsetsRefusal, pauseLostOffsets } from '../coordinator/lost-offsets.js';
+import { ShareGroups } from '../coordinator/share-groups.js';
+import { Subscriptions } from '../coordinator/subscriptions.js';
+import { DeadLetters } from '../delivery/dead-letters.js';
+import { Retries } from '../delivery/retries.js';
+import { BrokerMetrics } from '../monitoring/metrics.js';
+import { Monitor } from '../monitoring/monitor.js';
+import type { OffsetStore } from '../offsets/offset-store.js';
+import { OnelogError } from '../protocol/errors.js';
+import { pickTopicConfig } from '../protocol/topic-config.js';
+import { Acls } from '../security/acls.js';
+import { Audit } from '../security/audit.js';
+import { OutboundPolicy } from '../security/outbound.js';
+import { Users } from '../security/users.js';
+import { FileCache } from '../storage/file-cache.js';
+import { makeDir, narrowDataDir } from '../common/file-modes.js';
+import { DEFAULT_DEDUPE_BUFFER_BYTES, LogCleaner } from '../storage/log-cleaner.js';
+import { LogManager } from '../storage/log-manager.js';
+import type { Logs } from '../storage/logs.js';
+import { defaultMaxOpenFiles } from '../storage/open-files-limit.js';
+import { BackgroundTasks } from './background-tasks.js';
+import { dataDirId, lockDataDir } from './data-dir-lock.js';
+import type { BrokerOptions } from './options.js';
+import { ProducePath } from './produce-path.js';
+import { checkStoreEngines, describeOffsetStore, openCatalog, openObjectLogs, openOffsetStore } from './store-engines.js';
+import { finishTopicDeletions, TopicAdmin } from './topic-admin.js';
+
+/** Every part of an open broker, built by {@link openBroker}; none is replaced afterwards. */
+export interface BrokerParts {
+  readonly options: BrokerOptions;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Releases `<dataDir>/broker.lock`: the last step of a close. */
+  readonly unlock: () => void;
+  /** Where webhooks (push endpoints, alert sinks) may go. */
+  readonly outbound: OutboundPolicy;
+  /** The log store's file-handle cache (the segment engine's; idle on the object engine). */
+  readonly files: FileCache;
+  readonly catalog: Catalog;
+  readonly logs: Logs;
+  readonly offsets: OffsetStore;
+  /** This broker in its cluster (registry, group leases); null on the embedded default. */
+  readonly membership: ClusterMembership | null;
+  readonly monitor: Monitor;
+  readonly groups: GroupCoordinator;
+  /** Dead letters of every subscription: depth, list, redrive, purge (docs/retries.md). */
+  readonly deadLetters: DeadLetters;
+  /** Nacked records through retry tiers (docs/retries.md). */
+  readonly retries: Retries;
+  /** Share groups' partitions and members (docs/consumer-groups.md). */
+  readonly shareGroups: ShareGroups;
+  /** Who may do what on which topic, group or the cluster (docs/security.md). */
+  readonly acls: Acls;
+  /** The users requests are authenticated against (docs/security.md). */
+  readonly users: Users;
+  /** Who did which offset, data or user operation (docs/security.md). */
+  readonly audit: Audit;
+  /** Creates, alters, describes topics; moves their log start offsets on demand. */
+  readonly topics: TopicAdmin;
+  /** Prometheus metrics (`GET /metrics`, docs/monitoring.md). */
+  readonly metrics: BrokerMetrics;
+  /** Appends produced records and batches; issues producer ids. */
+  readonly producing: ProducePath;
+  /** Retention, compaction, session and lock expiry, idle files, the engine's own jobs: started by {@link openBroker}. */
+  readonly background: BackgroundTasks;
+}
+
+/** What a failed open closes, in reverse order of opening. */
+type Opened = Array<() => Promise<void> | void>;
+
+/**
+ * Opens the broker's parts on `options.dataDir`: locks the data directory, migrates the catalog, opens the log (the
+ * data directory's segments, or object storage in cluster mode) and the offset store, recovers every topic's
+ * partitions, then builds the consumer manager, security and the background tasks, and starts them.
+ * @throws OnelogError `DATA_DIR_LOCKED`; `STORAGE_ERROR` for a missing log directory, or for an offset store that
+ *   holds none of the offsets of groups the catalog says committed (unless `allowMissingOffsets`); `INVALID_CONFIG`
+ */
+export async function openBroker(options: BrokerOptions): Promise<BrokerParts> {
+  checkStoreEngines(options);
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const outbound = new OutboundPolicy({ allowPrivate: options.webhookAllowPrivate, denyPrivate: options.webhookDenyPrivate });
+  const opened: Opened = [() => outbound.close()];
+  try {
+    makeDir(options.dataDir);
+    narrowDataDir(options.dataDir, logger);
+    const unlock = lockDataDir(options.dataDir);
+    opened.push(unlock);
+    return await openLocked(options, clock, logger, unlock, outbound, opened);
+  } catch (err) {
+    for (const close of opened.reverse()) {
+      try {
+        await close();
+      } catch {
+        // The open's own failure is the one to report.
+      }
+    }
+    throw err;
+  }
+}
+
+async function openLocked(
+  options: BrokerOptions, clock: Clock, logger: Logger, unlock: () => void, outbound: OutboundPolicy, opened: Opened,
+): Promise<BrokerParts> {
+  // The stores.
+  const files = new FileCache({ maxOpenFiles: options.maxOpenFiles ?? defaultMaxOpenFiles() });
+  const cleaner = new LogCleaner({ dedupeBufferBytes: options.cleanerDedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES });
+  const fence = new WriteFence(clock, logger);
+  const catalog = await openCatalog(options, options.dataDir, fence, clock, logger);
+  opened.push(() => catalog.close());
+  const topicList = await catalog.listTopics();
+  const { logs, membership } = options.log === undefined
+    ? { logs: await openLocalLogs(options, catalog, topicList, files, cleaner, clock, logger), membership: null }
+    : await openObjectLogs(options, catalog, clock, logger, { intervalMs: options.compactionIntervalMs, cleaner });
+  opened.push(() => logs.close());
+  if (membership !== null) opened.push(() => membership.close());
+  const offsets = await openOffsetStore(options, options.dataDir, fence, () => logs.ensureDiskRoom(0), logger);
+  opened.push(() => offsets.close());
+  fence.onFailure((failure) => logs.stopWrites(failure));
+  membership?.onReplaced((failure) => logs.stopWrites(failure));
+  await finishTopicDeletions(catalog, offsets, logs, logger);
+  const started = Date.now();
+  const report = await logs.start(topicList.map((t) => ({ name: t.name, partitions: t.partitions, config: pickTopicConfig(t) })));
+  logger.info({ ...report, maxOpenFiles: files.maxOpenFiles, ms: Date.now() - started }, 'opened the log store');
+  const offsetStore = describeOffsetStore(options, options.dataDir);
+  const lost = await findLostOffsets(catalog, offsets, new Map(topicList.map((t) => [t.name, t.partitions])));
+  if (lost.length > 0 && options.allowMissingOffsets !== true) throw lostOffsetsRefusal(lost, offsetStore, options.dataDir);
+
+  // Watching consumers.
+  const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, {
+    ...options.monitoring, notifications: { ...options.monitoring?.notifications, outbound },
+    scheduleGate: logs.jobGate?.('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
+  });
+  opened.push(() => monitor.stop());
+  if (lost.length > 0) await pauseLostOffsets(lost, { catalog, logs, alerts: monitor.alerts, clock, logger }, offsetStore);
+  // A corrupt batch found in a partition's files raises a storage-corruption alert for the groups reading it.
+  logs.watchCorruption?.((topic) => void monitor.evaluate({ topic }));
+
+  // The consumer manager: subscriptions, dead letters, retry tiers, then the coordinator asking them, then share groups.
+  const subscriptions = new Subscriptions(catalog, clock);
+  const deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts);
+  const retries = new Retries({
+    logs, offsets, catalog, clock, retryTopics: subscriptions.retryTopics, findSubscription: (groupId, topic) => subscriptions.find(groupId, topic),
+    deadLettered: async (sub) => void (await deadLetters.checkAlert(sub)),
+  });
+  const groups = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, subscriptions, {
+    committed: (groupId, topic, committed) => {
+      retries.committed(groupId, topic, committed);
+      // A commit moves the group forward: it can only clear conditions, so only a group with one open is evaluated.
+      if (monitor.alerts.hasOpen(groupId)) void monitor.evaluate({ groupId });
+    },
+    deadLetterDepth: (sub) => deadLetters.depth(sub),
+    deadLetterIfSpent: (groupId, topic, partition, offset, crashes) => retries.deadLetterIfSpent(groupId, topic, partition, offset, crashes),
+  }, membership?.groups);
+  opened.push(() => groups.close());
+  await groups.start();
+  const shareGroups = new ShareGroups({
+    logs, offsets, clock, logger,
+    subscription: async (groupId, topic) => {
+      const sub = await subscriptions.find(groupId, topic);
+      if (sub?.type === 'share') return sub;
+      throw new OnelogError('INVALID_REQUEST', `group ${groupId} has no share subscription to ${topic}: create one with ` +
+        `onelog groups create ${groupId} --topic ${topic} --type share${sub ? ` (it is a ${sub.type} group)` : ''}`, { groupId, topic });
+    },
+    deadLetter: (sub, partition, offset, deliveries, reason) => retries.deadLetterShared(sub, partition, offset, deliveries, reason),
+    commit: (groupId, topic, partition, offset) => groups.commitShareStart(groupId, topic, partition, offset),
+  });
+  groups.onReset(async (groupId, topic) => {
+    retries.forget(groupId, topic);
+    if ((await subscriptions.find(groupId, topic))?.type === 'share') await shareGroups.reset(groupId, topic);
+    void monitor.evaluate({ groupId });
+  });
+
+  // Security, the faces' parts.
+  const acls = await Acls.open(catalog, logger);
+  const users = await Users.open(catalog, clock, logger, acls, options.insecure ?? false);
+  const audit = new Audit(catalog, clock, logger);
+  const topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
+  const metrics = new BrokerMetrics({
+    catalog, logs, monitor, deadLetterDepth: (sub) => deadLetters.depth(sub), shareGroups: () => shareGroups.gauges(),
+  }, options.metrics);
+  const limits = {
+    maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024,
+    maxRecordsPerRequest: options.maxRecordsPerRequest ?? 100_000,
+  };
+  const producing = new ProducePath(logs, catalog, clock, metrics, limits, (topic) => monitor.recordsArrived(topic), await catalog.lastProducerId());
+
+  // Background work, from here on.
+  const background = startBackground(options, logger, { catalog, logs, files, groups, shareGroups, monitor });
+  monitor.start();
+  return Object.freeze({
+    options, clock, logger, unlock, outbound, files, catalog, logs, offsets, membership, monitor, groups, deadLetters, retries, shareGroups,
+    acls, users, audit, topics, metrics, producing, background,
+  });
+}
+
+/**
+ * Starts the broker's timers. Retention visits every partition (opening idle ones just for it); compaction only those
+ * loaded: a partition not opened since start-up had no appends since, and is compacted when next used or on demand.
+ */
+function startBackground(
+  options: BrokerOptions, logger: Logger,
+  parts: Pick<BrokerParts, 'catalog' | 'logs' | 'files' | 'groups' | 'shareGroups' | 'monitor'>,
+): BackgroundTasks {
+  const { catalog, logs, files, groups, shareGroups, monitor } = parts;
+  const background = new BackgroundTasks(logger, async () => (await catalog.listTopics()).map((t) => t.name));
+  background.everyTopic(options.retentionCheckIntervalMs ?? 300_000, 'retention', async (topic) => {
+    const moved = await Promise.all(await logs.visit(topic, (log) => Promise.resolve(log.enforceRetention()).catch((err: unknown) => {
+      logger.warn({ topic, partition: log.partition, err: (err as Error).message }, 'retention failed');
+      return null;
+    }), (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed')));
+    if (moved.some((m) => m !== null)) await monitor.evaluate({ topic });
+  }, logs.jobGate?.('job:retention')); // cluster mode: one broker at a time
+  background.everyTopic(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) => Promise.all(logs.loaded(topic).map((log) => log.compact())));
+  background.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
+  background.repeat(options.sessionCheckIntervalMs ?? 500, 'share member and lock expiry', () => shareGroups.expire());
+  background.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
+  for (const job of logs.backgroundJobs?.() ?? []) background.repeat(job.intervalMs, job.name, job.run);
+  return background;
+}
+
+/**
+ * The log on the data directory's segment files: the catalog must describe this data directory's log (one broker
+ * per catalog while the log is local), and the log directory must hold the catalog's topics.
+ * @throws OnelogError `INVALID_CONFIG` for a catalog of another data directory; `STORAGE_ERROR` for a missing log directory
+ */
+async function openLocalLogs(
+  options: BrokerOptions, catalog: Catalog, topics: readonly { name: string; partitions: number }[], files: FileCache, cleaner: LogCleaner,
+  clock: Clock, logger: Logger,
+): Promise<Logs> {
+  const ownId = dataDirId(options.dataDir);
+  const owner = await catalog.claimLogOwner(ownId);
+  if (owner !== ownId && owner.startsWith('s3://')) {
+    throw new OnelogError('INVALID_CONFIG', `the catalog describes the log in object storage at ${owner}: start this broker with ` +
+      '--log s3://BUCKET/PREFIX?endpoint=URL naming it and --broker-id N (docs/cluster.md)', { dataDir: options.dataDir, ownerId: owner });
+  }
+  if (owner !== ownId) {
+    throw new OnelogError('INVALID_CONFIG', `the catalog describes the log of another data directory (${owner}), not this one's ` +
+      `(${options.dataDir}, ${ownId}): while the log is in a data directory, one broker per catalog. Start this broker on that data ` +
+      'directory, give it a catalog of its own, or put the log in object storage (--log s3://..., docs/cluster.md)',
+    { dataDir: options.dataDir, dataDirId: ownId, ownerId: owner });
+  }
+  const logDir = path.join(options.dataDir, 'log');
+  if (!holdsAnyPartition(logDir, topics)) {
+    // Not a half-created topic to repair: every topic's records are gone from where they should be.
+    const shared = options.catalog === undefined ? '' : ' With --catalog on PostgreSQL and no --log the log is in the data directory: ' +
+      'start each broker of that catalog on its own data directory, one broker per catalog (docs/cluster.md).';
+    throw new OnelogError('STORAGE_ERROR', `the catalog lists ${topics.length} topic(s) but the log directory ${logDir} is missing ` +
+      'or holds none of their partitions: is a volume not mounted, or was the data directory copied without it? Put it back; ' +
+      `to start over, use an empty --data-dir.${shared}`, { dataDir: options.dataDir, topics: topics.length });
+  }
+  return new LogManager(logDir, { clock, logger, indexIntervalBytes: 4096, files, cleaner });
+}
+
+/** Whether `logDir` holds a directory of some partition of `topics` (vacuously so when there is no topic). */
+function holdsAnyPartition(logDir: string, topics: readonly { name: string; partitions: number }[]): boolean {
+  if (topics.length === 0) return true;
+  if (!fs.existsSync(logDir)) return false;
+  const present = new Set(fs.readdirSync(logDir));
+  return topics.some((t) => Array.from({ length: t.partitions }, (_, p) => `${t.name}-${p}`).some((name) => present.has(name)));
+}
