@@ -63,7 +63,7 @@ const UNIT = [
   'test/storage/log-manager.fuzz.test.ts',
   'test/storage/log-manager.test.ts',
   'test/storage/offset-index.test.ts',
-  'test/storage/offset-map.test.ts',
+  'test/log/offset-map.test.ts',
   'test/storage/partition-log.fuzz.test.ts',
   'test/storage/partition-log.test.ts',
   'test/storage/recovery-point.test.ts',

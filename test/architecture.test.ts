@@ -46,10 +46,11 @@ function runtimeClosure(entry: string): Set<string> {
 const LAYERS: Record<string, readonly string[]> = {
   protocol: [], // the wire: record batches, the error registry, API types, validation
   common: ['protocol'], // clock, logger, backoff, buffer pool, guard, file modes, resource errors, PostgreSQL pools, the write fence
-  storage: ['common', 'protocol'], // the segment log
+  log: ['common', 'protocol'], // the rules every log engine follows: retention, log start moves, partial appends
+  storage: ['common', 'protocol', 'log'], // the segment log
   catalog: ['common', 'protocol'],
   offsets: ['common', 'protocol'],
-  cluster: ['common', 'protocol', 'storage', 'catalog'], // the object log, the sequencer, leases, brokers
+  cluster: ['common', 'protocol', 'log', 'storage', 'catalog'], // the object log, the sequencer, leases, brokers
   member: ['common', 'protocol'], // the group member and consumer loop every kind of member shares
   client: ['common', 'protocol', 'member'],
   security: ['common', 'protocol', 'catalog'],
@@ -59,7 +60,7 @@ const LAYERS: Record<string, readonly string[]> = {
   broker: ['common', 'protocol', 'storage', 'catalog', 'offsets', 'cluster', 'coordinator', 'delivery', 'monitoring', 'security'],
   server: ['common', 'protocol', 'security', 'delivery', 'monitoring'], // the HTTP face
   kafka: ['common', 'protocol', 'security'], // the Kafka face
-  cli: ['common', 'protocol', 'storage', 'member', 'client', 'security', 'broker', 'server', 'kafka'], // `serve` loads the broker and the faces lazily
+  cli: ['common', 'protocol', 'log', 'storage', 'member', 'client', 'security', 'broker', 'server', 'kafka'], // `serve` loads the broker and the faces lazily
 };
 
 function allSources(dir = SRC): string[] {

@@ -3,6 +3,7 @@
  * client-encoded batches as they are (the binary data path, Kafka Produce); and the identities of idempotent
  * producers. A request is stored whole or refused whole.
  */
+import { isCompacted } from '../protocol/types.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../common/clock.js';
 import { prepareClientBatch } from '../delivery/data-path.js';
@@ -64,7 +65,7 @@ export class ProducePath {
     const { cleanupPolicy, compressionType } = this.logs.config(topic);
     const batches = planProduce(request, {
       partitions: partitionCount,
-      compacted: cleanupPolicy.includes('compact'),
+      compacted: isCompacted(cleanupPolicy),
       maxRecordBytes: this.limits.maxRecordBytes,
       maxBatchBytes: this.limits.maxBatchBytes,
       choosePartition: (r, bytes) => this.choosePartition(topic, r, bytes, partitionCount),

@@ -4,6 +4,7 @@
  * demand) or compact on demand. Moving a log start re-evaluates the alerts of the groups reading the topic
  * before it answers, so a group that lost records is alerted at once.
  */
+import { isCompacted } from '../protocol/types.js';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../common/clock.js';
 import type { GroupCoordinator } from '../coordinator/group-coordinator.js';
@@ -47,7 +48,7 @@ export class TopicAdmin {
   async compact(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
     const { topic } = request;
     const { cleanupPolicy } = this.logs.config(topic);
-    if (!cleanupPolicy.includes('compact')) {
+    if (!isCompacted(cleanupPolicy)) {
       throw new OnelogError('INVALID_CONFIG', `topic ${topic} has cleanup.policy=${cleanupPolicy}; ` +
         `compaction needs compact or compact,delete (onelog topics alter ${topic} --config cleanup.policy=compact)`, { topic });
     }

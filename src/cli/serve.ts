@@ -183,7 +183,7 @@ async function serve(options: ServeOptions): Promise<void> {
     throw new OnelogError('INVALID_REQUEST', `--max-open-files must be at least ${MIN_OPEN_FILES} (a segment roll holds ` +
       `two segment files and a checkpoint at once), got ${options.maxOpenFiles}`);
   }
-  const { checkOffsetMapBytes } = await import('../storage/offset-map.js');
+  const { checkOffsetMapBytes } = await import('../log/offset-map.js');
   if (options.cleanerDedupeBufferBytes !== undefined) checkOffsetMapBytes(options.cleanerDedupeBufferBytes, '--cleaner-dedupe-buffer-bytes');
   const tls = loadServerTls({ cert: options.tlsCert, key: options.tlsKey, ca: options.tlsCa });
   const limits = {

@@ -18,7 +18,8 @@ import type { DataFrame, FrameKind, SharedBatchesJson } from '../protocol/data-f
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
 import { planProduce } from '../protocol/produce-plan.js';
-import { decodeRecordsOrEnd, encodeBatch, LOG_OVERHEAD } from '../protocol/record-batch.js';
+import { takeRecords } from '../protocol/batch-reads.js';
+import { encodeBatch } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
 import { HttpApi, MAX_REDIRECTS, routeOf } from './http-api.js';
 
@@ -142,24 +143,10 @@ export class BinaryApi extends HttpApi {
       pos += batchBytes;
       const from = request.partitions.find((r) => r.partition === p.partition)?.offset ?? 0;
       const records: StoredRecord[] = [];
-      let nextOffset = p.nextOffset;
-      for (let at = 0; at < bytes.length && nextOffset === p.nextOffset; at += LOG_OVERHEAD + bytes.readInt32BE(at + 8)) {
-        const batch = decodeRecordsOrEnd(bytes, at, records.length);
-        if (batch === undefined) {
-          nextOffset = records.at(-1)!.offset + 1;
-          break;
-        }
-        for (const r of batch) {
-          if (r.offset < from) continue;
-          if (r.offset >= p.nextOffset) break; // past what the broker handed out (a partition handed out one record at a time)
-          if (recordsLeft === 0) {
-            nextOffset = r.offset;
-            break;
-          }
-          records.push(r);
-          recordsLeft--;
-        }
-      }
+      // Not past what the broker handed out (a partition handed out one record at a time).
+      const taken = takeRecords(bytes, from, p.nextOffset, recordsLeft, records);
+      recordsLeft -= records.length;
+      const nextOffset = taken.cut ? taken.nextOffset : p.nextOffset;
       return { ...p, records, nextOffset };
     });
     return { ...json, partitions };

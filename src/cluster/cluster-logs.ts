@@ -18,6 +18,7 @@
  * (offsets kept) and replaces their index rows, run by the broker holding `job:compact` on schedule (never touching
  * the partition's last chunk, the equivalent of Kafka's active segment) and by the broker asked on demand.
  */
+import { isCompacted } from '../protocol/types.js';
 import pg from 'pg';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../common/clock.js';
@@ -26,10 +27,13 @@ import { withDefaultUser } from '../common/postgres.js';
 import { OnelogError } from '../protocol/errors.js';
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { StoredRecord } from '../protocol/types.js';
-import { decodeRecordsOrEnd, LOG_OVERHEAD } from '../protocol/record-batch.js';
+import { coverRecords, takeRecords } from '../protocol/batch-reads.js';
+import { partialAppendError } from '../log/appends.js';
+import { retentionQuestions, retentionTarget } from '../log/retention.js';
 import { defaultLogCleaner } from '../storage/log-cleaner.js';
 import type { CompactionStats, LogCleaner } from '../storage/log-cleaner.js';
-import type { LogStartReason } from '../storage/log-start-reason.js';
+import { logLogStartMove } from '../log/log-start.js';
+import type { LogStartReason } from '../log/log-start.js';
 import type { PartitionPositions } from '../storage/log-store.js';
 import type { BackgroundJob, BrokerPartition, JobGate, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../storage/logs.js';
 import type { AppendResult, LogConfig, ReadLimits } from '../storage/partition-log.js';
@@ -205,10 +209,7 @@ export class ClusterLogs implements Logs {
     const failed = outcomes.find((o): o is { error: OnelogError } => 'error' in o);
     if (failed === undefined) return outcomes as AppendResult[];
     const stored = outcomes.flatMap((o, i) => ('error' in o ? [] : [{ partition: batches[i]!.log.partition, baseOffset: o.baseOffset, lastOffset: o.lastOffset }]));
-    if (stored.length === 0) throw failed.error;
-    throw new OnelogError(failed.error.code, `${failed.error.message}; the batches of this request for partitions ` +
-      `${[...new Set(stored.map((s) => s.partition))].join(', ')} were stored (see stored): a retry stores them again unless the producer is idempotent`,
-    { ...failed.error.context, stored });
+    throw partialAppendError(failed.error, stored);
   }
 
   async createTopicLogs(topic: string, partitions: number): Promise<void> {
@@ -302,7 +303,7 @@ export class ClusterLogs implements Logs {
   /** The compaction job's run: every partition of every compacted topic, one at a time; a failure is logged and the rest go on. */
   private async compactAll(): Promise<void> {
     for (const [topic, t] of this.topics) {
-      if (!t.config.cleanupPolicy.split(',').includes('compact')) continue;
+      if (!isCompacted(t.config.cleanupPolicy)) continue;
       for (const log of t.partitions) {
         if (this.closed) return;
         await this.compactLog(log, false).catch((err: unknown) =>
@@ -402,7 +403,7 @@ export class ObjectPartition implements BrokerPartition {
     readonly topic: string,
     readonly partition: number,
     private readonly owner: { config: LogConfig },
-    private readonly options: Pick<ClusterLogsOptions, 'store' | 'sequencer' | 'clock'>,
+    private readonly options: Pick<ClusterLogsOptions, 'store' | 'sequencer' | 'clock' | 'logger'>,
     /** Compacts this partition now ({@link ClusterLogs}' compactLog). */
     private readonly compactor: (log: ObjectPartition, includeLastChunk: boolean) => Promise<CompactionStats>,
   ) {}
@@ -421,33 +422,16 @@ export class ObjectPartition implements BrokerPartition {
     const read = await this.options.store.read(this.topic, this.partition, offset, limits.maxBytes);
     this.seen(read);
     const records: StoredRecord[] = [];
-    for (let pos = 0; pos < read.batches.length; pos += LOG_OVERHEAD + read.batches.readInt32BE(pos + 8)) {
-      const batch = decodeRecordsOrEnd(read.batches, pos, records.length);
-      if (batch === undefined) return { records, nextOffset: records.at(-1)!.offset + 1 };
-      for (const r of batch) {
-        if (r.offset < offset) continue;
-        if (records.length === limits.maxRecords) return { records, nextOffset: r.offset };
-        records.push(r);
-      }
-    }
-    return { records, nextOffset: read.nextOffset };
+    const taken = takeRecords(read.batches, offset, Infinity, limits.maxRecords, records);
+    return { records, nextOffset: taken.cut ? taken.nextOffset : read.nextOffset };
   }
 
   async readBatches(offset: number, maxBytes: number, maxRecords = Infinity): Promise<{ batches: Buffer; nextOffset: number }> {
     const read = await this.options.store.read(this.topic, this.partition, offset, maxBytes);
     this.seen(read);
-    // Whole batches until `maxRecords` records at or after `offset` are covered (header reads only), as the local engine.
-    const buf = read.batches;
-    let pos = 0;
-    let records = 0;
-    let next = offset;
-    while (pos < buf.length && records < maxRecords) {
-      const lastOffset = buf.readInt32BE(pos) * 0x1_0000_0000 + buf.readUInt32BE(pos + 4) + buf.readInt32BE(pos + 23);
-      records += Math.min(lastOffset + 1 - offset, buf.readInt32BE(pos + 57));
-      next = lastOffset + 1;
-      pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8);
-    }
-    return pos === buf.length ? { batches: buf, nextOffset: read.nextOffset } : { batches: buf.subarray(0, pos), nextOffset: next };
+    const covered = coverRecords(read.batches, offset, Infinity, maxRecords);
+    return covered.bytes === read.batches.length ? { batches: read.batches, nextOffset: read.nextOffset }
+      : { batches: read.batches.subarray(0, covered.bytes), nextOffset: covered.nextOffset };
   }
 
   /** The first offset whose record's timestamp is at or after `timestamp` (ms), or the high watermark. */
@@ -475,12 +459,14 @@ export class ObjectPartition implements BrokerPartition {
     const [{ records }, bytes] = await Promise.all([
       this.fetch(from, { maxRecords: 1, maxBytes: 1 }), this.options.sequencer.bytesFrom(this.topic, this.partition, from),
     ]);
-    const compacted = this.settings.cleanupPolicy.split(',').includes('compact');
+    const compacted = isCompacted(this.settings.cleanupPolicy);
     return { records: this.highWatermark - from, estimate: compacted, firstTimestamp: records[0]?.timestamp ?? null, bytes };
   }
 
-  async deleteRecordsBefore(offset: number, _reason: LogStartReason): Promise<number> {
+  async deleteRecordsBefore(offset: number, reason: LogStartReason): Promise<number> {
+    const previous = this.logStartOffset;
     const logStartOffset = await this.options.store.deleteRecordsBefore(this.topic, this.partition, offset);
+    if (logStartOffset > previous) logLogStartMove(this.options.logger, { topic: this.topic, partition: this.partition }, previous, logStartOffset, reason);
     this.seen({ logStartOffset });
     return logStartOffset;
   }
@@ -517,18 +503,14 @@ export class ObjectPartition implements BrokerPartition {
    * older than retention.ms, or to the first chunk from which the rest of the log fits in retention.bytes.
    */
   async enforceRetention(): Promise<RetentionMove | null> {
-    const config = this.settings;
-    if (!config.cleanupPolicy.split(',').includes('delete')) return null;
+    const asked = retentionQuestions(this.settings, this.options.clock.now());
+    if (asked === null) return null;
     const previous = (await this.positions()).logStartOffset;
-    let target: { offset: number; reason: LogStartReason } | null = null;
-    if (config.retentionMs >= 0) {
-      const offset = await this.offsetForTimestamp(this.options.clock.now() - config.retentionMs);
-      if (offset > previous) target = { offset, reason: 'retention-time' };
-    }
-    if (config.retentionBytes >= 0) {
-      const offset = await this.options.sequencer.sizeBoundary(this.topic, this.partition, config.retentionBytes);
-      if (offset > (target?.offset ?? previous)) target = { offset, reason: 'retention-size' };
-    }
+    const target = retentionTarget(
+      previous,
+      asked.timestamp === null ? null : await this.offsetForTimestamp(asked.timestamp),
+      asked.retentionBytes === null ? null : await this.options.sequencer.sizeBoundary(this.topic, this.partition, asked.retentionBytes),
+    );
     if (target === null) return null;
     const logStartOffset = await this.deleteRecordsBefore(target.offset, target.reason);
     return { previousLogStartOffset: previous, logStartOffset, reason: target.reason };
@@ -546,7 +528,7 @@ export class ObjectPartition implements BrokerPartition {
    * @throws OnelogError `STORAGE_ERROR` if the object store or PostgreSQL fails (what was committed before stays)
    */
   async compact(rollActive = false): Promise<CompactionStats | null> {
-    if (!this.settings.cleanupPolicy.split(',').includes('compact') || !rollActive) return null;
+    if (!isCompacted(this.settings.cleanupPolicy) || !rollActive) return null;
     const stats = await this.compactor(this, true);
     await this.positions();
     return stats;

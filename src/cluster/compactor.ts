@@ -45,11 +45,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CompactionStats } from '../protocol/api.js';
-import { decodeRecords, LOG_OVERHEAD, readBatchHeader } from '../protocol/record-batch.js';
+import { LOG_OVERHEAD, readBatchHeader } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
-import { cleanBatch } from '../storage/log-cleaner.js';
-import type { BatchCleaning } from '../storage/log-cleaner.js';
-import type { OffsetMap } from '../storage/offset-map.js';
+import { cleanBatch, mapBatchKeys } from '../log/compaction.js';
+import type { BatchCleaning } from '../log/compaction.js';
+import type { OffsetMap } from '../log/offset-map.js';
 import { buildObject, stampChunk } from './object-format.js';
 import type { ObjectStore } from './object-store.js';
 import type { IndexEntry, Sequencer } from './sequencer.js';
@@ -183,15 +183,8 @@ async function mapKeys(objects: ObjectStore, rows: readonly IndexEntry[], map: O
     if (row.endOffset <= start) continue;
     if (row.baseOffset >= hw) break;
     for (const { header, batch } of batchesOf(await readChunk(objects, row))) {
-      if (header.baseOffset >= hw) return hw;
-      if (header.baseOffset + header.lastOffsetDelta < start) continue;
-      // The range ends before a batch that might not fit, unless it is the first (a batch with more keys than the map holds is split).
-      if (map.size > 0 && map.size + header.recordCount > map.capacity) return header.baseOffset;
-      for (const r of decodeRecords(batch)) {
-        if (r.offset < start || r.key === null) continue;
-        if (r.offset >= hw) return hw;
-        if (!map.put(r.key, r.offset)) return r.offset;
-      }
+      const end = mapBatchKeys(map, header, batch, start, hw);
+      if (end !== undefined) return end;
       if (++batches % YIELD_EVERY_BATCHES === 0) await yieldToEventLoop();
     }
   }

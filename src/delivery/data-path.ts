@@ -5,6 +5,7 @@
  * and never re-encodes it, unless the topic's `compressionType` asks for another codec than the batch's (the batch
  * is recompressed).
  */
+import { isCompacted } from '../protocol/types.js';
 import { validateProducedBatch } from '../protocol/batch-validator.js';
 import type { BatchProducer } from '../protocol/record-batch.js';
 import { decodeRecords, encodeBatch } from '../protocol/record-batch.js';
@@ -51,7 +52,7 @@ export function prepareClientBatch(batch: Buffer, log: Partition, limits: BatchL
   }
   const settings = log.settings;
   const wanted = settings.compressionType;
-  const compacted = settings.cleanupPolicy.includes('compact');
+  const compacted = isCompacted(settings.cleanupPolicy);
   // The records are built only where they are needed: keys, recompression; else only read and checked.
   const validated = validateProducedBatch(batch, `batch ${index} of the request to ${log.topic}/${log.partition}`,
     { ...where, batchIndex: index }, { decode: compacted || wanted !== 'producer', maxRecordsBytes: decompressedLimit(limits) });

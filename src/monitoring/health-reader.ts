@@ -4,6 +4,7 @@
  * unread records (in memory), which bounds the first unread record's timestamp from above for `stalled`: a record
  * stamped ahead of the broker's clock has waited only since it was first seen.
  */
+import { isCompacted, deletesOldRecords } from '../protocol/types.js';
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import type { Clock } from '../common/clock.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
@@ -115,8 +116,8 @@ export class HealthReader {
    */
   subscription(sub: SubscriptionRecord): SubscriptionHealthReader {
     const config = this.logs.config(sub.topic);
-    const deletes = config.cleanupPolicy.split(',').includes('delete');
-    const compacted = config.cleanupPolicy.split(',').includes('compact');
+    const deletes = deletesOldRecords(config.cleanupPolicy);
+    const compacted = isCompacted(config.cleanupPolicy);
     const retention = { ms: deletes ? config.retentionMs : -1, bytes: deletes ? config.retentionBytes : -1 };
     const since = nested(nested(this.unreadSince, sub.groupId), sub.topic);
     const ranges = nested(this.ranges, sub.topic);

@@ -29,6 +29,8 @@ export const LOG_OVERHEAD = 12;
 const MAGIC = 2;
 const CRC_OFFSET = 17;
 const ATTRIBUTES_OFFSET = 21;
+const LAST_OFFSET_DELTA_OFFSET = 23;
+const RECORD_COUNT_OFFSET = 57;
 const TWO_32 = 0x1_0000_0000;
 /** The fewest bytes a record takes: its length, attributes, timestamp and offset deltas, key and value lengths, header count. */
 const MIN_RECORD_BYTES = 7;
@@ -448,6 +450,16 @@ export function batchSize(buf: Buffer, pos = 0): number {
   return LOG_OVERHEAD + buf.readInt32BE(pos + 8);
 }
 
+/** The offset of the last record of the batch at `pos` (its base offset plus `lastOffsetDelta`), kept by compaction. */
+export function readLastOffset(buf: Buffer, pos = 0): number {
+  return readInt64(buf, pos) + buf.readInt32BE(pos + LAST_OFFSET_DELTA_OFFSET);
+}
+
+/** How many records the batch at `pos` holds now (`recordCount`: fewer than its offsets span once compacted). */
+export function readRecordCount(buf: Buffer, pos = 0): number {
+  return buf.readInt32BE(pos + RECORD_COUNT_OFFSET);
+}
+
 /**
  * Reads the fixed header of the batch starting at `pos`.
  * @throws OnelogError `CORRUPT_MESSAGE` if fewer than {@link BATCH_HEADER_BYTES} bytes remain
@@ -461,13 +473,13 @@ export function readBatchHeader(buf: Buffer, pos = 0): BatchHeader {
     magic: buf.readInt8(pos + 16),
     crc: buf.readUInt32BE(pos + CRC_OFFSET),
     attributes: buf.readInt16BE(pos + ATTRIBUTES_OFFSET),
-    lastOffsetDelta: buf.readInt32BE(pos + 23),
+    lastOffsetDelta: buf.readInt32BE(pos + LAST_OFFSET_DELTA_OFFSET),
     baseTimestamp: readInt64(buf, pos + 27),
     maxTimestamp: readInt64(buf, pos + 35),
     producerId: readInt64(buf, pos + 43),
     producerEpoch: buf.readInt16BE(pos + 51),
     baseSequence: buf.readInt32BE(pos + 53),
-    recordCount: buf.readInt32BE(pos + 57),
+    recordCount: buf.readInt32BE(pos + RECORD_COUNT_OFFSET),
   };
 }
 

@@ -58,6 +58,16 @@ export const SHARE_ORDERINGS: readonly ShareOrdering[] = ['none', 'key'];
 export type CleanupPolicy = 'delete' | 'compact' | 'compact,delete';
 export const CLEANUP_POLICIES: readonly CleanupPolicy[] = ['delete', 'compact', 'compact,delete'];
 
+/** Whether a topic of cleanup.policy `policy` loses old records to retention (`delete`, `compact,delete`). */
+export function deletesOldRecords(policy: string): boolean {
+  return policy.split(',').includes('delete');
+}
+
+/** Whether a topic of cleanup.policy `policy` is compacted (`compact`, `compact,delete`), keeping the latest record per key. */
+export function isCompacted(policy: string): boolean {
+  return policy.split(',').includes('compact');
+}
+
 /** What a group does when its committed offset falls below the log start: stop and wait for a reset (the
  * default, never a silent jump), or jump to the log start / end and record the records skipped. */
 export type OutOfRangePolicy = 'pause' | 'earliest' | 'latest';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { OnelogError } from '../protocol/errors.js';
 import type { FileCache } from './file-cache.js';
 import { FILE_MODE } from '../common/file-modes.js';
-import type { LogStartReason } from './log-start-reason.js';
+import type { LogStartReason } from '../log/log-start.js';
 
 const LOG_START_CHECKPOINT = 'log-start-offset.json';
 const RECOVERY_CHECKPOINT = 'recovery-point.json';

@@ -37,13 +37,12 @@
  */
 import fs from 'node:fs';
 import type { Clock } from '../common/clock.js';
-import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch } from '../protocol/record-batch.js';
-import type { BatchHeader } from '../protocol/record-batch.js';
+import { cleanBatch, mapBatchKeys } from '../log/compaction.js';
+import type { BatchCleaning } from '../log/compaction.js';
 import type { CompactionStats } from '../protocol/api.js';
-import type { StoredRecord } from '../protocol/types.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CachedFile, FileCache } from './file-cache.js';
-import { checkOffsetMapBytes, OffsetMap } from './offset-map.js';
+import { checkOffsetMapBytes, OffsetMap } from '../log/offset-map.js';
 import type { LogSegment } from './segment.js';
 import { writeFully } from './write-fully.js';
 import { FILE_MODE } from '../common/file-modes.js';
@@ -180,18 +179,6 @@ interface SegmentTally {
   gone: boolean;
 }
 
-/** What {@link cleanBatch} judges a batch's records by: one pass's key map over the range `[start, end)`. */
-export interface BatchCleaning {
-  /** Each key's latest offset in the pass's range. */
-  map: OffsetMap;
-  /** The pass's range ends here: records at or beyond it stay. */
-  end: number;
-  /** The compaction's time, ms since the epoch: tombstones whose horizon is at or before it go. */
-  now: number;
-  /** A kept tombstone's horizon is `now` plus this, ms (the topic's `deleteRetentionMs`). */
-  deleteRetentionMs: number;
-}
-
 /** What a pass cleans with. */
 interface PassContext extends BatchCleaning {
   files: FileCache;
@@ -274,17 +261,8 @@ async function mapKeys(log: CleanableLog, map: OffsetMap, start: number, hw: num
     if (!log.segmentsForCleaning.includes(segment)) continue; // retention deleted it meanwhile
     try {
       for (const { header, batch } of segment.batches(Math.max(start, segment.baseOffset), true)) {
-        if (header.baseOffset >= hw) return hw;
-        if (header.baseOffset + header.lastOffsetDelta >= start) {
-          // The range ends before a batch that might not fit, unless it is the first: one batch with more keys
-          // than the map holds is split (and cleanBatch leaves its horizon alone until it is passed whole).
-          if (map.size > 0 && map.size + header.recordCount > map.capacity) return header.baseOffset;
-          for (const r of decodeRecords(batch)) {
-            if (r.offset < start || r.key === null) continue;
-            if (r.offset >= hw) return hw;
-            if (!map.put(r.key, r.offset)) return r.offset;
-          }
-        }
+        const end = mapBatchKeys(map, header, batch, start, hw);
+        if (end !== undefined) return end;
         if (pace.spent(header.recordCount)) {
           await yieldToEventLoop();
           if (log.isClosed) return null;
@@ -390,51 +368,6 @@ async function cleanSegment(log: CleanableLog, segment: LogSegment, pass: PassCo
   return result;
 }
 
-/**
- * What a compaction pass does to one batch (Kafka's LogCleaner rules, see the file's comment): null when it keeps
- * the batch as it is, else the batch rewritten (null when no record is left) with its kept records counted. A
- * rewritten batch keeps its base offset, last offset delta, producer fields (so an idempotent producer's sequence
- * range is unchanged), codec, and each kept record's offset; a kept tombstone without a delete horizon gets one
- * (KIP-534). Also used by the compaction of topics in object storage (src/cluster/compactor.ts).
- * @param batch the whole batch, its base offset stamped (records are decoded at their offsets)
- */
-export function cleanBatch(batch: Buffer, header: BatchHeader, pass: BatchCleaning): { batch: Buffer | null; records: number; tombstonesRemoved: number } | null {
-  if (header.baseOffset >= pass.end) return null;
-  const horizon = header.attributes & DELETE_HORIZON_FLAG ? header.baseTimestamp : undefined;
-  // A batch that reaches the range's end (split by a full map) gets no horizon in this pass: the pass that
-  // judges its last records must see the horizon it had before the compaction, as a single pass would.
-  const whole = header.baseOffset + header.lastOffsetDelta < pass.end;
-  const records = decodeRecords(batch);
-  const kept: StoredRecord[] = [];
-  let tombstonesRemoved = 0;
-  let tombstoneKept = false;
-  for (const r of records) {
-    if (r.offset < pass.end) {
-      if (r.key === null) continue;
-      const latest = pass.map.get(r.key);
-      if (latest > r.offset) continue;
-      if (latest === r.offset && r.value === null && horizon !== undefined && pass.now >= horizon) {
-        tombstonesRemoved++;
-        continue;
-      }
-    }
-    if (r.value === null) tombstoneKept = true;
-    kept.push(r);
-  }
-  const horizonAdded = tombstoneKept && horizon === undefined && whole;
-  if (kept.length === records.length && !horizonAdded) return null;
-  if (kept.length === 0) return { batch: null, records: 0, tombstonesRemoved };
-  const rewritten = encodeBatch(kept, header.baseOffset, 0, header, {
-    compression: batchCompression(header), // as Kafka's cleaner: a batch keeps its codec
-    layout: {
-      offsetDeltas: kept.map((r) => r.offset - header.baseOffset),
-      lastOffsetDelta: header.lastOffsetDelta,
-      ...(horizon !== undefined && tombstoneKept ? { deleteHorizonMs: horizon } : {}),
-      ...(horizonAdded ? { deleteHorizonMs: pass.now + pass.deleteRetentionMs } : {}),
-    },
-  });
-  return { batch: rewritten, records: kept.length, tombstonesRemoved };
-}
 
 /** A cleaned segment file being written: batches gathered in the staging buffer, written by position. */
 class CleanedFile {

@@ -16,6 +16,7 @@ import type { FileCache } from './file-cache.js';
 import { PartitionLog } from './partition-log.js';
 import type { AppendResult, LogConfig, PartitionLogOptions } from './partition-log.js';
 import type { CorruptBatch } from './segment.js';
+import { partialAppendError } from '../log/appends.js';
 import { storageError } from './storage-errors.js';
 import { DIR_MODE, makeDir } from '../common/file-modes.js';
 import { UncleanJournal } from './unclean-journal.js';
@@ -379,11 +380,7 @@ export class LogManager implements Logs {
     this.diskReading = null; // a full disk shows in the next request's reading
     const stored = settled.flatMap((r, i) => r.status === 'fulfilled'
       ? [{ partition: batches[i]!.log.partition, baseOffset: r.value.baseOffset, lastOffset: r.value.lastOffset }] : []);
-    const err = storageError(failed.reason, 'append', {});
-    if (stored.length === 0) throw err;
-    throw new OnelogError(err.code, `${err.message}; the batches of this request for partitions ` +
-      `${[...new Set(stored.map((s) => s.partition))].join(', ')} were stored (see stored): a retry stores them again unless the producer is idempotent`,
-    { ...err.context, stored });
+    throw partialAppendError(storageError(failed.reason, 'append', {}), stored);
   }
 
   /**

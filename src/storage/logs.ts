@@ -11,7 +11,7 @@
  */
 import type { OnelogError } from '../protocol/errors.js';
 import type { CompactionStats } from './log-cleaner.js';
-import type { LogStartReason } from './log-start-reason.js';
+import type { LogStartReason } from '../log/log-start.js';
 import type { AppendResult, LogConfig } from './partition-log.js';
 import type { CorruptBatch } from './segment.js';
 import type { Awaitable, Partition } from './partition.js';

@@ -17,12 +17,14 @@
  * {@link failure} (`STORAGE_ERROR`, logged once); reads go on. A full disk (ENOSPC) during an append is not a
  * failure: the write is undone, the append refused with `RESOURCE_EXHAUSTED`, and appends resume once space is free.
  */
+import { isCompacted } from '../protocol/types.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../common/clock.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
 import { OnelogError } from '../protocol/errors.js';
-import { decodeRecords, decodeRecordsOrEnd, encodeBatch, LOG_OVERHEAD, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
+import { decodeRecords, encodeBatch, readBatchHeader, setBaseOffset } from '../protocol/record-batch.js';
+import { coverRecords, takeRecords } from '../protocol/batch-reads.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import type { Logger } from '../common/logger.js';
 import {
@@ -31,10 +33,12 @@ import {
 import type { FileCache } from './file-cache.js';
 import { defaultLogCleaner } from './log-cleaner.js';
 import type { CompactionStats, LogCleaner } from './log-cleaner.js';
-import type { LogStartReason } from './log-start-reason.js';
+import { logLogStartMove } from '../log/log-start.js';
+import type { LogStartReason } from '../log/log-start.js';
 import { DEFAULT_MAX_PRODUCERS, ProducerStateManager } from './producer-state.js';
 import type { DuplicateBatch, ProducerStateView } from './producer-state.js';
-import { retentionTarget } from './retention.js';
+import { retentionQuestions, retentionTarget } from '../log/retention.js';
+import { sizeBoundary } from './retention.js';
 import { unreadRange } from './unread-range.js';
 import type { UnreadRange } from './unread-range.js';
 import { LogFlusher } from './log-flusher.js';
@@ -47,7 +51,6 @@ import type { Partition, ReadLimits } from './partition.js';
 export type { ReadLimits } from './partition.js';
 
 
-export type { LogStartReason } from './log-start-reason.js';
 
 /**
  * The settings a log reads from its topic's configuration (segment size, flush policy; later retention and
@@ -445,17 +448,9 @@ export class PartitionLog implements Partition {
         next = Math.max(next, this.segments[i]?.baseOffset ?? this.hw);
         continue;
       }
-      for (let pos = 0; pos < buf.length; pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8)) {
-        const batchEnd = buf.readInt32BE(pos) * 0x1_0000_0000 + buf.readUInt32BE(pos + 4) + buf.readInt32BE(pos + 23) + 1;
-        const batch = decodeRecordsOrEnd(buf, pos, records.length);
-        if (batch === undefined) return { records, nextOffset: next };
-        for (const r of batch) {
-          if (r.offset < next || r.offset >= this.hw) continue;
-          if (records.length === limits.maxRecords) return { records, nextOffset: r.offset };
-          records.push(r);
-        }
-        next = Math.min(batchEnd, this.hw);
-      }
+      const taken = takeRecords(buf, next, this.hw, limits.maxRecords, records);
+      if (taken.cut) return { records, nextOffset: taken.nextOffset };
+      next = taken.nextOffset;
     }
     return { records, nextOffset: Math.min(next, this.hw) };
   }
@@ -480,16 +475,8 @@ export class PartitionLog implements Partition {
         next = Math.max(next, this.segments[i + 1]?.baseOffset ?? this.hw);
         continue;
       }
-      // Whole batches until `maxRecords` records at or after `offset` are covered (header reads only).
-      let pos = 0;
-      let records = 0;
-      while (pos < buf.length && records < maxRecords) {
-        const lastOffset = buf.readInt32BE(pos) * 0x1_0000_0000 + buf.readUInt32BE(pos + 4) + buf.readInt32BE(pos + 23);
-        records += Math.min(lastOffset + 1 - offset, buf.readInt32BE(pos + 57));
-        next = Math.min(lastOffset + 1, this.hw);
-        pos += LOG_OVERHEAD + buf.readInt32BE(pos + 8);
-      }
-      return { batches: buf.subarray(0, pos), nextOffset: next };
+      const covered = coverRecords(buf, offset, this.hw, maxRecords);
+      return { batches: buf.subarray(0, covered.bytes), nextOffset: covered.nextOffset };
     }
     return { batches: Buffer.alloc(0), nextOffset: Math.min(next, this.hw) };
   }
@@ -553,7 +540,7 @@ export class PartitionLog implements Partition {
   unread(offset: number): UnreadRange {
     const from = Math.min(Math.max(offset, this.logStart), this.hw);
     const view = { segments: this.segments, highWatermark: this.hw };
-    return this.guarded('unread range', () => unreadRange(view, from, this.segmentFor(from), this.config.cleanupPolicy.includes('compact')));
+    return this.guarded('unread range', () => unreadRange(view, from, this.segmentFor(from), isCompacted(this.config.cleanupPolicy)));
   }
 
   /** Bytes of the log on disk (every segment, sealed and active). */
@@ -588,11 +575,13 @@ export class PartitionLog implements Partition {
   enforceRetention(): { previousLogStartOffset: number; logStartOffset: number; reason: LogStartReason } | null {
     this.checkWritable();
     return this.guarded('retention', () => {
-      const view = {
-        segments: this.segments, logStartOffset: this.logStart, highWatermark: this.hw,
-        offsetForTimestamp: (t: number) => this.firstOffsetAtOrAfter(t),
-      };
-      const target = retentionTarget(view, this.config, this.options.clock.now());
+      const asked = retentionQuestions(this.config, this.options.clock.now());
+      if (asked === null) return null;
+      const target = retentionTarget(
+        this.logStart,
+        asked.timestamp === null ? null : this.firstOffsetAtOrAfter(asked.timestamp),
+        asked.retentionBytes === null ? null : sizeBoundary({ segments: this.segments, logStartOffset: this.logStart, highWatermark: this.hw }, asked.retentionBytes),
+      );
       if (target === null) return null;
       const previousLogStartOffset = this.logStart;
       return { previousLogStartOffset, logStartOffset: this.moveLogStart(target.offset, target.reason), reason: target.reason };
@@ -612,10 +601,7 @@ export class PartitionLog implements Partition {
     this.producers.evictBelow(offset);
     if (offset === this.logEnd && this.active.size > 0 && !this.closed) this.roll();
     while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.retire(this.segments.shift()!);
-    this.options.logger.info(
-      { ...this.where(), previousLogStartOffset: previous, logStartOffset: offset, reason },
-      'moved the log start offset',
-    );
+    logLogStartMove(this.options.logger, this.where(), previous, offset, reason);
     return offset;
   }
 
@@ -634,7 +620,7 @@ export class PartitionLog implements Partition {
    * @returns what the pass did, or null when the topic is not compacted
    */
   compact(rollActive = false): Promise<CompactionStats | null> {
-    if (!this.config.cleanupPolicy.split(',').includes('compact')) return Promise.resolve(null);
+    if (!isCompacted(this.config.cleanupPolicy)) return Promise.resolve(null);
     if (this.failed !== null) return Promise.reject(this.failed);
     if (this.compacting !== null && !rollActive) return this.compacting;
     if (this.compacting !== null) {

@@ -5,7 +5,7 @@
  * await every read, so the same code serves both.
  */
 import type { StoredRecord } from '../protocol/types.js';
-import type { LogStartReason } from './log-start-reason.js';
+import type { LogStartReason } from '../log/log-start.js';
 import type { TopicConfig } from '../protocol/topic-config.js';
 import type { UnreadRange } from './unread-range.js';
 

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ioBuffers } from '../common/buffer-pool.js';
 import type { BufferPool } from '../common/buffer-pool.js';
-import { BATCH_HEADER_BYTES, LOG_OVERHEAD, readBatchHeader, validateBatch } from '../protocol/record-batch.js';
+import { BATCH_HEADER_BYTES, batchSize, LOG_OVERHEAD, readBaseOffset, readBatchHeader, readLastOffset, validateBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
 import { OnelogError } from '../protocol/errors.js';
 import { readFileIfExists, removeFileIfExists, replaceFile } from './checkpoint.js';
@@ -512,14 +512,14 @@ export class LogSegment {
       const off = reader.ensure(pos, BATCH_HEADER_BYTES);
       if (off < 0) break;
       const buf = reader.buffer;
-      const baseOffset = buf.readInt32BE(off) * 0x1_0000_0000 + buf.readUInt32BE(off + 4);
+      const baseOffset = readBaseOffset(buf, off);
       if (baseOffset >= endOffset) break;
-      const batchBytes = LOG_OVERHEAD + buf.readInt32BE(off + 8);
+      const batchBytes = batchSize(buf, off);
       if (batchBytes < BATCH_HEADER_BYTES || pos + batchBytes > size) {
         reader.release();
         throw this.corrupt(pos, baseOffset, `its length of ${batchBytes} bytes does not fit the ${size} bytes of the file`);
       }
-      const lastOffset = baseOffset + buf.readInt32BE(off + 23);
+      const lastOffset = readLastOffset(buf, off);
       if (first < 0) {
         if (lastOffset >= offset) first = pos;
       } else if (pos + batchBytes - first > maxBytes || lastRead + 1 - offset >= maxOffsets) break;
@@ -554,11 +554,11 @@ export class LogSegment {
   private pastCorrupt(reader: ChunkReader, pos: number, size: number, offset: number): number {
     const off = reader.ensure(pos, BATCH_HEADER_BYTES);
     if (off < 0) return -1;
-    const next = pos + LOG_OVERHEAD + reader.buffer.readInt32BE(off + 8);
+    const next = pos + batchSize(reader.buffer, off);
     if (next < pos + BATCH_HEADER_BYTES) return -1;
     const at = reader.ensure(next, BATCH_HEADER_BYTES);
     if (at < 0) return -1;
-    return reader.buffer.readInt32BE(at) * 0x1_0000_0000 + reader.buffer.readUInt32BE(at + 4) <= offset ? next : -1;
+    return readBaseOffset(reader.buffer, at) <= offset ? next : -1;
   }
 
   /**
@@ -573,7 +573,7 @@ export class LogSegment {
     for (let pos = 0; pos < batches.length;) {
       const size = validateBatch(batches, pos);
       if (typeof size === 'string') {
-        const baseOffset = batches.readInt32BE(pos) * 0x1_0000_0000 + batches.readUInt32BE(pos + 4);
+        const baseOffset = readBaseOffset(batches, pos);
         const err = this.corrupt(position + pos, baseOffset, size);
         if (pos > 0) return batches.subarray(0, pos);
         throw err;

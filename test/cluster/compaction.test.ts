@@ -20,7 +20,7 @@ import { parseS3Url } from '../../src/cluster/s3-location.js';
 import { Sequencer } from '../../src/cluster/sequencer.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
-import { OffsetMap } from '../../src/storage/offset-map.js';
+import { OffsetMap } from '../../src/log/offset-map.js';
 import { testCluster } from '../helpers/cluster.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';

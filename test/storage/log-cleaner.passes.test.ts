@@ -7,7 +7,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { RecordInput } from '../../src/protocol/types.js';
 import { LogCleaner } from '../../src/storage/log-cleaner.js';
-import { OFFSET_MAP_SLOT_BYTES } from '../../src/storage/offset-map.js';
+import { OFFSET_MAP_SLOT_BYTES } from '../../src/log/offset-map.js';
 import type { PartitionLog } from '../../src/storage/partition-log.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { openLog, readAll } from './log-fixtures.js';

@@ -16,7 +16,7 @@ import { ManualClock } from '../../src/common/clock.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
 import type { RecordInput } from '../../src/protocol/types.js';
 import { LogCleaner } from '../../src/storage/log-cleaner.js';
-import { OFFSET_MAP_SLOT_BYTES } from '../../src/storage/offset-map.js';
+import { OFFSET_MAP_SLOT_BYTES } from '../../src/log/offset-map.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { openLog, readAll, T0 } from './log-fixtures.js';
 

@@ -7,7 +7,7 @@
  * InitProducerId (22): a new idempotent producer identity.
  */
 import { OnelogError } from '../../protocol/errors.js';
-import { LOG_OVERHEAD } from '../../protocol/record-batch.js';
+import { batchSize, LOG_OVERHEAD } from '../../protocol/record-batch.js';
 import { withAutoCreate } from '../auto-create.js';
 import { KAFKA_ERROR, kafkaErrorCode } from '../errors.js';
 import { initProducerIdRequest, initProducerIdResponse, produceRequest, produceResponse } from '../messages/produce.js';
@@ -23,7 +23,7 @@ function splitBatches(records: Buffer): Buffer[] {
   const batches: Buffer[] = [];
   for (let pos = 0; pos < records.length;) {
     if (records.length - pos < LOG_OVERHEAD) throw new OnelogError('CORRUPT_MESSAGE', `a torn record batch at byte ${pos} of ${records.length}`);
-    const end = pos + LOG_OVERHEAD + records.readInt32BE(pos + 8);
+    const end = pos + batchSize(records, pos);
     if (end > records.length || end <= pos) throw new OnelogError('CORRUPT_MESSAGE', `a record batch runs past the ${records.length} bytes sent`);
     batches.push(records.subarray(pos, end));
     pos = end;

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkOffsetMapBytes, DEFAULT_LOAD_FACTOR, MAX_OFFSET_MAP_BYTES, MIN_OFFSET_MAP_BYTES, OFFSET_MAP_SLOT_BYTES, OffsetMap, primeAtMost,
-} from '../../src/storage/offset-map.js';
+} from '../../src/log/offset-map.js';
 import { codeOf } from '../helpers/errors.js';
 
 const key = (s: string) => Buffer.from(s);
