@@ -19,7 +19,7 @@
  * routing {@link ClusterRouting}.
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { SubscriptionRecord } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { BrokerInfo } from '../cluster/brokers.js';
 import type { GroupCoordinator } from '../coordinator/group-coordinator.js';
 import { checkCommitRequest, checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from '../coordinator/request-checks.js';
@@ -94,7 +94,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   static async open(options: BrokerOptions): Promise<Broker> {
     const broker = new Broker(await openBroker(options));
     try {
-      await broker.webhooks.start(await broker.catalog.listWebhookSubscriptions());
+      await broker.webhooks.start(await broker.catalog.subscriptions.listWithWebhook());
     } catch (err) {
       await broker.close();
       throw err;
@@ -183,7 +183,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** A group's configs set over the Kafka protocol (IncrementalAlterConfigs on a group), by name; none for an unknown group. */
   async groupConfigs(groupId: string): Promise<Record<string, string>> {
     this.checkOpen();
-    return this.catalog.groupConfigs(checkGroupId(groupId));
+    return this.catalog.groups.configs(checkGroupId(groupId));
   }
 
   /**
@@ -192,7 +192,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async setGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void> {
     this.checkOpen();
-    await this.catalog.setGroupConfigs(checkGroupId(groupId), configs, this.parts.clock.now());
+    await this.catalog.groups.setConfigs(checkGroupId(groupId), configs, this.parts.clock.now());
   }
 
   /**
@@ -363,13 +363,13 @@ export class Broker implements OnelogApi, BinaryDataApi {
     // Its retry tiers and dead letters go with it (the topics stay, emptied): a group created again under the
     // same id starts clean.
     this.shareGroups.checkEmpty(groupId);
-    const owned = (await this.catalog.listSubscriptions(groupId)).flatMap((s) =>
+    const owned = (await this.catalog.subscriptions.list(groupId)).flatMap((s) =>
       [...this.groups.retryTopics.tiersOf(groupId, s.topic), ...(s.deadLetterTopic ? [s.deadLetterTopic] : [])]);
     await this.groups.deleteGroup(groupId);
     this.retries.deleteGroup(groupId);
     this.shareGroups.deleteGroup(groupId);
     for (const topic of owned) {
-      if (!(await this.catalog.getTopic(topic))) continue;
+      if (!(await this.catalog.topics.get(topic))) continue;
       await this.routing.whenCurrent(topic, 'all', async () => {
         for (const log of this.logs.partitions(topic)) await log.deleteRecordsBefore(log.highWatermark, 'delete-records');
       });
@@ -418,7 +418,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     const { groupId, topic } = request;
     checkGroupId(groupId);
-    if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+    if (!(await this.catalog.groups.get(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
     const sub = await this.groups.findSubscription(groupId, topic);
     if (!sub) throw new OnelogError('INVALID_REQUEST', `group ${groupId} does not subscribe to ${topic}`, { groupId, topic });
     if (!sub.deadLetterTopic) {
@@ -502,7 +502,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async groupHistory(groupId: string): Promise<GroupHistory> {
     this.checkOpen();
-    if (!(await this.catalog.getGroup(checkGroupId(groupId)))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+    if (!(await this.catalog.groups.get(checkGroupId(groupId)))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
     return { groupId, partitions: this.monitor.groupHistory(groupId) };
   }
 

@@ -57,7 +57,7 @@ export function lockDataDir(dataDir: string): () => void {
 
 /**
  * The data directory's id, in `<dataDir>/log-owner` (a UUID written, synced, on first use): the catalog records
- * whose log it describes (Catalog.claimLogOwner), so a catalog on PostgreSQL is not shared by two data
+ * whose log it describes (Catalog.logOwner), so a catalog on PostgreSQL is not shared by two data
  * directories' logs.
  */
 export function dataDirId(dataDir: string): string {

@@ -127,7 +127,7 @@ async function openLocked(
   const fence = new WriteFence(clock, logger);
   const catalog = await openCatalog(options, options.dataDir, fence, clock, logger);
   opened.push(() => catalog.close());
-  const topicList = await catalog.listTopics();
+  const topicList = await catalog.topics.list();
   const { logs, membership } = options.log === undefined
     ? { logs: await openLocalLogs(options, catalog, topicList, files, cleaner, clock, logger), membership: null }
     : await openObjectLogs(options, catalog, clock, logger, { intervalMs: options.compactionIntervalMs, cleaner });
@@ -202,7 +202,7 @@ async function openLocked(
     maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024,
     maxRecordsPerRequest: options.maxRecordsPerRequest ?? 100_000,
   };
-  const producing = new ProducePath(logs, catalog, clock, metrics, limits, (topic) => monitor.recordsArrived(topic), await catalog.lastProducerId());
+  const producing = new ProducePath(logs, catalog, clock, metrics, limits, (topic) => monitor.recordsArrived(topic), await catalog.producerIds.last());
 
   // Background work, from here on.
   const background = startBackground(options, logger, { catalog, logs, files, groups, shareGroups, monitor });
@@ -222,7 +222,7 @@ function startBackground(
   parts: Pick<BrokerParts, 'catalog' | 'logs' | 'files' | 'groups' | 'shareGroups' | 'monitor'>,
 ): BackgroundTasks {
   const { catalog, logs, files, groups, shareGroups, monitor } = parts;
-  const background = new BackgroundTasks(logger, async () => (await catalog.listTopics()).map((t) => t.name));
+  const background = new BackgroundTasks(logger, async () => (await catalog.topics.list()).map((t) => t.name));
   background.everyTopic(options.retentionCheckIntervalMs ?? 300_000, 'retention', async (topic) => {
     const moved = await Promise.all(await logs.visit(topic, (log) => Promise.resolve(log.enforceRetention()).catch((err: unknown) => {
       logger.warn({ topic, partition: log.partition, err: (err as Error).message }, 'retention failed');
@@ -248,7 +248,7 @@ async function openLocalLogs(
   clock: Clock, logger: Logger,
 ): Promise<Logs> {
   const ownId = dataDirId(options.dataDir);
-  const owner = await catalog.claimLogOwner(ownId);
+  const owner = await catalog.logOwner.claim(ownId);
   if (owner !== ownId && owner.startsWith('s3://')) {
     throw new OnelogError('INVALID_CONFIG', `the catalog describes the log in object storage at ${owner}: start this broker with ` +
       '--log s3://BUCKET/PREFIX?endpoint=URL naming it and --broker-id N (docs/cluster.md)', { dataDir: options.dataDir, ownerId: owner });

@@ -164,13 +164,13 @@ export class ProducePath {
    * which the catalog is asked for only when the id is above the highest known.
    */
   private async knowsProducer(producerId: number): Promise<boolean> {
-    if (producerId > this.lastProducerId) this.lastProducerId = Math.max(this.lastProducerId, await this.catalog.lastProducerId());
+    if (producerId > this.lastProducerId) this.lastProducerId = Math.max(this.lastProducerId, await this.catalog.producerIds.last());
     return producerId <= this.lastProducerId;
   }
 
   /** Issues a new idempotent producer identity: a never reused id (from the catalog) at epoch 0. */
   async initProducerId(): Promise<ProducerIdentity> {
-    const producerId = await this.catalog.newProducerId(this.clock.now());
+    const producerId = await this.catalog.producerIds.issue(this.clock.now());
     this.lastProducerId = Math.max(this.lastProducerId, producerId);
     return { producerId, producerEpoch: 0 };
   }

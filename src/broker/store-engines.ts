@@ -170,7 +170,7 @@ export async function openObjectLogs(
  */
 async function claimObjectLog(catalog: Catalog, location: S3Location): Promise<void> {
   const id = `s3://${location.bucket}/${location.prefix}`;
-  const owner = await catalog.claimLogOwner(id);
+  const owner = await catalog.logOwner.claim(id);
   if (owner === id) return;
   throw new OnelogError('INVALID_CONFIG', `the catalog describes the log ${owner.startsWith('s3://') ? `at ${owner}` : `of a data directory (${owner})`}, ` +
     `not the one at ${id}: every broker of a cluster is started with the same --log bucket and prefix (docs/cluster.md)`,

@@ -5,7 +5,8 @@
  * before it answers, so a group that lost records is alerted at once.
  */
 import { isCompacted } from '../protocol/types.js';
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
 import type { GroupCoordinator } from '../coordinator/group-coordinator.js';
 import type { Logger } from '../common/logger.js';
@@ -87,7 +88,7 @@ export class TopicAdmin {
     const topic = checkTopicName(request.topic);
     const partitions = checkInteger(request.partitions, 'partitions', 1, MAX_PARTITIONS, 'INVALID_PARTITIONS');
     const config = resolveTopicConfig(request.config ?? {});
-    const existing = await this.catalog.getTopic(topic);
+    const existing = await this.catalog.topics.get(topic);
     if (existing || this.creating.has(topic)) { // checked and marked with no await between
       throw new OnelogError('TOPIC_ALREADY_EXISTS', `topic ${topic} already exists`, { topic, partitions: existing?.partitions });
     }
@@ -98,7 +99,7 @@ export class TopicAdmin {
     try {
       this.logs.createTopicLogs(topic, partitions);
       try {
-        await this.catalog.createTopic({ name: topic, partitions, ...config, createdAt: this.clock.now() });
+        await this.catalog.topics.create({ name: topic, partitions, ...config, createdAt: this.clock.now() });
       } catch (err) {
         this.logs.deleteTopicLogs(topic, partitions);
         throw err;
@@ -125,14 +126,14 @@ export class TopicAdmin {
    */
   async delete(topic: string): Promise<DeleteTopicResult & { subscriptions: SubscriptionRecord[] }> {
     checkTopicName(topic);
-    const t = await this.catalog.getTopic(topic);
+    const t = await this.catalog.topics.get(topic);
     if (!t || this.deleting.has(topic)) throw unknownTopic(topic);
     await this.checkUnused(topic);
-    const subscriptions = await this.catalog.listTopicSubscriptions(topic);
+    const subscriptions = await this.catalog.subscriptions.listByTopic(topic);
     this.deleting.add(topic); // checked and marked with no await between
     await this.logs.retireTopic(topic);
     try {
-      await this.catalog.deleteTopic(topic, t.partitions, this.clock.now());
+      await this.catalog.topics.delete(topic, t.partitions, this.clock.now());
     } catch (err) {
       this.logs.addTopic(topic, t.partitions, pickTopicConfig(t)); // not deleted: back in service
       this.deleting.delete(topic);
@@ -150,7 +151,7 @@ export class TopicAdmin {
 
   /** @throws OnelogError `TOPIC_IN_USE` if a subscription's retry policy uses the topic or is on it, or it dead-letters records to it */
   private async checkUnused(topic: string): Promise<void> {
-    for (const sub of await this.catalog.listRetrySubscriptions()) {
+    for (const sub of await this.catalog.subscriptions.listWithRetries()) {
       const tiers = this.groups.retryTopics.tiersOf(sub.groupId, sub.topic);
       const role = sub.topic === topic && (sub.retry !== null || sub.retryTiers > 0) ? 'has retry tier or dead-letter topics (from a retry policy, now or before)'
         : tiers.includes(topic) ? 'retries records through it (a retry tier topic)'
@@ -166,16 +167,16 @@ export class TopicAdmin {
    * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG`
    */
   async alter(request: AlterTopicRequest): Promise<TopicDescription> {
-    const current = await this.catalog.getTopic(request.topic);
+    const current = await this.catalog.topics.get(request.topic);
     if (!current) throw unknownTopic(request.topic);
     const config = resolveTopicConfig(request.config ?? {}, pickTopicConfig(current));
-    await this.catalog.updateTopicConfig(request.topic, config);
+    await this.catalog.topics.updateConfig(request.topic, config);
     this.logs.setConfig(request.topic, config);
     return this.describe(request.topic);
   }
 
   async list(): Promise<TopicSummary[]> {
-    return (await this.catalog.listTopics()).map((t) => ({ topic: t.name, partitions: t.partitions }));
+    return (await this.catalog.topics.list()).map((t) => ({ topic: t.name, partitions: t.partitions }));
   }
 
   /**
@@ -183,7 +184,7 @@ export class TopicAdmin {
    * @throws OnelogError `UNKNOWN_TOPIC`
    */
   async describe(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
-    const t = await this.catalog.getTopic(topic);
+    const t = await this.catalog.topics.get(topic);
     if (!t) throw unknownTopic(topic);
     return {
       topic,
@@ -221,7 +222,7 @@ export class TopicAdmin {
 async function finishTopicDeletion(catalog: Catalog, offsets: OffsetStore, logs: Logs, topic: string, partitions: number): Promise<void> {
   await offsets.deleteTopic(topic);
   logs.deleteTopicLogs(topic, partitions);
-  await catalog.finishTopicDeletion(topic);
+  await catalog.topics.finishDeletion(topic);
 }
 
 /**
@@ -229,7 +230,7 @@ async function finishTopicDeletion(catalog: Catalog, offsets: OffsetStore, logs:
  * may remain): run at start, before the log store opens.
  */
 export async function finishTopicDeletions(catalog: Catalog, offsets: OffsetStore, logs: Logs, logger: Logger): Promise<void> {
-  for (const { name, partitions } of await catalog.listTopicDeletions()) {
+  for (const { name, partitions } of await catalog.topics.listDeletions()) {
     await finishTopicDeletion(catalog, offsets, logs, name, partitions);
     logger.warn({ topic: name, partitions }, 'finished deleting a topic whose deletion a crash cut short');
   }

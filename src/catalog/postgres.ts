@@ -16,7 +16,7 @@ import type { Logger } from '../common/logger.js';
 import { listen, openPool, postgresFailure } from '../common/postgres.js';
 import type { PostgresListener } from '../common/postgres.js';
 import { Catalog } from './catalog.js';
-import type { CatalogChanges } from './catalog.js';
+import type { CatalogChanges } from './changes.js';
 import { wrappedDialect } from './fenced-dialect.js';
 
 /** The payload of a change to users or ACLs on the catalog's channel. */

@@ -1,4 +1,7 @@
-/** Table shapes of the catalog, as the query layer (Kysely) sees them. Times are ms since the epoch. */
+/**
+ * Table shapes of the catalog, as the query layer (Kysely) sees them. Times are ms since the epoch. Integer columns come
+ * back as bigint-typed numbers on PostgreSQL: the repositories Number() them all.
+ */
 import type { CompressionType, FlushPolicy } from '../protocol/topic-config.js';
 import type { ColumnType, Generated } from 'kysely';
 import type { GroupAlertKind } from '../protocol/monitoring-api.js';

@@ -362,7 +362,7 @@ export class ClusterLogs implements Logs {
   /** Reads a topic from the catalog again: added, altered, or gone (another broker changed it). */
   private async reload(topic: string): Promise<void> {
     try {
-      const t = await this.options.catalog.getTopic(topic);
+      const t = await this.options.catalog.topics.get(topic);
       if (this.closed) return;
       if (t === undefined) {
         await this.retireTopic(topic);

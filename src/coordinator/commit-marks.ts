@@ -1,6 +1,6 @@
 /**
- * Which subscriptions have committed, as the catalog records it ({@link Catalog.markCommitted}, set at a
- * subscription's first commit): what tells a lost offset store from a new one when the broker starts
+ * Which subscriptions have committed, as the catalog records it (`markCommitted` of {@link Catalog.subscriptions}, set at
+ * a subscription's first commit): what tells a lost offset store from a new one when the broker starts
  * (lost-offsets.ts). The marks are read once at start and kept in memory, so a commit costs a set lookup and only
  * a subscription's first commit in this process a catalog write, made once its offsets are written, so that no mark
  * stands without an offset behind it (a refused or failed commit marks nothing; a crash between the two leaves the
@@ -23,7 +23,7 @@ export class CommitMarks {
 
   /** Reads the marks (one query). */
   async start(): Promise<void> {
-    for (const s of await this.catalog.listCommittedSubscriptions()) this.add(s.groupId, s.topic);
+    for (const s of await this.catalog.subscriptions.listCommitted()) this.add(s.groupId, s.topic);
   }
 
   /**
@@ -35,7 +35,7 @@ export class CommitMarks {
   async commit(groupId: string, topic: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void> {
     await this.offsets.commit(groupId, offsets, now, fence);
     if (offsets.length === 0 || this.marked.get(groupId)?.has(topic) || this.retryTopics.tierOf(groupId, topic)) return;
-    await this.catalog.markCommitted(groupId, topic, this.clock.now());
+    await this.catalog.subscriptions.markCommitted(groupId, topic, this.clock.now());
     this.add(groupId, topic);
   }
 

@@ -9,7 +9,8 @@
  * interleave halfway.
  */
 import type { Clock } from '../common/clock.js';
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type {
   AssignedPartition, CheckpointDescription, CheckpointRequest, CommitRequest, FetchedPartition, FetchRequest,
   GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment, NackRequest,
@@ -224,7 +225,7 @@ export class GroupCoordinator {
     return this.locked(groupId, async () => {
       const logs = this.logs.partitions(topic);
       const subscription = await this.subscriptions.get(groupId, topic, definedOnly(request));
-      const paused = await this.catalog.listPauses(groupId);
+      const paused = await this.catalog.pauses.list(groupId);
       const resolved = await this.positions.resolveAll(groupId, subscription, logs, paused);
       // The group owns its tiers from their first record: a tier record deleted (retention) before the group
       // reads it pauses the tier partition, never a silent skip.
@@ -337,7 +338,7 @@ export class GroupCoordinator {
   /** Grants the member what is free in its target, resolving where each new partition starts. */
   private async answer(group: GroupMembership, member: Member): Promise<MemberAssignment> {
     const granted = group.grantable(member);
-    const paused = granted.length > 0 ? await this.catalog.listPauses(group.groupId) : new Map();
+    const paused = granted.length > 0 ? await this.catalog.pauses.list(group.groupId) : new Map();
     const entries = new Map<PartitionKey, AssignedPartition>();
     const byTopic = new Map<string, TopicPartition[]>();
     for (const tp of granted) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp]);
@@ -618,9 +619,9 @@ export class GroupCoordinator {
         if (await this.expire(group)) await this.applyResets(group);
         group.kill();
       }
-      if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+      if (!(await this.catalog.groups.get(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
       await this.offsets.deleteGroup(groupId);
-      await this.catalog.deleteGroup(groupId);
+      await this.catalog.groups.delete(groupId);
       this.groups.delete(groupId);
       this.subscriptions.deleteGroup(groupId);
       this.marks.forgetGroup(groupId);
@@ -640,10 +641,10 @@ export class GroupCoordinator {
       throw new OnelogError('INVALID_REQUEST', `a checkpoint name is 1 to 200 characters, got ${JSON.stringify(name)}`, { groupId });
     }
     return this.locked(groupId, async () => {
-      if (!(await this.catalog.getGroup(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+      if (!(await this.catalog.groups.get(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
       const offsets = (await this.offsets.list(groupId)).map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
       const createdAt = this.clock.now();
-      await this.catalog.saveCheckpoint(groupId, name, offsets, createdAt);
+      await this.catalog.checkpoints.save(groupId, name, offsets, createdAt);
       return { groupId, name, createdAt, offsets };
     });
   }
@@ -688,7 +689,7 @@ export class GroupCoordinator {
     let checkpoint: Map<string, number> | undefined;
     if (request.spec.to === 'checkpoint') {
       const name = request.spec.name;
-      const saved = (await this.catalog.listCheckpoints(request.groupId)).find((c) => c.name === name);
+      const saved = (await this.catalog.checkpoints.list(request.groupId)).find((c) => c.name === name);
       if (!saved) {
         throw new OnelogError('UNKNOWN_CHECKPOINT', `group ${request.groupId} has no checkpoint named ${name}`, {
           groupId: request.groupId, name,
@@ -707,11 +708,11 @@ export class GroupCoordinator {
     const now = this.clock.now();
     await this.marks.commit(groupId, topic, partitions.map((p) => ({ topic, partition: p.partition, offset: p.newOffset })), now);
     const spec = describeSpec(request.spec);
-    await this.catalog.recordResets(groupId, partitions.map((p) => ({
+    await this.catalog.offsetResets.record(groupId, partitions.map((p) => ({
       topic, partition: p.partition, oldOffset: p.currentOffset, newOffset: p.newOffset, spec,
       requestedBy: request.requestedBy ?? 'unknown', executedAt: now,
     })));
-    for (const p of partitions) await this.catalog.resumePartition(groupId, { topic, partition: p.partition });
+    for (const p of partitions) await this.catalog.pauses.remove(groupId, { topic, partition: p.partition });
     await this.deliveryCounts.reset(groupId, topic, partitions.map((p) => p.partition));
     for (const listener of this.resetListeners) await listener(groupId, topic);
     this.logger.info({ groupId, topic, spec, requestedBy: request.requestedBy, partitions: partitions.length }, 'offsets reset');

@@ -3,7 +3,8 @@
  * memory) beside its subscriptions, committed offsets, lag, pauses, alerts, reset history and checkpoints
  * (from the stores). Reads only.
  */
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import { LagTotals } from '../monitoring/group-lag-totals.js';
 import type { HealthReader } from '../monitoring/health-reader.js';
 import type { GroupDescription, GroupPartition, GroupSummary, PartitionError, SubscriptionInfo, TopicDescription } from '../protocol/api.js';
@@ -32,9 +33,9 @@ export interface DescriptionSources {
 
 /** Every group with its state, member count and the topics it subscribes to. */
 export async function listGroups(catalog: Catalog, memberships: ReadonlyMap<string, GroupMembership>): Promise<GroupSummary[]> {
-  const groups = await catalog.listGroups();
+  const groups = await catalog.groups.list();
   return Promise.all(groups.map(async (g) => {
-    const subscriptions = await catalog.listSubscriptions(g.groupId);
+    const subscriptions = await catalog.subscriptions.list(g.groupId);
     return {
       groupId: g.groupId,
       type: subscriptions.some((s) => s.type === 'share') ? 'share' as const : 'consumer' as const,
@@ -55,12 +56,12 @@ export async function describeGroup(
   sources: DescriptionSources, groupId: string, membership: GroupMembership | undefined,
 ): Promise<GroupDescription> {
   const { catalog, offsets, logs, retryTopics, deadLetterDepth } = sources;
-  const group = await catalog.getGroup(groupId);
+  const group = await catalog.groups.get(groupId);
   if (!group) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
   const committed = new Map((await offsets.list(groupId)).map((o) => [partitionKey(o), o]));
-  const paused = await catalog.listPauses(groupId);
+  const paused = await catalog.pauses.list(groupId);
   const committedOf = (topic: string, partition: number) => committed.get(partitionKey({ topic, partition }))?.offset;
-  const subscriptions = await Promise.all((await catalog.listSubscriptions(groupId)).map(async (s) => ({
+  const subscriptions = await Promise.all((await catalog.subscriptions.list(groupId)).map(async (s) => ({
     ...subscriptionInfo(s),
     // A tier's backlog: its records the group has not committed past (all of them before its first commit).
     retryTiers: await Promise.all(retryTopics.tiersOf(groupId, s.topic).map(async (topic, i) => ({
@@ -75,7 +76,7 @@ export async function describeGroup(
     sessionTimeoutMs: m.sessionTimeoutMs, lastHeartbeatAt: m.lastHeartbeatAt,
     assignment: [...m.owned].sort().map(parsePartitionKey),
   }));
-  const checkpoints = (await catalog.listCheckpoints(groupId)).map((c) => ({
+  const checkpoints = (await catalog.checkpoints.list(groupId)).map((c) => ({
     name: c.name, createdAt: c.createdAt, topics: [...new Set(c.offsets.map((o) => o.topic))],
   }));
   const totals = new LagTotals();
@@ -85,9 +86,9 @@ export async function describeGroup(
   return {
     groupId, createdAt: group.createdAt, state: membership?.state ?? 'Empty', generationId: membership?.generationId ?? 0,
     assignor: membership?.assignorName ?? null, members, subscriptions, ...totals.value,
-    alerts: await catalog.listAlerts({ groupId, limit: HISTORY_LIMIT }),
-    resets: await catalog.listResets(groupId, HISTORY_LIMIT),
-    deadLetterActions: await catalog.listDeadLetterHistory(groupId, HISTORY_LIMIT),
+    alerts: await catalog.alerts.list({ groupId, limit: HISTORY_LIMIT }),
+    resets: await catalog.offsetResets.list(groupId, HISTORY_LIMIT),
+    deadLetterActions: await catalog.deadLetterActions.history(groupId, HISTORY_LIMIT),
     checkpoints,
   };
 }
@@ -96,9 +97,9 @@ export async function describeGroup(
 export async function describeTopicGroups(
   sources: DescriptionSources, topic: string, memberships: ReadonlyMap<string, GroupMembership>,
 ): Promise<NonNullable<TopicDescription['groups']>> {
-  return Promise.all((await sources.catalog.listTopicSubscriptions(topic)).map(async (sub) => {
+  return Promise.all((await sources.catalog.subscriptions.listByTopic(topic)).map(async (sub) => {
     const committed = new Map((await sources.offsets.list(sub.groupId)).map((o) => [partitionKey(o), o]));
-    const paused = await sources.catalog.listPauses(sub.groupId);
+    const paused = await sources.catalog.pauses.list(sub.groupId);
     return { groupId: sub.groupId, partitions: await groupPartitions(sources, sub, committed, paused, memberships.get(sub.groupId)) };
   }));
 }

@@ -41,7 +41,7 @@ export async function findLostOffsets(
   catalog: Catalog, offsets: OffsetStore, partitionCounts: ReadonlyMap<string, number>,
 ): Promise<LostSubscription[]> {
   const committed = new Map<string, string[]>();
-  for (const s of await catalog.listCommittedSubscriptions()) committed.set(s.groupId, [...(committed.get(s.groupId) ?? []), s.topic]);
+  for (const s of await catalog.subscriptions.listCommitted()) committed.set(s.groupId, [...(committed.get(s.groupId) ?? []), s.topic]);
   const groups = [...committed.keys()];
   const lost: LostSubscription[] = [];
   for (let i = 0; i < groups.length; i += GROUPS_AT_ONCE) {
@@ -50,7 +50,7 @@ export async function findLostOffsets(
       const held = new Set(stored.map((o) => o.topic));
       const missing = committed.get(groupId)!.filter((topic) => !held.has(topic) && partitionCounts.has(topic));
       if (missing.length === 0) continue;
-      const paused = await catalog.listPauses(groupId);
+      const paused = await catalog.pauses.list(groupId);
       for (const topic of missing) {
         const partitions = [...Array(partitionCounts.get(topic)!).keys()].filter((p) => !paused.has(`${topic}/${p}`));
         if (partitions.length > 0) lost.push({ groupId, topic, partitions });
@@ -87,7 +87,7 @@ export async function pauseLostOffsets(
     for (const partition of partitions) {
       const log = s.logs.get(topic, partition);
       const error = offsetLost({ groupId, topic, partition, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark, offsetStore: store.name });
-      await s.catalog.pausePartition(groupId, { topic, partition }, { ...error.toJSON(), paused: true }, s.clock.now());
+      await s.catalog.pauses.add(groupId, { topic, partition }, { ...error.toJSON(), paused: true }, s.clock.now());
       await s.alerts.raise({ groupId, kind: 'offset-out-of-range', topic, partition, message: error.message, context: error.context });
     }
   }

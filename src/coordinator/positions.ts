@@ -10,7 +10,8 @@
  * `offset-jump` alert, the partition's pause lifted.
  */
 import type { Clock } from '../common/clock.js';
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import type { PartitionError, TopicPartition } from '../protocol/api.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
@@ -43,7 +44,7 @@ export class Positions {
   /**
    * Resolves where `groupId` starts reading each of `logs` (partitions of the subscription's topic). The
    * start positions of partitions never committed are committed together, in one durable write.
-   * @param paused the group's paused partitions (`topic/partition` -> error), from {@link Catalog.listPauses}
+   * @param paused the group's paused partitions (`topic/partition` -> error), from {@link Catalog.pauses}
    * @param commitStarts commit the start positions (not for a Kafka member, whose client's auto.offset.reset decides)
    * @returns a position per log, in order
    */
@@ -100,7 +101,7 @@ export class Positions {
     for (const j of jumps) {
       const tp = { topic, partition: j.partition };
       const recordsSkipped = j.logStartOffset - j.from; // offsets: an upper bound where compaction left gaps
-      await this.catalog.resumePartition(groupId, tp);
+      await this.catalog.pauses.remove(groupId, tp);
       await this.monitor.alerts.record({
         groupId, kind: 'offset-jump', ...tp,
         message: `group ${groupId} committed offset ${j.to} in ${topic}/${j.partition}, past ${recordsSkipped} records deleted ` +
@@ -125,7 +126,7 @@ export class Positions {
     if (subscription.onOutOfRange === 'pause') {
       const outOfRange = offsetOutOfRange(facts);
       const error = { ...outOfRange.toJSON(), paused: true };
-      await this.catalog.pausePartition(groupId, tp, error, now);
+      await this.catalog.pauses.add(groupId, tp, error, now);
       await this.monitor.alerts.raise({ groupId, kind: 'offset-out-of-range', ...tp, message: outOfRange.message, context: outOfRange.context });
       return { error };
     }

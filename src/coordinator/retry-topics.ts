@@ -4,7 +4,7 @@
  * them, and a tier partition is positioned as its subscription says, from its earliest record. Kept in memory
  * from the catalog's subscriptions.
  */
-import type { SubscriptionRecord } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import { tierTopicName } from '../protocol/retry-policy.js';
 
 /** A retry tier topic's place: the subscription it belongs to and its tier (1-based). */

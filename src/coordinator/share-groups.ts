@@ -12,7 +12,7 @@
  * Every operation on one partition runs in order (a queue per partition), so two acquisitions never interleave halfway.
  */
 import type { Clock } from '../common/clock.js';
-import type { SubscriptionRecord } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Logger } from '../common/logger.js';
 import type { SharePartitionLoad } from '../monitoring/metrics.js';
 import type { OffsetStore, RecordState } from '../offsets/offset-store.js';

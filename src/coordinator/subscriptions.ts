@@ -4,7 +4,8 @@
  * subscription a retry tier's partitions are consumed under; and the retry tier topics of each subscription
  * ({@link RetryTopics}), told to the coordinator when they change so live members consume them.
  */
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
 import { SUBSCRIPTION_SETTINGS } from '../protocol/api.js';
 import type { SubscribeRequest, SubscriptionSetting } from '../protocol/api.js';
@@ -55,7 +56,7 @@ export class Subscriptions {
 
   /** Loads what must be known before the first request: the subscriptions with retry tier topics. */
   async start(): Promise<void> {
-    for (const sub of await this.catalog.listRetrySubscriptions()) {
+    for (const sub of await this.catalog.subscriptions.listWithRetries()) {
       this.retryTopics.set(sub);
       this.cache.set(`${sub.groupId}\0${sub.topic}`, sub);
     }
@@ -67,7 +68,7 @@ export class Subscriptions {
    */
   async get(groupId: string, topic: string, wanted: SubscriptionPolicies = {}): Promise<SubscriptionRecord> {
     const key = `${groupId}\0${topic}`;
-    const existing = this.cache.get(key) ?? (await this.catalog.getSubscription(groupId, topic));
+    const existing = this.cache.get(key) ?? (await this.catalog.subscriptions.get(groupId, topic));
     const type = existing?.type ?? (await this.typeOf(groupId)) ?? wanted.type ?? 'consumer';
     checkType(groupId, type, wanted);
     const next = {
@@ -95,7 +96,7 @@ export class Subscriptions {
       stallMs: wanted.stallMs ?? existing?.stallMs ?? DEFAULT_HEALTH_SETTINGS.stallMs,
     };
     const same = existing && (Object.keys(next) as Array<keyof typeof next>).every((k) => JSON.stringify(existing[k]) === JSON.stringify(next[k]));
-    const record = same ? existing : await this.catalog.upsertSubscription({ groupId, topic, ...next, createdAt: this.clock.now() });
+    const record = same ? existing : await this.catalog.subscriptions.upsert({ groupId, topic, ...next, createdAt: this.clock.now() });
     this.cache.set(key, record);
     if (record.retryTiers !== (existing?.retryTiers ?? 0)) {
       const previous = this.retryTopics.tiersOf(groupId, topic);
@@ -118,7 +119,7 @@ export class Subscriptions {
 
   /** The group's type, as its subscriptions say (none yet: undefined). */
   async typeOf(groupId: string): Promise<GroupType | undefined> {
-    return (await this.catalog.listSubscriptions(groupId))[0]?.type;
+    return (await this.catalog.subscriptions.list(groupId))[0]?.type;
   }
 
   /** The group's subscription to `topic` as stored, or undefined (no catalog write). */
@@ -126,7 +127,7 @@ export class Subscriptions {
     const key = `${groupId}\0${topic}`;
     const cached = this.cache.get(key);
     if (cached !== undefined) return cached;
-    const stored = await this.catalog.getSubscription(groupId, topic);
+    const stored = await this.catalog.subscriptions.get(groupId, topic);
     // Kept as get() keeps what it reads (a share group's members never join, so nothing else would cache theirs).
     if (stored !== undefined && !this.cache.has(key)) this.cache.set(key, stored);
     return stored;

@@ -6,7 +6,8 @@
  * log start and is recorded the same way). A depth at or above the subscription's `deadLetterAlertDepth`
  * raises one `dead-letter-depth` alert, resolved when the depth falls below again.
  */
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
 import type {
   DeadLetter, DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult,
@@ -97,7 +98,7 @@ export class DeadLetters {
     for (const r of chosen) await retries.redrive(sub, { topic: log.topic, partition: 0, offset: r.offset }, r);
     const now = this.clock.now();
     for (const [firstOffset, endOffset] of ranges(chosen.map((r) => r.offset))) {
-      await this.catalog.recordDeadLetterAction(sub.groupId, sub.topic, { action: 'redrive', firstOffset, endOffset, records: endOffset - firstOffset, requestedBy, executedAt: now });
+      await this.catalog.deadLetterActions.record(sub.groupId, sub.topic, { action: 'redrive', firstOffset, endOffset, records: endOffset - firstOffset, requestedBy, executedAt: now });
     }
     this.logger.info({ groupId: sub.groupId, topic: sub.topic, records: chosen.length, requestedBy }, 'dead letters redriven');
     return { groupId: sub.groupId, topic: sub.topic, executed: true, records, depth: await this.checkAlert(sub) };
@@ -124,7 +125,7 @@ export class DeadLetters {
     }
     log.deleteRecordsBefore(end, 'delete-records');
     const requestedBy = request.requestedBy ?? 'unknown';
-    await this.catalog.recordDeadLetterAction(sub.groupId, sub.topic, { action: 'purge', firstOffset: from, endOffset: end, records, requestedBy, executedAt: this.clock.now() });
+    await this.catalog.deadLetterActions.record(sub.groupId, sub.topic, { action: 'purge', firstOffset: from, endOffset: end, records, requestedBy, executedAt: this.clock.now() });
     this.logger.info({ groupId: sub.groupId, topic: sub.topic, records, beforeOffset: end, requestedBy }, 'dead letters purged');
     return { groupId: sub.groupId, topic: sub.topic, executed: true, records, depth: await this.checkAlert(sub) };
   }
@@ -148,7 +149,7 @@ export class DeadLetters {
   }
 
   private async redrivenRanges(sub: SubscriptionRecord): Promise<Array<[number, number]>> {
-    return (await this.catalog.listDeadLetterActions(sub.groupId, sub.topic))
+    return (await this.catalog.deadLetterActions.list(sub.groupId, sub.topic))
       .filter((a) => a.action === 'redrive').map((a) => [a.firstOffset, a.endOffset]);
   }
 

@@ -10,7 +10,8 @@
  * the records of one original partition keep their order in every tier) and its retention; the dead-letter
  * topic has one partition and keeps its records until purged.
  */
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
 import { systemClock } from '../common/clock.js';
 import type { CheckedNack } from '../coordinator/group-coordinator.js';
@@ -93,7 +94,7 @@ export class Retries {
     const maxAttempts = input.maxAttempts ?? (Array.isArray(delaysMs) ? delaysMs.length + 1 : undefined);
     checkRetryPolicy({ delaysMs, maxAttempts });
     const deadLetterTopic = checkTopicName(input.deadLetterTopic ?? defaultDeadLetterTopic(topic, groupId));
-    const { retentionMs } = pickTopicConfig((await this.deps.catalog.getTopic(topic))!);
+    const { retentionMs } = pickTopicConfig((await this.deps.catalog.topics.get(topic))!);
     const longest = Math.max(...delaysMs);
     if (retentionMs > 0 && longest >= retentionMs) {
       throw new OnelogError('INVALID_REQUEST', `a retry delay of ${longest} ms is not shorter than ${topic}'s retention.ms (${retentionMs}): ` +
@@ -112,7 +113,7 @@ export class Retries {
    */
   async prepareMaxDeliveries(groupId: string, topic: string, maxDeliveries: number | null | undefined, createTopic: CreateTopic): Promise<string | undefined> {
     if (maxDeliveries === undefined || maxDeliveries === null) return undefined;
-    const deadLetterTopic = (await this.deps.catalog.getSubscription(groupId, topic))?.deadLetterTopic ?? defaultDeadLetterTopic(topic, groupId);
+    const deadLetterTopic = (await this.deps.catalog.subscriptions.get(groupId, topic))?.deadLetterTopic ?? defaultDeadLetterTopic(topic, groupId);
     await this.prepareTopics(groupId, topic, [], deadLetterTopic, createTopic);
     return deadLetterTopic;
   }
@@ -128,30 +129,30 @@ export class Retries {
     if (deadLetterTopic === topic || tiers.includes(deadLetterTopic) || this.deps.retryTopics.isTier(deadLetterTopic)) {
       throw new OnelogError('INVALID_REQUEST', `the dead-letter topic ${deadLetterTopic} cannot be the subscribed topic or a retry tier`, { deadLetterTopic });
     }
-    const owner = (await catalog.listRetrySubscriptions()).find((s) => s.deadLetterTopic === deadLetterTopic && (s.groupId !== groupId || s.topic !== topic));
+    const owner = (await catalog.subscriptions.listWithRetries()).find((s) => s.deadLetterTopic === deadLetterTopic && (s.groupId !== groupId || s.topic !== topic));
     if (owner) {
       throw new OnelogError('INVALID_REQUEST', `${deadLetterTopic} is already the dead-letter topic of group ${owner.groupId} for ${owner.topic}; ` +
         'each subscription needs its own', { deadLetterTopic });
     }
     const wanted = [...tiers.map((name) => ({ name, partitions })), { name: deadLetterTopic, partitions: 1 }];
     for (const { name, partitions: n } of wanted) {
-      const existing = await catalog.getTopic(name);
+      const existing = await catalog.topics.get(name);
       if (existing && existing.partitions !== n) {
         throw new OnelogError('INVALID_REQUEST', `topic ${name} exists with ${existing.partitions} partitions; as a ` +
           `${n === 1 && name === deadLetterTopic ? 'dead-letter topic it needs 1' : `retry tier of ${topic} it needs ${n}`}`, { topic: name });
       }
     }
-    const current = await catalog.getSubscription(groupId, topic);
-    if (current?.deadLetterTopic !== deadLetterTopic && (await catalog.getTopic(deadLetterTopic))) {
+    const current = await catalog.subscriptions.get(groupId, topic);
+    if (current?.deadLetterTopic !== deadLetterTopic && (await catalog.topics.get(deadLetterTopic))) {
       const log = logs.get(deadLetterTopic, 0);
       if (log.highWatermark > log.logStartOffset) {
         throw new OnelogError('INVALID_REQUEST', `topic ${deadLetterTopic} already holds ${log.highWatermark - log.logStartOffset} records: ` +
           'a dead-letter topic holds only its subscription\'s dead letters; name a new or empty topic', { deadLetterTopic });
       }
     }
-    const base = pickTopicConfig((await catalog.getTopic(topic))!);
+    const base = pickTopicConfig((await catalog.topics.get(topic))!);
     for (const { name, partitions: n } of wanted) {
-      if (await catalog.getTopic(name)) continue;
+      if (await catalog.topics.get(name)) continue;
       // Moves are synced by the nack itself; a dead letter waits for a person, so it never expires.
       const retention = name === deadLetterTopic ? { retentionMs: -1, retentionBytes: -1 } : {};
       await createTopic({
@@ -208,7 +209,7 @@ export class Retries {
     if (wanted.size === 0) return;
     const { logs, retryTopics } = this.deps;
     const targets = retryTopics.tiersOf(groupId, sub.topic).map((t) => ({ log: logs.get(t, partition % logs.partitionCount(t)), dead: false }));
-    if (sub.deadLetterTopic && (await this.deps.catalog.getTopic(sub.deadLetterTopic))) targets.push({ log: logs.get(sub.deadLetterTopic, 0), dead: true });
+    if (sub.deadLetterTopic && (await this.deps.catalog.topics.get(sub.deadLetterTopic))) targets.push({ log: logs.get(sub.deadLetterTopic, 0), dead: true });
     for (const { log, dead } of targets) await index.scan(log, dead, (t, p, o) => t === topic && p === partition && wanted.has(o));
   }
 
@@ -416,9 +417,9 @@ export class Retries {
     // A source committed well past is not delivered again, and a nack of it finds its move by a scan (recall).
     const counts = (topic: string, partition: number, offset: number) =>
       offset >= (committed.get(`${topic}/${partition}`) ?? 0) - REMEMBERED_BELOW_COMMITTED;
-    for (const sub of await catalog.listSubscriptions(groupId)) {
+    for (const sub of await catalog.subscriptions.list(groupId)) {
       const targets = [...retryTopics.tiersOf(groupId, sub.topic).map((t) => ({ topic: t, dead: false }))];
-      if (sub.deadLetterTopic && (await catalog.getTopic(sub.deadLetterTopic))) targets.push({ topic: sub.deadLetterTopic, dead: true });
+      if (sub.deadLetterTopic && (await catalog.topics.get(sub.deadLetterTopic))) targets.push({ topic: sub.deadLetterTopic, dead: true });
       for (const { topic, dead } of targets) {
         for (const log of logs.partitions(topic)) await index.scan(log, dead, counts);
       }

@@ -53,7 +53,7 @@ export class AlertNotifier {
 
   /** Loads the sinks from the catalog. */
   async start(): Promise<void> {
-    for (const sink of await this.catalog.listAlertSinks()) this.sinks.set(sink.id, newQueue(sink));
+    for (const sink of await this.catalog.alertSinks.list()) this.sinks.set(sink.id, newQueue(sink));
   }
 
   /**
@@ -61,7 +61,7 @@ export class AlertNotifier {
    * elsewhere gets the events from now on; one removed elsewhere gets no more, its queue dropped.
    */
   async reloadSinks(): Promise<void> {
-    const sinks = await this.catalog.listAlertSinks();
+    const sinks = await this.catalog.alertSinks.list();
     const ids = new Set(sinks.map((s) => s.id));
     for (const [id, q] of this.sinks) {
       if (ids.has(id)) continue;
@@ -78,7 +78,7 @@ export class AlertNotifier {
    */
   async addSink(url: string): Promise<AlertSink> {
     this.options.outbound.check(url, 'url');
-    const sink = await this.catalog.addAlertSink(url, this.clock.now());
+    const sink = await this.catalog.alertSinks.add(url, this.clock.now());
     if (!this.sinks.has(sink.id)) this.sinks.set(sink.id, newQueue(sink));
     return redacted(sink);
   }
@@ -94,7 +94,7 @@ export class AlertNotifier {
    */
   async removeSink(id: number): Promise<void> {
     checkInteger(id, 'id', 1);
-    if (!(await this.catalog.removeAlertSink(id))) {
+    if (!(await this.catalog.alertSinks.remove(id))) {
       throw new OnelogError('NOT_FOUND', `there is no alert sink ${id}; onelog alerts notify --list shows them`, { id });
     }
     this.sinks.get(id)?.stop.abort();

@@ -51,7 +51,7 @@ export class Alerts {
 
   /** Loads the unresolved alerts and the notification sinks. */
   async start(): Promise<void> {
-    for (const alert of await this.catalog.listAlerts({ active: true, limit: Number.MAX_SAFE_INTEGER })) this.opened(alert);
+    for (const alert of await this.catalog.alerts.list({ active: true, limit: Number.MAX_SAFE_INTEGER })) this.opened(alert);
     await this.notifier.start();
   }
 
@@ -93,7 +93,7 @@ export class Alerts {
   raise(input: AlertInput): Promise<GroupAlert | null> {
     return this.write(async () => {
       if (this.open.has(alertKey(input))) return null;
-      const { alert, raised } = await this.catalog.raiseAlert({ ...input, createdAt: this.clock.now() });
+      const { alert, raised } = await this.catalog.alerts.raise({ ...input, createdAt: this.clock.now() });
       this.opened(alert);
       if (!raised) return null; // another broker's, notified by it
       this.logger.warn({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, alert.message);
@@ -106,7 +106,7 @@ export class Alerts {
   record(input: AlertInput): Promise<GroupAlert> {
     return this.write(async () => {
       const now = this.clock.now();
-      const alert = await this.catalog.addAlert({ ...input, createdAt: now, resolvedAt: now });
+      const alert = await this.catalog.alerts.add({ ...input, createdAt: now, resolvedAt: now });
       this.logger.warn({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, alert.message);
       this.notifier.notify({ event: 'raised', alert });
       return alert;
@@ -120,7 +120,7 @@ export class Alerts {
    */
   reload(): Promise<void> {
     return this.write(async () => {
-      const active = await this.catalog.listAlerts({ active: true, limit: Number.MAX_SAFE_INTEGER });
+      const active = await this.catalog.alerts.list({ active: true, limit: Number.MAX_SAFE_INTEGER });
       const ids = new Set(active.map((a) => a.id));
       for (const [key, alert] of [...this.open]) if (!ids.has(alert.id)) this.closed(key, alert.groupId);
       for (const alert of active) this.opened(alert);
@@ -135,7 +135,7 @@ export class Alerts {
       const open = this.open.get(key);
       if (!open) return;
       this.closed(key, open.groupId);
-      const alert = await this.catalog.resolveAlert(open.id, this.clock.now());
+      const alert = await this.catalog.alerts.resolve(open.id, this.clock.now());
       if (!alert) return; // its group was deleted meanwhile
       this.logger.info({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, `resolved: ${alert.message}`);
       this.notifier.notify({ event: 'resolved', alert });
@@ -153,7 +153,7 @@ export class Alerts {
       throw new OnelogError('INVALID_REQUEST', `who acknowledges must be 1 to 200 characters, got ${JSON.stringify(by)}`, { id });
     }
     return this.write(async () => {
-      const alert = await this.catalog.acknowledgeAlert(id, by, this.clock.now());
+      const alert = await this.catalog.alerts.acknowledge(id, by, this.clock.now());
       if (!alert) throw new OnelogError('NOT_FOUND', `there is no alert ${id}; onelog alerts list shows them`, { id });
       if (this.open.has(alertKey(alert))) this.opened(alert);
       this.logger.info({ alertId: id, by }, 'alert acknowledged');
@@ -167,7 +167,7 @@ export class Alerts {
    */
   list(request: AlertListRequest = {}): Promise<GroupAlert[]> {
     const limit = checkInteger(request.limit ?? 100, 'limit', 1, 10_000);
-    return this.catalog.listAlerts({ limit, ...(request.active ? { active: true } : {}), ...(request.groupId !== undefined ? { groupId: request.groupId } : {}) });
+    return this.catalog.alerts.list({ limit, ...(request.active ? { active: true } : {}), ...(request.groupId !== undefined ? { groupId: request.groupId } : {}) });
   }
 
   /**

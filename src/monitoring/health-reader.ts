@@ -4,8 +4,9 @@
  * unread records (in memory), which bounds the first unread record's timestamp from above for `stalled`: a record
  * stamped ahead of the broker's clock has waited only since it was first seen.
  */
-import { isCompacted, deletesOldRecords } from '../protocol/types.js';
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import { deletesOldRecords, isCompacted } from '../protocol/types.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
 import type { PartitionOffsets } from '../storage/logs.js';
@@ -71,7 +72,7 @@ export class HealthReader {
 
   /** Every group in the catalog. */
   async groupIds(): Promise<string[]> {
-    return (await this.catalog.listGroups()).map((g) => g.groupId);
+    return (await this.catalog.groups.list()).map((g) => g.groupId);
   }
 
   /**
@@ -79,12 +80,12 @@ export class HealthReader {
    * committed and paused is read once, before the first slice.
    */
   async *group(groupId: string, include: (sub: SubscriptionRecord) => boolean = () => true, slicePartitions = DEFAULT_SLICE_PARTITIONS): AsyncGenerator<GroupPartitionHealth[]> {
-    const subs = (await this.catalog.listSubscriptions(groupId)).filter(include);
+    const subs = (await this.catalog.subscriptions.list(groupId)).filter(include);
     if (subs.length === 0) return;
     const committed = new Map((await this.offsets.list(groupId)).map((o) => [`${o.topic}/${o.partition}`, o]));
-    const pauses = await this.catalog.listPauses(groupId);
+    const pauses = await this.catalog.pauses.list(groupId);
     for (const sub of subs) {
-      if (!(await this.catalog.getTopic(sub.topic))) continue;
+      if (!(await this.catalog.topics.get(sub.topic))) continue;
       const reader = this.subscription(sub);
       const partitions = await this.logs.offsets(sub.topic);
       for (let first = 0; first < partitions.length; first += slicePartitions) {
@@ -101,7 +102,7 @@ export class HealthReader {
 
   /** The shortest `stallMs` of the subscriptions to `topic`, ms; null when no group subscribes to it. */
   async shortestStallMs(topic: string): Promise<number | null> {
-    const subs = await this.catalog.listTopicSubscriptions(topic);
+    const subs = await this.catalog.subscriptions.listByTopic(topic);
     return subs.length === 0 ? null : Math.min(...subs.map((s) => s.stallMs));
   }
 

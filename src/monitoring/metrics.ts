@@ -12,7 +12,8 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Logs } from '../storage/logs.js';
 import { LagTotals } from './group-lag-totals.js';
 import type { Monitor } from './monitor.js';
@@ -204,7 +205,7 @@ export class BrokerMetrics {
     const { catalog, logs } = this.sources;
     let series = 0;
     let omitted = 0;
-    for (const t of await catalog.listTopics()) {
+    for (const t of await catalog.topics.list()) {
       for (const log of logs.partitions(t.name)) {
         if (series++ >= this.options.maxPartitionSeries) {
           omitted++;

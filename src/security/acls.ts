@@ -86,7 +86,7 @@ export class Acls {
   async add(acl: AclBinding, by: Principal): Promise<AclBinding> {
     this.authorize(by, 'cluster', '', 'alter');
     const checked = checkAcl(acl);
-    await this.catalog.addAcl(checked);
+    await this.catalog.acls.add(checked);
     await this.reload();
     this.logger.info({ acl: checked, by: by.user }, 'ACL added');
     return checked;
@@ -96,7 +96,7 @@ export class Acls {
   async remove(acl: AclBinding, by: Principal): Promise<void> {
     this.authorize(by, 'cluster', '', 'alter');
     const checked = checkAcl(acl);
-    if (!(await this.catalog.removeAcl(checked))) throw new OnelogError('NOT_FOUND', 'there is no such ACL; onelog acls list shows them', { ...checked });
+    if (!(await this.catalog.acls.remove(checked))) throw new OnelogError('NOT_FOUND', 'there is no such ACL; onelog acls list shows them', { ...checked });
     await this.reload();
     this.logger.info({ acl: checked, by: by.user }, 'ACL removed');
   }
@@ -106,7 +106,7 @@ export class Acls {
    * one read at a time (see {@link serialReloads}).
    */
   readonly reload = serialReloads(async () => {
-    this.acls = await this.catalog.listAcls();
+    this.acls = await this.catalog.acls.list();
   });
 }
 

@@ -90,7 +90,7 @@ export class Audit {
     if (audited === undefined || (audited.done && !audited.done(fields))) return;
     const details = { ...fields };
     delete details.requestedBy;
-    await this.catalog.addAudit({ at: this.clock.now(), principal: principalName(principal), action: audited.action, target: audited.target(details), outcome: 'done', details });
+    await this.catalog.audit.add({ at: this.clock.now(), principal: principalName(principal), action: audited.action, target: audited.target(details), outcome: 'done', details });
   }
 
   /**
@@ -110,7 +110,7 @@ export class Audit {
     const target = resourceType === 'cluster' ? 'cluster'
       : resourceType !== undefined ? `${resourceType}:${String(resourceName)}`
         : AUDITED[key]?.target(fields) ?? 'cluster';
-    await this.catalog.addAudit({
+    await this.catalog.audit.add({
       at: this.clock.now(), principal: name, action: AUDITED[key]?.action ?? key, target, outcome: 'refused',
       details: {
         request: key, operation: operation ?? 'admin', code: error.code, reason: error.message, suppressed,
@@ -142,7 +142,7 @@ export class Audit {
    */
   async list(by: Principal, limit = 100): Promise<AuditEntry[]> {
     if (!by.admin) throw new OnelogError('FORBIDDEN', `only an admin may read the audit; ${by.user} is not one`, { user: by.user });
-    return this.catalog.listAudit(checkInteger(limit, 'limit', 1, 10_000));
+    return this.catalog.audit.list(checkInteger(limit, 'limit', 1, 10_000));
   }
 }
 

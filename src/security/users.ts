@@ -5,7 +5,8 @@
  * soon as one exists every request must carry `Authorization: Bearer TOKEN`, loopback included. Managing users
  * needs an admin (or, in protected mode, a loopback client).
  */
-import type { Catalog, UserRecord } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { UserRecord } from '../catalog/users.js';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -126,7 +127,7 @@ export class Users {
       throw new OnelogError('INVALID_REQUEST', `invalid user name ${JSON.stringify(name)}: use 1 to 100 characters of a-z, A-Z, 0-9, '.', '_', '@' and '-'`, { user: name });
     }
     const { token, stored } = newToken();
-    const created = await this.catalog.createUser({ name, admin, ...stored, createdAt: this.clock.now() });
+    const created = await this.catalog.users.create({ name, admin, ...stored, createdAt: this.clock.now() });
     await this.reload();
     this.logger.info({ user: name, admin: created.admin, by: by.user }, 'user created');
     return { user: name, admin: created.admin, token };
@@ -135,7 +136,7 @@ export class Users {
   /** Every user, by name (never their tokens). @throws OnelogError `FORBIDDEN` unless `by` is an admin */
   async list(by: Principal): Promise<UserSummary[]> {
     this.checkAdmin(by, 'list users');
-    return (await this.catalog.listUsers()).map((u) => ({ user: u.name, admin: u.admin, createdAt: u.createdAt, rotatedAt: u.rotatedAt }));
+    return (await this.catalog.users.list()).map((u) => ({ user: u.name, admin: u.admin, createdAt: u.createdAt, rotatedAt: u.rotatedAt }));
   }
 
   /**
@@ -148,7 +149,7 @@ export class Users {
     if (admins.length === 1 && admins[0]!.name === name) {
       throw new OnelogError('FORBIDDEN', `${name} is the last admin: create another admin first (onelog users create NAME --admin)`, { user: name });
     }
-    if (!(await this.catalog.deleteUser(name))) throw new OnelogError('NOT_FOUND', `there is no user ${name}; onelog users list shows them`, { user: name });
+    if (!(await this.catalog.users.delete(name))) throw new OnelogError('NOT_FOUND', `there is no user ${name}; onelog users list shows them`, { user: name });
     await Promise.all([this.reload(), this.acls.reload()]);
     this.logger.info({ user: name, by: by.user }, 'user deleted');
   }
@@ -157,7 +158,7 @@ export class Users {
   async rotate(name: string, by: Principal): Promise<CreatedUser> {
     if (by.user !== name) this.checkAdmin(by, 'rotate another user\'s token');
     const { token, stored } = newToken();
-    const user = await this.catalog.replaceUserToken(name, stored, this.clock.now());
+    const user = await this.catalog.users.replaceToken(name, stored, this.clock.now());
     if (!user) throw new OnelogError('NOT_FOUND', `there is no user ${name}; onelog users list shows them`, { user: name });
     await this.reload();
     this.logger.info({ user: name, by: by.user }, 'token rotated');
@@ -170,7 +171,7 @@ export class Users {
 
   /** Re-reads the users, one read at a time (see {@link serialReloads}), and ends the sessions that lost their principal. */
   private readonly reload = serialReloads(async () => {
-    this.byTokenId = new Map((await this.catalog.listUsers()).map((u) => [u.tokenId, u]));
+    this.byTokenId = new Map((await this.catalog.users.list()).map((u) => [u.tokenId, u]));
     this.endLostSessions();
   });
 

@@ -29,7 +29,7 @@ describe('store engines', () => {
     const proxy = await pgProxy();
     try {
       const catalog = await openPostgresCatalog({ url: proxy.via(schema.url) });
-      await catalog.createTopic({ name: 't', partitions: 1, createdAt: 1, ...DEFAULT_TOPIC_CONFIG });
+      await catalog.topics.create({ name: 't', partitions: 1, createdAt: 1, ...DEFAULT_TOPIC_CONFIG });
       // A long statement in flight when every connection is reset.
       const inFlight = (catalog as unknown as { db: { executeQuery(q: unknown): Promise<unknown> } }).db;
       const { sql } = await import('kysely');
@@ -37,7 +37,7 @@ describe('store engines', () => {
       setTimeout(() => proxy.resetAll(), 200);
       await expect(sleeping).rejects.toMatchObject({ code: 'STORAGE_ERROR', context: { store: 'postgres' } });
       // New connections work again.
-      expect((await catalog.listTopics()).map((t) => t.name)).toEqual(['t']);
+      expect((await catalog.topics.list()).map((t) => t.name)).toEqual(['t']);
       await catalog.close();
     } finally {
       proxy.close();

@@ -77,7 +77,7 @@ describe('deleting a topic', () => {
     open.splice(0);
     // What a crash right after the catalog transaction of deleting 'cut' leaves: its files and offsets.
     const catalog = await openSqliteCatalog(path.join(dataDir, 'catalog.sqlite'));
-    await catalog.deleteTopic('cut', 2, Date.now());
+    await catalog.topics.delete('cut', 2, Date.now());
     await catalog.close();
     expect(partitionDirs(dataDir)).toEqual(['cut-0', 'cut-1']);
 

@@ -32,8 +32,8 @@ describe('PostgreSQL catalog', () => {
     const schema = await pgSchema('catalog');
     try {
       const catalogs = await Promise.all([1, 2, 3].map(() => openPostgresCatalog({ url: schema.url })));
-      await catalogs[0]!.createTopic(topic('t'));
-      for (const c of catalogs) expect(await c.listTopics()).toEqual([topic('t')]);
+      await catalogs[0]!.topics.create(topic('t'));
+      for (const c of catalogs) expect(await c.topics.list()).toEqual([topic('t')]);
       const { rows } = await schema.pool(1).query('select count(*)::int as n from kysely_migration');
       const { migrations } = await import('../../src/catalog/migrations.js');
       expect(rows[0].n).toBe(Object.keys(migrations).length);
@@ -50,8 +50,8 @@ describe('PostgreSQL catalog', () => {
       // Kysely looks for its migration tables in every schema unless told which: the first schema's were taken
       // for the second's, whose lock table then did not exist.
       const second = await openPostgresCatalog({ url: two.url });
-      await second.createTopic(topic('only-in-two'));
-      expect(await first.listTopics()).toEqual([]);
+      await second.topics.create(topic('only-in-two'));
+      expect(await first.topics.list()).toEqual([]);
       const { rows } = await one.pool(1).query(`select table_schema from information_schema.tables where table_name = 'kysely_migration_lock'
         and table_schema in ($1, $2) order by 1`, [one.name, two.name]);
       expect(rows.map((r: { table_schema: string }) => r.table_schema)).toEqual([one.name, two.name].sort());
@@ -100,21 +100,21 @@ describe('PostgreSQL catalog', () => {
     const user = (name: string) => ({ name, admin: false, ...newToken().stored, createdAt: 1 });
     const acl: AclBinding = { principal: 'alice', resourceType: 'topic', resourceName: 't', patternType: 'literal', operation: 'read', permission: 'allow' };
     try {
-      expect(await told(() => writer.createUser(user('alice')))).toBe(1);
-      expect(await told(() => writer.addAcl(acl))).toBe(1);
-      expect(await told(() => writer.removeAcl(acl))).toBe(1);
-      expect(await told(() => writer.replaceUserToken('alice', newToken().stored, 2))).toBe(1);
-      expect(await told(() => writer.deleteUser('alice'))).toBe(1);
+      expect(await told(() => writer.users.create(user('alice')))).toBe(1);
+      expect(await told(() => writer.acls.add(acl))).toBe(1);
+      expect(await told(() => writer.acls.remove(acl))).toBe(1);
+      expect(await told(() => writer.users.replaceToken('alice', newToken().stored, 2))).toBe(1);
+      expect(await told(() => writer.users.delete('alice'))).toBe(1);
 
       // The LISTEN connection lost, and refused at once again: the next attempt waits on the clock's backoff; once
       // back, the hearer is told (a change may have been missed meanwhile), then hears changes again.
       proxy.refusing = true;
       proxy.resetAll();
       await vi.waitFor(() => expect(clock.sleeping).toBe(1), { timeout: 5000, interval: 10 });
-      await writer.createUser(user('carol')); // announced while nobody listens
+      await writer.users.create(user('carol')); // announced while nobody listens
       proxy.refusing = false;
       expect(await told(async () => clock.advance(LISTEN_RECONNECT.initialMs))).toBe(1);
-      expect(await told(() => writer.deleteUser('carol'))).toBe(1);
+      expect(await told(() => writer.users.delete('carol'))).toBe(1);
     } finally {
       await hearer.close();
       await writer.close();

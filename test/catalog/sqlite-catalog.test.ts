@@ -43,8 +43,8 @@ describe('SQLite catalog', () => {
 
   it('works in memory too', async () => {
     const c = await openSqliteCatalog(':memory:');
-    await c.createTopic(topic('t'));
-    expect(await c.listTopics()).toEqual([topic('t')]);
+    await c.topics.create(topic('t'));
+    expect(await c.topics.list()).toEqual([topic('t')]);
     await c.close();
   });
 });

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import type { BrokerOptions } from '../../src/broker/options.js';
-import { Catalog } from '../../src/catalog/catalog.js';
+import { SubscriptionRepository } from '../../src/catalog/subscriptions.js';
 import { ManualClock } from '../../src/common/clock.js';
 import { asyncErrorOf } from '../helpers/errors.js';
 import { pgSchema, REDIS_URL, redisPrefix } from '../helpers/services.js';
@@ -69,7 +69,7 @@ describe('a lost offset store', () => {
     const b = await broker(tmpDir());
     await b.createTopic({ topic: 'orders', partitions: 2 });
     await b.produce({ topic: 'orders', records: [{ ...rec('x'), partition: 0 }, { ...rec('y'), partition: 1 }] });
-    const marks = vi.spyOn(Catalog.prototype, 'markCommitted');
+    const marks = vi.spyOn(SubscriptionRepository.prototype, 'markCommitted');
     const member = await b.joinGroup({ groupId: 'billing', topics: ['orders'], startPolicy: 'earliest' }); // commits the start positions
     expect(marks).toHaveBeenCalledTimes(1);
     for (let i = 0; i < 20; i++) {

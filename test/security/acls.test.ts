@@ -84,7 +84,7 @@ describe('the permission table', () => {
 
   it('a check on a setting applies when the request names it, null included, and only then', async () => {
     const catalog = await openSqliteCatalog(path.join(tmpDir(), 'catalog.sqlite'));
-    for (const [type, name] of [['group', 'g'], ['topic', 't']] as const) await catalog.addAcl(acl('alice', type, name, 'read'));
+    for (const [type, name] of [['group', 'g'], ['topic', 't']] as const) await catalog.acls.add(acl('alice', type, name, 'read'));
     const acls = await Acls.open(catalog, silentLogger);
     const alice = { user: 'alice', admin: false };
     const conditional = Object.entries(PERMISSIONS).flatMap(([key, p]) => (typeof p.needs === 'string' ? [] : p.needs.flatMap((c) => c.when ?? []).map((field) => [key, field] as const)));
@@ -122,8 +122,8 @@ describe('ACLs', () => {
     await fc.assert(fc.asyncProperty(fc.uniqueArray(fc.oneof(arbitraryAcl, clusterAcl), { maxLength: 8, selector: (a) => JSON.stringify(a) }),
       fc.constantFrom('orders', 'orders.eu', 'payments'), fc.constantFrom(...ops.filter((o) => o !== 'all' && o !== 'reset')),
       async (list, name, operation) => {
-        for (const a of await catalog.listAcls()) await catalog.removeAcl(a);
-        for (const a of list) await catalog.addAcl(a);
+        for (const a of await catalog.acls.list()) await catalog.acls.remove(a);
+        for (const a of list) await catalog.acls.add(a);
         const acls = await Acls.open(catalog, silentLogger);
         const matches = (a: AclBinding) => a.resourceType === 'topic' && (a.principal === 'alice' || a.principal === '*') &&
           (a.patternType === 'prefix' ? name.startsWith(a.resourceName) : a.resourceName === name || a.resourceName === '*');
