@@ -6,7 +6,10 @@
 import type { Catalog, SubscriptionRecord } from '../catalog/catalog.js';
 import { LagTotals } from '../monitoring/group-lag-totals.js';
 import type { HealthReader } from '../monitoring/health-reader.js';
-import type { GroupDescription, GroupPartition, GroupSummary, PartitionError, SubscriptionInfo, TopicDescription } from '../protocol/api.js';
+import type { GroupDescription, GroupPartition, GroupSummary } from '../protocol/groups.js';
+import type { PartitionError } from '../protocol/partitions.js';
+import type { SubscriptionInfo } from '../protocol/subscriptions.js';
+import type { TopicDescription } from '../protocol/topics.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
 import { tierDelayMs } from '../protocol/retry-policy.js';
