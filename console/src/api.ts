@@ -3,11 +3,15 @@
  * that served it. Once the broker has users, it sends the token the user gave (kept in this tab's sessionStorage
  * only); an UNAUTHENTICATED answer asks for one ({@link TOKEN_NEEDED}).
  */
-import type {
-  DeadLetterList, GroupAlert, GroupDescription, GroupHistory, GroupSummary, RedriveResult, TopicDescription, TopicSummary,
-} from '../../src/protocol/api.js';
+import type { DeadLetterList, RedriveResult } from '../../src/protocol/dead-letters.js';
+import type { GroupDescription, GroupSummary } from '../../src/protocol/groups.js';
+import type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
+import type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
 
-export type { DeadLetterList, GroupAlert, GroupDescription, GroupHistory, GroupPartition, GroupSummary, TopicDescription, TopicSummary } from '../../src/protocol/api.js';
+export type { DeadLetterList } from '../../src/protocol/dead-letters.js';
+export type { GroupDescription, GroupPartition, GroupSummary } from '../../src/protocol/groups.js';
+export type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
+export type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
 
 /** An error answer: the registry's code and message. */
 export class ApiError extends Error {

@@ -28,15 +28,20 @@ import { checkNackRecords } from '../delivery/retries.js';
 import type { CreateTopic } from '../delivery/retries.js';
 import { WebhookDispatcher } from '../delivery/webhook.js';
 import type { GroupOffset } from '../offsets/offset-store.js';
+import type { BinaryDataApi, OnelogApi } from '../protocol/api.js';
+import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
+import type { BatchFetchResult, FetchRequest, FetchResult } from '../protocol/fetch.js';
+import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from '../protocol/groups.js';
+import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory } from '../protocol/monitoring-api.js';
+import type { NackBatchRequest, NackRequest, NackResult } from '../protocol/nacks.js';
+import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
+import type { ProduceBatchesRequest, ProduceBatchesResult, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
+import type { ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest, ShareFetchResult } from '../protocol/share-groups.js';
+import type { SubscribeRequest, SubscribeResult } from '../protocol/subscriptions.js';
 import type {
-  AcknowledgeAlertRequest, AlertListRequest, AlertSink, AlterTopicRequest, BatchFetchResult, BinaryDataApi, CheckpointDescription,
-  CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest, DeadLetterList, DeadLetterListRequest, DeleteRecordsRequest,
-  DeleteRecordsResult, DeleteTopicResult, DescribeTopicOptions, FetchRequest, FetchResult, GroupAlert, GroupDescription, GroupHistory,
-  GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment, NackBatchRequest, NackRequest, NackResult,
-  OnelogApi, ProduceBatchesRequest, ProduceBatchesResult, ProduceRequest, ProduceResult, ProducerIdentity, PurgeRequest, PurgeResult,
-  RedriveRequest, RedriveResult, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, ShareAckRequest, ShareAckResult,
-  SharedSections, ShareFetchRequest, ShareFetchResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
-} from '../protocol/api.js';
+  AlterTopicRequest, CompactionResult, CompactTopicRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult,
+  DescribeTopicOptions, RetentionResult, TopicDescription, TopicSummary,
+} from '../protocol/topics.js';
 import { sharedRecords } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkGroupId } from '../protocol/validate.js';
@@ -148,7 +153,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   }
 
   /** @see TopicAdmin.compact */
-  async compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+  async compactTopic(request: CompactTopicRequest): Promise<CompactionResult> {
     this.checkOpen();
     return this.topics.compact(request);
   }

@@ -12,9 +12,8 @@ import type { FetchLimits, FetchTarget } from '../delivery/fetch.js';
 import { recordsAsBatches } from '../delivery/retries.js';
 import type { Retries } from '../delivery/retries.js';
 import type { BrokerMetrics } from '../monitoring/metrics.js';
-import type {
-  BatchFetchResult, FetchedPartition, FetchRequest, FetchResult, ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest,
-} from '../protocol/api.js';
+import type { BatchFetchResult, FetchedPartition, FetchRequest, FetchResult } from '../protocol/fetch.js';
+import type { ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest } from '../protocol/share-groups.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkGroupId, checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';

@@ -10,7 +10,7 @@ import { prepareClientBatch } from '../delivery/data-path.js';
 import type { BrokerMetrics } from '../monitoring/metrics.js';
 import type {
   ProduceBatchesRequest, ProduceBatchesResult, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity,
-} from '../protocol/api.js';
+} from '../protocol/produce.js';
 import type { CompressionCodec } from '../protocol/compression.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';

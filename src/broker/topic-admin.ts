@@ -12,9 +12,9 @@ import type { GroupCoordinator } from '../coordinator/group-coordinator.js';
 import type { Logger } from '../common/logger.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import type {
-  AlterTopicRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, DescribeTopicOptions, RetentionResult,
-  TopicDescription, TopicSummary,
-} from '../protocol/api.js';
+  AlterTopicRequest, CompactionResult, CompactTopicRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult,
+  DescribeTopicOptions, RetentionResult, TopicDescription, TopicSummary,
+} from '../protocol/topics.js';
 import { OnelogError } from '../protocol/errors.js';
 import { pickTopicConfig, resolveTopicConfig } from '../protocol/topic-config.js';
 import { checkInteger, checkTopicName, MAX_PARTITIONS, unknownTopic } from '../protocol/validate.js';
@@ -46,7 +46,7 @@ export class TopicAdmin {
    * @param request `wait: false` starts the pass and answers at once (`completed: false`)
    * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG` if the topic's cleanup policy lacks `compact`
    */
-  async compact(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+  async compact(request: CompactTopicRequest): Promise<CompactionResult> {
     const { topic } = request;
     const { cleanupPolicy } = this.logs.config(topic);
     if (!isCompacted(cleanupPolicy)) {

@@ -3,7 +3,7 @@
  * sharing the catalog.
  */
 import type { Kysely } from 'kysely';
-import type { AclBinding } from '../protocol/api.js';
+import type { AclBinding } from '../protocol/security.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { AnnouncedChange } from './changes.js';
 import type { AclsTable, CatalogSchema } from './schema.js';

@@ -1,6 +1,6 @@
 /** The catalog's audit log: the operations done, and by whom (docs/security.md). */
 import type { Kysely } from 'kysely';
-import type { AuditEntry } from '../protocol/api.js';
+import type { AuditEntry } from '../protocol/security.js';
 import type { CatalogSchema } from './schema.js';
 
 export class AuditRepository {

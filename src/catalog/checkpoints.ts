@@ -1,6 +1,7 @@
 /** The catalog's checkpoints: named copies of a group's offsets, to reset to later. */
 import type { Kysely } from 'kysely';
-import type { CheckpointDescription, TopicPartition } from '../protocol/api.js';
+import type { CheckpointDescription } from '../protocol/offsets.js';
+import type { TopicPartition } from '../protocol/partitions.js';
 import type { CatalogSchema } from './schema.js';
 
 /** A checkpoint of the group it was listed for. */

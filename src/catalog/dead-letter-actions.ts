@@ -1,17 +1,10 @@
 /** The catalog's record of dead-letter redrives and purges (docs/retries.md). */
+import type { DeadLetterAction as ProtocolDeadLetterAction } from '../protocol/dead-letters.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { CatalogSchema, DeadLetterActionsTable } from './schema.js';
 
-/** A redrive or purge of dead letters: offsets `[firstOffset, endOffset)` of the dead-letter topic. */
-export interface DeadLetterAction {
-  action: 'redrive' | 'purge';
-  firstOffset: number;
-  endOffset: number;
-  records: number;
-  requestedBy: string;
-  /** ms since the epoch */
-  executedAt: number;
-}
+/** An executed redrive or purge as the catalog keeps it, under its subscription (the API's shape, its topic apart). */
+export type DeadLetterAction = Omit<ProtocolDeadLetterAction, 'topic'>;
 
 const toAction = (r: Selectable<DeadLetterActionsTable>): DeadLetterAction => ({
   action: r.action, firstOffset: Number(r.first_offset), endOffset: Number(r.end_offset), records: Number(r.records),

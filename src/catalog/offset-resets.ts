@@ -1,6 +1,6 @@
 /** The catalog's history of executed offset resets. */
 import type { Kysely } from 'kysely';
-import type { OffsetResetRecord } from '../protocol/api.js';
+import type { OffsetResetRecord } from '../protocol/offsets.js';
 import type { CatalogSchema } from './schema.js';
 
 export class OffsetResetRepository {

@@ -1,6 +1,6 @@
 /** The catalog's paused partitions: those a group stopped reading until an explicit reset, with the error that paused each. */
 import type { Kysely } from 'kysely';
-import type { PartitionError, TopicPartition } from '../protocol/api.js';
+import type { PartitionError, TopicPartition } from '../protocol/partitions.js';
 import type { CatalogSchema } from './schema.js';
 
 export class PauseRepository {

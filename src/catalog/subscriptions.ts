@@ -3,10 +3,8 @@
  * policy, health thresholds), and the mark of its first commit.
  */
 import type { Kysely, Selectable } from 'kysely';
-import type { SubscriptionInfo } from '../protocol/api.js';
+import type { ShareSettings, SubscriptionInfo } from '../protocol/subscriptions.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { HealthSettings } from '../protocol/monitoring-api.js';
-import type { ShareOrdering } from '../protocol/types.js';
 import type { CatalogSchema, SubscriptionsTable } from './schema.js';
 
 /**
@@ -19,23 +17,11 @@ import type { CatalogSchema, SubscriptionsTable } from './schema.js';
  * `deadLetterAlertDepth` the dead letters waiting that raise a `dead-letter-depth` alert; `webhookMaxAttempts` the
  * webhook POSTs of a batch before its records are nacked (with a retry policy).
  */
-export interface SubscriptionRecord extends SubscriptionInfo, HealthSettings {
-  /** A share group's settings; null for a consumer group. */
-  share: ShareSettings | null;
+export interface SubscriptionRecord extends SubscriptionInfo {
   /** Retry tier topics created for it (1..retryTiers); may exceed the policy's tiers after it shrank, or be > 0 without one. */
   retryTiers: number;
   /** ms since the epoch */
   createdAt: number;
-}
-
-/** A share group's settings of one subscription (docs/consumer-groups.md); its delivery count limit is `maxDeliveries`. */
-export interface ShareSettings {
-  /** How long a member holds an acquired record before it is released, ms (Kafka's group.share.record.lock.duration.ms). */
-  lockMs: number;
-  /** `key`: each key's records one at a time, in order; `none`: in parallel. */
-  ordering: ShareOrdering;
-  /** Most records of a partition in flight (acquired or waiting to be), records (Kafka's group.share.partition.max.record.locks). */
-  maxInFlightRecords: number;
 }
 
 const toSubscription = (r: Selectable<SubscriptionsTable>): SubscriptionRecord => ({

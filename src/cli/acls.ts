@@ -4,8 +4,8 @@
  * with it), an operation, and allows it unless `--deny`.
  */
 import type { Command } from 'commander';
-import { ACL_OPERATIONS } from '../protocol/api.js';
-import type { AclBinding, AclOperation } from '../protocol/api.js';
+import { ACL_OPERATIONS } from '../protocol/security.js';
+import type { AclBinding, AclOperation } from '../protocol/security.js';
 import { OnelogError } from '../protocol/errors.js';
 import { action, apiFor, printTable } from './common.js';
 

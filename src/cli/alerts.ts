@@ -4,7 +4,7 @@
  */
 import os from 'node:os';
 import type { Command } from 'commander';
-import type { GroupAlert } from '../protocol/api.js';
+import type { GroupAlert } from '../protocol/monitoring-api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { action, apiFor, parseInteger, printTable } from './common.js';
 

@@ -8,7 +8,7 @@ import type { BinaryApi } from '../client/binary-api.js';
 import { HttpApi, defaultServerUrl } from '../client/http-api.js';
 import type { HttpApiOptions } from '../client/http-api.js';
 import { readTlsFiles } from '../client/connection.js';
-import type { GroupDescription } from '../protocol/api.js';
+import type { GroupDescription } from '../protocol/groups.js';
 import { OnelogError } from '../protocol/errors.js';
 import { redactUrl } from '../protocol/urls.js';
 

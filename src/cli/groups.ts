@@ -3,7 +3,9 @@
  * and delete consumer groups.
  */
 import type { Command } from 'commander';
-import type { GroupDescription, RetryPolicyInput, SubscribeRequest, SubscribeResult, SubscriptionInfo } from '../protocol/api.js';
+import type { GroupDescription } from '../protocol/groups.js';
+import type { RetryPolicyInput } from '../protocol/retry-policy.js';
+import type { SubscribeRequest, SubscribeResult, SubscriptionInfo } from '../protocol/subscriptions.js';
 import { OnelogError } from '../protocol/errors.js';
 import { formatDuration, parseRetryTiers } from '../protocol/retry-policy.js';
 import { DELIVERY_MODES, GROUP_TYPES, OUT_OF_RANGE_POLICIES, SHARE_ORDERINGS, START_POLICIES } from '../protocol/types.js';

@@ -2,7 +2,7 @@
  * The per-partition table of groups' positions and health that `groups describe` and `topics describe
  * --groups` print (docs/monitoring.md has each column's meaning).
  */
-import type { GroupPartition } from '../protocol/api.js';
+import type { GroupPartition } from '../protocol/groups.js';
 import { printTable } from './common.js';
 
 /** A row's leading cells (topic or group, as the command shows them) and its partition. */

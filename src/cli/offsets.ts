@@ -6,7 +6,7 @@
  */
 import os from 'node:os';
 import type { Command } from 'commander';
-import type { ResetOffsetsResult, ResetSpec } from '../protocol/api.js';
+import type { ResetOffsetsResult, ResetSpec } from '../protocol/offsets.js';
 import { OnelogError } from '../protocol/errors.js';
 import { parseTimestamp } from '../protocol/json-records.js';
 import { action, apiFor, parseInteger, printTable } from './common.js';

@@ -1,6 +1,6 @@
 /** `onelog topics ...`: create, list, describe, delete-records. */
 import type { Command } from 'commander';
-import type { TopicDescription } from '../protocol/api.js';
+import type { TopicDescription } from '../protocol/topics.js';
 import { parseKafkaConfig, TOPIC_SETTINGS } from '../protocol/topic-config.js';
 import { action, apiFor, parseInteger, printTable } from './common.js';
 import { printHealthTable } from './health-table.js';

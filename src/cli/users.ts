@@ -3,7 +3,7 @@
  * once, when made; the broker keeps only a salted hash of it.
  */
 import type { Command } from 'commander';
-import type { CreatedUser } from '../protocol/api.js';
+import type { CreatedUser } from '../protocol/security.js';
 import { action, apiFor, printTable } from './common.js';
 
 function printToken(created: CreatedUser, json: boolean | undefined, what: string): void {

@@ -1,11 +1,13 @@
 /**
  * The admin client: topics, groups and offset resets. A thin, typed layer over {@link OnelogApi}.
  */
+import type { OnelogApi } from '../protocol/api.js';
+import type { GroupDescription, GroupSummary } from '../protocol/groups.js';
+import type { CheckpointDescription, CheckpointRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
 import type {
-  AlterTopicRequest, CheckpointDescription, CheckpointRequest, CompactionResult, CreateTopicRequest, DeleteRecordsRequest,
-  DeleteRecordsResult, DeleteTopicResult, GroupDescription, GroupSummary, OnelogApi, ResetOffsetsRequest, ResetOffsetsResult, RetentionResult,
-  TopicDescription, TopicSummary,
-} from '../protocol/api.js';
+  AlterTopicRequest, CompactionResult, CompactTopicRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult,
+  RetentionResult, TopicDescription, TopicSummary,
+} from '../protocol/topics.js';
 
 export class Admin {
   constructor(private readonly api: OnelogApi) {}
@@ -48,7 +50,7 @@ export class Admin {
   }
 
   /** Compacts a compacted topic now; `wait: false` only starts it. @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_CONFIG` */
-  compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+  compactTopic(request: CompactTopicRequest): Promise<CompactionResult> {
     return this.api.compactTopic(request);
   }
 

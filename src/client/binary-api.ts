@@ -9,9 +9,10 @@
  * in flight on it fail with `NETWORK_ERROR`: their outcome is unknown).
  */
 import WebSocket from 'ws';
-import type {
-  CommitRequest, FetchRequest, FetchResult, ProduceRequest, ProduceResult, ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult,
-} from '../protocol/api.js';
+import type { FetchRequest, FetchResult } from '../protocol/fetch.js';
+import type { CommitRequest } from '../protocol/offsets.js';
+import type { ProduceRequest, ProduceResult } from '../protocol/produce.js';
+import type { ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult } from '../protocol/share-groups.js';
 import { ioBuffers } from '../common/buffer-pool.js';
 import { decodeFrame, decodeSharedBatches, encodeFrame, FRAME_KIND } from '../protocol/data-frames.js';
 import type { DataFrame, FrameKind, SharedBatchesJson } from '../protocol/data-frames.js';

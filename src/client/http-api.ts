@@ -16,15 +16,21 @@
  * records not stored) there at once and remembers it for the group's or topic's next requests, forgetting it when
  * that broker cannot be reached. Other requests stay on the URL in use.
  */
+import type { OnelogApi } from '../protocol/api.js';
+import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
+import type { FetchRequest, FetchResult } from '../protocol/fetch.js';
+import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from '../protocol/groups.js';
+import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory } from '../protocol/monitoring-api.js';
+import type { NackBatchRequest, NackRequest, NackResult } from '../protocol/nacks.js';
+import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
+import type { ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
+import type { AclBinding, AuditEntry, CreatedUser, UserSummary } from '../protocol/security.js';
+import type { ShareAckRequest, ShareAckResult, SharedRecord, ShareFetchRequest, ShareFetchResult } from '../protocol/share-groups.js';
+import type { SubscribeRequest, SubscribeResult } from '../protocol/subscriptions.js';
 import type {
-  AlterTopicRequest, CheckpointDescription, CheckpointRequest, CommitRequest, CompactionResult, CreateTopicRequest,
-  AclBinding, AuditEntry, CreatedUser, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult, UserSummary, FetchRequest, FetchResult, GroupDescription, GroupSummary, HeartbeatRequest,
-  JoinGroupRequest, LeaveGroupRequest, MemberAssignment, OnelogApi, ProduceRequest, ProduceResult, ProducerIdentity,
-  ResetOffsetsRequest, ResetOffsetsResult, RetentionResult, SubscribeRequest, SubscribeResult, TopicDescription, TopicSummary,
-  NackBatchRequest, NackRequest, NackResult, DeadLetterList, DeadLetterListRequest, RedriveRequest, RedriveResult, PurgeRequest, PurgeResult,
-  AcknowledgeAlertRequest, AlertListRequest, AlertSink, DescribeTopicOptions, GroupAlert, GroupHistory,
-  ShareAckRequest, ShareAckResult, ShareFetchRequest, ShareFetchResult, SharedRecord,
-} from '../protocol/api.js';
+  AlterTopicRequest, CompactionResult, CompactTopicRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult, DeleteTopicResult,
+  DescribeTopicOptions, RetentionResult, TopicDescription, TopicSummary,
+} from '../protocol/topics.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import { backoffDelayMs } from '../common/backoff.js';
@@ -318,7 +324,7 @@ export class HttpApi implements OnelogApi {
     return this.call('POST', `/topics/${encodeURIComponent(topic)}/enforce-retention`, {});
   }
 
-  compactTopic(request: { topic: string; wait?: boolean }): Promise<CompactionResult> {
+  compactTopic(request: CompactTopicRequest): Promise<CompactionResult> {
     return this.call('POST', `/topics/${encodeURIComponent(request.topic)}/compact`, { wait: request.wait ?? true }, request.wait === false ? 0 : Infinity);
   }
 

@@ -43,8 +43,39 @@ export { MemoryDedupe, recordIdKey, recordKey } from './dedupe.js';
 export type { Dedupe, MemoryDedupeOptions, OnceResult } from './dedupe.js';
 export { OnelogError, ERRORS } from '../protocol/errors.js';
 export type { ErrorCode } from '../protocol/errors.js';
-export type * from '../protocol/api.js';
-export type * from '../protocol/types.js';
+// The types of the API's requests and answers, by noun: every type the classes above take or answer, and the body
+// an alert sink receives.
+export type { OnelogApi } from '../protocol/api.js';
+export type {
+  CleanupPolicy, CommitMode, DeliveryMode, GroupType, OutOfRangePolicy, RecordHeader, RecordInput, ShareOrdering, StartPolicy, StoredRecord,
+} from '../protocol/types.js';
+export type {
+  AlterTopicRequest, CompactionResult, CompactionStats, CompactTopicRequest, CreateTopicRequest, DeleteRecordsRequest, DeleteRecordsResult,
+  DeleteTopicResult, DescribeTopicOptions, RetentionResult, TopicDescription, TopicSummary,
+} from '../protocol/topics.js';
+export type { CompressionType, FlushPolicy, TopicConfig } from '../protocol/topic-config.js';
+export type { PartitionError, PartitionState, TopicPartition } from '../protocol/partitions.js';
+export type { ProduceRecord, ProduceRequest, ProduceResult, ProducerIdempotence, ProducerIdentity } from '../protocol/produce.js';
+export type { FetchedPartition, FetchRequest, FetchResult } from '../protocol/fetch.js';
+export type { ShareSettings, SubscribeRequest, SubscribeResult, SubscriptionInfo } from '../protocol/subscriptions.js';
+export type { DeliveryInfo, RetryPolicy, RetryPolicyInput } from '../protocol/retry-policy.js';
+export type {
+  AssignedPartition, AssignorName, GroupDescription, GroupPartition, GroupState, GroupSummary, HeartbeatRequest, JoinGroupRequest,
+  LeaveGroupRequest, MemberAssignment, MemberDescription,
+} from '../protocol/groups.js';
+export type {
+  CheckpointDescription, CheckpointRequest, CommitRequest, OffsetResetRecord, ResetOffsetsRequest, ResetOffsetsResult, ResetSpec,
+} from '../protocol/offsets.js';
+export type { ShareAckRequest, ShareAckResult, SharedRecord, ShareFetchRequest, ShareFetchResult } from '../protocol/share-groups.js';
+export type { NackBatchRequest, NackRequest, NackResult } from '../protocol/nacks.js';
+export type {
+  DeadLetter, DeadLetterAction, DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult,
+} from '../protocol/dead-letters.js';
+export type {
+  AcknowledgeAlertRequest, AlertListRequest, AlertNotification, AlertSink, GroupAlert, GroupAlertKind, GroupHistory, GroupLagTotals, HealthSample,
+  HealthSettings, PartitionHealth, PartitionHealthState,
+} from '../protocol/monitoring-api.js';
+export type { AclBinding, AclOperation, AclResourceType, AuditEntry, CreatedUser, UserSummary } from '../protocol/security.js';
 
 /**
  * Where the client connects: a server URL, or any {@link OnelogApi} such as an embedded Broker. With

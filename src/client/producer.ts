@@ -8,7 +8,8 @@
  * that fails with a retriable error is retried with the same sequences, so the broker stores it once and
  * answers the original offsets. Sends then go one at a time (at most one request in flight), in call order.
  */
-import type { OnelogApi, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/api.js';
+import type { OnelogApi } from '../protocol/api.js';
+import type { ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
 import { backoff } from '../common/backoff.js';
 import { systemClock } from '../common/clock.js';
 import { OnelogError } from '../protocol/errors.js';

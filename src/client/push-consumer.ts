@@ -9,7 +9,8 @@
  */
 import WebSocket from 'ws';
 import type { RawData } from 'ws';
-import type { NackResult, TopicPartition } from '../protocol/api.js';
+import type { NackResult } from '../protocol/nacks.js';
+import type { TopicPartition } from '../protocol/partitions.js';
 import { OnelogError } from '../protocol/errors.js';
 import { jsonToRecord } from '../protocol/json-records.js';
 import { deliveryInfo } from '../protocol/retry-policy.js';

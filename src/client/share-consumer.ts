@@ -14,7 +14,8 @@
  * ```
  */
 import { randomUUID } from 'node:crypto';
-import type { OnelogApi, ShareAckRequest, SharedRecord } from '../protocol/api.js';
+import type { OnelogApi } from '../protocol/api.js';
+import type { ShareAckRequest, SharedRecord } from '../protocol/share-groups.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** Options of a {@link ShareConsumer}. */

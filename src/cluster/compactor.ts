@@ -44,7 +44,7 @@
  * never deletes an object a late commit would index.
  */
 import { randomUUID } from 'node:crypto';
-import type { CompactionStats } from '../protocol/api.js';
+import type { CompactionStats } from '../protocol/topics.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
 import { cleanBatch, mapBatchKeys } from '../log/compaction.js';

@@ -6,10 +6,12 @@
  * The assignors themselves live in `./assignors/` (`assignorFor(name)`); this module holds the interface
  * and what they share.
  */
-import type { AssignorName, TopicPartition } from '../protocol/api.js';
+import type { AssignorName } from '../protocol/groups.js';
+import type { TopicPartition } from '../protocol/partitions.js';
 import { OnelogError } from '../protocol/errors.js';
 
-export type { AssignorName, TopicPartition } from '../protocol/api.js';
+export type { AssignorName } from '../protocol/groups.js';
+export type { TopicPartition } from '../protocol/partitions.js';
 
 /** A member as an assignor sees it. */
 export interface AssignorMember {

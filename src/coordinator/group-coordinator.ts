@@ -11,11 +11,15 @@
 import type { Clock } from '../common/clock.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
+import type { FetchedPartition, FetchRequest } from '../protocol/fetch.js';
 import type {
-  AssignedPartition, CheckpointDescription, CheckpointRequest, CommitRequest, FetchedPartition, FetchRequest,
-  GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment, NackRequest,
-  ResetOffsetsRequest, ResetOffsetsResult, SubscribeResult, TopicDescription, TopicPartition,
-} from '../protocol/api.js';
+  AssignedPartition, GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment,
+} from '../protocol/groups.js';
+import type { NackRequest } from '../protocol/nacks.js';
+import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
+import type { TopicPartition } from '../protocol/partitions.js';
+import type { SubscribeResult } from '../protocol/subscriptions.js';
+import type { TopicDescription } from '../protocol/topics.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CommittedOffset, OffsetStore } from '../offsets/offset-store.js';

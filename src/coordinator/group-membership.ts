@@ -19,7 +19,8 @@
  * - `Dead`: deleted; every request answers `UNKNOWN_GROUP` / `UNKNOWN_MEMBER_ID`. Final.
  */
 import { randomUUID } from 'node:crypto';
-import type { AssignorName, GroupState, TopicPartition } from '../protocol/api.js';
+import type { AssignorName, GroupState } from '../protocol/groups.js';
+import type { TopicPartition } from '../protocol/partitions.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CommitMode } from '../protocol/types.js';
 import type { Assignor } from './assignor.js';

@@ -2,7 +2,7 @@
  * Offset reset plans (Kafka's `kafka-consumer-groups --reset-offsets`): where each partition of a topic
  * moves for a spec, clamped to the readable log. Pure: reads the logs, writes nothing.
  */
-import type { ResetOffsetsResult, ResetSpec } from '../protocol/api.js';
+import type { ResetOffsetsResult, ResetSpec } from '../protocol/offsets.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Awaitable, Partition } from '../storage/partition.js';
 

@@ -13,7 +13,7 @@ import type { Clock } from '../common/clock.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Monitor } from '../monitoring/monitor.js';
-import type { PartitionError, TopicPartition } from '../protocol/api.js';
+import type { PartitionError, TopicPartition } from '../protocol/partitions.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { Partition } from '../storage/partition.js';
 import { offsetOutOfRange } from './out-of-range.js';

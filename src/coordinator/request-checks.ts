@@ -3,7 +3,9 @@
  * wrong and what is allowed (`INVALID_REQUEST`, `INVALID_OFFSET`). Topics' existence is the log manager's
  * to check. Pure: no I/O.
  */
-import type { CommitRequest, JoinGroupRequest, ResetOffsetsRequest, SubscribeRequest } from '../protocol/api.js';
+import type { JoinGroupRequest } from '../protocol/groups.js';
+import type { CommitRequest, ResetOffsetsRequest } from '../protocol/offsets.js';
+import type { SubscribeRequest } from '../protocol/subscriptions.js';
 import { OnelogError } from '../protocol/errors.js';
 import { COMMIT_MODES, DELIVERY_MODES, GROUP_TYPES, OUT_OF_RANGE_POLICIES, SHARE_ORDERINGS, START_POLICIES } from '../protocol/types.js';
 import { checkGroupId, checkInteger, checkOneOf } from '../protocol/validate.js';

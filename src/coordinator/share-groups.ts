@@ -17,9 +17,8 @@ import type { Logger } from '../common/logger.js';
 import type { SharePartitionLoad } from '../monitoring/metrics.js';
 import type { OffsetStore, RecordState } from '../offsets/offset-store.js';
 import type { RecordSection } from '../protocol/record-batch.js';
-import type {
-  GroupDescription, ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest,
-} from '../protocol/api.js';
+import type { GroupDescription } from '../protocol/groups.js';
+import type { ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest } from '../protocol/share-groups.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../storage/logs.js';

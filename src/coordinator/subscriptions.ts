@@ -7,8 +7,8 @@
 import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
-import { SUBSCRIPTION_SETTINGS } from '../protocol/api.js';
-import type { SubscribeRequest, SubscriptionSetting } from '../protocol/api.js';
+import { SUBSCRIPTION_SETTINGS } from '../protocol/subscriptions.js';
+import type { SubscribeRequest, SubscriptionSetting } from '../protocol/subscriptions.js';
 import { DEFAULT_HEALTH_SETTINGS } from '../protocol/monitoring-api.js';
 import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { OnelogError } from '../protocol/errors.js';

@@ -11,7 +11,7 @@ import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
 import type {
   DeadLetter, DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult,
-} from '../protocol/api.js';
+} from '../protocol/dead-letters.js';
 import { OnelogError } from '../protocol/errors.js';
 import { deliveryInfo, headerText, movedAttempt, RETRY_HEADERS } from '../protocol/retry-policy.js';
 import type { StoredRecord } from '../protocol/types.js';

@@ -3,7 +3,7 @@
  * ready. Per-partition failures (an offset out of range) are returned as values so the other partitions
  * still deliver.
  */
-import type { FetchedPartition } from '../protocol/api.js';
+import type { FetchedPartition } from '../protocol/fetch.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Partition } from '../storage/partition.js';
 

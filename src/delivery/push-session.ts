@@ -13,7 +13,8 @@
  */
 import { Consumer } from '../member/consumer.js';
 import type { ConsumedMessage } from '../member/consumer.js';
-import type { NackResult, OnelogApi } from '../protocol/api.js';
+import type { OnelogApi } from '../protocol/api.js';
+import type { NackResult } from '../protocol/nacks.js';
 import { OnelogError } from '../protocol/errors.js';
 import { recordToJson } from '../protocol/json-records.js';
 import type { CommitMode, StartPolicy } from '../protocol/types.js';

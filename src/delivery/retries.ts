@@ -19,13 +19,15 @@ import type { RetryTopics } from '../coordinator/retry-topics.js';
 import { deliveryBound } from '../coordinator/subscriptions.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
-import type { CreateTopicRequest, FetchedPartition, NackBatchRequest, NackResult, RetryPolicyInput, TopicDescription } from '../protocol/api.js';
+import type { FetchedPartition } from '../protocol/fetch.js';
+import type { NackBatchRequest, NackResult } from '../protocol/nacks.js';
+import type { RetryPolicy, RetryPolicyInput } from '../protocol/retry-policy.js';
+import type { CreateTopicRequest, TopicDescription } from '../protocol/topics.js';
 import { OnelogError } from '../protocol/errors.js';
 import { decodeRecordAt, encodeBatch, LOG_OVERHEAD, readBatchHeader } from '../protocol/record-batch.js';
 import {
   checkRetryPolicy, defaultDeadLetterTopic, deliveryInfo, dueAt, movedHeaders, RETRY_HEADERS, tierDelayMs, tierTopicName,
 } from '../protocol/retry-policy.js';
-import type { RetryPolicy } from '../protocol/retry-policy.js';
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import { checkTopicName } from '../protocol/validate.js';

@@ -5,7 +5,7 @@
  * that fails as often alone is nacked (it moves to the retry tiers) and counts as acknowledged; without one, with
  * `maxDeliveries`, the same with that many POSTs, and the record goes to the dead letters.
  */
-import type { FetchedPartition } from '../protocol/api.js';
+import type { FetchedPartition } from '../protocol/fetch.js';
 import { backoffDelayMs } from '../common/backoff.js';
 import { recordToJson } from '../protocol/json-records.js';
 import type { StoredRecord } from '../protocol/types.js';

@@ -14,7 +14,9 @@
  */
 import { MemberSession } from '../member/member-session.js';
 import { systemClock } from '../common/clock.js';
-import type { FetchedPartition, OnelogApi, SubscriptionInfo } from '../protocol/api.js';
+import type { OnelogApi } from '../protocol/api.js';
+import type { FetchedPartition } from '../protocol/fetch.js';
+import type { SubscriptionInfo } from '../protocol/subscriptions.js';
 import type { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logger } from '../common/logger.js';

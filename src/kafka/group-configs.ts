@@ -4,7 +4,7 @@
  * onelog's share subscriptions: a share group's subscription takes them when a member's ShareGroupHeartbeat creates it,
  * and an alter applies them to the subscriptions the group has.
  */
-import type { SubscribeRequest } from '../protocol/api.js';
+import type { SubscribeRequest } from '../protocol/subscriptions.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** The subscription settings the configs set. */

@@ -9,7 +9,8 @@
  * vanish leave nothing behind.
  */
 import type { Clock } from '../common/clock.js';
-import type { AssignedPartition, TopicPartition } from '../protocol/api.js';
+import type { AssignedPartition } from '../protocol/groups.js';
+import type { TopicPartition } from '../protocol/partitions.js';
 import { JoinRounds } from './join-rounds.js';
 
 /** A Kafka member as the adapter knows it. */

@@ -20,9 +20,11 @@
 import { backoff, backoffDelayMs } from '../common/backoff.js';
 import type { Clock } from '../common/clock.js';
 import { systemClock } from '../common/clock.js';
-import type {
-  AssignorName, FetchedPartition, FetchRequest, FetchResult, NackResult, OnelogApi, PartitionError, TopicPartition,
-} from '../protocol/api.js';
+import type { OnelogApi } from '../protocol/api.js';
+import type { FetchedPartition, FetchRequest, FetchResult } from '../protocol/fetch.js';
+import type { AssignorName } from '../protocol/groups.js';
+import type { NackResult } from '../protocol/nacks.js';
+import type { PartitionError, TopicPartition } from '../protocol/partitions.js';
 import { OnelogError } from '../protocol/errors.js';
 import { deliveryInfo } from '../protocol/retry-policy.js';
 import type { DeliveryInfo } from '../protocol/retry-policy.js';

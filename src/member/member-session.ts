@@ -8,7 +8,9 @@
  * partition is marked `revoked`; the consumer stops it after the record in hand, commits what it
  * processed, then {@link release}s it, and the next heartbeat tells the coordinator it let go.
  */
-import type { AssignedPartition, GroupState, JoinGroupRequest, MemberAssignment, OnelogApi, PartitionError } from '../protocol/api.js';
+import type { OnelogApi } from '../protocol/api.js';
+import type { AssignedPartition, GroupState, JoinGroupRequest, MemberAssignment } from '../protocol/groups.js';
+import type { PartitionError } from '../protocol/partitions.js';
 import { OnelogError } from '../protocol/errors.js';
 
 /** A partition the member holds, and where it stands. */

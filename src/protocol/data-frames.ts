@@ -17,7 +17,7 @@
  * `SHARE_ACKED` (json the share-acks result) or `ERROR` (json `{ code, message, ...}`).
  * Pure: no I/O.
  */
-import type { SharedRecord, SharedSections, ShareFetchResult } from './api.js';
+import type { SharedRecord, SharedSections, ShareFetchResult } from './share-groups.js';
 import { OnelogError } from './errors.js';
 import { decodeSection } from './record-batch.js';
 

@@ -5,7 +5,7 @@
  * its first record (a partition's sequences follow on from `baseSequences[partition]`, wrapping at 2^31).
  * Pure: no I/O.
  */
-import type { ProduceRecord, ProduceRequest, ProducerIdempotence } from './api.js';
+import type { ProduceRecord, ProduceRequest, ProducerIdempotence } from './produce.js';
 import { checkTimestamp } from './batch-validator.js';
 import { OnelogError } from './errors.js';
 import type { BatchProducer } from './record-batch.js';

@@ -17,6 +17,16 @@ export interface RetryPolicy {
   deadLetterTopic: string;
 }
 
+/** A retry policy as a request sets it. */
+export interface RetryPolicyInput {
+  /** Delay before each retry tier, ms (1 to 10 tiers, each 1 ms to 7 days). */
+  delaysMs: number[];
+  /** Deliveries before dead-lettering, the first included; 1 to 100. @default delaysMs.length + 1 */
+  maxAttempts?: number;
+  /** An existing topic of one partition, or a name to create. @default `<topic>.<group>.dlq` */
+  deadLetterTopic?: string;
+}
+
 /** Bounds of a policy, as the errors name them. */
 export const RETRY_LIMITS = { maxTiers: 10, maxDelayMs: 7 * 24 * 3600_000, maxAttempts: 100 } as const;
 

@@ -7,8 +7,8 @@
  */
 import type { Catalog } from '../catalog/catalog.js';
 import type { Logger } from '../common/logger.js';
-import { ACL_OPERATIONS } from '../protocol/api.js';
-import type { AclBinding, AclOperation, AclResourceType } from '../protocol/api.js';
+import { ACL_OPERATIONS } from '../protocol/security.js';
+import type { AclBinding, AclOperation, AclResourceType } from '../protocol/security.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Principal } from './principal.js';
 import { serialReloads } from './serial-reloads.js';

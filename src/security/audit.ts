@@ -7,7 +7,7 @@
  * logs denials: a few per principal at once, then at a bounded rate, the rest counted.
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { AuditEntry } from '../protocol/api.js';
+import type { AuditEntry } from '../protocol/security.js';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import { OnelogError } from '../protocol/errors.js';

@@ -11,8 +11,9 @@
  * name of an array; `?`: checked only when present); a check with `when` applies only to a request that has one of
  * those fields, `null` included (a null removes a setting: it changes it as much as a value does).
  */
-import { JOIN_SETTINGS, SUBSCRIPTION_SETTINGS } from '../protocol/api.js';
-import type { AclOperation, AclResourceType } from '../protocol/api.js';
+import { JOIN_SETTINGS } from '../protocol/groups.js';
+import { SUBSCRIPTION_SETTINGS } from '../protocol/subscriptions.js';
+import type { AclOperation, AclResourceType } from '../protocol/security.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Acls } from './acls.js';
 import type { Principal } from './principal.js';

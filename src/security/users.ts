@@ -10,7 +10,7 @@ import type { UserRecord } from '../catalog/users.js';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { CreatedUser, UserSummary } from '../protocol/api.js';
+import type { CreatedUser, UserSummary } from '../protocol/security.js';
 import type { Acls } from './acls.js';
 import type { Principal } from './principal.js';
 import { newToken, tokenIdOf, tokenMatches } from './tokens.js';

@@ -39,7 +39,7 @@ import fs from 'node:fs';
 import type { Clock } from '../common/clock.js';
 import { cleanBatch, mapBatchKeys } from '../log/compaction.js';
 import type { BatchCleaning } from '../log/compaction.js';
-import type { CompactionStats } from '../protocol/api.js';
+import type { CompactionStats } from '../protocol/topics.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { CachedFile, FileCache } from './file-cache.js';
 import { checkOffsetMapBytes, OffsetMap } from '../log/offset-map.js';
@@ -47,7 +47,7 @@ import type { LogSegment } from './segment.js';
 import { writeFully } from './write-fully.js';
 import { FILE_MODE } from '../common/file-modes.js';
 
-export type { CompactionStats } from '../protocol/api.js';
+export type { CompactionStats } from '../protocol/topics.js';
 
 /**
  * Default size of the dedupe buffer, bytes: 64 MiB, room for about 2.5 million keys per pass (24 bytes a key,

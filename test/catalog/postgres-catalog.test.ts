@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { openPostgresCatalog } from '../../src/catalog/postgres.js';
 import { ManualClock } from '../../src/common/clock.js';
 import { LISTEN_RECONNECT } from '../../src/common/postgres.js';
-import type { AclBinding } from '../../src/protocol/api.js';
+import type { AclBinding } from '../../src/protocol/security.js';
 import { newToken } from '../../src/security/tokens.js';
 import { pgProxy } from '../helpers/pg-proxy.js';
 import { pgSchema } from '../helpers/services.js';

@@ -8,7 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { Onelog } from '../../src/client/index.js';
 import type { Consumer, ConsumerOptions, EachMessagePayload } from '../../src/client/index.js';
-import type { CommitRequest, OnelogApi } from '../../src/protocol/api.js';
+import type { OnelogApi } from '../../src/protocol/api.js';
+import type { CommitRequest } from '../../src/protocol/offsets.js';
 import type { OnelogError } from '../../src/protocol/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
 

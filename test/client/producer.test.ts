@@ -2,7 +2,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { Onelog } from '../../src/client/index.js';
-import type { OnelogApi, ProduceRequest, ProduceResult } from '../../src/protocol/api.js';
+import type { OnelogApi } from '../../src/protocol/api.js';
+import type { ProduceRequest, ProduceResult } from '../../src/protocol/produce.js';
 import { OnelogError } from '../../src/protocol/errors.js';
 import { asyncCodeOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -17,7 +17,7 @@ import type { BrokerOptions } from '../../src/broker/options.js';
 import { ManualClock } from '../../src/common/clock.js';
 import { NamedLeases } from '../../src/cluster/leases.js';
 import type { Monitor } from '../../src/monitoring/monitor.js';
-import type { AlertNotification } from '../../src/protocol/api.js';
+import type { AlertNotification } from '../../src/protocol/monitoring-api.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
 import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';

@@ -19,7 +19,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
-import type { GroupDescription } from '../../src/protocol/api.js';
+import type { GroupDescription } from '../../src/protocol/groups.js';
 import { RedisOffsetStore } from '../../src/offsets/redis-offset-store.js';
 import { committedWatcher, finalRead, rawRequest, routedProducer } from '../chaos/cluster-workloads.js';
 import type { RawAnswer } from '../chaos/cluster-workloads.js';

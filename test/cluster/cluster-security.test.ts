@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/common/logger.js';
-import type { AclBinding } from '../../src/protocol/api.js';
+import type { AclBinding } from '../../src/protocol/security.js';
 import { encodeFrame, FRAME_KIND } from '../../src/protocol/data-frames.js';
 import { testCluster } from '../helpers/cluster.js';
 import { startS3 } from '../helpers/s3.js';

@@ -8,7 +8,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Broker } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/common/clock.js';
-import type { MemberAssignment } from '../../src/protocol/api.js';
+import type { MemberAssignment } from '../../src/protocol/groups.js';
 import { openTimerlessBroker } from '../helpers/timerless-broker.js';
 import { tmpDir } from '../helpers/tmp.js';
 

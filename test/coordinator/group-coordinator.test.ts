@@ -7,9 +7,10 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/common/clock.js';
-import type {
-  AssignedPartition, AssignorName, FetchResult, GroupDescription, JoinGroupRequest, MemberAssignment, ResetOffsetsResult, TopicPartition,
-} from '../../src/protocol/api.js';
+import type { FetchResult } from '../../src/protocol/fetch.js';
+import type { AssignedPartition, AssignorName, GroupDescription, JoinGroupRequest, MemberAssignment } from '../../src/protocol/groups.js';
+import type { ResetOffsetsResult } from '../../src/protocol/offsets.js';
+import type { TopicPartition } from '../../src/protocol/partitions.js';
 import type { OnelogError } from '../../src/protocol/errors.js';
 import { asyncCodeOf, asyncErrorOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';

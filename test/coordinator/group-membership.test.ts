@@ -4,7 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AssignorName, TopicPartition } from '../../src/protocol/api.js';
+import type { AssignorName } from '../../src/protocol/groups.js';
+import type { TopicPartition } from '../../src/protocol/partitions.js';
 import { assignorFor } from '../../src/coordinator/assignors/index.js';
 import { GroupMembership, partitionKey } from '../../src/coordinator/group-membership.js';
 import type { Member, PartitionKey } from '../../src/coordinator/group-membership.js';

@@ -7,7 +7,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Broker } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/common/clock.js';
-import type { ShareAckRequest, SubscribeRequest } from '../../src/protocol/api.js';
+import type { ShareAckRequest } from '../../src/protocol/share-groups.js';
+import type { SubscribeRequest } from '../../src/protocol/subscriptions.js';
 import { openTimerlessBroker } from '../helpers/timerless-broker.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { readEdits } from '../helpers/wikiticker.js';

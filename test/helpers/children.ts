@@ -10,7 +10,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { afterEach, expect } from 'vitest';
 import type { HttpApi } from '../../src/client/index.js';
-import type { GroupDescription } from '../../src/protocol/api.js';
+import type { GroupDescription } from '../../src/protocol/groups.js';
 
 export const FIXTURES = path.resolve(import.meta.dirname, '../fixtures');
 

@@ -4,7 +4,9 @@
  * outcome (acknowledged; refused with a non-retriable error; unknown after a retriable one such as a network error
  * or a broker that went away). Everything else passes through untouched.
  */
-import type { CommitRequest, FetchRequest, OnelogApi } from '../../src/protocol/api.js';
+import type { OnelogApi } from '../../src/protocol/api.js';
+import type { FetchRequest } from '../../src/protocol/fetch.js';
+import type { CommitRequest } from '../../src/protocol/offsets.js';
 import { OnelogError } from '../../src/protocol/errors.js';
 import type { Operation } from './checker.js';
 

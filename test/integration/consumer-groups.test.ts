@@ -12,7 +12,7 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpApi, Producer } from '../../src/client/index.js';
-import type { GroupDescription } from '../../src/protocol/api.js';
+import type { GroupDescription } from '../../src/protocol/groups.js';
 import { processedRecords, startChild, stopCleanly, waitFor, waitForAllCommitted } from '../helpers/children.js';
 import type { Child } from '../helpers/children.js';
 import { runCli, startServer } from '../helpers/processes.js';

@@ -9,7 +9,7 @@ import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { editsByPartition, readEdits, WIKITICKER } from '../helpers/wikiticker.js';
-import type { GroupDescription } from '../../src/protocol/api.js';
+import type { GroupDescription } from '../../src/protocol/groups.js';
 
 interface Printed {
   topic: string;

@@ -5,7 +5,7 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { GroupDescription } from '../../src/protocol/api.js';
+import type { GroupDescription } from '../../src/protocol/groups.js';
 import { partitionForKey } from '../../src/protocol/murmur2.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';

@@ -9,7 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GroupAlert, GroupDescription } from '../../src/protocol/api.js';
+import type { GroupDescription } from '../../src/protocol/groups.js';
+import type { GroupAlert } from '../../src/protocol/monitoring-api.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';

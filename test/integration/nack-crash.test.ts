@@ -7,7 +7,7 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpApi, Onelog } from '../../src/client/index.js';
-import type { DeadLetterList } from '../../src/protocol/api.js';
+import type { DeadLetterList } from '../../src/protocol/dead-letters.js';
 import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -3,7 +3,7 @@
  * server with the Wikipedia edits.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GroupDescription } from '../../src/protocol/api.js';
+import type { GroupDescription } from '../../src/protocol/groups.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';

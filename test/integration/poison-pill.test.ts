@@ -10,7 +10,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
-import type { DeadLetterList } from '../../src/protocol/api.js';
+import type { DeadLetterList } from '../../src/protocol/dead-letters.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { readRecords } from '../../src/cli/input.js';
-import type { ProduceRecord } from '../../src/protocol/api.js';
+import type { ProduceRecord } from '../../src/protocol/produce.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { editsByPartition, readEdits, WIKITICKER } from '../helpers/wikiticker.js';
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { readRecords } from '../../src/cli/input.js';
 import { ManualClock } from '../../src/common/clock.js';
-import type { ProduceRecord } from '../../src/protocol/api.js';
+import type { ProduceRecord } from '../../src/protocol/produce.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const SP500 = path.resolve(import.meta.dirname, '../../examples/data/sp500-daily-2013-2018.csv.gz');

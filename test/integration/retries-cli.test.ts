@@ -6,7 +6,8 @@
 import zlib from 'node:zlib';
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DeadLetterList, GroupDescription } from '../../src/protocol/api.js';
+import type { DeadLetterList } from '../../src/protocol/dead-letters.js';
+import type { GroupDescription } from '../../src/protocol/groups.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';

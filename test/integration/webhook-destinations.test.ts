@@ -7,7 +7,7 @@
  */
 import os from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { TopicDescription } from '../../src/protocol/api.js';
+import type { TopicDescription } from '../../src/protocol/topics.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { tmpDir } from '../helpers/tmp.js';

@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { KafkaListener } from '../../src/kafka/listener.js';
 import { silentLogger } from '../../src/common/logger.js';
-import type { AclBinding } from '../../src/protocol/api.js';
+import type { AclBinding } from '../../src/protocol/security.js';
 import { LOOPBACK_ADMIN } from '../../src/security/principal.js';
 import { ScramExchange, parseScramCredential, scramCredential } from '../../src/security/scram.js';
 import { incrementalAlterConfigsRequest, incrementalAlterConfigsResponse } from '../../src/kafka/messages/admin.js';

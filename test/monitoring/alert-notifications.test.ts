@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/common/clock.js';
-import type { AlertNotification } from '../../src/protocol/api.js';
+import type { AlertNotification } from '../../src/protocol/monitoring-api.js';
 import { asyncCodeOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
 

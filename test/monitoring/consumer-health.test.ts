@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import type { BrokerOptions } from '../../src/broker/options.js';
 import { ManualClock } from '../../src/common/clock.js';
-import type { GroupAlert, GroupPartition } from '../../src/protocol/api.js';
+import type { GroupPartition } from '../../src/protocol/groups.js';
+import type { GroupAlert } from '../../src/protocol/monitoring-api.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const T0 = Date.UTC(2026, 0, 1);

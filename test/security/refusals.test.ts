@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import { ManualClock } from '../../src/common/clock.js';
-import type { AuditEntry } from '../../src/protocol/api.js';
+import type { AuditEntry } from '../../src/protocol/security.js';
 import { encodeFrame, FRAME_KIND } from '../../src/protocol/data-frames.js';
 import { serveSecured } from '../helpers/secured-broker.js';
 import { openSocket } from '../helpers/sessions.js';

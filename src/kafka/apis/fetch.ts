@@ -10,7 +10,7 @@
  * in whole batches, but for its first batch, which goes whatever its size so the consumer makes progress (as Kafka).
  * From v13 topics are named by id (topic-ids.ts; an id no topic has answers UNKNOWN_TOPIC_ID).
  */
-import type { FetchRequest } from '../../protocol/api.js';
+import type { FetchRequest } from '../../protocol/fetch.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import { fetchRequest, fetchResponse, listOffsetsRequest, listOffsetsResponse } from '../messages/fetch.js';

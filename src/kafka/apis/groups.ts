@@ -7,7 +7,8 @@
  * them, under a new member id the JoinGroup answer gives it (clients take the id the answer names).
  */
 import { randomUUID } from 'node:crypto';
-import type { AssignorName, TopicPartition } from '../../protocol/api.js';
+import type { AssignorName } from '../../protocol/groups.js';
+import type { TopicPartition } from '../../protocol/partitions.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { ByteReader, ByteWriter } from '../codec/bytes.js';
 import { decode, encode } from '../codec/interpreter.js';

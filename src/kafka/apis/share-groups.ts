@@ -16,7 +16,7 @@
  */
 import { OnelogError } from '../../protocol/errors.js';
 import type { KafkaDataApi } from './api.js';
-import type { ShareAckRequest, SharedSections } from '../../protocol/api.js';
+import type { ShareAckRequest, SharedSections } from '../../protocol/share-groups.js';
 import { sectionBatch } from '../../protocol/record-batch.js';
 import { KAFKA_ERROR, kafkaCodeOf, kafkaErrorCode } from '../errors.js';
 import { shareSettings } from '../group-configs.js';

@@ -1,7 +1,7 @@
 /** ACLs (docs/security.md): add, list (optionally of one principal), remove. */
 import type { FastifyInstance } from 'fastify';
-import { ACL_OPERATIONS } from '../../protocol/api.js';
-import type { AclBinding } from '../../protocol/api.js';
+import { ACL_OPERATIONS } from '../../protocol/security.js';
+import type { AclBinding } from '../../protocol/security.js';
 import type { Acls } from '../../security/acls.js';
 import { principalOf } from '../access.js';
 

@@ -1,6 +1,8 @@
 /** Nacks and dead letters (docs/retries.md): moving records a consumer cannot process, listing, redriving and purging them. */
 import type { FastifyInstance } from 'fastify';
-import type { NackBatchRequest, NackRequest, OnelogApi, PurgeRequest, RedriveRequest } from '../../protocol/api.js';
+import type { OnelogApi } from '../../protocol/api.js';
+import type { PurgeRequest, RedriveRequest } from '../../protocol/dead-letters.js';
+import type { NackBatchRequest, NackRequest } from '../../protocol/nacks.js';
 import { nonNegInt } from './schemas.js';
 
 /** Nacks and dead letters (docs/retries.md). */

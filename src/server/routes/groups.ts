@@ -3,7 +3,10 @@
  * checkpoints, members joining, heartbeating and leaving, and deletion.
  */
 import type { FastifyInstance } from 'fastify';
-import type { CommitRequest, HeartbeatRequest, JoinGroupRequest, OnelogApi, ResetSpec, SubscribeRequest } from '../../protocol/api.js';
+import type { OnelogApi } from '../../protocol/api.js';
+import type { HeartbeatRequest, JoinGroupRequest } from '../../protocol/groups.js';
+import type { CommitRequest, ResetSpec } from '../../protocol/offsets.js';
+import type { SubscribeRequest } from '../../protocol/subscriptions.js';
 import { nonNegInt, partitionOffsets } from './schemas.js';
 
 export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void {

@@ -1,6 +1,7 @@
 /** Share groups (docs/consumer-groups.md): a member acquires records, each locked for it, and acknowledges them. */
 import type { FastifyInstance } from 'fastify';
-import type { OnelogApi, ShareAckRequest, ShareFetchRequest } from '../../protocol/api.js';
+import type { OnelogApi } from '../../protocol/api.js';
+import type { ShareAckRequest, ShareFetchRequest } from '../../protocol/share-groups.js';
 import { recordToJson } from '../../protocol/json-records.js';
 import type { BytesEncoding } from '../../protocol/json-records.js';
 import { encodingSchema, nonNegInt } from './schemas.js';

@@ -3,7 +3,8 @@
  * producing JSON records, fetching them, and idempotent producer ids.
  */
 import type { FastifyInstance } from 'fastify';
-import type { OnelogApi, ProduceRecord, ProducerIdempotence } from '../../protocol/api.js';
+import type { OnelogApi } from '../../protocol/api.js';
+import type { ProduceRecord, ProducerIdempotence } from '../../protocol/produce.js';
 import { jsonToBytes, jsonToHeaders, parseTimestamp, recordToJson } from '../../protocol/json-records.js';
 import type { BytesEncoding, JsonProduceRecord } from '../../protocol/json-records.js';
 import { encodingSchema, nonNegInt, partitionOffsets } from './schemas.js';
