@@ -9,10 +9,10 @@
  * this engine comes later; these are the engine's own figures.
  */
 import pg from 'pg';
-import { ObjectLogStore } from '../src/cluster/object-log.js';
-import { S3ObjectStore } from '../src/cluster/object-store.js';
-import { parseS3Url } from '../src/cluster/s3-location.js';
-import { Sequencer } from '../src/cluster/sequencer.js';
+import { ObjectLogStore } from '../src/log/objects/object-log.js';
+import { S3ObjectStore } from '../src/log/objects/object-store.js';
+import { parseS3Url } from '../src/log/objects/s3-location.js';
+import { Sequencer } from '../src/log/objects/sequencer.js';
 import { encodeBatch } from '../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
 import { pgSchema } from '../test/helpers/services.js';

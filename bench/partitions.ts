@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Broker } from '../src/broker/broker.js';
-import { defaultMaxOpenFiles } from '../src/storage/open-files-limit.js';
+import { defaultMaxOpenFiles } from '../src/log/segments/open-files-limit.js';
 
 /** What the benchmark runs. */
 export interface PartitionsBenchmarkOptions {

@@ -11,8 +11,8 @@ import { silentLogger } from '../src/common/logger.js';
 import { encodeBatch } from '../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
 import type { FlushPolicy, TopicConfig } from '../src/protocol/topic-config.js';
-import { FileCache } from '../src/storage/file-cache.js';
-import { PartitionLog } from '../src/storage/partition-log.js';
+import { FileCache } from '../src/log/segments/file-cache.js';
+import { PartitionLog } from '../src/log/segments/partition-log.js';
 
 const MB = 1e6;
 

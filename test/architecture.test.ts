@@ -46,21 +46,20 @@ function runtimeClosure(entry: string): Set<string> {
 const LAYERS: Record<string, readonly string[]> = {
   protocol: [], // the wire: record batches, the error registry, API types, validation
   common: ['protocol'], // clock, logger, backoff, buffer pool, guard, file modes, resource errors, PostgreSQL pools, the write fence
-  log: ['common', 'protocol'], // the rules every log engine follows: retention, log start moves, partial appends
-  storage: ['common', 'protocol', 'log'], // the segment log
   catalog: ['common', 'protocol'],
   offsets: ['common', 'protocol'],
-  cluster: ['common', 'protocol', 'log', 'storage', 'catalog'], // the object log, the sequencer, leases, brokers
+  cluster: ['common', 'protocol'], // brokers, leases, group leases: who does what in a cluster
+  log: ['common', 'protocol', 'catalog', 'cluster'], // the log: its interface and rules; engines in segments/ and objects/
   member: ['common', 'protocol'], // the group member and consumer loop every kind of member shares
   client: ['common', 'protocol', 'member'],
   security: ['common', 'protocol', 'catalog'],
-  monitoring: ['common', 'protocol', 'storage', 'catalog', 'offsets', 'security'],
-  coordinator: ['common', 'protocol', 'storage', 'catalog', 'offsets', 'cluster', 'monitoring'],
-  delivery: ['common', 'protocol', 'storage', 'catalog', 'offsets', 'coordinator', 'monitoring', 'security', 'member'],
-  broker: ['common', 'protocol', 'storage', 'catalog', 'offsets', 'cluster', 'coordinator', 'delivery', 'monitoring', 'security'],
+  monitoring: ['common', 'protocol', 'log', 'catalog', 'offsets', 'security'],
+  coordinator: ['common', 'protocol', 'log', 'catalog', 'offsets', 'cluster', 'monitoring'],
+  delivery: ['common', 'protocol', 'log', 'catalog', 'offsets', 'coordinator', 'monitoring', 'security', 'member'],
+  broker: ['common', 'protocol', 'log', 'catalog', 'offsets', 'cluster', 'coordinator', 'delivery', 'monitoring', 'security'],
   server: ['common', 'protocol', 'security', 'delivery', 'monitoring'], // the HTTP face
   kafka: ['common', 'protocol', 'security'], // the Kafka face
-  cli: ['common', 'protocol', 'log', 'storage', 'member', 'client', 'security', 'broker', 'server', 'kafka'], // `serve` loads the broker and the faces lazily
+  cli: ['common', 'protocol', 'log', 'member', 'client', 'security', 'broker', 'server', 'kafka'], // `serve` loads the broker and the faces lazily
 };
 
 function allSources(dir = SRC): string[] {
@@ -77,7 +76,7 @@ describe('architecture', () => {
     const rel = closure.map((f) => (f.startsWith(SRC) ? path.relative(SRC, f) : f));
     expect(rel).toContain('client/http-api.ts');
     const forbidden = rel.filter((f) =>
-      /^(storage|offsets|catalog|cluster|coordinator|delivery|monitoring|server|kafka|cli|broker)\/|^(lmdb|better-sqlite3|kysely|fastify|msgpackr|snappy|lz4-napi|@toondepauw)/.test(f),
+      /^(log|offsets|catalog|cluster|coordinator|delivery|monitoring|server|kafka|cli|broker)\/|^(lmdb|better-sqlite3|kysely|fastify|msgpackr|snappy|lz4-napi|@toondepauw)/.test(f),
     );
     expect(forbidden).toEqual([]);
   });

@@ -5,7 +5,7 @@
  */
 import { guarded } from '../common/guard.js';
 import type { Logger } from '../common/logger.js';
-import type { JobGate } from '../storage/logs.js';
+import type { JobGate } from '../log/logs.js';
 
 export class BackgroundTasks {
   private readonly timers: NodeJS.Timeout[] = [];

@@ -2,7 +2,7 @@
  * The embedded broker: opens a data directory and offers every onelog operation in-process
  * ({@link OnelogApi}). It composes the three stores, split by access pattern:
  *
- * - log store: `<dataDir>/log/<topic>-<partition>/` segment files (storage/log-manager.ts);
+ * - log store: `<dataDir>/log/<topic>-<partition>/` segment files (log/segments/log-manager.ts);
  * - offset store: `<dataDir>/offsets/` (LMDB), or Redis or PostgreSQL (`offsets`, see store-engines.ts);
  * - catalog: `<dataDir>/catalog.sqlite` (SQLite through Kysely, {@link Catalog}), or PostgreSQL (`catalog`).
  *
@@ -45,7 +45,7 @@ import type {
 import { sharedRecords } from '../protocol/data-frames.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkGroupId } from '../protocol/validate.js';
-import type { FileCacheStats } from '../storage/file-cache.js';
+import type { FileCacheStats } from '../log/segments/file-cache.js';
 import { ClusterRouting } from './cluster-routing.js';
 import { FetchPath } from './fetch-path.js';
 import { openBroker } from './open.js';

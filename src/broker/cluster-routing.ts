@@ -7,7 +7,7 @@
 import type { BrokerInfo } from '../cluster/brokers.js';
 import type { ClusterMembership } from '../cluster/membership.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 
 export class ClusterRouting {
   constructor(private readonly logs: Logs, private readonly membership: ClusterMembership | null) {}

@@ -16,7 +16,7 @@ import type { BatchFetchResult, FetchedPartition, FetchRequest, FetchResult } fr
 import type { ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest } from '../protocol/share-groups.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkGroupId, checkInteger } from '../protocol/validate.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 import type { ClusterRouting } from './cluster-routing.js';
 
 /** A fetch's limits when the request leaves them out: 500 records, 1 MiB, no wait. */

@@ -38,7 +38,7 @@ export interface BrokerOptions extends StoreEngines {
   webhooks?: WebhookOptions;
   /**
    * File descriptors the log store may hold open at once (segments, indexes, checkpoints; see
-   * storage/file-cache.ts); at least 8. Files are opened on demand and closed least-recently-used beyond it.
+   * log/segments/file-cache.ts); at least 8. Files are opened on demand and closed least-recently-used beyond it.
    * @default {@link defaultMaxOpenFiles}: the process's soft open-files limit less room for connections,
    *   LMDB and SQLite
    */

@@ -17,7 +17,7 @@ import { Partitioner } from '../protocol/partitioner.js';
 import { planProduce, withRecordOutcomes } from '../protocol/produce-plan.js';
 import { encodeBatch, readBatchHeader } from '../protocol/record-batch.js';
 import type { CompressionType } from '../protocol/topic-config.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 
 /** Limits of produced records. */
 export interface ProduceLimits {

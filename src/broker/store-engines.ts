@@ -15,11 +15,11 @@ import { redactUrl } from '../protocol/urls.js';
 import type { Logger } from '../common/logger.js';
 import type { WriteFence } from '../common/write-fence.js';
 import type { Clock } from '../common/clock.js';
-import type { Logs } from '../storage/logs.js';
-import type { LogCleaner } from '../storage/log-cleaner.js';
-import { parseS3Url } from '../cluster/s3-location.js';
-import type { S3Location } from '../cluster/s3-location.js';
-import type { ObjectStore } from '../cluster/object-store.js';
+import type { Logs } from '../log/logs.js';
+import type { LogCleaner } from '../log/compaction.js';
+import { parseS3Url } from '../log/objects/s3-location.js';
+import type { S3Location } from '../log/objects/s3-location.js';
+import type { ObjectStore } from '../log/objects/object-store.js';
 import type { ClusterMembership } from '../cluster/membership.js';
 
 /** Where the catalog and the offsets live (the broker's `catalog` and `offsets` options). */
@@ -129,8 +129,8 @@ export async function openObjectLogs(
 ): Promise<ObjectLogs> {
   const [{ openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership }] =
     await Promise.all([
-      import('../common/postgres.js'), import('../cluster/sequencer.js'), import('../cluster/object-store.js'), import('../cluster/object-log.js'),
-      import('../cluster/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'), import('../cluster/group-leases.js'),
+      import('../common/postgres.js'), import('../log/objects/sequencer.js'), import('../log/objects/object-store.js'), import('../log/objects/object-log.js'),
+      import('../log/objects/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'), import('../cluster/group-leases.js'),
       import('../cluster/membership.js'),
     ]);
   const url = engines.catalog!;

@@ -19,7 +19,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { pickTopicConfig, resolveTopicConfig } from '../protocol/topic-config.js';
 import { checkInteger, checkTopicName, MAX_PARTITIONS, unknownTopic } from '../protocol/validate.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 
 /** The `beforeOffset` of a delete-records that stands for the high watermark (Kafka's DeleteRecords, -1). */
 const HIGH_WATERMARK = -1;

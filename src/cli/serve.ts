@@ -177,8 +177,8 @@ async function serve(options: ServeOptions): Promise<void> {
   const { systemClock } = await import('../common/clock.js');
   const { createHttpServer } = await import('../server/http-server.js');
   const { KafkaListener } = await import('../kafka/listener.js');
-  const { defaultMaxOpenFiles, openFilesLimit } = await import('../storage/open-files-limit.js');
-  const { MIN_OPEN_FILES } = await import('../storage/file-cache.js');
+  const { defaultMaxOpenFiles, openFilesLimit } = await import('../log/segments/open-files-limit.js');
+  const { MIN_OPEN_FILES } = await import('../log/segments/file-cache.js');
   if (options.maxOpenFiles !== undefined && options.maxOpenFiles < MIN_OPEN_FILES) {
     throw new OnelogError('INVALID_REQUEST', `--max-open-files must be at least ${MIN_OPEN_FILES} (a segment roll holds ` +
       `two segment files and a checkpoint at once), got ${options.maxOpenFiles}`);

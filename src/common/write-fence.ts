@@ -3,7 +3,7 @@
  * store's state unknown (a commit whose write failed may or may not be on disk, and what the store caches may
  * no longer match it), so the broker stops accepting writes of any kind (appends, commits, catalog changes)
  * rather than acknowledge anything it may not keep, as a partition does after a disk error of its log
- * (storage/partition-log.ts). Reads go on. A full disk is not such a failure: the write is refused with
+ * (log/segments/partition-log.ts). Reads go on. A full disk is not such a failure: the write is refused with
  * `RESOURCE_EXHAUSTED` and writes resume once space is free. Only a restart, once the disk is healthy, lifts
  * the stop.
  */

@@ -14,7 +14,7 @@ import type { TopicDescription } from '../protocol/topics.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
 import { tierDelayMs } from '../protocol/retry-policy.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 import type { GroupMembership } from './group-membership.js';
 import type { RetryTopics } from './retry-topics.js';
 import { parsePartitionKey, partitionKey } from './group-membership.js';

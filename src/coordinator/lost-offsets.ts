@@ -15,7 +15,7 @@ import type { Logger } from '../common/logger.js';
 import type { Alerts } from '../monitoring/alerts.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 import type { OffsetStoreDescription } from '../offsets/offset-store.js';
 import { offsetLost } from './out-of-range.js';
 

@@ -4,7 +4,7 @@
  */
 import type { ResetOffsetsResult, ResetSpec } from '../protocol/offsets.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { Awaitable, Partition } from '../storage/partition.js';
+import type { Awaitable, Partition } from '../log/partition.js';
 
 /** A checkpoint's saved offsets, `topic/partition` -> offset. */
 export type CheckpointOffsets = ReadonlyMap<string, number>;

@@ -15,7 +15,7 @@ import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import type { PartitionError, TopicPartition } from '../protocol/partitions.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
-import type { Partition } from '../storage/partition.js';
+import type { Partition } from '../log/partition.js';
 import { offsetOutOfRange } from './out-of-range.js';
 import type { CommitMarks } from './commit-marks.js';
 

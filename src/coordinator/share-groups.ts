@@ -21,7 +21,7 @@ import type { GroupDescription } from '../protocol/groups.js';
 import type { ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest } from '../protocol/share-groups.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 import { restoreSnapshot, runsEnd, SharePartition } from './share-partition.js';
 import type { ShareAcknowledgement, ShareKey, SharePartitionSettings } from './share-partition.js';
 import { indexBatches, indexOf, keyAt, SectionBuilder, ShareReadAhead } from './share-read-ahead.js';

@@ -11,7 +11,7 @@ import type { BatchProducer } from '../protocol/record-batch.js';
 import { decodeRecords, encodeBatch } from '../protocol/record-batch.js';
 import { OnelogError } from '../protocol/errors.js';
 import { RECORD_OVERHEAD_BYTES, recordBytes } from '../protocol/produce-plan.js';
-import type { Partition } from '../storage/partition.js';
+import type { Partition } from '../log/partition.js';
 
 /** The least {@link decompressedLimit} is, bytes: 64 MiB. */
 const MIN_DECOMPRESSED_BATCH_BYTES = 64 * 1024 * 1024;

@@ -16,10 +16,10 @@ import { OnelogError } from '../protocol/errors.js';
 import { deliveryInfo, headerText, movedAttempt, RETRY_HEADERS } from '../protocol/retry-policy.js';
 import type { StoredRecord } from '../protocol/types.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 import type { Logger } from '../common/logger.js';
 import type { Alerts } from '../monitoring/alerts.js';
-import type { Partition } from '../storage/partition.js';
+import type { Partition } from '../log/partition.js';
 import type { Retries } from './retries.js';
 
 /** Characters of a value shown by a listing. */

@@ -5,7 +5,7 @@
  */
 import type { FetchedPartition } from '../protocol/fetch.js';
 import { OnelogError } from '../protocol/errors.js';
-import type { Partition } from '../storage/partition.js';
+import type { Partition } from '../log/partition.js';
 
 /** Limits of one fetch. */
 export interface FetchLimits {

@@ -7,7 +7,7 @@
  * header, and {@link MovedRecords.scan} rebuilds the index from the tier and dead-letter partitions.
  */
 import { movedAttempt, sourceOf } from '../protocol/retry-policy.js';
-import type { Partition } from '../storage/partition.js';
+import type { Partition } from '../log/partition.js';
 
 /** Where a moved record went. */
 export interface MovedTo {

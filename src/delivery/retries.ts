@@ -31,9 +31,9 @@ import {
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import { checkTopicName } from '../protocol/validate.js';
-import type { Logs } from '../storage/logs.js';
-import type { Partition } from '../storage/partition.js';
-import type { BrokerPartition } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
+import type { Partition } from '../log/partition.js';
+import type { BrokerPartition } from '../log/logs.js';
 import { fetchPartitions } from './fetch.js';
 import type { FetchLimits, FetchTarget } from './fetch.js';
 import { MovedRecords } from './moved-records.js';

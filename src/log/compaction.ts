@@ -1,6 +1,6 @@
 /**
- * Compaction's rules, the same on every log engine (the segment files' cleaner, storage/log-cleaner.ts; the object
- * engine's compactor, cluster/compactor.ts), as Kafka's LogCleaner: a pass maps each key to its latest offset over a
+ * Compaction's rules, the same on every log engine (the segment files' cleaner, log/segments/log-cleaner.ts; the object
+ * engine's compactor, log/objects/compactor.ts), as Kafka's LogCleaner: a pass maps each key to its latest offset over a
  * range `[start, end)` of the log in a bounded {@link OffsetMap} ({@link mapBatchKeys}), then judges each batch by it
  * ({@link cleanBatch}). A record at offset r < end goes when its key is null, when the map holds its key at an offset
  * above r, or when it is a tombstone the map holds at r whose batch's delete horizon passed; records at or beyond
@@ -10,7 +10,7 @@
 import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch } from '../protocol/record-batch.js';
 import type { BatchHeader } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
-import type { OffsetMap } from './offset-map.js';
+import { checkOffsetMapBytes, OffsetMap } from './offset-map.js';
 
 /**
  * Maps the keys of one batch, in order, to their offsets in a pass's key map: those at or after `start`, below `hw`.
@@ -88,4 +88,81 @@ export function cleanBatch(batch: Buffer, header: BatchHeader, pass: BatchCleani
     },
   });
   return { batch: rewritten, records: kept.length, tombstonesRemoved };
+}
+
+/**
+ * Default size of the dedupe buffer, bytes: 64 MiB, room for about 2.5 million keys per pass (24 bytes a key,
+ * 90% full). Half Kafka's 128 MiB `log.cleaner.dedupe.buffer.size`: onelog runs embedded in an application's
+ * process, and a log with more keys still compacts, in more passes. Only a compaction holds it, and only as
+ * much as its log can need (a log of 1,000 records takes about 27 KB).
+ */
+export const DEFAULT_DEDUPE_BUFFER_BYTES = 64 * 1024 * 1024;
+
+/** Options of a {@link LogCleaner}. */
+export interface LogCleanerOptions {
+  /**
+   * Most bytes of the key map (Kafka's `log.cleaner.dedupe.buffer.size`, `onelog serve
+   * --cleaner-dedupe-buffer-bytes`): 24 bytes a key, so 64 MiB maps about 2.5 million keys per pass. From 48
+   * to 2^31 (2 GiB). @default {@link DEFAULT_DEDUPE_BUFFER_BYTES} (64 MiB)
+   */
+  dedupeBufferBytes?: number;
+  /**
+   * Share of the map's slots filled before a pass ends (Kafka's `log.cleaner.io.buffer.load.factor`), above 0
+   * and below 1. @default 0.9
+   */
+  loadFactor?: number;
+}
+
+/**
+ * Runs compactions one at a time in one bounded key map (the dedupe buffer), as Kafka's single cleaner thread:
+ * share one cleaner between all the logs of a process so that compaction's memory stays bounded however many
+ * partitions compact at once. The map's memory is allocated when a compaction starts (only what its log can
+ * need, up to `dedupeBufferBytes`) and given back once no compaction is waiting.
+ */
+export class LogCleaner {
+  private readonly map: OffsetMap;
+  private tail: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+
+  /** @throws OnelogError `INVALID_REQUEST` for a buffer size or load factor out of bounds */
+  constructor(options: LogCleanerOptions = {}) {
+    this.map = new OffsetMap(checkOffsetMapBytes(options.dedupeBufferBytes ?? DEFAULT_DEDUPE_BUFFER_BYTES), options.loadFactor);
+  }
+
+  /** Most bytes of the key map. */
+  get dedupeBufferBytes(): number {
+    return this.map.bufferBytes;
+  }
+
+  /** Keys one pass maps at most (the whole buffer, at the load factor). */
+  get maxKeysPerPass(): number {
+    return this.map.maxEntries;
+  }
+
+  /** Bytes the key map holds now: 0 when no compaction runs or waits. */
+  get allocatedBytes(): number {
+    return this.map.allocatedBytes;
+  }
+
+  /**
+   * Runs `work` with the cleaner's key map, after the compactions asked for before, one at a time: a compaction of
+   * either engine's log (segments/log-cleaner.ts, objects/compactor.ts) shares the dedupe buffer's bound with every
+   * other. `work` sizes the map with {@link OffsetMap.reset}; the memory is given back once no compaction is waiting.
+   * @returns what `work` returns; @throws what it throws
+   */
+  withKeyMap<T>(work: (map: OffsetMap) => Promise<T>): Promise<T> {
+    this.pending++;
+    const run = this.tail.then(() => work(this.map)).finally(() => {
+      if (--this.pending === 0) this.map.release();
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+}
+
+let shared: LogCleaner | null = null;
+
+/** The cleaner of the logs opened without one: made on first use, with the default options. */
+export function defaultLogCleaner(): LogCleaner {
+  return (shared ??= new LogCleaner());
 }

@@ -9,10 +9,10 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
 import type { GroupOffset, OffsetStore } from '../offsets/offset-store.js';
-import type { PartitionOffsets } from '../storage/logs.js';
-import type { Logs } from '../storage/logs.js';
-import type { CorruptBatch } from '../storage/segment.js';
-import type { UnreadRange } from '../storage/unread-range.js';
+import type { PartitionOffsets } from '../log/logs.js';
+import type { Logs } from '../log/logs.js';
+import type { CorruptBatch } from '../log/partition.js';
+import type { UnreadRange } from '../log/partition.js';
 import { assessPartition } from './partition-health.js';
 import type { PartitionAssessment } from './partition-health.js';
 

@@ -14,7 +14,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
-import type { Logs } from '../storage/logs.js';
+import type { Logs } from '../log/logs.js';
 import { LagTotals } from './group-lag-totals.js';
 import type { Monitor } from './monitor.js';
 

@@ -14,7 +14,7 @@ import type { Clock } from '../common/clock.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { JobGate, Logs } from '../storage/logs.js';
+import type { JobGate, Logs } from '../log/logs.js';
 import type { Logger } from '../common/logger.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import type { EvaluationScope } from './alert-evaluator.js';

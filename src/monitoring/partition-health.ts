@@ -3,7 +3,7 @@
  * records, time lag, retention headroom in time and bytes, records lost, and the state. Pure: no I/O.
  */
 import type { HealthSettings, PartitionHealth } from '../protocol/monitoring-api.js';
-import type { UnreadRange } from '../storage/unread-range.js';
+import type { UnreadRange } from '../log/partition.js';
 
 /** What the health of a group's partition is computed from. */
 export interface PartitionFacts {

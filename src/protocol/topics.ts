@@ -87,7 +87,7 @@ export interface CompactTopicRequest {
 }
 
 /**
- * What a compaction did to a partition (see src/storage/log-cleaner.ts). The records and bytes are those of
+ * What a compaction did to a partition (see src/log/segments/log-cleaner.ts). The records and bytes are those of
  * the segments it cleaned (closed, past `min.compaction.lag.ms`), before and after it, whether it rewrote them
  * or found nothing to remove.
  */

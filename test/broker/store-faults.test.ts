@@ -13,7 +13,7 @@ import { LmdbOffsetStore } from '../../src/offsets/lmdb-offset-store.js';
 import { errnoError, FaultyDisk } from '../helpers/faulty-disk.js';
 import { asyncErrorOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { RecordingLogger } from '../storage/log-fixtures.js';
+import { RecordingLogger } from '../log/log-fixtures.js';
 import { serveSecured } from '../helpers/secured-broker.js';
 
 const brokers: Broker[] = [];

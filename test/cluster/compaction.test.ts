@@ -1,5 +1,5 @@
 /**
- * Compaction of topics in object storage (src/cluster/compactor.ts), on s3rver and the machine's PostgreSQL: the
+ * Compaction of topics in object storage (src/log/objects/compactor.ts), on s3rver and the machine's PostgreSQL: the
  * Wikipedia edits keyed channel|page compacted on demand keep exactly the latest edit of each key at its offset, and
  * a second broker with an empty cache reads the same; tombstones are kept for deleteRetentionMs, then removed;
  * minCompactionLagMs holds young chunks back; the job under `job:compact` leaves the last chunk alone; a record
@@ -11,13 +11,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/common/clock.js';
-import { compactPartition } from '../../src/cluster/compactor.js';
-import type { PartitionCompactionSettings } from '../../src/cluster/compactor.js';
-import { mergePartition } from '../../src/cluster/merger.js';
-import { ObjectLogStore } from '../../src/cluster/object-log.js';
-import { S3ObjectStore } from '../../src/cluster/object-store.js';
-import { parseS3Url } from '../../src/cluster/s3-location.js';
-import { Sequencer } from '../../src/cluster/sequencer.js';
+import { compactPartition } from '../../src/log/objects/compactor.js';
+import type { PartitionCompactionSettings } from '../../src/log/objects/compactor.js';
+import { mergePartition } from '../../src/log/objects/merger.js';
+import { ObjectLogStore } from '../../src/log/objects/object-log.js';
+import { S3ObjectStore } from '../../src/log/objects/object-store.js';
+import { parseS3Url } from '../../src/log/objects/s3-location.js';
+import { Sequencer } from '../../src/log/objects/sequencer.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { OffsetMap } from '../../src/log/offset-map.js';

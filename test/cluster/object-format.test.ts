@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildObject, readFooter, stampChunk } from '../../src/cluster/object-format.js';
+import { buildObject, readFooter, stampChunk } from '../../src/log/objects/object-format.js';
 import { decodeRecords, encodeBatch, readBatchHeader, validateBatch } from '../../src/protocol/record-batch.js';
 import { editsByPartition, readEdits } from '../helpers/wikiticker.js';
 

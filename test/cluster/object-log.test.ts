@@ -4,19 +4,19 @@
  * first wrote, a lease lost while an object was written refusing its chunk, a partition another broker leads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ObjectLogStore } from '../../src/cluster/object-log.js';
-import { S3ObjectStore } from '../../src/cluster/object-store.js';
-import { parseS3Url } from '../../src/cluster/s3-location.js';
-import { Sequencer } from '../../src/cluster/sequencer.js';
-import { sweepObjects } from '../../src/cluster/sweep.js';
-import { mergePartition } from '../../src/cluster/merger.js';
+import { ObjectLogStore } from '../../src/log/objects/object-log.js';
+import { S3ObjectStore } from '../../src/log/objects/object-store.js';
+import { parseS3Url } from '../../src/log/objects/s3-location.js';
+import { Sequencer } from '../../src/log/objects/sequencer.js';
+import { sweepObjects } from '../../src/log/objects/sweep.js';
+import { mergePartition } from '../../src/log/objects/merger.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { pgSchema, uniqueName } from '../helpers/services.js';
 import type { PgSchema } from '../helpers/services.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { logStoreContract } from '../storage/log-store.contract.js';
+import { logStoreContract } from '../log/log-store.contract.js';
 
 let s3: S3Server;
 beforeAll(async () => {

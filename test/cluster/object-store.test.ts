@@ -3,8 +3,8 @@
  * listing past a page, deletes, a missing key; the `s3://` URL's parsing and its refusals.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3ObjectStore } from '../../src/cluster/object-store.js';
-import { parseS3Url } from '../../src/cluster/s3-location.js';
+import { S3ObjectStore } from '../../src/log/objects/object-store.js';
+import { parseS3Url } from '../../src/log/objects/s3-location.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
 

@@ -7,9 +7,9 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Sequencer } from '../../src/cluster/sequencer.js';
+import { Sequencer } from '../../src/log/objects/sequencer.js';
 import { openPool } from '../../src/common/postgres.js';
-import type { ChunkResult, ObjectChunk } from '../../src/cluster/sequencer.js';
+import type { ChunkResult, ObjectChunk } from '../../src/log/objects/sequencer.js';
 import { pgSchema } from '../helpers/services.js';
 import type { PgSchema } from '../helpers/services.js';
 

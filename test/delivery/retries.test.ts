@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/common/clock.js';
-import { PartitionLog } from '../../src/storage/partition-log.js';
+import { PartitionLog } from '../../src/log/segments/partition-log.js';
 import type { FetchedPartition } from '../../src/protocol/fetch.js';
 import type { MemberAssignment } from '../../src/protocol/groups.js';
 import { headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';

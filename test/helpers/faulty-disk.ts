@@ -1,6 +1,6 @@
 /**
  * A fault-injecting file layer for tests: it wraps the `node:fs` calls the log store makes (every module of
- * src/storage/ calls them through the shared `fs` object, so a wrapper installed on it sits under all of them)
+ * src/log/segments/ calls them through the shared `fs` object, so a wrapper installed on it sits under all of them)
  * and makes the calls that match a rule fail as a sick disk would:
  *
  * - `write` (`writeSync`, `writeFileSync`): throw `EIO` or `ENOSPC` before writing anything, or (`short`) write

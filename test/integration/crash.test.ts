@@ -11,8 +11,8 @@ import { systemClock } from '../../src/common/clock.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import type { FlushPolicy } from '../../src/protocol/topic-config.js';
-import { FileCache } from '../../src/storage/file-cache.js';
-import { PartitionLog } from '../../src/storage/partition-log.js';
+import { FileCache } from '../../src/log/segments/file-cache.js';
+import { PartitionLog } from '../../src/log/segments/partition-log.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const CHILD = path.resolve(import.meta.dirname, '../fixtures/append-child.mjs');

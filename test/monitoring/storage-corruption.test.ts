@@ -14,7 +14,7 @@ import type { BrokerOptions } from '../../src/broker/options.js';
 import { ManualClock } from '../../src/common/clock.js';
 import { createHttpServer } from '../../src/server/http-server.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { batchSpans } from '../storage/log-fixtures.js';
+import { batchSpans } from '../log/log-fixtures.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 

@@ -23,8 +23,8 @@ import { MAX_TIMESTAMP_MS } from '../../src/protocol/batch-validator.js';
 import { decodeFrame, encodeFrame, FRAME_KIND } from '../../src/protocol/data-frames.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
 import { createHttpServer } from '../../src/server/http-server.js';
-import { PartitionLog } from '../../src/storage/partition-log.js';
-import { logOptions } from '../storage/log-fixtures.js';
+import { PartitionLog } from '../../src/log/segments/partition-log.js';
+import { logOptions } from '../log/log-fixtures.js';
 import { MALFORMED_BATCHES, reseal } from '../helpers/malformed-batches.js';
 import { tmpDir } from '../helpers/tmp.js';
 
