@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { withDefaultUser } from '../../src/common/postgres.js';
 import { PG_URL } from '../helpers/services.js';
 
-const POSTGRES_MODULE = path.resolve(import.meta.dirname, '../../dist/postgres.js');
+const POSTGRES_MODULE = path.resolve(import.meta.dirname, '../../dist/common/postgres.js');
 
 /** What `select current_user` answers through openPool(url) in a child whose environment lacks `unset`. */
 function currentUser(url: string, unset: string[], extra: Record<string, string> = {}): { user?: string; error?: string } {
