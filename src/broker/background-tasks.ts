@@ -5,7 +5,7 @@
  */
 import { guarded } from '../common/guard.js';
 import type { Logger } from '../common/logger.js';
-import type { JobGate } from '../log/logs.js';
+import type { JobGate } from '../cluster/placement.js';
 
 export class BackgroundTasks {
   private readonly timers: NodeJS.Timeout[] = [];
@@ -14,8 +14,12 @@ export class BackgroundTasks {
   /** @param topics the topics {@link everyTopic} visits, read at each run */
   constructor(private readonly logger: Logger, private readonly topics: () => Promise<string[]>) {}
 
-  /** Runs `task` every `ms` (0 = never). */
-  repeat(ms: number, what: string, task: () => Promise<unknown>): void {
+  /**
+   * Runs `task` every `ms` (0 = never).
+   * @param gate asked before each run, which goes on only when it answers true (cluster mode: a job lease, so that
+   *   one broker at a time runs the job; see {@link Placement.jobGate})
+   */
+  repeat(ms: number, what: string, task: () => Promise<unknown>, gate?: JobGate): void {
     if (ms <= 0) return;
     let running = false;
     // Guarded: whatever a run throws is logged (src/common/guard.ts), never an uncaught exception that ends the process.
@@ -23,7 +27,7 @@ export class BackgroundTasks {
       if (running || this.stopped) return;
       running = true;
       try {
-        await task();
+        if (gate === undefined || await gate(ms)) await task();
       } finally {
         running = false;
       }
@@ -34,16 +38,14 @@ export class BackgroundTasks {
 
   /**
    * Runs `task` on every topic, one after the other, every `ms` (0 = never); a topic that fails does not stop the others.
-   * @param gate asked before each pass, which runs only when it answers true (cluster mode: a job lease, so that one
-   *   broker at a time runs the job; see {@link Logs.jobGate})
+   * @param gate as {@link repeat}'s, asked before each pass
    */
   everyTopic(ms: number, what: string, task: (topic: string) => Promise<unknown>, gate?: JobGate): void {
     this.repeat(ms, what, async () => {
-      if (gate !== undefined && !(await gate(ms))) return;
       for (const topic of await this.topics().catch(() => [])) {
         await task(topic).catch((err: unknown) => this.logger.warn({ topic, err: (err as Error | null)?.message }, `${what} failed`));
       }
-    });
+    }, gate);
   }
 
   /** Stops every timer; a run under way finishes. */

@@ -85,7 +85,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
       offsets: this.offsets, groups: this.groups, topics: this.topics, producing: this.producing, retries: this.retries,
       deadLetters: this.deadLetters, shareGroups: this.shareGroups, monitor: this.monitor,
     } = parts);
-    this.routing = new ClusterRouting(parts.logs, parts.membership);
+    this.routing = new ClusterRouting(parts.logs, parts.membership, parts.placement);
     this.fetchPath = new FetchPath(parts.logs, this.routing, parts.groups, parts.retries, parts.shareGroups, parts.metrics);
     this.webhooks = new WebhookDispatcher(this, parts.logger, { ...parts.options.webhooks, outbound: parts.outbound });
   }
@@ -546,6 +546,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     await this.monitor.stop();
     this.groups.close();
     await this.parts.membership?.close();
+    await this.parts.placement?.close(); // gives the job leases up, before the log ends the pool it shares
     await this.logs.close();
     await this.offsets.close();
     await this.catalog.close();

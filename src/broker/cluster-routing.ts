@@ -6,11 +6,12 @@
  */
 import type { BrokerInfo } from '../cluster/brokers.js';
 import type { ClusterMembership } from '../cluster/membership.js';
+import type { Placement } from '../cluster/placement.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Logs } from '../log/logs.js';
 
 export class ClusterRouting {
-  constructor(private readonly logs: Logs, private readonly membership: ClusterMembership | null) {}
+  constructor(private readonly logs: Logs, private readonly membership: ClusterMembership | null, private readonly placement: Placement | null) {}
 
   /**
    * Runs `next` once `topic` is up to date with what other brokers did (see {@link Logs.refresh}): its layout, and
@@ -78,7 +79,7 @@ export class ClusterRouting {
    * @throws OnelogError `STORAGE_ERROR`
    */
   async partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>> | null> {
-    return (await this.logs.partitionLeaders?.(topics)) ?? null;
+    return this.placement === null ? null : this.placement.partitionLeaders(topics);
   }
 
   /** The holder of the group's lease `group:<groupId>`, or null (nobody, or the embedded default). @throws OnelogError `STORAGE_ERROR` */

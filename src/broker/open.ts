@@ -16,6 +16,7 @@ import type { Logger } from '../common/logger.js';
 import { WriteFence } from '../common/write-fence.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ClusterMembership } from '../cluster/membership.js';
+import type { ClusterPlacement } from '../cluster/cluster-placement.js';
 import { GroupCoordinator } from '../coordinator/group-coordinator.js';
 import { findLostOffsets, lostOffsetsRefusal, pauseLostOffsets } from '../coordinator/lost-offsets.js';
 import { ShareGroups } from '../coordinator/share-groups.js';
@@ -36,6 +37,7 @@ import { makeDir, narrowDataDir } from '../common/file-modes.js';
 import { DEFAULT_DEDUPE_BUFFER_BYTES, LogCleaner } from '../log/compaction.js';
 import { LogManager } from '../log/segments/log-manager.js';
 import type { Logs } from '../log/logs.js';
+import type { ObjectLogJob } from '../log/objects/cluster-logs.js';
 import { defaultMaxOpenFiles } from '../log/segments/open-files-limit.js';
 import { BackgroundTasks } from './background-tasks.js';
 import { dataDirId, lockDataDir } from './data-dir-lock.js';
@@ -60,6 +62,8 @@ export interface BrokerParts {
   readonly offsets: OffsetStore;
   /** This broker in its cluster (registry, group leases); null on the embedded default. */
   readonly membership: ClusterMembership | null;
+  /** Which broker leads each partition and runs each job (job leases); null on the embedded default. */
+  readonly placement: ClusterPlacement | null;
   readonly monitor: Monitor;
   readonly groups: GroupCoordinator;
   /** Dead letters of every subscription: depth, list, redrive, purge (docs/retries.md). */
@@ -80,7 +84,7 @@ export interface BrokerParts {
   readonly metrics: BrokerMetrics;
   /** Appends produced records and batches; issues producer ids. */
   readonly producing: ProducePath;
-  /** Retention, compaction, session and lock expiry, idle files, the engine's own jobs: started by {@link openBroker}. */
+  /** Retention, compaction, session and lock expiry, idle files, the object log's upkeep: started by {@link openBroker}. */
   readonly background: BackgroundTasks;
 }
 
@@ -128,12 +132,15 @@ async function openLocked(
   const catalog = await openCatalog(options, options.dataDir, fence, clock, logger);
   opened.push(() => catalog.close());
   const topicList = await catalog.topics.list();
-  const { logs, membership } = options.log === undefined
-    ? { logs: await openLocalLogs(options, catalog, topicList, files, cleaner, clock, logger), membership: null }
-    : await openObjectLogs(options, catalog, clock, logger, { intervalMs: options.compactionIntervalMs, cleaner });
+  const local = options.log === undefined ? await openLocalLogs(options, catalog, topicList, files, cleaner, clock, logger) : null;
+  const { logs, membership, placement, jobs } = local === null
+    ? await openObjectLogs(options, catalog, clock, logger, { intervalMs: options.compactionIntervalMs, cleaner })
+    : { logs: local, membership: null, placement: null, jobs: [] };
   opened.push(() => logs.close());
   if (membership !== null) opened.push(() => membership.close());
-  const offsets = await openOffsetStore(options, options.dataDir, fence, () => logs.ensureDiskRoom(0), logger);
+  if (placement !== null) opened.push(() => placement.close());
+  // The data directory's LMDB checks its disk's room as the segment files do (cluster mode keeps the offsets elsewhere).
+  const offsets = await openOffsetStore(options, options.dataDir, fence, () => local?.ensureDiskRoom(0), logger);
   opened.push(() => offsets.close());
   fence.onFailure((failure) => logs.stopWrites(failure));
   membership?.onReplaced((failure) => logs.stopWrites(failure));
@@ -148,7 +155,7 @@ async function openLocked(
   // Watching consumers.
   const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, {
     ...options.monitoring, notifications: { ...options.monitoring?.notifications, outbound },
-    scheduleGate: logs.jobGate?.('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
+    scheduleGate: placement?.jobGate('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
   });
   opened.push(() => monitor.stop());
   if (lost.length > 0) await pauseLostOffsets(lost, { catalog, logs, alerts: monitor.alerts, clock, logger }, offsetStore);
@@ -205,10 +212,10 @@ async function openLocked(
   const producing = new ProducePath(logs, catalog, clock, metrics, limits, (topic) => monitor.recordsArrived(topic), await catalog.producerIds.last());
 
   // Background work, from here on.
-  const background = startBackground(options, logger, { catalog, logs, files, groups, shareGroups, monitor });
+  const background = startBackground(options, logger, { catalog, logs, files, placement, groups, shareGroups, monitor }, jobs);
   monitor.start();
   return Object.freeze({
-    options, clock, logger, unlock, outbound, files, catalog, logs, offsets, membership, monitor, groups, deadLetters, retries, shareGroups,
+    options, clock, logger, unlock, outbound, files, catalog, logs, offsets, membership, placement, monitor, groups, deadLetters, retries, shareGroups,
     acls, users, audit, topics, metrics, producing, background,
   });
 }
@@ -216,12 +223,13 @@ async function openLocked(
 /**
  * Starts the broker's timers. Retention visits every partition (opening idle ones just for it); compaction only those
  * loaded: a partition not opened since start-up had no appends since, and is compacted when next used or on demand.
+ * In cluster mode retention and the object log's upkeep (`jobs`) run under their job leases: one broker at a time.
  */
 function startBackground(
   options: BrokerOptions, logger: Logger,
-  parts: Pick<BrokerParts, 'catalog' | 'logs' | 'files' | 'groups' | 'shareGroups' | 'monitor'>,
+  parts: Pick<BrokerParts, 'catalog' | 'logs' | 'files' | 'placement' | 'groups' | 'shareGroups' | 'monitor'>, jobs: readonly ObjectLogJob[],
 ): BackgroundTasks {
-  const { catalog, logs, files, groups, shareGroups, monitor } = parts;
+  const { catalog, logs, files, placement, groups, shareGroups, monitor } = parts;
   const background = new BackgroundTasks(logger, async () => (await catalog.topics.list()).map((t) => t.name));
   background.everyTopic(options.retentionCheckIntervalMs ?? 300_000, 'retention', async (topic) => {
     const moved = await Promise.all(await logs.visit(topic, (log) => Promise.resolve(log.enforceRetention()).catch((err: unknown) => {
@@ -229,12 +237,12 @@ function startBackground(
       return null;
     }), (partition, err) => logger.warn({ topic, partition, err: err.message }, 'retention failed')));
     if (moved.some((m) => m !== null)) await monitor.evaluate({ topic });
-  }, logs.jobGate?.('job:retention')); // cluster mode: one broker at a time
+  }, placement?.jobGate('job:retention'));
   background.everyTopic(options.compactionIntervalMs ?? 15_000, 'compaction', (topic) => Promise.all(logs.loaded(topic).map((log) => log.compact())));
   background.repeat(options.sessionCheckIntervalMs ?? 500, 'session expiry', () => groups.expireMembers());
   background.repeat(options.sessionCheckIntervalMs ?? 500, 'share member and lock expiry', () => shareGroups.expire());
   background.repeat(options.fileIdleCheckIntervalMs ?? 30_000, 'closing idle files', async () => files.closeIdle());
-  for (const job of logs.backgroundJobs?.() ?? []) background.repeat(job.intervalMs, job.name, job.run);
+  for (const job of jobs) background.repeat(job.intervalMs, job.name, job.run, placement?.jobGate(job.lease));
   return background;
 }
 
@@ -246,7 +254,7 @@ function startBackground(
 async function openLocalLogs(
   options: BrokerOptions, catalog: Catalog, topics: readonly { name: string; partitions: number }[], files: FileCache, cleaner: LogCleaner,
   clock: Clock, logger: Logger,
-): Promise<Logs> {
+): Promise<LogManager> {
   const ownId = dataDirId(options.dataDir);
   const owner = await catalog.logOwner.claim(ownId);
   if (owner !== ownId && owner.startsWith('s3://')) {

@@ -83,10 +83,11 @@ export class ProducePath {
     }));
     // An idempotent request is refused whole: each partition's first batch is checked before any is written
     // (the partition's later batches follow on from it). Nothing awaits in between, so no other append interleaves.
+    // Cluster mode has no such check: each partition's sequencer checks the batches it commits.
     const checked = new Set<number>();
     for (const { partition, producer, batch, log } of encoded) {
       if (producer && !checked.has(partition)) {
-        log.checkIdempotentBatch(batch);
+        log.checkIdempotentBatch?.(batch);
         checked.add(partition);
       }
     }
@@ -143,7 +144,7 @@ export class ProducePath {
     const checked = new Set<number>();
     for (const { log, batch } of prepared) {
       if (readBatchHeader(batch).producerId >= 0 && !checked.has(log.partition)) {
-        log.checkIdempotentBatch(batch);
+        log.checkIdempotentBatch?.(batch);
         checked.add(log.partition);
       }
     }

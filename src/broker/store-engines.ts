@@ -21,6 +21,8 @@ import { parseS3Url } from '../log/objects/s3-location.js';
 import type { S3Location } from '../log/objects/s3-location.js';
 import type { ObjectStore } from '../log/objects/object-store.js';
 import type { ClusterMembership } from '../cluster/membership.js';
+import type { ClusterPlacement } from '../cluster/cluster-placement.js';
+import type { ObjectLogJob } from '../log/objects/cluster-logs.js';
 
 /** Where the catalog and the offsets live (the broker's `catalog` and `offsets` options). */
 export interface StoreEngines {
@@ -104,10 +106,17 @@ function checkLogEngine(engines: StoreEngines): void {
   parseS3Url(engines.log);
 }
 
-/** What cluster mode opens (docs/cluster.md): the log in object storage and this broker's membership of the cluster. */
+/**
+ * What cluster mode opens (docs/cluster.md): the log in object storage, this broker's membership of the cluster, and
+ * the placement of partitions and jobs.
+ */
 export interface ObjectLogs {
   logs: Logs;
   membership: ClusterMembership;
+  /** Partition leaders and job leases; closed before {@link logs}, whose pool it shares. */
+  placement: ClusterPlacement;
+  /** The log's upkeep (merging, sweeping, compacting objects), which the broker runs under the jobs' leases. */
+  jobs: ObjectLogJob[];
 }
 
 /** How the log in object storage is compacted (the broker's settings of compaction). */
@@ -120,19 +129,21 @@ export interface ObjectLogCompaction {
 
 /**
  * Opens the log in object storage (cluster mode, docs/cluster.md): the sequencer's tables in the catalog's PostgreSQL,
- * the objects under `engines.log`; and the broker's membership (registry, group leases) in the same database. The
- * modules (the AWS SDK among them) load only here.
+ * the objects under `engines.log`; and the broker's membership (registry, group leases) and placement (partition
+ * leaders, job leases) in the same database. The modules (the AWS SDK among them) load only here.
  * @throws OnelogError `INVALID_CONFIG`; `STORAGE_ERROR` if PostgreSQL cannot be reached
  */
 export async function openObjectLogs(
   engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger, compaction: ObjectLogCompaction = {},
 ): Promise<ObjectLogs> {
-  const [{ openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership }] =
-    await Promise.all([
-      import('../common/postgres.js'), import('../log/objects/sequencer.js'), import('../log/objects/object-store.js'), import('../log/objects/object-log.js'),
-      import('../log/objects/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'), import('../cluster/group-leases.js'),
-      import('../cluster/membership.js'),
-    ]);
+  const [
+    { openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership },
+    { ClusterPlacement },
+  ] = await Promise.all([
+    import('../common/postgres.js'), import('../log/objects/sequencer.js'), import('../log/objects/object-store.js'), import('../log/objects/object-log.js'),
+    import('../log/objects/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'), import('../cluster/group-leases.js'),
+    import('../cluster/membership.js'), import('../cluster/cluster-placement.js'),
+  ]);
   const url = engines.catalog!;
   const brokerId = engines.brokerId!;
   // A broker paused inside a transaction (the sequencer's lock the partition rows they touch) holds those rows no
@@ -153,9 +164,10 @@ export async function openObjectLogs(
     const registry = await BrokerRegistry.open({ pool, brokerId });
     const groups = new GroupLeases({ leases, registry, leaseMs: engines.leaseMs, logger });
     const logs = await ClusterLogs.open({
-      store, sequencer, objects, leases, catalog, listenUrl: url, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
+      store, sequencer, objects, catalog, listenUrl: url, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
     });
-    return { logs, membership: new ClusterMembership(registry, groups, logger) };
+    const placement = new ClusterPlacement({ leases, leaders: (topics) => sequencer.leaders(topics), logger });
+    return { logs, membership: new ClusterMembership(registry, groups, logger), placement, jobs: logs.backgroundJobs() };
   } catch (err) {
     objects.close();
     await pool.end().catch(() => {});

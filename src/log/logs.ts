@@ -7,7 +7,8 @@
  * A topic's layout (its partitions and settings) and a partition's positions are answered at once from what the
  * engine holds in memory. In cluster mode other brokers move them too: {@link refresh} brings a topic up to date
  * from the shared stores, and the broker calls it where a request must see every broker's writes (a fetch, a
- * produce to a topic created elsewhere).
+ * produce to a topic created elsewhere). Which broker leads a partition or runs a job is not the log's to say: that
+ * is the cluster's placement (src/cluster/placement.ts), which the embedded default has none of.
  */
 import type { OnelogError } from '../protocol/errors.js';
 import type { CompactionStats } from '../protocol/topics.js';
@@ -17,9 +18,6 @@ import type { CorruptBatch } from './partition.js';
 import type { Awaitable, Partition } from './partition.js';
 
 /** A topic as the catalog knows it. */
-
-/** Free space a write of a store beside the log (not an append) leaves on the data directory's disk, bytes. */
-export const STORE_WRITE_HEADROOM_BYTES = 256 * 1024;
 export interface TopicLayout {
   name: string;
   partitions: number;
@@ -54,12 +52,12 @@ export interface RetentionMove {
 export interface BrokerPartition extends Partition {
   /**
    * Checks an idempotent batch against the producer state without writing anything, so a request spanning
-   * partitions can be refused whole before any of it is appended. An engine that checks at write time instead
-   * (cluster mode: the partition's sequencer checks it) answers false.
+   * partitions can be refused whole before any of it is appended (local engine). Absent in cluster mode, where the
+   * partition's sequencer checks each batch when it commits it (a request spanning partitions is not refused whole).
    * @returns true when the batch is a retry of one already stored
    * @throws OnelogError `OUT_OF_ORDER_SEQUENCE`, `INVALID_PRODUCER_EPOCH`, `UNKNOWN_PRODUCER_ID`
    */
-  checkIdempotentBatch(batch: Buffer): boolean;
+  checkIdempotentBatch?(batch: Buffer): boolean;
   /**
    * Resolves once the records below `upTo` are synced, whatever the topic's flush policy (local engine); a batch
    * in object storage is durable once its append resolved, so there it resolves at once.
@@ -77,24 +75,6 @@ export interface BrokerPartition extends Partition {
    */
   compact(rollActive?: boolean): Promise<CompactionStats | null>;
 }
-
-/** A job the broker runs every `intervalMs` for the engine. */
-export interface BackgroundJob {
-  name: string;
-  intervalMs: number;
-  run(): Promise<unknown>;
-}
-
-/**
- * Asks whether this broker may run a job's scheduled pass now ({@link Logs.jobGate}). Each call that answers true
- * takes or renews the job's lease for three intervals (`3 * intervalMs`, rounded up to a whole ms), so a holder
- * that runs every interval keeps it, and one that stops (closed, crashed, paused) loses it to another broker after
- * at most three intervals (at once when it closes: it gives its job leases up).
- * @param intervalMs the job's interval, ms (> 0)
- * @returns true when this broker holds the lease now; false when another broker does (or this one is closing)
- * @throws OnelogError `STORAGE_ERROR` if the lease cannot be read or written
- */
-export type JobGate = (intervalMs: number) => Promise<boolean>;
 
 export interface Logs {
   /**
@@ -128,13 +108,6 @@ export interface Logs {
    */
   refresh(topic: string, partitions?: readonly number[]): Awaitable<void>;
   /**
-   * Cluster mode: who sequences each partition of `topics` now (the holder of its partition lease, not expired),
-   * by topic then partition, as broker ids; partitions nobody holds are left out (any broker takes their lease at
-   * its next produce). Absent on the local engine, whose broker leads every partition.
-   * @throws OnelogError `STORAGE_ERROR`
-   */
-  partitionLeaders?(topics: readonly string[]): Promise<Map<string, Map<number, number>>>;
-  /**
    * Runs `work` on every partition of a topic for a background sweep (retention). A partition that fails is
    * reported to `onError` and the sweep goes on.
    * @returns what `work` answered, for the partitions visited
@@ -159,24 +132,6 @@ export interface Logs {
   setConfig(topic: string, config: LogConfig): void;
   /** Refuses every later append with `failure` (the broker's catalog or offset store failed). Reads go on. */
   stopWrites(failure: OnelogError): void;
-  /**
-   * Checks that the data directory's disk has room for a write of `bytes` (local engine; cluster mode writes
-   * nothing to it but scratch): an append of `topic` leaves 1 MiB free for the index files and checkpoints that
-   * follow it; a write of a store beside the log (`topic` undefined: the offset store's commit) needs only
-   * {@link STORE_WRITE_HEADROOM_BYTES} left, so groups keep committing (and retention can free space) once appends
-   * are refused.
-   * @throws OnelogError `RESOURCE_EXHAUSTED` (resource `disk`)
-   */
-  ensureDiskRoom(bytes: number, topic?: string): void;
-  /** Upkeep the engine needs on a schedule (cluster mode: merging objects, sweeping orphans), which the broker runs. */
-  backgroundJobs?(): BackgroundJob[];
-  /**
-   * A gate for a job the broker schedules itself but one broker of a cluster at a time must run (alert
-   * evaluation: `job:alerts`), under the job's lease in PostgreSQL as the engine's own jobs ({@link backgroundJobs}).
-   * Absent on the local engine, whose broker is alone: there every pass runs.
-   * @param name the lease's name, `job:<what>` (docs/cluster.md)
-   */
-  jobGate?(name: string): JobGate;
   /**
    * The corrupt batches found in a partition's files since start-up (local engine: see segment.ts), those below the
    * log start included. Absent in cluster mode, whose objects are never cut or rewritten in place.

@@ -14,7 +14,7 @@ import type { Clock } from '../common/clock.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
 import { checkInteger } from '../protocol/validate.js';
-import type { JobGate, Logs } from '../log/logs.js';
+import type { Logs } from '../log/logs.js';
 import type { Logger } from '../common/logger.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import type { EvaluationScope } from './alert-evaluator.js';
@@ -24,6 +24,12 @@ import { Alerts } from './alerts.js';
 import { HealthHistory } from './health-history.js';
 import type { PartitionHistory } from './health-history.js';
 import { DEFAULT_SLICE_PARTITIONS, HealthReader } from './health-reader.js';
+
+/**
+ * Asked with the timer's interval (ms) whether this broker may run the timer's pass now (see
+ * {@link MonitorOptions.scheduleGate}). @throws whatever it fails with: the pass is skipped, logged
+ */
+export type ScheduleGate = (intervalMs: number) => Promise<boolean>;
 
 /** Options of the monitor. */
 export interface MonitorOptions {
@@ -44,14 +50,14 @@ export interface MonitorOptions {
   /**
    * Asked before each pass of the timer whether this broker may run it; a pass it answers false to (or that it
    * fails for, logged) is skipped, and the next is asked again an interval later. Given in cluster mode, where the
-   * broker passes the `job:alerts` lease's gate (`Logs.jobGate`, held for three intervals and renewed at each
-   * pass): one broker at a time evaluates on schedule, another takes over within three intervals of its end (at
-   * its next pass when it closes). At each pass, run or skipped, the unresolved alerts and the notification sinks
+   * broker passes the `job:alerts` lease's gate (`Placement.jobGate`, src/cluster/placement.ts: held for three
+   * intervals and renewed at each pass): one broker at a time evaluates on schedule, another takes over within three
+   * intervals of its end (at its next pass when it closes). At each pass, run or skipped, the unresolved alerts and the notification sinks
    * are first reloaded from the catalog, which other brokers share. Evaluations asked for (commits, resets,
    * retention runs, deletes, {@link Monitor.evaluate}) are not gated.
    * @default none: every pass runs (the embedded default, one broker)
    */
-  scheduleGate?: JobGate | undefined;
+  scheduleGate?: ScheduleGate | undefined;
   /**
    * Told of each pass of the timer once it ended: `ran` true when it evaluated every group, false when the
    * {@link scheduleGate} skipped it (for diagnostics and tests). Must not throw.
@@ -66,7 +72,7 @@ export class Monitor {
   readonly history: HealthHistory;
   private readonly evaluator: AlertEvaluator;
   private readonly intervalMs: number;
-  private readonly scheduleGate: JobGate | undefined;
+  private readonly scheduleGate: ScheduleGate | undefined;
   private readonly onScheduledPass: MonitorOptions['onScheduledPass'];
 
   private constructor(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, private readonly logger: Logger, options: MonitorOptions) {
@@ -110,7 +116,7 @@ export class Monitor {
    * catalog: the alerts they raised or resolved, the sinks they added or removed (a broker that does not hold the
    * lease still evaluates what it is asked to, against every broker's alerts, and notifies every sink). Never rejects.
    */
-  private async mayRunScheduled(gate: JobGate): Promise<boolean> {
+  private async mayRunScheduled(gate: ScheduleGate): Promise<boolean> {
     try {
       const mayRun = await gate(this.intervalMs);
       await Promise.all([this.alerts.reload(), this.alerts.notifier.reloadSinks()]);

@@ -36,12 +36,11 @@ import type { CompactionStats } from '../../protocol/topics.js';
 import { logLogStartMove } from '../log-start.js';
 import type { LogStartReason } from '../log-start.js';
 import type { PartitionPositions } from './log-store.js';
-import type { BackgroundJob, BrokerPartition, JobGate, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../logs.js';
+import type { BrokerPartition, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../logs.js';
 import type { ReadLimits } from '../partition.js';
 import type { AppendResult, LogConfig } from '../partition.js';
 import type { UnreadRange } from '../partition.js';
 import type { ObjectLogStore } from './object-log.js';
-import type { NamedLeases } from '../../cluster/leases.js';
 import { compactPartition } from './compactor.js';
 import type { CompactorOptions } from './compactor.js';
 import { mergePartition } from './merger.js';
@@ -62,8 +61,6 @@ export interface ClusterLogsOptions {
   pool: pg.Pool;
   /** The object store the log's objects are in (merge and sweep jobs); closed by {@link ClusterLogs.close}. */
   objects: ObjectStore;
-  /** The job leases: one broker at a time merges, one sweeps, one evaluates alerts on schedule ({@link ClusterLogs.jobGate}). */
-  leases: NamedLeases;
   /** How often the merge job runs, ms. @default 30000 */
   mergeIntervalMs?: number;
   /** How often the sweep job runs, ms. @default 60000 */
@@ -84,6 +81,17 @@ export interface ClusterLogsOptions {
   logger: Logger;
 }
 
+/**
+ * A job of the log's upkeep, which the broker runs every `intervalMs` under the job's lease `lease` (`job:<what>`,
+ * src/cluster/placement.ts), so that one broker of the cluster at a time runs it.
+ */
+export interface ObjectLogJob {
+  name: string;
+  lease: string;
+  intervalMs: number;
+  run(): Promise<unknown>;
+}
+
 interface TopicPartitions {
   config: LogConfig;
   partitions: ObjectPartition[];
@@ -93,8 +101,6 @@ export class ClusterLogs implements Logs {
   private readonly topics = new Map<string, TopicPartitions>();
   private stopped: OnelogError | null = null;
   private closed = false;
-  /** The job leases this broker took, by name, at their epoch: given up by {@link ClusterLogs.close}. */
-  private readonly heldJobs = new Map<string, number>();
 
   private constructor(private readonly options: ClusterLogsOptions, private readonly listener: pg.Client, private readonly channel: string) {}
 
@@ -183,11 +189,6 @@ export class ClusterLogs implements Logs {
     for (const [partition, state] of await this.options.sequencer.states(topic, wanted)) t.partitions[partition]?.seen(state);
   }
 
-  /** The holders of the partition leases of `topics` now, from the sequencer's table ({@link Sequencer.leaders}). */
-  partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>> {
-    return this.options.sequencer.leaders(topics);
-  }
-
   async visit<T>(topic: string, work: (log: BrokerPartition) => T, onError: (partition: number, err: Error) => void): Promise<T[]> {
     const out: T[] = [];
     for (const log of this.partitions(topic)) {
@@ -250,35 +251,26 @@ export class ClusterLogs implements Logs {
   }
 
   /**
-   * The compaction, merge and sweep jobs (docs/cluster.md), each run by the broker holding its job lease
+   * The compaction, merge and sweep jobs (docs/cluster.md), each to be run by the broker holding its job lease
    * (`job:compact`, `job:merge`, `job:sweep`, held three intervals and renewed at each run), skipped by the others.
    * Compaction runs every `compactionIntervalMs` (none when 0) over the compacted topics' partitions, leaving each
    * partition's last chunk alone; a run longer than its lease may overlap the next holder's, which is safe: each
    * replacement of index rows checks that they are still as read.
    */
-  backgroundJobs(): BackgroundJob[] {
+  backgroundJobs(): ObjectLogJob[] {
     const { mergeIntervalMs = 30_000, sweepIntervalMs = 60_000, compactionIntervalMs = 15_000, sequencer, objects } = this.options;
-    const compaction: BackgroundJob[] = compactionIntervalMs <= 0 ? [] : [{
-      name: 'compacting topics', intervalMs: compactionIntervalMs, run: () => this.underLease('job:compact', compactionIntervalMs, () => this.compactAll()),
+    const compaction: ObjectLogJob[] = compactionIntervalMs <= 0 ? [] : [{
+      name: 'compacting topics', lease: 'job:compact', intervalMs: compactionIntervalMs, run: () => this.compactAll(),
     }];
     return [
       ...compaction,
-      { name: 'merging small objects', intervalMs: mergeIntervalMs, run: () => this.underLease('job:merge', mergeIntervalMs, async () => {
+      { name: 'merging small objects', lease: 'job:merge', intervalMs: mergeIntervalMs, run: async () => {
         for (const [topic, t] of this.topics) {
           for (const log of t.partitions) if (!this.closed) await mergePartition(sequencer, objects, topic, log.partition);
         }
-      }) },
-      { name: 'sweeping objects', intervalMs: sweepIntervalMs, run: () => this.underLease('job:sweep', sweepIntervalMs, () => sweepObjects(objects, sequencer)) },
+      } },
+      { name: 'sweeping objects', lease: 'job:sweep', intervalMs: sweepIntervalMs, run: () => sweepObjects(objects, sequencer) },
     ];
-  }
-
-  /**
-   * The gate of a job the broker schedules itself (the monitor's alert evaluation, `job:alerts`): true when this
-   * broker holds or takes the job's lease, taken or renewed for three intervals at each call, as the merge and sweep
-   * jobs' ({@link backgroundJobs}); false while another broker holds it, and once this one is closing.
-   */
-  jobGate(name: string): JobGate {
-    return (intervalMs) => this.holdJob(name, intervalMs);
   }
 
   /**
@@ -314,26 +306,8 @@ export class ClusterLogs implements Logs {
     }
   }
 
-  /** Runs `work` if this broker holds (or takes) the job's lease, for three intervals. */
-  private async underLease(name: string, intervalMs: number, work: () => Promise<unknown>): Promise<void> {
-    if (await this.holdJob(name, intervalMs)) await work();
-  }
-
-  /** Takes or renews the job's lease for three intervals (whole ms); whether this broker holds it. */
-  private async holdJob(name: string, intervalMs: number): Promise<boolean> {
-    if (this.closed) return false;
-    const lease = await this.options.leases.acquire(name, Math.max(1, Math.ceil(3 * intervalMs)));
-    if (lease === null) this.heldJobs.delete(name);
-    else this.heldJobs.set(name, lease.epoch);
-    return lease !== null;
-  }
-
   stopWrites(failure: OnelogError): void {
     this.stopped ??= failure;
-  }
-
-  ensureDiskRoom(): void {
-    // Nothing of the log is written to the data directory.
   }
 
   endWaits(): void {
@@ -344,10 +318,6 @@ export class ClusterLogs implements Logs {
     if (this.closed) return;
     this.closed = true;
     this.endWaits();
-    // Another broker takes the jobs over at its next pass rather than after the leases expire.
-    await Promise.all([...this.heldJobs].map(([name, epoch]) => this.options.leases.release(name, epoch).catch((err: unknown) =>
-      this.options.logger.warn({ lease: name, err: (err as Error).message }, 'could not give a job lease up; another broker takes the job when it expires'))));
-    this.heldJobs.clear();
     await this.options.store.close();
     await this.listener.end().catch(() => {});
     this.options.objects.close();
@@ -494,10 +464,6 @@ export class ObjectPartition implements BrokerPartition {
 
   async flush(): Promise<void> {
     // Appended batches are in a PUT object and committed before their append resolves.
-  }
-
-  checkIdempotentBatch(): boolean {
-    return false; // checked by the partition's sequencer when the flush is written (object-log.ts)
   }
 
   /**

@@ -22,7 +22,6 @@ import { storageError } from './storage-errors.js';
 import { DIR_MODE, makeDir } from '../../common/file-modes.js';
 import { UncleanJournal } from './unclean-journal.js';
 import type { Logs, PartitionOffsets, StartReport, TopicLayout } from '../logs.js';
-import { STORE_WRITE_HEADROOM_BYTES } from '../logs.js';
 import { unknownTopic } from '../../protocol/validate.js';
 export type { PartitionOffsets, StartReport, TopicLayout } from '../logs.js';
 
@@ -41,6 +40,8 @@ interface TopicLogs {
 
 /** Free space a produce leaves on the disk, for the index files and checkpoints that follow appends. */
 const DISK_HEADROOM_BYTES = 1 << 20;
+/** Free space a write of a store beside the log (not an append) leaves on the data directory's disk, bytes. */
+const STORE_WRITE_HEADROOM_BYTES = 256 * 1024;
 /**
  * A statfs reading answers later produces without a new one for up to this long, ms, while what they asked
  * for since leaves {@link DISK_READING_MARGIN_BYTES} free by it (a statfs per produce costs as much as the
@@ -395,7 +396,8 @@ export class LogManager implements Logs {
   /**
    * Checks that the log directory's file system has room for a write of `bytes`, plus 1 MiB of headroom before an
    * append (`topic` given), {@link STORE_WRITE_HEADROOM_BYTES} before a write of a store beside the log in the data
-   * directory (the offset store, whose LMDB reports a full disk as an I/O error).
+   * directory (the offset store, whose LMDB reports a full disk as an I/O error): groups keep committing (and
+   * retention can free space) once appends are refused.
    * @param topic names the topic in the error, if the write is an append
    * @throws OnelogError `RESOURCE_EXHAUSTED` (resource `disk`) if it has not
    */

@@ -1,0 +1,56 @@
+/**
+ * The {@link Placement} of cluster mode (docs/cluster.md): partition leaders as the log's sequencer records them
+ * (its partition leases live beside the partitions' offsets), and the job leases (`job:<what>` in
+ * {@link NamedLeases}) this broker takes at each scheduled pass it runs and gives up when it closes, so another
+ * broker takes the jobs over at its next pass rather than once the leases expire.
+ */
+import type { Logger } from '../common/logger.js';
+import type { NamedLeases } from './leases.js';
+import type { JobGate, Placement } from './placement.js';
+
+/** Options of {@link ClusterPlacement}. */
+export interface ClusterPlacementOptions {
+  /** The job leases: one broker at a time runs each job. */
+  leases: NamedLeases;
+  /** Who holds each partition's lease now (the log's sequencer: `Sequencer.leaders`). */
+  leaders: Placement['partitionLeaders'];
+  logger: Logger;
+}
+
+export class ClusterPlacement implements Placement {
+  /** The job leases this broker took, by name, at their epoch: given up by {@link close}. */
+  private readonly held = new Map<string, number>();
+  private closed = false;
+
+  constructor(private readonly options: ClusterPlacementOptions) {}
+
+  partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>> {
+    return this.options.leaders(topics);
+  }
+
+  /**
+   * True when this broker holds or takes the job's lease, taken or renewed for three intervals at each call; false
+   * while another broker holds it, and once this one is closing.
+   */
+  jobGate(name: string): JobGate {
+    return (intervalMs) => this.holdJob(name, intervalMs);
+  }
+
+  /** Gives up the job leases this broker holds (a clean shutdown); later gates answer false. Never rejects. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.held].map(([name, epoch]) => this.options.leases.release(name, epoch).catch((err: unknown) =>
+      this.options.logger.warn({ lease: name, err: (err as Error).message }, 'could not give a job lease up; another broker takes the job when it expires'))));
+    this.held.clear();
+  }
+
+  /** Takes or renews the job's lease for three intervals (whole ms); whether this broker holds it. */
+  private async holdJob(name: string, intervalMs: number): Promise<boolean> {
+    if (this.closed) return false;
+    const lease = await this.options.leases.acquire(name, Math.max(1, Math.ceil(3 * intervalMs)));
+    if (lease === null) this.held.delete(name);
+    else this.held.set(name, lease.epoch);
+    return lease !== null;
+  }
+}
