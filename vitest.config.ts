@@ -66,6 +66,7 @@ const UNIT = [
   'test/log/offset-map.test.ts',
   'test/log/partition-log.fuzz.test.ts',
   'test/log/partition-log.test.ts',
+  'test/log/producer-state.test.ts',
   'test/log/recovery-point.test.ts',
   'test/log/retention.test.ts',
   'test/log/segment.test.ts',

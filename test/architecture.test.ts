@@ -1,6 +1,7 @@
 /**
  * The layering, checked on the source import graph: every folder of src/ imports only the folders below it, as the
- * table {@link LAYERS} declares (no exception listed); the client entry point loads no storage engine and no native
+ * table {@link LAYERS} declares (no exception listed); inside log/, the root imports neither engine and the engines
+ * ({@link LOG_ENGINES}) do not import each other; the client entry point loads no storage engine and no native
  * module; there are no import cycles, between files or between folders.
  */
 import fs from 'node:fs';
@@ -62,6 +63,12 @@ const LAYERS: Record<string, readonly string[]> = {
   cli: ['common', 'protocol', 'log', 'member', 'client', 'security', 'broker', 'server', 'kafka'], // `serve` loads the broker and the faces lazily
 };
 
+/**
+ * The engines under src/log/, each in its folder: each imports the log's root (the interface and the rules both
+ * follow) and never the other; the root imports no engine.
+ */
+const LOG_ENGINES = ['segments', 'objects'] as const;
+
 function allSources(dir = SRC): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? allSources(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : [],
@@ -91,6 +98,25 @@ describe('architecture', () => {
       for (const target of importsOf(file, { dynamic: true }).filter((i) => i.startsWith(SRC))) {
         const to = path.relative(SRC, target).split(path.sep)[0]!;
         if (to !== from && !LAYERS[from]!.includes(to)) wrong.push(`${path.relative(SRC, file)} -> ${path.relative(SRC, target)}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('the log\'s root imports neither engine, and its engines do not import each other', () => {
+    const log = path.join(SRC, 'log');
+    const engines = fs.readdirSync(log, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    expect(engines.sort()).toEqual([...LOG_ENGINES].sort());
+    /** `root` for the log's own files, else the engine folder a file lies in. */
+    const part = (file: string) => {
+      const rel = path.relative(log, file).split(path.sep);
+      return rel.length === 1 ? 'root' : rel[0]!;
+    };
+    const wrong: string[] = [];
+    for (const file of allSources(log)) {
+      for (const target of importsOf(file, { dynamic: true }).filter((i) => i.startsWith(log + path.sep))) {
+        const [from, to] = [part(file), part(target)];
+        if (to !== from && to !== 'root') wrong.push(`${path.relative(SRC, file)} -> ${path.relative(SRC, target)}`);
       }
     }
     expect(wrong).toEqual([]);

@@ -1,7 +1,7 @@
 /** The log store contract on local segment files (the LogManager, the embedded default). */
 import { LogManager } from '../../src/log/segments/log-manager.js';
 import type { TopicLayout } from '../../src/log/segments/log-manager.js';
-import { LocalLogStore } from '../../src/log/objects/log-store.js';
+import { LocalLogStore } from '../../src/log/segments/local-log-store.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { logOptions } from './log-fixtures.js';
 import { logStoreContract } from './log-store.contract.js';

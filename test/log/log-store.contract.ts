@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { decodeRecords, encodeBatch, validateBatch } from '../../src/protocol/record-batch.js';
-import type { AppendOutcome, LogStore } from '../../src/log/objects/log-store.js';
+import type { AppendOutcome, LogStore } from '../../src/log/log-store.js';
 import { editsByPartition, readEdits } from '../helpers/wikiticker.js';
 import type { Edit } from '../helpers/wikiticker.js';
 

@@ -35,7 +35,7 @@ import type { LogCleaner } from '../compaction.js';
 import type { CompactionStats } from '../../protocol/topics.js';
 import { logLogStartMove } from '../log-start.js';
 import type { LogStartReason } from '../log-start.js';
-import type { PartitionPositions } from './log-store.js';
+import type { PartitionPositions } from '../log-store.js';
 import type { BrokerPartition, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../logs.js';
 import type { ReadLimits } from '../partition.js';
 import type { AppendResult, LogConfig } from '../partition.js';

@@ -23,7 +23,7 @@ import pg from 'pg';
 import { withDefaultUser } from '../../common/postgres.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../../protocol/record-batch.js';
-import type { AppendOutcome, AppendRequest, LogRead, LogStore, PartitionPositions } from './log-store.js';
+import type { AppendOutcome, AppendRequest, LogRead, LogStore, PartitionPositions } from '../log-store.js';
 import type { AppendResult, LogConfig } from '../partition.js';
 import { buildObject, stampChunk } from './object-format.js';
 import type { ObjectStore } from './object-store.js';

@@ -1,6 +1,6 @@
 /**
  * The idempotent producers of one partition as the broker holding its lease sees them (cluster mode,
- * docs/cluster.md): the state of the local engine's ProducerStateManager, rebuilt from the batches the
+ * docs/cluster.md): the log's ProducerStateManager (src/log/producer-state.ts), rebuilt from the batches the
  * sequencer recorded (`producer_batches`, written in the commit that stored them) when the broker takes the
  * lease, and kept up to date by its own commits, the only ones while it holds the lease. So a producer's retry
  * sent to another broker after a broker's loss is still recognised there.
@@ -13,8 +13,7 @@
  */
 import { OnelogError } from '../../protocol/errors.js';
 import { readBatchHeader } from '../../protocol/record-batch.js';
-import { silentLogger } from '../../common/logger.js';
-import { lastSequenceOf, ProducerStateManager } from '../segments/producer-state.js';
+import { DEFAULT_MAX_PRODUCERS, lastSequenceOf, ProducerStateManager } from '../producer-state.js';
 import type { AppendResult } from '../partition.js';
 import type { ChunkProducerBatch, Sequencer } from './sequencer.js';
 
@@ -37,7 +36,7 @@ export class PartitionProducers {
 
   /** Rebuilds the partition's producer state from the batches the sequencer recorded. */
   static async load(sequencer: Sequencer, topic: string, partition: number, leaseEpoch: number): Promise<PartitionProducers> {
-    const state = ProducerStateManager.inMemory({ maxProducers: 10_000, logger: silentLogger, topic, partition });
+    const state = new ProducerStateManager({ maxProducers: DEFAULT_MAX_PRODUCERS, topic, partition });
     for (const b of await sequencer.producerBatches(topic, partition)) {
       state.update({ producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence, lastOffsetDelta: b.lastOffset - b.baseOffset }, b.baseOffset);
     }

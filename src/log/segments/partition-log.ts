@@ -36,8 +36,9 @@ import { cleanLog } from './log-cleaner.js';
 import type { CompactionStats } from '../../protocol/topics.js';
 import { logLogStartMove } from '../log-start.js';
 import type { LogStartReason } from '../log-start.js';
-import { DEFAULT_MAX_PRODUCERS, ProducerStateManager } from './producer-state.js';
-import type { DuplicateBatch, ProducerStateView } from './producer-state.js';
+import { DEFAULT_MAX_PRODUCERS, ProducerStateManager } from '../producer-state.js';
+import type { DuplicateBatch, ProducerStateView } from '../producer-state.js';
+import { ProducerSnapshots } from './producer-snapshots.js';
 import { retentionQuestions, retentionTarget } from '../retention.js';
 import { sizeBoundary } from './retention.js';
 import { unreadRange } from './unread-range.js';
@@ -119,6 +120,8 @@ export class PartitionLog implements Partition {
   private closed = false;
   /** Idempotent producers' epochs and last batches; set by {@link open}. */
   private producers!: ProducerStateManager;
+  /** The producer state's snapshot files, in step with rolls, the clean close and the recovery point; set by {@link open}. */
+  private producerSnapshots!: ProducerSnapshots;
   /**
    * Whether this session wrote to the log or recovered it: a clean close then checkpoints the recovery
    * point at the log end (and the producer state there), so the next open reads only the tail.
@@ -237,9 +240,10 @@ export class PartitionLog implements Partition {
       log.dirty = recovered;
       log.checkpointClean = recovery?.clean === true;
       log.checkpointedPoint = recovery?.recoveryPoint;
-      log.producers = ProducerStateManager.load(dir, segments, files, {
+      log.producers = new ProducerStateManager({ maxProducers: options.maxProducers ?? DEFAULT_MAX_PRODUCERS, topic, partition });
+      log.producerSnapshots = ProducerSnapshots.load(dir, log.producers, segments, files, {
         recoveryPoint: recovery?.recoveryPoint, logStartOffset: log.logStart, logEndOffset: log.logEnd,
-      }, { maxProducers: options.maxProducers ?? DEFAULT_MAX_PRODUCERS, logger: options.logger, topic, partition, files: options.files });
+      }, { logger: options.logger, topic, partition, files: options.files });
       return log;
     } catch (err) {
       for (const s of segments) s.release();
@@ -317,7 +321,7 @@ export class PartitionLog implements Partition {
       if ((this.active.size > 0 && (this.active.size + batch.length > this.config.segmentBytes ||
         this.options.clock.now() - this.activeSince >= this.config.segmentMs)) ||
         this.active.holdsCorruption) this.roll();
-      if (idempotent) this.producers.beforeAppend();
+      if (idempotent) this.producerSnapshots.beforeAppend();
       this.active.append(batch, { ...header, baseOffset });
     } catch (err) {
       const typed = storageError(err, 'append', this.where());
@@ -392,13 +396,13 @@ export class PartitionLog implements Partition {
     }
     this.flusher.markSynced(this.logEnd);
     this.advanceHighWatermark(this.logEnd);
-    this.producers.snapshotForRoll(this.logEnd);
+    this.producerSnapshots.snapshotForRoll(this.logEnd);
     this.segments.push(LogSegment.create(this.dir, this.logEnd, this.segOptions));
     this.activeSince = this.options.clock.now();
     writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: false });
     this.checkpointClean = false;
     this.checkpointedPoint = this.logEnd;
-    this.producers.rolled(this.logEnd);
+    this.producerSnapshots.rolled(this.logEnd);
     this.options.logger.info({ ...this.where(), baseOffset: this.logEnd }, 'rolled a new segment');
   }
 
@@ -744,11 +748,11 @@ export class PartitionLog implements Partition {
     // After a disk error nothing is marked clean: the next open validates what the disk really holds.
     if (this.dirty && this.flusher.synced === this.logEnd && this.failed === null) {
       if (!this.checkpointClean || this.producers.size > 0 || this.checkpointedPoint !== this.logEnd) {
-        this.producers.snapshotForClose(this.logEnd);
+        this.producerSnapshots.snapshotForClose(this.logEnd);
         // Durable only when producer snapshots rely on it; else a power loss leaves the one before (or none), which
         // costs recovery work and lets the next open cut a bad tail above that older point.
         writeRecoveryCheckpoint(this.options.files, this.dir, { recoveryPoint: this.logEnd, clean: true }, this.producers.size > 0);
-        this.producers.closed(this.logEnd);
+        this.producerSnapshots.closed(this.logEnd);
         this.checkpointClean = true;
         this.checkpointedPoint = this.logEnd;
       }

@@ -1,14 +1,13 @@
 /**
  * The log store's interface: what the broker needs of a log engine, whichever it is. Engines: the local
- * segment files ({@link LocalLogStore} over the {@link LogManager}, the embedded default) and objects in
- * S3-compatible storage indexed in PostgreSQL (log/objects/object-log.ts, cluster mode). Every engine passes the
- * same contract test suite (test/log/log-store.contract.ts).
+ * segment files (LocalLogStore over the LogManager, log/segments/local-log-store.ts, the embedded default) and
+ * objects in S3-compatible storage indexed in PostgreSQL (log/objects/object-log.ts, cluster mode). Every engine
+ * passes the same contract test suite (test/log/log-store.contract.ts).
  *
  * Narrow on purpose (DESIGN.md): append, read, move the log start forward, positions, wait for data.
  */
-import { OnelogError } from '../../protocol/errors.js';
-import type { LogManager } from '../segments/log-manager.js';
-import type { AppendResult, LogConfig } from '../partition.js';
+import type { OnelogError } from '../protocol/errors.js';
+import type { AppendResult, LogConfig } from './partition.js';
 
 /** A partition's readable range. */
 export interface PartitionPositions {
@@ -64,46 +63,4 @@ export interface LogStore {
   /** Resolves once the partition's high watermark is above `offset`, or after `maxWaitMs`. */
   waitForData(topic: string, partition: number, offset: number, maxWaitMs: number): Promise<void>;
   close(): Promise<void>;
-}
-
-/** The log store on local segment files: the {@link LogManager} behind the {@link LogStore} interface. */
-export class LocalLogStore implements LogStore {
-  constructor(private readonly logs: LogManager) {}
-
-  async createTopic(topic: string, partitions: number, config: LogConfig): Promise<void> {
-    this.logs.createTopicLogs(topic, partitions);
-    this.logs.addTopic(topic, partitions, config, true);
-  }
-
-  async append(batches: readonly AppendRequest[]): Promise<AppendOutcome[]> {
-    const settled = await Promise.allSettled(batches.map((b) => this.logs.appendAll([{ log: this.logs.get(b.topic, b.partition), batch: b.batch }])));
-    return settled.map((r) => (r.status === 'fulfilled' ? r.value[0]! : { error: asOnelogError(r.reason) }));
-  }
-
-  async read(topic: string, partition: number, offset: number, maxBytes: number): Promise<LogRead> {
-    const log = this.logs.get(topic, partition);
-    const { batches, nextOffset } = log.readBatches(offset, maxBytes);
-    return { batches, nextOffset, logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
-  }
-
-  async positions(topic: string, partition: number): Promise<PartitionPositions> {
-    const log = this.logs.get(topic, partition);
-    return { logStartOffset: log.logStartOffset, highWatermark: log.highWatermark };
-  }
-
-  async deleteRecordsBefore(topic: string, partition: number, offset: number): Promise<number> {
-    return this.logs.get(topic, partition).deleteRecordsBefore(offset, 'delete-records');
-  }
-
-  waitForData(topic: string, partition: number, offset: number, maxWaitMs: number): Promise<void> {
-    return this.logs.get(topic, partition).waitForData(offset, maxWaitMs);
-  }
-
-  close(): Promise<void> {
-    return this.logs.close();
-  }
-}
-
-function asOnelogError(err: unknown): OnelogError {
-  return err instanceof OnelogError ? err : new OnelogError('STORAGE_ERROR', err instanceof Error ? err.message : String(err));
 }
