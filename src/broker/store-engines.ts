@@ -127,9 +127,9 @@ export interface ObjectLogCompaction {
 export async function openObjectLogs(
   engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger, compaction: ObjectLogCompaction = {},
 ): Promise<ObjectLogs> {
-  const [{ openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership }] =
+  const [{ openPool }, { PostgresSequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership }] =
     await Promise.all([
-      import('../common/postgres.js'), import('../log/objects/sequencer.js'), import('../log/objects/object-store.js'), import('../log/objects/object-log.js'),
+      import('../common/postgres.js'), import('../log/objects/postgres-sequencer.js'), import('../log/objects/object-store.js'), import('../log/objects/object-log.js'),
       import('../log/objects/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'), import('../cluster/group-leases.js'),
       import('../cluster/membership.js'),
     ]);
@@ -146,14 +146,14 @@ export async function openObjectLogs(
   });
   const pool = openPool(url, 8, { idleInTransactionMs: engines.leaseMs ?? 10_000 });
   try {
-    const sequencer = await Sequencer.open({ pool, brokerId, leaseMs: engines.leaseMs });
-    const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: url, flushWindowMs: engines.flushWindowMs });
+    const sequencer = await PostgresSequencer.open({ pool, brokerId, leaseMs: engines.leaseMs, listenUrl: url });
+    const store = await ObjectLogStore.open({ sequencer, objects, flushWindowMs: engines.flushWindowMs });
     logger.info({ log: engines.log, brokerId, flushWindowMs: engines.flushWindowMs ?? 50, leaseMs: engines.leaseMs ?? 10_000 }, 'log in object storage');
     const leases = await NamedLeases.open({ pool, brokerId });
     const registry = await BrokerRegistry.open({ pool, brokerId });
     const groups = new GroupLeases({ leases, registry, leaseMs: engines.leaseMs, logger });
     const logs = await ClusterLogs.open({
-      store, sequencer, objects, leases, catalog, listenUrl: url, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
+      store, sequencer, objects, leases, catalog, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
     });
     return { logs, membership: new ClusterMembership(registry, groups, logger) };
   } catch (err) {
