@@ -12,9 +12,8 @@ import pg from 'pg';
 import { ObjectLogStore } from '../src/log/objects/object-log.js';
 import { S3ObjectStore } from '../src/log/objects/object-store.js';
 import { parseS3Url } from '../src/log/objects/s3-location.js';
-import { Sequencer } from '../src/log/objects/sequencer.js';
+import { PostgresSequencer } from '../src/log/objects/postgres-sequencer.js';
 import { encodeBatch } from '../src/protocol/record-batch.js';
-import { DEFAULT_TOPIC_CONFIG } from '../src/protocol/topic-config.js';
 import { pgSchema } from '../test/helpers/services.js';
 import { startS3 } from '../test/helpers/s3.js';
 import { fmt, latencyLine } from './scale/common.js';
@@ -47,16 +46,18 @@ async function run(brokerCount: number, options: ClusterBenchOptions, s3: { buck
   const stats = new pg.Client({ connectionString: schema.url });
   await stats.connect();
   const stores: ObjectLogStore[] = [];
+  const sequencers: PostgresSequencer[] = [];
   const clients: S3ObjectStore[] = [];
   try {
     const partitions = brokerCount * options.producersPerBroker;
     for (let id = 1; id <= brokerCount; id++) {
       const objects = new S3ObjectStore(parseS3Url(`s3://${s3.bucket}/${schema.name}?endpoint=${s3.endpoint}`));
       clients.push(objects);
-      const sequencer = await Sequencer.open({ pool: schema.pool(4), brokerId: id, leaseMs: 60_000 });
-      stores.push(await ObjectLogStore.open({ sequencer, objects, listenUrl: schema.url, flushWindowMs: options.flushWindowMs }));
+      const sequencer = await PostgresSequencer.open({ pool: schema.pool(4), brokerId: id, leaseMs: 60_000, listenUrl: schema.url });
+      sequencers.push(sequencer);
+      stores.push(await ObjectLogStore.open({ sequencer, objects, flushWindowMs: options.flushWindowMs }));
     }
-    await stores[0]!.createTopic('bench', partitions, DEFAULT_TOPIC_CONFIG);
+    await sequencers[0]!.addPartitions('bench', partitions);
     const value = Buffer.alloc(RECORD_BYTES, 0x61);
     const batch = () => encodeBatch(Array.from({ length: RECORDS_PER_BATCH }, () => ({ key: null, value })), 0, Date.now());
     const xacts = async () => Number((await stats.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!.n);

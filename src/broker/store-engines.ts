@@ -137,12 +137,12 @@ export async function openObjectLogs(
   engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger, compaction: ObjectLogCompaction = {},
 ): Promise<ObjectLogs> {
   const [
-    { openPool }, { Sequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases }, { ClusterMembership },
-    { ClusterPlacement },
+    { openPool }, { PostgresSequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases },
+    { ClusterMembership }, { ClusterPlacement },
   ] = await Promise.all([
-    import('../common/postgres.js'), import('../log/objects/sequencer.js'), import('../log/objects/object-store.js'), import('../log/objects/object-log.js'),
-    import('../log/objects/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'), import('../cluster/group-leases.js'),
-    import('../cluster/membership.js'), import('../cluster/cluster-placement.js'),
+    import('../common/postgres.js'), import('../log/objects/postgres-sequencer.js'), import('../log/objects/object-store.js'),
+    import('../log/objects/object-log.js'), import('../log/objects/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'),
+    import('../cluster/group-leases.js'), import('../cluster/membership.js'), import('../cluster/cluster-placement.js'),
   ]);
   const url = engines.catalog!;
   const brokerId = engines.brokerId!;
@@ -157,14 +157,14 @@ export async function openObjectLogs(
   });
   const pool = openPool(url, 8, { idleInTransactionMs: engines.leaseMs ?? 10_000 });
   try {
-    const sequencer = await Sequencer.open({ pool, brokerId, leaseMs: engines.leaseMs });
-    const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: url, flushWindowMs: engines.flushWindowMs });
+    const sequencer = await PostgresSequencer.open({ pool, brokerId, leaseMs: engines.leaseMs, listenUrl: url });
+    const store = await ObjectLogStore.open({ sequencer, objects, flushWindowMs: engines.flushWindowMs });
     logger.info({ log: engines.log, brokerId, flushWindowMs: engines.flushWindowMs ?? 50, leaseMs: engines.leaseMs ?? 10_000 }, 'log in object storage');
     const leases = await NamedLeases.open({ pool, brokerId });
     const registry = await BrokerRegistry.open({ pool, brokerId });
     const groups = new GroupLeases({ leases, registry, leaseMs: engines.leaseMs, logger });
     const logs = await ClusterLogs.open({
-      store, sequencer, objects, catalog, listenUrl: url, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
+      store, sequencer, objects, catalog, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
     });
     const placement = new ClusterPlacement({ leases, leaders: (topics) => sequencer.leaders(topics), logger });
     return { logs, membership: new ClusterMembership(registry, groups, logger), placement, jobs: logs.backgroundJobs() };

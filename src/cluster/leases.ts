@@ -3,7 +3,7 @@
  * coordination (`group:<groupId>`) and each background job (`job:merge`, `job:sweep`, ...). A lease has a
  * holder, an epoch raised at every change of holder (the fencing token of what the holder writes) and an
  * expiry by the database's clock; its holder renews it at the same epoch. Partition leases live beside the
- * partition's offsets instead (sequencer.ts), so that the commit checks them in the same row.
+ * partition's offsets instead (postgres-sequencer.ts), so that the commit checks them in the same row.
  */
 import type { Pool } from 'pg';
 import { checkTablePrefix, createTables, query } from '../common/postgres.js';

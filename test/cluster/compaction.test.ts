@@ -17,9 +17,8 @@ import { mergePartition } from '../../src/log/objects/merger.js';
 import { ObjectLogStore } from '../../src/log/objects/object-log.js';
 import { S3ObjectStore } from '../../src/log/objects/object-store.js';
 import { parseS3Url } from '../../src/log/objects/s3-location.js';
-import { Sequencer } from '../../src/log/objects/sequencer.js';
+import { PostgresSequencer } from '../../src/log/objects/postgres-sequencer.js';
 import { decodeRecords, encodeBatch, LOG_OVERHEAD } from '../../src/protocol/record-batch.js';
-import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { OffsetMap } from '../../src/log/offset-map.js';
 import { testCluster } from '../helpers/cluster.js';
 import { startS3 } from '../helpers/s3.js';
@@ -189,10 +188,10 @@ describe('compaction in object storage, through the broker', () => {
 });
 
 /** A broker's object log and its sequencer on `schema`, under `prefix` of the bucket. */
-async function objectLog(schema: PgSchema, prefix: string): Promise<{ store: ObjectLogStore; objects: S3ObjectStore; sequencer: Sequencer; close(): Promise<void> }> {
+async function objectLog(schema: PgSchema, prefix: string): Promise<{ store: ObjectLogStore; objects: S3ObjectStore; sequencer: PostgresSequencer; close(): Promise<void> }> {
   const objects = new S3ObjectStore(parseS3Url(`s3://${s3.bucket}/${prefix}?endpoint=${s3.endpoint}`));
-  const sequencer = await Sequencer.open({ pool: schema.pool(3), brokerId: 1 });
-  const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: schema.url, flushWindowMs: 0 });
+  const sequencer = await PostgresSequencer.open({ pool: schema.pool(3), brokerId: 1, listenUrl: schema.url });
+  const store = await ObjectLogStore.open({ sequencer, objects, flushWindowMs: 0 });
   return { store, objects, sequencer, close: async () => {
     await store.close();
     objects.close();
@@ -223,7 +222,7 @@ describe('compactPartition', () => {
     const schema = await pgSchema('compact');
     const log = await objectLog(schema, uniqueName('log'));
     try {
-      await log.store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      await log.sequencer.addPartitions('t', 1);
       for (let i = 0; i < 6; i++) await log.store.append([{ topic: 't', partition: 0, batch: batchOf([['k', `v${i}`], [`only${i}`, 'x']]) }]);
       const map = new OffsetMap(1 << 20);
       // A produce of k lands after the compaction mapped the keys, before its commit: the compaction keeps k's v5
@@ -268,7 +267,7 @@ describe('compactPartition', () => {
       // Map sizes from 2 slots (one key a pass) to room for every key.
       await fc.assert(fc.asyncProperty(chunks, fc.constantFrom(48, 96, 240, 4096), async (layout, mapBytes) => {
         const topic = `t${run++}`;
-        await log.store.createTopic(topic, 1, DEFAULT_TOPIC_CONFIG);
+        await log.sequencer.addPartitions(topic, 1);
         const all: Array<[string, string | null]> = [];
         for (const batches of layout) {
           for (const b of batches) all.push(...b);

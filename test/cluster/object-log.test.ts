@@ -7,16 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ObjectLogStore } from '../../src/log/objects/object-log.js';
 import { S3ObjectStore } from '../../src/log/objects/object-store.js';
 import { parseS3Url } from '../../src/log/objects/s3-location.js';
-import { Sequencer } from '../../src/log/objects/sequencer.js';
+import { PostgresSequencer } from '../../src/log/objects/postgres-sequencer.js';
 import { sweepObjects } from '../../src/log/objects/sweep.js';
 import { mergePartition } from '../../src/log/objects/merger.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
-import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { pgSchema, uniqueName } from '../helpers/services.js';
 import type { PgSchema } from '../helpers/services.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { logStoreContract } from '../log/log-store.contract.js';
+import { logsContract } from '../log/logs.contract.js';
+import { objectLogsFixture } from '../helpers/object-logs.js';
 
 let s3: S3Server;
 beforeAll(async () => {
@@ -29,10 +29,10 @@ afterAll(async () => {
 /** A broker's object log on `schema` and under `prefix` of the bucket. */
 async function broker(
   schema: PgSchema, prefix: string, brokerId: number, flushWindowMs = 5, leaseMs = 30_000,
-): Promise<{ store: ObjectLogStore; objects: S3ObjectStore; sequencer: Sequencer }> {
+): Promise<{ store: ObjectLogStore; objects: S3ObjectStore; sequencer: PostgresSequencer }> {
   const objects = new S3ObjectStore(parseS3Url(`s3://${s3.bucket}/${prefix}?endpoint=${s3.endpoint}`));
-  const sequencer = await Sequencer.open({ pool: schema.pool(3), brokerId, leaseMs });
-  const store = await ObjectLogStore.open({ sequencer, objects, listenUrl: schema.url, flushWindowMs });
+  const sequencer = await PostgresSequencer.open({ pool: schema.pool(3), brokerId, leaseMs, listenUrl: schema.url });
+  const store = await ObjectLogStore.open({ sequencer, objects, flushWindowMs });
   const close = store.close.bind(store);
   store.close = async () => {
     await close();
@@ -41,10 +41,17 @@ async function broker(
   return { store, objects, sequencer };
 }
 
-logStoreContract('objects in S3-compatible storage, indexed in PostgreSQL', async () => {
+logsContract('objects in S3-compatible storage, indexed in PostgreSQL', async () => {
   const schema = await pgSchema('objlog');
   const prefix = uniqueName('log');
-  return { open: async () => (await broker(schema, prefix, 1)).store, dispose: () => schema.drop() };
+  // The pools are the schema's: its drop ends them.
+  return objectLogsFixture(async () => {
+    const pool = schema.pool(3);
+    return {
+      sequencer: await PostgresSequencer.open({ pool, brokerId: 1, listenUrl: schema.url }),
+      objects: new S3ObjectStore(parseS3Url(`s3://${s3.bucket}/${prefix}?endpoint=${s3.endpoint}`)),
+    };
+  }, () => schema.drop());
 });
 
 const batch = (value: string) => encodeBatch([{ key: null, value: Buffer.from(value) }], 0, 1);
@@ -52,9 +59,9 @@ const batch = (value: string) => encodeBatch([{ key: null, value: Buffer.from(va
 describe('object log', () => {
   it('batches of many partitions appended in one window make one object and one commit', async () => {
     const schema = await pgSchema('objlog');
-    const { store, objects } = await broker(schema, uniqueName('log'), 1, 200);
+    const { store, objects, sequencer } = await broker(schema, uniqueName('log'), 1, 200);
     try {
-      await store.createTopic('t', 8, DEFAULT_TOPIC_CONFIG);
+      await sequencer.addPartitions('t', 8);
       const requests = Array.from({ length: 8 }, (_, partition) => ({ topic: 't', partition, batch: batch(`p${partition}`) }));
       // Eight appends within the window, as eight producers' requests.
       const outcomes = (await Promise.all(requests.map((r) => store.append([r])))).flat();
@@ -74,7 +81,7 @@ describe('object log', () => {
     const schema = await pgSchema('objlog');
     const { store, sequencer } = await broker(schema, uniqueName('log'), 1, 5, 1500);
     try {
-      await store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      await sequencer.addPartitions('t', 1);
       let acquires = 0;
       const acquire = sequencer.acquire.bind(sequencer);
       sequencer.acquire = (partitions) => {
@@ -102,7 +109,7 @@ describe('object log', () => {
     const a = await broker(schema, prefix, 1);
     const b = await broker(schema, prefix, 2);
     try {
-      await a.store.createTopic('t', 2, DEFAULT_TOPIC_CONFIG);
+      await a.sequencer.addPartitions('t', 2);
       expect(await a.store.append([{ topic: 't', partition: 0, batch: batch('from a') }])).toEqual([{ baseOffset: 0, lastOffset: 0 }]);
       const read = await b.store.read('t', 0, 0, 1000);
       expect(read.highWatermark).toBe(1);
@@ -128,7 +135,7 @@ describe('object log', () => {
     const a = await broker(schema, prefix, 1, 300);
     const b = await broker(schema, prefix, 2);
     try {
-      await a.store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      await a.sequencer.addPartitions('t', 1);
       await a.store.append([{ topic: 't', partition: 0, batch: batch('first') }]);
       // a's next append waits in its window; meanwhile a's lease ends (as a pause past it would) and b takes it.
       const late = a.store.append([{ topic: 't', partition: 0, batch: batch('late') }]);
@@ -154,7 +161,7 @@ describe('idempotent producers across brokers', () => {
     const a = await broker(schema, prefix, 1);
     const b = await broker(schema, prefix, 2);
     try {
-      await a.store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      await a.sequencer.addPartitions('t', 1);
       const first = encodeBatch([{ key: null, value: Buffer.from('once') }], 0, 1, { producerId: 5, producerEpoch: 0, baseSequence: 0 });
       expect(await a.store.append([{ topic: 't', partition: 0, batch: first }])).toEqual([{ baseOffset: 0, lastOffset: 0 }]);
       // a is lost (its lease runs out); the producer, unsure, sends the batch again to b.
@@ -176,9 +183,9 @@ describe('merging', () => {
     const schema = await pgSchema('objlog');
     const prefix = uniqueName('log');
     const { store, objects } = await broker(schema, prefix, 1, 0);
-    const sequencer = await Sequencer.open({ pool: schema.pool(2), brokerId: 1, maxObjectAgeMs: 1000 });
+    const sequencer = await PostgresSequencer.open({ pool: schema.pool(2), brokerId: 1, maxObjectAgeMs: 1000 });
     try {
-      await store.createTopic('t', 2, DEFAULT_TOPIC_CONFIG);
+      await sequencer.addPartitions('t', 2);
       // Ten flushes: partition 0's batch in each, partition 1's in every other one (those objects stay in use).
       for (let i = 0; i < 10; i++) {
         await store.append([{ topic: 't', partition: 0, batch: batch(`zero-${i}`) }, ...(i % 2 === 0 ? [{ topic: 't', partition: 1, batch: batch(`one-${i}`) }] : [])]);
@@ -224,9 +231,9 @@ describe('orphan sweep', () => {
   it('deletes objects no commit took once past the grace, keeps committed ones and young ones; a late commit is refused', async () => {
     const schema = await pgSchema('objlog');
     const { store, objects } = await broker(schema, uniqueName('log'), 1);
-    const sequencer = await Sequencer.open({ pool: schema.pool(2), brokerId: 1, maxObjectAgeMs: 1000 });
+    const sequencer = await PostgresSequencer.open({ pool: schema.pool(2), brokerId: 1, maxObjectAgeMs: 1000 });
     try {
-      await store.createTopic('t', 1, DEFAULT_TOPIC_CONFIG);
+      await sequencer.addPartitions('t', 1);
       await store.append([{ topic: 't', partition: 0, batch: batch('kept') }]);
       await objects.put('objects/1/orphan', Buffer.from('a PUT whose commit never came'));
       const keys = async () => {

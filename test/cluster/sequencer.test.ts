@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Sequencer } from '../../src/log/objects/sequencer.js';
+import { PostgresSequencer } from '../../src/log/objects/postgres-sequencer.js';
 import { openPool } from '../../src/common/postgres.js';
 import type { ChunkResult, ObjectChunk } from '../../src/log/objects/sequencer.js';
 import { pgSchema } from '../helpers/services.js';
@@ -18,11 +18,11 @@ afterEach(async () => {
   for (const s of schemas.splice(0)) await s.drop();
 });
 
-async function brokers(n: number, leaseMs = 60_000): Promise<{ schema: PgSchema; seqs: Sequencer[] }> {
+async function brokers(n: number, leaseMs = 60_000): Promise<{ schema: PgSchema; seqs: PostgresSequencer[] }> {
   const schema = await pgSchema('seq');
   schemas.push(schema);
   const seqs = [];
-  for (let id = 1; id <= n; id++) seqs.push(await Sequencer.open({ pool: schema.pool(3), brokerId: id, leaseMs }));
+  for (let id = 1; id <= n; id++) seqs.push(await PostgresSequencer.open({ pool: schema.pool(3), brokerId: id, leaseMs }));
   return { schema, seqs };
 }
 
@@ -169,8 +169,8 @@ describe('sequencer', () => {
     schemas.push(schema);
     const leaseMs = 1000;
     const pausedPool = openPool(schema.url, 2, { idleInTransactionMs: leaseMs });
-    const a = await Sequencer.open({ pool: pausedPool, brokerId: 1, leaseMs });
-    const b = await Sequencer.open({ pool: schema.pool(2), brokerId: 2, leaseMs });
+    const a = await PostgresSequencer.open({ pool: pausedPool, brokerId: 1, leaseMs });
+    const b = await PostgresSequencer.open({ pool: schema.pool(2), brokerId: 2, leaseMs });
     await a.addPartitions('t', 1);
     const [lease] = await a.acquire([{ topic: 't', partition: 0 }]);
     // a stops right after its commit's UPDATE locked the partition's row (a GC pause, SIGSTOP): its next statement waits.
@@ -216,9 +216,9 @@ describe('sequencer', () => {
     const schema = await pgSchema('seq');
     schemas.push(schema);
     const pool = schema.pool(1);
-    await expect(Sequencer.open({ pool, brokerId: -1 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
-    await expect(Sequencer.open({ pool, brokerId: 1, leaseMs: 5 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
-    await expect(Sequencer.open({ pool, brokerId: 1, tablePrefix: 'A-b' })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    await expect(PostgresSequencer.open({ pool, brokerId: -1 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    await expect(PostgresSequencer.open({ pool, brokerId: 1, leaseMs: 5 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    await expect(PostgresSequencer.open({ pool, brokerId: 1, tablePrefix: 'A-b' })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
   });
 
   it('property: brokers committing at once while leases move leave each partition gapless, without overlap, every acknowledged chunk indexed at its offsets', async () => {

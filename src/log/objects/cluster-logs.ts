@@ -19,11 +19,10 @@
  * the partition's last chunk, the equivalent of Kafka's active segment) and by the broker asked on demand.
  */
 import { isCompacted } from '../../protocol/types.js';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Catalog } from '../../catalog/catalog.js';
 import type { Clock } from '../../common/clock.js';
 import type { Logger } from '../../common/logger.js';
-import { withDefaultUser } from '../../common/postgres.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { pickTopicConfig } from '../../protocol/topic-config.js';
 import type { StoredRecord } from '../../protocol/types.js';
@@ -35,7 +34,7 @@ import type { LogCleaner } from '../compaction.js';
 import type { CompactionStats } from '../../protocol/topics.js';
 import { logLogStartMove } from '../log-start.js';
 import type { LogStartReason } from '../log-start.js';
-import type { PartitionPositions } from '../log-store.js';
+import type { PartitionPositions } from './object-log.js';
 import type { BrokerPartition, Logs, PartitionOffsets, RetentionMove, StartReport, TopicLayout } from '../logs.js';
 import type { ReadLimits } from '../partition.js';
 import type { AppendResult, LogConfig } from '../partition.js';
@@ -45,7 +44,7 @@ import { compactPartition } from './compactor.js';
 import type { CompactorOptions } from './compactor.js';
 import { mergePartition } from './merger.js';
 import type { ObjectStore } from './object-store.js';
-import type { Sequencer } from './sequencer.js';
+import type { Sequencer, SequencerListener } from './sequencer.js';
 import { sweepObjects } from './sweep.js';
 import { unknownTopic } from '../../protocol/validate.js';
 
@@ -55,10 +54,8 @@ export interface ClusterLogsOptions {
   sequencer: Sequencer;
   /** The catalog: a topic another broker created is read from it. */
   catalog: Catalog;
-  /** A PostgreSQL URL for the connection that LISTENs to topic changes (the sequencer's database). */
-  listenUrl: string;
-  /** The pool topic changes are notified through (the sequencer's); ended by {@link ClusterLogs.close}. */
-  pool: pg.Pool;
+  /** The PostgreSQL pool the sequencer and the leases run on, if any; ended by {@link ClusterLogs.close}. */
+  pool?: pg.Pool;
   /** The object store the log's objects are in (merge and sweep jobs); closed by {@link ClusterLogs.close}. */
   objects: ObjectStore;
   /** How often the merge job runs, ms. @default 30000 */
@@ -102,25 +99,18 @@ export class ClusterLogs implements Logs {
   private stopped: OnelogError | null = null;
   private closed = false;
 
-  private constructor(private readonly options: ClusterLogsOptions, private readonly listener: pg.Client, private readonly channel: string) {}
+  /** Hears the topic changes of every broker (set by {@link open}); lost, topics changed elsewhere are still found on a miss, and at the next start. */
+  private listener: SequencerListener | null = null;
+
+  private constructor(private readonly options: ClusterLogsOptions) {}
 
   /**
-   * Connects the listener of topic changes.
-   * @throws OnelogError `STORAGE_ERROR` if PostgreSQL cannot be reached
+   * Starts hearing topic changes ({@link Sequencer.listenTopics}).
+   * @throws OnelogError `STORAGE_ERROR` if the sequencer cannot be heard
    */
   static async open(options: ClusterLogsOptions): Promise<ClusterLogs> {
-    const channel = `${options.sequencer.channel}_topics`;
-    const listener = new pg.Client({ connectionString: withDefaultUser(options.listenUrl) });
-    listener.on('error', () => {}); // lost: topics changed elsewhere are still found on a miss, and at the next start
-    try {
-      await listener.connect();
-      await listener.query(`LISTEN ${channel}`);
-    } catch (err) {
-      await listener.end().catch(() => {});
-      throw new OnelogError('STORAGE_ERROR', `cluster logs: listening to ${channel} failed: ${(err as Error).message}`, { store: 'postgres' });
-    }
-    const logs = new ClusterLogs(options, listener, channel);
-    listener.on('notification', (n) => void logs.reload(n.payload ?? ''));
+    const logs = new ClusterLogs(options);
+    logs.listener = await options.sequencer.listenTopics((topic) => void logs.reload(topic));
     options.store.onCommit((topic, partition, highWatermark) => logs.topics.get(topic)?.partitions[partition]?.seen({ highWatermark }));
     return logs;
   }
@@ -319,15 +309,15 @@ export class ClusterLogs implements Logs {
     this.closed = true;
     this.endWaits();
     await this.options.store.close();
-    await this.listener.end().catch(() => {});
+    await this.listener?.close();
     this.options.objects.close();
-    await this.options.pool.end().catch(() => {});
+    await this.options.pool?.end().catch(() => {});
     this.topics.clear();
   }
 
   /** Tells the other brokers a topic changed (they read it from the catalog again). */
   private notify(topic: string): void {
-    this.options.pool.query('SELECT pg_notify($1, $2)', [this.channel, topic]).catch((err: unknown) =>
+    this.options.sequencer.announceTopic(topic).catch((err: unknown) =>
       this.options.logger.warn({ topic, err: (err as Error).message }, 'could not tell the other brokers that a topic changed; they learn it when they next use it'));
   }
 

@@ -19,23 +19,46 @@
  * for the sequencer's notifications (LISTEN), which name each partition's new high watermark.
  */
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { withDefaultUser } from '../../common/postgres.js';
 import { OnelogError } from '../../protocol/errors.js';
 import { LOG_OVERHEAD, readBatchHeader } from '../../protocol/record-batch.js';
-import type { AppendOutcome, AppendRequest, LogRead, LogStore, PartitionPositions } from '../log-store.js';
-import type { AppendResult, LogConfig } from '../partition.js';
+import type { AppendResult } from '../partition.js';
 import { buildObject, stampChunk } from './object-format.js';
 import type { ObjectStore } from './object-store.js';
 import { chunkProducerBatches, isIdempotent, PartitionProducers } from './partition-producers.js';
-import type { IndexEntry, Lease, Sequencer } from './sequencer.js';
+import type { IndexEntry, Lease, Sequencer, SequencerListener } from './sequencer.js';
+
+/** A partition's readable range. */
+export interface PartitionPositions {
+  /** The first offset still readable. */
+  logStartOffset: number;
+  /** The offset the next appended record will get. */
+  highWatermark: number;
+}
+
+/** Whole batches read from a partition, and where the next read starts. */
+export interface LogRead extends PartitionPositions {
+  /** Batches as stored (RecordBatch v2, offsets stamped), concatenated; empty at the high watermark. */
+  batches: Buffer;
+  /** The offset after the last batch read (the requested one when nothing was read). */
+  nextOffset: number;
+}
+
+/** One batch to append, to one partition. */
+export interface AppendRequest {
+  topic: string;
+  partition: number;
+  /** An encoded RecordBatch v2 (its base offset is assigned by the sequencer). */
+  batch: Buffer;
+}
+
+/** What an append did with one batch: where it was stored, or why it was not (nothing of it stored). */
+export type AppendOutcome = AppendResult | { error: OnelogError };
 
 /** Options of {@link ObjectLogStore.open}. */
 export interface ObjectLogOptions {
+  /** The sequencer; its {@link Sequencer.listenCommits} wakes the long-polls. */
   sequencer: Sequencer;
   objects: ObjectStore;
-  /** A PostgreSQL URL for the connection that LISTENs to the sequencer's notifications (the sequencer's database). */
-  listenUrl: string;
   /** How long appended batches wait to share an object, ms (`serve --flush-window-ms`). @default 50 */
   flushWindowMs?: number;
   /** An object is written at once when this many bytes wait. @default 8388608 (8 MiB) */
@@ -67,7 +90,7 @@ interface Waiter {
 
 const partitionKey = (topic: string, partition: number): string => `${partition}:${topic}`;
 
-export class ObjectLogStore implements LogStore {
+export class ObjectLogStore {
   private pending = new Map<string, { topic: string; partition: number; batches: Waiting[] }>();
   private pendingBytes = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -83,11 +106,14 @@ export class ObjectLogStore implements LogStore {
   private committed: (topic: string, partition: number, highWatermark: number) => void = () => {};
   readonly stats: ObjectLogStats = { objectsPut: 0, bytesPut: 0, commits: 0, rangedGets: 0, cacheHits: 0 };
 
-  private constructor(private readonly options: Required<Omit<ObjectLogOptions, 'listenUrl'>>, private readonly listener: pg.Client) {}
+  /** Hears the commits of every broker (set by {@link open}). */
+  private listener: SequencerListener | null = null;
+
+  private constructor(private readonly options: Required<ObjectLogOptions>) {}
 
   /**
-   * Connects the listener and starts listening to the sequencer's channel.
-   * @throws OnelogError `INVALID_CONFIG` for a bad flush window or size; `STORAGE_ERROR` if PostgreSQL cannot be reached
+   * Starts hearing the sequencer's commits.
+   * @throws OnelogError `INVALID_CONFIG` for a bad flush window or size; `STORAGE_ERROR` if the sequencer cannot be heard
    */
   static async open(options: ObjectLogOptions): Promise<ObjectLogStore> {
     const resolved = {
@@ -101,29 +127,9 @@ export class ObjectLogStore implements LogStore {
     if (!Number.isInteger(resolved.flushBytes) || resolved.flushBytes < 1) {
       throw new OnelogError('INVALID_CONFIG', `flush bytes must be a positive integer, got ${resolved.flushBytes}`, { flushBytes: resolved.flushBytes });
     }
-    const listener = new pg.Client({ connectionString: withDefaultUser(options.listenUrl) });
-    listener.on('error', () => {}); // a lost listener: waits end on their timeouts; reads still see the database
-    try {
-      await listener.connect();
-      await listener.query(`LISTEN ${options.sequencer.channel}`);
-    } catch (err) {
-      await listener.end().catch(() => {});
-      throw new OnelogError('STORAGE_ERROR', `object log: listening to ${options.sequencer.channel} failed: ${(err as Error).message}`, { store: 'postgres' });
-    }
-    const store = new ObjectLogStore(resolved, listener);
-    listener.on('notification', (n) => {
-      for (const line of (n.payload ?? '').split('\n')) {
-        const first = line.indexOf(':');
-        const second = line.indexOf(':', first + 1);
-        if (first < 0 || second < 0) continue;
-        store.wake(line.slice(second + 1), Number(line.slice(0, first)), Number(line.slice(first + 1, second)));
-      }
-    });
+    const store = new ObjectLogStore(resolved);
+    store.listener = await options.sequencer.listenCommits((topic, partition, highWatermark) => store.wake(topic, partition, highWatermark));
     return store;
-  }
-
-  async createTopic(topic: string, partitions: number, _config: LogConfig): Promise<void> {
-    await this.options.sequencer.addPartitions(topic, partitions);
   }
 
   append(batches: readonly AppendRequest[]): Promise<AppendOutcome[]> {
@@ -382,6 +388,6 @@ export class ObjectLogStore implements LogStore {
     for (const set of this.waiters.values()) for (const w of set) w.wake();
     await this.options.sequencer.release([...this.leases.values()]).catch(() => {});
     this.leases.clear();
-    await this.listener.end().catch(() => {});
+    await this.listener?.close();
   }
 }
