@@ -1,9 +1,11 @@
 /**
- * The contract every log engine must pass, through the {@link Logs} interface the broker uses: the segment files
+ * The contract every log engine must pass, through the {@link Logs} interface the broker uses (examples, and a model
+ * fuzz of appends, delete-records and reopens): the segment files
  * ({@link LogManager}) and objects indexed by a sequencer (ClusterLogs, over PostgreSQL and S3 in the services
  * tier, over the in-memory sequencer and object store in the unit tier). Call {@link logsContract} from an engine's
  * test file with a factory for that engine.
  */
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TOPIC_CONFIG } from '../../src/protocol/topic-config.js';
 import { decodeRecords, encodeBatch, validateBatch } from '../../src/protocol/record-batch.js';
@@ -205,6 +207,47 @@ export function logsContract(name: string, factory: () => Promise<LogsFixture>):
       const b2 = batch(7, 1, 2, 11, 1);
       expect(await at([b2, b2])).toEqual([{ baseOffset: 10, lastOffset: 10 }, { baseOffset: 10, lastOffset: 10, duplicate: true }]);
       expect((await positions(logs, 't', 0)).highWatermark).toBe(11);
+    });
+
+    it('agrees with a model through random appends, delete-records and reopens: positions, and every record from the log start', async () => {
+      type Step = { kind: 'append'; partition: number; count: number; per: number } | { kind: 'delete'; partition: number; back: number } | { kind: 'reopen' };
+      const step: fc.Arbitrary<Step> = fc.oneof(
+        { weight: 6, arbitrary: fc.record({ kind: fc.constant('append' as const), partition: fc.nat({ max: 1 }), count: fc.integer({ min: 1, max: 9 }), per: fc.integer({ min: 1, max: 4 }) }) },
+        { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), partition: fc.nat({ max: 1 }), back: fc.nat({ max: 12 }) }) },
+        { weight: 1, arbitrary: fc.constant({ kind: 'reopen' as const }) },
+      );
+      const values = [...edits[0]!, ...edits[1]!].map((e) => e.value);
+      await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 20 }), async (steps) => {
+        const engine = await fresh();
+        await engine.createTopic('m', 2);
+        let logs = engine.logs;
+        // The model: each partition's values by offset, and its log start offset.
+        const model = [0, 1].map(() => ({ values: [] as string[], logStart: 0 }));
+        let next = 0;
+        for (const st of steps) {
+          if (st.kind === 'append') {
+            const taken = Array.from({ length: st.count }, () => values[next++ % values.length]!);
+            const batches: Buffer[] = [];
+            for (let i = 0; i < taken.length; i += st.per) batches.push(encodeBatch(taken.slice(i, i + st.per).map((v) => ({ key: null, value: Buffer.from(v) })), 0, 0));
+            const m = model[st.partition]!;
+            const outcomes = await append(logs, 'm', batches.map((batch) => ({ partition: st.partition, batch })));
+            expect(outcomes[0]!.baseOffset).toBe(m.values.length);
+            m.values.push(...taken);
+          } else if (st.kind === 'delete') {
+            const m = model[st.partition]!;
+            const to = Math.max(0, m.values.length - st.back);
+            expect(await logs.get('m', st.partition).deleteRecordsBefore(to, 'delete-records')).toBe(Math.max(m.logStart, to));
+            m.logStart = Math.max(m.logStart, to);
+          } else {
+            logs = await engine.reopen();
+          }
+          for (const [partition, m] of model.entries()) {
+            expect(await positions(logs, 'm', partition)).toEqual({ logStartOffset: m.logStart, highWatermark: m.values.length });
+            const want = m.values.slice(m.logStart).map((v, i): [number, string] => [m.logStart + i, v]);
+            expect(await readAll(logs, 'm', partition, m.logStart, 200)).toEqual(want);
+          }
+        }
+      }), { numRuns: 12 });
     });
 
     it('everything acknowledged is there after close and reopen, and appends go on after it', async () => {
