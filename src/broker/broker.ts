@@ -4,7 +4,7 @@
  *
  * - log store: `<dataDir>/log/<topic>-<partition>/` segment files (log/segments/log-manager.ts);
  * - offset store: `<dataDir>/offsets/` (LMDB), or Redis or PostgreSQL (`offsets`, see store-engines.ts);
- * - catalog: `<dataDir>/catalog.sqlite` (SQLite through Kysely, {@link Catalog}), or PostgreSQL (`catalog`).
+ * - catalog: `<dataDir>/catalog.sqlite` (SQLite through Kysely, catalog/catalog.ts), or PostgreSQL (`catalog`).
  *
  * One broker per data directory: `<dataDir>/broker.lock` refuses a second live one (`DATA_DIR_LOCKED`). A data
  * directory missing its log, or an offset store missing the offsets of groups that committed, is refused
@@ -18,10 +18,8 @@
  * serves it ({@link BrokerParts}, built in order by broker/open.ts); the read path is {@link FetchPath}, the cluster's
  * routing {@link ClusterRouting}.
  */
-import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { BrokerInfo } from '../cluster/brokers.js';
-import type { GroupCoordinator } from '../coordinator/group-coordinator.js';
 import { checkCommitRequest, checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from '../coordinator/request-checks.js';
 import { SHARE_DEFAULTS } from '../coordinator/subscriptions.js';
 import { checkNackRecords } from '../delivery/retries.js';
@@ -62,16 +60,6 @@ export class Broker implements OnelogApi, BinaryDataApi {
   readonly audit: BrokerParts['audit'];
   /** Prometheus metrics (`GET /metrics`, docs/monitoring.md). */
   readonly metrics: BrokerParts['metrics'];
-  private readonly catalog: Catalog;
-  private readonly logs: BrokerParts['logs'];
-  private readonly offsets: BrokerParts['offsets'];
-  private readonly groups: GroupCoordinator;
-  private readonly topics: BrokerParts['topics'];
-  private readonly producing: BrokerParts['producing'];
-  private readonly retries: BrokerParts['retries'];
-  private readonly deadLetters: BrokerParts['deadLetters'];
-  private readonly shareGroups: BrokerParts['shareGroups'];
-  private readonly monitor: BrokerParts['monitor'];
   private readonly routing: ClusterRouting;
   private readonly fetchPath: FetchPath;
   /** POSTs the records of webhook subscriptions (docs/delivery.md), consuming through this broker. */
@@ -80,11 +68,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   private readonly createTopicNow: CreateTopic = (request) => this.createTopic(request);
 
   private constructor(private readonly parts: BrokerParts) {
-    ({
-      users: this.users, acls: this.acls, audit: this.audit, metrics: this.metrics, catalog: this.catalog, logs: this.logs,
-      offsets: this.offsets, groups: this.groups, topics: this.topics, producing: this.producing, retries: this.retries,
-      deadLetters: this.deadLetters, shareGroups: this.shareGroups, monitor: this.monitor,
-    } = parts);
+    ({ users: this.users, acls: this.acls, audit: this.audit, metrics: this.metrics } = parts);
     this.routing = new ClusterRouting(parts.logs, parts.membership, parts.placement);
     this.fetchPath = new FetchPath(parts.logs, this.routing, parts.groups, parts.retries, parts.shareGroups, parts.metrics);
     this.webhooks = new WebhookDispatcher(this, parts.logger, { ...parts.options.webhooks, outbound: parts.outbound });
@@ -99,7 +83,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   static async open(options: BrokerOptions): Promise<Broker> {
     const broker = new Broker(await openBroker(options));
     try {
-      await broker.webhooks.start(await broker.catalog.subscriptions.listWithWebhook());
+      await broker.webhooks.start(await broker.parts.catalog.subscriptions.listWithWebhook());
     } catch (err) {
       await broker.close();
       throw err;
@@ -110,37 +94,37 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see TopicAdmin.create */
   async createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
     this.checkOpen();
-    return this.topics.create(request);
+    return this.parts.topics.create(request);
   }
 
   /** @see TopicAdmin.alter */
   async alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
     this.checkOpen();
-    return this.topics.alter(request);
+    return this.parts.topics.alter(request);
   }
 
   async listTopics(): Promise<TopicSummary[]> {
     this.checkOpen();
-    return this.topics.list();
+    return this.parts.topics.list();
   }
 
   /** @see TopicAdmin.describe */
   async describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
     this.checkOpen();
-    return this.routing.whenCurrent(topic, [], () => this.topics.describe(topic, options));
+    return this.routing.whenCurrent(topic, [], () => this.parts.topics.describe(topic, options));
   }
 
   /** @see TopicAdmin.deleteRecords */
   async deleteRecords(request: DeleteRecordsRequest): Promise<DeleteRecordsResult> {
     this.checkOpen();
-    return this.routing.whenCurrent(request.topic, [request.partition], () => this.topics.deleteRecords(request));
+    return this.routing.whenCurrent(request.topic, [request.partition], () => this.parts.topics.deleteRecords(request));
   }
 
   /** @see TopicAdmin.delete; the webhooks of the deleted subscriptions stop, its share-partitions and metrics go. */
   async deleteTopic(topic: string): Promise<DeleteTopicResult> {
     this.checkOpen();
-    const { subscriptions, ...result } = await this.topics.delete(topic);
-    this.shareGroups.topicDeleted(topic);
+    const { subscriptions, ...result } = await this.parts.topics.delete(topic);
+    this.parts.shareGroups.topicDeleted(topic);
     this.metrics.deleteTopic(topic);
     for (const sub of subscriptions) if (sub.pushEndpoint) await this.webhooks.refresh({ ...sub, pushEndpoint: null });
     return result;
@@ -149,13 +133,13 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see TopicAdmin.enforceRetention */
   async enforceRetention(topic: string): Promise<RetentionResult> {
     this.checkOpen();
-    return this.topics.enforceRetention(topic);
+    return this.parts.topics.enforceRetention(topic);
   }
 
   /** @see TopicAdmin.compact */
   async compactTopic(request: CompactTopicRequest): Promise<CompactionResult> {
     this.checkOpen();
-    return this.topics.compact(request);
+    return this.parts.topics.compact(request);
   }
 
   /**
@@ -165,15 +149,15 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number> {
     this.checkOpen();
-    return this.routing.whenCurrent(topic, [partition], () => this.logs.get(topic, partition).offsetForTimestamp(timestamp));
+    return this.routing.whenCurrent(topic, [partition], () => this.parts.logs.get(topic, partition).offsetForTimestamp(timestamp));
   }
 
   /** A group's committed offsets, every topic (none for a group that does not exist), as Kafka's OffsetFetch reads them. */
   async committedOffsets(groupId: string): Promise<GroupOffset[]> {
     this.checkOpen();
-    const committing = this.shareGroups.commitStarts(checkGroupId(groupId));
+    const committing = this.parts.shareGroups.commitStarts(checkGroupId(groupId));
     if (committing) await committing;
-    return this.offsets.list(groupId);
+    return this.parts.offsets.list(groupId);
   }
 
   /**
@@ -188,7 +172,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** A group's configs set over the Kafka protocol (IncrementalAlterConfigs on a group), by name; none for an unknown group. */
   async groupConfigs(groupId: string): Promise<Record<string, string>> {
     this.checkOpen();
-    return this.catalog.groups.configs(checkGroupId(groupId));
+    return this.parts.catalog.groups.configs(checkGroupId(groupId));
   }
 
   /**
@@ -197,7 +181,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async setGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void> {
     this.checkOpen();
-    await this.catalog.groups.setConfigs(checkGroupId(groupId), configs, this.parts.clock.now());
+    await this.parts.catalog.groups.setConfigs(checkGroupId(groupId), configs, this.parts.clock.now());
   }
 
   /**
@@ -274,19 +258,19 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async produce(request: ProduceRequest): Promise<ProduceResult> {
     this.checkOpen();
-    return this.routing.whenCurrent(request.topic, [], () => this.routing.naming(this.producing.produce(request)));
+    return this.routing.whenCurrent(request.topic, [], () => this.routing.naming(this.parts.producing.produce(request)));
   }
 
   /** @see ProducePath.produceBatches; refusals as {@link produce} */
   async produceBatches(request: ProduceBatchesRequest): Promise<ProduceBatchesResult> {
     this.checkOpen();
-    return this.routing.whenCurrent(request.topic, [], () => this.routing.naming(this.producing.produceBatches(request)));
+    return this.routing.whenCurrent(request.topic, [], () => this.routing.naming(this.parts.producing.produceBatches(request)));
   }
 
   /** @see ProducePath.initProducerId */
   async initProducerId(): Promise<ProducerIdentity> {
     this.checkOpen();
-    return this.producing.initProducerId();
+    return this.parts.producing.initProducerId();
   }
 
   /**
@@ -316,16 +300,16 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkSubscribeRequest(request);
     if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) this.parts.outbound.check(request.pushEndpoint, 'pushEndpoint');
     return this.routing.whenCurrent(request.topic, 'all', async () => {
-      this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
-      const retry = await this.retries.preparePolicy(request.groupId, request.topic, request.retry, this.createTopicNow);
+      this.parts.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
+      const retry = await this.parts.retries.preparePolicy(request.groupId, request.topic, request.retry, this.createTopicNow);
       // A share group always has a delivery limit, so a dead-letter topic.
-      const share = (await this.groups.groupType(request.groupId) ?? request.type) === 'share';
+      const share = (await this.parts.groups.groupType(request.groupId) ?? request.type) === 'share';
       const maxDeliveries = request.maxDeliveries ?? (share ? SHARE_DEFAULTS.maxDeliveries : undefined);
-      const maxDeliveriesDeadLetterTopic = await this.retries.prepareMaxDeliveries(request.groupId, request.topic, maxDeliveries, this.createTopicNow);
-      const result = await this.groups.subscribe({ ...request, retry, ...(maxDeliveriesDeadLetterTopic === undefined ? {} : { maxDeliveriesDeadLetterTopic }) });
-      if (result.subscription.type === 'share') await this.shareGroups.configure(request.groupId, request.topic);
-      const sub = await this.groups.findSubscription(request.groupId, request.topic);
-      if (sub?.deadLetterTopic) await this.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
+      const maxDeliveriesDeadLetterTopic = await this.parts.retries.prepareMaxDeliveries(request.groupId, request.topic, maxDeliveries, this.createTopicNow);
+      const result = await this.parts.groups.subscribe({ ...request, retry, ...(maxDeliveriesDeadLetterTopic === undefined ? {} : { maxDeliveriesDeadLetterTopic }) });
+      if (result.subscription.type === 'share') await this.parts.shareGroups.configure(request.groupId, request.topic);
+      const sub = await this.parts.groups.findSubscription(request.groupId, request.topic);
+      if (sub?.deadLetterTopic) await this.parts.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
       await this.webhooks.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
       return result;
     });
@@ -339,8 +323,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkJoinRequest(request);
     return this.routing.whenTopicsCurrent(request.topics, () => {
-      for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC
-      return this.groups.joinGroup(request);
+      for (const topic of request.topics) this.parts.logs.partitionCount(topic); // UNKNOWN_TOPIC
+      return this.parts.groups.joinGroup(request);
     });
   }
 
@@ -349,13 +333,13 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkGroupId(request.groupId);
     if (!Array.isArray(request.owned)) throw new OnelogError('INVALID_REQUEST', 'owned must be an array of { topic, partition }');
-    return this.groups.heartbeat(request);
+    return this.parts.groups.heartbeat(request);
   }
 
   /** @see GroupCoordinator.leaveGroup */
   async leaveGroup(request: LeaveGroupRequest): Promise<void> {
     this.checkOpen();
-    return this.groups.leaveGroup({ groupId: checkGroupId(request.groupId), memberId: request.memberId, abandoned: request.abandoned === true });
+    return this.parts.groups.leaveGroup({ groupId: checkGroupId(request.groupId), memberId: request.memberId, abandoned: request.abandoned === true });
   }
 
   /**
@@ -367,16 +351,16 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkGroupId(groupId);
     // Its retry tiers and dead letters go with it (the topics stay, emptied): a group created again under the
     // same id starts clean.
-    this.shareGroups.checkEmpty(groupId);
-    const owned = (await this.catalog.subscriptions.list(groupId)).flatMap((s) =>
-      [...this.groups.retryTopics.tiersOf(groupId, s.topic), ...(s.deadLetterTopic ? [s.deadLetterTopic] : [])]);
-    await this.groups.deleteGroup(groupId);
-    this.retries.deleteGroup(groupId);
-    this.shareGroups.deleteGroup(groupId);
+    this.parts.shareGroups.checkEmpty(groupId);
+    const owned = (await this.parts.catalog.subscriptions.list(groupId)).flatMap((s) =>
+      [...this.parts.groups.retryTopics.tiersOf(groupId, s.topic), ...(s.deadLetterTopic ? [s.deadLetterTopic] : [])]);
+    await this.parts.groups.deleteGroup(groupId);
+    this.parts.retries.deleteGroup(groupId);
+    this.parts.shareGroups.deleteGroup(groupId);
     for (const topic of owned) {
-      if (!(await this.catalog.topics.get(topic))) continue;
+      if (!(await this.parts.catalog.topics.get(topic))) continue;
       await this.routing.whenCurrent(topic, 'all', async () => {
-        for (const log of this.logs.partitions(topic)) await log.deleteRecordsBefore(log.highWatermark, 'delete-records');
+        for (const log of this.parts.logs.partitions(topic)) await log.deleteRecordsBefore(log.highWatermark, 'delete-records');
       });
     }
   }
@@ -397,25 +381,25 @@ export class Broker implements OnelogApi, BinaryDataApi {
     checkGroupId(request.groupId);
     checkMember(request);
     return this.routing.whenCurrent(request.topic, [request.partition], async () => {
-      this.logs.get(request.topic, request.partition); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
+      this.parts.logs.get(request.topic, request.partition); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
       checkNackRecords(request);
-      return this.retries.nack(request, await this.groups.checkNack(request));
+      return this.parts.retries.nack(request, await this.parts.groups.checkNack(request));
     });
   }
 
   /** @see DeadLetters.list */
   async listDeadLetters(request: DeadLetterListRequest): Promise<DeadLetterList> {
-    return this.deadLetters.list(request, await this.deadLetterSubscription(request));
+    return this.parts.deadLetters.list(request, await this.deadLetterSubscription(request));
   }
 
   /** @see DeadLetters.redrive */
   async redriveDeadLetters(request: RedriveRequest): Promise<RedriveResult> {
-    return this.deadLetters.redrive(request, await this.deadLetterSubscription(request), this.retries);
+    return this.parts.deadLetters.redrive(request, await this.deadLetterSubscription(request), this.parts.retries);
   }
 
   /** @see DeadLetters.purge */
   async purgeDeadLetters(request: PurgeRequest): Promise<PurgeResult> {
-    return this.deadLetters.purge(request, await this.deadLetterSubscription(request));
+    return this.parts.deadLetters.purge(request, await this.deadLetterSubscription(request));
   }
 
   /** @throws OnelogError `UNKNOWN_GROUP`, `NO_RETRY_POLICY` (no dead-letter topic) */
@@ -423,8 +407,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     const { groupId, topic } = request;
     checkGroupId(groupId);
-    if (!(await this.catalog.groups.get(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
-    const sub = await this.groups.findSubscription(groupId, topic);
+    if (!(await this.parts.catalog.groups.get(groupId))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+    const sub = await this.parts.groups.findSubscription(groupId, topic);
     if (!sub) throw new OnelogError('INVALID_REQUEST', `group ${groupId} does not subscribe to ${topic}`, { groupId, topic });
     if (!sub.deadLetterTopic) {
       throw new OnelogError('NO_RETRY_POLICY', `group ${groupId} has no dead-letter topic for ${topic}: give it a retry policy ` +
@@ -437,21 +421,21 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async saveCheckpoint(request: CheckpointRequest): Promise<CheckpointDescription> {
     this.checkOpen();
     checkGroupId(request.groupId);
-    const committing = this.shareGroups.commitStarts(request.groupId);
+    const committing = this.parts.shareGroups.commitStarts(request.groupId);
     if (committing) await committing;
-    return this.groups.saveCheckpoint(request);
+    return this.parts.groups.saveCheckpoint(request);
   }
 
   /** @see GroupCoordinator.commit */
   async commitOffsets(request: CommitRequest): Promise<void> {
     this.checkOpen();
     checkCommitRequest(request);
-    return this.routing.whenCurrent(request.topic, request.offsets.map((o) => o.partition), () => this.groups.commit(request));
+    return this.routing.whenCurrent(request.topic, request.offsets.map((o) => o.partition), () => this.parts.groups.commit(request));
   }
 
   async listGroups(): Promise<GroupSummary[]> {
     this.checkOpen();
-    return this.groups.listGroups();
+    return this.parts.groups.listGroups();
   }
 
   /** @see GroupCoordinator.describeGroup */
@@ -459,46 +443,46 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkGroupId(groupId);
     // A share group's start offsets committed, then a state the describe shows has its alert raised first (docs/monitoring.md).
-    const committing = this.shareGroups.commitStarts(groupId);
+    const committing = this.parts.shareGroups.commitStarts(groupId);
     if (committing) await committing;
-    await this.monitor.evaluateGroupNow(groupId);
-    return this.shareGroups.describe(await this.groups.describeGroup(groupId));
+    await this.parts.monitor.evaluateGroupNow(groupId);
+    return this.parts.shareGroups.describe(await this.parts.groups.describeGroup(groupId));
   }
 
   /** Evaluates every group's alerts now (the broker also does every `monitoring.alertCheckIntervalMs`). */
   async evaluateAlerts(): Promise<void> {
     this.checkOpen();
-    await this.monitor.evaluate();
+    await this.parts.monitor.evaluate();
   }
 
   /** @see Alerts.list */
   async listAlerts(request: AlertListRequest = {}): Promise<GroupAlert[]> {
     this.checkOpen();
     if (request.groupId !== undefined) checkGroupId(request.groupId);
-    return this.monitor.listAlerts(request);
+    return this.parts.monitor.listAlerts(request);
   }
 
   /** @see Alerts.acknowledge */
   async acknowledgeAlert(request: AcknowledgeAlertRequest): Promise<GroupAlert> {
     this.checkOpen();
-    return this.monitor.acknowledgeAlert(request.id, request.requestedBy ?? 'unknown');
+    return this.parts.monitor.acknowledgeAlert(request.id, request.requestedBy ?? 'unknown');
   }
 
   /** @see AlertNotifier.addSink */
   async addAlertSink(url: string): Promise<AlertSink> {
     this.checkOpen();
-    return this.monitor.addAlertSink(url);
+    return this.parts.monitor.addAlertSink(url);
   }
 
   async listAlertSinks(): Promise<AlertSink[]> {
     this.checkOpen();
-    return this.monitor.listAlertSinks();
+    return this.parts.monitor.listAlertSinks();
   }
 
   /** @see AlertNotifier.removeSink */
   async removeAlertSink(id: number): Promise<void> {
     this.checkOpen();
-    return this.monitor.removeAlertSink(id);
+    return this.parts.monitor.removeAlertSink(id);
   }
 
   /**
@@ -507,8 +491,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   async groupHistory(groupId: string): Promise<GroupHistory> {
     this.checkOpen();
-    if (!(await this.catalog.groups.get(checkGroupId(groupId)))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
-    return { groupId, partitions: this.monitor.groupHistory(groupId) };
+    if (!(await this.parts.catalog.groups.get(checkGroupId(groupId)))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
+    return { groupId, partitions: this.parts.monitor.groupHistory(groupId) };
   }
 
   /** @see GroupCoordinator.resetOffsets */
@@ -516,9 +500,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkResetRequest(request);
     return this.routing.whenCurrent(request.topic, 'all', async () => {
-      const committing = this.shareGroups.commitStarts(request.groupId);
+      const committing = this.parts.shareGroups.commitStarts(request.groupId);
       if (committing) await committing;
-      return this.groups.resetOffsets(request);
+      return this.parts.groups.resetOffsets(request);
     });
   }
 
@@ -528,8 +512,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
    */
   endWaits(): void {
     void this.webhooks.stop(); // aborts in-flight POSTs, leaves the groups; close() awaits it
-    this.logs.endWaits();
-    this.groups.close();
+    this.parts.logs.endWaits();
+    this.parts.groups.close();
   }
 
   /** Waits for pending appends to sync, then closes the logs, the offset store and the catalog. */
@@ -542,14 +526,14 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.closed = true;
     this.parts.background.stop();
     // A clean stop leaves share groups' committed offsets current (a crash leaves them up to a session tick behind).
-    await this.shareGroups.commitStarts()?.catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'share group start offsets not committed at close'));
-    await this.monitor.stop();
-    this.groups.close();
+    await this.parts.shareGroups.commitStarts()?.catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'share group start offsets not committed at close'));
+    await this.parts.monitor.stop();
+    this.parts.groups.close();
     await this.parts.membership?.close();
     await this.parts.placement?.close(); // gives the job leases up, before the log ends the pool it shares
-    await this.logs.close();
-    await this.offsets.close();
-    await this.catalog.close();
+    await this.parts.logs.close();
+    await this.parts.offsets.close();
+    await this.parts.catalog.close();
     await this.parts.outbound.close();
     this.parts.unlock();
   }

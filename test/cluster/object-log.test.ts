@@ -8,6 +8,7 @@ import { ObjectLogStore } from '../../src/log/objects/object-log.js';
 import { S3ObjectStore } from '../../src/log/objects/object-store.js';
 import { parseS3Url } from '../../src/log/objects/s3-location.js';
 import { PostgresSequencer } from '../../src/log/objects/postgres-sequencer.js';
+import { replaceByMerged } from '../../src/log/objects/sequencer.js';
 import { sweepObjects } from '../../src/log/objects/sweep.js';
 import { mergePartition } from '../../src/log/objects/merger.js';
 import { encodeBatch } from '../../src/protocol/record-batch.js';
@@ -218,7 +219,7 @@ describe('merging', () => {
       expect(left.filter((k) => k.startsWith('objects/'))).toHaveLength(5);
       expect(left.filter((k) => k.startsWith('segments/'))).toEqual([merged.objectKey]);
       // Rows another change replaced are not replaced again: nothing changes.
-      expect(await sequencer.replaceIndexRows('t', 0, original, { objectKey: 'x', length: 1, sizeBytes: 1 })).toBe(false);
+      expect(await replaceByMerged(sequencer, 't', 0, original, { objectKey: 'x', length: 1, sizeBytes: 1 })).toBe(false);
       expect((await sequencer.lookup('t', 0, 0, 100)).map((r) => r.objectKey)).toEqual([merged.objectKey]);
     } finally {
       await store.close();

@@ -11,10 +11,10 @@
  */
 import { OnelogError } from '../../src/protocol/errors.js';
 import {
-  byTopicPartition, deleteRecordsRefusal, mergedIndexRow, notLeaderError, PRODUCER_BATCHES_KEPT,
+  byTopicPartition, deleteRecordsRefusal, notLeaderError, PRODUCER_BATCHES_KEPT,
 } from '../../src/log/objects/sequencer.js';
 import type {
-  ChunkResult, IndexEntry, Lease, MergedObject, ObjectChunk, PartitionState, Sequencer, SequencerListener, StoredProducerBatch,
+  ChunkResult, IndexEntry, Lease, ObjectChunk, PartitionState, Sequencer, SequencerListener, StoredProducerBatch,
 } from '../../src/log/objects/sequencer.js';
 
 interface PartitionRow extends PartitionState {
@@ -188,10 +188,6 @@ export class MemorySequencer implements Sequencer {
 
   async producerBatches(topic: string, partition: number): Promise<StoredProducerBatch[]> {
     return (this.tables.row(topic, partition)?.producers ?? []).map((b) => ({ ...b }));
-  }
-
-  replaceIndexRows(topic: string, partition: number, rows: readonly IndexEntry[], merged: MergedObject): Promise<boolean> {
-    return this.rewriteIndexRows(topic, partition, rows, [mergedIndexRow(rows, merged)], [{ objectKey: merged.objectKey, sizeBytes: merged.sizeBytes }]);
   }
 
   async rewriteIndexRows(

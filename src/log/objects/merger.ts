@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { LOG_OVERHEAD, readBatchHeader } from '../../protocol/record-batch.js';
 import { buildObject } from './object-format.js';
 import type { ObjectStore } from './object-store.js';
+import { replaceByMerged } from './sequencer.js';
 import type { IndexEntry, Sequencer } from './sequencer.js';
 
 /** Options of {@link mergePartition}. */
@@ -77,7 +78,7 @@ export async function mergePartition(
   const { body, chunks } = buildObject([{ topic, partition, batches }]);
   const objectKey = `segments/${encodeURIComponent(topic)}/${partition}/${run[0]!.baseOffset}-${randomUUID()}`;
   await objects.put(objectKey, body);
-  const replaced = await sequencer.replaceIndexRows(topic, partition, run, { objectKey, length: chunks[0]!.length, sizeBytes: body.length });
+  const replaced = await replaceByMerged(sequencer, topic, partition, run, { objectKey, length: chunks[0]!.length, sizeBytes: body.length });
   if (!replaced) {
     await objects.delete([objectKey]);
     return { rowsMerged: 0 };

@@ -8,9 +8,9 @@ import pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
 import { checkTablePrefix, createTables, inTransaction, query, withDefaultUser } from '../../common/postgres.js';
 import { OnelogError } from '../../protocol/errors.js';
-import { byTopicPartition, deleteRecordsRefusal, mergedIndexRow, notLeaderError, PRODUCER_BATCHES_KEPT } from './sequencer.js';
+import { byTopicPartition, deleteRecordsRefusal, notLeaderError, PRODUCER_BATCHES_KEPT } from './sequencer.js';
 import type {
-  ChunkResult, IndexEntry, Lease, MergedObject, ObjectChunk, PartitionState, Sequencer, SequencerListener, StoredProducerBatch,
+  ChunkResult, IndexEntry, Lease, ObjectChunk, PartitionState, Sequencer, SequencerListener, StoredProducerBatch,
 } from './sequencer.js';
 
 /** Options of {@link PostgresSequencer.open}. */
@@ -321,11 +321,6 @@ export class PostgresSequencer implements Sequencer {
       producerId: Number(r.producer_id), producerEpoch: r.producer_epoch, baseSequence: r.base_sequence, lastSequence: r.last_sequence,
       baseOffset: Number(r.base_offset), lastOffset: Number(r.last_offset),
     }));
-  }
-
-  /** Replaces consecutive index rows by one row of a merged object ({@link Sequencer.replaceIndexRows}). */
-  replaceIndexRows(topic: string, partition: number, rows: readonly IndexEntry[], merged: MergedObject): Promise<boolean> {
-    return this.rewriteIndexRows(topic, partition, rows, [mergedIndexRow(rows, merged)], [{ objectKey: merged.objectKey, sizeBytes: merged.sizeBytes }]);
   }
 
   /**

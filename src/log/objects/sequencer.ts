@@ -175,12 +175,6 @@ export interface Sequencer {
   /** A partition's stored idempotent batches (each producer's last {@link PRODUCER_BATCHES_KEPT}), in offset order. */
   producerBatches(topic: string, partition: number): Promise<StoredProducerBatch[]>;
   /**
-   * Replaces consecutive index rows of a partition by one row of a merged object (the merge job): as
-   * {@link rewriteIndexRows} with {@link mergedIndexRow}.
-   * @returns whether the rows were replaced
-   */
-  replaceIndexRows(topic: string, partition: number, rows: readonly IndexEntry[], merged: MergedObject): Promise<boolean>;
-  /**
    * Replaces index rows of a partition by others (the merge and compaction jobs), atomically: only if every row of
    * `rows` is still as given (none replaced or removed meanwhile); otherwise nothing is done. The new objects are
    * recorded as committed; the objects no row refers to any more are marked retired (the sweep deletes them a grace later).
@@ -221,7 +215,7 @@ export interface Sequencer {
   announceTopic(topic: string): Promise<void>;
 }
 
-/** A merged object, as {@link Sequencer.replaceIndexRows} indexes it: one chunk at position 0. */
+/** A merged object, as {@link replaceByMerged} indexes it: one chunk at position 0. */
 export interface MergedObject {
   objectKey: string;
   /** Bytes of its chunk. */
@@ -230,12 +224,18 @@ export interface MergedObject {
   sizeBytes: number;
 }
 
-/** The one row that replaces consecutive `rows` (oldest first) by the merged object's chunk. */
-export function mergedIndexRow(rows: readonly IndexEntry[], merged: MergedObject): IndexEntry {
-  return {
+/**
+ * Replaces consecutive index rows of a partition (oldest first) by one row of a merged object (the merge job): the
+ * sequencer's {@link Sequencer.rewriteIndexRows} with the one row spanning them, at the object's only chunk.
+ * @returns whether the rows were replaced (false when another change replaced or removed any of them meanwhile)
+ * @throws OnelogError as {@link Sequencer.rewriteIndexRows}
+ */
+export function replaceByMerged(sequencer: Sequencer, topic: string, partition: number, rows: readonly IndexEntry[], merged: MergedObject): Promise<boolean> {
+  const row: IndexEntry = {
     baseOffset: rows[0]!.baseOffset, endOffset: rows[rows.length - 1]!.endOffset, objectKey: merged.objectKey, position: 0, length: merged.length,
     maxTimestamp: Math.max(...rows.map((r) => r.maxTimestamp)),
   };
+  return sequencer.rewriteIndexRows(topic, partition, rows, [row], [{ objectKey: merged.objectKey, sizeBytes: merged.sizeBytes }]);
 }
 
 /** (topic, partition) order as the tables' "C" collation has it: topic by UTF-8 bytes, then partition. */
