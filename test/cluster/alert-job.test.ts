@@ -98,7 +98,7 @@ async function receiver(): Promise<{ url: string; accepted: AlertNotification[] 
 }
 
 /** Notifications a broker queued and its sinks did not acknowledge yet (nothing else shows them). */
-const pending = (broker: Broker): number => (broker as unknown as { monitor: Monitor }).monitor.alerts.notifier.pending;
+const pending = (broker: Broker): number => (broker as unknown as { parts: { monitor: Monitor } }).parts.monitor.alerts.notifier.pending;
 
 const rec = (value: string) => ({ key: null, value: Buffer.from(value), partition: 0 });
 
