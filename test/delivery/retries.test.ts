@@ -271,9 +271,11 @@ describe('nack', () => {
     const started = performance.now();
     expect((await fetchOf(m, TIER1, 0, 300)).records).toEqual([]);
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
-    // Before: the read long-polled, then the tier's own wait waited again (600 ms for a 300 ms fetch).
-    expect(waits.mock.calls).toHaveLength(1);
-    expect(waits.mock.calls[0]![1]).toBeLessThanOrEqual(300);
+    // Before: the read long-polled, then the tier's own wait waited again (600 ms for a 300 ms fetch). Only the tier's
+    // waits count: another test's member may still be polling the topic.
+    const tierWaits = waits.mock.calls.filter((_, i) => (waits.mock.contexts[i] as PartitionLog).topic === TIER1);
+    expect(tierWaits).toHaveLength(1);
+    expect(tierWaits[0]![1]).toBeLessThanOrEqual(300);
     waits.mockRestore();
   });
 
