@@ -22,6 +22,7 @@ import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { BrokerInfo } from '../cluster/brokers.js';
 import { checkCommitRequest, checkJoinRequest, checkMember, checkResetRequest, checkSubscribeRequest } from '../coordinator/request-checks.js';
 import { SHARE_DEFAULTS } from '../coordinator/subscriptions.js';
+import type { ResolvedSubscribeRequest } from '../coordinator/subscriptions.js';
 import { checkNackRecords } from '../delivery/retries.js';
 import type { CreateTopic } from '../delivery/retries.js';
 import { WebhookDispatcher } from '../delivery/webhook.js';
@@ -155,8 +156,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** A group's committed offsets, every topic (none for a group that does not exist), as Kafka's OffsetFetch reads them. */
   async committedOffsets(groupId: string): Promise<GroupOffset[]> {
     this.checkOpen();
-    const committing = this.parts.shareGroups.commitStarts(checkGroupId(groupId));
-    if (committing) await committing;
+    await this.parts.shareGroups.commitStarts(checkGroupId(groupId));
     return this.parts.offsets.list(groupId);
   }
 
@@ -299,20 +299,29 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkSubscribeRequest(request);
     if (request.pushEndpoint !== undefined && request.pushEndpoint !== null) this.parts.outbound.check(request.pushEndpoint, 'pushEndpoint');
-    return this.routing.whenCurrent(request.topic, 'all', async () => {
-      this.parts.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
-      const retry = await this.parts.retries.preparePolicy(request.groupId, request.topic, request.retry, this.createTopicNow);
-      // A share group always has a delivery limit, so a dead-letter topic.
-      const share = (await this.parts.groups.groupType(request.groupId) ?? request.type) === 'share';
-      const maxDeliveries = request.maxDeliveries ?? (share ? SHARE_DEFAULTS.maxDeliveries : undefined);
-      const maxDeliveriesDeadLetterTopic = await this.parts.retries.prepareMaxDeliveries(request.groupId, request.topic, maxDeliveries, this.createTopicNow);
-      const result = await this.parts.groups.subscribe({ ...request, retry, ...(maxDeliveriesDeadLetterTopic === undefined ? {} : { maxDeliveriesDeadLetterTopic }) });
-      if (result.subscription.type === 'share') await this.parts.shareGroups.configure(request.groupId, request.topic);
-      const sub = await this.parts.groups.findSubscription(request.groupId, request.topic);
-      if (sub?.deadLetterTopic) await this.parts.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
-      await this.webhooks.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
-      return result;
-    });
+    // The request takes its place in the group's order now; its topic is brought up to date and its retry policy
+    // resolved (tier and dead-letter topics created) meanwhile.
+    const resolving = this.routing.current(request.topic, 'all').then(() => this.resolveSubscription(request));
+    const result = await this.parts.groups.subscribe(request.groupId, resolving);
+    if (result.subscription.type === 'share') await this.parts.shareGroups.configure(request.groupId, request.topic);
+    const sub = await this.parts.groups.findSubscription(request.groupId, request.topic);
+    if (sub?.deadLetterTopic) await this.parts.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
+    await this.webhooks.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
+    return result;
+  }
+
+  /**
+   * A subscribe request with its retry policy and delivery limit resolved: their tier and dead-letter topics created.
+   * @throws OnelogError `UNKNOWN_TOPIC`; `INVALID_REQUEST` for a policy the topic cannot serve
+   */
+  private async resolveSubscription(request: SubscribeRequest): Promise<ResolvedSubscribeRequest> {
+    this.parts.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
+    const retry = await this.parts.retries.preparePolicy(request.groupId, request.topic, request.retry, this.createTopicNow);
+    // A share group always has a delivery limit, so a dead-letter topic.
+    const share = (await this.parts.groups.groupType(request.groupId) ?? request.type) === 'share';
+    const maxDeliveries = request.maxDeliveries ?? (share ? SHARE_DEFAULTS.maxDeliveries : undefined);
+    const maxDeliveriesDeadLetterTopic = await this.parts.retries.prepareMaxDeliveries(request.groupId, request.topic, maxDeliveries, this.createTopicNow);
+    return { ...request, retry, ...(maxDeliveriesDeadLetterTopic === undefined ? {} : { maxDeliveriesDeadLetterTopic }) };
   }
 
   /**
@@ -322,10 +331,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
     this.checkOpen();
     checkJoinRequest(request);
-    return this.routing.whenTopicsCurrent(request.topics, () => {
-      for (const topic of request.topics) this.parts.logs.partitionCount(topic); // UNKNOWN_TOPIC
-      return this.parts.groups.joinGroup(request);
-    });
+    return this.parts.groups.joinGroup(request, this.routing.topicsCurrent(request.topics));
   }
 
   /** @see GroupCoordinator.heartbeat */
@@ -380,11 +386,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkGroupId(request.groupId);
     checkMember(request);
-    return this.routing.whenCurrent(request.topic, [request.partition], async () => {
-      this.parts.logs.get(request.topic, request.partition); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
-      checkNackRecords(request);
-      return this.parts.retries.nack(request, await this.parts.groups.checkNack(request));
-    });
+    checkNackRecords(request);
+    return this.parts.retries.nack(request, await this.parts.groups.checkNack(request, this.routing.current(request.topic, [request.partition])));
   }
 
   /** @see DeadLetters.list */
@@ -421,8 +424,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async saveCheckpoint(request: CheckpointRequest): Promise<CheckpointDescription> {
     this.checkOpen();
     checkGroupId(request.groupId);
-    const committing = this.parts.shareGroups.commitStarts(request.groupId);
-    if (committing) await committing;
+    // As a reset's: a share group's start offsets committed first.
+    if (this.parts.shareGroups.holdsPartitions(request.groupId)) await this.parts.shareGroups.commitStarts(request.groupId);
     return this.parts.groups.saveCheckpoint(request);
   }
 
@@ -430,7 +433,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async commitOffsets(request: CommitRequest): Promise<void> {
     this.checkOpen();
     checkCommitRequest(request);
-    return this.routing.whenCurrent(request.topic, request.offsets.map((o) => o.partition), () => this.parts.groups.commit(request));
+    return this.parts.groups.commit(request, this.routing.current(request.topic, request.offsets.map((o) => o.partition)));
   }
 
   async listGroups(): Promise<GroupSummary[]> {
@@ -443,8 +446,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     checkGroupId(groupId);
     // A share group's start offsets committed, then a state the describe shows has its alert raised first (docs/monitoring.md).
-    const committing = this.parts.shareGroups.commitStarts(groupId);
-    if (committing) await committing;
+    await this.parts.shareGroups.commitStarts(groupId);
     await this.parts.monitor.evaluateGroupNow(groupId);
     return this.parts.shareGroups.describe(await this.parts.groups.describeGroup(groupId));
   }
@@ -499,11 +501,10 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
     this.checkOpen();
     checkResetRequest(request);
-    return this.routing.whenCurrent(request.topic, 'all', async () => {
-      const committing = this.parts.shareGroups.commitStarts(request.groupId);
-      if (committing) await committing;
-      return this.parts.groups.resetOffsets(request);
-    });
+    // A share group's start offsets are committed first: those commits take their places in the group's order before
+    // the reset takes its own (a classic group's reset takes its place now).
+    if (this.parts.shareGroups.holdsPartitions(request.groupId)) await this.parts.shareGroups.commitStarts(request.groupId);
+    return this.parts.groups.resetOffsets(request, this.routing.current(request.topic, 'all'));
   }
 
   /**
@@ -526,7 +527,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.closed = true;
     this.parts.background.stop();
     // A clean stop leaves share groups' committed offsets current (a crash leaves them up to a session tick behind).
-    await this.parts.shareGroups.commitStarts()?.catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'share group start offsets not committed at close'));
+    await this.parts.shareGroups.commitStarts().catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'share group start offsets not committed at close'));
     await this.parts.monitor.stop();
     this.parts.groups.close();
     await this.parts.membership?.close();

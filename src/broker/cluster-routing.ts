@@ -14,32 +14,29 @@ export class ClusterRouting {
   constructor(private readonly logs: Logs, private readonly membership: ClusterMembership | null, private readonly placement: Placement | null) {}
 
   /**
-   * Runs `next` once `topic` is up to date with what other brokers did (see {@link Logs.refresh}): its layout, and
-   * the positions of `partitions` (`'all'`: every one). Input not yet checked is left for the checks `next` makes.
-   * On the local engine there is nothing to wait for and `next` runs at once, in the same turn, so a request keeps
-   * its place in the order of its group's requests.
+   * Resolves once `topic` is up to date with what other brokers did (see {@link Logs.refresh}): its layout, and the
+   * positions of `partitions` (`'all'`: every one). Input not yet checked is left for the checks made after it. On
+   * the local engine there is nothing to wait for. A request of a group passes this to the coordinator as what it
+   * waits for in its turn, so it keeps its place in its group's order however long this takes.
    */
-  whenCurrent<T>(topic: unknown, partitions: readonly unknown[] | 'all', next: () => T | Promise<T>): Promise<T> {
-    const refreshing = this.refresh(topic, partitions);
-    return refreshing === undefined ? Promise.resolve(next()) : refreshing.then(next);
+  async current(topic: unknown, partitions: readonly unknown[] | 'all'): Promise<void> {
+    if (typeof topic !== 'string') return;
+    await this.logs.refresh(topic);
+    if (!this.logs.has(topic)) return;
+    const wanted = partitions === 'all' ? [...Array(this.logs.partitionCount(topic)).keys()]
+      : partitions.filter((p): p is number => typeof p === 'number');
+    if (wanted.length > 0) await this.logs.refresh(topic, wanted);
   }
 
-  /** As {@link whenCurrent}, for the layouts of several topics (a join's). */
-  whenTopicsCurrent<T>(topics: readonly unknown[], next: () => T | Promise<T>): Promise<T> {
-    const refreshing = topics.map((topic) => this.refresh(topic, [])).filter((r) => r !== undefined);
-    return refreshing.length === 0 ? Promise.resolve(next()) : Promise.all(refreshing).then(next);
+  /** As {@link current}, for the layouts of several topics (a join's). */
+  async topicsCurrent(topics: readonly unknown[]): Promise<void> {
+    await Promise.all(topics.map((topic) => this.current(topic, [])));
   }
 
-  private refresh(topic: unknown, partitions: readonly unknown[] | 'all'): Promise<void> | undefined {
-    if (typeof topic !== 'string') return undefined;
-    const layout = this.logs.refresh(topic);
-    if (layout === undefined) return undefined;
-    return layout.then(async () => {
-      if (!this.logs.has(topic)) return;
-      const wanted = partitions === 'all' ? [...Array(this.logs.partitionCount(topic)).keys()]
-        : partitions.filter((p): p is number => typeof p === 'number');
-      if (wanted.length > 0) await this.logs.refresh(topic, wanted);
-    });
+  /** Runs `next` once `topic` is {@link current}: for a request in no group's order. */
+  async whenCurrent<T>(topic: unknown, partitions: readonly unknown[] | 'all', next: () => T | Promise<T>): Promise<T> {
+    await this.current(topic, partitions);
+    return next();
   }
 
   /** Adds the leader's URL (`leaderUrl`, null if not live) to a `NOT_LEADER_OR_FOLLOWER` refusal: the client sends the write there. */

@@ -85,42 +85,40 @@ export class FetchPath {
       throw new OnelogError('INVALID_REQUEST', 'a fetch with memberId needs its groupId', { memberId });
     }
     checkMember(request);
-    return this.routing.whenCurrent(topic, request.partitions.map((p) => p.partition), async () => {
-      const claiming = memberId === undefined ? undefined : this.groups.claim(groupId!); // cluster mode: the group's coordinator serves it
-      if (claiming) await claiming;
-      const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
-      // A member's suspect records (ones a member ended holding) are handed out one at a time.
-      const caps = memberId === undefined ? [] : this.groups.fetchCaps({ ...request, groupId: groupId!, memberId });
-      const targets = request.partitions.map((p, i) => ({
-        log: this.logs.get(topic, p.partition),
-        offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
-        maxRecords: caps[i],
-      }));
-      const limits = {
-        maxRecords: checkInteger(request.maxRecords ?? FETCH_DEFAULTS.maxRecords, 'maxRecords', 1),
-        maxBytes: checkInteger(request.maxBytes ?? FETCH_DEFAULTS.maxBytes, 'maxBytes', 1),
-        maxWaitMs: checkInteger(request.maxWaitMs ?? FETCH_DEFAULTS.maxWaitMs, 'maxWaitMs', 0, MAX_WAIT_MS),
-      };
-      const partitions = groupId !== undefined && this.retries.filters(groupId, topic)
-        ? fromRecords(await this.retries.fetch(groupId, topic, targets, limits))
-        : await read(targets, limits);
-      if (memberId !== undefined) {
-        this.groups.handedOut({ ...request, groupId: groupId!, memberId }, partitions);
-        if (request.ahead !== true) await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
-        return { topic, partitions, ...membership };
-      }
-      if (groupId !== undefined) {
-        partitions.forEach((p, i) => {
-          if (p.error?.code !== 'OFFSET_OUT_OF_RANGE') return;
-          // The position the group fetched from is its committed offset or what it read since.
-          p.error = offsetOutOfRange({
-            groupId, topic, partition: p.partition, committedOffset: targets[i]!.offset,
-            logStartOffset: p.logStartOffset, highWatermark: p.highWatermark,
-          }).toJSON();
-        });
-      }
-      return { topic, partitions };
-    });
+    await this.routing.current(topic, request.partitions.map((p) => p.partition));
+    if (memberId !== undefined) await this.groups.claim(groupId!); // cluster mode: the group's coordinator serves it
+    const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
+    // A member's suspect records (ones a member ended holding) are handed out one at a time.
+    const caps = memberId === undefined ? [] : this.groups.fetchCaps({ ...request, groupId: groupId!, memberId });
+    const targets = request.partitions.map((p, i) => ({
+      log: this.logs.get(topic, p.partition),
+      offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
+      maxRecords: caps[i],
+    }));
+    const limits = {
+      maxRecords: checkInteger(request.maxRecords ?? FETCH_DEFAULTS.maxRecords, 'maxRecords', 1),
+      maxBytes: checkInteger(request.maxBytes ?? FETCH_DEFAULTS.maxBytes, 'maxBytes', 1),
+      maxWaitMs: checkInteger(request.maxWaitMs ?? FETCH_DEFAULTS.maxWaitMs, 'maxWaitMs', 0, MAX_WAIT_MS),
+    };
+    const partitions = groupId !== undefined && this.retries.filters(groupId, topic)
+      ? fromRecords(await this.retries.fetch(groupId, topic, targets, limits))
+      : await read(targets, limits);
+    if (memberId !== undefined) {
+      this.groups.handedOut({ ...request, groupId: groupId!, memberId }, partitions);
+      if (request.ahead !== true) await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
+      return { topic, partitions, ...membership };
+    }
+    if (groupId !== undefined) {
+      partitions.forEach((p, i) => {
+        if (p.error?.code !== 'OFFSET_OUT_OF_RANGE') return;
+        // The position the group fetched from is its committed offset or what it read since.
+        p.error = offsetOutOfRange({
+          groupId, topic, partition: p.partition, committedOffset: targets[i]!.offset,
+          logStartOffset: p.logStartOffset, highWatermark: p.highWatermark,
+        }).toJSON();
+      });
+    }
+    return { topic, partitions };
   }
 
   /**
@@ -130,23 +128,21 @@ export class FetchPath {
    */
   async shareFetchSections(request: ShareFetchRequest): Promise<SharedSections> {
     checkGroupId(request.groupId);
-    return this.routing.whenCurrent(request.topic, 'all', async () => {
-      this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
-      const claiming = this.groups.claim(request.groupId);
-      if (claiming) await claiming;
-      const result = await this.shareGroups.acquire(request);
-      let records = 0;
-      let bytes = 0;
-      let redeliveries = 0;
-      for (const p of result.partitions) {
-        records += p.deliveryCounts.length;
-        for (const s of p.sections) bytes += s.bytes.length;
-        for (const count of p.deliveryCounts) if (count > 1) redeliveries++;
-      }
-      this.metrics.fetched(request.topic, records, bytes);
-      this.metrics.shareDelivered(request.groupId, request.topic, records - redeliveries, redeliveries);
-      return result;
-    });
+    await this.routing.current(request.topic, 'all');
+    this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
+    await this.groups.claim(request.groupId);
+    const result = await this.shareGroups.acquire(request);
+    let records = 0;
+    let bytes = 0;
+    let redeliveries = 0;
+    for (const p of result.partitions) {
+      records += p.deliveryCounts.length;
+      for (const s of p.sections) bytes += s.bytes.length;
+      for (const count of p.deliveryCounts) if (count > 1) redeliveries++;
+    }
+    this.metrics.fetched(request.topic, records, bytes);
+    this.metrics.shareDelivered(request.groupId, request.topic, records - redeliveries, redeliveries);
+    return result;
   }
 
   /**
@@ -156,8 +152,7 @@ export class FetchPath {
   async shareAcknowledge(request: ShareAckRequest): Promise<ShareAckResult> {
     checkGroupId(request.groupId);
     this.logs.partitionCount(request.topic); // UNKNOWN_TOPIC
-    const claiming = this.groups.claim(request.groupId);
-    if (claiming) await claiming;
+    await this.groups.claim(request.groupId);
     const result = await this.shareGroups.acknowledge(request);
     const taken = new Set(result.partitions.filter((p) => p.error === undefined).map((p) => p.partition));
     const kinds = new Map<string, number>();

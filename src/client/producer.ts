@@ -12,6 +12,7 @@ import type { OnelogApi } from '../protocol/api.js';
 import type { ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
 import { backoff } from '../common/backoff.js';
 import { systemClock } from '../common/clock.js';
+import { Turns } from '../common/turns.js';
 import { OnelogError } from '../protocol/errors.js';
 import { Partitioner } from '../protocol/partitioner.js';
 import { recordBytes } from '../protocol/produce-plan.js';
@@ -78,7 +79,8 @@ export class Producer {
   private readonly sequences = new Map<string, number>();
   private readonly partitionCounts = new Map<string, number>();
   private readonly partitioner = new Partitioner();
-  private queue: Promise<unknown> = Promise.resolve();
+  /** Idempotent sends, one at a time in order: each partition's sequences follow each other. */
+  private readonly sends = new Turns();
   private readonly gathered = new Map<string, Gathered>();
 
   constructor(
@@ -127,9 +129,7 @@ export class Producer {
 
   private produce(topic: string, records: ProduceRecord[]): Promise<ProduceResult> {
     if (!this.options.idempotent) return this.api.produce({ topic, records });
-    const next = this.queue.then(() => this.sendIdempotent(topic, records));
-    this.queue = next.catch(() => {});
-    return next;
+    return this.sends.run(() => this.sendIdempotent(topic, records));
   }
 
   private async sendIdempotent(topic: string, records: ProduceRecord[]): Promise<ProduceResult> {

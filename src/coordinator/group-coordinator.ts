@@ -9,6 +9,7 @@
  * interleave halfway.
  */
 import type { Clock } from '../common/clock.js';
+import { KeyedTurns } from '../common/turns.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { FetchedPartition, FetchRequest } from '../protocol/fetch.js';
@@ -81,7 +82,8 @@ interface PendingReset {
 
 export class GroupCoordinator {
   private readonly groups = new Map<string, GroupMembership>();
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /** Each group's requests, one at a time in the order they arrived (see {@link locked}). */
+  private readonly turns = new KeyedTurns<string>();
   /** Awaited in order when an executed reset moved a group's offsets of a topic; see {@link onReset}. */
   private readonly resetListeners: Array<(groupId: string, topic: string) => Promise<void> | void> = [];
   private readonly pendingResets = new Map<string, PendingReset[]>();
@@ -118,7 +120,7 @@ export class GroupCoordinator {
       await this.marks.commit(groupId, topic, [{ topic, partition, offset }], this.clock.now());
       this.hooks.committed?.(groupId, topic, [{ partition, offset }]);
     });
-    placement?.onLost((groupId) => void this.locked(groupId, async () => this.forget(groupId, undefined), false));
+    placement?.onLost((groupId) => void this.locked(groupId, async () => this.forget(groupId, undefined), { claim: false }));
   }
 
   /**
@@ -142,15 +144,15 @@ export class GroupCoordinator {
 
   /**
    * Resolves once this broker coordinates the group (cluster mode: it holds the group's lease; see
-   * {@link GroupPlacement}); a group taken over since is forgotten first, so it is taken over from the stores.
-   * @returns undefined on the embedded default (nothing to wait for: a caller keeps its place in the group's order)
+   * {@link GroupPlacement}); a group taken over since is forgotten first, so it is taken over from the stores. At
+   * once on the embedded default. For requests that read the group (a member's fetch, a describe): those that change
+   * it claim it in their turn ({@link locked}).
    * @throws OnelogError `NOT_COORDINATOR` naming the coordinator
    */
-  claim(groupId: string): Promise<void> | undefined {
-    if (this.placement === undefined) return undefined;
-    return this.placement.claim(groupId).then((epoch) => {
-      if (this.epochs.get(groupId) !== epoch) return this.locked(groupId, async () => this.forget(groupId, epoch), false);
-    });
+  async claim(groupId: string): Promise<void> {
+    if (this.placement === undefined) return;
+    const epoch = await this.placement.claim(groupId);
+    if (this.epochs.get(groupId) !== epoch) await this.locked(groupId, async () => this.forget(groupId, epoch), { claim: false });
   }
 
   /**
@@ -171,24 +173,20 @@ export class GroupCoordinator {
   }
 
   /**
-   * Runs `task` after every earlier task of the same group; with `claim` (the default), once this broker
-   * coordinates the group ({@link claim}).
+   * Runs `task` in the group's turn: after every task of the group given before it, and after `ready` (what the
+   * request waits for first, such as its topics brought up to date with other brokers) has resolved, to whose value it
+   * is called. The place is taken at this call, so a request keeps its place in its group's order however long its
+   * `ready` takes ({@link KeyedTurns}). With `claim` (the default), the task runs once this broker coordinates the
+   * group ({@link claim}).
    */
-  private locked<T>(groupId: string, task: () => Promise<T>, claim = true): Promise<T> {
-    const previous = this.queues.get(groupId) ?? Promise.resolve();
-    const placement = claim ? this.placement : undefined;
-    const run = placement === undefined ? task : async () => {
-      const epoch = await placement.claim(groupId);
-      this.forget(groupId, epoch);
-      return task();
-    };
-    const next = previous.then(run, run);
-    const tail = next.catch(() => {});
-    this.queues.set(groupId, tail);
-    void tail.then(() => {
-      if (this.queues.get(groupId) === tail) this.queues.delete(groupId);
-    });
-    return next;
+  private locked<T, R = void>(groupId: string, task: (ready: R) => Promise<T>, options: { claim?: boolean; ready?: PromiseLike<R> } = {}): Promise<T> {
+    const placement = options.claim === false ? undefined : this.placement;
+    let value: R;
+    const ready = options.ready?.then((v) => void (value = v));
+    return this.turns.run(groupId, async () => {
+      if (placement !== undefined) this.forget(groupId, await placement.claim(groupId));
+      return task(value);
+    }, ready);
   }
 
   /**
@@ -223,10 +221,13 @@ export class GroupCoordinator {
    * partition resumes, for a standalone consumer that tracks its own positions (no membership). A partition
    * whose committed offset fell below the log start is paused for the group, as for a member, and answers
    * its error instead of an offset (or jumps, if the subscription's `onOutOfRange` says so).
+   * @param resolving the request with its retry policy resolved (its tier topics created): the request's place in the
+   *   group's order is taken at this call, before it is resolved
+   * @throws OnelogError `UNKNOWN_TOPIC`; what `resolving` rejects with
    */
-  async subscribe(request: ResolvedSubscribeRequest): Promise<SubscribeResult> {
-    const { groupId, topic } = request;
-    return this.locked(groupId, async () => {
+  async subscribe(groupId: string, resolving: PromiseLike<ResolvedSubscribeRequest>): Promise<SubscribeResult> {
+    return this.locked(groupId, async (request) => {
+      const { topic } = request;
       const logs = this.logs.partitions(topic);
       const subscription = await this.subscriptions.get(groupId, topic, definedOnly(request));
       const paused = await this.catalog.pauses.list(groupId);
@@ -241,18 +242,20 @@ export class GroupCoordinator {
         return position.error ? { partition: log.partition, error: position.error } : { partition: log.partition, offset: position.offset };
       });
       return { subscription: subscriptionInfo(subscription), positions };
-    });
+    }, { ready: resolving });
   }
 
   /**
    * Adds a member to a group and answers its first assignment (partitions nobody else holds; the rest
    * follows in heartbeats as their owners release them).
+   * @param ready what the request waits for before it runs, in its place in the group's order (taken at this call):
+   *   its topics brought up to date with other brokers in cluster mode. If it rejects, nothing is done.
    * @throws OnelogError `UNKNOWN_TOPIC`, `INCONSISTENT_GROUP_PROTOCOL`
    */
-  async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
+  async joinGroup(request: JoinGroupRequest, ready?: PromiseLike<void>): Promise<MemberAssignment> {
     const { groupId } = request;
-    for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC before anything changes
     return this.locked(groupId, async () => {
+      for (const topic of request.topics) this.logs.partitionCount(topic); // UNKNOWN_TOPIC before anything changes
       for (const topic of request.topics) {
         const sub = await this.subscriptions.get(groupId, topic, definedOnly(request));
         if (sub.type === 'share') {
@@ -273,7 +276,7 @@ export class GroupCoordinator {
       }, this.clock.now());
       this.logger.info({ groupId, memberId: member.memberId, generationId: group.generationId }, 'member joined');
       return this.answer(group, member);
-    });
+    }, { ready });
   }
 
   /**
@@ -315,7 +318,7 @@ export class GroupCoordinator {
       this.locked(groupId, async () => {
         const group = this.groups.get(groupId);
         if (group && await this.expire(group)) await this.applyResets(group);
-      }, false)));
+      }, { claim: false })));
   }
 
   /** Removes the members past their session timeout or release deadline, counting the deliveries they held. */
@@ -384,9 +387,11 @@ export class GroupCoordinator {
    *   `UNKNOWN_TOPIC` / `UNKNOWN_PARTITION`, `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`;
    *   `INVALID_REQUEST` for a share group (its offset is its share-partitions' start offset: acknowledgements and
    *   offset resets move it); nothing is committed if any entry is refused
+   * @param ready what the request waits for before it runs, in its place in the group's order (taken at this call):
+   *   its topics brought up to date with other brokers in cluster mode. If it rejects, nothing is done.
    */
-  async commit(request: CommitRequest): Promise<void> {
-    return this.commitOffsets(request, false);
+  async commit(request: CommitRequest, ready?: PromiseLike<void>): Promise<void> {
+    return this.commitOffsets(request, false, ready);
   }
 
   /**
@@ -397,9 +402,8 @@ export class GroupCoordinator {
     return this.commitOffsets({ groupId, topic, offsets: [{ partition, offset }] }, true);
   }
 
-  private async commitOffsets(request: CommitRequest, shareStart: boolean): Promise<void> {
+  private async commitOffsets(request: CommitRequest, shareStart: boolean, ready?: PromiseLike<void>): Promise<void> {
     const { groupId, topic } = request;
-    const logs = request.offsets.map((o) => this.logs.get(topic, o.partition));
     for (const o of request.offsets) {
       if (!Number.isSafeInteger(o.offset) || o.offset < 0) {
         throw new OnelogError('INVALID_OFFSET', `offset must be an integer >= 0, got ${JSON.stringify(o.offset)}`, {
@@ -408,6 +412,7 @@ export class GroupCoordinator {
       }
     }
     await this.locked(groupId, async () => {
+      const logs = request.offsets.map((o) => this.logs.get(topic, o.partition)); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
       await this.fence(request, request.offsets.map((o) => o.partition), 'commit');
       if (!shareStart && ((await this.subscriptions.find(groupId, topic))?.type ?? (await this.subscriptions.typeOf(groupId))) === 'share') {
         throw new OnelogError('INVALID_REQUEST', `group ${groupId} is a share group: its offset of ${topic} is where its records are all ` +
@@ -427,7 +432,7 @@ export class GroupCoordinator {
       }
       if (jumps.length > 0) await this.positions.recordJumps(groupId, topic, jumps, request.memberId);
       this.hooks.committed?.(groupId, topic, request.offsets);
-    });
+    }, { ready });
   }
 
   /**
@@ -457,11 +462,15 @@ export class GroupCoordinator {
    * Checks that a nack may be acted on (fenced as a commit) and answers the subscription it falls under, with
    * the record's tier when it was delivered from one.
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`; `NO_RETRY_POLICY` when the
-   *   group has neither a retry policy nor a delivery limit (`maxDeliveries`) for the topic
+   *   group has neither a retry policy nor a delivery limit (`maxDeliveries`) for the topic; `UNKNOWN_TOPIC`,
+   *   `UNKNOWN_PARTITION`
+   * @param ready what the request waits for before it runs, in its place in the group's order (taken at this call):
+   *   its topics brought up to date with other brokers in cluster mode. If it rejects, nothing is done.
    */
-  async checkNack(request: Omit<NackRequest, 'offset' | 'reason'>): Promise<CheckedNack> {
+  async checkNack(request: Omit<NackRequest, 'offset' | 'reason'>, ready?: PromiseLike<void>): Promise<CheckedNack> {
     const { groupId, topic } = request;
     return this.locked(groupId, async () => {
+      this.logs.get(topic, request.partition); // UNKNOWN_TOPIC, UNKNOWN_PARTITION before fencing
       await this.fence(request, [request.partition], 'nack');
       const tier = this.retryTopics.tierOf(groupId, topic);
       const subscription = await this.subscriptions.find(groupId, tier?.topic ?? topic);
@@ -477,7 +486,7 @@ export class GroupCoordinator {
       }
       const { partition } = request;
       return { subscription, policy, tier, crashes: (offset) => this.deliveryCounts.crashes(groupId, topic, partition, offset) };
-    });
+    }, { ready });
   }
 
   /** The group's type as its subscriptions say; undefined for a group with none yet. */
@@ -503,7 +512,8 @@ export class GroupCoordinator {
   /**
    * Fences a member's fetch: the member must be live, its generation current (or the one before: a fetch may
    * cross the heartbeat answer that moved it on), and every partition held by it (a partition being revoked
-   * is still held until the member releases it). Synchronous, so a fetch costs no queueing.
+   * is still held until the member releases it). A read of the group as it is now, taken in no turn (a fetch waits
+   * behind none of its group's writes): its caller has {@link claim}ed the group.
    * @returns the group's generation, and whether a heartbeat now would change the member's assignment
    * @throws OnelogError `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`
    */
@@ -609,7 +619,7 @@ export class GroupCoordinator {
     await Promise.all([...this.groups].map(([groupId, group]) =>
       [...group.members.values()].some((m) => m.topics.includes(topic)) && this.locked(groupId, async () => {
         if (this.groups.get(groupId) === group && group.members.size > 0) group.rebalance();
-      }, false)));
+      }, { claim: false })));
   }
 
   /**
@@ -660,10 +670,11 @@ export class GroupCoordinator {
    * lets go at its next heartbeat, or is removed past its session timeout), then they are assigned again
    * and members resume from the new offsets. Each executed reset is recorded; it lifts the partitions' pauses.
    * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`, `INVALID_REQUEST`, `UNKNOWN_CHECKPOINT`
+   * @param ready what the request waits for before it runs, in its place in the group's order (taken at this call):
+   *   its topics brought up to date with other brokers in cluster mode. If it rejects, nothing is done.
    */
-  async resetOffsets(request: ResetOffsetsRequest): Promise<ResetOffsetsResult> {
+  async resetOffsets(request: ResetOffsetsRequest, ready?: PromiseLike<void>): Promise<ResetOffsetsResult> {
     const { groupId } = request;
-    this.resetLogs(request); // refuses an unknown topic or partition before queueing
     const waiting = await this.locked(groupId, async () => {
       const plan = await this.plan(request);
       const group = this.groups.get(groupId);
@@ -680,7 +691,7 @@ export class GroupCoordinator {
       // Inside the group's queue: partitions nobody holds are reset before the group's next request runs.
       await this.applyResets(group);
       return { wait };
-    });
+    }, { ready });
     return waiting.result ?? waiting.wait!;
   }
 

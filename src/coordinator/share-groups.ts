@@ -12,6 +12,7 @@
  * Every operation on one partition runs in order (a queue per partition), so two acquisitions never interleave halfway.
  */
 import type { Clock } from '../common/clock.js';
+import { KeyedTurns } from '../common/turns.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Logger } from '../common/logger.js';
 import type { SharePartitionLoad } from '../monitoring/metrics.js';
@@ -77,10 +78,7 @@ interface PartitionState {
   stale: boolean;
 }
 
-interface LoadedPartition extends PartitionState {
-  /** The tail of this partition's operations: each runs once the one before ended. */
-  queue: Promise<unknown>;
-}
+type LoadedPartition = PartitionState;
 
 interface ShareMember {
   lastSeenAt: number;
@@ -91,6 +89,8 @@ const partitionKey = (groupId: string, topic: string, partition: number) => `${g
 
 export class ShareGroups {
   private readonly partitions = new Map<string, Promise<LoadedPartition>>();
+  /** Every operation on one partition runs in order, by the partition's key. */
+  private readonly turns = new KeyedTurns<string>();
   /** group -> member -> its session */
   private readonly members = new Map<string, Map<string, ShareMember>>();
   /** group \0 topic -> the partition the next acquisition starts at (so none starves). */
@@ -280,21 +280,25 @@ export class ShareGroups {
   }
 
   /**
+   * Whether this broker holds any of the group's share-partitions in memory: only then has {@link commitStarts}
+   * anything to commit. A request that reads a group's offsets in the group's order awaits the commits first only then,
+   * so a classic group's request takes its place at once.
+   */
+  holdsPartitions(groupId: string): boolean {
+    return this.loaded(groupId).length > 0;
+  }
+
+  /**
    * Commits the start offset of each of the group's loaded partitions (every group's without `groupId`) that moved since
    * its last commit as the group's offset ({@link ShareGroupSources.commit}): before the group's offsets are read
    * (described, listed, reset, checkpointed) and at a clean stop, so what they show is current.
-   * @returns undefined when the broker holds none of the group's partitions (nothing to wait for)
+   * Resolves at once when the broker holds none of the group's partitions.
    */
-  commitStarts(groupId?: string): Promise<void> | undefined {
-    const partitions = this.loaded(groupId);
-    // Nothing loaded: nothing to wait for (the caller goes on in the same turn, so requests keep their order).
-    if (partitions.length === 0) return undefined;
-    return (async () => {
-      for (const { groupId: g, topic, partition } of partitions) {
-        const sub = await this.s.subscription(g, topic).catch(() => undefined);
-        if (sub !== undefined) await this.inOrder(sub, partition, (loaded) => this.commitStart(sub, loaded, partition));
-      }
-    })();
+  async commitStarts(groupId?: string): Promise<void> {
+    for (const { groupId: g, topic, partition } of this.loaded(groupId)) {
+      const sub = await this.s.subscription(g, topic).catch(() => undefined);
+      if (sub !== undefined) await this.inOrder(sub, partition, (loaded) => this.commitStart(sub, loaded, partition));
+    }
   }
 
   /**
@@ -488,23 +492,20 @@ export class ShareGroups {
     return { written };
   }
 
-  /** Runs `work` on the partition's state once the operations queued on it before ended. */
+  /** Runs `work` on the partition's state once the operations on it given before ended (its place is taken now). */
   private inOrder<T>(sub: SubscriptionRecord, partition: number, work: (loaded: LoadedPartition) => Promise<T>): Promise<T> {
-    const running = this.loadPartition(sub, partition).then(async (loaded) => {
-      const run = loaded.queue.then(async () => {
-        if (loaded.stale) Object.assign(loaded, await this.read(sub, partition));
-        try {
-          return await work(loaded);
-        } catch (err) {
-          // What the operation changed in memory may not be in the store: read it again before the next one.
-          loaded.stale = true;
-          throw err;
-        }
-      });
-      loaded.queue = run.catch(() => undefined);
-      return run;
-    });
-    return running;
+    const loading = this.loadPartition(sub, partition);
+    return this.turns.run(partitionKey(sub.groupId, sub.topic, partition), async () => {
+      const loaded = await loading;
+      if (loaded.stale) Object.assign(loaded, await this.read(sub, partition));
+      try {
+        return await work(loaded);
+      } catch (err) {
+        // What the operation changed in memory may not be in the store: read it again before the next one.
+        loaded.stale = true;
+        throw err;
+      }
+    }, loading);
   }
 
   /** The partition's state, read from the offset store on first use ({@link read}). */
@@ -512,7 +513,7 @@ export class ShareGroups {
     const key = partitionKey(sub.groupId, sub.topic, partition);
     let loading = this.partitions.get(key);
     if (loading === undefined) {
-      loading = this.read(sub, partition).then((state) => ({ ...state, queue: Promise.resolve() }));
+      loading = this.read(sub, partition);
       this.partitions.set(key, loading);
       loading.catch(() => this.partitions.delete(key));
     }

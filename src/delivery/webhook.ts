@@ -14,6 +14,7 @@
  */
 import { MemberSession } from '../member/member-session.js';
 import { systemClock } from '../common/clock.js';
+import { Turns } from '../common/turns.js';
 import type { OnelogApi } from '../protocol/api.js';
 import type { FetchedPartition } from '../protocol/fetch.js';
 import type { SubscriptionInfo } from '../protocol/subscriptions.js';
@@ -73,7 +74,8 @@ interface Target {
 export class WebhookDispatcher {
   private readonly members = new Map<string, WebhookMember>();
   private readonly options: Required<WebhookOptions>;
-  private queue: Promise<unknown> = Promise.resolve();
+  /** Refreshes, one at a time in order, then the stop. */
+  private readonly turns = new Turns();
   private stopping: Promise<void> | null = null;
 
   /** @throws OnelogError `INVALID_REQUEST` for an option out of bounds */
@@ -109,14 +111,12 @@ export class WebhookDispatcher {
       }
       if (wanted && !this.stopping) this.members.set(key, new WebhookMember(this.api, wanted, this.options, this.logger));
     };
-    const next = this.queue.then(run);
-    this.queue = next.catch(() => undefined);
-    return next;
+    return this.turns.run(run);
   }
 
   /** Stops every dispatcher: in-flight POSTs are aborted and each leaves its group. Idempotent; never rejects. */
   stop(): Promise<void> {
-    this.stopping ??= this.queue.then(async () => {
+    this.stopping ??= this.turns.run(async () => {
       await Promise.all([...this.members.values()].map((m) => m.stop()));
       this.members.clear();
     });

@@ -11,6 +11,7 @@ import { batchCompression, decodeRecords, DELETE_HORIZON_FLAG, encodeBatch } fro
 import type { BatchHeader } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
 import { checkOffsetMapBytes, OffsetMap } from './offset-map.js';
+import { Turns } from '../common/turns.js';
 
 /**
  * Maps the keys of one batch, in order, to their offsets in a pass's key map: those at or after `start`, below `hw`.
@@ -121,8 +122,7 @@ export interface LogCleanerOptions {
  */
 export class LogCleaner {
   private readonly map: OffsetMap;
-  private tail: Promise<unknown> = Promise.resolve();
-  private pending = 0;
+  private readonly turns = new Turns();
 
   /** @throws OnelogError `INVALID_REQUEST` for a buffer size or load factor out of bounds */
   constructor(options: LogCleanerOptions = {}) {
@@ -151,12 +151,13 @@ export class LogCleaner {
    * @returns what `work` returns; @throws what it throws
    */
   withKeyMap<T>(work: (map: OffsetMap) => Promise<T>): Promise<T> {
-    this.pending++;
-    const run = this.tail.then(() => work(this.map)).finally(() => {
-      if (--this.pending === 0) this.map.release();
+    return this.turns.run(async () => {
+      try {
+        return await work(this.map);
+      } finally {
+        if (this.turns.size === 1) this.map.release(); // no compaction waits after this one
+      }
     });
-    this.tail = run.catch(() => undefined);
-    return run;
   }
 }
 

@@ -12,6 +12,7 @@ import type { OnelogApi } from '../protocol/api.js';
 import type { AssignedPartition, GroupState, JoinGroupRequest, MemberAssignment } from '../protocol/groups.js';
 import type { PartitionError } from '../protocol/partitions.js';
 import { OnelogError } from '../protocol/errors.js';
+import { Turns } from '../common/turns.js';
 
 /** A partition the member holds, and where it stands. */
 export interface HeldPartition {
@@ -43,7 +44,7 @@ export class MemberSession {
   /** The group's state in the last answer. */
   state: GroupState = 'Empty';
   readonly held = new Map<string, HeldPartition>();
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly turns = new Turns();
   private timer: NodeJS.Timeout | null = null;
   private wake: (() => void) | null = null;
   /** Set by a fencing error: the consumer must rejoin. */
@@ -75,9 +76,7 @@ export class MemberSession {
 
   /** Runs `task` after every earlier commit and heartbeat of this member. */
   serial<T>(task: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(task, task);
-    this.queue = next.catch(() => {});
-    return next;
+    return this.turns.run(task);
   }
 
   /** Sends a heartbeat (queued) reporting what the member holds; applies the answer. */

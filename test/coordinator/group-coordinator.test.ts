@@ -4,7 +4,7 @@
  * next group request (the background expiry timer is off: `sessionCheckIntervalMs: 0`).
  */
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/common/clock.js';
 import type { FetchResult } from '../../src/protocol/fetch.js';
@@ -12,6 +12,7 @@ import type { AssignedPartition, AssignorName, GroupDescription, JoinGroupReques
 import type { ResetOffsetsResult } from '../../src/protocol/offsets.js';
 import type { TopicPartition } from '../../src/protocol/partitions.js';
 import type { OnelogError } from '../../src/protocol/errors.js';
+import type { Logs } from '../../src/log/logs.js';
 import { asyncCodeOf, asyncErrorOf } from '../helpers/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -621,6 +622,43 @@ describe('group coordinator', () => {
       const d = await broker.describeGroup('g');
       expect(d.checkpoints).toEqual([{ name: 'before-deploy', createdAt: T0 + 1_000, topics: ['t', 'u'] }]);
       expect(d.resets[0]).toMatchObject({ spec: 'to-checkpoint before-deploy', requestedBy: 'unknown' });
+    });
+  });
+
+  describe('order of a group\'s requests', () => {
+    /** Holds the next topic refresh (what a cluster broker waits for before a request) until `release` is called. */
+    function holdNextRefresh(): { release: () => void } {
+      const logs = (broker as unknown as { parts: { logs: Logs } }).parts.logs;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      vi.spyOn(logs, 'refresh').mockImplementationOnce(() => held);
+      return { release };
+    }
+
+    it('a commit whose topic refresh is slow keeps its place: the leave sent after it comes after it', async () => {
+      await topic('t', 1, 10);
+      const m = await heartbeat(await join('g', ['t']));
+      const { release } = holdNextRefresh();
+      const committing = broker.commitOffsets({ groupId: 'g', topic: 't', memberId: m.memberId, generationId: m.generationId, offsets: [{ partition: 0, offset: 7 }] });
+      const leaving = broker.leaveGroup({ groupId: 'g', memberId: m.memberId });
+      let left = false;
+      void leaving.then(() => (left = true));
+      await Promise.resolve();
+      expect(left).toBe(false); // waits for the commit's turn, though the commit waits for its refresh
+      release();
+      await expect(committing).resolves.toBeUndefined(); // still the member's partition: the leave came after
+      await leaving;
+      expect(await committed('g', 't')).toEqual([7]);
+    });
+
+    it('a subscribe whose topic refresh is slow keeps its place: the one sent after it wins', async () => {
+      await topic('t', 1, 10);
+      const { release } = holdNextRefresh();
+      const first = broker.subscribe({ groupId: 'g', topic: 't', onOutOfRange: 'pause' });
+      const second = broker.subscribe({ groupId: 'g', topic: 't', onOutOfRange: 'earliest' });
+      release();
+      await Promise.all([first, second]);
+      expect((await broker.describeGroup('g')).subscriptions[0]).toMatchObject({ topic: 't', onOutOfRange: 'earliest' });
     });
   });
 

@@ -1,7 +1,7 @@
 /**
  * The sequencer in memory, for the unit tier's runs of the object engine (test/log/logs-contract.test.ts): the
  * {@link Sequencer} of PostgreSQL (src/log/objects/postgres-sequencer.ts) with its rules kept: partition leases
- * with epochs raised at every change of holder and expiry by one clock (the "database's", here `Date.now()`),
+ * with epochs raised at every change of holder and expiry by one clock (the "database's": the tables' clock, a manual one where a test moves time),
  * commits that check each chunk's lease and assign offsets strictly after the high watermark, index rows, retired
  * and committed objects, each idempotent producer's last batches, and the announcements of commits and topic
  * changes. Every method runs whole between two awaits, so each is atomic as PostgreSQL's transaction is.
@@ -9,6 +9,8 @@
  * Brokers sharing a cluster share one {@link MemorySequencerTables}: `new MemorySequencer(tables, { brokerId })`
  * each. A test double: nothing survives the process, so no broker uses it.
  */
+import { systemClock } from '../../src/common/clock.js';
+import type { Clock } from '../../src/common/clock.js';
 import { OnelogError } from '../../src/protocol/errors.js';
 import {
   byTopicPartition, deleteRecordsRefusal, notLeaderError, PRODUCER_BATCHES_KEPT,
@@ -28,6 +30,9 @@ interface PartitionRow extends PartitionState {
 
 /** What PostgreSQL's tables hold, shared by the sequencers of one cluster's brokers. */
 export class MemorySequencerTables {
+  /** @param clock the database's clock, by which leases expire and objects age (default: the system's) */
+  constructor(readonly clock: Clock = systemClock) {}
+
   readonly partitions = new Map<string, PartitionRow>();
   readonly objects = new Map<string, { retiredAt: number | null }>();
   readonly commitListeners = new Set<(topic: string, partition: number, highWatermark: number) => void>();
@@ -59,7 +64,7 @@ export class MemorySequencer implements Sequencer {
   }
 
   async acquire(partitions: ReadonlyArray<{ topic: string; partition: number }>): Promise<Lease[]> {
-    const now = Date.now();
+    const now = this.tables.clock.now();
     const out: Lease[] = [];
     for (const wanted of new Set(partitions.map((p) => this.tables.row(p.topic, p.partition)))) {
       if (wanted === undefined || !(wanted.leaderBrokerId === null || wanted.leaderBrokerId === this.brokerId || wanted.leaseExpiresAt! <= now)) continue;
@@ -80,8 +85,8 @@ export class MemorySequencer implements Sequencer {
     }
   }
 
-  async commit(objectKey: string, sizeBytes: number, chunks: readonly ObjectChunk[], putStartedAt = Date.now()): Promise<ChunkResult[]> {
-    const ageMs = Date.now() - putStartedAt;
+  async commit(objectKey: string, sizeBytes: number, chunks: readonly ObjectChunk[], putStartedAt = this.tables.clock.now()): Promise<ChunkResult[]> {
+    const ageMs = this.tables.clock.now() - putStartedAt;
     if (ageMs > this.maxObjectAgeMs) {
       const error = new OnelogError('REQUEST_TIMED_OUT', `object ${objectKey} was written ${ageMs} ms ago, more than ${this.maxObjectAgeMs} ms: ` +
         'not committed (the orphan sweep may delete it); send the records again', { objectKey, ageMs, maxObjectAgeMs: this.maxObjectAgeMs });
@@ -90,7 +95,7 @@ export class MemorySequencer implements Sequencer {
     // Checked before anything changes: PostgreSQL's transaction would roll back whole.
     const bad = chunks.find((c) => !Number.isSafeInteger(c.offsets) || c.offsets < 1);
     if (bad !== undefined) throw new OnelogError('INVALID_REQUEST', `a chunk takes at least one offset, got ${bad.offsets}`, { topic: bad.topic, partition: bad.partition });
-    const now = Date.now();
+    const now = this.tables.clock.now();
     const results = chunks.map((c): ChunkResult => {
       const row = this.tables.row(c.topic, c.partition);
       if (row === undefined || row.leaderBrokerId !== this.brokerId || row.leaderEpoch !== c.epoch || row.leaseExpiresAt! <= now) {
@@ -227,7 +232,7 @@ export class MemorySequencer implements Sequencer {
 
   async leaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>> {
     const out = new Map<string, Map<number, number>>();
-    const now = Date.now();
+    const now = this.tables.clock.now();
     for (const r of this.tables.partitions.values()) {
       if (!topics.includes(r.topic) || r.leaderBrokerId === null || r.leaseExpiresAt! <= now) continue;
       let partitions = out.get(r.topic);
@@ -258,7 +263,7 @@ export class MemorySequencer implements Sequencer {
 
   /** Marks retired those of `keys` no index row refers to any more. */
   private retireUnreferenced(keys: readonly string[]): void {
-    const now = Date.now();
+    const now = this.tables.clock.now();
     for (const key of new Set(keys)) {
       const o = this.tables.objects.get(key);
       if (o === undefined || o.retiredAt !== null) continue;
