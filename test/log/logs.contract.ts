@@ -177,6 +177,18 @@ export function logsContract(name: string, factory: () => Promise<LogsFixture>):
       expect((await positions(logs, 't', 0)).highWatermark).toBe(5);
     });
 
+    it('endWaits ends the long-polls waiting and lets no later one wait, on partitions first used after it and topics created after it too', async () => {
+      const { logs, createTopic } = await fresh();
+      await createTopic('t', 2);
+      const waiting = logs.get('t', 0).waitForData(0, 20_000);
+      logs.endWaits();
+      await waiting;
+      await logs.get('t', 1).waitForData(0, 20_000);
+      await createTopic('u', 1);
+      await logs.get('u', 0).waitForData(0, 20_000);
+      expect((await positions(logs, 'u', 0)).highWatermark).toBe(0);
+    }, 10_000); // each wait asks for 20 s: one not ended fails the test
+
     it('an idempotent producer: retries answered with the stored offsets, nothing stored twice, also after a reopen; what breaks its sequence is refused', async () => {
       const engine = await fresh();
       await engine.createTopic('t', 1);

@@ -98,6 +98,8 @@ export class ClusterLogs implements Logs {
   private readonly topics = new Map<string, TopicPartitions>();
   private stopped: OnelogError | null = null;
   private closed = false;
+  /** Set by {@link endWaits}: partitions made later let no long-poll wait (the broker is shutting down). */
+  private waitsEnded = false;
 
   /** Hears the topic changes of every broker (set by {@link open}); lost, topics changed elsewhere are still found on a miss, and at the next start. */
   private listener: SequencerListener | null = null;
@@ -217,6 +219,7 @@ export class ClusterLogs implements Logs {
     }
     const t: TopicPartitions = { config, partitions: [] };
     for (let p = 0; p < partitions; p++) t.partitions.push(new ObjectPartition(topic, p, t, this.options, (log, all) => this.compactLog(log, all)));
+    if (this.waitsEnded) for (const log of t.partitions) log.endWaits();
     this.topics.set(topic, t);
     if (created) this.notify(topic);
   }
@@ -301,6 +304,7 @@ export class ClusterLogs implements Logs {
   }
 
   endWaits(): void {
+    this.waitsEnded = true;
     for (const t of this.topics.values()) for (const log of t.partitions) log.endWaits();
   }
 

@@ -63,6 +63,8 @@ export class LogManager implements Logs {
   private diskReading: { atMs: number; freeBytes: number; requestedSince: number } | null = null;
   /** Set by {@link stopWrites}: every append throws it. */
   private stopped: OnelogError | null = null;
+  /** Set by {@link endWaits}: logs opened later let no long-poll wait (the broker is shutting down). */
+  private waitsEnded = false;
   /** Told of each corrupt batch found (see {@link watchCorruption}). */
   private corruptionListener: ((topic: string, partition: number, batch: CorruptBatch) => void) | null = null;
 
@@ -448,6 +450,7 @@ export class LogManager implements Logs {
     } catch (err) {
       throw storageError(err, `opening partition ${topic}/${partition}`, { topic, partition });
     }
+    if (this.waitsEnded) log.endWaits();
     t.logs[partition] = log;
     t.fresh[partition] = 0;
     this.loadedCount++;
@@ -459,8 +462,9 @@ export class LogManager implements Logs {
     this.loadedCount--;
   }
 
-  /** Ends every long-poll fetch waiting on any log (shutdown). */
+  /** Ends every long-poll fetch waiting on any log (shutdown); a log opened later lets none wait either. */
   endWaits(): void {
+    this.waitsEnded = true;
     for (const t of this.topics.values()) for (const log of t.logs) log?.endWaits();
   }
 
