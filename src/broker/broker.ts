@@ -35,6 +35,7 @@ import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, 
 import type { NackBatchRequest, NackRequest, NackResult } from '../protocol/nacks.js';
 import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
 import type { ProduceBatchesRequest, ProduceBatchesResult, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
+import type { RecordPage, RecordPageRequest } from '../protocol/record-pages.js';
 import type { ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest, ShareFetchResult } from '../protocol/share-groups.js';
 import type { SubscribeRequest, SubscribeResult } from '../protocol/subscriptions.js';
 import type {
@@ -48,6 +49,7 @@ import type { FileCacheStats } from '../log/segments/file-cache.js';
 import { ClusterRouting } from './cluster-routing.js';
 import { FetchPath } from './fetch-path.js';
 import { openBroker } from './open.js';
+import { RecordBrowser } from './record-browser.js';
 import type { BrokerParts } from './open.js';
 import type { BrokerOptions } from './options.js';
 
@@ -63,6 +65,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   readonly metrics: BrokerParts['metrics'];
   private readonly routing: ClusterRouting;
   private readonly fetchPath: FetchPath;
+  /** Pages of a partition's records for the console's record browser. */
+  private readonly recordBrowser: RecordBrowser;
   /** POSTs the records of webhook subscriptions (docs/delivery.md), consuming through this broker. */
   private readonly webhooks: WebhookDispatcher;
   /** The retry tiers' topics are created as any other, once the broker is open. */
@@ -72,6 +76,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     ({ users: this.users, acls: this.acls, audit: this.audit, metrics: this.metrics } = parts);
     this.routing = new ClusterRouting(parts.logs, parts.membership, parts.placement);
     this.fetchPath = new FetchPath(parts.logs, this.routing, parts.groups, parts.retries, parts.shareGroups, parts.metrics);
+    this.recordBrowser = new RecordBrowser(parts.logs);
     this.webhooks = new WebhookDispatcher(this, parts.logger, { ...parts.options.webhooks, outbound: parts.outbound });
   }
 
@@ -151,6 +156,12 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async offsetForTimestamp(topic: string, partition: number, timestamp: number): Promise<number> {
     this.checkOpen();
     return this.routing.whenCurrent(topic, [partition], () => this.parts.logs.get(topic, partition).offsetForTimestamp(timestamp));
+  }
+
+  /** @see RecordBrowser.page; in cluster mode the partition is brought up to date first. */
+  async browseRecords(request: RecordPageRequest): Promise<RecordPage> {
+    this.checkOpen();
+    return this.routing.whenCurrent(request.topic, [request.partition], () => this.recordBrowser.page(request));
   }
 
   /** A group's committed offsets, every topic (none for a group that does not exist), as Kafka's OffsetFetch reads them. */

@@ -12,6 +12,7 @@ import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, 
 import type { NackBatchRequest, NackRequest, NackResult } from './nacks.js';
 import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from './offsets.js';
 import type { ProduceBatchesRequest, ProduceBatchesResult, ProduceRequest, ProduceResult, ProducerIdentity } from './produce.js';
+import type { RecordPage, RecordPageRequest } from './record-pages.js';
 import type { ShareAckRequest, ShareAckResult, SharedSections, ShareFetchRequest, ShareFetchResult } from './share-groups.js';
 import type { SubscribeRequest, SubscribeResult } from './subscriptions.js';
 import type {
@@ -135,6 +136,16 @@ export interface OnelogApi {
    *   `NOT_ASSIGNED` (a partition it does not hold)
    */
   fetch(request: FetchRequest): Promise<FetchResult>;
+  /**
+   * A page of one partition's records, oldest first, for browsing (no group, nothing committed): from an offset, from
+   * a timestamp (the first record at or after it) or the newest; with `key`, only records whose key matches (exact or
+   * prefix) among at most `maxScanRecords` read, the offsets read answered in `scanned`; values cut past
+   * `maxValueBytes` (`valueTruncated`, the full size in `valueBytes`). Read on from `nextOffset`.
+   * @throws OnelogError `UNKNOWN_TOPIC`, `UNKNOWN_PARTITION`; `INVALID_REQUEST` (more than one start, a bound out of
+   *   range, naming what is allowed; `keyMatch` without `key`); `INVALID_OFFSET` (not an integer >= 0);
+   *   `OFFSET_OUT_OF_RANGE` (an offset outside `[logStartOffset, highWatermark]`, naming both)
+   */
+  browseRecords(request: RecordPageRequest): Promise<RecordPage>;
   /**
    * Creates or changes a group's subscription to a topic (the settings the request names; the others keep theirs),
    * creating the group, and the retry tier and dead-letter topics a retry policy or `maxDeliveries` needs; answers

@@ -108,6 +108,8 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'POST /topics/:topic/enforce-retention': { needs: [topic('alter')], cli: ['topics enforce-retention'] },
   'POST /topics/:topic/delete-records': { needs: [topic('delete')], cli: ['topics delete-records'] },
   'POST /topics/:topic/records': { needs: [topic('write')], cli: ['produce'] },
+  // The console's record browser: reading records, as a fetch.
+  'GET /topics/:topic/records': { needs: [topic('read')] },
   'POST /topics/:topic/fetch': { needs: [topic('read'), group('read', 'body.groupId?')], cli: ['consume'], readOnly: true },
   // A producer id alone writes nothing: producing with it needs write on the topic.
   'POST /producers': { needs: 'user' },

@@ -23,6 +23,7 @@ import { registerDeadLetterRoutes } from './routes/dead-letters.js';
 import { registerShareGroupRoutes } from './routes/share-groups.js';
 import { registerGroupRoutes } from './routes/groups.js';
 import { registerTopicRoutes } from './routes/topics.js';
+import { registerRecordRoutes } from './routes/records.js';
 import { registerMetricsRoutes } from './routes/metrics.js';
 import { consoleRoutes } from './routes/console.js';
 import { registerUserRoutes } from './routes/users.js';
@@ -143,6 +144,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   app.get('/health', async () => ({ status: 'ok' }));
 
   registerTopicRoutes(app, api);
+  registerRecordRoutes(app, api);
   registerGroupRoutes(app, api);
   registerDeadLetterRoutes(app, api);
   registerShareGroupRoutes(app, api);
