@@ -6,6 +6,7 @@
 import type { DeadLetterList, RedriveResult } from '../../src/protocol/dead-letters.js';
 import type { GroupDescription, GroupSummary } from '../../src/protocol/groups.js';
 import type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
+import type { JsonRecordPage, KeyMatch } from '../../src/protocol/record-pages.js';
 import type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
 
 export type { DeadLetterList } from '../../src/protocol/dead-letters.js';
@@ -54,4 +55,40 @@ export const api = {
   deadLetters: (groupId: string, topic: string) => call<DeadLetterList>('GET', `/groups/${enc(groupId)}/dead-letters?topic=${enc(topic)}&limit=50`),
   redrive: (groupId: string, topic: string, offset: number) =>
     call<RedriveResult>('POST', `/groups/${enc(groupId)}/dead-letters/redrive`, { topic, offset, execute: true, requestedBy: 'console' }),
+};
+
+// The record browser (docs/monitoring.md, "Console: records"): pages of one partition's records. Bytes travel in
+// base64, so the console can show any of them (record-bytes.ts): JSON pretty-printed, text as text, else hex.
+export type { JsonPageRecord, JsonRecordPage, KeyMatch } from '../../src/protocol/record-pages.js';
+
+/** Where a record page starts (an offset, a time in ms since the epoch, or the newest) and what it searches for. */
+export interface RecordQuery {
+  partition: number;
+  start: { offset: number } | { timestamp: number } | 'newest';
+  /** Records answered. */
+  limit: number;
+  /** A key to search for, as text (sent as its UTF-8 bytes). */
+  key?: string;
+  keyMatch?: KeyMatch;
+  /** Bytes of each value answered; the broker's default (4 KiB) when absent. */
+  maxValueBytes?: number;
+}
+
+/** Text as the base64 of its UTF-8 bytes. */
+const base64Utf8 = (text: string): string => btoa(Array.from(new TextEncoder().encode(text), (b) => String.fromCharCode(b)).join(''));
+
+/** A record query as `GET /topics/:topic/records`'s query string. */
+function recordsQuery(q: RecordQuery): string {
+  const params = new URLSearchParams({ partition: String(q.partition), limit: String(q.limit), encoding: 'base64' });
+  if (q.start === 'newest') params.set('newest', 'true');
+  else if ('offset' in q.start) params.set('offset', String(q.start.offset));
+  else params.set('timestamp', String(q.start.timestamp));
+  if (q.key) params.set('key', base64Utf8(q.key));
+  if (q.key && q.keyMatch) params.set('keyMatch', q.keyMatch);
+  if (q.maxValueBytes !== undefined) params.set('maxValueBytes', String(q.maxValueBytes));
+  return params.toString();
+}
+
+export const recordsApi = {
+  page: (topic: string, query: RecordQuery) => call<JsonRecordPage>('GET', `/topics/${enc(topic)}/records?${recordsQuery(query)}`),
 };

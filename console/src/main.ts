@@ -10,11 +10,14 @@ import { useEffect, useState } from 'preact/hooks';
 import { token, TOKEN_NEEDED } from './api.js';
 import { AlertsPage } from './pages/alerts.js';
 import { GroupPage, GroupsPage } from './pages/groups.js';
+import { recordsRoute } from './pages/records.js';
 import { TopicPage, TopicsPage } from './pages/topics.js';
 import './style.css';
 
 /** The page for a hash route: `#/topics/T`, `#/groups/G`, `#/groups`, `#/alerts`, else the topics. */
 function route(hash: string): VNode {
+  const records = recordsRoute(hash); // #/topics/T/records, #/topics/T/records/P/OFFSET
+  if (records) return records;
   const [, noun, name] = hash.replace(/^#/, '').split('/');
   const id = name === undefined ? undefined : decodeURIComponent(name);
   if (noun === 'topics' && id) return html`<${TopicPage} topic=${id} key=${id} />`;

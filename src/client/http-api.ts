@@ -24,7 +24,7 @@ import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, 
 import type { NackBatchRequest, NackRequest, NackResult } from '../protocol/nacks.js';
 import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
 import type { ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
-import type { PageRecord, RecordPage, RecordPageRequest } from '../protocol/record-pages.js';
+import type { JsonRecordPage, RecordPage, RecordPageRequest } from '../protocol/record-pages.js';
 import type { AclBinding, AuditEntry, CreatedUser, UserSummary } from '../protocol/security.js';
 import type { ShareAckRequest, ShareAckResult, SharedRecord, ShareFetchRequest, ShareFetchResult } from '../protocol/share-groups.js';
 import type { SubscribeRequest, SubscribeResult } from '../protocol/subscriptions.js';
@@ -422,8 +422,7 @@ export class HttpApi implements OnelogApi {
     const { topic, key, ...rest } = request;
     const query = new URLSearchParams({ encoding: 'base64', ...(key === undefined ? {} : { key: bytesToJson(key, 'base64')! }) });
     for (const [name, value] of Object.entries(rest)) if (value !== undefined) query.set(name, String(value));
-    type JsonPageRecord = JsonRecord & Pick<PageRecord, 'valueBytes' | 'valueTruncated'>;
-    const page = await this.call<Omit<RecordPage, 'records'> & { records: JsonPageRecord[] }>('GET', `/topics/${encodeURIComponent(topic)}/records?${query}`);
+    const page = await this.call<JsonRecordPage>('GET', `/topics/${encodeURIComponent(topic)}/records?${query}`);
     return { ...page, records: page.records.map((r) => ({ ...jsonToRecord(r, 'base64'), valueBytes: r.valueBytes, valueTruncated: r.valueTruncated })) };
   }
 

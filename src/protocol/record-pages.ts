@@ -3,6 +3,7 @@
  * from an offset, from a timestamp or the newest, optionally only those whose key matches, found within a bounded
  * scan; each value cut past a byte bound. Pure types and bounds: importing this loads nothing.
  */
+import type { JsonRecord } from './json-records.js';
 import type { PartitionState } from './partitions.js';
 import type { StoredRecord } from './types.js';
 
@@ -88,3 +89,9 @@ export interface RecordPage extends PartitionState {
   /** Where the next page starts (`offset` of the next request): after the last record read; the high watermark at the end. */
   nextOffset: number;
 }
+
+/** A page record as JSON (`GET /topics/:topic/records`): key, value and header values in the request's encoding. */
+export type JsonPageRecord = JsonRecord & Pick<PageRecord, 'valueBytes' | 'valueTruncated'>;
+
+/** A record page as JSON. */
+export type JsonRecordPage = Omit<RecordPage, 'records'> & { records: JsonPageRecord[] };

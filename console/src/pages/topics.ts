@@ -23,6 +23,7 @@ export function TopicPage({ topic }: { topic: string }): VNode {
       ${c.cleanupPolicy.includes('compact') ? html` · compaction lag <b>${duration(c.minCompactionLagMs)}</b>` : ''}
     </p>`}
     <h2>Partitions</h2>
+    <p><${Link} to=${`/topics/${encodeURIComponent(topic)}/records`}><span id="browse-records">Browse the records</span><//></p>
     <${Table} id="partitions" head=${['partition', 'log start offset', 'high watermark', 'records', 'size']}
       rows=${(data?.partitions ?? []).map((p) => [p.partition, num(p.logStartOffset), num(p.highWatermark), num(p.highWatermark - p.logStartOffset), bytes(p.sizeBytes ?? null)])} />
     <h2>Groups</h2>

@@ -8,7 +8,7 @@ import { OnelogError } from '../../protocol/errors.js';
 import { jsonToBytes, parseTimestamp, recordToJson } from '../../protocol/json-records.js';
 import type { BytesEncoding } from '../../protocol/json-records.js';
 import { KEY_MATCHES } from '../../protocol/record-pages.js';
-import type { KeyMatch } from '../../protocol/record-pages.js';
+import type { JsonRecordPage, KeyMatch } from '../../protocol/record-pages.js';
 import { encodingSchema } from './schemas.js';
 
 /** The query's fields: text, as every query value (types are not coerced); the broker checks each number's range. */
@@ -43,7 +43,7 @@ export function registerRecordRoutes(app: FastifyInstance, api: OnelogApi): void
         },
       },
     },
-    async (request) => {
+    async (request): Promise<JsonRecordPage> => {
       const { partition, offset, timestamp, newest, limit, key, keyMatch, maxScanRecords, maxValueBytes, encoding = 'utf8' } = request.query;
       const number = (v: string | undefined) => (v === undefined ? undefined : Number(v));
       const page = await api.browseRecords({
