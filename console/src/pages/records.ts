@@ -74,8 +74,8 @@ function queryOf(draft: Draft): RecordQuery {
 function ScanLine({ page, query, onNext }: { page: JsonRecordPage; query: RecordQuery; onNext: () => void }): VNode {
   const { fromOffset, toOffset, records } = page.scanned;
   const end = page.nextOffset >= page.highWatermark;
-  return html`<p id="records-scanned" data-from=${fromOffset} data-to=${toOffset} data-scanned=${records}>
-    partition ${page.partition} (log start ${num(page.logStartOffset)}, high watermark ${num(page.highWatermark)}):
+  return html`<p id="records-scanned" data-from=${fromOffset} data-to=${toOffset} data-scanned=${records} data-key=${query.key ?? ''} data-match=${query.key ? query.keyMatch : ''}>
+    partition ${page.partition} (log start ${num(page.logStartOffset)}, high watermark ${num(page.highWatermark)}):${' '}
     ${query.key ? html`<b>${num(page.records.length)}</b> with key ${query.keyMatch === 'prefix' ? 'starting with' : ''} <code>${query.key}</code> among ` : ''}
     offsets <b>${num(fromOffset)}</b> to <b>${num(Math.max(fromOffset, toOffset - 1))}</b> (${num(records)} records read)
     ${page.scanLimitReached ? html` · <span class="warn" id="records-scan-limit">the scan stopped at its bound${query.start === 'newest' ? ': older records were not searched' : ''}</span>` : ''}
@@ -88,7 +88,8 @@ export function RecordsPage({ topic }: { topic: string }): VNode {
   const [draft, setDraft] = useState<Draft>({ partition: '0', from: 'newest', offset: '0', time: '', key: '', keyMatch: 'exact' });
   const [query, setQuery] = useState<RecordQuery>(() => queryOf(draft));
   const [formError, setFormError] = useState<string | null>(null);
-  const { data, error } = useData(() => recordsApi.page(topic, query), [topic, JSON.stringify(query)]);
+  // Each page with the query it answers: the one shown until the next arrives is described as what it is.
+  const { data, error } = useData(async () => ({ query, page: await recordsApi.page(topic, query) }), [topic, JSON.stringify(query)]);
   const set = (field: keyof Draft) => (e: Event) => setDraft({ ...draft, [field]: (e.target as HTMLInputElement | HTMLSelectElement).value });
   const submit = (e: Event) => {
     e.preventDefault();
@@ -120,12 +121,13 @@ export function RecordsPage({ topic }: { topic: string }): VNode {
       </select>
       <button type="submit" id="records-show">Show</button>
     </form>
-    ${data && html`<${ScanLine} page=${data} query=${query} onNext=${next(data)} />
+    ${data && html`<${ScanLine} page=${data.page} query=${data.query} onNext=${next(data.page)} />
     <${Table} id="records" head=${['offset', 'timestamp (UTC)', 'key', 'headers', 'value']}
-      empty=${query.key ? 'no record with this key in the offsets read' : 'no records here'}
-      rows=${data.records.map((r) => [
-        html`<span data-offset=${r.offset}><${Link} to=${recordPath(topic, data.partition, r.offset)}>${r.offset}<//></span>`,
-        utcText(r.timestamp), html`<${Bytes} shown=${showBytes(r.key)} />`, html`<${Headers} headers=${r.headers} />`, html`<${Value} record=${r} topic=${topic} partition=${data.partition} />`,
+      empty=${data.query.key ? 'no record with this key in the offsets read' : 'no records here'}
+      rows=${data.page.records.map((r) => [
+        html`<span data-offset=${r.offset}><${Link} to=${recordPath(topic, data.page.partition, r.offset)}>${r.offset}<//></span>`,
+        utcText(r.timestamp), html`<${Bytes} shown=${showBytes(r.key)} />`, html`<${Headers} headers=${r.headers} />`,
+        html`<${Value} record=${r} topic=${topic} partition=${data.page.partition} />`,
       ])} />`}
   <//>`;
 }
