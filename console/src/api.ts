@@ -89,6 +89,7 @@ function recordsQuery(q: RecordQuery): string {
   return params.toString();
 }
 
+/** The record browser's calls: `page` answers one page of a partition's records (bytes in base64). */
 export const recordsApi = {
   page: (topic: string, query: RecordQuery) => call<JsonRecordPage>('GET', `/topics/${enc(topic)}/records?${recordsQuery(query)}`),
 };

@@ -25,7 +25,9 @@ interface CheckedRequest {
   maxValueBytes: number;
 }
 
+/** Pages of a partition's records, read through {@link Logs} (either engine); the broker's facade serves it as `browseRecords`. */
 export class RecordBrowser {
+  /** @param logs the broker's log store, whose partitions it reads */
   constructor(private readonly logs: Logs) {}
 
   /**

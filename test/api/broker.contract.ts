@@ -183,5 +183,24 @@ export function brokerContract(name: string, engine: () => BrokerEngine | Promis
       expect(r.partitions[0]!.records.map((x) => x.value!.toString())).toEqual(['late']);
       expect((await b.describeTopic('t')).partitions[0]).toMatchObject({ logStartOffset: 3, highWatermark: 4 });
     });
+
+    it('browses a partition\'s records from an offset, a time or the newest, by key, as a broker opened again sees them', async () => {
+      const first = await broker();
+      await first.createTopic({ topic: 't', partitions: 2, config: { retentionMs: -1 } });
+      const t0 = 1_700_000_000_000 - 10_000;
+      await first.produce({ topic: 't', records: ['a1', 'b1', 'a2', 'a3', 'b2'].map((v, i) => rec(v, `${v[0]}-key`, { partition: 1, timestamp: t0 + 1000 * i })) });
+      const b = await reopen(first);
+      const values = async (request: Omit<Parameters<Broker['browseRecords']>[0], 'topic' | 'partition'>) =>
+        (await b.browseRecords({ topic: 't', partition: 1, ...request })).records.map((r) => r.value!.toString());
+      expect(await values({ newest: true, limit: 2 })).toEqual(['a3', 'b2']);
+      expect(await values({ offset: 1, limit: 2 })).toEqual(['b1', 'a2']);
+      expect(await values({ timestamp: t0 + 1500, limit: 1 })).toEqual(['a2']);
+      expect(await values({ offset: 0, key: Buffer.from('a-key') })).toEqual(['a1', 'a2', 'a3']);
+      expect(await values({ newest: true, key: Buffer.from('b'), keyMatch: 'prefix' })).toEqual(['b1', 'b2']);
+      expect(await b.browseRecords({ topic: 't', partition: 1, offset: 0, limit: 2 })).toMatchObject({ highWatermark: 5, nextOffset: 2, scanned: { fromOffset: 0, toOffset: 2, records: 2 } });
+      expect(await b.browseRecords({ topic: 't', partition: 0 })).toMatchObject({ records: [], highWatermark: 0, nextOffset: 0 });
+      expect(await asyncCodeOf(b.browseRecords({ topic: 't', partition: 2 }))).toBe('UNKNOWN_PARTITION');
+      expect(await asyncCodeOf(b.browseRecords({ topic: 't', partition: 1, offset: 6 }))).toBe('OFFSET_OUT_OF_RANGE');
+    });
   });
 }

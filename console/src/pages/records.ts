@@ -83,6 +83,10 @@ function ScanLine({ page, query, onNext }: { page: JsonRecordPage; query: Record
   </p>`;
 }
 
+/**
+ * A topic's records: the form (partition, start, key search), the range the page read, and the records; refreshed as
+ * every page is ({@link useData}).
+ */
 export function RecordsPage({ topic }: { topic: string }): VNode {
   const described = useData(() => api.topic(topic), [topic]).data;
   const [draft, setDraft] = useState<Draft>({ partition: '0', from: 'newest', offset: '0', time: '', key: '', keyMatch: 'exact' });
