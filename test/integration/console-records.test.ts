@@ -97,6 +97,15 @@ describe.runIf(hasTool(CHROMIUM, 'the record browser\'s browser test'))('console
     expect(Number(await scanned.getAttribute('data-scanned'))).toBe(bound);
     expect((await scanned.textContent())!.replace(/,/g, '')).toContain(`offsets 0 to ${bound - 1} (${bound} records read)`);
     expect(await page.locator('#records-scan-limit').count()).toBe(edits.length > bound ? 1 : 0);
+    // The search is the page's URL: loaded fresh, it shows the same records.
+    const searchUrl = page.url();
+    expect(new URL(searchUrl).hash).toBe(`#/topics/edits/records?partition=${P}&from=offset&offset=0&key=${encodeURIComponent(KEY).replace(/%20/g, '+')}&match=exact`);
+    const shared = await browser.newPage();
+    shared.on('pageerror', (err) => errors.push(err.message));
+    await shared.goto(searchUrl);
+    await shared.locator(`#records-scanned[data-from="0"][data-key="${KEY}"]`).waitFor();
+    expect(await shownOffsets(shared)).toEqual(matches.filter((o) => o < bound));
+    expect(await shared.locator('#records-key').inputValue()).toBe(KEY);
     if (edits.length > bound) {
       // The search goes on from where the scan stopped.
       await page.locator('#records-next').click();

@@ -1,12 +1,13 @@
 /**
  * The record browser: a topic's records by partition, from an offset, a time or the newest, searched by key (exact or
  * prefix) within a bounded scan whose range is shown; each record with its offset, timestamp, key, headers and value
- * (JSON pretty-printed, text, or hex), long values cut with a link to the record's own page, which has a stable URL:
- * `#/topics/T/records/P/OFFSET`.
+ * (JSON pretty-printed, text, or hex), long values cut with a link to the record's own page. Both have stable URLs: a
+ * search is `#/topics/T/records?partition=P&from=newest|offset|time&offset=O&time=T&key=K&match=exact|prefix`, a
+ * record `#/topics/T/records/P/OFFSET`.
  */
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, recordsApi } from '../api.js';
 import type { JsonPageRecord, JsonRecordPage, KeyMatch, RecordQuery } from '../api.js';
 import { Link, Page, Table, useData } from '../components.js';
@@ -19,12 +20,12 @@ const PAGE_RECORDS = 50;
 /** Value bytes a record's own page asks for: all of any record the broker accepts by default (1 MiB) and more. */
 const WHOLE_VALUE_BYTES = 64 * 1024 * 1024;
 
-/** The page for `#/topics/T/records` or `#/topics/T/records/P/OFFSET`, or null for another route. */
+/** The page for `#/topics/T/records[?SEARCH]` or `#/topics/T/records/P/OFFSET`, or null for another route. */
 export function recordsRoute(hash: string): VNode | null {
-  const m = /^#\/topics\/([^/]+)\/records(?:\/(\d+)\/(\d+))?$/.exec(hash);
+  const m = /^#\/topics\/([^/?]+)\/records(?:\/(\d+)\/(\d+))?(?:\?(.*))?$/.exec(hash);
   if (!m) return null;
   const topic = decodeURIComponent(m[1]!);
-  if (m[2] === undefined) return html`<${RecordsPage} topic=${topic} key=${topic} />`;
+  if (m[2] === undefined) return html`<${RecordsPage} topic=${topic} search=${m[4] ?? ''} key=${topic} />`;
   const [partition, offset] = [Number(m[2]), Number(m[3])];
   return html`<${RecordPage} topic=${topic} partition=${partition} offset=${offset} key=${`${topic}/${partition}/${offset}`} />`;
 }
@@ -54,6 +55,28 @@ interface Draft {
   time: string;
   key: string;
   keyMatch: KeyMatch;
+}
+
+/** The form's fields from a search's hash query (`partition=2&from=time&time=...&key=...&match=prefix`); defaults for the rest. */
+function draftOf(search: string): Draft {
+  const p = new URLSearchParams(search);
+  const from = p.get('from');
+  return {
+    partition: p.get('partition') ?? '0', from: from === 'offset' || from === 'time' ? from : 'newest',
+    offset: p.get('offset') ?? '0', time: p.get('time') ?? '', key: p.get('key') ?? '', keyMatch: p.get('match') === 'prefix' ? 'prefix' : 'exact',
+  };
+}
+
+/** A draft as its search's hash query: only the fields it uses. */
+function searchOf(draft: Draft): string {
+  const p = new URLSearchParams({ partition: draft.partition, from: draft.from });
+  if (draft.from === 'offset') p.set('offset', draft.offset);
+  if (draft.from === 'time') p.set('time', draft.time);
+  if (draft.key) {
+    p.set('key', draft.key);
+    p.set('match', draft.keyMatch);
+  }
+  return p.toString();
 }
 
 /** The query a draft asks for. @throws Error naming a field typed wrong */
@@ -87,29 +110,42 @@ function ScanLine({ page, query, onNext }: { page: JsonRecordPage; query: Record
  * A topic's records: the form (partition, start, key search), the range the page read, and the records; refreshed as
  * every page is ({@link useData}).
  */
-export function RecordsPage({ topic }: { topic: string }): VNode {
+export function RecordsPage({ topic, search }: { topic: string; search: string }): VNode {
   const described = useData(() => api.topic(topic), [topic]).data;
-  const [draft, setDraft] = useState<Draft>({ partition: '0', from: 'newest', offset: '0', time: '', key: '', keyMatch: 'exact' });
-  const [query, setQuery] = useState<RecordQuery>(() => queryOf(draft));
+  const [draft, setDraft] = useState<Draft>(() => draftOf(search));
+  useEffect(() => setDraft(draftOf(search)), [search]);
+  // The search in the URL is the one shown (a URL typed wrong shows the newest records and says why).
+  const applied = useMemo(() => {
+    try {
+      return { query: queryOf(draftOf(search)), error: null };
+    } catch (err) {
+      return { query: queryOf(draftOf('')), error: `${(err as Error).message} (in the URL)` };
+    }
+  }, [search]);
+  const { query } = applied;
   const [formError, setFormError] = useState<string | null>(null);
   // Each page with the query it answers: the one shown until the next arrives is described as what it is.
-  const { data, error } = useData(async () => ({ query, page: await recordsApi.page(topic, query) }), [topic, JSON.stringify(query)]);
+  const { data, error, reload } = useData(async () => ({ query, page: await recordsApi.page(topic, query) }), [topic, JSON.stringify(query)]);
   const set = (field: keyof Draft) => (e: Event) => setDraft({ ...draft, [field]: (e.target as HTMLInputElement | HTMLSelectElement).value });
+  /** Shows a search: its URL is the page's, so it can be shared and reloaded. */
+  const go = (target: Draft) => {
+    const hash = `#/topics/${encodeURIComponent(topic)}/records?${searchOf(target)}`;
+    if (location.hash === hash) reload();
+    else location.hash = hash;
+  };
   const submit = (e: Event) => {
     e.preventDefault();
     try {
-      setQuery(queryOf(draft));
+      queryOf(draft);
       setFormError(null);
+      go(draft);
     } catch (err) {
       setFormError((err as Error).message);
     }
   };
-  const next = (page: JsonRecordPage) => () => {
-    setDraft({ ...draft, from: 'offset', offset: String(page.nextOffset) });
-    setQuery({ ...query, start: { offset: page.nextOffset } });
-  };
+  const next = (page: JsonRecordPage) => () => go({ ...draftOf(search), from: 'offset', offset: String(page.nextOffset) });
   const partitions = described?.partitions.length ?? 1;
-  return html`<${Page} title=${html`Records of <${Link} to=${`/topics/${encodeURIComponent(topic)}`}>${topic}<//>`} error=${error ?? formError} loading=${data === null && !formError}>
+  return html`<${Page} title=${html`Records of <${Link} to=${`/topics/${encodeURIComponent(topic)}`}>${topic}<//>`} error=${error ?? formError ?? applied.error} loading=${data === null && !formError}>
     <form id="records-form" class="records-form" onSubmit=${submit}>
       <label>partition <select id="records-partition" value=${draft.partition} onChange=${set('partition')}>
         ${Array.from({ length: partitions }, (_, p) => html`<option value=${p}>${p}</option>`)}
