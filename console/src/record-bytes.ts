@@ -19,7 +19,7 @@ export function fromBase64(text: string): Uint8Array {
 }
 
 /** `ff 00 1a ...`, 16 bytes a line. */
-export function hex(bytes: Uint8Array): string {
+function hex(bytes: Uint8Array): string {
   const lines: string[] = [];
   for (let i = 0; i < bytes.length; i += 16) lines.push(Array.from(bytes.subarray(i, i + 16), (b) => b.toString(16).padStart(2, '0')).join(' '));
   return lines.join('\n');

@@ -110,7 +110,7 @@ function ScanLine({ page, query, onNext }: { page: JsonRecordPage; query: Record
  * A topic's records: the form (partition, start, key search), the range the page read, and the records; refreshed as
  * every page is ({@link useData}).
  */
-export function RecordsPage({ topic, search }: { topic: string; search: string }): VNode {
+function RecordsPage({ topic, search }: { topic: string; search: string }): VNode {
   const described = useData(() => api.topic(topic), [topic]).data;
   const [draft, setDraft] = useState<Draft>(() => draftOf(search));
   useEffect(() => setDraft(draftOf(search)), [search]);
@@ -181,7 +181,7 @@ function Value({ record, topic, partition }: { record: JsonPageRecord; topic: st
 }
 
 /** One record, value whole: the page of `#/topics/T/records/P/OFFSET`. */
-export function RecordPage({ topic, partition, offset }: { topic: string; partition: number; offset: number }): VNode {
+function RecordPage({ topic, partition, offset }: { topic: string; partition: number; offset: number }): VNode {
   const { data, error } = useData(() => recordsApi.page(topic, { partition, start: { offset }, limit: 1, maxValueBytes: WHOLE_VALUE_BYTES }), [topic, partition, offset]);
   const r = data?.records[0];
   const title = html`<${Link} to=${`/topics/${encodeURIComponent(topic)}/records`}>${topic}<//> / partition ${partition} / offset ${offset}`;
