@@ -83,9 +83,8 @@ export function GroupPage({ groupId }: { groupId: string }): VNode {
       rows=${data.resets.map((r) => [time(r.executedAt), r.requestedBy, r.topic, r.partition, num(r.oldOffset), num(r.newOffset), r.spec])} />
     <h2>Dead letters and replay</h2>
     <ul id="group-operations">
-      ${data.subscriptions.filter((s) => s.deadLetter !== null).map((s) => html`<li>
-        <${Link} to=${`/groups/${encodeURIComponent(groupId)}/dead-letters/${encodeURIComponent(s.topic)}`}>dead letters of ${s.topic}<//>
-        (${num(s.deadLetter!.depth)} waiting)</li>`)}
+      ${data.subscriptions.filter((s) => s.deadLetter !== null).map((s) => html`<li><${Link}
+        to=${`/groups/${encodeURIComponent(groupId)}/dead-letters/${encodeURIComponent(s.topic)}`}>dead letters of ${s.topic}<//> (${num(s.deadLetter!.depth)} waiting)</li>`)}
       <li><${Link} to=${`/groups/${encodeURIComponent(groupId)}/replay`}>replay: reset offsets with a preview, save a checkpoint<//></li>
     </ul>`}
   <//>`;
