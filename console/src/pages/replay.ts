@@ -103,6 +103,8 @@ export function ReplayPage({ groupId }: { groupId: string }): VNode {
 
   return html`<${Page} title=${html`Replay <${Link} to=${`/groups/${encodeURIComponent(groupId)}`}>${groupId}<//>`} error=${group.error} loading=${group.data === null}>
     ${topics.length === 0 ? html`<p class="muted">${groupId} subscribes to no topic.</p>` : html`
+    ${rights && !rights.resetOffsets ? html`<p id="replay-read-only" class="muted">Resetting ${topic} (its preview too) needs <code>reset</code> on
+      group ${groupId} and <code>read</code> on the topic.</p>` : null}
     <form id="replay-form" class="actions" onSubmit=${plan}>
       reset <select id="replay-topic" value=${topic} onChange=${(e: Event) => { setTopic((e.target as HTMLSelectElement).value); setPreview(null); }}>
         ${topics.map((t) => html`<option value=${t}>${t}</option>`)}</select>
@@ -116,16 +118,15 @@ export function ReplayPage({ groupId }: { groupId: string }): VNode {
         : to === 'earliest' || to === 'latest' ? null
           : html`<input id="replay-value" type=${to === 'datetime' ? 'datetime-local' : 'text'} size="12" value=${value}
               onInput=${(e: Event) => setValue((e.target as HTMLInputElement).value)} />`}
-      <button type="submit" id="replay-preview">preview</button>
+      <button type="submit" id="replay-preview" disabled=${rights?.resetOffsets !== true}>preview</button>
     </form>`}
     ${state.error && html`<p class="error" role="alert">${state.error}</p>`}
     ${state.waiting && html`<p id="replay-waiting" class="outcome">Waiting for the safe point: the group's members commit what they processed and let go
       of the partitions at their next heartbeat; the reset applies once nobody holds them, then they are assigned again and
       resume from the new offsets (as <code>onelog offsets reset --execute</code>).</p>`}
     ${state.done && html`<p id="replay-done" class="outcome">${state.done}</p>`}
-    ${preview && html`<${PreviewPanel} preview=${preview} canExecute=${rights?.resetOffsets === true} waiting=${state.waiting === true}
+    ${preview && html`<${PreviewPanel} preview=${preview} waiting=${state.waiting === true}
       onExecute=${() => execute(preview)} onCancel=${() => setPreview(null)} />`}
-    ${rights && !rights.resetOffsets ? html`<p id="replay-read-only" class="muted">You may preview, not reset: that needs <code>reset</code> on group ${groupId}.</p>` : null}
     <h2>Checkpoints</h2>
     ${group.data && html`<${Table} id="checkpoints" empty="no checkpoints" head=${['name', 'saved', 'topics']}
       rows=${group.data.checkpoints.map((c) => [c.name, time(c.createdAt), c.topics.join(', ')])} />`}
@@ -144,9 +145,8 @@ function change(current: number | null, next: number): VNode | string {
   return 'no change';
 }
 
-function PreviewPanel({ preview, canExecute, waiting, onExecute, onCancel }: {
-  preview: Preview; canExecute: boolean; waiting: boolean; onExecute: () => void; onCancel: () => void;
-}): VNode {
+/** The dry run's table, with the button that executes it (a preview is only made for who may reset). */
+function PreviewPanel({ preview, waiting, onExecute, onCancel }: { preview: Preview; waiting: boolean; onExecute: () => void; onCancel: () => void }): VNode {
   const { result } = preview;
   const moves = result.partitions.some((p) => p.currentOffset !== p.newOffset);
   return html`<div id="replay-plan" class="plan">
@@ -156,11 +156,12 @@ function PreviewPanel({ preview, canExecute, waiting, onExecute, onCancel }: {
         p.partition, num(p.currentOffset), html`<span data-new=${p.partition}>${num(p.newOffset)}</span>${p.clamped ? html` <span class="muted">(clamped to the ${p.clamped})</span>` : ''}`,
         change(p.currentOffset, p.newOffset), firstRecords(preview.first.get(p.partition)),
       ])} />
-    ${canExecute && html`<p><button id="replay-execute" disabled=${!moves || waiting} onClick=${onExecute}>execute at the safe point</button>
-      <button id="replay-cancel" disabled=${waiting} onClick=${onCancel}>cancel</button></p>`}
+    <p><button id="replay-execute" disabled=${!moves || waiting} onClick=${onExecute}>execute at the safe point</button>
+      <button id="replay-cancel" disabled=${waiting} onClick=${onCancel}>cancel</button></p>
   </div>`;
 }
 
+/** A partition's first records to re-read, or why they could not be read. */
 function firstRecords(records: JsonRecord[] | string | undefined): VNode | string {
   if (records === undefined) return '';
   if (typeof records === 'string') return html`<span class="muted">${records}</span>`;
