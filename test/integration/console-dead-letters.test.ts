@@ -5,10 +5,10 @@
  * redrives one and purges the rest the same way, each audited with the user; a user who may only read sees no redrive
  * or purge button, and the API refuses it when it tries.
  */
-import { chromium } from 'playwright-core';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
+import { launchChromium, signedIn } from '../helpers/console-browser.js';
 import { serveSecured } from '../helpers/secured-broker.js';
 import { screenshotPath } from '../helpers/screenshots.js';
 import { CHROMIUM, hasTool } from '../helpers/tools.js';
@@ -19,20 +19,9 @@ const TOPIC = 'edits';
 
 let browser: Browser;
 
-/** A new tab of its own (its own sessionStorage) on `path`, signed in with `token` at the console's first 401. */
-async function signedIn(url: string, path: string, token: string): Promise<{ page: Page; errors: string[] }> {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (err) => errors.push(err.message));
-  await page.goto(`${url}/#${path}`);
-  await page.locator('#token').fill(token);
-  await page.locator('#token-form button').click();
-  return { page, errors };
-}
-
 describe.runIf(hasTool(CHROMIUM, 'the dead-letters page\'s browser test'))('the console\'s dead-letters page', () => {
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM.command, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -50,7 +39,7 @@ describe.runIf(hasTool(CHROMIUM, 'the dead-letters page\'s browser test'))('the 
     const depth = async () => (await ops.listDeadLetters({ groupId: GROUP, topic: TOPIC })).depth;
     const listed = (await ops.listDeadLetters({ groupId: GROUP, topic: TOPIC })).records;
 
-    const { page, errors } = await signedIn(url, `/groups/${GROUP}/dead-letters/${TOPIC}`, opsToken);
+    const { page, errors } = await signedIn(browser, url, `/groups/${GROUP}/dead-letters/${TOPIC}`, opsToken);
     const rows = page.locator('#dead-letters tbody tr');
     await rows.first().waitFor();
     expect(await rows.count()).toBe(4);
@@ -104,20 +93,21 @@ describe.runIf(hasTool(CHROMIUM, 'the dead-letters page\'s browser test'))('the 
     for (const [resourceType, resourceName] of [['group', GROUP], ['topic', TOPIC]] as const) {
       await ops.addAcl({ principal: 'viewer', resourceType, resourceName, operation: 'read', patternType: 'literal', permission: 'allow' });
     }
-    const viewer = await signedIn(url, `/groups/${GROUP}/dead-letters/${TOPIC}`, viewerToken);
+    const viewer = await signedIn(browser, url, `/groups/${GROUP}/dead-letters/${TOPIC}`, viewerToken);
     await viewer.page.locator('#dlq-read-only').waitFor();
     expect(await viewer.page.locator('#dead-letters tbody tr').count()).toBe(2);
     for (const button of ['[data-redrive]', '#redrive-all', '#redrive-selected', '#purge-form', '[data-select]']) {
       expect(await viewer.page.locator(button).count(), button).toBe(0);
     }
     // The API refuses what the page does not offer, from the page itself with the viewer's token.
-    const refused = await viewer.page.evaluate(async ([group, topic]) => {
-      const res = await fetch(`/groups/${group}/dead-letters/redrive`, {
-        method: 'POST', body: JSON.stringify({ topic, all: true, execute: true }),
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${sessionStorage.getItem('onelog-token')}` },
+    // (A script string: the test's own TypeScript has no DOM types.)
+    const refused = await viewer.page.evaluate(`(async () => {
+      const res = await fetch('/groups/${GROUP}/dead-letters/redrive', {
+        method: 'POST', body: JSON.stringify({ topic: '${TOPIC}', all: true, execute: true }),
+        headers: { 'content-type': 'application/json', authorization: 'Bearer ' + sessionStorage.getItem('onelog-token') },
       });
-      return { status: res.status, code: ((await res.json()) as { code: string }).code };
-    }, [GROUP, TOPIC]);
+      return { status: res.status, code: (await res.json()).code };
+    })()`);
     expect(refused).toEqual({ status: 403, code: 'FORBIDDEN' });
     expect(await depth()).toBe(2);
     expect((await ops.listAudit())[0]).toMatchObject({ principal: 'viewer', action: 'dead-letters-redrive', outcome: 'refused' });

@@ -5,12 +5,12 @@
  * them, the edits themselves), executes it while the consumer runs, and the consumer reads again from exactly the new
  * offsets; a user without `reset` on the group gets neither preview nor execute, and the API refuses it.
  */
-import { chromium } from 'playwright-core';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import { Onelog } from '../../src/client/index.js';
 import { asyncCodeOf } from '../helpers/errors.js';
+import { launchChromium, signedIn } from '../helpers/console-browser.js';
 import { serveSecured } from '../helpers/secured-broker.js';
 import { screenshotPath } from '../helpers/screenshots.js';
 import { CHROMIUM, hasTool } from '../helpers/tools.js';
@@ -23,20 +23,9 @@ const SHIFT = 50;
 
 let browser: Browser;
 
-/** A new tab of its own (its own sessionStorage) on `path`, signed in with `token` at the console's first 401. */
-async function signedIn(url: string, path: string, token: string): Promise<{ page: Page; errors: string[] }> {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (err) => errors.push(err.message));
-  await page.goto(`${url}/#${path}`);
-  await page.locator('#token').fill(token);
-  await page.locator('#token-form button').click();
-  return { page, errors };
-}
-
 describe.runIf(hasTool(CHROMIUM, 'the replay page\'s browser test'))('the console\'s replay page', () => {
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM.command, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -61,7 +50,7 @@ describe.runIf(hasTool(CHROMIUM, 'the replay page\'s browser test'))('the consol
     try {
       await vi.waitFor(async () => expect(await committed()).toEqual(ends), { timeout: 20_000, interval: 100 });
 
-      const { page, errors } = await signedIn(url, `/groups/${GROUP}/replay`, opsToken);
+      const { page, errors } = await signedIn(browser, url, `/groups/${GROUP}/replay`, opsToken);
       await page.locator('#replay-form').waitFor();
       // A checkpoint first, as before a deploy.
       await page.locator('#checkpoint-name').fill('before-replay');
@@ -91,15 +80,13 @@ describe.runIf(hasTool(CHROMIUM, 'the replay page\'s browser test'))('the consol
       // Executed while the member holds the partitions: applied at the safe point, then it reads again from there.
       const before = seen.length;
       // The page says it waits for the safe point while it does (watched from before the click: it may be short).
-      await page.evaluate(() => {
-        const w = window as unknown as { sawWaiting?: string };
-        new MutationObserver(() => {
-          w.sawWaiting ??= document.querySelector('#replay-waiting')?.textContent ?? undefined;
-        }).observe(document.body, { childList: true, subtree: true });
-      });
+      // (Script strings: the test's own TypeScript has no DOM types.)
+      await page.evaluate(`new MutationObserver(() => {
+        window.sawWaiting ??= document.querySelector('#replay-waiting')?.textContent ?? undefined;
+      }).observe(document.body, { childList: true, subtree: true })`);
       await page.locator('#replay-execute').click();
       await page.locator('#replay-done').waitFor({ timeout: 20_000 });
-      expect(await page.evaluate(() => (window as unknown as { sawWaiting?: string }).sawWaiting)).toContain('Waiting for the safe point');
+      expect(await page.evaluate('window.sawWaiting')).toContain('Waiting for the safe point');
       expect(await page.locator('#replay-done').textContent()).toContain(`${TOPIC}/0 ${ends[0]!.toLocaleString('en-US')} → ${(ends[0]! - SHIFT).toLocaleString('en-US')}`);
       await vi.waitFor(async () => expect(await committed()).toEqual(ends), { timeout: 20_000, interval: 100 });
       for (let p = 0; p < PARTITIONS; p++) {
@@ -121,7 +108,7 @@ describe.runIf(hasTool(CHROMIUM, 'the replay page\'s browser test'))('the consol
     for (const [resourceType, resourceName] of [['group', GROUP], ['topic', TOPIC]] as const) {
       await ops.addAcl({ principal: 'viewer', resourceType, resourceName, operation: 'read', patternType: 'literal', permission: 'allow' });
     }
-    const viewer = await signedIn(url, `/groups/${GROUP}/replay`, viewerToken);
+    const viewer = await signedIn(browser, url, `/groups/${GROUP}/replay`, viewerToken);
     await viewer.page.locator('#replay-read-only').waitFor();
     expect(await viewer.page.locator('#replay-preview').isDisabled()).toBe(true);
     expect(await viewer.page.locator('#replay-execute, #checkpoint-form').count()).toBe(0);
