@@ -59,6 +59,19 @@ describe.runIf(hasTool(CHROMIUM, 'the replay page\'s browser test'))('the consol
       expect((await ops.describeGroup(GROUP)).checkpoints.map((c) => c.name)).toEqual(['before-replay']);
       await vi.waitFor(async () => expect(await page.locator('#checkpoints').textContent()).toContain('before-replay'), { timeout: 10_000 });
 
+      // A time, for one partition: the first edit stored there at or after it, and nothing moves.
+      await page.locator('#replay-partition').selectOption('1');
+      await page.locator('#replay-to').selectOption('datetime');
+      await page.locator('#replay-value').fill('2015-09-12T01:00');
+      await page.locator('#replay-preview').click();
+      const at = stored[1]!.findIndex((e) => e.timestamp >= Date.UTC(2015, 8, 12, 1));
+      await page.locator('#replay-partitions [data-new="1"]').waitFor();
+      expect(await page.locator('#replay-partitions tbody tr').count()).toBe(1);
+      expect(await page.locator('#replay-partitions [data-new="1"]').textContent()).toBe(at.toLocaleString('en-US'));
+      expect(await page.locator('#replay-partitions [data-change="reread"]').textContent()).toBe(`re-reads ${(ends[1]! - at).toLocaleString('en-US')}`);
+      expect(await page.locator('#replay-partitions li[data-offset]').first().textContent()).toContain(stored[1]![at]!.key);
+      await page.locator('#replay-partition').selectOption('all');
+
       // The preview: each partition back SHIFT records, the first of them the edits stored there; nothing moves.
       await page.locator('#replay-to').selectOption('shift');
       await page.locator('#replay-value').fill(String(-SHIFT));
