@@ -64,6 +64,10 @@ export const api = {
 /** Which dead letters a redrive names: one, a selection, or every waiting one. */
 export type RedriveSelection = { offset: number } | { offsets: number[] } | { all: true };
 
+/**
+ * The calls of the dead-letters and replay pages. `redrive`, `purge` and `reset` are dry runs unless `execute`;
+ * `recordsFrom` reads a partition without a group (the records a reset would re-read). Each rejects with {@link ApiError}.
+ */
 export const operatorApi = {
   access: (groupId: string, topic: string) => call<AccessRights>('GET', `/access?group=${enc(groupId)}&topic=${enc(topic)}`),
   deadLetters: (groupId: string, topic: string, limit: number) =>

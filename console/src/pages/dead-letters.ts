@@ -23,6 +23,7 @@ type Plan =
 
 const position = (o: DeadLetter['original']) => `${o.topic}/${o.partition}@${o.offset}`;
 
+/** The page of `groupId`'s dead letters of `topic`, refreshed every few seconds. */
 export function DeadLettersPage({ groupId, topic }: { groupId: string; topic: string }): VNode {
   const list = useData(() => operatorApi.deadLetters(groupId, topic, LISTED), [groupId, topic]);
   const group = useData(() => api.group(groupId), [groupId]);

@@ -49,6 +49,7 @@ interface Preview {
   first: Map<number, JsonRecord[] | string>;
 }
 
+/** The replay page of `groupId`: a reset of one of its topics, previewed then executed, and its checkpoints. */
 export function ReplayPage({ groupId }: { groupId: string }): VNode {
   const group = useData(() => api.group(groupId), [groupId]);
   const topics = group.data?.subscriptions.map((s) => s.topic) ?? [];
