@@ -118,14 +118,12 @@ function DepthAlert({ group, topic }: { group: GroupDescription; topic: string }
 
 /** A dry run's answer: exactly what would move, with the button that executes it. */
 function PlanPanel({ plan, groupId, onExecute, onCancel }: { plan: Plan; groupId: string; onExecute: () => void; onCancel: () => void }): VNode {
-  const rows = plan.kind === 'redrive'
-    ? plan.result.records.map((r) => [r.offset, position(r.original), r.attempts])
-    : plan.records.map((r) => [r.offset, position(r.original), r.attempts]);
+  const rows = (plan.kind === 'redrive' ? plan.result.records : plan.records).slice(0, LISTED).map((r) => [r.offset, position(r.original), r.attempts]);
   const count = plan.kind === 'redrive' ? plan.result.records.length : plan.result.records;
   const what = plan.kind === 'redrive'
     ? `Dry run: would redrive ${count} dead letter(s) back to ${groupId} only, as attempt 1 through its first retry tier, due at once.`
     : `Dry run: would purge ${count} dead letter(s), every waiting one below offset ${plan.beforeOffset} (discarded for good).`;
-  const unlisted = plan.kind === 'purge' && rows.length < count ? ` The ${count - rows.length} beyond the ones listed are not shown.` : '';
+  const unlisted = rows.length < count ? ` The first ${rows.length} are shown.` : '';
   return html`<div id="dlq-plan" class="plan" data-kind=${plan.kind}>
     <p>${what}${unlisted} Nothing has moved yet.</p>
     <${Table} id="dlq-plan-records" head=${['offset', 'original', 'attempts']} rows=${rows} empty="nothing would move" />

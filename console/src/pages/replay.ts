@@ -107,7 +107,7 @@ export function ReplayPage({ groupId }: { groupId: string }): VNode {
     ${rights && !rights.resetOffsets ? html`<p id="replay-read-only" class="muted">Resetting ${topic} (its preview too) needs <code>reset</code> on
       group ${groupId} and <code>read</code> on the topic.</p>` : null}
     <form id="replay-form" class="actions" onSubmit=${plan}>
-      reset <select id="replay-topic" value=${topic} onChange=${(e: Event) => { setTopic((e.target as HTMLSelectElement).value); setPreview(null); }}>
+      reset <select id="replay-topic" value=${topic} onChange=${(e: Event) => { setTopic((e.target as HTMLSelectElement).value); setPartition('all'); setPreview(null); }}>
         ${topics.map((t) => html`<option value=${t}>${t}</option>`)}</select>
       partition <select id="replay-partition" value=${partition} onChange=${(e: Event) => { setPartition((e.target as HTMLSelectElement).value); setPreview(null); }}>
         <option value="all">all</option>${partitions.map((p) => html`<option value=${String(p)}>${p}</option>`)}</select>
