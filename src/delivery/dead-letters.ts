@@ -125,12 +125,13 @@ export class DeadLetters {
 
   /**
    * The waiting dead letters at `offsets` (a redrive's `offset` or `offsets`), oldest first, each once.
-   * @throws OnelogError `INVALID_REQUEST` for no offsets or more than {@link MAX_REDRIVE_OFFSETS}, `INVALID_OFFSET` for an
+   * @throws OnelogError `INVALID_REQUEST` for no offsets, more than {@link MAX_REDRIVE_OFFSETS} or not an array, `INVALID_OFFSET` for an
    *   offset that is not an integer >= 0 or holds no waiting dead letter
    */
-  private async selected(offsets: readonly unknown[], log: Partition, redriven: Array<[number, number]>, sub: SubscriptionRecord): Promise<StoredRecord[]> {
-    if (offsets.length === 0 || offsets.length > MAX_REDRIVE_OFFSETS) {
-      throw new OnelogError('INVALID_REQUEST', `offsets names ${offsets.length} dead letters: give 1 to ${MAX_REDRIVE_OFFSETS} (or all: true)`, {
+  private async selected(offsets: unknown, log: Partition, redriven: Array<[number, number]>, sub: SubscriptionRecord): Promise<StoredRecord[]> {
+    if (!Array.isArray(offsets) || offsets.length === 0 || offsets.length > MAX_REDRIVE_OFFSETS) {
+      const given = Array.isArray(offsets) ? `names ${offsets.length} dead letters` : 'is not an array';
+      throw new OnelogError('INVALID_REQUEST', `offsets ${given}: give 1 to ${MAX_REDRIVE_OFFSETS} offsets of the dead-letter topic (or all: true)`, {
         groupId: sub.groupId, topic: sub.topic,
       });
     }
