@@ -3,16 +3,21 @@
  * that served it. Once the broker has users, it sends the token the user gave (kept in this tab's sessionStorage
  * only); an UNAUTHENTICATED answer asks for one ({@link TOKEN_NEEDED}).
  */
-import type { DeadLetterList, RedriveResult } from '../../src/protocol/dead-letters.js';
 import type { GroupDescription, GroupSummary } from '../../src/protocol/groups.js';
 import type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
 import type { JsonRecordPage, KeyMatch } from '../../src/protocol/record-pages.js';
 import type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
+import type { DeadLetterList, PurgeResult, RedriveResult } from '../../src/protocol/dead-letters.js';
+import type { JsonRecord } from '../../src/protocol/json-records.js';
+import type { CheckpointDescription, ResetOffsetsResult, ResetSpec } from '../../src/protocol/offsets.js';
+import type { AccessRights } from '../../src/protocol/security.js';
 
-export type { DeadLetterList } from '../../src/protocol/dead-letters.js';
 export type { GroupDescription, GroupPartition, GroupSummary } from '../../src/protocol/groups.js';
 export type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
 export type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
+export type { DeadLetter, DeadLetterList, PurgeResult, RedriveResult } from '../../src/protocol/dead-letters.js';
+export type { JsonRecord } from '../../src/protocol/json-records.js';
+export type { ResetOffsetsResult, ResetSpec } from '../../src/protocol/offsets.js';
 
 /** An error answer: the registry's code and message. */
 export class ApiError extends Error {
@@ -52,9 +57,35 @@ export const api = {
   history: (groupId: string) => call<GroupHistory>('GET', `/groups/${enc(groupId)}/history`),
   alerts: async (active: boolean) => (await call<{ alerts: GroupAlert[] }>('GET', `/alerts?active=${active}&limit=500`)).alerts,
   ack: (id: number) => call<GroupAlert>('POST', `/alerts/${id}/ack`, { requestedBy: 'console' }),
-  deadLetters: (groupId: string, topic: string) => call<DeadLetterList>('GET', `/groups/${enc(groupId)}/dead-letters?topic=${enc(topic)}&limit=50`),
-  redrive: (groupId: string, topic: string, offset: number) =>
-    call<RedriveResult>('POST', `/groups/${enc(groupId)}/dead-letters/redrive`, { topic, offset, execute: true, requestedBy: 'console' }),
+};
+
+// Dead letters and replay (pages/dead-letters.ts, pages/replay.ts): what the signed-in user may do, plans (dry runs)
+// and their execution. `requestedBy` is what a broker without users records; with users the broker records the user.
+
+/** Which dead letters a redrive names: one, a selection, or every waiting one. */
+export type RedriveSelection = { offset: number } | { offsets: number[] } | { all: true };
+
+/**
+ * The calls of the dead-letters and replay pages. `redrive`, `purge` and `reset` are dry runs unless `execute`;
+ * `recordsFrom` reads a partition without a group (the records a reset would re-read). Each rejects with {@link ApiError}.
+ */
+export const operatorApi = {
+  access: (groupId: string, topic: string) => call<AccessRights>('GET', `/access?group=${enc(groupId)}&topic=${enc(topic)}`),
+  deadLetters: (groupId: string, topic: string, limit: number) =>
+    call<DeadLetterList>('GET', `/groups/${enc(groupId)}/dead-letters?topic=${enc(topic)}&limit=${limit}`),
+  redrive: (groupId: string, topic: string, selection: RedriveSelection, execute: boolean) =>
+    call<RedriveResult>('POST', `/groups/${enc(groupId)}/dead-letters/redrive`, { topic, ...selection, execute, requestedBy: 'console' }),
+  purge: (groupId: string, topic: string, beforeOffset: number, execute: boolean) =>
+    call<PurgeResult>('POST', `/groups/${enc(groupId)}/dead-letters/purge`, { topic, beforeOffset, execute, requestedBy: 'console' }),
+  reset: (groupId: string, topic: string, spec: ResetSpec, partition: number | null, execute: boolean) =>
+    call<ResetOffsetsResult>('POST', `/groups/${enc(groupId)}/offsets/reset`, {
+      topic, spec, execute, requestedBy: 'console', ...(partition === null ? {} : { partition }),
+    }),
+  checkpoint: (groupId: string, name: string) => call<CheckpointDescription>('POST', `/groups/${enc(groupId)}/checkpoints`, { name }),
+  /** The first `maxRecords` records of a partition from `offset` (values as UTF-8 text), read without a group. */
+  recordsFrom: async (topic: string, partition: number, offset: number, maxRecords: number) =>
+    (await call<{ partitions: Array<{ records: JsonRecord[] }> }>('POST', `/topics/${enc(topic)}/fetch`, { partitions: [{ partition, offset }], maxRecords }))
+      .partitions[0]?.records ?? [],
 };
 
 // The record browser (docs/monitoring.md, "Console: records"): pages of one partition's records. Bytes travel in

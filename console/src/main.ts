@@ -1,7 +1,7 @@
 /**
  * The onelog web console: topics, groups (lag, time lag and retention headroom per partition, charts of the
- * last hour, members, alerts, resets, dead letters) and alerts, read from the broker's HTTP API every few
- * seconds. Preact (with htm, so no JSX build step) and uPlot keep it small; routes live in the URL's hash.
+ * last hour, members, alerts, resets), a group's dead letters (redrive, purge) and replay (resets with a preview), and
+ * alerts, read from the broker's HTTP API every few seconds. Preact (with htm, so no JSX build step) and uPlot keep it small; routes live in the URL's hash.
  */
 import { html } from 'htm/preact';
 import { render } from 'preact';
@@ -9,17 +9,26 @@ import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { token, TOKEN_NEEDED } from './api.js';
 import { AlertsPage } from './pages/alerts.js';
+import { DeadLettersPage } from './pages/dead-letters.js';
 import { GroupPage, GroupsPage } from './pages/groups.js';
 import { recordsRoute } from './pages/records.js';
+import { ReplayPage } from './pages/replay.js';
 import { TopicPage, TopicsPage } from './pages/topics.js';
 import './style.css';
 
-/** The page for a hash route: `#/topics/T`, `#/groups/G`, `#/groups`, `#/alerts`, else the topics. */
+/**
+ * The page for a hash route: `#/topics/T`, `#/groups/G`, `#/groups/G/dead-letters/T`, `#/groups/G/replay`, `#/groups`,
+ * `#/alerts`, else the topics.
+ */
 function route(hash: string): VNode {
   const records = recordsRoute(hash); // #/topics/T/records, #/topics/T/records/P/OFFSET
   if (records) return records;
-  const [, noun, name] = hash.replace(/^#/, '').split('/');
+  const [, noun, name, view, arg] = hash.replace(/^#/, '').split('/');
   const id = name === undefined ? undefined : decodeURIComponent(name);
+  if (noun === 'groups' && id && view === 'dead-letters' && arg) {
+    return html`<${DeadLettersPage} groupId=${id} topic=${decodeURIComponent(arg)} key=${`${id}/${arg}`} />`;
+  }
+  if (noun === 'groups' && id && view === 'replay') return html`<${ReplayPage} groupId=${id} key=${id} />`;
   if (noun === 'topics' && id) return html`<${TopicPage} topic=${id} key=${id} />`;
   if (noun === 'groups' && id) return html`<${GroupPage} groupId=${id} key=${id} />`;
   if (noun === 'groups') return html`<${GroupsPage} />`;

@@ -13,6 +13,7 @@ interface DlqOptions {
   json?: boolean;
   limit?: number;
   offset?: number;
+  offsets?: number[];
   all?: boolean;
   before?: number;
   execute?: boolean;
@@ -20,6 +21,11 @@ interface DlqOptions {
 
 const requestedBy = () => `${os.userInfo().username}@${os.hostname()}`;
 const iso = (ms: number) => new Date(ms).toISOString();
+/**
+ * `--offsets 3,5,9`: offsets >= 0.
+ * @throws OnelogError `INVALID_REQUEST` naming the flag and the value that is not one
+ */
+const parseOffsets = (value: string): number[] => value.split(',').map(parseInteger('--offsets (each)', 0));
 
 export function registerDlq(program: Command): void {
   const dlq = program.command('dlq').description('list, redrive and purge the dead letters of a group\'s subscription');
@@ -50,13 +56,17 @@ export function registerDlq(program: Command): void {
     .description('send dead letters back to this group only, as attempt 1 (dry run unless --execute)')
     .requiredOption('--topic <topic>', 'the subscribed topic')
     .option('--offset <offset>', 'one dead letter, by its offset in the dead-letter topic', parseInteger('--offset', 0))
+    .option('--offsets <list>', 'a selection of dead letters, by their offsets, comma-separated (1 to 10000)', parseOffsets)
     .option('--all', 'every waiting dead letter')
     .option('--execute', 'apply (default: print what would be redriven)')
     .option('--json', 'print JSON')
     .action(action(async (groupId: string, o: DlqOptions, cmd: Command) => {
-      if ((o.offset === undefined) === (o.all !== true)) throw new OnelogError('INVALID_REQUEST', 'give either --offset O or --all (one of them, not both)');
+      if ([o.offset !== undefined, o.offsets !== undefined, o.all === true].filter(Boolean).length !== 1) {
+        throw new OnelogError('INVALID_REQUEST', 'give one of --offset O, --offsets O1,O2,... or --all');
+      }
+      const chosen = o.all ? { all: true } : o.offsets ? { offsets: o.offsets } : { offset: o.offset! };
       const result = await apiFor(cmd).redriveDeadLetters({
-        groupId, topic: o.topic, ...(o.all ? { all: true } : { offset: o.offset! }), execute: o.execute === true, requestedBy: requestedBy(),
+        groupId, topic: o.topic, ...chosen, execute: o.execute === true, requestedBy: requestedBy(),
       });
       if (o.json) {
         console.log(JSON.stringify(result));

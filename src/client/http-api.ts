@@ -25,7 +25,7 @@ import type { NackBatchRequest, NackRequest, NackResult } from '../protocol/nack
 import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
 import type { ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
 import type { JsonRecordPage, RecordPage, RecordPageRequest } from '../protocol/record-pages.js';
-import type { AclBinding, AuditEntry, CreatedUser, UserSummary } from '../protocol/security.js';
+import type { AccessRights, AclBinding, AuditEntry, CreatedUser, UserSummary } from '../protocol/security.js';
 import type { ShareAckRequest, ShareAckResult, SharedRecord, ShareFetchRequest, ShareFetchResult } from '../protocol/share-groups.js';
 import type { SubscribeRequest, SubscribeResult } from '../protocol/subscriptions.js';
 import type {
@@ -367,6 +367,11 @@ export class HttpApi implements OnelogApi {
   /** Removes an ACL (needs alter on the cluster). @throws OnelogError `NOT_FOUND` when there is no such ACL */
   removeAcl(acl: AclBinding): Promise<void> {
     return this.call('DELETE', `/acls?${new URLSearchParams({ ...acl }).toString()}`);
+  }
+
+  /** What this client's user may do with a group's subscription to a topic (`GET /access`; docs/security.md). */
+  accessRights(groupId: string, topic: string): Promise<AccessRights> {
+    return this.call('GET', `/access?${new URLSearchParams({ group: groupId, topic }).toString()}`);
   }
 
   /** The most recent audited operations, newest first (admins only; docs/security.md). */

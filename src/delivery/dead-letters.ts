@@ -9,6 +9,7 @@
 import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Clock } from '../common/clock.js';
+import { MAX_REDRIVE_OFFSETS } from '../protocol/dead-letters.js';
 import type {
   DeadLetter, DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult,
 } from '../protocol/dead-letters.js';
@@ -61,29 +62,21 @@ export class DeadLetters {
    * Plans and, with `execute`, sends dead letters back to the group as attempt 1 (through tier 1, due at once),
    * recorded with who asked. A redrive interrupted by a crash can be run again: what was sent is not sent twice.
    * @param retries sends each record back (the retry tiers write to these dead letters, so they are built after them)
-   * @throws OnelogError `INVALID_REQUEST` (neither or both of `offset` and `all`), `INVALID_OFFSET` (not a waiting dead letter)
+   * @throws OnelogError `INVALID_REQUEST` (not exactly one of `offset`, `offsets` and `all`; no offsets or more than
+   *   {@link MAX_REDRIVE_OFFSETS}), `INVALID_OFFSET` (an offset that is not a waiting dead letter: nothing is redriven)
    */
   async redrive(request: RedriveRequest, sub: SubscriptionRecord, retries: Retries): Promise<RedriveResult> {
-    if ((request.offset === undefined) === (request.all !== true)) {
-      throw new OnelogError('INVALID_REQUEST', 'redrive needs either offset (one dead letter) or all: true (one of them, not both)', {
+    const given = [request.offset !== undefined, request.offsets !== undefined, request.all === true].filter(Boolean).length;
+    if (given !== 1) {
+      throw new OnelogError('INVALID_REQUEST', 'redrive needs exactly one of offset (one dead letter), offsets (a selection) or all: true', {
         groupId: sub.groupId, topic: sub.topic,
       });
     }
     const log = this.requireLog(sub);
     const redriven = await this.redrivenRanges(sub);
-    let chosen: StoredRecord[];
-    if (request.offset !== undefined) {
-      const offset = checkInteger(request.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET');
-      chosen = offset >= log.logStartOffset && offset < log.highWatermark ? await this.waiting(log, redriven, offset, offset + 1, 1) : [];
-      if (chosen.length === 0) {
-        throw new OnelogError('INVALID_OFFSET', `${log.topic} has no waiting dead letter at offset ${offset} (it holds offsets ` +
-          `${log.logStartOffset} to ${log.highWatermark - 1}; redriven ones are not listed: onelog dlq list ${sub.groupId} --topic ${sub.topic})`, {
-          groupId: sub.groupId, topic: sub.topic, offset,
-        });
-      }
-    } else {
-      chosen = await this.waiting(log, redriven, log.logStartOffset, log.highWatermark, Infinity);
-    }
+    const chosen = request.all === true
+      ? await this.waiting(log, redriven, log.logStartOffset, log.highWatermark, Infinity)
+      : await this.selected(request.offsets ?? [request.offset], log, redriven, sub);
     const records = chosen.map((r) => {
       const d = describe(r, log);
       return { offset: d.offset, original: d.original, attempts: d.attempts };
@@ -128,6 +121,33 @@ export class DeadLetters {
     await this.catalog.deadLetterActions.record(sub.groupId, sub.topic, { action: 'purge', firstOffset: from, endOffset: end, records, requestedBy, executedAt: this.clock.now() });
     this.logger.info({ groupId: sub.groupId, topic: sub.topic, records, beforeOffset: end, requestedBy }, 'dead letters purged');
     return { groupId: sub.groupId, topic: sub.topic, executed: true, records, depth: await this.checkAlert(sub) };
+  }
+
+  /**
+   * The waiting dead letters at `offsets` (a redrive's `offset` or `offsets`), oldest first, each once.
+   * @throws OnelogError `INVALID_REQUEST` for no offsets, more than {@link MAX_REDRIVE_OFFSETS} or not an array, `INVALID_OFFSET` for an
+   *   offset that is not an integer >= 0 or holds no waiting dead letter
+   */
+  private async selected(offsets: unknown, log: Partition, redriven: Array<[number, number]>, sub: SubscriptionRecord): Promise<StoredRecord[]> {
+    if (!Array.isArray(offsets) || offsets.length === 0 || offsets.length > MAX_REDRIVE_OFFSETS) {
+      const given = Array.isArray(offsets) ? `names ${offsets.length} dead letters` : 'is not an array';
+      throw new OnelogError('INVALID_REQUEST', `offsets ${given}: give 1 to ${MAX_REDRIVE_OFFSETS} offsets of the dead-letter topic (or all: true)`, {
+        groupId: sub.groupId, topic: sub.topic,
+      });
+    }
+    const wanted = [...new Set(offsets.map((o) => checkInteger(o, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET')))].sort((a, b) => a - b);
+    const chosen: StoredRecord[] = [];
+    for (const offset of wanted) {
+      const [record] = offset >= log.logStartOffset && offset < log.highWatermark ? await this.waiting(log, redriven, offset, offset + 1, 1) : [];
+      if (!record) {
+        throw new OnelogError('INVALID_OFFSET', `${log.topic} has no waiting dead letter at offset ${offset} (it holds offsets ` +
+          `${log.logStartOffset} to ${log.highWatermark - 1}; redriven ones are not listed: onelog dlq list ${sub.groupId} --topic ${sub.topic})`, {
+          groupId: sub.groupId, topic: sub.topic, offset,
+        });
+      }
+      chosen.push(record);
+    }
+    return chosen;
   }
 
   /**

@@ -252,8 +252,9 @@ export interface OnelogApi {
   listDeadLetters(request: DeadLetterListRequest): Promise<DeadLetterList>;
   /**
    * Sends dead letters back to the group (dry run unless `execute`), recorded with who asked.
-   * @throws OnelogError as {@link listDeadLetters}; `INVALID_REQUEST` (neither or both of `offset` and `all`),
-   *   `INVALID_OFFSET` (no waiting dead letter there), `NO_RETRY_POLICY` (executed without a retry tier to send them through)
+   * @throws OnelogError as {@link listDeadLetters}; `INVALID_REQUEST` (not exactly one of `offset`, `offsets` and `all`; no
+   *   offsets or more than 10,000), `INVALID_OFFSET` (no waiting dead letter at an offset named: nothing is redriven),
+   *   `NO_RETRY_POLICY` (executed without a retry tier to send them through)
    */
   redriveDeadLetters(request: RedriveRequest): Promise<RedriveResult>;
   /**

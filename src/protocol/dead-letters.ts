@@ -1,6 +1,6 @@
 /**
  * A subscription's dead letters (docs/retries.md): listing them, sending them back to the group (redrive), discarding
- * them (purge), and the record of each redrive and purge. Pure types: importing this loads nothing.
+ * them (purge), and the record of each redrive and purge. Pure types and a limit: importing this loads nothing.
  */
 
 /** A record in a dead-letter topic, as `dlq list` shows it. */
@@ -37,12 +37,21 @@ export interface DeadLetterList {
   records: DeadLetter[];
 }
 
+/** Most dead letters one redrive names by offset (`offsets`). */
+export const MAX_REDRIVE_OFFSETS = 10_000;
+
 /** Sends dead letters back to the group (only), as attempt 1, through its first retry tier, due at once. */
 export interface RedriveRequest {
   groupId: string;
   topic: string;
-  /** One dead letter, by its offset in the dead-letter topic; or `all`. */
+  /** One dead letter, by its offset in the dead-letter topic. Exactly one of `offset`, `offsets` and `all` is given. */
   offset?: number;
+  /**
+   * A selection of dead letters, by their offsets in the dead-letter topic (1 to 10,000 offsets, each >= 0, in any
+   * order; a repeated offset counts once): each must be waiting (neither redriven nor purged), else nothing is redriven.
+   */
+  offsets?: number[];
+  /** Every waiting dead letter. */
   all?: boolean;
   /** Apply; without it the call is a dry run. @default false */
   execute?: boolean;

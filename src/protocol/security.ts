@@ -57,3 +57,25 @@ export interface AuditEntry {
   outcome: 'done' | 'refused';
   details: Record<string, unknown>;
 }
+
+/**
+ * What a principal may do with a group's subscription to a topic (`GET /access?group=G&topic=T`), each action named as
+ * the API method that does it: describe the group, list, redrive and purge its dead letters, reset its offsets, save a
+ * checkpoint, read the topic's records (`fetch`, without a group).
+ */
+export const GROUP_ACTIONS = [
+  'describeGroup', 'listDeadLetters', 'redriveDeadLetters', 'purgeDeadLetters', 'resetOffsets', 'saveCheckpoint', 'fetch',
+] as const;
+export type GroupAction = (typeof GROUP_ACTIONS)[number];
+
+/** The answer of `GET /access`: who asks, and which {@link GROUP_ACTIONS} the API would serve it on that group and topic. */
+export interface AccessRights {
+  groupId: string;
+  topic: string;
+  /** The authenticated user; null without users (protected mode's loopback client, or no access control). */
+  user: string | null;
+  /** An admin is never refused. */
+  admin: boolean;
+  /** Each action: true when the API would serve it to this principal (the permission table and the ACLs decide). */
+  actions: Record<GroupAction, boolean>;
+}

@@ -143,6 +143,8 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /groups/:groupId/dead-letters': { needs: [group('read'), topic('read', 'query.topic')], cli: ['dlq list'] },
   'POST /groups/:groupId/dead-letters/redrive': { needs: [group('reset'), topic('read', 'body.topic')], cli: ['dlq redrive'] },
   'POST /groups/:groupId/dead-letters/purge': { needs: [group('reset'), topic('read', 'body.topic')], cli: ['dlq purge'] },
+  // What the principal itself may do on a group and topic (the console's buttons): answered from this table.
+  'GET /access': { needs: 'user' },
 
   'GET /alerts': {
     needs: 'user', filter: [{ field: 'alerts', resource: 'group', key: 'groupId' }, { field: 'alerts', resource: 'topic', key: 'topic' }], cli: ['alerts list'],

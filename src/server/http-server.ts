@@ -37,6 +37,7 @@ import { DEFAULT_SERVER_LIMITS, limitConnections } from '../security/limits.js';
 import type { ServerLimits } from '../security/limits.js';
 import type { Audit } from '../security/audit.js';
 import { registerAuditRoutes } from './routes/audit.js';
+import { registerAccessRightsRoutes } from './routes/access-rights.js';
 import type { BrokerMetrics } from '../monitoring/metrics.js';
 
 /** Options of the HTTP server. */
@@ -149,6 +150,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   registerDeadLetterRoutes(app, api);
   registerShareGroupRoutes(app, api);
   registerAlertRoutes(app, api);
+  registerAccessRightsRoutes(app, options.access?.acls);
   if (options.metrics) registerMetricsRoutes(app, options.metrics);
   void app.register(consoleRoutes, {});
 

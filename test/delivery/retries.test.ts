@@ -326,6 +326,18 @@ describe('dead letters', () => {
     expect(await asyncCodeOf(broker.redriveDeadLetters({ groupId: GROUP, topic: TOPIC, offset: 1, execute: true }))).toBe('INVALID_OFFSET');
   });
 
+  it('redrive of a selection: each waiting dead letter named once, oldest first, all or nothing', async () => {
+    const m = await withPolicy(1);
+    for (const offset of [0, 1, 2, 3]) await nack(m, TOPIC, offset);
+    expect((await broker.redriveDeadLetters({ groupId: GROUP, topic: TOPIC, offsets: [2, 0, 2] })).records.map((r) => r.offset)).toEqual([0, 2]);
+    expect(await broker.redriveDeadLetters({ groupId: GROUP, topic: TOPIC, offsets: [2, 0], execute: true })).toMatchObject({ executed: true, depth: 2 });
+    expect((await fetchOf(m, TIER1, 0)).records.map((r) => text(r, RETRY_HEADERS.originalOffset))).toEqual(['0', '2']);
+    expect(await asyncCodeOf(broker.redriveDeadLetters({ groupId: GROUP, topic: TOPIC, offsets: [1, 2], execute: true }))).toBe('INVALID_OFFSET');
+    expect(await asyncCodeOf(broker.redriveDeadLetters({ groupId: GROUP, topic: TOPIC, offsets: [-1] }))).toBe('INVALID_OFFSET');
+    expect(await asyncCodeOf(broker.redriveDeadLetters({ groupId: GROUP, topic: TOPIC, offsets: '1' as unknown as number[] }))).toBe('INVALID_REQUEST');
+    expect((await broker.listDeadLetters({ groupId: GROUP, topic: TOPIC })).records.map((r) => r.offset)).toEqual([1, 3]);
+  });
+
   it('purge discards dead letters below an offset, dry run first', async () => {
     const m = await withPolicy(1);
     for (const offset of [0, 1, 2]) await nack(m, TOPIC, offset);

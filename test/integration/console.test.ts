@@ -2,7 +2,7 @@
  * The web console in a real browser (Chromium from Debian, driven by playwright-core) against a real server:
  * the Wikipedia edits loaded with the CLI, two groups at different positions; the group page shows each
  * partition's lag as `groups describe --json` does, its chart has points, and an alert acknowledged with a
- * click is acknowledged in the API. Screenshots go to test-output/.
+ * click is acknowledged in the API; a group with dead letters links to them. Screenshots go to test-output/.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -88,19 +88,15 @@ describe.runIf(hasTool(CHROMIUM, 'the web console\'s browser test'))('web consol
     expect(acked).toMatchObject({ acknowledgedBy: 'console', resolvedAt: null });
     expect(acked.acknowledgedAt).not.toBeNull();
 
-    // A group whose records went to its dead-letter topic: the dead-letter browser lists them and redrives one.
+    // A group whose records went to its dead-letter topic links to its dead-letters page (console-dead-letters.test.ts).
     await cli(['groups', 'create', 'idx', '--topic', 'edits', '--start', 'earliest', '--retry', '1s', '--max-attempts', '1']);
     for (const offset of [0, 1, 2]) await api.nack({ groupId: 'idx', topic: 'edits', partition: 0, offset, reason: `edit ${offset} cannot be indexed` });
     await page.goto(`${server.url}/#/groups/idx`);
-    const deadLetters = page.locator('#dead-letters-edits tbody tr');
-    await deadLetters.first().waitFor();
-    expect(await deadLetters.count()).toBe(3);
-    expect(await deadLetters.first().textContent()).toContain('edit 0 cannot be indexed');
-    await page.screenshot({ path: path.join(OUTPUT, 'console-dead-letters.png'), fullPage: true });
-    page.once('dialog', (dialog) => void dialog.accept()); // the redrive asks for confirmation
-    await deadLetters.first().locator('button').click();
-    await vi.waitFor(async () => expect((await api.listDeadLetters({ groupId: 'idx', topic: 'edits' })).depth).toBe(2), { timeout: 10_000, interval: 100 });
-    await vi.waitFor(async () => expect(await deadLetters.count()).toBe(2), { timeout: 10_000, interval: 100 });
+    await page.locator('#group-operations').waitFor();
+    expect(await page.locator('#group-operations').textContent()).toContain('dead letters of edits (3 waiting)');
+    await page.locator('#group-operations a', { hasText: 'dead letters of edits' }).click();
+    await page.locator('#dead-letters').waitFor();
+    expect(await page.locator('#dead-letters tbody tr').count()).toBe(3);
 
     // The topic page puts both groups side by side.
     await page.goto(`${server.url}/#/topics/edits`);

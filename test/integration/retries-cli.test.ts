@@ -79,8 +79,13 @@ describe('retries from the CLI', () => {
 
     expect(await cli(['dlq', 'purge', 'idx', '--topic', 'edits', '--before', '2'])).toContain('would purge (dry run; add --execute) 1 dead letter(s)');
     expect(await cli(['dlq', 'purge', 'idx', '--topic', 'edits', '--before', '2', '--execute'])).toContain(`purged 1 dead letter(s) of group idx, topic edits; depth now ${poison - 2}`);
+    // A selection, by offsets of the dead-letter topic.
+    const selection = await cli(['dlq', 'redrive', 'idx', '--topic', 'edits', '--offsets', '3,2']);
+    expect(selection).toContain('would redrive (dry run; add --execute) 2 dead letter(s)');
+    expect(selection.split('\n').slice(2, 4).map((l) => l.split(/\s+/)[0])).toEqual(['2', '3']);
+    expect((await runCli(server.url, ['dlq', 'redrive', 'idx', '--topic', 'edits', '--offsets', '2,x'])).stderr).toContain('--offsets (each) must be an integer >= 0, got "x"');
     const both = await runCli(server.url, ['dlq', 'redrive', 'idx', '--topic', 'edits']);
-    expect(both.stderr).toContain('give either --offset O or --all');
+    expect(both.stderr).toContain('give one of --offset O, --offsets O1,O2,... or --all');
     const none = await runCli(server.url, ['dlq', 'list', 'nobody', '--topic', 'edits']);
     expect(none.stderr).toContain('UNKNOWN_GROUP');
   });

@@ -2,14 +2,13 @@
  * Groups: the list, and one group: its lag totals (total lag, the worst partitions by lag and by time lag), members
  * and their assignments (a share group's members, and each partition's records acquired and available), each
  * partition's lag, time lag and headroom
- * (with charts of the last hour's samples), its alerts with acknowledgement, reset history, and a dead-letter
- * browser with redrive for subscriptions that have dead letters.
+ * (with charts of the last hour's samples), its alerts with acknowledgement, reset history, and links to its dead letters
+ * and its replay (pages/dead-letters.ts, pages/replay.ts).
  */
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
-import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import type { DeadLetterList, GroupDescription, GroupHistory } from '../api.js';
+import type { GroupHistory } from '../api.js';
 import { Chart } from '../chart.js';
 import type { ChartSeries } from '../chart.js';
 import { Badge, Link, Page, Table, useData } from '../components.js';
@@ -82,32 +81,11 @@ export function GroupPage({ groupId }: { groupId: string }): VNode {
     <h2>Offset resets</h2>
     <${Table} id="resets" empty="no resets" head=${['executed', 'by', 'topic', 'partition', 'old offset', 'new offset', 'spec']}
       rows=${data.resets.map((r) => [time(r.executedAt), r.requestedBy, r.topic, r.partition, num(r.oldOffset), num(r.newOffset), r.spec])} />
-    ${data.subscriptions.filter((s) => s.deadLetter !== null).map((s) => html`<${DeadLetters} group=${data} topic=${s.topic} onChange=${reload} />`)}`}
+    <h2>Dead letters and replay</h2>
+    <ul id="group-operations">
+      ${data.subscriptions.filter((s) => s.deadLetter !== null).map((s) => html`<li><${Link}
+        to=${`/groups/${encodeURIComponent(groupId)}/dead-letters/${encodeURIComponent(s.topic)}`}>dead letters of ${s.topic}<//> (${num(s.deadLetter!.depth)} waiting)</li>`)}
+      <li><${Link} to=${`/groups/${encodeURIComponent(groupId)}/replay`}>replay: reset offsets with a preview, save a checkpoint<//></li>
+    </ul>`}
   <//>`;
-}
-
-/** How many dead letters wait, and how many are shown (the oldest). */
-function depthText(list: DeadLetterList): string {
-  const shown = list.depth > list.records.length ? `; the oldest ${list.records.length} shown (onelog dlq list for more)` : '';
-  return `${list.depth} waiting in ${list.deadLetterTopic}${shown}`;
-}
-
-/** A subscription's dead letters, oldest first, each with a redrive button. */
-function DeadLetters({ group, topic, onChange }: { group: GroupDescription; topic: string; onChange: () => void }): VNode {
-  const { data, error, reload } = useData(() => api.deadLetters(group.groupId, topic), [group.groupId, topic]);
-  const [actionError, setActionError] = useState<string | null>(null);
-  const redrive = (offset: number) => {
-    if (!confirm(`Send dead letter ${offset} back to ${group.groupId}?`)) return;
-    api.redrive(group.groupId, topic, offset).then(() => { reload(); onChange(); }, (e: Error) => setActionError(e.message));
-  };
-  return html`<section class="dead-letters">
-    <h2>Dead letters of ${topic} ${data ? html`<span class="muted">(${depthText(data)})</span>` : ''}</h2>
-    ${(error ?? actionError) && html`<p class="error" role="alert">${error ?? actionError}</p>`}
-    <${Table} id=${`dead-letters-${topic}`} empty="no dead letters"
-      head=${['offset', 'original', 'attempts', 'reason', 'last failure', 'key', 'value', '']}
-      rows=${(data?.records ?? []).map((r) => [
-        r.offset, `${r.original.topic}/${r.original.partition}@${r.original.offset}`, r.attempts, r.reason, time(r.lastFailureAt), r.key ?? '-',
-        html`<code>${r.valuePreview ?? '-'}</code>`, html`<button onClick=${() => redrive(r.offset)}>redrive</button>`,
-      ])} />
-  </section>`;
 }

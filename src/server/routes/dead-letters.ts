@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { OnelogApi } from '../../protocol/api.js';
 import type { PurgeRequest, RedriveRequest } from '../../protocol/dead-letters.js';
 import type { NackBatchRequest, NackRequest } from '../../protocol/nacks.js';
+import { MAX_REDRIVE_OFFSETS } from '../../protocol/dead-letters.js';
 import { nonNegInt } from './schemas.js';
 
 /** Nacks and dead letters (docs/retries.md). */
@@ -67,7 +68,10 @@ export function registerDeadLetterRoutes(app: FastifyInstance, api: OnelogApi): 
       schema: {
         body: {
           type: 'object', required: ['topic'], additionalProperties: false,
-          properties: { topic: { type: 'string' }, offset: nonNegInt, all: { type: 'boolean' }, execute: { type: 'boolean' }, requestedBy: who },
+          properties: {
+            topic: { type: 'string' }, offset: nonNegInt, offsets: { type: 'array', items: nonNegInt, minItems: 1, maxItems: MAX_REDRIVE_OFFSETS },
+            all: { type: 'boolean' }, execute: { type: 'boolean' }, requestedBy: who,
+          },
         },
       },
     },
