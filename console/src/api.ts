@@ -7,11 +7,15 @@ import type { DeadLetterList, RedriveResult } from '../../src/protocol/dead-lett
 import type { GroupDescription, GroupSummary } from '../../src/protocol/groups.js';
 import type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
 import type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
+import type { ClusterDescription } from '../../src/protocol/cluster.js';
+import type { Overview } from '../../src/protocol/overview.js';
 
 export type { DeadLetterList } from '../../src/protocol/dead-letters.js';
 export type { GroupDescription, GroupPartition, GroupSummary } from '../../src/protocol/groups.js';
 export type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
 export type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
+export type { ClusterDescription } from '../../src/protocol/cluster.js';
+export type { Overview } from '../../src/protocol/overview.js';
 
 /** An error answer: the registry's code and message. */
 export class ApiError extends Error {
@@ -54,4 +58,7 @@ export const api = {
   deadLetters: (groupId: string, topic: string) => call<DeadLetterList>('GET', `/groups/${enc(groupId)}/dead-letters?topic=${enc(topic)}&limit=50`),
   redrive: (groupId: string, topic: string, offset: number) =>
     call<RedriveResult>('POST', `/groups/${enc(groupId)}/dead-letters/redrive`, { topic, offset, execute: true, requestedBy: 'console' }),
+  // The overview page.
+  overview: () => call<Overview>('GET', '/overview?limit=100'),
+  cluster: () => call<ClusterDescription>('GET', '/cluster'),
 };
