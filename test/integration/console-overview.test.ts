@@ -67,14 +67,14 @@ describe.runIf(hasTool(CHROMIUM, 'the web console\'s browser test'))('console ov
     await page.screenshot({ path: path.join(SCREENSHOTS, 'console-overview.png'), fullPage: true });
 
     // Changes through the API show without a reload: a mark set in the page now survives them.
-    await page.evaluate(() => Object.assign(window, { notReloaded: true }));
+    await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }));
     await api.produce({ topic: 'edits', records: edits.slice(0, 100).map(asRecord) });
     await vi.waitFor(async () => expect(await count(page, '[data-records="edits"]')).toBe(edits.length + 100), { timeout: 10_000, interval: 100 });
     const now = await api.describeTopic('edits');
     await api.commitOffsets({ groupId: 'near', topic: 'edits', offsets: now.partitions.map((p) => ({ partition: p.partition, offset: p.highWatermark })) });
     await vi.waitFor(async () => expect(await count(page, '[data-group-lag="near"]')).toBe(0), { timeout: 10_000, interval: 100 });
     expect(await cells(page, 'overview-groups', 3)).toEqual(['stalled', 'ok']);
-    expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
+    expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true);
     expect(page.url()).toBe(`${url}/`);
     expect(errors).toEqual([]);
   });

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import { ManualClock } from '../../src/common/clock.js';
+import { runCli } from '../helpers/processes.js';
 import { serveSecured } from '../helpers/secured-broker.js';
 import { readEdits } from '../helpers/wikiticker.js';
 
@@ -14,7 +15,8 @@ describe('GET /overview and GET /cluster', () => {
   it('lists topics by size, groups worst first and the active alerts; describes the embedded broker', async () => {
     const clock = new ManualClock(Date.parse('2026-01-01T00:00:00Z'));
     const { url, broker } = await serveSecured({ broker: { clock, monitoring: { alertCheckIntervalMs: 0 } } });
-    const ops = new HttpApi(url, { token: (await new HttpApi(url, { token: '' }).createUser('ops')).token });
+    const opsToken = (await new HttpApi(url, { token: '' }).createUser('ops')).token;
+    const ops = new HttpApi(url, { token: opsToken });
     await ops.createTopic({ topic: 'edits', partitions: 3, config: { retentionMs: -1 } });
     await ops.createTopic({ topic: 'small', partitions: 1 });
     const edits = readEdits();
@@ -45,21 +47,30 @@ describe('GET /overview and GET /cluster', () => {
     await expect(ops.overview({ limit: 0 })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
 
     // A user that may describe the near group and the small topic sees those only; the cluster needs describe on it.
-    const { token } = await ops.createUser('viewer');
+    const { token: viewerToken } = await ops.createUser('viewer');
     for (const [resourceType, resourceName] of [['group', 'near'], ['topic', 'small']] as const) {
       await ops.addAcl({ principal: 'viewer', resourceType, resourceName, operation: 'describe', patternType: 'literal', permission: 'allow' });
     }
-    const viewer = new HttpApi(url, { token });
+    const viewer = new HttpApi(url, { token: viewerToken });
     const seen = await viewer.overview();
     expect([seen.topics.map((t) => t.topic), seen.groups.map((g) => [g.groupId, g.topics]), seen.alerts]).toEqual([['small'], [['near', []]], []]);
     await expect(viewer.describeCluster()).rejects.toMatchObject({ code: 'FORBIDDEN' });
 
     await broker.advertise({ url, kafkaAddress: '127.0.0.1:9092' });
-    expect(await ops.describeCluster()).toEqual({
+    const cluster = {
       mode: 'embedded',
       brokers: [{ brokerId: null, url, kafkaAddress: '127.0.0.1:9092', heartbeatAgeMs: 0, partitionsLed: 4, groupsCoordinated: 3, self: true }],
       leases: [],
       leasesOmitted: 0,
-    });
+    };
+    expect(await ops.describeCluster()).toEqual(cluster);
+    // The CLI prints the same, and a table.
+    const token = { ONELOG_TOKEN: opsToken };
+    expect(JSON.parse((await runCli(url, ['cluster', 'describe', '--json'], undefined, token)).stdout)).toEqual(cluster);
+    const table = (await runCli(url, ['cluster', 'describe'], undefined, token)).stdout.split('\n');
+    expect(table.slice(0, 3).map((l) => l.split(/\s{2,}/))).toEqual([
+      ['embedded: one broker, leading every partition and coordinating every group'],
+      ['BROKER', 'URL', 'KAFKA', 'HEARTBEAT AGE MS', 'PARTITIONS LED', 'GROUPS COORDINATED'], ['- *', url, '127.0.0.1:9092', '0', '4', '3'],
+    ]);
   });
 });
