@@ -162,7 +162,7 @@ async function openLocked(
     scheduleGate: placement?.jobGate('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
     onScheduledPass: (pass) => {
       options.monitoring?.onScheduledPass?.(pass);
-      if (pass.ran) changes.publish({ type: 'evaluated' });
+      changes.publish({ type: 'evaluated' }); // run or skipped (cluster mode): either way the alerts were brought up to date
     },
   });
   monitor.alerts.onChange((change, alert) => changes.publish({ type: 'alert', groupId: alert.groupId, topic: alert.topic, alertId: alert.id, change }));

@@ -8,9 +8,10 @@
  * - `records`: records were appended to the topic (produced, or moved there by a nack or a redrive);
  * - `offsets`: the group's committed offsets of the topic moved (a commit or an executed reset);
  * - `alert`: an alert of the group was raised, resolved or acknowledged;
- * - `evaluated`: a scheduled evaluation of every group ended (time lag and headroom move with the clock);
+ * - `evaluated`: a pass of the scheduled alert evaluation ended (time lag and headroom move with the clock; in cluster
+ *   mode a broker that does not hold `job:alerts` skips the evaluation but takes in the alerts other brokers raised);
  * - `topic`: the topic was created, altered or deleted;
- * - `group`: the group was created or its subscription changed, a member joined or left, or it was deleted.
+ * - `group`: the group was created or its subscription changed, a member joined or left by a request, or it was deleted.
  */
 export type BrokerChange =
   | { type: 'records'; topic: string }
