@@ -12,13 +12,19 @@ export interface StreamEvent {
 
 export class EventStreamParser {
   private buffer = '';
+  /** A `\r` that ended the last piece: the first half of a `\r\n`, or a line end of its own. */
+  private carriageReturn = false;
 
   /**
    * Takes the next piece of the stream's text and answers the events it completes, in order (an event ends at a
    * blank line; comment lines, `: ...`, and fields other than `event` and `data` are skipped).
    */
   push(text: string): StreamEvent[] {
-    this.buffer += text.replace(/\r\n?/g, '\n');
+    let next = (this.carriageReturn ? '\r' : '') + text;
+    // A \r that ends the piece may be the first half of a \r\n: it waits for the next piece.
+    this.carriageReturn = next.endsWith('\r');
+    if (this.carriageReturn) next = next.slice(0, -1);
+    this.buffer += next.replace(/\r\n?/g, '\n');
     const events: StreamEvent[] = [];
     let end: number;
     while ((end = this.buffer.indexOf('\n\n')) >= 0) {

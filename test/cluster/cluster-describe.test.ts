@@ -1,0 +1,57 @@
+/**
+ * `GET /cluster` and `GET /overview` in cluster mode (docs/cluster.md "Seeing the cluster"): two brokers on PostgreSQL,
+ * Redis and s3rver, each leading a partition, one coordinating a group; either broker describes both, with their
+ * leases, and marks itself; the overview counts every broker's records.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Broker } from '../../src/broker/broker.js';
+import { HttpApi } from '../../src/client/http-api.js';
+import { servedBrokers, testCluster } from '../helpers/cluster.js';
+import { startS3 } from '../helpers/s3.js';
+import type { S3Server } from '../helpers/s3.js';
+
+let s3: S3Server;
+beforeAll(async () => {
+  s3 = await startS3();
+});
+afterAll(async () => {
+  await s3?.close();
+});
+
+const rec = (value: string, partition: number) => ({ key: null, value: Buffer.from(value), partition });
+
+describe('cluster describe', () => {
+  it('lists both brokers with what each leads and coordinates, and the leases they hold', async () => {
+    const served = await servedBrokers(await testCluster(s3), 2);
+    const [a, b] = served.brokers as [Broker, Broker];
+    try {
+      await a.createTopic({ topic: 't', partitions: 2 });
+      await a.produce({ topic: 't', records: [rec('a0', 0), rec('a1', 0)] }); // a leads partition 0
+      await b.produce({ topic: 't', records: [rec('b0', 1)] }); // b leads partition 1
+      await b.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest' }); // b coordinates g
+      for (const [i, url] of served.urls.entries()) {
+        const cluster = await new HttpApi(url).describeCluster();
+        expect(cluster.mode).toBe('cluster');
+        expect(cluster.brokers.map(({ heartbeatAgeMs: _age, ...rest }) => rest)).toEqual([
+          { brokerId: 1, url: served.urls[0], kafkaAddress: null, partitionsLed: 1, groupsCoordinated: 0, self: i === 0 },
+          { brokerId: 2, url: served.urls[1], kafkaAddress: null, partitionsLed: 1, groupsCoordinated: 1, self: i === 1 },
+        ]);
+        for (const broker of cluster.brokers) expect(broker.heartbeatAgeMs).toBeGreaterThanOrEqual(0);
+        for (const broker of cluster.brokers) expect(broker.heartbeatAgeMs).toBeLessThan(10_000);
+        const kinds = cluster.leases.map((l) => l.kind);
+        expect(kinds).toEqual([...kinds].sort((x, y) => ['job', 'group', 'partition'].indexOf(x) - ['job', 'group', 'partition'].indexOf(y)));
+        expect(cluster.leases.filter((l) => l.kind !== 'job').map(({ kind, name, holderBrokerId }) => [kind, name, holderBrokerId])).toEqual([
+          ['group', 'g', 2], ['partition', 't/0', 1], ['partition', 't/1', 2],
+        ]);
+        for (const lease of cluster.leases) expect(lease.epoch).toBeGreaterThanOrEqual(1);
+        expect(cluster.leasesOmitted).toBe(0);
+      }
+      const overview = await new HttpApi(served.urls[0]!).overview();
+      expect(overview.topics).toEqual([expect.objectContaining({ topic: 't', partitions: 2, records: 3 })]);
+      expect(overview.topics[0]!.sizeBytes).toBeGreaterThan(0);
+      expect(overview.groups.map((g) => [g.groupId, g.assessed])).toEqual([['g', true]]);
+    } finally {
+      await served.close();
+    }
+  });
+});
