@@ -3,31 +3,23 @@
  * Redis and s3rver, each leading a partition, one coordinating a group; either broker describes both, with their
  * leases, and marks itself; the overview counts every broker's records.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Broker } from '../../src/broker/broker.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { servedBrokers, testCluster } from '../helpers/cluster.js';
-import { startS3 } from '../helpers/s3.js';
-import type { S3Server } from '../helpers/s3.js';
+import { s3ForFile } from '../helpers/s3-suite.js';
 
-let s3: S3Server;
-beforeAll(async () => {
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
-
-const rec = (value: string, partition: number) => ({ key: null, value: Buffer.from(value), partition });
+const s3 = s3ForFile();
 
 describe('cluster describe', () => {
   it('lists both brokers with what each leads and coordinates, and the leases they hold', async () => {
-    const served = await servedBrokers(await testCluster(s3), 2);
+    const served = await servedBrokers(await testCluster(s3()), 2);
     const [a, b] = served.brokers as [Broker, Broker];
     try {
       await a.createTopic({ topic: 't', partitions: 2 });
-      await a.produce({ topic: 't', records: [rec('a0', 0), rec('a1', 0)] }); // a leads partition 0
-      await b.produce({ topic: 't', records: [rec('b0', 1)] }); // b leads partition 1
+      const records = (partition: number, ...values: string[]) => ({ topic: 't', records: values.map((v) => ({ key: null, value: Buffer.from(v), partition })) });
+      await a.produce(records(0, 'a0', 'a1')); // a leads partition 0
+      await b.produce(records(1, 'b0')); // b leads partition 1
       await b.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest' }); // b coordinates g
       for (const [i, url] of served.urls.entries()) {
         const cluster = await new HttpApi(url).describeCluster();
