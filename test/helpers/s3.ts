@@ -10,7 +10,6 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { afterAll, beforeAll } from 'vitest';
 
 /** A running S3-compatible server and how to reach its bucket. */
 export interface S3Server {
@@ -52,16 +51,4 @@ export async function startS3(bucket = 'onelog'): Promise<S3Server> {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Starts an s3rver before the file's tests and stops it after them; the function answers it (once started). */
-export function s3ForFile(): () => S3Server {
-  let s3: S3Server | undefined;
-  beforeAll(async () => {
-    s3 = await startS3();
-  });
-  afterAll(async () => {
-    await s3?.close();
-  });
-  return () => s3!;
 }
