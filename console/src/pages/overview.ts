@@ -29,9 +29,11 @@ function Brokers({ cluster, error }: { cluster: ClusterDescription | null; error
         b.brokerId ?? '-', b.url ?? '-', b.kafkaAddress ?? '-', b.heartbeatAgeMs === null ? 'not live' : embedded ? '-' : `${duration(b.heartbeatAgeMs)} ago`,
         num(b.partitionsLed), num(b.groupsCoordinated), b.self ? html`<span class="muted">answered</span>` : '',
       ])} />
-    ${embedded ? '' : html`<h2>Leases${shown(cluster.leases.length, cluster.leases.length + cluster.leasesOmitted)}</h2>
+    ${embedded ? '' : html`<details id="leases-details">
+      <summary>${num(cluster.leases.length + cluster.leasesOmitted)} leases held${shown(cluster.leases.length, cluster.leases.length + cluster.leasesOmitted)}</summary>
       <${Table} id="leases" empty="no lease held" head=${['kind', 'of', 'holder', 'epoch', 'expires']}
-        rows=${cluster.leases.map((l) => [l.kind, l.kind === 'group' ? groupLink(l.name) : l.name, l.holderBrokerId, l.epoch, time(l.expiresAt)])} />`}`;
+        rows=${cluster.leases.map((l) => [l.kind, l.kind === 'group' ? groupLink(l.name) : l.name, l.holderBrokerId, l.epoch, time(l.expiresAt)])} />
+    </details>`}`;
 }
 
 /** The topics, largest first. */
