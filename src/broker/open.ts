@@ -170,6 +170,8 @@ async function openLocked(
   if (lost.length > 0) await pauseLostOffsets(lost, { catalog, logs, alerts: monitor.alerts, clock, logger }, offsetStore);
   // A corrupt batch found in a partition's files raises a storage-corruption alert for the groups reading it.
   logs.watchCorruption?.((topic) => void monitor.evaluate({ topic }));
+  // In cluster mode records another broker appended are changes here too (this broker's own are told by the produce path).
+  (logs as Logs).watchAppends?.((topic) => changes.publish({ type: 'records', topic }));
 
   // The consumer manager: subscriptions, dead letters, retry tiers, then the coordinator asking them, then share groups.
   const subscriptions = new Subscriptions(catalog, clock);

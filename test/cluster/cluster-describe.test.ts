@@ -1,12 +1,14 @@
 /**
  * `GET /cluster` and `GET /overview` in cluster mode (docs/cluster.md "Seeing the cluster"): two brokers on PostgreSQL,
  * Redis and s3rver, each leading a partition, one coordinating a group; either broker describes both, with their
- * leases, and marks itself; the overview counts every broker's records.
+ * leases, and marks itself; the overview counts every broker's records; an event stream of one broker hears records
+ * another broker appended.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Broker } from '../../src/broker/broker.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { servedBrokers, testCluster } from '../helpers/cluster.js';
+import { changesOf, openEvents } from '../helpers/event-stream.js';
 import { s3ForFile } from '../helpers/s3-suite.js';
 
 const s3 = s3ForFile();
@@ -42,6 +44,13 @@ describe('cluster describe', () => {
       expect(overview.topics).toEqual([expect.objectContaining({ topic: 't', partitions: 2, records: 3 })]);
       expect(overview.topics[0]!.sizeBytes).toBeGreaterThan(0);
       expect(overview.groups.map((g) => [g.groupId, g.assessed])).toEqual([['g', true]]);
+
+      // Records only broker 2 appends are told on broker 1's stream (the sequencer announces every commit).
+      await a.createTopic({ topic: 'u', partitions: 1 });
+      const events = await openEvents(served.urls[0]!);
+      await b.produce({ topic: 'u', records: [{ key: null, value: Buffer.from('b'), partition: 0 }] });
+      await vi.waitFor(() => expect(changesOf(events)).toContainEqual({ type: 'records', topic: 'u' }), { timeout: 5000, interval: 20 });
+      events.close();
     } finally {
       await served.close();
     }
