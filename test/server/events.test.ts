@@ -5,9 +5,12 @@
  */
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it, vi } from 'vitest';
+import { Broker } from '../../src/broker/broker.js';
 import { HttpApi } from '../../src/client/http-api.js';
 import { ManualClock } from '../../src/common/clock.js';
+import { createHttpServer } from '../../src/server/http-server.js';
 import { serveSecured } from '../helpers/secured-broker.js';
+import { tmpDir } from '../helpers/tmp.js';
 import { changesOf, openEvents } from '../helpers/event-stream.js';
 
 const record = (value: string) => ({ key: null, value: Buffer.from(value) });
@@ -89,6 +92,17 @@ describe('GET /events', () => {
     expect(JSON.stringify(changesOf(events))).not.toContain('private');
     await expect(openEvents(url, 'onelog_0000000000000000_wrong')).rejects.toMatchObject({ status: 401 });
     events.close();
+  });
+
+  it('refuses bounds out of range when the server is built', async () => {
+    const broker = await Broker.open({ dataDir: tmpDir() });
+    try {
+      expect(() => createHttpServer(broker, { events: { maxStreams: 0 } })).toThrow(expect.objectContaining({
+        code: 'INVALID_CONFIG', message: 'events.maxStreams must be an integer from 1 to 100000, got 0',
+      }));
+    } finally {
+      await broker.close();
+    }
   });
 
   it('refuses a stream past the cap until one closes, sends heartbeats, and ends every stream when the server closes', async () => {

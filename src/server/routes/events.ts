@@ -14,23 +14,29 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { BrokerChange, BrokerChanges, ChangeSource } from '../../protocol/changes.js';
 import { OnelogError } from '../../protocol/errors.js';
+import { checkInteger } from '../../protocol/validate.js';
 import type { Acls } from '../../security/acls.js';
 import type { Principal } from '../../security/principal.js';
 import { principalOf } from '../access.js';
 
-/** Bounds and pace of the event streams. */
+/** Bounds and pace of the event streams (each an integer within the bounds it names). */
 export interface EventStreamOptions {
-  /** Most streams open at once; one more is refused `RESOURCE_EXHAUSTED` (`resource: event-streams`). @default 100 */
+  /** Most streams open at once, 1 to 100,000; one more is refused `RESOURCE_EXHAUSTED` (`resource: event-streams`). @default 100 */
   maxStreams?: number;
-  /** Shortest time between two messages of a stream, ms: changes meanwhile are sent together. @default 250 */
+  /** Shortest time between two messages of a stream, ms, 0 to 60,000: changes meanwhile are sent together. @default 250 */
   coalesceMs?: number;
-  /** A comment line is sent after this long without a message, ms, so that proxies keep the stream. @default 15000 */
+  /** A comment line is sent after this long without a message, ms, 10 to 3,600,000, so that proxies keep the stream. @default 15000 */
   heartbeatMs?: number;
-  /** Most distinct changes one message lists; past them it is `truncated`. @default 1000 */
+  /** Most distinct changes one message lists, 1 to 100,000; past them it is `truncated`. @default 1000 */
   maxChanges?: number;
-  /** A stream with more unsent bytes than this (its client stopped reading) is ended, bytes. @default 1048576 */
+  /** A stream with more unsent bytes than this (its client stopped reading) is ended, bytes, 1 KiB to 1 GiB. @default 1048576 */
   maxBufferedBytes?: number;
 }
+
+/** Each option's bounds: [min, max]. */
+const BOUNDS: Record<keyof EventStreamOptions, [number, number]> = {
+  maxStreams: [1, 100_000], coalesceMs: [0, 60_000], heartbeatMs: [10, 3_600_000], maxChanges: [1, 100_000], maxBufferedBytes: [1024, 2 ** 30],
+};
 
 /** The event streams of a server: {@link close} ends them all. */
 export interface EventStreams {
@@ -43,9 +49,11 @@ const DEFAULTS: Required<EventStreamOptions> = { maxStreams: 100, coalesceMs: 25
 /**
  * Registers `GET /events` over `source`.
  * @param acls what each stream's principal may describe (none: a server without access control sends everything)
+ * @throws OnelogError `INVALID_CONFIG` for an option outside its bounds, naming them
  */
 export function registerEventRoutes(app: FastifyInstance, source: ChangeSource, acls: Acls | undefined, options: EventStreamOptions = {}): EventStreams {
   const o = { ...DEFAULTS, ...options };
+  for (const [name, [min, max]] of Object.entries(BOUNDS)) checkInteger(o[name as keyof EventStreamOptions], `events.${name}`, min, max, 'INVALID_CONFIG');
   const open = new Set<() => void>();
   app.get('/events', async (request, reply) => {
     if (open.size >= o.maxStreams) {
