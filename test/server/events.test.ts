@@ -69,11 +69,13 @@ describe('GET /events', () => {
     for (let i = 0; i < 60; i++) await broker.produce({ topic: i % 2 === 0 ? 'a' : 'b', records: [record(`${i}`)] });
     const producedMs = performance.now() - started;
     await vi.waitFor(() => expect(changesOf(events)).toEqual(expect.arrayContaining([{ type: 'records', topic: 'a' }, { type: 'records', topic: 'b' }])), wait);
-    // 60 produces, a message per window they spanned (and the first at once), each naming a topic once.
-    expect(events.messages.length).toBeLessThanOrEqual(Math.ceil(producedMs / 200) + 1);
+    // 60 produces: the first message at once, then at most one per window, the last up to a window after them; each
+    // names a topic once.
+    expect(events.messages.length).toBeLessThanOrEqual(Math.floor(producedMs / 200) + 2);
+    expect(events.messages.length).toBeLessThan(60);
     for (const [i, m] of events.messages.entries()) {
       expect(m.changes.length).toBeLessThanOrEqual(2);
-      if (i > 0) expect(m.at - events.messages[i - 1]!.at).toBeGreaterThanOrEqual(150); // the window, less the timers' slack
+      if (i > 0) expect(m.at - events.messages[i - 1]!.at).toBeGreaterThanOrEqual(100); // the window, less what the network may shift
     }
     events.close();
   });
