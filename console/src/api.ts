@@ -11,6 +11,8 @@ import type { DeadLetterList, PurgeResult, RedriveResult } from '../../src/proto
 import type { JsonRecord } from '../../src/protocol/json-records.js';
 import type { CheckpointDescription, ResetOffsetsResult, ResetSpec } from '../../src/protocol/offsets.js';
 import type { AccessRights } from '../../src/protocol/security.js';
+import type { ClusterDescription } from '../../src/protocol/cluster.js';
+import type { Overview } from '../../src/protocol/overview.js';
 
 export type { GroupDescription, GroupPartition, GroupSummary } from '../../src/protocol/groups.js';
 export type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
@@ -18,6 +20,8 @@ export type { TopicDescription, TopicSummary } from '../../src/protocol/topics.j
 export type { DeadLetter, DeadLetterList, PurgeResult, RedriveResult } from '../../src/protocol/dead-letters.js';
 export type { JsonRecord } from '../../src/protocol/json-records.js';
 export type { ResetOffsetsResult, ResetSpec } from '../../src/protocol/offsets.js';
+export type { ClusterDescription } from '../../src/protocol/cluster.js';
+export type { Overview } from '../../src/protocol/overview.js';
 
 /** An error answer: the registry's code and message. */
 export class ApiError extends Error {
@@ -57,6 +61,9 @@ export const api = {
   history: (groupId: string) => call<GroupHistory>('GET', `/groups/${enc(groupId)}/history`),
   alerts: async (active: boolean) => (await call<{ alerts: GroupAlert[] }>('GET', `/alerts?active=${active}&limit=500`)).alerts,
   ack: (id: number) => call<GroupAlert>('POST', `/alerts/${id}/ack`, { requestedBy: 'console' }),
+  // The overview page.
+  overview: () => call<Overview>('GET', '/overview?limit=100'),
+  cluster: () => call<ClusterDescription>('GET', '/cluster'),
 };
 
 // Dead letters and replay (pages/dead-letters.ts, pages/replay.ts): what the signed-in user may do, plans (dry runs)

@@ -1,7 +1,9 @@
 /**
- * The onelog web console: topics, groups (lag, time lag and retention headroom per partition, charts of the
- * last hour, members, alerts, resets), a group's dead letters (redrive, purge) and replay (resets with a preview), and
- * alerts, read from the broker's HTTP API every few seconds. Preact (with htm, so no JSX build step) and uPlot keep it small; routes live in the URL's hash.
+ * The onelog web console: an overview (brokers, topics by size, groups worst first, active alerts), topics and
+ * their records, groups (lag, time lag and retention headroom per partition, charts, members, alerts, resets), a
+ * group's dead letters (redrive, purge) and replay (resets with a preview), and alerts, read from the broker's HTTP
+ * API and reloaded as the broker's event stream tells of changes (polling every few seconds while it is down: the
+ * header says which). Preact (with htm, so no JSX build step) and uPlot keep it small; routes live in the URL's hash.
  */
 import { html } from 'htm/preact';
 import { render } from 'preact';
@@ -11,14 +13,16 @@ import { token, TOKEN_NEEDED } from './api.js';
 import { AlertsPage } from './pages/alerts.js';
 import { DeadLettersPage } from './pages/dead-letters.js';
 import { GroupPage, GroupsPage } from './pages/groups.js';
+import { OverviewPage } from './pages/overview.js';
+import { isLive, LIVE_CHANGED } from './live.js';
 import { recordsRoute } from './pages/records.js';
 import { ReplayPage } from './pages/replay.js';
 import { TopicPage, TopicsPage } from './pages/topics.js';
 import './style.css';
 
 /**
- * The page for a hash route: `#/topics/T`, `#/groups/G`, `#/groups/G/dead-letters/T`, `#/groups/G/replay`, `#/groups`,
- * `#/alerts`, else the topics.
+ * The page for a hash route: `#/topics/T` (and its records), `#/topics`, `#/groups/G`, `#/groups/G/dead-letters/T`,
+ * `#/groups/G/replay`, `#/groups`, `#/alerts`, else the overview.
  */
 function route(hash: string): VNode {
   const records = recordsRoute(hash); // #/topics/T/records, #/topics/T/records/P/OFFSET
@@ -33,7 +37,8 @@ function route(hash: string): VNode {
   if (noun === 'groups' && id) return html`<${GroupPage} groupId=${id} key=${id} />`;
   if (noun === 'groups') return html`<${GroupsPage} />`;
   if (noun === 'alerts') return html`<${AlertsPage} />`;
-  return html`<${TopicsPage} />`;
+  if (noun === 'topics') return html`<${TopicsPage} />`;
+  return html`<${OverviewPage} />`;
 }
 
 /** Asks for a user's token once the broker answers 401 (docs/security.md); keeps it for this tab only. */
@@ -54,14 +59,18 @@ function TokenForm(): VNode {
 function App(): VNode {
   const [hash, setHash] = useState(location.hash);
   const [needsToken, setNeedsToken] = useState(false);
+  const [live, setLive] = useState(isLive());
   useEffect(() => {
     const onChange = () => setHash(location.hash);
     const onTokenNeeded = () => setNeedsToken(true);
+    const onLive = () => setLive(isLive());
     addEventListener('hashchange', onChange);
     addEventListener(TOKEN_NEEDED, onTokenNeeded);
+    addEventListener(LIVE_CHANGED, onLive);
     return () => {
       removeEventListener('hashchange', onChange);
       removeEventListener(TOKEN_NEEDED, onTokenNeeded);
+      removeEventListener(LIVE_CHANGED, onLive);
     };
   }, []);
   const signOut = () => {
@@ -70,8 +79,9 @@ function App(): VNode {
   };
   return html`<header>
       <b>onelog</b>
-      <nav><a href="#/topics">Topics</a> <a href="#/groups">Groups</a> <a href="#/alerts">Alerts</a> <a href="/metrics">Metrics</a>
+      <nav><a href="#/">Overview</a> <a href="#/topics">Topics</a> <a href="#/groups">Groups</a> <a href="#/alerts">Alerts</a> <a href="/metrics">Metrics</a>
         ${token.get() ? html` <a href="#" id="sign-out" onClick=${signOut}>Forget token</a>` : null}</nav>
+      <span id="live-status" class=${live ? 'live' : 'polling'} title=${live ? 'pages reload as the broker changes' : 'no event stream: pages reload every 5 s'}>${live ? 'live' : 'polling'}</span>
     </header>
     <main>${needsToken ? html`<${TokenForm} />` : route(hash)}</main>`;
 }

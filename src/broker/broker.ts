@@ -28,6 +28,9 @@ import type { CreateTopic } from '../delivery/retries.js';
 import { WebhookDispatcher } from '../delivery/webhook.js';
 import type { GroupOffset } from '../offsets/offset-store.js';
 import type { BinaryDataApi, OnelogApi } from '../protocol/api.js';
+import type { BrokerChange, ChangeSource } from '../protocol/changes.js';
+import type { ClusterDescription } from '../protocol/cluster.js';
+import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { BatchFetchResult, FetchRequest, FetchResult } from '../protocol/fetch.js';
 import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from '../protocol/groups.js';
@@ -47,13 +50,15 @@ import { OnelogError } from '../protocol/errors.js';
 import { checkGroupId } from '../protocol/validate.js';
 import type { FileCacheStats } from '../log/segments/file-cache.js';
 import { ClusterRouting } from './cluster-routing.js';
+import { describeCluster } from './cluster-view.js';
+import { readOverview } from './overview.js';
 import { FetchPath } from './fetch-path.js';
 import { openBroker } from './open.js';
 import { RecordBrowser } from './record-browser.js';
 import type { BrokerParts } from './open.js';
 import type { BrokerOptions } from './options.js';
 
-export class Broker implements OnelogApi, BinaryDataApi {
+export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
   private closed = false;
   /** The users requests are authenticated against (docs/security.md). */
   readonly users: BrokerParts['users'];
@@ -100,13 +105,17 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see TopicAdmin.create */
   async createTopic(request: CreateTopicRequest): Promise<TopicDescription> {
     this.checkOpen();
-    return this.parts.topics.create(request);
+    const created = await this.parts.topics.create(request);
+    this.parts.changes.publish({ type: 'topic', topic: created.topic, change: 'created' });
+    return created;
   }
 
   /** @see TopicAdmin.alter */
   async alterTopic(request: AlterTopicRequest): Promise<TopicDescription> {
     this.checkOpen();
-    return this.parts.topics.alter(request);
+    const altered = await this.parts.topics.alter(request);
+    this.parts.changes.publish({ type: 'topic', topic: altered.topic, change: 'altered' });
+    return altered;
   }
 
   async listTopics(): Promise<TopicSummary[]> {
@@ -133,6 +142,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.parts.shareGroups.topicDeleted(topic);
     this.metrics.deleteTopic(topic);
     for (const sub of subscriptions) if (sub.pushEndpoint) await this.webhooks.refresh({ ...sub, pushEndpoint: null });
+    this.parts.changes.publish({ type: 'topic', topic, change: 'deleted' });
     return result;
   }
 
@@ -318,6 +328,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
     const sub = await this.parts.groups.findSubscription(request.groupId, request.topic);
     if (sub?.deadLetterTopic) await this.parts.deadLetters.checkAlert(sub); // a new alert depth may raise or resolve it
     await this.webhooks.refresh(result.subscription); // starts, restarts or stops the subscription's webhook dispatcher
+    this.parts.changes.publish({ type: 'group', groupId: request.groupId, change: 'changed' });
     return result;
   }
 
@@ -342,7 +353,9 @@ export class Broker implements OnelogApi, BinaryDataApi {
   async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
     this.checkOpen();
     checkJoinRequest(request);
-    return this.parts.groups.joinGroup(request, this.routing.topicsCurrent(request.topics));
+    const joined = await this.parts.groups.joinGroup(request, this.routing.topicsCurrent(request.topics));
+    this.parts.changes.publish({ type: 'group', groupId: request.groupId, change: 'changed' });
+    return joined;
   }
 
   /** @see GroupCoordinator.heartbeat */
@@ -356,7 +369,8 @@ export class Broker implements OnelogApi, BinaryDataApi {
   /** @see GroupCoordinator.leaveGroup */
   async leaveGroup(request: LeaveGroupRequest): Promise<void> {
     this.checkOpen();
-    return this.parts.groups.leaveGroup({ groupId: checkGroupId(request.groupId), memberId: request.memberId, abandoned: request.abandoned === true });
+    await this.parts.groups.leaveGroup({ groupId: checkGroupId(request.groupId), memberId: request.memberId, abandoned: request.abandoned === true });
+    this.parts.changes.publish({ type: 'group', groupId: request.groupId, change: 'changed' });
   }
 
   /**
@@ -380,6 +394,7 @@ export class Broker implements OnelogApi, BinaryDataApi {
         for (const log of this.parts.logs.partitions(topic)) await log.deleteRecordsBefore(log.highWatermark, 'delete-records');
       });
     }
+    this.parts.changes.publish({ type: 'group', groupId, change: 'deleted' });
   }
 
   /**
@@ -506,6 +521,31 @@ export class Broker implements OnelogApi, BinaryDataApi {
     this.checkOpen();
     if (!(await this.parts.catalog.groups.get(checkGroupId(groupId)))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
     return { groupId, partitions: this.parts.monitor.groupHistory(groupId) };
+  }
+
+  /** @see readOverview */
+  async overview(request: OverviewRequest = {}): Promise<Overview> {
+    this.checkOpen();
+    return readOverview({
+      logs: this.parts.logs, monitor: this.parts.monitor, topics: () => this.parts.topics.list(), groups: () => this.parts.groups.listGroups(),
+      now: () => this.parts.clock.now(),
+    }, request);
+  }
+
+  /** @see describeCluster (cluster-view.ts) @throws OnelogError `STORAGE_ERROR` */
+  async describeCluster(): Promise<ClusterDescription> {
+    this.checkOpen();
+    return describeCluster({
+      routing: this.routing, placement: this.parts.placement,
+      counts: async () => ({
+        partitions: (await this.parts.topics.list()).reduce((sum, t) => sum + t.partitions, 0), groups: (await this.parts.groups.listGroups()).length,
+      }),
+    });
+  }
+
+  /** @see ChangeFeed */
+  watchChanges(listener: (change: BrokerChange) => void): () => void {
+    return this.parts.changes.watchChanges(listener);
   }
 
   /** @see GroupCoordinator.resetOffsets */

@@ -11,6 +11,8 @@ import { OnelogError } from '../protocol/errors.js';
 import type { Logs } from '../log/logs.js';
 
 export class ClusterRouting {
+  private addresses: { url: string; kafkaAddress: string | null } | null = null;
+
   constructor(private readonly logs: Logs, private readonly membership: ClusterMembership | null, private readonly placement: Placement | null) {}
 
   /**
@@ -59,11 +61,17 @@ export class ClusterRouting {
 
   /**
    * Registers this broker in the cluster with the addresses clients reach it at (its HTTP API, its Kafka listener);
-   * heartbeats from then on. Nothing on the embedded default.
+   * heartbeats from then on. On the embedded default only remembered, for {@link advertised}.
    * @throws OnelogError `ALREADY_EXISTS` if a live broker has this broker id; `STORAGE_ERROR`
    */
   async advertise(addresses: { url: string; kafkaAddress?: string | null }): Promise<void> {
     await this.membership?.advertise(addresses);
+    this.addresses = { url: addresses.url, kafkaAddress: addresses.kafkaAddress ?? null };
+  }
+
+  /** The addresses this broker advertised (on the embedded default too, for `describeCluster`), or null before it did. */
+  get advertised(): { url: string; kafkaAddress: string | null } | null {
+    return this.addresses;
   }
 
   /** The live brokers of the cluster, by id; null on the embedded default. @throws OnelogError `STORAGE_ERROR` */

@@ -23,6 +23,7 @@ import { ShareGroups } from '../coordinator/share-groups.js';
 import { Subscriptions } from '../coordinator/subscriptions.js';
 import { DeadLetters } from '../delivery/dead-letters.js';
 import { Retries } from '../delivery/retries.js';
+import { ChangeFeed } from '../monitoring/change-feed.js';
 import { BrokerMetrics } from '../monitoring/metrics.js';
 import { Monitor } from '../monitoring/monitor.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
@@ -65,6 +66,8 @@ export interface BrokerParts {
   /** Which broker leads each partition and runs each job (job leases); null on the embedded default. */
   readonly placement: ClusterPlacement | null;
   readonly monitor: Monitor;
+  /** What changed, as it happens: records, offsets, alerts, evaluations, topics, groups (`GET /events`). */
+  readonly changes: ChangeFeed;
   readonly groups: GroupCoordinator;
   /** Dead letters of every subscription: depth, list, redrive, purge (docs/retries.md). */
   readonly deadLetters: DeadLetters;
@@ -152,15 +155,23 @@ async function openLocked(
   const lost = await findLostOffsets(catalog, offsets, new Map(topicList.map((t) => [t.name, t.partitions])));
   if (lost.length > 0 && options.allowMissingOffsets !== true) throw lostOffsetsRefusal(lost, offsetStore, options.dataDir);
 
-  // Watching consumers.
+  // Watching consumers, and telling the console what changed.
+  const changes = new ChangeFeed(logger);
   const monitor = await Monitor.open(catalog, offsets, logs, clock, logger, {
     ...options.monitoring, notifications: { ...options.monitoring?.notifications, outbound },
     scheduleGate: placement?.jobGate('job:alerts') ?? options.monitoring?.scheduleGate, // cluster mode: one broker's timer evaluates
+    onScheduledPass: (pass) => {
+      options.monitoring?.onScheduledPass?.(pass);
+      changes.publish({ type: 'evaluated' }); // run or skipped (cluster mode): either way the alerts were brought up to date
+    },
   });
+  monitor.alerts.onChange((change, alert) => changes.publish({ type: 'alert', groupId: alert.groupId, topic: alert.topic, alertId: alert.id, change }));
   opened.push(() => monitor.stop());
   if (lost.length > 0) await pauseLostOffsets(lost, { catalog, logs, alerts: monitor.alerts, clock, logger }, offsetStore);
   // A corrupt batch found in a partition's files raises a storage-corruption alert for the groups reading it.
   logs.watchCorruption?.((topic) => void monitor.evaluate({ topic }));
+  // In cluster mode records another broker appended are changes here too (this broker's own are told by the produce path).
+  (logs as Logs).watchAppends?.((topic) => changes.publish({ type: 'records', topic }));
 
   // The consumer manager: subscriptions, dead letters, retry tiers, then the coordinator asking them, then share groups.
   const subscriptions = new Subscriptions(catalog, clock);
@@ -172,6 +183,7 @@ async function openLocked(
   const groups = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, subscriptions, {
     committed: (groupId, topic, committed) => {
       retries.committed(groupId, topic, committed);
+      changes.publish({ type: 'offsets', groupId, topic });
       // A commit moves the group forward: it can only clear conditions, so only a group with one open is evaluated.
       if (monitor.alerts.hasOpen(groupId)) void monitor.evaluate({ groupId });
     },
@@ -193,6 +205,7 @@ async function openLocked(
   });
   groups.onReset(async (groupId, topic) => {
     retries.forget(groupId, topic);
+    changes.publish({ type: 'offsets', groupId, topic });
     if ((await subscriptions.find(groupId, topic))?.type === 'share') await shareGroups.reset(groupId, topic);
     void monitor.evaluate({ groupId });
   });
@@ -209,13 +222,16 @@ async function openLocked(
     maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024,
     maxRecordsPerRequest: options.maxRecordsPerRequest ?? 100_000,
   };
-  const producing = new ProducePath(logs, catalog, clock, metrics, limits, (topic) => monitor.recordsArrived(topic), await catalog.producerIds.last());
+  const producing = new ProducePath(logs, catalog, clock, metrics, limits, (topic) => {
+    monitor.recordsArrived(topic);
+    changes.publish({ type: 'records', topic });
+  }, await catalog.producerIds.last());
 
   // Background work, from here on.
   const background = startBackground(options, logger, { catalog, logs, files, placement, groups, shareGroups, monitor }, jobs);
   monitor.start();
   return Object.freeze({
-    options, clock, logger, unlock, outbound, files, catalog, logs, offsets, membership, placement, monitor, groups, deadLetters, retries, shareGroups,
+    options, clock, logger, unlock, outbound, files, catalog, logs, offsets, membership, placement, monitor, changes, groups, deadLetters, retries, shareGroups,
     acls, users, audit, topics, metrics, producing, background,
   });
 }

@@ -7,6 +7,7 @@ import { Command } from 'commander';
 import { registerAcls } from './acls.js';
 import { registerAlerts } from './alerts.js';
 import { registerAudit } from './audit.js';
+import { registerCluster } from './cluster.js';
 import { registerConsume } from './consume.js';
 import { registerDlq } from './dlq.js';
 import { registerGroups } from './groups.js';
@@ -38,5 +39,6 @@ export function buildProgram(): Command {
   registerUsers(program);
   registerAcls(program);
   registerAudit(program);
+  registerCluster(program);
   return program;
 }

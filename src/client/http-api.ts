@@ -17,6 +17,8 @@
  * that broker cannot be reached. Other requests stay on the URL in use.
  */
 import type { OnelogApi } from '../protocol/api.js';
+import type { ClusterDescription } from '../protocol/cluster.js';
+import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { FetchRequest, FetchResult } from '../protocol/fetch.js';
 import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from '../protocol/groups.js';
@@ -547,6 +549,14 @@ export class HttpApi implements OnelogApi {
 
   groupHistory(groupId: string): Promise<GroupHistory> {
     return this.call('GET', `/groups/${encodeURIComponent(groupId)}/history`);
+  }
+
+  overview(request: OverviewRequest = {}): Promise<Overview> {
+    return this.call('GET', `/overview${request.limit === undefined ? '' : `?limit=${request.limit}`}`);
+  }
+
+  describeCluster(): Promise<ClusterDescription> {
+    return this.call('GET', '/cluster');
   }
 }
 

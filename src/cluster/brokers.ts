@@ -29,6 +29,8 @@ export interface BrokerInfo {
   /** ms since the epoch, database time */
   startedAt: number;
   heartbeatAt: number;
+  /** ms from its last heartbeat to the read, by the database's clock */
+  heartbeatAgeMs: number;
 }
 
 interface BrokerRow {
@@ -37,6 +39,7 @@ interface BrokerRow {
   kafka_address: string | null;
   started_ms: string;
   heartbeat_ms: string;
+  age_ms: string;
 }
 
 export class BrokerRegistry {
@@ -96,10 +99,12 @@ export class BrokerRegistry {
   /** The live brokers, by id. */
   async live(): Promise<BrokerInfo[]> {
     const { rows } = await this.query<BrokerRow>('live brokers', `SELECT broker_id, url, kafka_address,
-        (extract(epoch from started_at) * 1000)::bigint AS started_ms, (extract(epoch from heartbeat_at) * 1000)::bigint AS heartbeat_ms
+        (extract(epoch from started_at) * 1000)::bigint AS started_ms, (extract(epoch from heartbeat_at) * 1000)::bigint AS heartbeat_ms,
+        (extract(epoch from clock_timestamp() - heartbeat_at) * 1000)::bigint AS age_ms
       FROM ${this.table} WHERE heartbeat_at > clock_timestamp() - $1::int * interval '1 millisecond' ORDER BY broker_id`, [this.timeoutMs]);
     return rows.map((r) => ({
       brokerId: r.broker_id, url: r.url, kafkaAddress: r.kafka_address, startedAt: Number(r.started_ms), heartbeatAt: Number(r.heartbeat_ms),
+      heartbeatAgeMs: Number(r.age_ms),
     }));
   }
 

@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../common/logger.js';
 import type { NamedLeases } from './leases.js';
-import type { JobGate, Placement } from './placement.js';
+import type { HeldLease, JobGate, Placement } from './placement.js';
 
 /** Options of {@link ClusterPlacement}. */
 export interface ClusterPlacementOptions {
@@ -14,6 +14,8 @@ export interface ClusterPlacementOptions {
   leases: NamedLeases;
   /** Who holds each partition's lease now (the log's sequencer: `Sequencer.leaders`). */
   leaders: Placement['partitionLeaders'];
+  /** Every partition lease held now (the log's sequencer: `Sequencer.partitionLeases`). */
+  partitionLeases: () => Promise<Array<{ topic: string; partition: number; brokerId: number; epoch: number; expiresAt: number }>>;
   logger: Logger;
 }
 
@@ -26,6 +28,17 @@ export class ClusterPlacement implements Placement {
 
   partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>> {
     return this.options.leaders(topics);
+  }
+
+  /** Jobs, then groups, then partitions, each by name. */
+  async heldLeases(): Promise<HeldLease[]> {
+    const [named, partitions] = await Promise.all([this.options.leases.heldNow(), this.options.partitionLeases()]);
+    const kindOf = (name: string) => (name.startsWith('group:') ? 'group' as const : 'job' as const);
+    return [
+      ...named.map((l) => ({ kind: kindOf(l.name), name: kindOf(l.name) === 'group' ? l.name.slice('group:'.length) : l.name, brokerId: l.brokerId, epoch: l.epoch, expiresAt: l.expiresAt }))
+        .sort((a, b) => (a.kind === b.kind ? 0 : a.kind === 'job' ? -1 : 1)),
+      ...partitions.map((p) => ({ kind: 'partition' as const, name: `${p.topic}/${p.partition}`, brokerId: p.brokerId, epoch: p.epoch, expiresAt: p.expiresAt })),
+    ];
   }
 
   /**

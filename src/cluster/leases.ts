@@ -78,6 +78,13 @@ export class NamedLeases {
     return row === undefined ? null : toLease(row);
   }
 
+  /** Every lease held now (its expiry not passed by the database's clock), by name. @throws OnelogError `STORAGE_ERROR` */
+  async heldNow(): Promise<NamedLease[]> {
+    const { rows } = await this.query<LeaseRow>('held', `SELECT name, holder_broker_id, epoch, (extract(epoch from expires_at) * 1000)::bigint AS expires_ms
+      FROM ${this.table} WHERE holder_broker_id IS NOT NULL AND expires_at > clock_timestamp() ORDER BY name`, []);
+    return rows.map(toLease);
+  }
+
   /** Gives the lease up if this broker still holds it at `epoch` (the next holder need not wait for its expiry). */
   async release(name: string, epoch: number): Promise<void> {
     await this.query('release', `UPDATE ${this.table} SET holder_broker_id = NULL, expires_at = NULL

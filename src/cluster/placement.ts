@@ -17,6 +17,17 @@
  */
 export type JobGate = (intervalMs: number) => Promise<boolean>;
 
+/** A lease held now: `partition:TOPIC/PARTITION`, `group:<groupId>` or `job:<what>`, its holder, epoch and expiry. */
+export interface HeldLease {
+  kind: 'partition' | 'group' | 'job';
+  /** `TOPIC/PARTITION`, the group id, or the job lease's whole name (`job:alerts`). */
+  name: string;
+  brokerId: number;
+  epoch: number;
+  /** ms since the epoch, the database's clock */
+  expiresAt: number;
+}
+
 export interface Placement {
   /**
    * Who sequences each partition of `topics` now (the holder of its partition lease, not expired), by topic then
@@ -24,6 +35,12 @@ export interface Placement {
    * @throws OnelogError `STORAGE_ERROR`
    */
   partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>>;
+  /**
+   * Every lease held now (not expired): the partitions' (their sequencers) and the named ones (`group:<groupId>`,
+   * `job:<what>`), for `onelog cluster describe`.
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  heldLeases(): Promise<HeldLease[]>;
   /**
    * The gate of a job one broker of the cluster at a time runs on schedule (retention: `job:retention`, alert
    * evaluation: `job:alerts`, the object log's upkeep: `job:merge`, `job:sweep`, `job:compact`), under the job's

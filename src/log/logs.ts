@@ -142,6 +142,11 @@ export interface Logs {
    * Tells `listener` of each corrupt batch found from now on, and at once of those found already (local engine).
    */
   watchCorruption?(listener: (topic: string, partition: number, batch: CorruptBatch) => void): void;
+  /**
+   * Tells `listener` of each topic records were appended to from now on, by any broker of the cluster (cluster mode:
+   * the sequencer announces every commit). Absent on the local engine, where every append is this broker's own.
+   */
+  watchAppends?(listener: (topic: string) => void): void;
   /** Ends every long-poll waiting on any partition (shutdown). */
   endWaits(): void;
   /** Writes what waits, closes every partition. */

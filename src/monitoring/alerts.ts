@@ -27,6 +27,9 @@ export interface AlertInput extends AlertSubject {
   context: Record<string, unknown>;
 }
 
+/** What happened to an alert, as {@link Alerts.onChange} tells it. */
+export type AlertChange = 'raised' | 'resolved' | 'acknowledged';
+
 /** The key of an alert's subject. */
 function alertKey(s: AlertSubject): string {
   return `${s.groupId}\0${s.kind}\0${s.topic}\0${s.partition}`;
@@ -41,6 +44,7 @@ export class Alerts {
    */
   private readonly openPerGroup = new Map<string, Map<string, GroupAlert>>();
   private writes: Promise<unknown> = Promise.resolve();
+  private readonly changeListeners: Array<(change: AlertChange, alert: GroupAlert) => void> = [];
 
   constructor(
     private readonly catalog: Catalog,
@@ -48,6 +52,18 @@ export class Alerts {
     private readonly logger: Logger,
     readonly notifier: AlertNotifier,
   ) {}
+
+  /**
+   * Calls `listener` with each alert this broker raises, records, resolves (its group deleted too) or has
+   * acknowledged, once the catalog holds it. It must not throw.
+   */
+  onChange(listener: (change: AlertChange, alert: GroupAlert) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private changed(change: AlertChange, alert: GroupAlert): void {
+    for (const listener of this.changeListeners) listener(change, alert);
+  }
 
   /** Loads the unresolved alerts and the notification sinks. */
   async start(): Promise<void> {
@@ -98,6 +114,7 @@ export class Alerts {
       if (!raised) return null; // another broker's, notified by it
       this.logger.warn({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, alert.message);
       this.notifier.notify({ event: 'raised', alert });
+      this.changed('raised', alert);
       return alert;
     });
   }
@@ -109,6 +126,7 @@ export class Alerts {
       const alert = await this.catalog.alerts.add({ ...input, createdAt: now, resolvedAt: now });
       this.logger.warn({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, alert.message);
       this.notifier.notify({ event: 'raised', alert });
+      this.changed('raised', alert);
       return alert;
     });
   }
@@ -139,6 +157,7 @@ export class Alerts {
       if (!alert) return; // its group was deleted meanwhile
       this.logger.info({ alertId: alert.id, groupId: alert.groupId, kind: alert.kind, topic: alert.topic, partition: alert.partition }, `resolved: ${alert.message}`);
       this.notifier.notify({ event: 'resolved', alert });
+      this.changed('resolved', alert);
     });
   }
 
@@ -157,6 +176,7 @@ export class Alerts {
       if (!alert) throw new OnelogError('NOT_FOUND', `there is no alert ${id}; onelog alerts list shows them`, { id });
       if (this.open.has(alertKey(alert))) this.opened(alert);
       this.logger.info({ alertId: id, by }, 'alert acknowledged');
+      this.changed('acknowledged', alert);
       return alert;
     });
   }
@@ -179,7 +199,9 @@ export class Alerts {
     for (const [key, alert] of this.openPerGroup.get(groupId) ?? []) {
       this.open.delete(key);
       this.logger.info({ alertId: alert.id, groupId, kind: alert.kind }, `resolved (group deleted): ${alert.message}`);
-      this.notifier.notify({ event: 'resolved', alert: { ...alert, resolvedAt: now } });
+      const resolved = { ...alert, resolvedAt: now };
+      this.notifier.notify({ event: 'resolved', alert: resolved });
+      this.changed('resolved', resolved);
     }
     this.openPerGroup.delete(groupId);
   }

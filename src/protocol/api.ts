@@ -3,12 +3,14 @@
  * the HTTP client implements it over the network, so producers, consumers and admin code run on either.
  * Each noun's request and answer types have a file of their own beside this one (topics.ts, produce.ts, fetch.ts,
  * subscriptions.ts, groups.ts, offsets.ts, share-groups.ts, nacks.ts, dead-letters.ts, monitoring-api.ts,
- * security.ts). Pure types: importing this loads nothing.
+ * overview.ts, cluster.ts, security.ts). Pure types: importing this loads nothing.
  */
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from './dead-letters.js';
+import type { ClusterDescription } from './cluster.js';
 import type { BatchFetchResult, FetchRequest, FetchResult } from './fetch.js';
 import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from './groups.js';
 import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory } from './monitoring-api.js';
+import type { Overview, OverviewRequest } from './overview.js';
 import type { NackBatchRequest, NackRequest, NackResult } from './nacks.js';
 import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from './offsets.js';
 import type { ProduceBatchesRequest, ProduceBatchesResult, ProduceRequest, ProduceResult, ProducerIdentity } from './produce.js';
@@ -283,4 +285,15 @@ export interface OnelogApi {
   removeAlertSink(id: number): Promise<void>;
   /** A group's recent health samples per partition (kept by the broker for the last hour at most). @throws OnelogError `UNKNOWN_GROUP` */
   groupHistory(groupId: string): Promise<GroupHistory>;
+  /**
+   * The broker's health at a glance: topics by size, groups worst first, the active alerts, each list bounded
+   * (docs/monitoring.md, "Console: overview").
+   * @throws OnelogError `INVALID_REQUEST` (a limit outside 1 to 1,000)
+   */
+  overview(request?: OverviewRequest): Promise<Overview>;
+  /**
+   * The cluster: its live brokers (each one's id, URLs, heartbeat age, partitions led, groups coordinated) and the leases
+   * held now; on the embedded default one broker and no lease (docs/cluster.md).
+   */
+  describeCluster(): Promise<ClusterDescription>;
 }

@@ -88,6 +88,17 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /(console files)': { needs: 'public' },
   'GET /metrics': { needs: [cluster('describe')] },
   'GET /push-streams': { needs: [cluster('describe')] },
+  'GET /cluster': { needs: [cluster('describe')], cli: ['cluster describe'] },
+  // The console's first page and its live reloads: only what the principal may describe (each change of /events too;
+  // the counts of /overview are of everything).
+  'GET /overview': {
+    needs: 'user',
+    filter: [
+      { field: 'topics', resource: 'topic', key: 'topic' }, { field: 'groups', resource: 'group', key: 'groupId' }, { field: 'groups[].topics', resource: 'topic' },
+      { field: 'alerts', resource: 'group', key: 'groupId' }, { field: 'alerts', resource: 'topic', key: 'topic' },
+    ],
+  },
+  'GET /events': { needs: 'user' },
 
   'POST /users': { needs: 'admin', cli: ['users create'] },
   'GET /users': { needs: 'admin', cli: ['users list'] },

@@ -28,6 +28,11 @@ import { registerMetricsRoutes } from './routes/metrics.js';
 import { consoleRoutes } from './routes/console.js';
 import { registerUserRoutes } from './routes/users.js';
 import { registerAclRoutes } from './routes/acls.js';
+import { registerClusterRoutes } from './routes/cluster.js';
+import { registerEventRoutes } from './routes/events.js';
+import type { EventStreamOptions } from './routes/events.js';
+import { registerOverviewRoutes } from './routes/overview.js';
+import type { ChangeSource } from '../protocol/changes.js';
 import { authenticateUpgrade, registerAccessControl, registerQuotas } from './access.js';
 import { LOOPBACK_ADMIN } from '../security/principal.js';
 import type { Access } from './access.js';
@@ -64,6 +69,11 @@ export interface HttpServerOptions {
   tls?: ServerTls;
   /** Where audited operations are recorded, and `GET /audit` (docs/security.md). @default none: nothing recorded */
   audit?: Audit;
+  /**
+   * Bounds and pace of `GET /events`, served when the API tells its changes (the embedded broker does).
+   * @default see {@link EventStreamOptions}
+   */
+  events?: EventStreamOptions;
 }
 
 /** Fastify's per-request lines (`incoming request`, `request completed`) at debug instead of info; errors as fastify logs them. */
@@ -151,6 +161,9 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   registerShareGroupRoutes(app, api);
   registerAlertRoutes(app, api);
   registerAccessRightsRoutes(app, options.access?.acls);
+  registerOverviewRoutes(app, api);
+  registerClusterRoutes(app, api);
+  const events = isChangeSource(api) ? registerEventRoutes(app, api, options.access?.acls, options.events) : null;
   if (options.metrics) registerMetricsRoutes(app, options.metrics);
   void app.register(consoleRoutes, {});
 
@@ -170,8 +183,9 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     what: 'websocket upgrade refused', logger, fields: (request) => ({ remote: request.socket.remoteAddress, url: request.url }),
     answer: (error, _request, socket) => refuseUpgrade(socket, error),
   }));
-  // preClose: before the server waits for its connections, which an open WebSocket would hold forever.
+  // preClose: before the server waits for its connections, which an open WebSocket or event stream would hold forever.
   app.addHook('preClose', async () => {
+    events?.close();
     data?.close();
     await push.close();
   });
@@ -220,6 +234,10 @@ function depthOf(value: unknown): number {
     for (const child of Object.values(v)) stack.push([child, depth + 1]);
   }
   return deepest;
+}
+
+function isChangeSource(api: OnelogApi): api is OnelogApi & ChangeSource {
+  return typeof (api as Partial<ChangeSource>).watchChanges === 'function';
 }
 
 function isBinaryDataApi(api: OnelogApi): api is OnelogApi & BinaryDataApi {

@@ -16,7 +16,7 @@ import {
   byTopicPartition, deleteRecordsRefusal, notLeaderError, PRODUCER_BATCHES_KEPT,
 } from '../../src/log/objects/sequencer.js';
 import type {
-  ChunkResult, IndexEntry, Lease, ObjectChunk, PartitionState, Sequencer, SequencerListener, StoredProducerBatch,
+  ChunkResult, IndexEntry, Lease, ObjectChunk, PartitionLease, PartitionState, Sequencer, SequencerListener, StoredProducerBatch,
 } from '../../src/log/objects/sequencer.js';
 
 interface PartitionRow extends PartitionState {
@@ -240,6 +240,12 @@ export class MemorySequencer implements Sequencer {
       partitions.set(r.partition, r.leaderBrokerId);
     }
     return out;
+  }
+
+  async partitionLeases(): Promise<PartitionLease[]> {
+    const now = this.tables.clock.now();
+    return [...this.tables.partitions.values()].filter((r) => r.leaderBrokerId !== null && r.leaseExpiresAt! > now).sort(byTopicPartition)
+      .map((r) => ({ topic: r.topic, partition: r.partition, brokerId: r.leaderBrokerId!, epoch: r.leaderEpoch, expiresAt: r.leaseExpiresAt! }));
   }
 
   async listenCommits(committed: (topic: string, partition: number, highWatermark: number) => void): Promise<SequencerListener> {

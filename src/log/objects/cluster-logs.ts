@@ -103,6 +103,7 @@ export class ClusterLogs implements Logs {
 
   /** Hears the topic changes of every broker (set by {@link open}); lost, topics changed elsewhere are still found on a miss, and at the next start. */
   private listener: SequencerListener | null = null;
+  private readonly appendWatchers: Array<(topic: string) => void> = [];
 
   private constructor(private readonly options: ClusterLogsOptions) {}
 
@@ -113,8 +114,16 @@ export class ClusterLogs implements Logs {
   static async open(options: ClusterLogsOptions): Promise<ClusterLogs> {
     const logs = new ClusterLogs(options);
     logs.listener = await options.sequencer.listenTopics((topic) => void logs.reload(topic));
-    options.store.onCommit((topic, partition, highWatermark) => logs.topics.get(topic)?.partitions[partition]?.seen({ highWatermark }));
+    options.store.onCommit((topic, partition, highWatermark) => {
+      logs.topics.get(topic)?.partitions[partition]?.seen({ highWatermark });
+      for (const watcher of logs.appendWatchers) watcher(topic);
+    });
     return logs;
+  }
+
+  /** @see Logs.watchAppends: every commit of this broker's and every one another broker announced. */
+  watchAppends(listener: (topic: string) => void): void {
+    this.appendWatchers.push(listener);
   }
 
   /** Registers the catalog's topics with their partitions' positions as PostgreSQL has them now. */

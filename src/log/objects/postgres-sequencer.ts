@@ -10,7 +10,7 @@ import { checkTablePrefix, createTables, inTransaction, query, withDefaultUser }
 import { OnelogError } from '../../protocol/errors.js';
 import { byTopicPartition, deleteRecordsRefusal, notLeaderError, PRODUCER_BATCHES_KEPT } from './sequencer.js';
 import type {
-  ChunkResult, IndexEntry, Lease, ObjectChunk, PartitionState, Sequencer, SequencerListener, StoredProducerBatch,
+  ChunkResult, IndexEntry, Lease, ObjectChunk, PartitionLease, PartitionState, Sequencer, SequencerListener, StoredProducerBatch,
 } from './sequencer.js';
 
 /** Options of {@link PostgresSequencer.open}. */
@@ -414,6 +414,14 @@ export class PostgresSequencer implements Sequencer {
       partitions.set(r.partition, r.leader_broker_id);
     }
     return out;
+  }
+
+  /** @see Sequencer.partitionLeases @throws OnelogError `STORAGE_ERROR` */
+  async partitionLeases(): Promise<PartitionLease[]> {
+    const { rows } = await this.query<{ topic: string; partition: number; leader_broker_id: number; leader_epoch: string; expires_ms: string }>(
+      'partition leases', `SELECT topic, partition, leader_broker_id, leader_epoch, (extract(epoch from lease_expires_at) * 1000)::bigint AS expires_ms
+        FROM ${this.partitions} WHERE leader_broker_id IS NOT NULL AND lease_expires_at > clock_timestamp() ORDER BY topic, partition`, []);
+    return rows.map((r) => ({ topic: r.topic, partition: r.partition, brokerId: r.leader_broker_id, epoch: Number(r.leader_epoch), expiresAt: Number(r.expires_ms) }));
   }
 
   /**

@@ -106,6 +106,16 @@ export interface PartitionState {
 }
 
 
+/** A partition's lease held now, as {@link Sequencer.partitionLeases} lists it. */
+export interface PartitionLease {
+  topic: string;
+  partition: number;
+  brokerId: number;
+  epoch: number;
+  /** ms since the epoch, the sequencer's clock */
+  expiresAt: number;
+}
+
 /** A connection hearing the sequencer's announcements ({@link Sequencer.listenCommits}, {@link Sequencer.listenTopics}). */
 export interface SequencerListener {
   /** Stops hearing. */
@@ -201,6 +211,8 @@ export interface Sequencer {
    * holds are left out), by topic, then partition.
    */
   leaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>>;
+  /** Every partition lease held now (not expired), in (topic, partition) order: what `onelog cluster describe` shows. */
+  partitionLeases(): Promise<PartitionLease[]>;
   /**
    * Hears every broker's commits: `committed` is called with each partition's new high watermark.
    * @throws OnelogError `STORAGE_ERROR` if it cannot start hearing
