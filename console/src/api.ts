@@ -5,12 +5,12 @@
  */
 import type { DeadLetterList, RedriveResult } from '../../src/protocol/dead-letters.js';
 import type { GroupDescription, GroupSummary } from '../../src/protocol/groups.js';
-import type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
+import type { GroupAlert, GroupHistory, TopicHistory } from '../../src/protocol/monitoring-api.js';
 import type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
 
 export type { DeadLetterList } from '../../src/protocol/dead-letters.js';
 export type { GroupDescription, GroupPartition, GroupSummary } from '../../src/protocol/groups.js';
-export type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
+export type { DrainEstimate, GroupAlert, GroupHistory, TopicHistory } from '../../src/protocol/monitoring-api.js';
 export type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
 
 /** An error answer: the registry's code and message. */
@@ -48,10 +48,15 @@ export const api = {
   topic: (topic: string) => call<TopicDescription>('GET', `/topics/${enc(topic)}?groups=true`),
   groups: async () => (await call<{ groups: GroupSummary[] }>('GET', '/groups')).groups,
   group: (groupId: string) => call<GroupDescription>('GET', `/groups/${enc(groupId)}`),
-  history: (groupId: string) => call<GroupHistory>('GET', `/groups/${enc(groupId)}/history`),
   alerts: async (active: boolean) => (await call<{ alerts: GroupAlert[] }>('GET', `/alerts?active=${active}&limit=500`)).alerts,
   ack: (id: number) => call<GroupAlert>('POST', `/alerts/${id}/ack`, { requestedBy: 'console' }),
   deadLetters: (groupId: string, topic: string) => call<DeadLetterList>('GET', `/groups/${enc(groupId)}/dead-letters?topic=${enc(topic)}&limit=50`),
   redrive: (groupId: string, topic: string, offset: number) =>
     call<RedriveResult>('POST', `/groups/${enc(groupId)}/dead-letters/redrive`, { topic, offset, execute: true, requestedBy: 'console' }),
+};
+
+/** Charts that last (docs/monitoring.md): a group's health and a topic's rates, one point a minute, kept 24 hours. */
+export const historyApi = {
+  group: (groupId: string, hours = 24) => call<GroupHistory>('GET', `/groups/${enc(groupId)}/history?hours=${hours}`),
+  topic: (topic: string, hours = 24) => call<TopicHistory>('GET', `/topics/${enc(topic)}/history?hours=${hours}`),
 };
