@@ -162,7 +162,7 @@ export interface HealthSample {
  *   (or the topic has no time retention);
  * - `retention-first`: time retention deletes unread records first (`retentionInMs`), the group reading too slowly or not at all;
  * - `not-draining`: the group read nothing in the window and no time retention deletes anything: lag only grows;
- * - `unknown`: no sample yet, or no commit (no position).
+ * - `unknown`: no commit (no position), or fewer than two samples (no consume rate yet).
  */
 export type DrainOutcome = 'caught-up' | 'drains-first' | 'retention-first' | 'not-draining' | 'unknown';
 
