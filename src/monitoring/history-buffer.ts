@@ -55,9 +55,14 @@ export class HistoryBuffer<T extends MinuteItem> {
     return item?.minute === minute ? item : this.put(key, create(minute));
   }
 
-  /** Puts `item` as `key`'s latest (replacing one of the same minute; one of an earlier minute is final). */
+  /**
+   * Puts `item` as `key`'s latest, replacing one of the same minute (one of an earlier minute is final); an item of a
+   * minute earlier than the one waiting (taken before it, put after) is dropped.
+   * @returns the item waiting for `key` now
+   */
   put(key: string, item: T): T {
     const before = this.pending.get(key);
+    if (before !== undefined && before.minute > item.minute) return before;
     if (before !== undefined && before.minute < item.minute) {
       this.final.push(before);
       this.kick();

@@ -37,7 +37,7 @@ export type ScheduleGate = (intervalMs: number) => Promise<boolean>;
 export interface MonitorOptions {
   /**
    * How often every group's partitions are evaluated for alerts and sampled for the history, ms; 0 = only on
-   * commits, retention runs, deletes and resets (and no history). @default 30000
+   * commits, retention runs, deletes, resets and describes (the history then holds the samples those took). @default 30000
    */
   alertCheckIntervalMs?: number;
   /** Delivery of alert notifications. @default see AlertNotifierOptions */
