@@ -1,7 +1,7 @@
 /**
  * Each topic's produce and consume rates on a manual clock: counted per minute by every broker sharing a catalog and
  * summed there, answered in records/s and bytes/s for the complete minutes of the range (zeros where nothing moved),
- * counted by the broker's produce and fetch paths as the metrics count, and kept across a restart.
+ * counted by the broker's produce and fetch paths as the metrics count, kept across a restart, and answered over HTTP.
  */
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,7 +11,9 @@ import { openSqliteCatalog } from '../../src/catalog/sqlite.js';
 import { ManualClock } from '../../src/common/clock.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { TopicRates } from '../../src/monitoring/topic-rates.js';
+import { HttpApi } from '../../src/client/http-api.js';
 import { asyncCodeOf } from '../helpers/errors.js';
+import { serveSecured } from '../helpers/secured-broker.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -77,5 +79,27 @@ describe('topic rates', () => {
     expect(history.points.at(-1)).toEqual(point);
     expect(await asyncCodeOf(broker.topicHistory('nope'))).toBe('UNKNOWN_TOPIC');
     expect(await asyncCodeOf(broker.topicHistory('t', { hours: 25 }))).toBe('INVALID_REQUEST');
+  });
+
+  it('answers over HTTP, both histories, ?hours checked: an integer from 1 to 24', async () => {
+    const clock = new ManualClock(T0);
+    const { url, broker } = await serveSecured({ insecure: true, broker: { clock, monitoring: { alertCheckIntervalMs: 0 } } });
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest' });
+    await broker.produce({ topic: 't', records: [{ key: null, value: Buffer.from('x') }] });
+    await broker.evaluateAlerts();
+    clock.advance(MINUTE);
+    const api = new HttpApi(url);
+    expect((await api.topicHistory('t', { hours: 1 })).points.at(-1)).toMatchObject({ at: T0, produceRecordsPerSec: 1 / 60 });
+    const history = await api.groupHistory('g', { hours: 2 });
+    expect(history).toMatchObject({ groupId: 'g', fromMs: T0 + MINUTE - 2 * HOUR });
+    expect(history.partitions[0]!.samples.map((s) => [s.at, s.lag, s.committedOffset])).toEqual([[T0, 1, 0]]);
+    for (const query of ['?hours=0', '?hours=25', '?hours=abc', '?hours=1&more=1']) {
+      for (const path of ['/groups/g/history', '/topics/t/history']) {
+        const res = await fetch(`${url}${path}${query}`);
+        expect([path, query, res.status, ((await res.json()) as { code: string }).code]).toEqual([path, query, 400, 'INVALID_REQUEST']);
+      }
+    }
+    expect(await asyncCodeOf(api.topicHistory('nope'))).toBe('UNKNOWN_TOPIC');
   });
 });
