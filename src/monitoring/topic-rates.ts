@@ -25,6 +25,7 @@ export function ratesOf(traffic: TopicTraffic): TopicRatePoint {
 export class TopicRates {
   private readonly buffer: HistoryBuffer<TopicTraffic>;
 
+  /** @param catalog where the counts are kept @param clock the minutes' clock (the broker's) */
   constructor(private readonly catalog: Catalog, private readonly clock: Clock, logger: Logger) {
     this.buffer = new HistoryBuffer<TopicTraffic>({
       what: 'topic rates', write: (batch) => catalog.topicTraffic.add(batch), prune: (beforeMs) => catalog.topicTraffic.prune(beforeMs),
