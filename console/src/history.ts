@@ -54,7 +54,7 @@ export function GroupHistoryCharts({ groupId }: { groupId: string }): VNode {
   const history = useData(() => historyApi.group(groupId, HOURS), [groupId]).data;
   const range = rangeOf(history);
   return html`<section id="group-history">
-    <h2>Last ${HOURS} hours <span class="muted">(one point a minute)</span></h2>
+    <h2>Last ${HOURS} hours <span class="muted">(one point ${!history || history.stepMs === 60_000 ? 'a minute' : `every ${duration(history.stepMs)}`})</span></h2>
     <${Chart} id="chart-lag" title="lag" range=${range} ...${seriesOf(history, 'lag')} />
     <${Chart} id="chart-time-lag" title="time lag" range=${range} ...${seriesOf(history, 'timeLagMs')} />
     <${Chart} id="chart-headroom" title="retention headroom" range=${range} ...${seriesOf(history, 'headroomMs')} />

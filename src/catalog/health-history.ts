@@ -3,6 +3,7 @@
  * (series) and, for each, one sample per minute. Brokers sharing the catalog write the same rows: a series is added
  * once whoever adds it, a minute's sample is the last one written.
  */
+import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { HealthSample } from '../protocol/monitoring-api.js';
 import type { CatalogSchema } from './schema.js';
@@ -66,14 +67,24 @@ export class HealthHistoryRepository {
     }
   }
 
-  /** A group's samples from the minute of `fromMs` on, per partition (in no order), each partition's oldest first. */
-  async ofGroup(groupId: string, fromMs: number): Promise<Array<{ topic: string; partition: number; samples: HealthSample[] }>> {
-    const rows = await this.db.selectFrom('health_samples').innerJoin('health_series', 'health_series.id', 'health_samples.series_id')
+  /** How many series a group has. */
+  async seriesOf(groupId: string): Promise<number> {
+    const row = await this.db.selectFrom('health_series').select((eb) => eb.fn.countAll<number>().as('n')).where('group_id', '=', groupId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /**
+   * A group's samples from the minute of `fromMs` on, per partition (in no order), each partition's oldest first: of
+   * every minute, or with `everyMinutes` > 1 of the minutes that are multiples of it since the epoch.
+   */
+  async ofGroup(groupId: string, fromMs: number, everyMinutes = 1): Promise<Array<{ topic: string; partition: number; samples: HealthSample[] }>> {
+    let query = this.db.selectFrom('health_samples').innerJoin('health_series', 'health_series.id', 'health_samples.series_id')
       .select(['health_series.topic', 'health_series.partition', 'health_samples.at', 'health_samples.lag', 'health_samples.time_lag_ms',
         'health_samples.headroom_ms', 'health_samples.headroom_bytes', 'health_samples.committed_offset'])
-      .where('health_series.group_id', '=', groupId).where('health_samples.minute', '>=', fromMs - (fromMs % 60_000))
-      .orderBy('health_samples.series_id').orderBy('health_samples.minute')
-      .execute();
+      .where('health_series.group_id', '=', groupId).where('health_samples.minute', '>=', fromMs - (fromMs % 60_000));
+    if (everyMinutes > 1) query = query.where(sql<number>`(health_samples.minute / 60000) % ${everyMinutes}`, '=', 0);
+    const rows = await query.orderBy('health_samples.series_id').orderBy('health_samples.minute').execute();
     const partitions = new Map<string, { topic: string; partition: number; samples: HealthSample[] }>();
     for (const r of rows) {
       const key = `${r.topic}\0${r.partition}`;

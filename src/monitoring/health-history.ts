@@ -10,6 +10,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { HealthSeriesKey, MinuteSample } from '../catalog/health-history.js';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
+import { DRAIN_WINDOW_MS, HISTORY_STEP_MS, MAX_HISTORY_SAMPLES } from '../protocol/monitoring-api.js';
 import type { HealthSample, PartitionHistory } from '../protocol/monitoring-api.js';
 import { drainEstimate } from './drain-estimate.js';
 import { HistoryBuffer, minuteOf } from './history-buffer.js';
@@ -30,7 +31,9 @@ export class HealthHistory {
   private readonly buffer: HistoryBuffer<Pending>;
 
   /** @param maxSeries most group partitions kept, over every group */
-  constructor(private readonly catalog: Catalog, clock: Clock, private readonly logger: Logger, private readonly maxSeries = DEFAULT_HISTORY_MAX_SERIES) {
+  constructor(
+    private readonly catalog: Catalog, private readonly clock: Clock, private readonly logger: Logger, private readonly maxSeries = DEFAULT_HISTORY_MAX_SERIES,
+  ) {
     this.buffer = new HistoryBuffer<Pending>({
       what: 'health history', write: (batch) => this.write(batch), prune: (beforeMs) => catalog.healthHistory.prune(beforeMs),
     }, clock, logger);
@@ -42,15 +45,26 @@ export class HealthHistory {
   }
 
   /**
-   * A group's partitions with their samples from `fromMs` on (ms since the epoch; from the start of its minute),
-   * in topic and partition order, each with its drain estimate. Writes what waits first.
+   * A group's partitions with their samples from `fromMs` on (ms since the epoch; from the start of its minute) to
+   * now, in topic and partition order, each with its drain estimate (from every sample of its last
+   * {@link DRAIN_WINDOW_MS}); at most about {@link MAX_HISTORY_SAMPLES} samples, one every `stepMs` (a minute, or a
+   * multiple of it for a group of many partitions). Writes what waits first.
    */
-  async of(groupId: string, fromMs: number): Promise<PartitionHistory[]> {
+  async of(groupId: string, fromMs: number): Promise<{ stepMs: number; partitions: PartitionHistory[] }> {
     await this.buffer.flush();
-    const partitions = await this.catalog.healthHistory.ofGroup(groupId, fromMs);
-    return partitions
-      .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1))
-      .map((p) => ({ ...p, drain: drainEstimate(p.samples) }));
+    const repository = this.catalog.healthHistory;
+    const now = this.clock.now();
+    const minutes = Math.floor((now - minuteOf(fromMs)) / HISTORY_STEP_MS) + 1;
+    const every = Math.max(1, Math.ceil((await repository.seriesOf(groupId)) * minutes / MAX_HISTORY_SAMPLES));
+    const partitions = await repository.ofGroup(groupId, fromMs, every);
+    const recent = every === 1 ? partitions : await repository.ofGroup(groupId, now - DRAIN_WINDOW_MS);
+    const recentOf = new Map(recent.map((p) => [`${p.topic}\0${p.partition}`, p.samples.filter((s) => s.at >= now - DRAIN_WINDOW_MS)]));
+    return {
+      stepMs: every * HISTORY_STEP_MS,
+      partitions: partitions
+        .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1))
+        .map((p) => ({ ...p, drain: drainEstimate(recentOf.get(`${p.topic}\0${p.partition}`) ?? []) })),
+    };
   }
 
   /** Writes every sample waiting (at a stop). Never rejects. */

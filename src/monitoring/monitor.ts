@@ -195,12 +195,12 @@ export class Monitor {
 
   /**
    * A group's health samples per partition over `range`, each with its drain estimate (see {@link HealthHistory.of}).
-   * @returns the range's start (ms since the epoch) and the partitions
+   * @returns the range's start (ms since the epoch), the time between samples (ms) and the partitions
    * @throws OnelogError `INVALID_REQUEST` for hours not an integer from 1 to 24
    */
-  async groupHistory(groupId: string, range: HistoryRange = {}): Promise<{ fromMs: number; partitions: PartitionHistory[] }> {
+  async groupHistory(groupId: string, range: HistoryRange = {}): Promise<{ fromMs: number; stepMs: number; partitions: PartitionHistory[] }> {
     const fromMs = this.rangeStart(range);
-    return { fromMs, partitions: await this.history.of(groupId, fromMs) };
+    return { fromMs, ...await this.history.of(groupId, fromMs) };
   }
 
   /**

@@ -162,13 +162,13 @@ export interface HealthSample {
  *   (or the topic has no time retention);
  * - `retention-first`: time retention deletes unread records first (`retentionInMs`), the group reading too slowly or not at all;
  * - `not-draining`: the group read nothing in the window and no time retention deletes anything: lag only grows;
- * - `unknown`: no commit (no position), or fewer than two samples (no consume rate yet).
+ * - `unknown`: no commit (no position), or fewer than two samples in the window (no consume rate).
  */
 export type DrainOutcome = 'caught-up' | 'drains-first' | 'retention-first' | 'not-draining' | 'unknown';
 
-/** The drain estimate of a group's partition, as of its newest health sample. */
+/** The drain estimate of a group's partition, from its health samples of the last {@link DRAIN_WINDOW_MS}, as of the newest. */
 export interface DrainEstimate {
-  /** When the newest sample was taken, ms since the epoch: the times below count from then. */
+  /** When the newest sample was taken, ms since the epoch: the times below count from then; null without a sample. */
   at: number | null;
   /** Records the group committed per second over the window (offsets moved forward only; a reset back counts nothing). */
   consumeRecordsPerSec: number | null;
@@ -193,13 +193,26 @@ export interface PartitionHistory {
 }
 
 /**
+ * Most samples a group history answers over all its partitions: a group with more partitions than fit at one sample
+ * a minute is answered one sample every {@link GroupHistory.stepMs} (about 120 bytes of JSON a sample: 6 MB at most).
+ */
+export const MAX_HISTORY_SAMPLES = 50_000;
+
+/**
  * A group's health samples per partition, oldest first: one per minute (the last evaluation's of that minute) over
- * the range asked for (the last 24 hours at most), stored in the catalog so a restart keeps them.
+ * the range asked for (the last 24 hours at most), stored in the catalog so a restart keeps them; fewer for a group
+ * of many partitions ({@link MAX_HISTORY_SAMPLES}).
  */
 export interface GroupHistory {
   groupId: string;
   /** The range's start, ms since the epoch. */
   fromMs: number;
+  /**
+   * The time between the samples answered, ms: 60,000 (every minute), or a multiple of it when the range's samples of
+   * every partition would exceed {@link MAX_HISTORY_SAMPLES} (then the samples of the minutes that are multiples of
+   * it since the epoch). The drain estimates use every sample of the last 15 minutes whatever the step.
+   */
+  stepMs: number;
   partitions: PartitionHistory[];
 }
 

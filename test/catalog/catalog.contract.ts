@@ -473,6 +473,9 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
         expect(await c.healthHistory.ofGroup('g', T + M + 30_000)).toEqual(expect.arrayContaining([
           { topic: 't', partition: 0, samples: [at(1, 3)] }, { topic: 't', partition: 1, samples: [at(2, 4)] },
         ]));
+        // Every other minute since the epoch: T's minute is odd.
+        expect(await c.healthHistory.ofGroup('g', T, 2)).toEqual([{ topic: 't', partition: 0, samples: [at(1, 3)] }]);
+        expect(await c.healthHistory.seriesOf('g')).toBe(2);
         const again = await reopen(fixture, c);
         await again.healthHistory.prune(T + M); // minute 0 goes, and h's series with its only sample
         expect((await again.healthHistory.series()).map((s) => s.groupId)).toEqual(['g', 'g']);

@@ -53,7 +53,7 @@ describe('health history', () => {
       h.record(g(0), sample(clock.now(), lag));
     }
     h.record(g(0), sample(T0 + 55_000, 9)); // taken in the first minute by an evaluation that ended late: too old
-    const [p] = await h.of('g', T0);
+    const [p] = (await h.of('g', T0)).partitions;
     expect(p!.samples.map((s) => [(s.at - T0) / 1000, s.lag])).toEqual([[50, 3], [110, 5]]);
   });
 
@@ -71,13 +71,13 @@ describe('health history', () => {
     const { history: h, clock, catalog } = await history();
     h.record(g(0), sample(T0, 1));
     h.record(g(1), sample(T0, 1));
-    expect((await h.of('g', T0)).map((p) => p.partition)).toEqual([0, 1]);
+    expect((await h.of('g', T0)).partitions.map((p) => p.partition)).toEqual([0, 1]);
     clock.advance(24 * HOUR - MINUTE); // minute 1,439 after: the first minute is still inside the 1,440 kept
     h.record(g(0), sample(clock.now(), 2));
-    expect((await h.of('g', T0)).map((p) => p.samples.length)).toEqual([2, 1]);
+    expect((await h.of('g', T0)).partitions.map((p) => p.samples.length)).toEqual([2, 1]);
     clock.advance(MINUTE);
     h.record(g(0), sample(clock.now(), 3));
-    const kept = await h.of('g', T0);
+    const kept = (await h.of('g', T0)).partitions;
     expect(kept.map((p) => [p.partition, p.samples.map((s) => s.lag)])).toEqual([[0, [2, 3]]]);
     expect((await catalog.healthHistory.series()).map((s) => s.partition)).toEqual([0]);
   });
@@ -85,11 +85,11 @@ describe('health history', () => {
   it('keeps at most maxSeries group partitions; pruning frees room', async () => {
     const { history: h, clock, warnings } = await history(2);
     for (const p of [0, 1, 2]) h.record(g(p), sample(T0, p));
-    expect((await h.of('g', T0)).map((p) => p.partition)).toEqual([0, 1]);
+    expect((await h.of('g', T0)).partitions.map((p) => p.partition)).toEqual([0, 1]);
     expect(warnings).toEqual(['the health history keeps at most maxSeries group partitions: samples of others were not kept']);
     clock.advance(24 * HOUR);
     h.record(g(2), sample(clock.now(), 9));
-    expect((await h.of('g', T0)).map((p) => [p.partition, p.samples.map((s) => s.lag)])).toEqual([[2, [9]]]);
+    expect((await h.of('g', T0)).partitions.map((p) => [p.partition, p.samples.map((s) => s.lag)])).toEqual([[2, [9]]]);
   });
 
   it('answers the samples from the range\'s start, in topic and partition order', async () => {
@@ -98,7 +98,7 @@ describe('health history', () => {
       for (const key of [g(1, 'g', 'b'), g(0, 'g', 'b'), g(0, 'g', 'a'), g(0, 'other')]) h.record(key, sample(clock.now(), m));
       clock.advance(MINUTE);
     }
-    const answer = await h.of('g', T0 + 3 * MINUTE + 30_000);
+    const answer = (await h.of('g', T0 + 3 * MINUTE + 30_000)).partitions;
     expect(answer.map((p) => [`${p.topic}/${p.partition}`, p.samples.map((s) => s.lag)])).toEqual([['a/0', [3, 4]], ['b/0', [3, 4]], ['b/1', [3, 4]]]);
   });
 
@@ -111,7 +111,7 @@ describe('health history', () => {
     await catalog.close();
     catalogs.splice(catalogs.indexOf(catalog), 1);
     const again = new HealthHistory(await open(file), clock, { info: () => {}, warn: () => {}, error: () => {} });
-    const [p] = await again.of('g', T0);
+    const [p] = (await again.of('g', T0)).partitions;
     expect(p!.samples).toEqual([sample(T0, 5, 10), sample(T0 + MINUTE, 3, 12)]);
     expect(p!.drain).toMatchObject({ consumeRecordsPerSec: 2 / 60, drainMs: 90_000, outcome: 'drains-first' });
   });
@@ -122,8 +122,29 @@ describe('health history', () => {
     await h.flush();
     h.record(g(0, 'g', 'u'), sample(T0 + 1, 2)); // waiting
     await h.deleteGroup('g');
-    expect(await h.of('g', T0)).toEqual([]);
+    expect((await h.of('g', T0)).partitions).toEqual([]);
     await h.deleteTopic('u');
-    expect((await h.of('h', T0)).map((p) => p.topic)).toEqual(['t']);
+    expect((await h.of('h', T0)).partitions.map((p) => p.topic)).toEqual(['t']);
+  });
+
+  it('answers a group of many partitions one sample every k minutes (at most MAX_HISTORY_SAMPLES), its drain estimates from every recent sample', async () => {
+    const { history: h, clock, catalog } = await history();
+    const keys = Array.from({ length: 40 }, (_, p) => g(p));
+    await catalog.healthHistory.addSeries(keys);
+    const rows = [];
+    for (const s of await catalog.healthHistory.series()) {
+      for (let m = 0; m < 1440; m++) rows.push({ seriesId: s.id, minute: T0 + m * MINUTE, ...sample(T0 + m * MINUTE, 100, m * 60) });
+    }
+    await catalog.healthHistory.write(rows);
+    clock.advance(1439 * MINUTE);
+    const answer = await h.of('g', clock.now() - 24 * HOUR); // 40 partitions x 1,441 minutes: over 50,000
+    expect(answer.stepMs).toBe(2 * MINUTE);
+    expect(answer.partitions).toHaveLength(40);
+    for (const p of answer.partitions) {
+      expect(p.samples).toHaveLength(720);
+      expect(p.samples.slice(0, 2).map((s) => s.at - T0)).toEqual([0, 2 * MINUTE]);
+      expect(p.drain).toMatchObject({ consumeRecordsPerSec: 1, windowMs: 15 * MINUTE, drainMs: 100_000, outcome: 'drains-first' });
+    }
+    expect((await h.of('g', clock.now() - HOUR)).stepMs).toBe(MINUTE); // 40 x 61: every minute
   });
 });
