@@ -29,6 +29,13 @@ export const DEFAULT_HISTORY_MAX_SERIES = 1000;
 
 export class HealthHistory {
   private readonly buffer: HistoryBuffer<Pending>;
+  /**
+   * The group partitions whose samples are taken: those stored (as of the last write or {@link load}) and those
+   * taken since, at most `maxSeries` (others are dropped at once: memory holds the samples of twice the cap at most).
+   */
+  private kept = new Set<string>();
+  /** Samples dropped for the cap since the last write (logged then). */
+  private dropped = 0;
 
   /** @param maxSeries most group partitions kept, over every group */
   constructor(
@@ -39,9 +46,22 @@ export class HealthHistory {
     }, clock, logger);
   }
 
-  /** Takes a sample of a group partition (the last of its minute is kept). */
+  /** Reads which group partitions the catalog keeps (at the broker's start). */
+  async load(): Promise<void> {
+    this.kept = new Set((await this.catalog.healthHistory.series()).map(keyOf));
+  }
+
+  /** Takes a sample of a group partition (the last of its minute is kept), unless the cap leaves no room for it. */
   record(key: HealthSeriesKey, sample: HealthSample): void {
-    this.buffer.put(keyOf(key), { key, minute: minuteOf(sample.at), sample });
+    const k = keyOf(key);
+    if (!this.kept.has(k)) {
+      if (this.kept.size >= this.maxSeries) {
+        this.dropped++;
+        return;
+      }
+      this.kept.add(k);
+    }
+    this.buffer.put(k, { key, minute: minuteOf(sample.at), sample });
   }
 
   /**
@@ -82,18 +102,24 @@ export class HealthHistory {
     return this.buffer.forget((p) => p.key.topic === topic, () => this.catalog.healthHistory.deleteTopic(topic));
   }
 
-  /** Writes samples of the series the cap allows (adding series not stored yet while there is room). */
+  /**
+   * Writes samples of the series the cap allows, adding series not stored yet while there is room (other brokers
+   * sharing the catalog add theirs too), and takes the series stored as those kept from now on.
+   */
   private async write(batch: readonly Pending[]): Promise<void> {
     const ids = await this.seriesIds(batch.map((p) => p.key));
     const rows: MinuteSample[] = [];
-    let dropped = 0;
     for (const { key, minute, sample } of batch) {
       const seriesId = ids.get(keyOf(key));
-      if (seriesId === undefined) dropped++;
+      if (seriesId === undefined) this.dropped++;
       else rows.push({ ...sample, seriesId, minute });
     }
     await this.catalog.healthHistory.write(rows);
-    if (dropped > 0) this.logger.warn({ maxSeries: this.maxSeries, dropped }, 'the health history keeps at most maxSeries group partitions: samples of others were not kept');
+    this.kept = new Set(ids.keys());
+    if (this.dropped > 0) {
+      this.logger.warn({ maxSeries: this.maxSeries, dropped: this.dropped }, 'the health history keeps at most maxSeries group partitions: samples of others were not kept');
+      this.dropped = 0;
+    }
   }
 
   /** The series ids of `keys`, adding the series not stored yet while the cap allows (those beyond have none). */

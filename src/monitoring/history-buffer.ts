@@ -29,7 +29,7 @@ export interface MinuteItem {
 export interface HistoryStore<T extends MinuteItem> {
   /** Names the history in logs (`health history`). */
   what: string;
-  /** Writes items to the catalog. */
+  /** Writes items to the catalog; called at every write, with none too (the store may refresh what it knows of the catalog). */
   write(items: T[]): Promise<void>;
   /** Deletes what the catalog holds of minutes before `beforeMs`. */
   prune(beforeMs: number): Promise<void>;
@@ -116,7 +116,7 @@ export class HistoryBuffer<T extends MinuteItem> {
         this.prunedMinute = minute;
         await this.store.prune(minute - HISTORY_KEPT_MS + HISTORY_STEP_MS);
       }
-      if (batch.length > 0) await this.store.write(batch);
+      await this.store.write(batch); // an empty batch too: the store may refresh what it knows of the catalog
     } catch (err) {
       this.logger.warn({ err: (err as Error).message }, `could not write the ${this.store.what} to the catalog: those minutes are missing from it`);
     }

@@ -100,12 +100,13 @@ export class Monitor {
   }
 
   /**
-   * Loads the unresolved alerts and the notification sinks.
+   * Loads the unresolved alerts, the notification sinks and the group partitions the history keeps.
    * @throws OnelogError `INVALID_REQUEST` for an option out of its bounds
    */
   static async open(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
     const monitor = new Monitor(catalog, offsets, logs, clock, logger, options);
     await monitor.alerts.start();
+    await monitor.history.load();
     return monitor;
   }
 

@@ -87,7 +87,9 @@ describe('health history', () => {
     for (const p of [0, 1, 2]) h.record(g(p), sample(T0, p));
     expect((await h.of('g', T0)).partitions.map((p) => p.partition)).toEqual([0, 1]);
     expect(warnings).toEqual(['the health history keeps at most maxSeries group partitions: samples of others were not kept']);
+    h.record(g(2), sample(T0 + MINUTE, 8)); // still no room: dropped at once, not held in memory
     clock.advance(24 * HOUR);
+    await h.flush(); // a day later the next write prunes both series first
     h.record(g(2), sample(clock.now(), 9));
     expect((await h.of('g', T0)).partitions.map((p) => [p.partition, p.samples.map((s) => s.lag)])).toEqual([[2, [9]]]);
   });
