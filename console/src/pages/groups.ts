@@ -1,9 +1,9 @@
 /**
  * Groups: the list, and one group: its lag totals (total lag, the worst partitions by lag and by time lag), members
  * and their assignments (a share group's members, and each partition's records acquired and available), each
- * partition's lag, time lag and headroom
- * (with charts of the last 24 hours and each partition's drain estimate), its alerts with acknowledgement, reset history, and a dead-letter
- * browser with redrive for subscriptions that have dead letters.
+ * partition's lag, time lag and headroom (with charts of the last 24 hours and each partition's drain estimate,
+ * console/src/history.ts), its alerts with acknowledgement, reset history, and a dead-letter browser with redrive for
+ * subscriptions that have dead letters.
  */
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
