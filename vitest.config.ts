@@ -37,10 +37,13 @@ const UNIT = [
   'test/kafka/platformatic.test.ts',
   'test/monitoring/alert-notifications.test.ts',
   'test/monitoring/consumer-health.test.ts',
+  'test/monitoring/drain-estimate.test.ts',
   'test/monitoring/evaluation-queue.test.ts',
   'test/monitoring/evaluation-slices.test.ts',
+  'test/monitoring/health-history.test.ts',
   'test/monitoring/metrics.test.ts',
   'test/monitoring/storage-corruption.test.ts',
+  'test/monitoring/topic-rates.test.ts',
   'test/protocol/batch-validator.test.ts',
   'test/protocol/compression.test.ts',
   'test/protocol/crc32c.test.ts',
@@ -81,6 +84,7 @@ const UNIT = [
 /** The system tier: Chromium, kcat, chaos, `npm pack`: `npm run test:system`. */
 const SYSTEM = [
   'test/integration/console.test.ts',
+  'test/integration/console-history.test.ts',
   'test/integration/kcat.test.ts',
   'test/chaos/chaos.test.ts',
   'test/cluster/cluster-chaos.test.ts',

@@ -4,7 +4,7 @@
  * only); an UNAUTHENTICATED answer asks for one ({@link TOKEN_NEEDED}).
  */
 import type { GroupDescription, GroupSummary } from '../../src/protocol/groups.js';
-import type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
+import type { GroupAlert, GroupHistory, TopicHistory } from '../../src/protocol/monitoring-api.js';
 import type { JsonRecordPage, KeyMatch } from '../../src/protocol/record-pages.js';
 import type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
 import type { DeadLetterList, PurgeResult, RedriveResult } from '../../src/protocol/dead-letters.js';
@@ -15,7 +15,7 @@ import type { ClusterDescription } from '../../src/protocol/cluster.js';
 import type { Overview } from '../../src/protocol/overview.js';
 
 export type { GroupDescription, GroupPartition, GroupSummary } from '../../src/protocol/groups.js';
-export type { GroupAlert, GroupHistory } from '../../src/protocol/monitoring-api.js';
+export type { DrainEstimate, GroupAlert, GroupHistory, TopicHistory } from '../../src/protocol/monitoring-api.js';
 export type { TopicDescription, TopicSummary } from '../../src/protocol/topics.js';
 export type { DeadLetter, DeadLetterList, PurgeResult, RedriveResult } from '../../src/protocol/dead-letters.js';
 export type { JsonRecord } from '../../src/protocol/json-records.js';
@@ -58,7 +58,6 @@ export const api = {
   topic: (topic: string) => call<TopicDescription>('GET', `/topics/${enc(topic)}?groups=true`),
   groups: async () => (await call<{ groups: GroupSummary[] }>('GET', '/groups')).groups,
   group: (groupId: string) => call<GroupDescription>('GET', `/groups/${enc(groupId)}`),
-  history: (groupId: string) => call<GroupHistory>('GET', `/groups/${enc(groupId)}/history`),
   alerts: async (active: boolean) => (await call<{ alerts: GroupAlert[] }>('GET', `/alerts?active=${active}&limit=500`)).alerts,
   ack: (id: number) => call<GroupAlert>('POST', `/alerts/${id}/ack`, { requestedBy: 'console' }),
   // The overview page.
@@ -130,4 +129,10 @@ function recordsQuery(q: RecordQuery): string {
 /** The record browser's calls: `page` answers one page of a partition's records (bytes in base64). */
 export const recordsApi = {
   page: (topic: string, query: RecordQuery) => call<JsonRecordPage>('GET', `/topics/${enc(topic)}/records?${recordsQuery(query)}`),
+};
+
+/** Charts that last (docs/monitoring.md): a group's health and a topic's rates, one point a minute, kept 24 hours. */
+export const historyApi = {
+  group: (groupId: string, hours = 24) => call<GroupHistory>('GET', `/groups/${enc(groupId)}/history?hours=${hours}`),
+  topic: (topic: string, hours = 24) => call<TopicHistory>('GET', `/topics/${enc(topic)}/history?hours=${hours}`),
 };

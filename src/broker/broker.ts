@@ -34,7 +34,9 @@ import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { BatchFetchResult, FetchRequest, FetchResult } from '../protocol/fetch.js';
 import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from '../protocol/groups.js';
-import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory } from '../protocol/monitoring-api.js';
+import type {
+  AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, HistoryRange, TopicHistory,
+} from '../protocol/monitoring-api.js';
 import type { NackBatchRequest, NackRequest, NackResult } from '../protocol/nacks.js';
 import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
 import type { ProduceBatchesRequest, ProduceBatchesResult, ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
@@ -514,13 +516,24 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
   }
 
   /**
-   * A group's recent health samples per partition, oldest first (the console's charts).
-   * @throws OnelogError `UNKNOWN_GROUP`
+   * A group's health samples per partition over the range, oldest first, with each partition's drain estimate (the
+   * console's charts; docs/monitoring.md).
+   * @throws OnelogError `UNKNOWN_GROUP`, `INVALID_REQUEST` (hours not an integer from 1 to 24)
    */
-  async groupHistory(groupId: string): Promise<GroupHistory> {
+  async groupHistory(groupId: string, range: HistoryRange = {}): Promise<GroupHistory> {
     this.checkOpen();
     if (!(await this.parts.catalog.groups.get(checkGroupId(groupId)))) throw new OnelogError('UNKNOWN_GROUP', `group ${groupId} does not exist`, { groupId });
-    return { groupId, partitions: this.parts.monitor.groupHistory(groupId) };
+    return { groupId, ...await this.parts.monitor.groupHistory(groupId, range) };
+  }
+
+  /**
+   * A topic's produce and consume rates per minute over the range, oldest first (docs/monitoring.md).
+   * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_REQUEST` (hours not an integer from 1 to 24)
+   */
+  async topicHistory(topic: string, range: HistoryRange = {}): Promise<TopicHistory> {
+    this.checkOpen();
+    await this.routing.whenCurrent(topic, [], () => this.parts.logs.partitionCount(topic)); // UNKNOWN_TOPIC
+    return { topic, ...await this.parts.monitor.topicHistory(topic, range) };
   }
 
   /** @see readOverview */

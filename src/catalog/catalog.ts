@@ -13,6 +13,7 @@ import type { AnnouncedChange, CatalogChanges } from './changes.js';
 import { CheckpointRepository } from './checkpoints.js';
 import { DeadLetterActionRepository } from './dead-letter-actions.js';
 import { GroupRepository } from './groups.js';
+import { HealthHistoryRepository } from './health-history.js';
 import { LogOwnerRepository } from './log-owner.js';
 import { migrations } from './migrations.js';
 import { OffsetResetRepository } from './offset-resets.js';
@@ -20,6 +21,7 @@ import { PauseRepository } from './pauses.js';
 import { ProducerIdRepository } from './producer-ids.js';
 import type { CatalogSchema } from './schema.js';
 import { SubscriptionRepository } from './subscriptions.js';
+import { TopicTrafficRepository } from './topic-traffic.js';
 import { TopicRepository } from './topics.js';
 import { UserRepository } from './users.js';
 
@@ -53,6 +55,10 @@ export class Catalog {
   readonly checkpoints: CheckpointRepository;
   readonly logOwner: LogOwnerRepository;
   readonly producerIds: ProducerIdRepository;
+  /** The health samples the console charts, per group partition and minute (docs/monitoring.md). */
+  readonly healthHistory: HealthHistoryRepository;
+  /** Records and bytes produced and fetched per topic and minute (docs/monitoring.md). */
+  readonly topicTraffic: TopicTrafficRepository;
   private readonly securityListeners: Array<() => void> = [];
 
   /** Runs a change to users or ACLs in one transaction that also announces it to the other brokers. */
@@ -77,6 +83,8 @@ export class Catalog {
     this.checkpoints = new CheckpointRepository(db);
     this.logOwner = new LogOwnerRepository(db);
     this.producerIds = new ProducerIdRepository(db);
+    this.healthHistory = new HealthHistoryRepository(db);
+    this.topicTraffic = new TopicTrafficRepository(db);
   }
 
   /**

@@ -306,4 +306,43 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('groups').addColumn('configs', 'text').execute();
     },
   },
+  '0019-health-history': {
+    // The history the console charts, kept for 24 hours (docs/monitoring.md, "Console: charts that last"): each group
+    // partition's health, a sample per minute; each topic's records and bytes produced and fetched, a count per minute.
+    // No foreign keys: a sample may be written just after its group or topic was deleted (it is pruned after 24 hours).
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('health_series')
+        .$call(serialId(db, 'id'))
+        .addColumn('group_id', 'text', (c) => c.notNull())
+        .addColumn('topic', 'text', (c) => c.notNull())
+        .addColumn('partition', 'integer', (c) => c.notNull())
+        .addUniqueConstraint('health_series_subject', ['group_id', 'topic', 'partition'])
+        .execute();
+      await db.schema
+        .createTable('health_samples')
+        .addColumn('series_id', 'integer', (c) => c.notNull())
+        .addColumn('minute', 'bigint', (c) => c.notNull())
+        .addColumn('at', 'bigint', (c) => c.notNull())
+        .addColumn('lag', 'bigint')
+        .addColumn('time_lag_ms', 'bigint')
+        .addColumn('headroom_ms', 'bigint')
+        .addColumn('headroom_bytes', 'bigint')
+        .addColumn('committed_offset', 'bigint')
+        .addPrimaryKeyConstraint('health_samples_pk', ['series_id', 'minute'])
+        .execute();
+      await db.schema.createIndex('health_samples_by_minute').on('health_samples').column('minute').execute();
+      await db.schema
+        .createTable('topic_traffic')
+        .addColumn('topic', 'text', (c) => c.notNull())
+        .addColumn('minute', 'bigint', (c) => c.notNull())
+        .addColumn('produced_records', 'bigint', (c) => c.notNull())
+        .addColumn('produced_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('fetched_records', 'bigint', (c) => c.notNull())
+        .addColumn('fetched_bytes', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('topic_traffic_pk', ['topic', 'minute'])
+        .execute();
+      await db.schema.createIndex('topic_traffic_by_minute').on('topic_traffic').column('minute').execute();
+    },
+  },
 };

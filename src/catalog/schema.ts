@@ -182,6 +182,39 @@ export interface LogOwnerTable {
   data_dir_id: string;
 }
 
+/** A group's partition whose health the history keeps (docs/monitoring.md, "Console: charts that last"). */
+export interface HealthSeriesTable {
+  id: Generated<number>;
+  group_id: string;
+  topic: string;
+  partition: number;
+}
+
+/** A series' sample of one minute: the last the broker took in it (nulls as in PartitionHealth). */
+export interface HealthSamplesTable {
+  series_id: number;
+  /** The minute's start. */
+  minute: number;
+  /** When the sample was taken. */
+  at: number;
+  lag: number | null;
+  time_lag_ms: number | null;
+  headroom_ms: number | null;
+  headroom_bytes: number | null;
+  committed_offset: number | null;
+}
+
+/** A topic's traffic in one minute, summed over the brokers that served it. */
+export interface TopicTrafficTable {
+  topic: string;
+  /** The minute's start. */
+  minute: number;
+  produced_records: number;
+  produced_bytes: number;
+  fetched_records: number;
+  fetched_bytes: number;
+}
+
 export interface CatalogSchema {
   topics: TopicsTable;
   groups: GroupsTable;
@@ -198,4 +231,7 @@ export interface CatalogSchema {
   audit_log: AuditLogTable;
   acls: AclsTable;
   log_owner: LogOwnerTable;
+  health_series: HealthSeriesTable;
+  health_samples: HealthSamplesTable;
+  topic_traffic: TopicTrafficTable;
 }

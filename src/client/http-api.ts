@@ -22,7 +22,9 @@ import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { FetchRequest, FetchResult } from '../protocol/fetch.js';
 import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from '../protocol/groups.js';
-import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory } from '../protocol/monitoring-api.js';
+import type {
+  AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, HistoryRange, TopicHistory,
+} from '../protocol/monitoring-api.js';
 import type { NackBatchRequest, NackRequest, NackResult } from '../protocol/nacks.js';
 import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from '../protocol/offsets.js';
 import type { ProduceRequest, ProduceResult, ProducerIdentity } from '../protocol/produce.js';
@@ -547,8 +549,12 @@ export class HttpApi implements OnelogApi {
     return this.call('DELETE', `/alerts/sinks/${encodeURIComponent(id)}`);
   }
 
-  groupHistory(groupId: string): Promise<GroupHistory> {
-    return this.call('GET', `/groups/${encodeURIComponent(groupId)}/history`);
+  groupHistory(groupId: string, range: HistoryRange = {}): Promise<GroupHistory> {
+    return this.call('GET', `/groups/${encodeURIComponent(groupId)}/history${historyQuery(range)}`);
+  }
+
+  topicHistory(topic: string, range: HistoryRange = {}): Promise<TopicHistory> {
+    return this.call('GET', `/topics/${encodeURIComponent(topic)}/history${historyQuery(range)}`);
   }
 
   overview(request: OverviewRequest = {}): Promise<Overview> {
@@ -558,6 +564,11 @@ export class HttpApi implements OnelogApi {
   describeCluster(): Promise<ClusterDescription> {
     return this.call('GET', '/cluster');
   }
+}
+
+/** The query string of a history's range (none for the default). */
+function historyQuery(range: HistoryRange): string {
+  return range.hours === undefined ? '' : `?hours=${encodeURIComponent(range.hours)}`;
 }
 
 /**

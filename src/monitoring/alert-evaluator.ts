@@ -14,7 +14,8 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Clock } from '../common/clock.js';
-import type { GroupAlertKind, PartitionHealth } from '../protocol/monitoring-api.js';
+import type { HealthSeriesKey } from '../catalog/health-history.js';
+import type { GroupAlertKind, HealthSample } from '../protocol/monitoring-api.js';
 import type { Logger } from '../common/logger.js';
 import { corruptBatchMessage } from '../log/segments/segment.js';
 import type { CorruptBatch } from '../log/partition.js';
@@ -46,7 +47,13 @@ const UNSUBSCRIBED_ARRIVAL_PAUSE_MS = 1000;
 const LOG_RUNS_FROM_MS = 1000;
 
 /** Where a run reports each partition's health (the console's history). */
-export type HealthSampler = (groupId: string, topic: string, partition: number, health: PartitionHealth, at: number) => void;
+export type HealthSampler = (key: HealthSeriesKey, sample: HealthSample) => void;
+
+/** A group partition's health at `at` as the history keeps it. */
+function sampleOf(p: GroupPartitionHealth, at: number): HealthSample {
+  const { lag, timeLagMs, headroomMs, headroomBytes } = p.assessment.health;
+  return { at, lag, timeLagMs, headroomMs, headroomBytes, committedOffset: p.committed?.offset ?? null };
+}
 
 export interface AlertEvaluatorSources {
   health: HealthReader;
@@ -196,7 +203,7 @@ export class AlertEvaluator {
       for await (const partitions of health.group(groupId, (s) => work.everyTopic || work.topics.has(s.topic), this.slicePartitions)) {
         for (const p of partitions) {
           seen?.add(`${p.sub.topic}\0${p.offsets.partition}`);
-          this.s.sample?.(groupId, p.sub.topic, p.offsets.partition, p.assessment.health, now);
+          this.s.sample?.({ groupId, topic: p.sub.topic, partition: p.offsets.partition }, sampleOf(p, now));
           await this.evaluatePartition(p);
           dueAt = Math.min(dueAt, p.assessment.dueAt ?? Infinity);
         }

@@ -1,57 +1,139 @@
 /**
- * The recent health of groups' partitions, for the console's charts: a sample per evaluation run (lag, time
- * lag, headroom), kept in memory with bounds: at most {@link HISTORY_POINTS} samples per partition (the last
- * hour at the default 30 s evaluation interval) and at most `maxSeries` partitions over all groups (later ones
- * are not sampled). Lost on a restart.
+ * The health history of groups' partitions (docs/monitoring.md, "Console: charts that last"): lag, time lag,
+ * retention headroom and the committed offset, one sample per minute per group partition (the last the evaluations
+ * took in that minute), stored in the catalog for 24 hours so a restart keeps it and, in cluster mode, every broker
+ * answers it. Bounded: at most `maxSeries` group partitions over every group (a partition beyond is not kept until
+ * pruning frees room: a series without a sample for 24 hours is deleted), 1,440 samples each. Samples wait in memory
+ * until their minute ended, a read or a stop ({@link HistoryBuffer}).
  */
-import type { GroupHistory, PartitionHealth } from '../protocol/monitoring-api.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { HealthSeriesKey, MinuteSample } from '../catalog/health-history.js';
+import type { Clock } from '../common/clock.js';
+import type { Logger } from '../common/logger.js';
+import { DRAIN_WINDOW_MS, HISTORY_STEP_MS, MAX_HISTORY_SAMPLES } from '../protocol/monitoring-api.js';
+import type { HealthSample, PartitionHistory } from '../protocol/monitoring-api.js';
+import { drainEstimate } from './drain-estimate.js';
+import { HistoryBuffer, minuteOf } from './history-buffer.js';
 
-/** A group's samples of one partition, oldest first. */
-export type PartitionHistory = GroupHistory['partitions'][number];
+/** A sample of a group partition, waiting to be written. */
+interface Pending {
+  key: HealthSeriesKey;
+  minute: number;
+  sample: HealthSample;
+}
 
-/** Samples kept per partition. */
-const HISTORY_POINTS = 120;
+const keyOf = (k: HealthSeriesKey): string => `${k.groupId}\0${k.topic}\0${k.partition}`;
+
+/** Most group partitions kept by default (docs/monitoring.md says what they cost). */
+export const DEFAULT_HISTORY_MAX_SERIES = 1000;
 
 export class HealthHistory {
-  /** group -> `topic/partition` -> samples */
-  private readonly series = new Map<string, Map<string, PartitionHistory>>();
-  private count = 0;
+  private readonly buffer: HistoryBuffer<Pending>;
+  /**
+   * The group partitions whose samples are taken: those stored (as of the last write or {@link load}) and those
+   * taken since, at most `maxSeries` (others are dropped at once: memory holds the samples of twice the cap at most).
+   */
+  private kept = new Set<string>();
+  /** Samples dropped for the cap since the last write (logged then). */
+  private dropped = 0;
 
-  /** @param maxSeries most partitions sampled over every group @param windowMs samples older than this are dropped, ms */
-  constructor(private readonly maxSeries = 10_000, private readonly windowMs = 3_600_000) {}
+  /** @param maxSeries most group partitions kept, over every group */
+  constructor(
+    private readonly catalog: Catalog, private readonly clock: Clock, private readonly logger: Logger, private readonly maxSeries = DEFAULT_HISTORY_MAX_SERIES,
+  ) {
+    this.buffer = new HistoryBuffer<Pending>({
+      what: 'health history', write: (batch) => this.write(batch), prune: (beforeMs) => catalog.healthHistory.prune(beforeMs),
+    }, clock, logger);
+  }
 
-  /** Adds a sample of `groupId`'s partition taken at `at` (ms since the epoch). */
-  record(groupId: string, topic: string, partition: number, health: PartitionHealth, at: number): void {
-    let group = this.series.get(groupId);
-    const key = `${topic}/${partition}`;
-    let history = group?.get(key);
-    if (history === undefined) {
-      if (this.count >= this.maxSeries) return;
-      if (group === undefined) this.series.set(groupId, (group = new Map()));
-      group.set(key, (history = { topic, partition, samples: [] }));
-      this.count++;
+  /** Reads which group partitions the catalog keeps (at the broker's start). */
+  async load(): Promise<void> {
+    this.kept = new Set((await this.catalog.healthHistory.series()).map(keyOf));
+  }
+
+  /** Takes a sample of a group partition (the last of its minute is kept), unless the cap leaves no room for it. */
+  record(key: HealthSeriesKey, sample: HealthSample): void {
+    const k = keyOf(key);
+    if (!this.kept.has(k)) {
+      if (this.kept.size >= this.maxSeries) {
+        this.dropped++;
+        return;
+      }
+      this.kept.add(k);
     }
-    const { samples } = history;
-    samples.push({ at, lag: health.lag, timeLagMs: health.timeLagMs, headroomMs: health.headroomMs, headroomBytes: health.headroomBytes });
-    while (samples.length > HISTORY_POINTS || (samples.length > 0 && samples[0]!.at < at - this.windowMs)) samples.shift();
+    this.buffer.put(k, { key, minute: minuteOf(sample.at), sample });
   }
 
-  /** A group's samples, per partition (topic, then partition order). */
-  of(groupId: string): PartitionHistory[] {
-    return [...(this.series.get(groupId)?.values() ?? [])]
-      .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+  /**
+   * A group's partitions with their samples from `fromMs` on (ms since the epoch; from the start of its minute) to
+   * now, in topic and partition order, each with its drain estimate (from every sample of its last
+   * {@link DRAIN_WINDOW_MS}); at most about {@link MAX_HISTORY_SAMPLES} samples, one every `stepMs` (a minute, or a
+   * multiple of it for a group of many partitions). Writes what waits first.
+   */
+  async of(groupId: string, fromMs: number): Promise<{ stepMs: number; partitions: PartitionHistory[] }> {
+    await this.buffer.flush();
+    const repository = this.catalog.healthHistory;
+    const now = this.clock.now();
+    const minutes = Math.floor((now - minuteOf(fromMs)) / HISTORY_STEP_MS) + 1;
+    const every = Math.max(1, Math.ceil((await repository.seriesOf(groupId)) * minutes / MAX_HISTORY_SAMPLES));
+    const partitions = await repository.ofGroup(groupId, fromMs, every);
+    const recent = every === 1 ? partitions : await repository.ofGroup(groupId, now - DRAIN_WINDOW_MS);
+    const recentOf = new Map(recent.map((p) => [`${p.topic}\0${p.partition}`, p.samples.filter((s) => s.at >= now - DRAIN_WINDOW_MS)]));
+    return {
+      stepMs: every * HISTORY_STEP_MS,
+      partitions: partitions
+        .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1))
+        .map((p) => ({ ...p, drain: drainEstimate(recentOf.get(`${p.topic}\0${p.partition}`) ?? []) })),
+    };
   }
 
-  /** Forgets a deleted topic's partitions in every group. */
-  deleteTopic(topic: string): void {
-    for (const group of this.series.values()) {
-      for (const [key, history] of group) if (history.topic === topic) { group.delete(key); this.count--; }
+  /** Writes every sample waiting (at a stop). Never rejects. */
+  flush(): Promise<void> {
+    return this.buffer.flush();
+  }
+
+  /** Forgets a deleted group: its samples waiting, and (after the writes queued) those stored. Never rejects. */
+  deleteGroup(groupId: string): Promise<void> {
+    return this.buffer.forget((p) => p.key.groupId === groupId, () => this.catalog.healthHistory.deleteGroup(groupId));
+  }
+
+  /** Forgets a deleted topic's partitions in every group, as {@link deleteGroup}. Never rejects. */
+  deleteTopic(topic: string): Promise<void> {
+    return this.buffer.forget((p) => p.key.topic === topic, () => this.catalog.healthHistory.deleteTopic(topic));
+  }
+
+  /**
+   * Writes samples of the series the cap allows, adding series not stored yet while there is room (other brokers
+   * sharing the catalog add theirs too), and takes the series stored as those kept from now on.
+   */
+  private async write(batch: readonly Pending[]): Promise<void> {
+    const ids = await this.seriesIds(batch.map((p) => p.key));
+    const rows: MinuteSample[] = [];
+    for (const { key, minute, sample } of batch) {
+      const seriesId = ids.get(keyOf(key));
+      if (seriesId === undefined) this.dropped++;
+      else rows.push({ ...sample, seriesId, minute });
+    }
+    await this.catalog.healthHistory.write(rows);
+    this.kept = new Set(ids.keys());
+    if (this.dropped > 0) {
+      this.logger.warn({ maxSeries: this.maxSeries, dropped: this.dropped }, 'the health history keeps at most maxSeries group partitions: samples of others were not kept');
+      this.dropped = 0;
     }
   }
 
-  /** Forgets a deleted group. */
-  deleteGroup(groupId: string): void {
-    this.count -= this.series.get(groupId)?.size ?? 0;
-    this.series.delete(groupId);
+  /** The series ids of `keys`, adding the series not stored yet while the cap allows (those beyond have none). */
+  private async seriesIds(keys: readonly HealthSeriesKey[]): Promise<Map<string, number>> {
+    const repository = this.catalog.healthHistory;
+    let series = await repository.series();
+    const ids = new Map(series.map((s) => [keyOf(s), s.id]));
+    const missing = [...new Map(keys.filter((k) => !ids.has(keyOf(k))).map((k) => [keyOf(k), k])).values()];
+    const room = this.maxSeries - series.length;
+    if (missing.length > 0 && room > 0) {
+      await repository.addSeries(missing.slice(0, room));
+      series = await repository.series();
+      for (const s of series) ids.set(keyOf(s), s.id);
+    }
+    return ids;
   }
 }

@@ -151,18 +151,23 @@ export class BrokerMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'onelog_' });
   }
 
-  /** Counts records (and their batches' bytes) appended to `topic`. */
+  /** Counts records (and their batches' bytes) appended to `topic`, here and in the topic's rates (TopicRates). */
   produced(topic: string, records: number, bytes: number): void {
     if (records === 0) return;
     this.producedRecords.inc({ topic }, records);
     this.producedBytes.inc({ topic }, bytes);
+    this.sources.monitor.rates.produced(topic, records, bytes);
   }
 
-  /** Counts records answered to a fetch of `topic`, and their bytes (batch bytes on the binary path; keys and values on the JSON path). */
+  /**
+   * Counts records answered to a fetch of `topic`, and their bytes (batch bytes on the binary path; keys and values on
+   * the JSON path), here and in the topic's rates (TopicRates).
+   */
   fetched(topic: string, records: number, bytes: number): void {
     if (records === 0) return;
     this.fetchedRecords.inc({ topic }, records);
     this.fetchedBytes.inc({ topic }, bytes);
+    this.sources.monitor.rates.fetched(topic, records, bytes);
   }
 
   /** Counts a share group's acquisition: its first deliveries and its redeliveries. */

@@ -1,7 +1,8 @@
 /**
  * Watching consumers, put together for the broker (docs/monitoring.md): the health reader (lag, time lag,
  * retention headroom), alerts with their notification sinks, the evaluator that raises and resolves them on a
- * timer and on request, and the health history the console charts.
+ * timer and on request, and the history the console charts (each group partition's health, each topic's rates),
+ * stored in the catalog for 24 hours.
  *
  * In cluster mode (docs/cluster.md) the brokers share the catalog, and the timer's passes run on one broker at a
  * time: the holder of the `job:alerts` lease ({@link MonitorOptions.scheduleGate}). Evaluations asked for by a
@@ -12,7 +13,8 @@
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../common/clock.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
-import type { AlertListRequest, AlertSink, GroupAlert } from '../protocol/monitoring-api.js';
+import { HISTORY_HOURS } from '../protocol/monitoring-api.js';
+import type { AlertListRequest, AlertSink, GroupAlert, HistoryRange, PartitionHistory, TopicRatePoint } from '../protocol/monitoring-api.js';
 import { checkInteger } from '../protocol/validate.js';
 import type { Logs } from '../log/logs.js';
 import type { Logger } from '../common/logger.js';
@@ -21,9 +23,9 @@ import type { EvaluationScope } from './alert-evaluator.js';
 import { AlertNotifier } from './alert-notifier.js';
 import type { AlertNotifierOptions } from './alert-notifier.js';
 import { Alerts } from './alerts.js';
-import { HealthHistory } from './health-history.js';
-import type { PartitionHistory } from './health-history.js';
+import { DEFAULT_HISTORY_MAX_SERIES, HealthHistory } from './health-history.js';
 import { DEFAULT_SLICE_PARTITIONS, HealthReader } from './health-reader.js';
+import { TopicRates } from './topic-rates.js';
 
 /**
  * Asked with the timer's interval (ms) whether this broker may run the timer's pass now (see
@@ -35,12 +37,15 @@ export type ScheduleGate = (intervalMs: number) => Promise<boolean>;
 export interface MonitorOptions {
   /**
    * How often every group's partitions are evaluated for alerts and sampled for the history, ms; 0 = only on
-   * commits, retention runs, deletes and resets (and no history). @default 30000
+   * commits, retention runs, deletes, resets and describes (the history then holds the samples those took). @default 30000
    */
   alertCheckIntervalMs?: number;
   /** Delivery of alert notifications. @default see AlertNotifierOptions */
   notifications?: AlertNotifierOptions;
-  /** Most group partitions the history keeps samples of. @default 10000 */
+  /**
+   * Most group partitions the health history keeps, over every group, 1 to 1,000,000 (docs/monitoring.md says what
+   * each costs: about 1,440 rows of the catalog). @default 1000
+   */
   historyMaxSeries?: number;
   /**
    * Most group partitions an evaluation assesses (each may read its log) before it lets the event loop turn, so
@@ -69,33 +74,39 @@ export interface MonitorOptions {
 export class Monitor {
   readonly health: HealthReader;
   readonly alerts: Alerts;
+  /** Each group partition's health, a sample per minute for 24 hours (the console's charts). */
   readonly history: HealthHistory;
+  /** Each topic's produce and consume rates, per minute for 24 hours; the broker counts its traffic into it. */
+  readonly rates: TopicRates;
   private readonly evaluator: AlertEvaluator;
   private readonly intervalMs: number;
   private readonly scheduleGate: ScheduleGate | undefined;
   private readonly onScheduledPass: MonitorOptions['onScheduledPass'];
 
-  private constructor(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, private readonly logger: Logger, options: MonitorOptions) {
+  private constructor(catalog: Catalog, offsets: OffsetStore, logs: Logs, private readonly clock: Clock, private readonly logger: Logger, options: MonitorOptions) {
     this.intervalMs = options.alertCheckIntervalMs ?? 30_000;
     this.scheduleGate = options.scheduleGate;
     this.onScheduledPass = options.onScheduledPass;
     this.health = new HealthReader(catalog, offsets, logs, clock);
     this.alerts = new Alerts(catalog, clock, logger, new AlertNotifier(catalog, clock, logger, options.notifications));
-    this.history = new HealthHistory(options.historyMaxSeries);
+    this.history = new HealthHistory(catalog, clock, logger,
+      checkInteger(options.historyMaxSeries ?? DEFAULT_HISTORY_MAX_SERIES, 'historyMaxSeries', 1, 1_000_000));
+    this.rates = new TopicRates(catalog, clock, logger);
     this.evaluator = new AlertEvaluator({
       health: this.health, alerts: this.alerts, clock, logger,
-      sample: (groupId, topic, partition, health, at) => this.history.record(groupId, topic, partition, health, at),
+      sample: (key, sample) => this.history.record(key, sample),
       slicePartitions: checkInteger(options.evaluationSlicePartitions ?? DEFAULT_SLICE_PARTITIONS, 'evaluationSlicePartitions', 1, 1_000_000),
     });
   }
 
   /**
-   * Loads the unresolved alerts and the notification sinks.
+   * Loads the unresolved alerts, the notification sinks and the group partitions the history keeps.
    * @throws OnelogError `INVALID_REQUEST` for an option out of its bounds
    */
   static async open(catalog: Catalog, offsets: OffsetStore, logs: Logs, clock: Clock, logger: Logger, options: MonitorOptions = {}): Promise<Monitor> {
     const monitor = new Monitor(catalog, offsets, logs, clock, logger, options);
     await monitor.alerts.start();
+    await monitor.history.load();
     return monitor;
   }
 
@@ -183,29 +194,53 @@ export class Monitor {
     return this.alerts.notifier.removeSink(id);
   }
 
-  /** A group's recent health samples. */
-  groupHistory(groupId: string): PartitionHistory[] {
-    return this.history.of(groupId);
+  /**
+   * A group's health samples per partition over `range`, each with its drain estimate (see {@link HealthHistory.of}).
+   * @returns the range's start (ms since the epoch), the time between samples (ms) and the partitions
+   * @throws OnelogError `INVALID_REQUEST` for hours not an integer from 1 to 24
+   */
+  async groupHistory(groupId: string, range: HistoryRange = {}): Promise<{ fromMs: number; stepMs: number; partitions: PartitionHistory[] }> {
+    const fromMs = this.rangeStart(range);
+    return { fromMs, ...await this.history.of(groupId, fromMs) };
   }
 
-  /** Forgets what it holds of a deleted group (the catalog deleted its alerts). */
+  /**
+   * A topic's produce and consume rates per minute over `range` (see {@link TopicRates.history}).
+   * @returns the range's start (ms since the epoch) and the points
+   * @throws OnelogError `INVALID_REQUEST` for hours not an integer from 1 to 24
+   */
+  async topicHistory(topic: string, range: HistoryRange = {}): Promise<{ fromMs: number; points: TopicRatePoint[] }> {
+    const fromMs = this.rangeStart(range);
+    return { fromMs, points: await this.rates.history(topic, fromMs) };
+  }
+
+  /** Forgets what it holds of a deleted group (the catalog deleted its alerts); its history is deleted in the background. */
   deleteGroup(groupId: string): void {
     this.health.deleteGroup(groupId);
     this.alerts.deleteGroup(groupId);
-    this.history.deleteGroup(groupId);
+    void this.history.deleteGroup(groupId);
   }
 
-  /** Forgets what it holds of a deleted topic and resolves its alerts. */
+  /** Forgets what it holds of a deleted topic, its history included, and resolves its alerts. */
   async deleteTopic(topic: string): Promise<void> {
     this.health.deleteTopic(topic);
-    this.history.deleteTopic(topic);
+    await Promise.all([this.history.deleteTopic(topic), this.rates.deleteTopic(topic)]);
     await this.alerts.deleteTopic(topic);
   }
 
-  /** Stops the timer, the evaluations (at the end of the slice under way) and the notifications; waits for catalog writes under way. */
+  /**
+   * Stops the timer, the evaluations (at the end of the slice under way) and the notifications; waits for catalog
+   * writes under way, and writes the history waiting in memory.
+   */
   async stop(): Promise<void> {
     await this.evaluator.stop();
     this.alerts.notifier.stop();
     await this.alerts.settled();
+    await Promise.all([this.history.flush(), this.rates.flush()]);
+  }
+
+  /** The start of `range` on the clock, ms since the epoch. @throws OnelogError `INVALID_REQUEST` for bad hours */
+  private rangeStart(range: HistoryRange): number {
+    return this.clock.now() - checkInteger(range.hours ?? HISTORY_HOURS, 'hours', 1, HISTORY_HOURS) * 3_600_000;
   }
 }

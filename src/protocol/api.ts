@@ -9,7 +9,9 @@ import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, 
 import type { ClusterDescription } from './cluster.js';
 import type { BatchFetchResult, FetchRequest, FetchResult } from './fetch.js';
 import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from './groups.js';
-import type { AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory } from './monitoring-api.js';
+import type {
+  AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, HistoryRange, TopicHistory,
+} from './monitoring-api.js';
 import type { Overview, OverviewRequest } from './overview.js';
 import type { NackBatchRequest, NackRequest, NackResult } from './nacks.js';
 import type { CheckpointDescription, CheckpointRequest, CommitRequest, ResetOffsetsRequest, ResetOffsetsResult } from './offsets.js';
@@ -283,8 +285,17 @@ export interface OnelogApi {
   listAlertSinks(): Promise<AlertSink[]>;
   /** Removes a webhook sink by id. @throws OnelogError `NOT_FOUND` (no sink with that id), `INVALID_REQUEST` (an id below 1) */
   removeAlertSink(id: number): Promise<void>;
-  /** A group's recent health samples per partition (kept by the broker for the last hour at most). @throws OnelogError `UNKNOWN_GROUP` */
-  groupHistory(groupId: string): Promise<GroupHistory>;
+  /**
+   * A group's health samples per partition, one per minute over the last `range.hours` (kept 24 hours, across
+   * restarts), each partition with its drain estimate.
+   * @throws OnelogError `UNKNOWN_GROUP`, `INVALID_REQUEST` (hours not an integer from 1 to 24)
+   */
+  groupHistory(groupId: string, range?: HistoryRange): Promise<GroupHistory>;
+  /**
+   * A topic's produce and consume rates (records/s, bytes/s) per minute over the last `range.hours` (kept 24 hours).
+   * @throws OnelogError `UNKNOWN_TOPIC`, `INVALID_REQUEST` (hours not an integer from 1 to 24)
+   */
+  topicHistory(topic: string, range?: HistoryRange): Promise<TopicHistory>;
   /**
    * The broker's health at a glance: topics by size, groups worst first, the active alerts, each list bounded
    * (docs/monitoring.md, "Console: overview").

@@ -127,20 +127,115 @@ export interface AlertSink {
   createdAt: number;
 }
 
-/** One sample of a group's partition health (the console's charts). */
+/** How far back a history answer reaches (`GET /groups/:group/history?hours=N`, `GET /topics/:topic/history?hours=N`). */
+export interface HistoryRange {
+  /** The last this many hours, 1 to {@link HISTORY_HOURS}. @default 24 */
+  hours?: number;
+}
+
+/** Hours of history the broker keeps (and the longest range asked for). */
+export const HISTORY_HOURS = 24;
+
+/** The step of the stored history: one sample (or count) per minute, ms. */
+export const HISTORY_STEP_MS = 60_000;
+
+/**
+ * One sample of a group's partition health (the console's charts): the last one the broker took in its minute (it
+ * samples at each evaluation, see docs/monitoring.md).
+ */
 export interface HealthSample {
-  /** ms since the epoch */
+  /** When it was taken, ms since the epoch. */
   at: number;
   lag: number | null;
   timeLagMs: number | null;
   headroomMs: number | null;
   headroomBytes: number | null;
+  /** The group's committed offset then (what the drain estimate's consume rate is measured on); null without a commit. */
+  committedOffset: number | null;
 }
 
-/** A group's recent health samples per partition, oldest first: one per evaluation run, at most 120, the last hour at most. */
+/**
+ * Which comes first for a group's partition, reading what it has not read at its recent consume rate or retention
+ * deleting it (docs/monitoring.md, "Drain estimate"):
+ * - `caught-up`: no lag;
+ * - `drains-first`: at the recent rate the group catches up before time retention deletes its first unread record
+ *   (or the topic has no time retention);
+ * - `retention-first`: time retention deletes unread records first (`retentionInMs`), the group reading too slowly or not at all;
+ * - `not-draining`: the group read nothing in the window and no time retention deletes anything: lag only grows;
+ * - `unknown`: no commit (no position), or fewer than two samples in the window (no consume rate).
+ */
+export type DrainOutcome = 'caught-up' | 'drains-first' | 'retention-first' | 'not-draining' | 'unknown';
+
+/** The drain estimate of a group's partition, from its health samples of the last {@link DRAIN_WINDOW_MS}, as of the newest. */
+export interface DrainEstimate {
+  /** When the newest sample was taken, ms since the epoch: the times below count from then; null without a sample. */
+  at: number | null;
+  /** Records the group committed per second over the window (offsets moved forward only; a reset back counts nothing). */
+  consumeRecordsPerSec: number | null;
+  /** The window the rate was measured over: from the oldest sample within {@link DRAIN_WINDOW_MS} to the newest, ms. */
+  windowMs: number;
+  /** lag / consumeRecordsPerSec, ms: the time to read what is unread (records appended meanwhile not counted); null when not reading. */
+  drainMs: number | null;
+  /** The sample's `headroomMs`: when time retention deletes the first unread record; null without time retention. */
+  retentionInMs: number | null;
+  outcome: DrainOutcome;
+}
+
+/** The consume rate of a drain estimate is measured over the samples of the last this many ms. */
+export const DRAIN_WINDOW_MS = 15 * 60_000;
+
+/** A group's partition: its samples oldest first, and its drain estimate. */
+export interface PartitionHistory {
+  topic: string;
+  partition: number;
+  samples: HealthSample[];
+  drain: DrainEstimate;
+}
+
+/**
+ * Most samples a group history answers over all its partitions: a group with more partitions than fit at one sample
+ * a minute is answered one sample every {@link GroupHistory.stepMs} (about 120 bytes of JSON a sample: 6 MB at most).
+ */
+export const MAX_HISTORY_SAMPLES = 50_000;
+
+/**
+ * A group's health samples per partition, oldest first: one per minute (the last evaluation's of that minute) over
+ * the range asked for (the last 24 hours at most), stored in the catalog so a restart keeps them; fewer for a group
+ * of many partitions ({@link MAX_HISTORY_SAMPLES}).
+ */
 export interface GroupHistory {
   groupId: string;
-  partitions: Array<{ topic: string; partition: number; samples: HealthSample[] }>;
+  /** The range's start, ms since the epoch. */
+  fromMs: number;
+  /**
+   * The time between the samples answered, ms: 60,000 (every minute), or a multiple of it when the range's samples of
+   * every partition would exceed {@link MAX_HISTORY_SAMPLES} (then the samples of the minutes that are multiples of
+   * it since the epoch). The drain estimates use every sample of the last 15 minutes whatever the step.
+   */
+  stepMs: number;
+  partitions: PartitionHistory[];
+}
+
+/**
+ * A topic's produce and consume rates over one minute. Produce counts the records appended (and their record
+ * batches' bytes); consume the records answered to fetches (pull, push, webhooks, the binary path) and their bytes,
+ * as `onelog_produced_*` and `onelog_fetched_*` count them: a record fetched twice counts twice.
+ */
+export interface TopicRatePoint {
+  /** The minute's start, ms since the epoch. */
+  at: number;
+  produceRecordsPerSec: number;
+  produceBytesPerSec: number;
+  consumeRecordsPerSec: number;
+  consumeBytesPerSec: number;
+}
+
+/** A topic's rates, one point per complete minute of the range, oldest first (a minute without traffic: zeros). */
+export interface TopicHistory {
+  topic: string;
+  /** The range's start, ms since the epoch. */
+  fromMs: number;
+  points: TopicRatePoint[];
 }
 
 /** What an alert sink receives, one POST per event, in order. */

@@ -114,6 +114,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /topics': { needs: 'user', filter: [{ field: 'topics', resource: 'topic', key: 'topic' }], cli: ['topics list'] },
   'GET /topics/:topic': { needs: [topic('describe')], filter: [{ field: 'groups', resource: 'group', key: 'groupId' }], cli: ['topics describe'] },
   'DELETE /topics/:topic': { needs: [topic('delete')], cli: ['topics delete'] },
+  'GET /topics/:topic/history': { needs: [topic('describe')] },
   'POST /topics/:topic/config': { needs: [topic('alter')], cli: ['topics alter'] },
   'POST /topics/:topic/compact': { needs: [topic('alter')], cli: ['topics compact'] },
   'POST /topics/:topic/enforce-retention': { needs: [topic('alter')], cli: ['topics enforce-retention'] },

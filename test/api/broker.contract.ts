@@ -202,5 +202,28 @@ export function brokerContract(name: string, engine: () => BrokerEngine | Promis
       expect(await asyncCodeOf(b.browseRecords({ topic: 't', partition: 2 }))).toBe('UNKNOWN_PARTITION');
       expect(await asyncCodeOf(b.browseRecords({ topic: 't', partition: 1, offset: 6 }))).toBe('OFFSET_OUT_OF_RANGE');
     });
+
+    it('keeps a group\'s health history and a topic\'s rates across a restart: a sample and a count per minute, the drain estimate', async () => {
+      const clock = new ManualClock(1_700_000_000_000);
+      let b = await broker(clock);
+      await b.createTopic({ topic: 't', partitions: 1, config: { retentionMs: 3_600_000 } });
+      await b.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest' });
+      await b.produce({ topic: 't', records: Array.from({ length: 120 }, (_, i) => rec(`v${i}`, null, { partition: 0 })) });
+      await b.evaluateAlerts(); // a sample: 120 unread
+      clock.advance(60_000);
+      const read = await b.fetch({ topic: 't', groupId: 'g', partitions: [{ partition: 0, offset: 0 }], maxRecords: 60 });
+      expect(read.partitions[0]!.records).toHaveLength(60);
+      await b.commitOffsets({ groupId: 'g', topic: 't', offsets: [{ partition: 0, offset: 60 }] });
+      await b.evaluateAlerts(); // 60 read in a minute: 1 record/s, 60 s to catch up
+      clock.advance(60_000);
+      b = await reopen(b, clock);
+      const [p] = (await b.groupHistory('g', { hours: 1 })).partitions;
+      expect(p!.samples.map((s) => [s.at - 1_700_000_000_000, s.lag, s.committedOffset])).toEqual([[0, 120, 0], [60_000, 60, 60]]);
+      expect(p!.drain).toMatchObject({ consumeRecordsPerSec: 1, drainMs: 60_000, outcome: 'drains-first' });
+      const points = (await b.topicHistory('t', { hours: 1 })).points.slice(-2);
+      expect(points.map((x) => [x.produceRecordsPerSec, x.consumeRecordsPerSec])).toEqual([[2, 0], [0, 1]]);
+      expect(await asyncCodeOf(b.groupHistory('nobody'))).toBe('UNKNOWN_GROUP');
+      expect(await asyncCodeOf(b.topicHistory('t', { hours: 0 }))).toBe('INVALID_REQUEST');
+    });
   });
 }

@@ -448,6 +448,68 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
       });
     });
 
+    describe('history', () => {
+      const M = 60_000;
+      const at = (minute: number, lag: number) => ({
+        at: T + minute * M + 5000, lag, timeLagMs: lag * 10, headroomMs: null, headroomBytes: 2 ** 40 + lag, committedOffset: 2 ** 50 + lag,
+      });
+
+      it('health: a series added once whoever adds it, a minute\'s sample replaced, read from a minute, pruned, deleted; kept on reopen', async () => {
+        const { c, fixture } = await fresh();
+        const other = fixture.shared ? await fixture.open() : c;
+        open.add(other);
+        const keys = [{ groupId: 'g', topic: 't', partition: 0 }, { groupId: 'g', topic: 't', partition: 1 }, { groupId: 'h', topic: 'u', partition: 0 }];
+        await Promise.all([c.healthHistory.addSeries(keys), other.healthHistory.addSeries(keys.slice(1))]);
+        const series = await c.healthHistory.series();
+        expect(series.map(({ groupId, topic, partition }) => ({ groupId, topic, partition })).sort((a, b) => (a.groupId + a.partition).localeCompare(b.groupId + b.partition)))
+          .toEqual(keys);
+        const id = (partition: number, groupId = 'g') => series.find((s) => s.groupId === groupId && s.partition === partition)!.id;
+        await c.healthHistory.write([{ seriesId: id(0), minute: T, ...at(0, 1) }, { seriesId: id(0), minute: T + M, ...at(1, 2) }]);
+        await other.healthHistory.write([{ seriesId: id(0), minute: T + M, ...at(1, 3) }, { seriesId: id(1), minute: T + 2 * M, ...at(2, 4) }]);
+        await c.healthHistory.write([{ seriesId: id(0, 'h'), minute: T, ...at(0, 5) }]);
+        expect(await c.healthHistory.ofGroup('g', T)).toEqual(expect.arrayContaining([
+          { topic: 't', partition: 0, samples: [at(0, 1), at(1, 3)] }, { topic: 't', partition: 1, samples: [at(2, 4)] },
+        ]));
+        expect(await c.healthHistory.ofGroup('g', T + M + 30_000)).toEqual(expect.arrayContaining([
+          { topic: 't', partition: 0, samples: [at(1, 3)] }, { topic: 't', partition: 1, samples: [at(2, 4)] },
+        ]));
+        // Every other minute since the epoch: T's minute is odd.
+        expect(await c.healthHistory.ofGroup('g', T, 2)).toEqual([{ topic: 't', partition: 0, samples: [at(1, 3)] }]);
+        expect(await c.healthHistory.seriesOf('g')).toBe(2);
+        const again = await reopen(fixture, c);
+        await again.healthHistory.prune(T + M); // minute 0 goes, and h's series with its only sample
+        expect((await again.healthHistory.series()).map((s) => s.groupId)).toEqual(['g', 'g']);
+        expect((await again.healthHistory.ofGroup('g', T)).find((p) => p.partition === 0)!.samples).toEqual([at(1, 3)]);
+        await again.healthHistory.deleteTopic('t');
+        expect(await again.healthHistory.ofGroup('g', T)).toEqual([]);
+        await again.healthHistory.addSeries([keys[2]!]);
+        await again.healthHistory.deleteGroup('h');
+        expect(await again.healthHistory.series()).toEqual([]);
+        expect(await fixture.sql('select count(*) as n from health_samples')).toEqual([{ n: fixture.shared ? '0' : 0 }]);
+      });
+
+      it('topic traffic: each minute\'s counts summed over the brokers adding them, read by range, pruned, deleted', async () => {
+        const { c, fixture } = await fresh();
+        const other = fixture.shared ? await fixture.open() : c;
+        open.add(other);
+        const traffic = (topic: string, minute: number, n: number) => ({
+          topic, minute: T + minute * M, producedRecords: n, producedBytes: 2 ** 40 * n, fetchedRecords: 2 * n, fetchedBytes: 3 * n,
+        });
+        await Promise.all([
+          c.topicTraffic.add([traffic('t', 0, 1), traffic('t', 1, 2), traffic('u', 1, 7)]),
+          other.topicTraffic.add([traffic('t', 1, 3)]),
+          other.topicTraffic.add([traffic('t', 1, 4), traffic('t', 2, 5)]),
+        ]);
+        expect(await c.topicTraffic.of('t', T, T + 2 * M)).toEqual([traffic('t', 0, 1), traffic('t', 1, 9)]);
+        expect(await c.topicTraffic.of('t', T + M, T + 3 * M)).toEqual([traffic('t', 1, 9), traffic('t', 2, 5)]);
+        await c.topicTraffic.prune(T + 2 * M);
+        expect(await c.topicTraffic.of('t', T, T + 3 * M)).toEqual([traffic('t', 2, 5)]);
+        expect(await c.topicTraffic.of('u', T, T + 3 * M)).toEqual([]);
+        await c.topicTraffic.deleteTopic('t');
+        expect(await c.topicTraffic.of('t', T, T + 3 * M)).toEqual([]);
+      });
+    });
+
     it('alert sinks: one per URL, listed by id, removed', async () => {
       const { c } = await fresh();
       const a = await c.alertSinks.add('http://127.0.0.1:9/a', T);

@@ -1,18 +1,16 @@
 /**
  * Groups: the list, and one group: its lag totals (total lag, the worst partitions by lag and by time lag), members
  * and their assignments (a share group's members, and each partition's records acquired and available), each
- * partition's lag, time lag and headroom
- * (with charts of the last hour's samples), its alerts with acknowledgement, reset history, and links to its dead letters
- * and its replay (pages/dead-letters.ts, pages/replay.ts).
+ * partition's lag, time lag and headroom (with charts of the last 24 hours and each partition's drain estimate,
+ * console/src/history.ts), its alerts with acknowledgement, reset history, and links to its dead letters and its
+ * replay (pages/dead-letters.ts, pages/replay.ts).
  */
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { api } from '../api.js';
-import type { GroupHistory } from '../api.js';
-import { Chart } from '../chart.js';
-import type { ChartSeries } from '../chart.js';
 import { Badge, Link, Page, Table, useData } from '../components.js';
 import { bytes, duration, num, time } from '../format.js';
+import { GroupHistoryCharts } from '../history.js';
 import { AlertsTable } from './alerts.js';
 
 export function GroupsPage(): VNode {
@@ -25,27 +23,8 @@ export function GroupsPage(): VNode {
   <//>`;
 }
 
-/** Units a duration chart may use, the largest first. */
-const TIME_UNITS: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['min', 60_000], ['s', 1000]];
-
-/** The history's samples of one measure, a series per topic partition; durations in the unit that suits their size. */
-function seriesOf(history: GroupHistory | null, pick: 'lag' | 'timeLagMs' | 'headroomMs' | 'headroomBytes'): { series: ChartSeries[]; unit: string } {
-  const partitions = history?.partitions ?? [];
-  let unit: [string, number] = pick === 'lag' ? ['records', 1] : pick === 'headroomBytes' ? ['MiB', 2 ** 20] : ['s', 1000];
-  if (pick === 'timeLagMs' || pick === 'headroomMs') {
-    const largest = Math.max(0, ...partitions.flatMap((p) => p.samples.map((s) => Math.abs(s[pick] ?? 0))));
-    unit = TIME_UNITS.find(([, ms]) => largest >= 2 * ms) ?? ['s', 1000];
-  }
-  const series = partitions.map((p) => ({
-    label: `${p.topic}/${p.partition}`,
-    points: p.samples.map((s): [number, number | null] => [s.at / 1000, s[pick] === null ? null : s[pick]! / unit[1]]),
-  }));
-  return { series, unit: unit[0] };
-}
-
 export function GroupPage({ groupId }: { groupId: string }): VNode {
   const { data, error, reload } = useData(() => api.group(groupId), [groupId]);
-  const history = useData(() => api.history(groupId), [groupId]).data;
   return html`<${Page} title=${`Group ${groupId}`} error=${error} loading=${data === null}>
     ${data && html`<p>${data.shareMembers
       ? html`<b>share group</b> (queues on the log: every member reads every partition) · ${data.shareMembers.length} members heard from`
@@ -64,11 +43,7 @@ export function GroupPage({ groupId }: { groupId: string }): VNode {
         html`<${Badge} state=${p.state} />`,
         p.share ? html`<span data-share=${`${s.topic}/${p.partition}`}>${num(p.share.acquired)} / ${num(p.share.available)}</span>` : p.memberId ?? '-',
       ]))} />
-    <h2>Last hour</h2>
-    <${Chart} id="chart-lag" title="lag" ...${seriesOf(history, 'lag')} />
-    <${Chart} id="chart-time-lag" title="time lag" ...${seriesOf(history, 'timeLagMs')} />
-    <${Chart} id="chart-headroom" title="retention headroom" ...${seriesOf(history, 'headroomMs')} />
-    <${Chart} id="chart-headroom-bytes" title="retention headroom (size)" ...${seriesOf(history, 'headroomBytes')} />
+    <${GroupHistoryCharts} groupId=${groupId} />
     <h2>Members</h2>
     ${data.shareMembers
       ? html`<${Table} id="share-members" empty="no members heard from" head=${['member', 'last heard from']}

@@ -1,9 +1,13 @@
-/** Topics: the list, and one topic with its partitions, settings and every subscribed group side by side. */
+/**
+ * Topics: the list, and one topic with its partitions, settings, produce and consume rates over the last 24 hours, and
+ * every subscribed group side by side.
+ */
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { api } from '../api.js';
 import { Badge, Link, Page, Table, useData } from '../components.js';
 import { bytes, duration, num } from '../format.js';
+import { TopicRateCharts } from '../history.js';
 
 export function TopicsPage(): VNode {
   const { data, error } = useData(api.topics, []);
@@ -26,6 +30,7 @@ export function TopicPage({ topic }: { topic: string }): VNode {
     <p><${Link} to=${`/topics/${encodeURIComponent(topic)}/records`}><span id="browse-records">Browse the records</span><//></p>
     <${Table} id="partitions" head=${['partition', 'log start offset', 'high watermark', 'records', 'size']}
       rows=${(data?.partitions ?? []).map((p) => [p.partition, num(p.logStartOffset), num(p.highWatermark), num(p.highWatermark - p.logStartOffset), bytes(p.sizeBytes ?? null)])} />
+    <${TopicRateCharts} topic=${topic} />
     <h2>Groups</h2>
     <${Table} id="topic-groups" empty="no group subscribes to this topic"
       head=${['group', 'partition', 'committed', 'lag', 'lost', 'time lag', 'headroom', 'state']}

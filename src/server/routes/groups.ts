@@ -7,12 +7,16 @@ import type { OnelogApi } from '../../protocol/api.js';
 import type { HeartbeatRequest, JoinGroupRequest } from '../../protocol/groups.js';
 import type { CommitRequest, ResetSpec } from '../../protocol/offsets.js';
 import type { SubscribeRequest } from '../../protocol/subscriptions.js';
-import { nonNegInt, partitionOffsets } from './schemas.js';
+import { historyQuery, historyRange, nonNegInt, partitionOffsets } from './schemas.js';
 
 export function registerGroupRoutes(app: FastifyInstance, api: OnelogApi): void {
   app.get('/groups', async () => ({ groups: await api.listGroups() }));
   app.get<{ Params: { groupId: string } }>('/groups/:groupId', async (request) => api.describeGroup(request.params.groupId));
-  app.get<{ Params: { groupId: string } }>('/groups/:groupId/history', async (request) => api.groupHistory(request.params.groupId));
+  app.get<{ Params: { groupId: string }; Querystring: { hours?: string } }>(
+    '/groups/:groupId/history',
+    { schema: { querystring: historyQuery } },
+    async (request) => api.groupHistory(request.params.groupId, historyRange(request.query)),
+  );
 
   app.post<{ Params: { groupId: string }; Body: Omit<SubscribeRequest, 'groupId'> }>(
     '/groups/:groupId/subscriptions',

@@ -1,5 +1,5 @@
 /**
- * Topics (docs/http-api.md): create, list, describe, alter, compact, enforce retention, delete records, delete;
+ * Topics (docs/http-api.md): create, list, describe, their rates' history, alter, compact, enforce retention, delete records, delete;
  * producing JSON records, fetching them, and idempotent producer ids.
  */
 import type { FastifyInstance } from 'fastify';
@@ -7,7 +7,7 @@ import type { OnelogApi } from '../../protocol/api.js';
 import type { ProduceRecord, ProducerIdempotence } from '../../protocol/produce.js';
 import { jsonToBytes, jsonToHeaders, parseTimestamp, recordToJson } from '../../protocol/json-records.js';
 import type { BytesEncoding, JsonProduceRecord } from '../../protocol/json-records.js';
-import { encodingSchema, nonNegInt, partitionOffsets } from './schemas.js';
+import { encodingSchema, historyQuery, historyRange, nonNegInt, partitionOffsets } from './schemas.js';
 
 export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void {
   app.post<{ Body: { topic: string; partitions: number; config?: Record<string, unknown> } }>(
@@ -26,6 +26,11 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
   );
 
   app.delete<{ Params: { topic: string } }>('/topics/:topic', async (request) => api.deleteTopic(request.params.topic));
+  app.get<{ Params: { topic: string }; Querystring: { hours?: string } }>(
+    '/topics/:topic/history',
+    { schema: { querystring: historyQuery } },
+    async (request) => api.topicHistory(request.params.topic, historyRange(request.query)),
+  );
 
   app.post<{ Params: { topic: string }; Body: { config: Record<string, unknown> } }>(
     '/topics/:topic/config',
