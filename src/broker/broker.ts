@@ -541,6 +541,7 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     this.checkOpen();
     return readOverview({
       logs: this.parts.logs, monitor: this.parts.monitor, topics: () => this.parts.topics.list(), groups: () => this.parts.groups.listGroups(),
+      rates: () => this.parts.monitor.rates.recent(),
       now: () => this.parts.clock.now(),
     }, request);
   }

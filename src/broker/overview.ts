@@ -8,7 +8,7 @@ import type { Logs } from '../log/logs.js';
 import { LagTotals } from '../monitoring/group-lag-totals.js';
 import type { Monitor } from '../monitoring/monitor.js';
 import type { GroupSummary } from '../protocol/groups.js';
-import type { GroupAlert, GroupAlertKind, PartitionHealthState } from '../protocol/monitoring-api.js';
+import type { GroupAlert, GroupAlertKind, PartitionHealthState, TopicRatePoint } from '../protocol/monitoring-api.js';
 import { ALERT_SEVERITY, MAX_OVERVIEW_GROUP_PARTITIONS, STATE_URGENCY } from '../protocol/overview.js';
 import type { Overview, OverviewGroup, OverviewRequest, OverviewTopic } from '../protocol/overview.js';
 import type { TopicSummary } from '../protocol/topics.js';
@@ -19,6 +19,8 @@ export interface OverviewSources {
   logs: Logs;
   monitor: Monitor;
   topics: () => Promise<TopicSummary[]>;
+  /** Each topic's recent rates, by topic (a topic without traffic absent). */
+  rates: () => Promise<ReadonlyMap<string, TopicRatePoint>>;
   groups: () => Promise<GroupSummary[]>;
   now: () => number;
 }
@@ -29,7 +31,7 @@ export interface OverviewSources {
  */
 export async function readOverview(sources: OverviewSources, request: OverviewRequest = {}): Promise<Overview> {
   const limit = checkInteger(request.limit ?? 100, 'limit', 1, 1000);
-  const topics = await topicSizes(sources.logs, await sources.topics());
+  const topics = await topicSizes(sources.logs, await sources.topics(), await sources.rates());
   const groups = await groupHealth(sources.monitor, await sources.groups());
   const alerts = [...sources.monitor.alerts.active()].sort(bySeverity);
   return {
@@ -43,8 +45,11 @@ export async function readOverview(sources: OverviewSources, request: OverviewRe
   };
 }
 
-/** Each topic's bytes and records (a topic deleted meanwhile is left out). */
-async function topicSizes(logs: Logs, topics: readonly TopicSummary[]): Promise<OverviewTopic[]> {
+/** A topic's rates without traffic. */
+const NO_RATES: OverviewTopic['rates'] = { produceRecordsPerSec: 0, produceBytesPerSec: 0, consumeRecordsPerSec: 0, consumeBytesPerSec: 0 };
+
+/** Each topic's bytes, records and recent rates (a topic deleted meanwhile is left out). */
+async function topicSizes(logs: Logs, topics: readonly TopicSummary[], rates: ReadonlyMap<string, TopicRatePoint>): Promise<OverviewTopic[]> {
   const sizes: OverviewTopic[] = [];
   for (const { topic, partitions } of topics) {
     if (!logs.has(topic)) continue;
@@ -55,7 +60,11 @@ async function topicSizes(logs: Logs, topics: readonly TopicSummary[]): Promise<
       sizeBytes += p.highWatermark === 0 ? 0 : logs.get(topic, p.partition).sizeBytes;
       records += p.highWatermark - p.logStartOffset;
     }
-    sizes.push({ topic, partitions, sizeBytes, records });
+    const r = rates.get(topic) ?? NO_RATES;
+    sizes.push({
+      topic, partitions, sizeBytes, records,
+      rates: { produceRecordsPerSec: r.produceRecordsPerSec, produceBytesPerSec: r.produceBytesPerSec, consumeRecordsPerSec: r.consumeRecordsPerSec, consumeBytesPerSec: r.consumeBytesPerSec },
+    });
   }
   return sizes;
 }

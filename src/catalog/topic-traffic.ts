@@ -49,6 +49,23 @@ export class TopicTrafficRepository {
     }));
   }
 
+  /**
+   * Each topic's counts summed over the minutes from `fromMinute` to before `toMinute` (ms since the epoch), one row
+   * per topic with traffic then (its `minute`: `fromMinute`).
+   */
+  async totals(fromMinute: number, toMinute: number): Promise<TopicTraffic[]> {
+    const rows = await this.db.selectFrom('topic_traffic')
+      .select((eb) => [
+        'topic', eb.fn.sum<number | string>('produced_records').as('produced_records'), eb.fn.sum<number | string>('produced_bytes').as('produced_bytes'),
+        eb.fn.sum<number | string>('fetched_records').as('fetched_records'), eb.fn.sum<number | string>('fetched_bytes').as('fetched_bytes'),
+      ])
+      .where('minute', '>=', fromMinute).where('minute', '<', toMinute).groupBy('topic').execute();
+    return rows.map((r) => ({
+      topic: r.topic, minute: fromMinute, producedRecords: Number(r.produced_records), producedBytes: Number(r.produced_bytes),
+      fetchedRecords: Number(r.fetched_records), fetchedBytes: Number(r.fetched_bytes),
+    }));
+  }
+
   /** Deletes a topic's counts. */
   async deleteTopic(topic: string): Promise<void> {
     await this.db.deleteFrom('topic_traffic').where('topic', '=', topic).execute();

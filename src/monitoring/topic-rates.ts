@@ -9,13 +9,13 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { TopicTraffic } from '../catalog/topic-traffic.js';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
-import { HISTORY_STEP_MS } from '../protocol/monitoring-api.js';
+import { HISTORY_STEP_MS, RATE_WINDOW_MS } from '../protocol/monitoring-api.js';
 import type { TopicRatePoint } from '../protocol/monitoring-api.js';
 import { HistoryBuffer, minuteOf } from './history-buffer.js';
 
-/** A minute's rates from its counts. */
-export function ratesOf(traffic: TopicTraffic): TopicRatePoint {
-  const perSec = (n: number) => n / (HISTORY_STEP_MS / 1000);
+/** Rates from the counts of the `spanMs` starting at `traffic.minute` (default: one minute). */
+export function ratesOf(traffic: TopicTraffic, spanMs = HISTORY_STEP_MS): TopicRatePoint {
+  const perSec = (n: number) => n / (spanMs / 1000);
   return {
     at: traffic.minute, produceRecordsPerSec: perSec(traffic.producedRecords), produceBytesPerSec: perSec(traffic.producedBytes),
     consumeRecordsPerSec: perSec(traffic.fetchedRecords), consumeBytesPerSec: perSec(traffic.fetchedBytes),
@@ -58,6 +58,16 @@ export class TopicRates {
     const points: TopicRatePoint[] = [];
     for (let minute = from; minute < to; minute += HISTORY_STEP_MS) points.push(ratesOf(counted.get(minute) ?? noTraffic(topic, minute)));
     return points;
+  }
+
+  /**
+   * Each topic's rates over the last `windowMs` of complete minutes (a multiple of a minute; default
+   * {@link RATE_WINDOW_MS}, 5 minutes), by topic; a topic without traffic then is absent. Writes what waits first.
+   */
+  async recent(windowMs = RATE_WINDOW_MS): Promise<Map<string, TopicRatePoint>> {
+    await this.buffer.flush();
+    const to = minuteOf(this.clock.now());
+    return new Map((await this.catalog.topicTraffic.totals(to - windowMs, to)).map((t) => [t.topic, ratesOf(t, windowMs)]));
   }
 
   /** Writes every count waiting (at a stop). Never rejects. */

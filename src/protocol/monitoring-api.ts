@@ -139,6 +139,9 @@ export const HISTORY_HOURS = 24;
 /** The step of the stored history: one sample (or count) per minute, ms. */
 export const HISTORY_STEP_MS = 60_000;
 
+/** The span a topic's recent rates are averaged over (the overview's), ms: the last 5 complete minutes. */
+export const RATE_WINDOW_MS = 5 * HISTORY_STEP_MS;
+
 /**
  * One sample of a group's partition health (the console's charts): the last one the broker took in its minute (it
  * samples at each evaluation, see docs/monitoring.md).

@@ -1,10 +1,10 @@
 /**
  * A broker's health at a glance (`GET /overview`, the console's first page, docs/monitoring.md "Console: overview"):
- * topics by size, groups worst first, the active alerts, in one bounded answer, so the console need not describe
+ * topics by size with their rates, groups worst first, the active alerts, in one bounded answer, so the console need not describe
  * every topic and group. Pure types.
  */
 import type { GroupState } from './groups.js';
-import type { GroupAlert, GroupAlertKind, PartitionHealthState } from './monitoring-api.js';
+import type { GroupAlert, GroupAlertKind, PartitionHealthState, TopicRatePoint } from './monitoring-api.js';
 import type { GroupType } from './types.js';
 
 export interface OverviewRequest {
@@ -20,6 +20,11 @@ export interface OverviewTopic {
   sizeBytes: number;
   /** Offsets from the log start to the high watermark, summed over its partitions (fewer records where compaction left gaps). */
   records: number;
+  /**
+   * Produce and consume rates (records/s, bytes/s) averaged over the last 5 complete minutes (`RATE_WINDOW_MS`),
+   * counted by every broker sharing the catalog (docs/monitoring.md, "Console: charts that last").
+   */
+  rates: Omit<TopicRatePoint, 'at'>;
 }
 
 /** A group's health, the figures it is ordered by. */

@@ -502,6 +502,9 @@ export function catalogContract(name: string, factory: () => Promise<CatalogFixt
         ]);
         expect(await c.topicTraffic.of('t', T, T + 2 * M)).toEqual([traffic('t', 0, 1), traffic('t', 1, 9)]);
         expect(await c.topicTraffic.of('t', T + M, T + 3 * M)).toEqual([traffic('t', 1, 9), traffic('t', 2, 5)]);
+        // Every topic's counts summed over a range of minutes, stamped with its first (the overview's recent rates).
+        const totals = await c.topicTraffic.totals(T + M, T + 3 * M);
+        expect(totals.sort((a, b) => a.topic.localeCompare(b.topic))).toEqual([traffic('t', 1, 14), traffic('u', 1, 7)]);
         await c.topicTraffic.prune(T + 2 * M);
         expect(await c.topicTraffic.of('t', T, T + 3 * M)).toEqual([traffic('t', 2, 5)]);
         expect(await c.topicTraffic.of('u', T, T + 3 * M)).toEqual([]);

@@ -43,6 +43,14 @@ describe('GET /overview and GET /cluster', () => {
     expect(far).toMatchObject({ totalLag: described.totalLag, maxTimeLagMs: described.maxTimeLag!.timeLagMs, activeAlerts: 3, assessed: true });
     expect(overview.alerts.map((a) => [a.groupId, a.kind])).toEqual(Array(3).fill(['far', 'consumer-stalled']));
     expect([overview.topicCount, overview.groupCount, overview.activeAlertCount]).toEqual([2, 3, 3]);
+    expect(overview.topics[0]!.rates).toEqual({ produceRecordsPerSec: 0, produceBytesPerSec: 0, consumeRecordsPerSec: 0, consumeBytesPerSec: 0 }); // the minute is not over
+    // Rates average the last 5 complete minutes, counted where the metrics count them: the minute of the produce, and a fetch.
+    const fetched = await ops.fetch({ topic: 'edits', partitions: [{ partition: 0, offset: 0 }], maxRecords: 600 });
+    clock.advance(60_000);
+    const rates = (await ops.overview()).topics[0]!.rates;
+    expect(rates.produceRecordsPerSec).toBeCloseTo(edits.length / 300, 6);
+    expect(rates.produceBytesPerSec).toBeGreaterThan(rates.produceRecordsPerSec * 100); // each edit is several hundred bytes
+    expect(rates.consumeRecordsPerSec).toBeCloseTo(fetched.partitions[0]!.records.length / 300, 6);
     expect((await ops.overview({ limit: 1 })).groups.map((g) => g.groupId)).toEqual(['far']);
     await expect(ops.overview({ limit: 0 })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
 

@@ -1,6 +1,6 @@
 /**
  * The overview, the console's first page: the broker's (or cluster's) health at a glance. Brokers and their leases
- * (in cluster mode), topics by size, groups worst first (the most severe active alert, then the most urgent
+ * (in cluster mode), topics by size with their produce and consume rates, groups worst first (the most severe active alert, then the most urgent
  * partition state, then time lag, then lag), and the active alerts; reloaded live as the broker changes.
  */
 import { html } from 'htm/preact';
@@ -36,11 +36,17 @@ function Brokers({ cluster, error }: { cluster: ClusterDescription | null; error
     </details>`}`;
 }
 
-/** The topics, largest first. */
+/** Records/s and bytes/s: `1,204 /s · 117.6 KiB/s`. */
+const rate = (records: number, bytesPerSec: number) => `${num(Math.round(records))} /s · ${bytes(Math.round(bytesPerSec))}/s`;
+
+/** The topics, largest first, with their produce and consume rates over the last 5 minutes. */
 function Topics({ data }: { data: Overview }): VNode {
   return html`<h2>Topics by size${shown(data.topics.length, data.topicCount)}</h2>
-    <${Table} id="overview-topics" empty="no topics yet (onelog topics create NAME --partitions N)" head=${['topic', 'partitions', 'records', 'size']}
-      rows=${data.topics.map((t) => [topicLink(t.topic), t.partitions, html`<span data-records=${t.topic}>${num(t.records)}</span>`, bytes(t.sizeBytes)])} />`;
+    <${Table} id="overview-topics" empty="no topics yet (onelog topics create NAME --partitions N)"
+      head=${['topic', 'partitions', 'records', 'size', 'produce (5 min)', 'consume (5 min)']}
+      rows=${data.topics.map((t) => [topicLink(t.topic), t.partitions, html`<span data-records=${t.topic}>${num(t.records)}</span>`, bytes(t.sizeBytes),
+        html`<span data-produce-rate=${t.topic}>${rate(t.rates.produceRecordsPerSec, t.rates.produceBytesPerSec)}</span>`,
+        rate(t.rates.consumeRecordsPerSec, t.rates.consumeBytesPerSec)])} />`;
 }
 
 /** The groups, worst first. */
