@@ -41,7 +41,8 @@ export const token = {
 };
 
 async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
+  // A group another broker coordinates (cluster mode) is answered by that broker (docs/cluster.md).
+  const headers: Record<string, string> = { 'x-onelog-forward': 'coordinator', ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
   const bearer = token.get();
   if (bearer) headers.authorization = `Bearer ${bearer}`;
   const res = await fetch(path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });

@@ -15,6 +15,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { guarded } from '../common/guard.js';
 import { silentLogger } from '../common/logger.js';
 import { httpErrorResponse, refuseHttpConnection, refuseUpgrade } from './socket-answers.js';
+import { forwardToCoordinator } from './coordinator-forward.js';
 import { resourceExhausted } from '../common/resource-exhausted.js';
 import { dataSockets } from './data-socket.js';
 import { pushSockets } from './push-socket.js';
@@ -113,14 +114,16 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     clientErrorHandler: answerClientError,
   });
 
-  app.setErrorHandler((err: FastifyError | OnelogError, request, reply) => {
+  app.setErrorHandler(async (err: FastifyError | OnelogError, request, reply) => {
     const e = toOnelogError(err);
+    // A group another broker coordinates: its answer, so one broker's URL (the console's) reaches every group.
+    if (await forwardToCoordinator(request, reply, e, limits.requestTimeoutMs)) return reply;
     // Running out of a resource is expected under load and answered for each request: one short line, no stack.
     if (e.code === 'RESOURCE_EXHAUSTED') request.log.warn({ code: e.code, resource: e.context.resource }, e.message);
     // Cluster mode's routing answers (docs/cluster.md): the client goes to the broker named; nothing went wrong here.
     else if (e.code === 'NOT_COORDINATOR' || e.code === 'NOT_LEADER_OR_FOLLOWER') request.log.debug({ code: e.code, ...e.context }, e.message);
     else if (e.httpStatus >= 500) request.log.error({ err }, 'request failed');
-    void reply.status(e.httpStatus).send(e.toJSON());
+    return reply.status(e.httpStatus).send(e.toJSON());
   });
   app.setNotFoundHandler((request, reply) => {
     const e = new OnelogError('NOT_FOUND', `no route ${request.method} ${request.url}; see docs/http-api.md`);
