@@ -1,6 +1,7 @@
 /**
  * The console in cluster mode, in Debian's Chromium: two brokers on PostgreSQL, Redis and s3rver holding Wikipedia
- * edits, each page opened on the broker that coordinates the group: the overview lists both brokers and their leases,
+ * edits, each page opened on the broker that coordinates the group: the overview lists both brokers and their leases
+ * and counts records the other broker appends as they come (no reload),
  * the record browser finds an edit by key, the dead-letters page redrives one and the depth falls, the replay page
  * previews a shift and executes it (the committed offsets move there), the group page charts the stored history, and
  * the other broker's console shows the group (its requests forwarded to the coordinator).
@@ -52,6 +53,13 @@ describe.runIf(hasTool(CHROMIUM, 'the console\'s cluster-mode browser test'))('t
       expect(await page.locator('#cluster-mode').textContent()).toContain('cluster of 2 brokers');
       expect(await page.locator('#brokers tbody tr').allTextContents()).toEqual([expect.stringContaining(served.urls[0]!), expect.stringContaining(served.urls[1]!)]);
       expect(await page.locator('#leases-details summary').textContent()).toMatch(/\d+ leases held/);
+      // Live: records the other broker appends reach this page's overview without a reload.
+      const count = page.locator(`[data-records="${TOPIC}"]`);
+      expect(await count.textContent()).toBe(edits.length.toLocaleString('en-US'));
+      await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }));
+      await new HttpApi(served.urls[1]!).produce({ topic: TOPIC, records: [{ key: null, value: Buffer.from('one more'), partition: 0 }] });
+      await vi.waitFor(async () => expect(await count.textContent()).toBe((edits.length + 1).toLocaleString('en-US')), { timeout: 10_000, interval: 100 });
+      expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true);
 
       // The record browser: the edit at partition 1 offset 7 found by its key.
       const wanted = edits[2 * 7 + 1]!;
