@@ -37,7 +37,7 @@ import { FileCache } from '../log/segments/file-cache.js';
 import { makeDir, narrowDataDir } from '../common/file-modes.js';
 import { DEFAULT_DEDUPE_BUFFER_BYTES, LogCleaner } from '../log/compaction.js';
 import { LogManager } from '../log/segments/log-manager.js';
-import type { Logs } from '../log/logs.js';
+import type { Appended, Logs } from '../log/logs.js';
 import type { ObjectLogJob } from '../log/objects/cluster-logs.js';
 import { defaultMaxOpenFiles } from '../log/segments/open-files-limit.js';
 import { BackgroundTasks } from './background-tasks.js';
@@ -170,15 +170,22 @@ async function openLocked(
   if (lost.length > 0) await pauseLostOffsets(lost, { catalog, logs, alerts: monitor.alerts, clock, logger }, offsetStore);
   // A corrupt batch found in a partition's files raises a storage-corruption alert for the groups reading it.
   logs.watchCorruption?.((topic) => void monitor.evaluate({ topic }));
-  // In cluster mode records another broker appended are changes here too (this broker's own are told by the produce path).
+  // In cluster mode records another broker appended are changes here too (this broker's own are told by `appended`).
   (logs as Logs).watchAppends?.((topic) => changes.publish({ type: 'records', topic }));
 
   // The consumer manager: subscriptions, dead letters, retry tiers, then the coordinator asking them, then share groups.
   const subscriptions = new Subscriptions(catalog, clock);
   const deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts);
+  const metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => deadLetters.depth(sub) }, options.metrics);
+  // Every append this broker makes, a client's or a record it moved itself: counted, its groups woken, the console told.
+  const appended: Appended = (topic, records, bytes) => {
+    metrics.produced(topic, records, bytes);
+    monitor.recordsArrived(topic);
+    changes.publish({ type: 'records', topic });
+  };
   const retries = new Retries({
     logs, offsets, catalog, clock, retryTopics: subscriptions.retryTopics, findSubscription: (groupId, topic) => subscriptions.find(groupId, topic),
-    deadLettered: async (sub) => void (await deadLetters.checkAlert(sub)),
+    deadLettered: async (sub) => void (await deadLetters.checkAlert(sub)), appended,
   });
   const groups = new GroupCoordinator(catalog, offsets, logs, clock, logger, monitor, subscriptions, {
     committed: (groupId, topic, committed) => {
@@ -203,6 +210,7 @@ async function openLocked(
     deadLetter: (sub, partition, offset, deliveries, reason) => retries.deadLetterShared(sub, partition, offset, deliveries, reason),
     commit: (groupId, topic, partition, offset) => groups.commitShareStart(groupId, topic, partition, offset),
   });
+  metrics.gaugeShareGroups(() => shareGroups.gauges());
   groups.onReset(async (groupId, topic) => {
     retries.forget(groupId, topic);
     changes.publish({ type: 'offsets', groupId, topic });
@@ -215,17 +223,11 @@ async function openLocked(
   const users = await Users.open(catalog, clock, logger, acls, options.insecure ?? false);
   const audit = new Audit(catalog, clock, logger);
   const topics = new TopicAdmin(catalog, logs, offsets, groups, monitor, clock, logger);
-  const metrics = new BrokerMetrics({
-    catalog, logs, monitor, deadLetterDepth: (sub) => deadLetters.depth(sub), shareGroups: () => shareGroups.gauges(),
-  }, options.metrics);
   const limits = {
     maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024, maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024,
     maxRecordsPerRequest: options.maxRecordsPerRequest ?? 100_000,
   };
-  const producing = new ProducePath(logs, catalog, clock, metrics, limits, (topic) => {
-    monitor.recordsArrived(topic);
-    changes.publish({ type: 'records', topic });
-  }, await catalog.producerIds.last());
+  const producing = new ProducePath(logs, catalog, clock, limits, appended, await catalog.producerIds.last());
 
   // Background work, from here on.
   const background = startBackground(options, logger, { catalog, logs, files, placement, groups, shareGroups, monitor }, jobs);

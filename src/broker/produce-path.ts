@@ -7,7 +7,6 @@ import { isCompacted } from '../protocol/types.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../common/clock.js';
 import { prepareClientBatch } from '../delivery/data-path.js';
-import type { BrokerMetrics } from '../monitoring/metrics.js';
 import type {
   ProduceBatchesRequest, ProduceBatchesResult, ProduceRecord, ProduceRequest, ProduceResult, ProducerIdentity,
 } from '../protocol/produce.js';
@@ -17,7 +16,7 @@ import { Partitioner } from '../protocol/partitioner.js';
 import { planProduce, withRecordOutcomes } from '../protocol/produce-plan.js';
 import { encodeBatch, readBatchHeader } from '../protocol/record-batch.js';
 import type { CompressionType } from '../protocol/topic-config.js';
-import type { Logs } from '../log/logs.js';
+import type { Appended, Logs } from '../log/logs.js';
 
 /** Limits of produced records. */
 export interface ProduceLimits {
@@ -33,17 +32,16 @@ export class ProducePath {
   private readonly partitioner = new Partitioner();
 
   /**
-   * @param arrived told of each topic records were appended to, once they were (the monitor's wake-up for groups
-   *   that had read everything there); must not throw
+   * @param appended told of each append once it is done: the topic, its records and their batches' bytes (the
+   *   broker counts them and wakes the topic's groups; see open.ts); must not throw
    * @param lastProducerId the highest producer id issued: a higher one in a produce was never issued (`UNKNOWN_PRODUCER_ID`)
    */
   constructor(
     private readonly logs: Logs,
     private readonly catalog: Catalog,
     private readonly clock: Clock,
-    private readonly metrics: BrokerMetrics,
     private readonly limits: ProduceLimits,
-    private readonly arrived: (topic: string) => void,
+    private readonly appended: Appended,
     private lastProducerId: number,
   ) {}
 
@@ -95,8 +93,7 @@ export class ProducePath {
     const appended = await this.logs.appendAll(encoded).catch((err: unknown) => {
       throw withRecordOutcomes(err, encoded); // cluster mode: a client sends the rest to the partitions' leader
     });
-    this.metrics.produced(topic, request.records.length, encoded.reduce((sum, e) => sum + e.batch.length, 0));
-    this.arrived(topic);
+    this.appended(topic, request.records.length, encoded.reduce((sum, e) => sum + e.batch.length, 0));
     encoded.forEach(({ partition, indexes }, b) => indexes.forEach((i, k) => (offsets[i] = { partition, offset: appended[b]!.baseOffset + k })));
     return { topic, offsets };
   }
@@ -149,8 +146,7 @@ export class ProducePath {
       }
     }
     const appended = await this.logs.appendAll(prepared);
-    this.arrived(request.topic);
-    this.metrics.produced(request.topic,
+    this.appended(request.topic,
       appended.reduce((sum, a) => sum + (a.duplicate ? 0 : a.lastOffset - a.baseOffset + 1), 0),
       appended.reduce((sum, a, i) => sum + (a.duplicate ? 0 : prepared[i]!.batch.length), 0));
     return {

@@ -31,7 +31,7 @@ import {
 import { pickTopicConfig } from '../protocol/topic-config.js';
 import type { RecordInput, StoredRecord } from '../protocol/types.js';
 import { checkTopicName } from '../protocol/validate.js';
-import type { Logs } from '../log/logs.js';
+import type { Appended, Logs } from '../log/logs.js';
 import type { Partition } from '../log/partition.js';
 import type { BrokerPartition } from '../log/logs.js';
 import { fetchPartitions } from './fetch.js';
@@ -53,6 +53,8 @@ export interface RetriesDeps {
   findSubscription(groupId: string, topic: string): Promise<SubscriptionRecord | undefined>;
   /** Called after a record was dead-lettered (the depth alert is evaluated). */
   deadLettered(sub: SubscriptionRecord): Promise<void>;
+  /** Told of each record the broker moved (to a tier or the dead letters, redriven), as of a client's produce. */
+  appended: Appended;
 }
 
 /**
@@ -310,7 +312,9 @@ export class Retries {
 
   /** Appends one record and waits until it is on disk, whatever the topic's flush policy. */
   private async appendDurably(log: BrokerPartition, record: RecordInput): Promise<number> {
-    const [stored] = await this.deps.logs.appendAll([{ log, batch: encodeBatch([record], 0, this.deps.clock.now()) }]);
+    const batch = encodeBatch([record], 0, this.deps.clock.now());
+    const [stored] = await this.deps.logs.appendAll([{ log, batch }]);
+    this.deps.appended(log.topic, 1, batch.length);
     await log.flush(stored!.lastOffset + 1); // at once when the topic's flush policy synced it already
     return stored!.baseOffset;
   }

@@ -76,6 +76,13 @@ export interface BrokerPartition extends Partition {
   compact(rollActive?: boolean): Promise<CompactionStats | null>;
 }
 
+/**
+ * Told of an append this broker made once it is done, whoever asked (a client's produce, or the broker moving a record
+ * to a retry tier or the dead letters, or redriving one): the topic, its records and their batches' bytes. The broker
+ * counts them (metrics, topic rates), wakes the topic's groups and tells the console (src/broker/open.ts). Must not throw.
+ */
+export type Appended = (topic: string, records: number, bytes: number) => void;
+
 export interface Logs {
   /**
    * Registers the catalog's topics at start-up (the local engine also repairs and recovers partitions).

@@ -44,9 +44,10 @@ export interface MetricsSources {
   monitor: Monitor;
   /** Dead letters of a subscription neither redriven nor purged. */
   deadLetterDepth(sub: SubscriptionRecord): Promise<number>;
-  /** The share-partitions this broker serves, and each share group's members. */
-  shareGroups(): Promise<{ partitions: SharePartitionLoad[]; members: Array<{ groupId: string; members: number }> }>;
 }
+
+/** The share-partitions this broker serves, and each share group's members (see {@link BrokerMetrics.gaugeShareGroups}). */
+export type ShareGroupGauges = () => Promise<{ partitions: SharePartitionLoad[]; members: Array<{ groupId: string; members: number }> }>;
 
 /** What the Kafka listener reports of its receive buffers (src/kafka/receive-budget.ts). */
 export interface KafkaListenerLoad {
@@ -81,6 +82,8 @@ export class BrokerMetrics {
   private readonly omitted: Gauge<'series'>;
   /** The Kafka listener served, once {@link watchKafka} was called. */
   private kafka: KafkaListenerLoad | null = null;
+
+  private shareGroups: ShareGroupGauges | null = null;
 
   constructor(private readonly sources: MetricsSources, options: MetricsOptions = {}) {
     this.options = { maxPartitionSeries: 20_000, maxGroupPartitionSeries: 20_000, ...options };
@@ -278,9 +281,18 @@ export class BrokerMetrics {
     this.omitted.set({ series: 'group_partition' }, omitted);
   }
 
+  /**
+   * Reads the share groups' gauges at each scrape from now on (none before: the share groups are built after the
+   * metrics, which count every append from the start).
+   */
+  gaugeShareGroups(read: ShareGroupGauges): void {
+    this.shareGroups = read;
+  }
+
   /** Share groups' records in flight per partition (bounded as the group series are) and members per group. */
   private async readShareGroups(): Promise<void> {
-    const { partitions, members } = await this.sources.shareGroups();
+    if (this.shareGroups === null) return;
+    const { partitions, members } = await this.shareGroups();
     for (const p of partitions.slice(0, this.options.maxGroupPartitionSeries)) {
       const labels = { group: p.groupId, topic: p.topic, partition: String(p.partition) };
       this.share.acquired.set(labels, p.acquired);

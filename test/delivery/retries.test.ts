@@ -186,6 +186,12 @@ describe('nack', () => {
     expect((await broker.describeTopic(DLQ)).partitions[0]!.highWatermark).toBe(1);
     expect((await broker.describeTopic(TIER1)).partitions.map((p) => p.highWatermark)).toEqual([1, 0]);
     expect((await broker.describeTopic(TIER2)).partitions.map((p) => p.highWatermark)).toEqual([1, 0]);
+    // Each move is an append of the broker's own, counted as produced to its topic as a client's produce is.
+    const scraped = await broker.metrics.scrape();
+    for (const topic of [TIER1, TIER2, DLQ]) expect(scraped).toContain(`onelog_produced_records_total{topic="${topic}"} 1`);
+    clock.advance(60_000);
+    const produced = (await broker.topicHistory(DLQ, { hours: 1 })).points.reduce((n, p) => n + p.produceRecordsPerSec * 60, 0);
+    expect(produced).toBeCloseTo(1, 9);
   });
 
   it('is idempotent: a repeated nack appends nothing, and the group\'s fetch skips the moved record', async () => {
