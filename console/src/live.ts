@@ -1,8 +1,9 @@
 /**
  * Live reloads: one stream of the broker's changes per tab (`GET /events`, server-sent events read with fetch so
  * that it carries the token), handed to every page's {@link onChanges} listener. A dropped stream is opened again
- * after 1 s, doubling to 30 s; meanwhile pages poll ({@link isLive} is false). When the stream (re)opens, listeners
- * get a `truncated` batch: changes may have been missed, reload everything.
+ * after 1 s, doubling to 30 s; meanwhile pages poll ({@link isLive} is false). When the stream opens again, listeners
+ * get a `truncated` batch: changes may have been missed, reload everything (not at its first opening: the pages
+ * have just loaded).
  */
 import type { BrokerChanges } from '../../src/protocol/changes.js';
 import { EventStreamParser } from '../../src/protocol/event-stream.js';
@@ -16,6 +17,8 @@ export const LIVE_CHANGED = 'onelog-live-changed';
 const listeners = new Set<(changes: BrokerChanges) => void>();
 let live = false;
 let started = false;
+/** Whether the stream has been open before: a reopening may have missed changes. */
+let openedBefore = false;
 
 /** Whether the stream is open now: pages need not poll. */
 export const isLive = (): boolean => live;
@@ -34,7 +37,8 @@ function setLive(value: boolean): void {
   if (live === value) return;
   live = value;
   dispatchEvent(new Event(LIVE_CHANGED));
-  if (value) tell({ changes: [], truncated: true });
+  if (value && openedBefore) tell({ changes: [], truncated: true });
+  if (value) openedBefore = true;
 }
 
 function tell(changes: BrokerChanges): void {

@@ -161,9 +161,12 @@ describe.runIf(hasTool(CHROMIUM, 'the record browser\'s browser test'))('console
     expect(await page.locator('#record-value').textContent()).toBe('00 ff 10 80 7f 01');
     expect(await page.locator('#record-key').textContent()).toBe('00 ff 10 80 7f 01');
 
-    // An offset past the end: said so, no record.
-    await page.goto(`${served.url}/#/topics/edits/records/${OTHER}/${byPartition[OTHER]!.length + 2}`);
+    // The high watermark (the long and the binary record were the last): no record there yet, said so.
+    const end = byPartition[OTHER]!.length + 2;
+    await page.goto(`${served.url}/#/topics/edits/records/${OTHER}/${end}`);
     await page.locator('#record-missing').waitFor();
+    expect(await page.locator('#record-missing').textContent())
+      .toBe(`no record at offset ${end.toLocaleString('en-US')} yet: the partition's records are at offsets 0 to ${(end - 1).toLocaleString('en-US')}`);
     expect(errors).toEqual([]);
   });
 });

@@ -194,8 +194,8 @@ function RecordPage({ topic, partition, offset }: { topic: string; partition: nu
           <tr><th>headers</th><td><${Headers} headers=${r.headers} /></td></tr>
           <tr><th>value</th><td>${r.valueBytes === null ? '' : html`<p class="muted">${bytes(r.valueBytes)}</p>`}<${Bytes} shown=${showBytes(r.value, r.valueTruncated)} id="record-value" /></td></tr>
         </table>`
-      : html`<p id="record-missing">no record at offset ${num(offset)}${data
-          ? ` (the partition holds offsets ${num(data.logStartOffset)} to ${num(data.highWatermark - 1)}; compaction leaves gaps)` : ''}${r
-          ? html`: the next is <${Link} to=${recordPath(topic, partition, r.offset)}>${r.offset}<//>` : ''}</p>`}
+      : html`<p id="record-missing">no record at offset ${num(offset)}${r
+          ? html` (compaction removed it): the next is <${Link} to=${recordPath(topic, partition, r.offset)}>${r.offset}<//>`
+          : data ? ` yet: the partition's records are at offsets ${num(data.logStartOffset)} to ${num(data.highWatermark - 1)}` : ''}</p>`}
   <//>`;
 }
