@@ -41,7 +41,7 @@ function seriesOf(history: GroupHistory | null, pick: 'lag' | 'timeLagMs' | 'hea
 function drainText(d: DrainEstimate): string {
   const retention = d.retentionInMs === null ? 'no time retention' : `retention deletes the first unread record in ${duration(d.retentionInMs)}`;
   switch (d.outcome) {
-    case 'caught-up': return 'caught up';
+    case 'caught-up': return 'nothing unread: no lag to drain';
     case 'drains-first': return `catches up in ${duration(d.drainMs)}, before retention (${retention})`;
     case 'retention-first': return `retention first: ${retention}; ${d.drainMs === null ? 'nothing read lately' : `catching up takes ${duration(d.drainMs)}`}`;
     case 'not-draining': return `nothing read lately, ${retention}: the lag only grows`;
