@@ -11,6 +11,7 @@ const UNIT = [
   'test/broker/broker-limits.test.ts',
   'test/common/buffer-pool.test.ts',
   'test/catalog/sqlite-catalog.test.ts',
+  'test/catalog/slices.test.ts',
   'test/client/consumer.test.ts',
   'test/client/producer.test.ts',
   'test/client/share-consumer.test.ts',

@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { HealthSample } from '../protocol/monitoring-api.js';
 import type { CatalogSchema } from './schema.js';
+import { inSlices } from './slices.js';
 
 /** A group's partition the history keeps. */
 export interface HealthSeriesKey {
@@ -26,9 +27,6 @@ export interface MinuteSample extends HealthSample {
   minute: number;
 }
 
-/** Rows written per statement (9 values each: well under SQLite's and PostgreSQL's limits on parameters). */
-const ROWS_PER_STATEMENT = 500;
-
 const num = (v: number | null): number | null => (v === null ? null : Number(v));
 
 export class HealthHistoryRepository {
@@ -42,29 +40,25 @@ export class HealthHistoryRepository {
 
   /** Adds series (one already there is left as it is). */
   async addSeries(keys: readonly HealthSeriesKey[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += ROWS_PER_STATEMENT) {
-      await this.db.insertInto('health_series')
-        .values(keys.slice(i, i + ROWS_PER_STATEMENT).map((k) => ({ group_id: k.groupId, topic: k.topic, partition: k.partition })))
-        .onConflict((oc) => oc.columns(['group_id', 'topic', 'partition']).doNothing())
-        .execute();
-    }
+    await inSlices(keys, (slice) => this.db.insertInto('health_series')
+      .values(slice.map((k) => ({ group_id: k.groupId, topic: k.topic, partition: k.partition })))
+      .onConflict((oc) => oc.columns(['group_id', 'topic', 'partition']).doNothing())
+      .execute());
   }
 
   /** Writes samples: a series' sample of a minute replaces the one written for that minute before. */
   async write(samples: readonly MinuteSample[]): Promise<void> {
-    for (let i = 0; i < samples.length; i += ROWS_PER_STATEMENT) {
-      await this.db.insertInto('health_samples')
-        .values(samples.slice(i, i + ROWS_PER_STATEMENT).map((s) => ({
-          series_id: s.seriesId, minute: s.minute, at: s.at, lag: s.lag, time_lag_ms: s.timeLagMs, headroom_ms: s.headroomMs,
-          headroom_bytes: s.headroomBytes, committed_offset: s.committedOffset,
-        })))
-        .onConflict((oc) => oc.columns(['series_id', 'minute']).doUpdateSet((eb) => ({
-          at: eb.ref('excluded.at'), lag: eb.ref('excluded.lag'), time_lag_ms: eb.ref('excluded.time_lag_ms'),
-          headroom_ms: eb.ref('excluded.headroom_ms'), headroom_bytes: eb.ref('excluded.headroom_bytes'),
-          committed_offset: eb.ref('excluded.committed_offset'),
-        })))
-        .execute();
-    }
+    await inSlices(samples, (slice) => this.db.insertInto('health_samples')
+      .values(slice.map((s) => ({
+        series_id: s.seriesId, minute: s.minute, at: s.at, lag: s.lag, time_lag_ms: s.timeLagMs, headroom_ms: s.headroomMs,
+        headroom_bytes: s.headroomBytes, committed_offset: s.committedOffset,
+      })))
+      .onConflict((oc) => oc.columns(['series_id', 'minute']).doUpdateSet((eb) => ({
+        at: eb.ref('excluded.at'), lag: eb.ref('excluded.lag'), time_lag_ms: eb.ref('excluded.time_lag_ms'),
+        headroom_ms: eb.ref('excluded.headroom_ms'), headroom_bytes: eb.ref('excluded.headroom_bytes'),
+        committed_offset: eb.ref('excluded.committed_offset'),
+      })))
+      .execute());
   }
 
   /** How many series a group has. */

@@ -4,6 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { CatalogSchema } from './schema.js';
+import { inSlices } from './slices.js';
 
 /** A topic's traffic in the minute starting at `minute` (ms since the epoch). */
 export interface TopicTraffic {
@@ -15,28 +16,23 @@ export interface TopicTraffic {
   fetchedBytes: number;
 }
 
-/** Rows written per statement (6 values each). */
-const ROWS_PER_STATEMENT = 500;
-
 export class TopicTrafficRepository {
   constructor(private readonly db: Kysely<CatalogSchema>) {}
 
   /** Adds traffic to the minutes' counts (a minute not counted yet starts at what is added). */
   async add(traffic: readonly TopicTraffic[]): Promise<void> {
-    for (let i = 0; i < traffic.length; i += ROWS_PER_STATEMENT) {
-      await this.db.insertInto('topic_traffic')
-        .values(traffic.slice(i, i + ROWS_PER_STATEMENT).map((t) => ({
-          topic: t.topic, minute: t.minute, produced_records: t.producedRecords, produced_bytes: t.producedBytes,
-          fetched_records: t.fetchedRecords, fetched_bytes: t.fetchedBytes,
-        })))
-        .onConflict((oc) => oc.columns(['topic', 'minute']).doUpdateSet((eb) => ({
-          produced_records: eb('topic_traffic.produced_records', '+', eb.ref('excluded.produced_records')),
-          produced_bytes: eb('topic_traffic.produced_bytes', '+', eb.ref('excluded.produced_bytes')),
-          fetched_records: eb('topic_traffic.fetched_records', '+', eb.ref('excluded.fetched_records')),
-          fetched_bytes: eb('topic_traffic.fetched_bytes', '+', eb.ref('excluded.fetched_bytes')),
-        })))
-        .execute();
-    }
+    await inSlices(traffic, (slice) => this.db.insertInto('topic_traffic')
+      .values(slice.map((t) => ({
+        topic: t.topic, minute: t.minute, produced_records: t.producedRecords, produced_bytes: t.producedBytes,
+        fetched_records: t.fetchedRecords, fetched_bytes: t.fetchedBytes,
+      })))
+      .onConflict((oc) => oc.columns(['topic', 'minute']).doUpdateSet((eb) => ({
+        produced_records: eb('topic_traffic.produced_records', '+', eb.ref('excluded.produced_records')),
+        produced_bytes: eb('topic_traffic.produced_bytes', '+', eb.ref('excluded.produced_bytes')),
+        fetched_records: eb('topic_traffic.fetched_records', '+', eb.ref('excluded.fetched_records')),
+        fetched_bytes: eb('topic_traffic.fetched_bytes', '+', eb.ref('excluded.fetched_bytes')),
+      })))
+      .execute());
   }
 
   /** A topic's counted minutes from `fromMinute` to before `toMinute` (ms since the epoch), oldest first. */
