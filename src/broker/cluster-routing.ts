@@ -23,7 +23,9 @@ export class ClusterRouting {
    */
   async current(topic: unknown, partitions: readonly unknown[] | 'all'): Promise<void> {
     if (typeof topic !== 'string') return;
-    await this.logs.refresh(topic);
+    const layout = this.logs.refresh(topic);
+    if (layout === undefined) return; // the local engine: nothing to wait for, no partition list built on every fetch
+    await layout;
     if (!this.logs.has(topic)) return;
     const wanted = partitions === 'all' ? [...Array(this.logs.partitionCount(topic)).keys()]
       : partitions.filter((p): p is number => typeof p === 'number');
