@@ -480,6 +480,7 @@ export class LogSegment {
     let first = -1;
     let end = -1;
     let lastRead = offset - 1;
+    let passed = -1; // the last batch read past: its header says it ends before `offset`
     while (pos < size) {
       const known = this.knownCorrupt.size > 0 ? this.knownCorrupt.get(pos) : undefined;
       if (known !== undefined) {
@@ -504,7 +505,11 @@ export class LogSegment {
       }
       const lastOffset = readLastOffset(buf, off);
       if (first < 0) {
-        if (lastOffset >= offset) first = pos;
+        if (lastOffset < offset) passed = pos;
+        else {
+          if (baseOffset > offset) this.checkPassed(reader, passed, offset);
+          first = pos;
+        }
       } else if (pos + batchBytes - first > maxBytes || lastRead + 1 - offset >= maxOffsets) break;
       if (first >= 0) {
         end = pos + batchBytes;
@@ -513,6 +518,7 @@ export class LogSegment {
       pos += batchBytes;
     }
     if (first < 0) {
+      this.checkPassed(reader, passed, offset);
       reader.release();
       const lost = pos >= size ? this.knownCorrupt.get(size) : undefined; // synced bytes gone from the end
       if (lost !== undefined) throw this.corrupt(size, lost.offset, lost.reason);
@@ -527,6 +533,27 @@ export class LogSegment {
     else fs.readSync(this.file.fd(), out, 0, out.length, first);
     reader.release();
     return this.checked(out, first);
+  }
+
+  /**
+   * Checks (CRC-32C, magic, length) the batch at `pos` that a read for `offset` passed because its header says it
+   * ends before `offset`, when nothing the read found starts at `offset` (the offset lies in a gap compaction left,
+   * or past the segment's last batch). The header fields that let a read pass a batch lie under its CRC: a flipped
+   * bit in its last offset delta would otherwise make the read skip records silently. A read that starts where the
+   * batch before ended, as a consumer's next read does, checks nothing here.
+   * @param pos the batch's byte position, or -1 when the read passed none
+   * @throws OnelogError `CORRUPT_MESSAGE` naming the batch, when it fails the check
+   */
+  private checkPassed(reader: ChunkReader, pos: number, offset: number): void {
+    if (pos < 0) return;
+    let off = reader.ensure(pos, BATCH_HEADER_BYTES);
+    const batchBytes = batchSize(reader.buffer, off);
+    off = reader.ensure(pos, batchBytes);
+    const check = validateBatch(reader.buffer, off);
+    if (typeof check !== 'string') return;
+    const baseOffset = readBaseOffset(reader.buffer, off);
+    reader.release();
+    throw this.corrupt(pos, baseOffset, check);
   }
 
   /**
