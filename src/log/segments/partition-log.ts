@@ -237,7 +237,9 @@ export class PartitionLog implements Partition {
       const log = new PartitionLog(dir, topic, partition, options, segOptions, segments, logStart);
       opened = log;
       for (const batch of foundEarly) log.noteCorrupt(batch);
-      log.dirty = recovered;
+      // A checkpoint behind the log end (the tail past it was read, as after a crash the journal did not name) is
+      // moved there by the next clean close, so a bit that rots later below the log end is reported, never cut.
+      log.dirty = recovered || (recovery !== undefined && recovery.recoveryPoint < log.logEnd);
       log.checkpointClean = recovery?.clean === true;
       log.checkpointedPoint = recovery?.recoveryPoint;
       log.producers = new ProducerStateManager({ maxProducers: options.maxProducers ?? DEFAULT_MAX_PRODUCERS, topic, partition });
