@@ -507,7 +507,7 @@ export class LogSegment {
       if (first < 0) {
         if (lastOffset < offset) passed = pos;
         else {
-          if (baseOffset > offset) this.checkPassed(reader, passed, offset);
+          if (baseOffset > offset) this.checkPassed(reader, passed);
           first = pos;
         }
       } else if (pos + batchBytes - first > maxBytes || lastRead + 1 - offset >= maxOffsets) break;
@@ -518,7 +518,7 @@ export class LogSegment {
       pos += batchBytes;
     }
     if (first < 0) {
-      this.checkPassed(reader, passed, offset);
+      this.checkPassed(reader, passed);
       reader.release();
       const lost = pos >= size ? this.knownCorrupt.get(size) : undefined; // synced bytes gone from the end
       if (lost !== undefined) throw this.corrupt(size, lost.offset, lost.reason);
@@ -536,15 +536,15 @@ export class LogSegment {
   }
 
   /**
-   * Checks (CRC-32C, magic, length) the batch at `pos` that a read for `offset` passed because its header says it
-   * ends before `offset`, when nothing the read found starts at `offset` (the offset lies in a gap compaction left,
-   * or past the segment's last batch). The header fields that let a read pass a batch lie under its CRC: a flipped
+   * Checks (CRC-32C, magic, length) the batch at `pos` that a read passed because its header says it ends before the
+   * offset asked for; the read calls it when nothing it found starts at that offset (the offset lies in a gap
+   * compaction left, or past the segment's last batch). The header fields that let a read pass a batch lie under its CRC: a flipped
    * bit in its last offset delta would otherwise make the read skip records silently. A read that starts where the
    * batch before ended, as a consumer's next read does, checks nothing here.
    * @param pos the batch's byte position, or -1 when the read passed none
    * @throws OnelogError `CORRUPT_MESSAGE` naming the batch, when it fails the check
    */
-  private checkPassed(reader: ChunkReader, pos: number, offset: number): void {
+  private checkPassed(reader: ChunkReader, pos: number): void {
     if (pos < 0) return;
     let off = reader.ensure(pos, BATCH_HEADER_BYTES);
     const batchBytes = batchSize(reader.buffer, off);
