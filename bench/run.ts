@@ -16,9 +16,12 @@
  * `--sweep-rates 1000,10000,50000,100000`, `--sweep-partitions 1,16,100`, `--sweep-producers 1,4`, `--sweep-seconds 3`;
  * writes bench/results/latency-sweep.json and .svg.
  *
- * `--only latency-modes` (not in the default run): latency at `--latency-rate` (default 10,000 records/s) for pull
- * and push consumers, beside the producer and in their own process, for each flush policy (`--latency-seconds`,
- * `--latency-warmup-seconds`).
+ * `--only latency-modes` (not in the default run): latency of pull and push consumers for each flush policy beside
+ * Redis Streams and JetStream in the same run, at `--latency-rates 1000,10000,50000` (default `--latency-rate`) on
+ * `--latency-partitions 1,16` (default 1), the consumer in a process of its own or beside the producer
+ * (`--latency-layouts separate,same`, default separate), `--no-latency-peers` for onelog alone (`--latency-seconds`,
+ * `--latency-warmup-seconds`); then issue 37's targets per point. `--latency-observe DIR` records GC pauses, event-loop
+ * delay and stalls in every process of the run and prints what overlapped each row's slowest records.
  *
  * `--only cluster` (not in the default run): the log store of cluster mode on s3rver and PostgreSQL with
  * `--cluster-brokers 1,2,3` brokers, `--cluster-producers N` (per broker, default 8), `--cluster-seconds S`
@@ -55,6 +58,7 @@ import { retriesBenchmark } from './retries.js';
 import { storageBenchmark } from './storage.js';
 import { latencySweep } from './sweep.js';
 import { latencyModes } from './latency-modes.js';
+import type { Layout } from './latency-modes.js';
 import { scaleBenchmarks } from './scale/index.js';
 import { clusterBenchmark } from './cluster.js';
 import { clusterBrokersBenchmark } from './cluster-brokers.js';
@@ -63,6 +67,7 @@ import { shareBenchmark } from './share.js';
 import { shareMemoryBenchmark } from './share-memory.js';
 
 const { values } = parseArgs({
+  allowNegative: true,
   options: {
     only: { type: 'string' },
     records: { type: 'string', default: '1000000' },
@@ -82,6 +87,11 @@ const { values } = parseArgs({
     'latency-seconds': { type: 'string', default: '10' },
     'latency-warmup-seconds': { type: 'string', default: '1' },
     'latency-sending': { type: 'string', default: 'tick' },
+    'latency-rates': { type: 'string' },
+    'latency-partitions': { type: 'string', default: '1' },
+    'latency-layouts': { type: 'string', default: 'separate' },
+    'latency-peers': { type: 'boolean', default: true },
+    'latency-observe': { type: 'string' },
     'sweep-rates': { type: 'string', default: '1000,10000,50000,100000' },
     'sweep-partitions': { type: 'string', default: '1,16,100' },
     'sweep-producers': { type: 'string', default: '1,4' },
@@ -132,10 +142,17 @@ if (only === 'sweep') {
   });
 }
 if (only === 'latency-modes') {
+  const layouts = values['latency-layouts'].split(',');
+  const wrong = layouts.find((l) => l !== 'same' && l !== 'separate');
+  if (wrong !== undefined) throw new Error(`--latency-layouts takes same and separate, not ${wrong}`);
   await latencyModes({
-    rate: Number(values['latency-rate']),
+    rates: (values['latency-rates'] ?? values['latency-rate']).split(',').map(Number),
+    partitions: values['latency-partitions'].split(',').map(Number),
     seconds: Number(values['latency-seconds']),
     warmupSeconds: Number(values['latency-warmup-seconds']),
+    layouts: layouts as Layout[],
+    peers: values['latency-peers'],
+    observe: values['latency-observe'],
   });
 }
 if (only === 'scale' || only?.startsWith('scale-')) {

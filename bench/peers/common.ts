@@ -62,6 +62,10 @@ export interface Latency {
   drainMs: number;
   /** Records sent per request: 'tick' (every record due in a 1 ms tick in one request) or 'record' (one per request). */
   sending: string;
+  /** The measured run's start and end, epoch ms: to find what other processes did meanwhile (bench/latency/observed.ts). */
+  window: [number, number];
+  /** The slowest records, slowest first: [scheduled send time in epoch ms, latency ms]. */
+  worst: [number, number][];
 }
 
 /** What one system (one row of the tables) measured; a failed part leaves its figure out and says why. */

@@ -16,10 +16,10 @@
  * default 2 minutes). A publish ack means the message was written to the server's files (the OS page cache).
  */
 import { AckPolicy, connect, createInbox, StorageType } from 'nats';
-import type { JetStreamClient, JetStreamManager, NatsConnection, Subscription } from 'nats';
+import type { Consumer, JetStreamClient, JetStreamManager, NatsConnection, Subscription } from 'nats';
 import type { PeerResult, PeerWorkload } from './common.js';
 import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage, recordsPerFetch } from './common.js';
-import type { LatencySending } from './latency.js';
+import type { LatencySending, LatencyTarget } from './latency.js';
 import { measureLatency } from './latency.js';
 
 export const NATS_SERVER = '127.0.0.1:4222';
@@ -29,7 +29,8 @@ const SUBJECT_PREFIX = 'onelog-bench';
 export const JETSTREAM_DURABILITY = 'file storage, 1 replica; no fsync per message: the file store syncs on sync_interval ' +
   '(nats-server default 2 min; a client cannot read the server\'s setting, and this run does not change it); an ack means written to the OS';
 
-async function createStream(jsm: JetStreamManager, name: string, subject: string): Promise<void> {
+/** Creates stream `name` on `subject` anew (file storage, one replica). */
+export async function createStream(jsm: JetStreamManager, name: string, subject: string): Promise<void> {
   await jsm.streams.delete(name).catch(() => false);
   await jsm.streams.add({ name, subjects: [subject], storage: StorageType.File, num_replicas: 1 });
 }
@@ -48,7 +49,7 @@ const ACK_TIMEOUT_MS = 10_000;
  * subscription. `publish(values)` resolves once as many acks arrived as messages were published up to the
  * end of its batch (one connection, one stream: acks come back in order).
  */
-class AsyncPublisher {
+export class AsyncPublisher {
   private readonly inbox = createInbox();
   private readonly subscription: Subscription;
   private published = 0;
@@ -89,6 +90,30 @@ class AsyncPublisher {
     this.subscription.unsubscribe();
     this.failAll(new Error('publisher closed'));
   }
+}
+
+/**
+ * A latency run's consumer: `consume()` of a durable consumer with up to `maxMessages` pulled ahead, each message
+ * handed on and acknowledged. `consumer` is the durable itself, or where to find it (stream and durable name) for a
+ * consumer in another process, which then gets a connection of its own, drained when it stops.
+ */
+export function jetstreamLatencyConsumer(consumer: Consumer | { stream: string; durable: string }, maxMessages: number): LatencyTarget['startConsumer'] {
+  return async (onValue) => {
+    const own = 'consume' in consumer ? null : await connect({ servers: NATS_SERVER, name: 'onelog-bench-consumer' });
+    const found = 'consume' in consumer ? consumer : await own!.jetstream().consumers.get(consumer.stream, consumer.durable);
+    const messages = await found.consume({
+      max_messages: maxMessages,
+      callback: (m) => {
+        onValue(Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength));
+        m.ack();
+      },
+    });
+    return async () => {
+      messages.stop();
+      await messages.closed();
+      if (own !== null) await own.drain().catch(() => own.close());
+    };
+  };
 }
 
 /** Batches in flight on the best path (the like-for-like path has the workload's `inFlight`). */
@@ -186,19 +211,7 @@ export async function jetstreamBenchmark(w: PeerWorkload, sending: LatencySendin
         const publisher = new AsyncPublisher(nc, subject);
         result.latency = await measureLatency({
           send: (values) => publisher.publish(values),
-          startConsumer: async (onValue) => {
-            const messages = await consumer.consume({
-              max_messages: w.batchRecords,
-              callback: (m) => {
-                onValue(Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength));
-                m.ack();
-              },
-            });
-            return async () => {
-              messages.stop();
-              await messages.closed();
-            };
-          },
+          startConsumer: jetstreamLatencyConsumer(consumer, w.batchRecords),
         }, w, sending).finally(() => publisher.close());
         console.log(`  latency at ${w.latencyRate.toLocaleString('en-US')} records/s (consume() with max_messages ${w.batchRecords}, ` +
           `sending per ${sending}): ${formatLatency(result.latency)}`);

@@ -47,6 +47,22 @@ export function now(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
 
+/** Slowest records kept per run, with when they were scheduled. */
+const WORST = 20;
+
+/** Puts [scheduled, µs] in its place in `worst` (slowest first), keeping {@link WORST}. */
+function noteWorst(worst: [number, number][], scheduled: number, us: number): void {
+  let i = worst.length;
+  while (i > 0 && worst[i - 1]![1] < us) i--;
+  worst.splice(i, 0, [scheduled, us]);
+  if (worst.length > WORST) worst.pop();
+}
+
+/** A time on {@link now}'s clock as epoch ms (what bench/latency/observe.mjs records). */
+function toEpoch(monotonicMs: number): number {
+  return Date.now() - (now() - monotonicMs);
+}
+
 function histogram() {
   // µs, 1 µs to 60 s at 3 significant digits (larger values resize the histogram).
   return build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
@@ -69,6 +85,8 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
   let measureFrom = Infinity;
   let received = 0;
   let probed = false;
+  /** [scheduled ms on {@link now}'s clock, µs], slowest first. */
+  const worst: [number, number][] = [];
 
   const stopConsumer = await target.startConsumer((value, receivedAt = now()) => {
     const scheduled = value.readDoubleLE(0);
@@ -77,7 +95,10 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
       return;
     }
     received++;
-    if (scheduled >= measureFrom) latency.recordValue(Math.max(1, Math.round((receivedAt - scheduled) * 1000)));
+    if (scheduled < measureFrom) return;
+    const us = Math.max(1, Math.round((receivedAt - scheduled) * 1000));
+    latency.recordValue(us);
+    if (worst.length < WORST || us > worst[worst.length - 1]![1]) noteWorst(worst, scheduled, us);
   });
   try {
     // The consumer is live once it receives a probe; only then does the schedule start.
@@ -135,6 +156,8 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
       missing: Math.max(0, total - received),
       sendLagP99Us: sendLag.getValueAtPercentile(99),
       sending,
+      window: [toEpoch(measureFrom), toEpoch(start + (total - 1) * intervalMs)],
+      worst: worst.map(([scheduled, us]) => [toEpoch(scheduled), us / 1000]),
     };
   } finally {
     await stopConsumer();

@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import type { PeerResult, PeerWorkload } from './common.js';
 import { attempt, driveBatches, emptyResult, fillerValue, formatLatency, formatThroughput, loadAverage, recordsPerFetch } from './common.js';
-import type { LatencySending } from './latency.js';
+import type { LatencySending, LatencyTarget } from './latency.js';
 import { measureLatency } from './latency.js';
 import { command, RawRedis, readAll, xaddPipeline } from './redis-raw.js';
 
@@ -34,7 +34,8 @@ export type AppendFsync = 'everysec' | 'always';
 /** A stream entry as XREADGROUP answers it: [id, [field, value, ...]] (buffers). */
 type StreamEntry = [Buffer, Buffer[]];
 
-function connect(): Redis {
+/** An ioredis connection to the peer Redis ({@link REDIS_URL}), not yet connected. */
+export function connect(): Redis {
   return new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: true });
 }
 
@@ -90,7 +91,7 @@ async function aofSettled(redis: Redis): Promise<void> {
 }
 
 /** Sets the AOF on with `appendfsync` for a run. */
-async function setPersistence(redis: Redis, appendfsync: AppendFsync): Promise<void> {
+export async function setPersistence(redis: Redis, appendfsync: AppendFsync): Promise<void> {
   await redis.config('SET', 'appendfsync', appendfsync);
   if ((await configGet(redis, 'appendonly')) !== 'yes') await redis.config('SET', 'appendonly', 'yes');
   await aofSettled(redis);
@@ -130,6 +131,48 @@ async function readGroup(redis: Redis, key: string, group: string, count: number
   if (!reply?.length) return [];
   const entries = Buffer.isBuffer(reply[0]) ? reply[1] : (reply[0] as unknown[])[1];
   return (entries ?? []) as StreamEntry[];
+}
+
+/** A latency run's sends to stream `key`: XADD per value, the values of one call in one pipeline. */
+export function redisLatencySend(redis: Redis, key: string): LatencyTarget['send'] {
+  return async (values) => {
+    if (values.length === 1) {
+      await redis.xadd(key, '*', 'v', values[0]!);
+      return;
+    }
+    const pipeline = redis.pipeline();
+    for (const v of values) pipeline.xadd(key, '*', 'v', v);
+    const replies = await pipeline.exec();
+    const failed = replies?.find(([err]) => err);
+    if (failed) throw failed[0]!;
+  };
+}
+
+/**
+ * A latency run's consumer of stream `key` in consumer group `group` (created beforehand): XREADGROUP BLOCK
+ * {@link BLOCK_MS} ms of up to `count` entries, each handed on, then XACK of the batch. On `reader` when given, else
+ * on a connection of its own (a consumer in another process), closed when it stops.
+ */
+export function redisLatencyConsumer(key: string, group: string, count: number, reader?: Redis): LatencyTarget['startConsumer'] {
+  return async (onValue) => {
+    const redis = reader ?? connect();
+    if (reader === undefined) await redis.connect();
+    let stopping = false;
+    const loop = (async () => {
+      while (!stopping) {
+        const entries = await readGroup(redis, key, group, count, BLOCK_MS);
+        if (!entries.length) continue;
+        for (const [, fields] of entries) onValue(fields[1]!);
+        await redis.xack(key, group, ...entries.map(([id]) => id));
+      }
+    })();
+    loop.catch(() => {});
+    return async () => {
+      stopping = true;
+      await loop;
+      if (reader === undefined) redis.disconnect();
+    };
+  };
 }
 
 /** Redis's two rows: through ioredis (the same kind of client as onelog's), and at its best (raw RESP pipelines). */
@@ -208,33 +251,8 @@ export async function redisBenchmark(w: PeerWorkload, appendfsync: AppendFsync, 
       await attempt(result, 'latency', async () => {
         await redis.xgroup('CREATE', key, 'latency', '0', 'MKSTREAM');
         result.latency = await measureLatency({
-          send: async (values) => {
-            if (values.length === 1) {
-              await redis.xadd(key, '*', 'v', values[0]!);
-              return;
-            }
-            const pipeline = redis.pipeline();
-            for (const v of values) pipeline.xadd(key, '*', 'v', v);
-            const replies = await pipeline.exec();
-            const failed = replies?.find(([err]) => err);
-            if (failed) throw failed[0]!;
-          },
-          startConsumer: async (onValue) => {
-            let stopping = false;
-            const loop = (async () => {
-              while (!stopping) {
-                const entries = await readGroup(reader, key, 'latency', w.batchRecords, BLOCK_MS);
-                if (!entries.length) continue;
-                for (const [, fields] of entries) onValue(fields[1]!);
-                await reader.xack(key, 'latency', ...entries.map(([id]) => id));
-              }
-            })();
-            loop.catch(() => {});
-            return async () => {
-              stopping = true;
-              await loop;
-            };
-          },
+          send: redisLatencySend(redis, key),
+          startConsumer: redisLatencyConsumer(key, 'latency', w.batchRecords, reader),
         }, w, sending);
         console.log(`  latency at ${w.latencyRate.toLocaleString('en-US')} records/s (XREADGROUP BLOCK ${BLOCK_MS} ms, sending per ${sending}): ` +
           formatLatency(result.latency));
