@@ -67,7 +67,7 @@ describe('GET /overview and GET /cluster', () => {
     await broker.advertise({ url, kafkaAddress: '127.0.0.1:9092' });
     const cluster = {
       mode: 'embedded',
-      brokers: [{ brokerId: null, url, kafkaAddress: '127.0.0.1:9092', heartbeatAgeMs: 0, partitionsLed: 4, groupsCoordinated: 3, self: true }],
+      brokers: [{ brokerId: null, url, kafkaAddress: '127.0.0.1:9092', heartbeatAgeMs: 0, partitionsLed: 4, groupsCoordinated: 3, self: true, draining: false }],
       leases: [],
       leasesOmitted: 0,
     };
