@@ -116,11 +116,12 @@ export interface LeaseBalancerOptions {
 /**
  * Runs {@link planBalance} every `intervalMs` on one broker and carries out the moves from it; follows this broker's
  * draining mark. A pass that fails (PostgreSQL unreachable) is logged and the next one tries again; passes never
- * overlap. A broker not yet in the registry (before it advertised) moves nothing.
+ * overlap (an interval that ends during a pass is skipped). A broker not yet in the registry (before it advertised) moves nothing.
  */
 export class LeaseBalancer {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> = Promise.resolve();
+  private busy = false;
   private closed = false;
   private draining = false;
 
@@ -135,7 +136,11 @@ export class LeaseBalancer {
   start(): void {
     if (this.closed) return;
     this.timer ??= setInterval(() => {
-      this.running = this.running.then(() => this.pass());
+      if (this.busy) return; // a pass longer than the interval (a hand-over waiting for its flushes) is not queued behind
+      this.busy = true;
+      this.running = this.pass().finally(() => {
+        this.busy = false;
+      });
     }, this.options.intervalMs);
     this.timer.unref();
   }
