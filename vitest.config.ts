@@ -80,6 +80,7 @@ const UNIT = [
   'test/log/time-index.test.ts',
   'test/log/unread-range.test.ts',
   'test/broker/topic-delete.test.ts',
+  'test/cluster/lease-balance.test.ts',
 ];
 
 /** The system tier: Chromium, kcat, chaos, `npm pack`: `npm run test:system`. */

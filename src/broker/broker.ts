@@ -29,7 +29,7 @@ import { WebhookDispatcher } from '../delivery/webhook.js';
 import type { GroupOffset } from '../offsets/offset-store.js';
 import type { BinaryDataApi, OnelogApi } from '../protocol/api.js';
 import type { BrokerChange, ChangeSource } from '../protocol/changes.js';
-import type { ClusterDescription } from '../protocol/cluster.js';
+import type { ClusterDescription, ClusterDrainStart } from '../protocol/cluster.js';
 import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { BatchFetchResult, FetchRequest, FetchResult } from '../protocol/fetch.js';
@@ -52,7 +52,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { checkGroupId } from '../protocol/validate.js';
 import type { FileCacheStats } from '../log/segments/file-cache.js';
 import { ClusterRouting } from './cluster-routing.js';
-import { describeCluster } from './cluster-view.js';
+import { describeCluster, drainBroker } from './cluster-view.js';
 import { readOverview } from './overview.js';
 import { FetchPath } from './fetch-path.js';
 import { openBroker } from './open.js';
@@ -555,6 +555,12 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
         partitions: (await this.parts.topics.list()).reduce((sum, t) => sum + t.partitions, 0), groups: (await this.parts.groups.listGroups()).length,
       }),
     });
+  }
+
+  /** @see drainBroker (cluster-view.ts) @throws OnelogError `INVALID_REQUEST`, `NOT_FOUND`, `STORAGE_ERROR` */
+  async drainBroker(brokerId: number): Promise<ClusterDrainStart> {
+    this.checkOpen();
+    return drainBroker({ routing: this.routing, placement: this.parts.placement }, brokerId);
   }
 
   /** @see ChangeFeed */

@@ -89,6 +89,15 @@ export class ClusterRouting {
     return this.placement === null ? null : this.placement.partitionLeaders(topics);
   }
 
+  /**
+   * Marks a live broker draining (`onelog cluster drain`); null on the embedded default (no cluster).
+   * @returns whether a live broker of that id was marked
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  async drain(brokerId: number): Promise<boolean | null> {
+    return this.membership === null ? null : this.membership.drain(brokerId);
+  }
+
   /** The holder of the group's lease `group:<groupId>`, or null (nobody, or the embedded default). @throws OnelogError `STORAGE_ERROR` */
   async groupCoordinator(groupId: string): Promise<number | null> {
     return (await this.membership?.groups.holder(groupId)) ?? null;

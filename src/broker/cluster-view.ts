@@ -3,9 +3,11 @@
  * each leads and coordinates, and the leases held now. The embedded default is one broker leading every partition
  * and coordinating every group, with no lease.
  */
-import type { Placement } from '../cluster/placement.js';
-import type { ClusterBroker, ClusterDescription } from '../protocol/cluster.js';
+import type { HeldLease, Placement } from '../cluster/placement.js';
+import type { ClusterBroker, ClusterDescription, ClusterDrainStart, ClusterLease } from '../protocol/cluster.js';
 import { MAX_CLUSTER_LEASES } from '../protocol/cluster.js';
+import { OnelogError } from '../protocol/errors.js';
+import { checkInteger } from '../protocol/validate.js';
 import type { ClusterRouting } from './cluster-routing.js';
 
 /** What the description is read from. */
@@ -24,19 +26,21 @@ export async function describeCluster({ routing, placement, counts }: ClusterVie
     const { partitions, groups } = await counts();
     const broker: ClusterBroker = {
       brokerId: null, url: routing.advertised?.url ?? null, kafkaAddress: routing.advertised?.kafkaAddress ?? null, heartbeatAgeMs: 0,
-      partitionsLed: partitions, groupsCoordinated: groups, self: true,
+      partitionsLed: partitions, groupsCoordinated: groups, self: true, draining: false,
     };
     return { mode: 'embedded', brokers: [broker], leases: [], leasesOmitted: 0 };
   }
   const leases = await placement.heldLeases();
   const rows = new Map<number, ClusterBroker>(live.map((b) => [b.brokerId, {
     brokerId: b.brokerId, url: b.url, kafkaAddress: b.kafkaAddress, heartbeatAgeMs: b.heartbeatAgeMs, partitionsLed: 0, groupsCoordinated: 0,
-    self: b.brokerId === routing.brokerId,
+    self: b.brokerId === routing.brokerId, draining: b.draining,
   }]));
   const rowOf = (brokerId: number): ClusterBroker => {
     let row = rows.get(brokerId);
     if (row === undefined) {
-      row = { brokerId, url: null, kafkaAddress: null, heartbeatAgeMs: null, partitionsLed: 0, groupsCoordinated: 0, self: brokerId === routing.brokerId };
+      row = {
+        brokerId, url: null, kafkaAddress: null, heartbeatAgeMs: null, partitionsLed: 0, groupsCoordinated: 0, self: brokerId === routing.brokerId, draining: false,
+      };
       rows.set(brokerId, row);
     }
     return row;
@@ -48,7 +52,24 @@ export async function describeCluster({ routing, placement, counts }: ClusterVie
   return {
     mode: 'cluster',
     brokers: [...rows.values()].sort((a, b) => a.brokerId! - b.brokerId!),
-    leases: leases.slice(0, MAX_CLUSTER_LEASES).map((l) => ({ kind: l.kind, name: l.name, holderBrokerId: l.brokerId, epoch: l.epoch, expiresAt: l.expiresAt })),
+    leases: leases.slice(0, MAX_CLUSTER_LEASES).map(asClusterLease),
     leasesOmitted: Math.max(0, leases.length - MAX_CLUSTER_LEASES),
   };
+}
+
+/**
+ * Marks a live broker draining and lists the leases it holds (`onelog cluster drain BROKER`, `POST /cluster/brokers/:brokerId/drain`).
+ * @throws OnelogError `INVALID_REQUEST` (the embedded default; a broker id not an integer from 0 to 2^31 - 1),
+ *   `NOT_FOUND` (no live broker of that id), `STORAGE_ERROR`
+ */
+export async function drainBroker({ routing, placement }: Pick<ClusterViewSources, 'routing' | 'placement'>, brokerId: unknown): Promise<ClusterDrainStart> {
+  const id = checkInteger(brokerId, 'brokerId', 0, 0x7fffffff);
+  const marked = placement === null ? null : await routing.drain(id);
+  if (marked === null) throw new OnelogError('INVALID_REQUEST', 'the embedded default has one broker and nothing to drain (cluster mode: docs/cluster.md)', { brokerId: id });
+  if (!marked) throw new OnelogError('NOT_FOUND', `no live broker has id ${id} (onelog cluster describe lists them)`, { brokerId: id });
+  return { brokerId: id, leases: (await placement!.heldLeases()).filter((l) => l.brokerId === id).map(asClusterLease) };
+}
+
+function asClusterLease(l: HeldLease): ClusterLease {
+  return { kind: l.kind, name: l.name, holderBrokerId: l.brokerId, epoch: l.epoch, expiresAt: l.expiresAt };
 }

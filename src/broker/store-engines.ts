@@ -138,11 +138,12 @@ export async function openObjectLogs(
 ): Promise<ObjectLogs> {
   const [
     { openPool }, { PostgresSequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases },
-    { ClusterMembership }, { ClusterPlacement },
+    { ClusterMembership }, { ClusterPlacement }, { LeaseBalancer },
   ] = await Promise.all([
     import('../common/postgres.js'), import('../log/objects/postgres-sequencer.js'), import('../log/objects/object-store.js'),
     import('../log/objects/object-log.js'), import('../log/objects/cluster-logs.js'), import('../cluster/leases.js'), import('../cluster/brokers.js'),
     import('../cluster/group-leases.js'), import('../cluster/membership.js'), import('../cluster/cluster-placement.js'),
+    import('../cluster/lease-balance.js'),
   ]);
   const url = engines.catalog!;
   const brokerId = engines.brokerId!;
@@ -167,7 +168,18 @@ export async function openObjectLogs(
       store, sequencer, objects, catalog, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
     });
     const placement = new ClusterPlacement({ leases, leaders: (topics) => sequencer.leaders(topics), partitionLeases: () => sequencer.partitionLeases(), logger });
-    return { logs, membership: new ClusterMembership(registry, groups, logger), placement, jobs: logs.backgroundJobs() };
+    // Capacity follows the brokers: each pass (every third of a lease, as renewals) hands partitions over to even out.
+    const balancer = new LeaseBalancer({
+      brokerId, logger, intervalMs: Math.max(1, Math.floor(sequencer.leaseMs / 3)),
+      brokers: () => registry.live(),
+      leases: () => sequencer.partitionLeases(),
+      handOver: (moves) => store.handOver(moves),
+      setDraining: async (draining) => {
+        store.setDraining(draining);
+        await Promise.all([groups.setDraining(draining), placement.setDraining(draining)]);
+      },
+    });
+    return { logs, membership: new ClusterMembership(registry, groups, logger, balancer), placement, jobs: logs.backgroundJobs() };
   } catch (err) {
     objects.close();
     await pool.end().catch(() => {});

@@ -17,7 +17,7 @@
  * that broker cannot be reached. Other requests stay on the URL in use.
  */
 import type { OnelogApi } from '../protocol/api.js';
-import type { ClusterDescription } from '../protocol/cluster.js';
+import type { ClusterDescription, ClusterDrainStart } from '../protocol/cluster.js';
 import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { FetchRequest, FetchResult } from '../protocol/fetch.js';
@@ -563,6 +563,10 @@ export class HttpApi implements OnelogApi {
 
   describeCluster(): Promise<ClusterDescription> {
     return this.call('GET', '/cluster');
+  }
+
+  drainBroker(brokerId: number): Promise<ClusterDrainStart> {
+    return this.call('POST', `/cluster/brokers/${encodeURIComponent(brokerId)}/drain`, {});
   }
 }
 

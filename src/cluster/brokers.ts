@@ -31,6 +31,11 @@ export interface BrokerInfo {
   heartbeatAt: number;
   /** ms from its last heartbeat to the read, by the database's clock */
   heartbeatAgeMs: number;
+  /**
+   * Marked draining (`onelog cluster drain`, {@link BrokerRegistry.drain}): it hands its leases over and takes
+   * none. Cleared when a process registers as this broker id again (a restart takes its share back).
+   */
+  draining: boolean;
 }
 
 interface BrokerRow {
@@ -40,6 +45,7 @@ interface BrokerRow {
   started_ms: string;
   heartbeat_ms: string;
   age_ms: string;
+  draining: boolean;
 }
 
 export class BrokerRegistry {
@@ -60,7 +66,8 @@ export class BrokerRegistry {
     const registry = new BrokerRegistry(options.pool, options.brokerId, timeoutMs, checkTablePrefix(options.tablePrefix ?? 'onelog_'));
     await createTables(options.pool, `broker registry ${registry.table}`, [`CREATE TABLE IF NOT EXISTS ${registry.table} (
       broker_id integer PRIMARY KEY, instance uuid NOT NULL, url text NOT NULL, kafka_address text,
-      started_at timestamptz NOT NULL, heartbeat_at timestamptz NOT NULL)`]);
+      started_at timestamptz NOT NULL, heartbeat_at timestamptz NOT NULL)`,
+    `ALTER TABLE ${registry.table} ADD COLUMN IF NOT EXISTS draining boolean NOT NULL DEFAULT false`]);
     return registry;
   }
 
@@ -73,7 +80,7 @@ export class BrokerRegistry {
   async register(addresses: { url: string; kafkaAddress?: string | null }): Promise<void> {
     const { rows } = await this.query<{ broker_id: number }>('register', `INSERT INTO ${this.table} AS b VALUES ($1, $2, $3, $4, clock_timestamp(), clock_timestamp())
       ON CONFLICT (broker_id) DO UPDATE SET instance = excluded.instance, url = excluded.url, kafka_address = excluded.kafka_address,
-        started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+        started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, draining = false
         WHERE b.instance = excluded.instance OR b.url = excluded.url OR b.heartbeat_at <= clock_timestamp() - $5::int * interval '1 millisecond'
       RETURNING broker_id`, [this.brokerId, this.instance, addresses.url, addresses.kafkaAddress ?? null, this.timeoutMs]);
     if (rows.length === 0) {
@@ -100,12 +107,25 @@ export class BrokerRegistry {
   async live(): Promise<BrokerInfo[]> {
     const { rows } = await this.query<BrokerRow>('live brokers', `SELECT broker_id, url, kafka_address,
         (extract(epoch from started_at) * 1000)::bigint AS started_ms, (extract(epoch from heartbeat_at) * 1000)::bigint AS heartbeat_ms,
-        (extract(epoch from clock_timestamp() - heartbeat_at) * 1000)::bigint AS age_ms
+        (extract(epoch from clock_timestamp() - heartbeat_at) * 1000)::bigint AS age_ms, draining
       FROM ${this.table} WHERE heartbeat_at > clock_timestamp() - $1::int * interval '1 millisecond' ORDER BY broker_id`, [this.timeoutMs]);
     return rows.map((r) => ({
       brokerId: r.broker_id, url: r.url, kafkaAddress: r.kafka_address, startedAt: Number(r.started_ms), heartbeatAt: Number(r.heartbeat_ms),
-      heartbeatAgeMs: Number(r.age_ms),
+      heartbeatAgeMs: Number(r.age_ms), draining: r.draining,
     }));
+  }
+
+  /**
+   * Marks a live broker draining (`onelog cluster drain BROKER`, docs/cluster.md): every broker reads the mark at its
+   * next lease balance pass; the one drained hands its partition leases over and gives its group leases up, and takes
+   * none until a process registers as it again.
+   * @returns whether a live broker of that id was marked
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  async drain(brokerId: number): Promise<boolean> {
+    const { rows } = await this.query('drain', `UPDATE ${this.table} SET draining = true
+      WHERE broker_id = $1 AND heartbeat_at > clock_timestamp() - $2::int * interval '1 millisecond' RETURNING broker_id`, [brokerId, this.timeoutMs]);
+    return rows.length > 0;
   }
 
   /** Takes this broker out of the live ones at once (a clean shutdown). */

@@ -23,6 +23,7 @@ export class ClusterPlacement implements Placement {
   /** The job leases this broker took, by name, at their epoch: given up by {@link close}. */
   private readonly held = new Map<string, number>();
   private closed = false;
+  private draining = false;
 
   constructor(private readonly options: ClusterPlacementOptions) {}
 
@@ -43,16 +44,29 @@ export class ClusterPlacement implements Placement {
 
   /**
    * True when this broker holds or takes the job's lease, taken or renewed for three intervals at each call; false
-   * while another broker holds it, and once this one is closing.
+   * while another broker holds it, once this one is closing, and while it is draining.
    */
   jobGate(name: string): JobGate {
     return (intervalMs) => this.holdJob(name, intervalMs);
+  }
+
+  /**
+   * Draining (`onelog cluster drain`) or not: a draining broker gives the job leases it holds up now, and its gates
+   * answer false until it is not draining any more, so other brokers run the jobs from their next pass. Never rejects.
+   */
+  async setDraining(draining: boolean): Promise<void> {
+    this.draining = draining;
+    if (draining) await this.releaseJobs();
   }
 
   /** Gives up the job leases this broker holds (a clean shutdown); later gates answer false. Never rejects. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.releaseJobs();
+  }
+
+  private async releaseJobs(): Promise<void> {
     await Promise.all([...this.held].map(([name, epoch]) => this.options.leases.release(name, epoch).catch((err: unknown) =>
       this.options.logger.warn({ lease: name, err: (err as Error).message }, 'could not give a job lease up; another broker takes the job when it expires'))));
     this.held.clear();
@@ -60,8 +74,13 @@ export class ClusterPlacement implements Placement {
 
   /** Takes or renews the job's lease for three intervals (whole ms); whether this broker holds it. */
   private async holdJob(name: string, intervalMs: number): Promise<boolean> {
-    if (this.closed) return false;
+    if (this.closed || this.draining) return false;
     const lease = await this.options.leases.acquire(name, Math.max(1, Math.ceil(3 * intervalMs)));
+    if (lease !== null && (this.closed || this.draining)) {
+      // Closed or drained while taking it: given up at once, as the others were.
+      await this.options.leases.release(name, lease.epoch).catch(() => {});
+      return false;
+    }
     if (lease === null) this.held.delete(name);
     else this.held.set(name, lease.epoch);
     return lease !== null;

@@ -53,6 +53,8 @@ export class GroupLeases implements GroupPlacement {
   private readonly marginMs: number;
   private timer: NodeJS.Timeout | null = null;
   private renewing: Promise<void> = Promise.resolve();
+  /** Draining (see {@link setDraining}): takes no group lease. */
+  private draining = false;
 
   /** @throws OnelogError `INVALID_CONFIG` for a lease shorter than 100 ms */
   constructor(private readonly options: GroupLeasesOptions) {
@@ -103,6 +105,7 @@ export class GroupLeases implements GroupPlacement {
 
   /** Takes or renews the group's lease. @returns its epoch */
   private async take(groupId: string): Promise<number> {
+    if (this.draining) throw await this.elsewhere(groupId);
     for (let attempt = 0; attempt < 2; attempt++) {
       const sentAt = performance.now();
       const lease = await this.options.leases.acquire(leaseName(groupId), this.leaseMs);
@@ -122,6 +125,39 @@ export class GroupLeases implements GroupPlacement {
     }
     throw new OnelogError('NOT_COORDINATOR', `broker ${this.options.leases.brokerId} could not take group ${groupId}'s lease: ` +
       'brokers are taking it in turn; retry', { groupId, brokerId: this.options.leases.brokerId, coordinatorBrokerId: null, coordinatorUrl: null });
+  }
+
+  /**
+   * Where a draining broker sends a group's requests: the holder of its lease, or when nobody holds it, a live broker
+   * not draining (picked by the group id's hash, so every draining broker names the same one), which takes it.
+   */
+  private async elsewhere(groupId: string): Promise<OnelogError> {
+    const { brokerId } = this.options.leases;
+    const [holder, live] = await Promise.all([this.options.leases.holder(leaseName(groupId)), this.options.registry.live()]);
+    const open = live.filter((b) => !b.draining && b.brokerId !== brokerId);
+    const target = holder !== null && holder.brokerId !== brokerId ? live.find((b) => b.brokerId === holder.brokerId) ?? { brokerId: holder.brokerId, url: null }
+      : open.length === 0 ? null : open[hashOf(groupId) % open.length]!;
+    return new OnelogError('NOT_COORDINATOR', `broker ${brokerId} is draining and coordinates no group: ` +
+      (target === null ? 'no live broker takes groups now; retry' : `send group ${groupId}'s requests to broker ${target.brokerId}${target.url === null ? '' : ` at ${target.url}`}`),
+    { groupId, brokerId, coordinatorBrokerId: target?.brokerId ?? null, coordinatorUrl: target?.url ?? null });
+  }
+
+  /**
+   * Draining (`onelog cluster drain`, docs/cluster.md) or not. Once draining, this broker takes no group lease (a group
+   * request is answered `NOT_COORDINATOR` naming the holder, or a live broker not draining, which takes the group), and
+   * gives every lease it holds up now, after the takes under way: each group is forgotten (its members rejoin at the
+   * next coordinator, which fences above the stored generations).
+   * @throws never: a release that fails is logged, and that lease expires
+   */
+  async setDraining(draining: boolean): Promise<void> {
+    this.draining = draining;
+    if (!draining) return;
+    await Promise.all([...this.taking.values()].map((t) => t.catch(() => {})));
+    for (const [groupId, held] of [...this.held]) {
+      this.lose(groupId, 'this broker is draining');
+      await this.options.leases.release(leaseName(groupId), held.epoch).catch((err: unknown) =>
+        this.options.logger.warn({ groupId, err: (err as Error).message }, 'could not give a group lease up; another broker takes the group when it expires'));
+    }
   }
 
   /** Renews every held lease; gives up idle groups; reports those lost. */
@@ -163,3 +199,10 @@ export class GroupLeases implements GroupPlacement {
 }
 
 const leaseName = (groupId: string): string => `group:${groupId}`;
+
+/** A stable 32-bit hash of a group id (FNV-1a over its UTF-16 units). */
+function hashOf(groupId: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < groupId.length; i++) h = Math.imul(h ^ groupId.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}

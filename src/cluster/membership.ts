@@ -8,6 +8,7 @@ import type { Logger } from '../common/logger.js';
 import type { OnelogError } from '../protocol/errors.js';
 import type { BrokerInfo, BrokerRegistry } from './brokers.js';
 import type { GroupLeases } from './group-leases.js';
+import type { LeaseBalancer } from './lease-balance.js';
 
 export class ClusterMembership {
   private timer: NodeJS.Timeout | null = null;
@@ -19,10 +20,15 @@ export class ClusterMembership {
    * @param heartbeatIntervalMs how often the registry records this broker live, ms; a third of the registry's
    *   timeout (10 s by default) keeps it live through two missed beats
    */
+  /**
+   * @param balancer spreads the partition leases over the live brokers and follows this broker's draining mark
+   *   (lease-balance.ts); started once this broker is registered, stopped first at {@link close}
+   */
   constructor(
     readonly registry: BrokerRegistry,
     readonly groups: GroupLeases,
     private readonly logger: Logger,
+    private readonly balancer: LeaseBalancer,
     private readonly heartbeatIntervalMs = 3000,
   ) {
     groups.start();
@@ -41,6 +47,7 @@ export class ClusterMembership {
     await this.registry.register(addresses);
     this.registered = true;
     this.logger.info({ brokerId: this.brokerId, ...addresses }, 'registered in the cluster');
+    this.balancer.start();
     this.timer ??= setInterval(() => {
       this.registry.heartbeat().catch((err: unknown) => {
         this.logger.error({ brokerId: this.brokerId, err: (err as Error).message }, 'cluster heartbeat failed');
@@ -66,8 +73,18 @@ export class ClusterMembership {
     return this.registry.live();
   }
 
+  /**
+   * Marks a live broker of the cluster draining (`onelog cluster drain BROKER`): see {@link BrokerRegistry.drain}.
+   * @returns whether a live broker of that id was marked
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  drain(brokerId: number): Promise<boolean> {
+    return this.registry.drain(brokerId);
+  }
+
   /** Gives the group leases up and leaves the live brokers at once (a clean shutdown). */
   async close(): Promise<void> {
+    await this.balancer.close();
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.groups.close();

@@ -6,7 +6,7 @@
  * overview.ts, cluster.ts, security.ts). Pure types: importing this loads nothing.
  */
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from './dead-letters.js';
-import type { ClusterDescription } from './cluster.js';
+import type { ClusterDescription, ClusterDrainStart } from './cluster.js';
 import type { BatchFetchResult, FetchRequest, FetchResult } from './fetch.js';
 import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from './groups.js';
 import type {
@@ -307,4 +307,14 @@ export interface OnelogApi {
    * held now; on the embedded default one broker and no lease (docs/cluster.md).
    */
   describeCluster(): Promise<ClusterDescription>;
+  /**
+   * Marks a live broker of the cluster draining (`onelog cluster drain BROKER`, docs/cluster.md): at its next lease
+   * balance pass (within a third of `--lease-ms`) it hands its partition leases over to the brokers leading fewest
+   * (after committing the appends in flight), gives its group and job leases up, and takes none until it restarts.
+   * Answers at once: {@link describeCluster} shows when it holds nothing (the CLI waits for that).
+   * @returns the broker and the leases it held when marked
+   * @throws OnelogError `INVALID_REQUEST` on the embedded default (no cluster), or for a broker id that is not an integer
+   *   from 0 to 2^31 - 1; `NOT_FOUND` when no live broker has that id; `STORAGE_ERROR`
+   */
+  drainBroker(brokerId: number): Promise<ClusterDrainStart>;
 }

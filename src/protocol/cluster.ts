@@ -26,6 +26,11 @@ export interface ClusterBroker {
   groupsCoordinated: number;
   /** Whether this broker answered the request. */
   self: boolean;
+  /**
+   * Marked draining (`onelog cluster drain BROKER`): it hands every lease it holds over and takes none; false on the
+   * embedded default and for a broker not live.
+   */
+  draining: boolean;
 }
 
 /** What a lease is for: a partition's produces, a group's coordination, or a job one broker at a time runs. */
@@ -57,3 +62,10 @@ export interface ClusterDescription {
 
 /** Most leases a {@link ClusterDescription} lists; the broker rows count them all. */
 export const MAX_CLUSTER_LEASES = 1000;
+
+/** The answer of `drainBroker`: the broker marked draining, and the leases it held when it was marked. */
+export interface ClusterDrainStart {
+  brokerId: number;
+  /** Its partition, group and job leases held at the call (each moves within a lease balance pass, a third of `--lease-ms`). */
+  leases: ClusterLease[];
+}

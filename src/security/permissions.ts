@@ -89,6 +89,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /metrics': { needs: [cluster('describe')] },
   'GET /push-streams': { needs: [cluster('describe')] },
   'GET /cluster': { needs: [cluster('describe')], cli: ['cluster describe'] },
+  'POST /cluster/brokers/:brokerId/drain': { needs: [cluster('alter')], cli: ['cluster drain'] },
   // The console's first page and its live reloads: only what the principal may describe (each change of /events too;
   // the counts of /overview are of everything).
   'GET /overview': {

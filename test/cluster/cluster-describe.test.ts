@@ -27,8 +27,8 @@ describe('cluster describe', () => {
         const cluster = await new HttpApi(url).describeCluster();
         expect(cluster.mode).toBe('cluster');
         expect(cluster.brokers.map(({ heartbeatAgeMs: _age, ...rest }) => rest)).toEqual([
-          { brokerId: 1, url: served.urls[0], kafkaAddress: null, partitionsLed: 1, groupsCoordinated: 0, self: i === 0 },
-          { brokerId: 2, url: served.urls[1], kafkaAddress: null, partitionsLed: 1, groupsCoordinated: 1, self: i === 1 },
+          { brokerId: 1, url: served.urls[0], kafkaAddress: null, partitionsLed: 1, groupsCoordinated: 0, self: i === 0, draining: false },
+          { brokerId: 2, url: served.urls[1], kafkaAddress: null, partitionsLed: 1, groupsCoordinated: 1, self: i === 1, draining: false },
         ]);
         for (const broker of cluster.brokers) expect(broker.heartbeatAgeMs).toBeGreaterThanOrEqual(0);
         for (const broker of cluster.brokers) expect(broker.heartbeatAgeMs).toBeLessThan(10_000);

@@ -10,6 +10,7 @@ import { BrokerRegistry } from '../../src/cluster/brokers.js';
 import { NamedLeases } from '../../src/cluster/leases.js';
 import { GroupLeases } from '../../src/cluster/group-leases.js';
 import { ClusterMembership } from '../../src/cluster/membership.js';
+import { LeaseBalancer } from '../../src/cluster/lease-balance.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { pgSchema } from '../helpers/services.js';
 import type { PgSchema } from '../helpers/services.js';
@@ -109,12 +110,54 @@ describe('broker registry', () => {
   });
 });
 
+describe('draining', () => {
+  it('marks a live broker draining (listed so), refuses a broker not live, and a process registering as it again clears the mark', async () => {
+    const { pool } = await schema();
+    const one = await BrokerRegistry.open({ pool, brokerId: 1 });
+    const two = await BrokerRegistry.open({ pool, brokerId: 2 });
+    await one.register({ url: 'http://127.0.0.1:7001' });
+    await two.register({ url: 'http://127.0.0.1:7002' });
+    expect(await one.drain(2)).toBe(true);
+    expect(await one.drain(9)).toBe(false);
+    expect((await one.live()).map((b) => [b.brokerId, b.draining])).toEqual([[1, false], [2, true]]);
+    await (await BrokerRegistry.open({ pool, brokerId: 2 })).register({ url: 'http://127.0.0.1:7002' });
+    expect((await one.live()).map((b) => [b.brokerId, b.draining])).toEqual([[1, false], [2, false]]);
+  });
+
+  it('a draining broker gives its group leases up and takes none: it names the holder, or a live broker not draining', async () => {
+    const { pool } = await schema();
+    const registries = await Promise.all([1, 2].map((brokerId) => BrokerRegistry.open({ pool, brokerId })));
+    for (const [i, r] of registries.entries()) await r.register({ url: `http://127.0.0.1:700${i + 1}` });
+    const [g1, g2] = await Promise.all([1, 2].map(async (brokerId) =>
+      new GroupLeases({ leases: await NamedLeases.open({ pool, brokerId }), registry: registries[brokerId - 1]!, logger: silentLogger })));
+    const lost: string[] = [];
+    g1!.onLost((groupId) => lost.push(groupId));
+    try {
+      await g1!.claim('held');
+      await g2!.claim('theirs');
+      await registries[0]!.drain(1);
+      await g1!.setDraining(true);
+      expect(lost).toEqual(['held']);
+      expect(await g2!.holder('held')).toBeNull();
+      await expect(g1!.claim('held')).rejects.toMatchObject({ code: 'NOT_COORDINATOR', context: { coordinatorBrokerId: 2, coordinatorUrl: 'http://127.0.0.1:7002' } });
+      await expect(g1!.claim('theirs')).rejects.toMatchObject({ code: 'NOT_COORDINATOR', context: { coordinatorBrokerId: 2 } });
+      expect(await g2!.claim('held')).toBeGreaterThanOrEqual(2); // the broker named takes it
+    } finally {
+      await g1!.close();
+      await g2!.close();
+    }
+  });
+});
+
 describe('cluster membership', () => {
   it('a broker whose id another process took over is told once, to stop its writes', async () => {
     const { pool } = await schema();
     const registry = await BrokerRegistry.open({ pool, brokerId: 3 });
     const groups = new GroupLeases({ leases: await NamedLeases.open({ pool, brokerId: 3 }), registry, logger: silentLogger });
-    const membership = new ClusterMembership(registry, groups, silentLogger, 20);
+    const balancer = new LeaseBalancer({
+      brokerId: 3, brokers: () => registry.live(), leases: async () => [], handOver: async () => {}, setDraining: async () => {}, intervalMs: 1000, logger: silentLogger,
+    });
+    const membership = new ClusterMembership(registry, groups, silentLogger, balancer, 20);
     const replaced: string[] = [];
     membership.onReplaced((err) => replaced.push(err.code));
     try {

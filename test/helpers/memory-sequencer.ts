@@ -85,6 +85,20 @@ export class MemorySequencer implements Sequencer {
     }
   }
 
+  async handOver(moves: ReadonlyArray<{ topic: string; partition: number; epoch: number; toBrokerId: number }>): Promise<Array<{ topic: string; partition: number }>> {
+    const now = this.tables.clock.now();
+    const out: Array<{ topic: string; partition: number }> = [];
+    for (const m of moves) {
+      const row = this.tables.row(m.topic, m.partition);
+      if (row === undefined || row.leaderBrokerId !== this.brokerId || row.leaderEpoch !== m.epoch || row.leaseExpiresAt! <= now) continue;
+      row.leaderBrokerId = m.toBrokerId;
+      row.leaderEpoch++;
+      row.leaseExpiresAt = now + this.leaseMs;
+      out.push({ topic: m.topic, partition: m.partition });
+    }
+    return out.sort(byTopicPartition);
+  }
+
   async commit(objectKey: string, sizeBytes: number, chunks: readonly ObjectChunk[], putStartedAt = this.tables.clock.now()): Promise<ChunkResult[]> {
     const ageMs = this.tables.clock.now() - putStartedAt;
     if (ageMs > this.maxObjectAgeMs) {

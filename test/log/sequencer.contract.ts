@@ -59,6 +59,26 @@ export function sequencerContract(engine: string, open: () => Promise<SequencerF
       expect(await a!.state('t', 7)).toBeUndefined();
     });
 
+    it('a hand-over gives a held lease to another broker at the next epoch: the old holder\'s commits are refused, the new one renews it', async () => {
+      const { f, seqs: [a, b] } = await cluster(2);
+      await a!.addPartitions('t', 3);
+      const leases = await a!.acquire([0, 1, 2].map((partition) => ({ topic: 't', partition })));
+      await f.expire('t', 2);
+      // Partition 0 at its epoch, partition 1 at a stale one, partition 2 expired: only 0 moves.
+      expect(await a!.handOver([
+        { topic: 't', partition: 0, epoch: leases[0]!.epoch, toBrokerId: 2 }, { topic: 't', partition: 1, epoch: leases[1]!.epoch + 5, toBrokerId: 2 },
+        { topic: 't', partition: 2, epoch: leases[2]!.epoch, toBrokerId: 2 },
+      ])).toEqual([{ topic: 't', partition: 0 }]);
+      expect(await a!.state('t', 0)).toMatchObject({ leaderBrokerId: 2, leaderEpoch: leases[0]!.epoch + 1 });
+      expect(await a!.state('t', 1)).toMatchObject({ leaderBrokerId: 1, leaderEpoch: leases[1]!.epoch });
+      const refused = await a!.commit('obj-old', 100, [chunk(0, leases[0]!.epoch, 1)]);
+      expect('error' in refused[0]! && refused[0].error).toMatchObject({ code: 'NOT_LEADER_OR_FOLLOWER', context: { leaderBrokerId: 2 } });
+      const taken = await b!.acquire([{ topic: 't', partition: 0 }]);
+      expect(taken.map((l) => [l.partition, l.epoch])).toEqual([[0, leases[0]!.epoch + 1]]); // renewed at the epoch handed over
+      expect(ok((await b!.commit('obj-new', 100, [chunk(0, taken[0]!.epoch, 1)]))[0]!)).toEqual({ baseOffset: 0, highWatermark: 1 });
+      expect(await a!.acquire([{ topic: 't', partition: 0 }])).toEqual([]);
+    });
+
     it('a commit assigns each chunk the next offsets and indexes it; a lost lease refuses its chunk only', async () => {
       const { f, seqs: [a, b] } = await cluster(2);
       await a!.addPartitions('t', 3);

@@ -67,7 +67,7 @@ describe('GET /overview and GET /cluster', () => {
     await broker.advertise({ url, kafkaAddress: '127.0.0.1:9092' });
     const cluster = {
       mode: 'embedded',
-      brokers: [{ brokerId: null, url, kafkaAddress: '127.0.0.1:9092', heartbeatAgeMs: 0, partitionsLed: 4, groupsCoordinated: 3, self: true }],
+      brokers: [{ brokerId: null, url, kafkaAddress: '127.0.0.1:9092', heartbeatAgeMs: 0, partitionsLed: 4, groupsCoordinated: 3, self: true, draining: false }],
       leases: [],
       leasesOmitted: 0,
     };
@@ -78,7 +78,11 @@ describe('GET /overview and GET /cluster', () => {
     const table = (await runCli(url, ['cluster', 'describe'], undefined, token)).stdout.split('\n');
     expect(table.slice(0, 3).map((l) => l.split(/\s{2,}/))).toEqual([
       ['embedded: one broker, leading every partition and coordinating every group'],
-      ['BROKER', 'URL', 'KAFKA', 'HEARTBEAT AGE MS', 'PARTITIONS LED', 'GROUPS COORDINATED'], ['- *', url, '127.0.0.1:9092', '0', '4', '3'],
+      ['BROKER', 'URL', 'KAFKA', 'HEARTBEAT AGE MS', 'PARTITIONS LED', 'GROUPS COORDINATED', 'DRAINING'], ['- *', url, '127.0.0.1:9092', '0', '4', '3', 'no'],
     ]);
+    // Nothing to drain on the embedded default; and draining needs alter on the cluster (an admin's).
+    const drain = await runCli(url, ['cluster', 'drain', '1'], undefined, token);
+    expect([drain.code, drain.stderr.split('\n')[0]]).toEqual([1, 'error INVALID_REQUEST: the embedded default has one broker and nothing to drain (cluster mode: docs/cluster.md)']);
+    await expect(viewer.drainBroker(1)).rejects.toMatchObject({ code: 'FORBIDDEN' });
   });
 });

@@ -97,6 +97,10 @@ export class ObjectLogStore {
   /** The commit of the flush before: each commit waits for it, so a partition's batches keep their order. */
   private lastCommit: Promise<void> = Promise.resolve();
   private readonly leases = new Map<string, Lease>();
+  /** Partitions being handed over (see {@link handOver}), to the broker named: their appends are refused meanwhile. */
+  private readonly leaving = new Map<string, number>();
+  /** Draining (see {@link setDraining}): takes no lease it does not hold. */
+  private draining = false;
   /** The idempotent producers of partitions this broker wrote idempotent batches to, under their lease epoch. */
   private readonly producers = new Map<string, PartitionProducers>();
   private readonly cache = new Map<string, Buffer>();
@@ -227,7 +231,7 @@ export class ObjectLogStore {
   /** Answers a partition's batches `NOT_LEADER_OR_FOLLOWER`, naming the broker that leads it (`leaderBrokerId`). */
   private async refuseNotLeader(e: { topic: string; partition: number; batches: Waiting[] }): Promise<void> {
     const { brokerId } = this.options.sequencer;
-    const leader = (await this.options.sequencer.state(e.topic, e.partition).catch(() => undefined))?.leaderBrokerId ?? null;
+    const leader = this.leaving.get(partitionKey(e.topic, e.partition)) ?? (await this.options.sequencer.state(e.topic, e.partition).catch(() => undefined))?.leaderBrokerId ?? null;
     const error = new OnelogError('NOT_LEADER_OR_FOLLOWER', `broker ${brokerId} does not hold ${e.topic}/${e.partition}: ` +
       `${leader === null ? 'another broker' : `broker ${leader}`} leads it; send it there`, { topic: e.topic, partition: e.partition, brokerId, leaderBrokerId: leader });
     for (const w of e.batches) w.resolve({ error });
@@ -248,15 +252,54 @@ export class ObjectLogStore {
   private async leasesFor(taken: ReadonlyArray<{ topic: string; partition: number }>): Promise<Map<string, Lease>> {
     // Renewed a third of the lease (at most 2 s) before its end, so a short --lease-ms is not taken again at every flush.
     const soon = Date.now() + Math.min(2_000, Math.floor(this.options.sequencer.leaseMs / 3));
-    const wanted = taken.filter((e) => (this.leases.get(partitionKey(e.topic, e.partition))?.expiresAt ?? 0) < soon);
+    const wanted = taken.filter((e) => {
+      const key = partitionKey(e.topic, e.partition);
+      const held = this.leases.get(key);
+      return !this.leaving.has(key) && (held === undefined ? !this.draining : held.expiresAt < soon);
+    });
     for (const lease of await this.options.sequencer.acquire(wanted)) this.leases.set(partitionKey(lease.topic, lease.partition), lease);
     const out = new Map<string, Lease>();
     for (const e of taken) {
       const key = partitionKey(e.topic, e.partition);
+      if (this.leaving.has(key)) continue;
       const lease = this.leases.get(key);
       if (lease !== undefined && lease.expiresAt > Date.now()) out.set(key, lease);
     }
     return out;
+  }
+
+  /**
+   * Hands partitions this broker holds over to other brokers (the lease balance, a drain: src/cluster/lease-balance.ts):
+   * from the call on, appends to them are refused `NOT_LEADER_OR_FOLLOWER` naming the broker they go to (the client
+   * sends them there); the flushes already under way are committed first, under the epoch they were sequenced with, so
+   * every append acknowledged stays; then the sequencer moves each lease at its epoch ({@link Sequencer.handOver}). A
+   * partition no longer held at the epoch given stays as it is.
+   * @throws OnelogError `STORAGE_ERROR` when the sequencer fails (the partitions stay this broker's, appends resume)
+   */
+  async handOver(moves: ReadonlyArray<{ topic: string; partition: number; epoch: number; toBrokerId: number }>): Promise<void> {
+    const keys = moves.map((m) => partitionKey(m.topic, m.partition));
+    moves.forEach((m, i) => this.leaving.set(keys[i]!, m.toBrokerId));
+    try {
+      // Flushes are chained: the last one's commit follows every flush taken before the refusals began.
+      this.flushNow();
+      await this.lastCommit;
+      await this.options.sequencer.handOver(moves);
+      for (const key of keys) {
+        this.leases.delete(key);
+        this.producers.delete(key);
+      }
+    } finally {
+      for (const key of keys) this.leaving.delete(key);
+    }
+  }
+
+  /**
+   * Draining or not (`onelog cluster drain`, docs/cluster.md): a draining broker takes no partition lease it does not
+   * hold (a produce to such a partition is refused `NOT_LEADER_OR_FOLLOWER`; another broker takes it), and renews those
+   * it holds until they are handed over.
+   */
+  setDraining(draining: boolean): void {
+    this.draining = draining;
   }
 
   async read(topic: string, partition: number, offset: number, maxBytes: number): Promise<LogRead> {

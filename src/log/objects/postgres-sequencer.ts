@@ -139,6 +139,31 @@ export class PostgresSequencer implements Sequencer {
   }
 
   /**
+   * Hands leases this broker holds over to other brokers (the balance, a drain: docs/cluster.md), in one transaction
+   * that locks the rows in (topic, partition) order as commits do: each partition this broker holds at the epoch given,
+   * not expired by the database's clock, goes to `toBrokerId` at the next epoch for a whole lease, so the new holder
+   * renews it at that epoch at its first produce, and a commit of this broker at the old epoch is refused.
+   * @returns the partitions handed over, in (topic, partition) order (the others were no longer held at their epoch)
+   * @throws OnelogError `STORAGE_ERROR` (nothing handed over)
+   */
+  async handOver(moves: ReadonlyArray<{ topic: string; partition: number; epoch: number; toBrokerId: number }>): Promise<Array<{ topic: string; partition: number }>> {
+    if (moves.length === 0) return [];
+    const args = [moves.map((m) => m.topic), moves.map((m) => m.partition), moves.map((m) => m.epoch), moves.map((m) => m.toBrokerId)];
+    let rows: Array<{ topic: string; partition: number }> = [];
+    await inTransaction(this.pool, 'sequencer: hand leases over', async (client) => {
+      await client.query(`SELECT 1 FROM ${this.partitions} AS p JOIN unnest($1::text[], $2::int[]) AS w(topic, partition)
+        ON p.topic = w.topic AND p.partition = w.partition ORDER BY p.topic, p.partition FOR UPDATE OF p`, args.slice(0, 2));
+      ({ rows } = await client.query<{ topic: string; partition: number }>(`UPDATE ${this.partitions} AS p SET
+         leader_broker_id = w.to_broker, leader_epoch = p.leader_epoch + 1, lease_expires_at = clock_timestamp() + $2::int * interval '1 millisecond'
+       FROM unnest($3::text[], $4::int[], $5::bigint[], $6::int[]) AS w(topic, partition, epoch, to_broker)
+       WHERE p.topic = w.topic AND p.partition = w.partition AND p.leader_broker_id = $1 AND p.leader_epoch = w.epoch
+         AND p.lease_expires_at > clock_timestamp()
+       RETURNING p.topic, p.partition`, [this.brokerId, this.leaseMs, ...args]));
+    });
+    return rows.sort(byTopicPartition);
+  }
+
+  /**
    * Commits an object PUT under `objectKey`: for each chunk, in one transaction, checks the lease (this broker,
    * the chunk's epoch, not expired by the database's clock), assigns the chunk's offsets after the partition's
    * high watermark and indexes them; then notifies {@link channel}'s listeners (`partition:highWatermark:topic`

@@ -140,6 +140,15 @@ export interface Sequencer {
   /** Gives leases up at once (a clean shutdown), so another broker takes them without waiting for expiry. */
   release(leases: readonly Lease[]): Promise<void>;
   /**
+   * Hands leases this broker holds over to other brokers (the lease balance and drains, src/cluster/lease-balance.ts):
+   * each partition held by this broker at the epoch given (not expired) goes to `toBrokerId` at the next epoch, for a
+   * whole lease, atomically; the new holder renews it at that epoch at its first produce, and this broker's commits at
+   * the old epoch are refused from then on.
+   * @returns the partitions handed over, in (topic, partition) order
+   * @throws OnelogError `STORAGE_ERROR` (nothing handed over)
+   */
+  handOver(moves: ReadonlyArray<{ topic: string; partition: number; epoch: number; toBrokerId: number }>): Promise<Array<{ topic: string; partition: number }>>;
+  /**
    * Commits an object PUT under `objectKey`, atomically: for each chunk, checks the lease (this broker, the chunk's
    * epoch, not expired), assigns the chunk's offsets after the partition's high watermark, indexes them and records
    * its idempotent batches; then announces each partition's new high watermark to {@link listenCommits}. A chunk
