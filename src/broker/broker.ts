@@ -52,7 +52,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { checkGroupId } from '../protocol/validate.js';
 import type { FileCacheStats } from '../log/segments/file-cache.js';
 import { ClusterRouting } from './cluster-routing.js';
-import { describeCluster } from './cluster-view.js';
+import { describeCluster, describeCoordinator, describeLeaders } from './cluster-view.js';
 import { readOverview } from './overview.js';
 import { FetchPath } from './fetch-path.js';
 import { openBroker } from './open.js';
@@ -125,10 +125,13 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     return this.parts.topics.list();
   }
 
-  /** @see TopicAdmin.describe */
+  /** @see TopicAdmin.describe; with `leaders`, each partition's leader (describeLeaders, cluster-view.ts). */
   async describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
     this.checkOpen();
-    return this.routing.whenCurrent(topic, [], () => this.parts.topics.describe(topic, options));
+    const described = await this.routing.whenCurrent(topic, [], () => this.parts.topics.describe(topic, options));
+    if (options.leaders !== true) return described;
+    const leaders = await describeLeaders(this.routing, this.parts.placement, topic, described.partitions.map((p) => p.partition));
+    return { ...described, partitions: described.partitions.map((p) => ({ ...p, leader: leaders.get(p.partition) ?? null })) };
   }
 
   /** @see TopicAdmin.deleteRecords */
@@ -469,14 +472,15 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     return this.parts.groups.listGroups();
   }
 
-  /** @see GroupCoordinator.describeGroup */
+  /** @see GroupCoordinator.describeGroup; with the group's coordinator (describeCoordinator, cluster-view.ts). */
   async describeGroup(groupId: string): Promise<GroupDescription> {
     this.checkOpen();
     checkGroupId(groupId);
     // A share group's start offsets committed, then a state the describe shows has its alert raised first (docs/monitoring.md).
     await this.parts.shareGroups.commitStarts(groupId);
     await this.parts.monitor.evaluateGroupNow(groupId);
-    return this.parts.shareGroups.describe(await this.parts.groups.describeGroup(groupId));
+    const described = await this.parts.shareGroups.describe(await this.parts.groups.describeGroup(groupId));
+    return { ...described, coordinator: await describeCoordinator(this.routing, groupId) };
   }
 
   /** Evaluates every group's alerts now (the broker also does every `monitoring.alertCheckIntervalMs`). */

@@ -166,7 +166,7 @@ export async function openObjectLogs(
     const logs = await ClusterLogs.open({
       store, sequencer, objects, catalog, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
     });
-    const placement = new ClusterPlacement({ leases, leaders: (topics) => sequencer.leaders(topics), partitionLeases: () => sequencer.partitionLeases(), logger });
+    const placement = new ClusterPlacement({ leases, leaders: (topics) => sequencer.leaders(topics), partitionLeases: (topic) => sequencer.partitionLeases(topic), logger });
     return { logs, membership: new ClusterMembership(registry, groups, logger), placement, jobs: logs.backgroundJobs() };
   } catch (err) {
     objects.close();

@@ -417,10 +417,11 @@ export class PostgresSequencer implements Sequencer {
   }
 
   /** @see Sequencer.partitionLeases @throws OnelogError `STORAGE_ERROR` */
-  async partitionLeases(): Promise<PartitionLease[]> {
+  async partitionLeases(topic?: string): Promise<PartitionLease[]> {
     const { rows } = await this.query<{ topic: string; partition: number; leader_broker_id: number; leader_epoch: string; expires_ms: string }>(
       'partition leases', `SELECT topic, partition, leader_broker_id, leader_epoch, (extract(epoch from lease_expires_at) * 1000)::bigint AS expires_ms
-        FROM ${this.partitions} WHERE leader_broker_id IS NOT NULL AND lease_expires_at > clock_timestamp() ORDER BY topic, partition`, []);
+        FROM ${this.partitions} WHERE leader_broker_id IS NOT NULL AND lease_expires_at > clock_timestamp()
+        ${topic === undefined ? '' : 'AND topic = $1'} ORDER BY topic, partition`, topic === undefined ? [] : [topic]);
     return rows.map((r) => ({ topic: r.topic, partition: r.partition, brokerId: r.leader_broker_id, epoch: Number(r.leader_epoch), expiresAt: Number(r.expires_ms) }));
   }
 
