@@ -30,6 +30,7 @@ import type { GroupOffset } from '../offsets/offset-store.js';
 import type { BinaryDataApi, OnelogApi } from '../protocol/api.js';
 import type { BrokerChange, ChangeSource } from '../protocol/changes.js';
 import type { ClusterDescription } from '../protocol/cluster.js';
+import type { HealthReport } from '../protocol/health.js';
 import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { BatchFetchResult, FetchRequest, FetchResult } from '../protocol/fetch.js';
@@ -550,6 +551,14 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     }, request);
   }
 
+  /**
+   * Probes every dependency now (the catalog, the offsets, the log; each within `health.timeoutMs`) and reports each with
+   * its status: `GET /health` (health.ts). Never throws.
+   */
+  async health(): Promise<HealthReport> {
+    return this.parts.health.check();
+  }
+
   /** @see describeCluster (cluster-view.ts) @throws OnelogError `STORAGE_ERROR` */
   async describeCluster(): Promise<ClusterDescription> {
     this.checkOpen();
@@ -598,6 +607,7 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     // A clean stop leaves share groups' committed offsets current (a crash leaves them up to a session tick behind).
     await this.parts.shareGroups.commitStarts().catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'share group start offsets not committed at close'));
     await this.parts.monitor.stop();
+    this.parts.health.close();
     this.parts.groups.close();
     await this.parts.membership?.close();
     await this.parts.placement?.close(); // gives the job leases up, before the log ends the pool it shares

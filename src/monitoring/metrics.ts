@@ -15,6 +15,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Logs } from '../log/logs.js';
+import type { ClusterMetrics } from './cluster-metrics.js';
 import { LagTotals } from './group-lag-totals.js';
 import type { Monitor } from './monitor.js';
 
@@ -187,6 +188,11 @@ export class BrokerMetrics {
   /** Drops a deleted topic's series (a topic created again under the name counts from zero, as Kafka's do). */
   deleteTopic(topic: string): void {
     for (const counter of [this.producedRecords, this.producedBytes, this.fetchedRecords, this.fetchedBytes]) counter.remove({ topic });
+  }
+
+  /** Adds cluster mode's series (cluster-metrics.ts: brokers, leases, object storage, commits, PostgreSQL, dependencies). */
+  watchCluster(cluster: ClusterMetrics): void {
+    cluster.register(this.registry);
   }
 
   /** Reports `listener`'s receive buffers at each scrape (`onelog_kafka_buffered_bytes`, `onelog_kafka_connections_paused`). */
