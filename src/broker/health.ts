@@ -14,7 +14,10 @@ export interface DependencyProbe {
   engine: string;
   /** See {@link DependencyHealth.probe}. */
   probe: string;
-  /** Resolves when the dependency answered; null for a local file with nothing to probe. @param timeoutMs its bound, ms */
+  /**
+   * Resolves when the dependency answered; null for a local file with nothing to probe.
+   * @param timeoutMs the bound it may set on the server (three quarters of the check's timeout), ms
+   */
   check: ((timeoutMs: number) => Promise<void>) | null;
 }
 
@@ -91,7 +94,8 @@ export class DependencyChecks {
       timer = setTimeout(() => resolve('timeout'), this.timeoutMs);
     });
     try {
-      const answer = await Promise.race([p.check(this.timeoutMs).then(() => 'ok' as const), timedOut]);
+      // The probe's own bound (PostgreSQL's lock_timeout) is three quarters of ours, so its answer, which says why, comes first.
+      const answer = await Promise.race([p.check(Math.floor(this.timeoutMs * 0.75)).then(() => 'ok' as const), timedOut]);
       const latencyMs = Math.round(performance.now() - began);
       if (answer === 'timeout') return { status: 'blocked', latencyMs, error: `no answer to ${p.probe} within ${this.timeoutMs} ms` };
       return { status: 'ok', latencyMs };
