@@ -195,7 +195,7 @@ async function openLocked(
   const subscriptions = new Subscriptions(catalog, clock);
   const deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts);
   const metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => deadLetters.depth(sub) }, options.metrics);
-  const health = new DependencyChecks(dependencyProbes(options, offsets, probes), logger, options.health);
+  const health = new DependencyChecks(dependencyProbes(options, catalog, offsets, probes), logger, options.health);
   opened.push(() => health.close());
   if (cluster !== null) {
     metrics.watchCluster(cluster);
@@ -275,13 +275,16 @@ const SLOW_COMMIT_MS = 1000;
 
 /**
  * What `GET /health` probes: in cluster mode PostgreSQL as a commit needs it (a read of the partitions table under a
- * lock timeout), the offset store's server, the bucket; on the embedded default the offset store and catalog are files
+ * lock timeout), the offset store's server, the bucket; a PostgreSQL catalog without the object log by a read of the
+ * topics; on the embedded default the offset store and catalog are files
  * of this process, with nothing to probe (a failed write stops the broker's writes: docs/guarantees.md).
  */
-function dependencyProbes(options: BrokerOptions, offsets: OffsetStore, cluster: ObjectLogs['probes'] | null): DependencyProbe[] {
+function dependencyProbes(options: BrokerOptions, catalogStore: Catalog, offsets: OffsetStore, cluster: ObjectLogs['probes'] | null): DependencyProbe[] {
   const catalog: DependencyProbe = cluster !== null
     ? { name: 'catalog', engine: redactUrl(options.catalog!), probe: `SELECT 1 FROM ${cluster.partitionsTable} (lock_timeout)`, check: cluster.postgres }
-    : { name: 'catalog', engine: options.catalog === undefined ? 'sqlite' : redactUrl(options.catalog), probe: 'none', check: null };
+    : options.catalog !== undefined
+      ? { name: 'catalog', engine: redactUrl(options.catalog), probe: 'a read of the topics', check: async () => void (await catalogStore.topics.list()) }
+      : { name: 'catalog', engine: 'sqlite', probe: 'none', check: null };
   const probeOffsets = offsets.probe?.bind(offsets);
   return [
     catalog,
