@@ -102,7 +102,7 @@ export class DependencyChecks {
     } catch (err) {
       const latencyMs = Math.round(performance.now() - began);
       const message = err instanceof Error ? err.message : String(err);
-      // A lock waited for until the server's lock_timeout is a block, not a failure of the server.
+      // A lock waited for until the server's lock_timeout (or a statement_timeout) is a block, not a failure of the server.
       return { status: (err as { context?: { waitedMs?: unknown } }).context?.waitedMs === undefined ? 'down' : 'blocked', latencyMs, error: message };
     } finally {
       clearTimeout(timer);

@@ -430,22 +430,31 @@ export class PostgresSequencer implements Sequencer {
 
   /**
    * Checks that a commit could run now, for the broker's `/health`: reads a row of the partitions table in a
-   * transaction whose lock wait and statement are bounded by `timeoutMs` (PostgreSQL's `lock_timeout` and
-   * `statement_timeout`), so a lock that would stall every commit (`LOCK TABLE`, a migration's `ALTER TABLE`, `VACUUM
+   * transaction whose lock wait is bounded by `timeoutMs` (PostgreSQL's `lock_timeout`; its `statement_timeout` 250 ms
+   * more), so a lock that would stall every commit (`LOCK TABLE`, a migration's `ALTER TABLE`, `VACUUM
    * FULL`) fails it within `timeoutMs` instead of waiting with the commits.
-   * @throws OnelogError `STORAGE_ERROR` naming the table when the lock wait timed out, or PostgreSQL's failure
+   * @throws OnelogError `STORAGE_ERROR` naming the table, with `waitedMs`, when the lock wait or the statement timed out;
+   *   `STORAGE_ERROR` of PostgreSQL's failure
    */
   async probe(timeoutMs: number): Promise<void> {
     const ms = Math.max(1, Math.round(timeoutMs));
     await inTransaction(this.pool, 'sequencer: health probe', async (client) => {
       await client.query(`SET LOCAL lock_timeout = ${ms}`);
-      await client.query(`SET LOCAL statement_timeout = ${ms}`);
+      // A little longer than the lock wait, so that a lock is named as such.
+      await client.query(`SET LOCAL statement_timeout = ${ms + 250}`);
       try {
         await client.query(`SELECT 1 FROM ${this.partitions} LIMIT 1`);
       } catch (err) {
-        if ((err as { code?: string }).code !== '55P03') throw err;
-        throw new OnelogError('STORAGE_ERROR', `PostgreSQL: a lock on ${this.partitions} was waited for ${ms} ms: commits (produces) are blocked ` +
-          '(see pg_locks and pg_stat_activity for the session holding it)', { store: 'postgres', table: this.partitions, waitedMs: ms });
+        const code = (err as { code?: string }).code;
+        if (code === '55P03') {
+          throw new OnelogError('STORAGE_ERROR', `PostgreSQL: a lock on ${this.partitions} was waited for ${ms} ms: commits (produces) are blocked ` +
+            '(see pg_locks and pg_stat_activity for the session holding it)', { store: 'postgres', table: this.partitions, waitedMs: ms });
+        }
+        if (code === '57014') {
+          throw new OnelogError('STORAGE_ERROR', `PostgreSQL: a read of ${this.partitions} took over ${ms + 250} ms (statement_timeout): the server is ` +
+            'overloaded or blocked', { store: 'postgres', table: this.partitions, waitedMs: ms + 250 });
+        }
+        throw err;
       }
     });
   }
