@@ -2,7 +2,7 @@
  * Issue 38, points 4 and 6, on three real `onelog serve` processes of one cluster (PostgreSQL, Redis, an s3rver):
  * `topics describe` names each partition's leader (broker id, URL, lease epoch) and `groups describe` the group's
  * coordinator, in text and JSON; `/metrics` has the cluster's series (brokers live, leases held, PUT and commit
- * latency, object store and PostgreSQL errors); broker 1 listens on 0.0.0.0 with `--kafka-advertised-address`, which
+ * latency, object store and PostgreSQL errors), answered still while the object store is down; broker 1 listens on 0.0.0.0 with `--kafka-advertised-address`, which
  * Kafka's Metadata (from itself and from another broker) and the cluster registry name; `/health` reports each
  * dependency, answers 503 naming the catalog while a transaction holds `LOCK TABLE` on the partitions table (which
  * every commit updates: a produce waits meanwhile, and its slow commit is logged), and ok again once it is released,
@@ -158,9 +158,13 @@ describe('seeing the cluster: three onelog serve processes', () => {
       expect((await stalled).offsets).toEqual([{ partition: 0, offset: 1 }]);
       const back = await health(urls[0]!);
       expect([back.code, back.body.down]).toEqual([200, []]);
-      expect(logs[0]!.find((e) => e.level === 40 && e.dependency === 'catalog')).toMatchObject({ status: 'blocked', msg: expect.stringContaining('catalog is blocked') });
-      expect(logs[0]!.find((e) => e.level === 30 && e.dependency === 'catalog')).toMatchObject({ status: 'ok', was: 'blocked', msg: expect.stringContaining('catalog is back') });
-      expect(logs[0]!.some((e) => e.level === 40 && /a commit \(PostgreSQL\) took over a second/.test(String(e.msg)))).toBe(true);
+      // The broker's log lines arrive on its stdout after the answers: waited for, each.
+      const logged = (i: number, what: string, match: (e: Record<string, unknown>) => boolean) => waitFor(what, () => logs[i]!.find(match));
+      expect(await logged(0, 'the warning that the catalog is blocked', (e) => e.level === 40 && e.dependency === 'catalog'))
+        .toMatchObject({ status: 'blocked', msg: expect.stringContaining('catalog is blocked') });
+      expect(await logged(0, 'the news that the catalog is back', (e) => e.level === 30 && e.dependency === 'catalog'))
+        .toMatchObject({ status: 'ok', was: 'blocked', msg: expect.stringContaining('catalog is back') });
+      await logged(0, 'the warning of the slow commit', (e) => e.level === 40 && /a commit \(PostgreSQL\) took over a second/.test(String(e.msg)));
 
       // The object store stopped: /health names the log, the probe's failure counts as an object store error.
       await s3.close();
@@ -169,10 +173,13 @@ describe('seeing the cluster: three onelog serve processes', () => {
       expect(down.body.down).toEqual(['log']);
       expect(down.body.dependencies.log).toMatchObject({ status: 'down', probe: 'ListObjectsV2 MaxKeys=1' });
       expect(down.body.dependencies.catalog!.status).toBe('ok');
-      await waitFor('the warning that the log is down', () => logs[1]!.some((e) => e.level === 40 && e.dependency === 'log' && e.status === 'down'));
+      await logged(1, 'the warning that the log is down', (e) => e.level === 40 && e.dependency === 'log' && e.status === 'down');
       const after = await (await fetch(`${urls[1]}/metrics`)).text();
       expect(sample(after, 'onelog_object_store_errors_total', 'action="list"')).toBeGreaterThanOrEqual(1);
       expect(sample(after, 'onelog_dependency_up', 'dependency="log"')).toBe(0);
+      expect(sample(after, 'onelog_cluster_brokers_live')).toBe(3);
+      // The scrape is answered: the parts that read records (lost with the object store) say they failed.
+      expect(Math.max(...['logs', 'groups', 'share_groups'].map((part) => sample(after, 'onelog_metrics_read_failed', `part="${part}"`)!))).toBe(1);
     } finally {
       for (const b of brokers) await b.stop();
       await redis.drop();
