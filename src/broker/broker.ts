@@ -30,6 +30,7 @@ import type { GroupOffset } from '../offsets/offset-store.js';
 import type { BinaryDataApi, OnelogApi } from '../protocol/api.js';
 import type { BrokerChange, ChangeSource } from '../protocol/changes.js';
 import type { ClusterDescription, ClusterDrainStart } from '../protocol/cluster.js';
+import type { HealthReport } from '../protocol/health.js';
 import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { BatchFetchResult, FetchRequest, FetchResult } from '../protocol/fetch.js';
@@ -52,7 +53,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { checkGroupId } from '../protocol/validate.js';
 import type { FileCacheStats } from '../log/segments/file-cache.js';
 import { ClusterRouting } from './cluster-routing.js';
-import { describeCluster, drainBroker } from './cluster-view.js';
+import { describeCluster, describeCoordinator, describeLeaders, drainBroker } from './cluster-view.js';
 import { readOverview } from './overview.js';
 import { FetchPath } from './fetch-path.js';
 import { openBroker } from './open.js';
@@ -125,10 +126,13 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     return this.parts.topics.list();
   }
 
-  /** @see TopicAdmin.describe */
+  /** @see TopicAdmin.describe; with `leaders`, each partition's leader (describeLeaders, cluster-view.ts). */
   async describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
     this.checkOpen();
-    return this.routing.whenCurrent(topic, [], () => this.parts.topics.describe(topic, options));
+    const described = await this.routing.whenCurrent(topic, [], () => this.parts.topics.describe(topic, options));
+    if (options.leaders !== true) return described;
+    const leaders = await describeLeaders(this.routing, this.parts.placement, topic, described.partitions.map((p) => p.partition));
+    return { ...described, partitions: described.partitions.map((p) => ({ ...p, leader: leaders.get(p.partition) ?? null })) };
   }
 
   /** @see TopicAdmin.deleteRecords */
@@ -469,14 +473,15 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     return this.parts.groups.listGroups();
   }
 
-  /** @see GroupCoordinator.describeGroup */
+  /** @see GroupCoordinator.describeGroup; with the group's coordinator (describeCoordinator, cluster-view.ts). */
   async describeGroup(groupId: string): Promise<GroupDescription> {
     this.checkOpen();
     checkGroupId(groupId);
     // A share group's start offsets committed, then a state the describe shows has its alert raised first (docs/monitoring.md).
     await this.parts.shareGroups.commitStarts(groupId);
     await this.parts.monitor.evaluateGroupNow(groupId);
-    return this.parts.shareGroups.describe(await this.parts.groups.describeGroup(groupId));
+    const described = await this.parts.shareGroups.describe(await this.parts.groups.describeGroup(groupId));
+    return { ...described, coordinator: await describeCoordinator(this.routing, groupId) };
   }
 
   /** Evaluates every group's alerts now (the broker also does every `monitoring.alertCheckIntervalMs`). */
@@ -546,6 +551,14 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     }, request);
   }
 
+  /**
+   * Probes every dependency now (the catalog, the offsets, the log; each within `health.timeoutMs`) and reports each with
+   * its status: `GET /health` (health.ts). Never throws.
+   */
+  async health(): Promise<HealthReport> {
+    return this.parts.health.check();
+  }
+
   /** @see describeCluster (cluster-view.ts) @throws OnelogError `STORAGE_ERROR` */
   async describeCluster(): Promise<ClusterDescription> {
     this.checkOpen();
@@ -600,6 +613,7 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
     // A clean stop leaves share groups' committed offsets current (a crash leaves them up to a session tick behind).
     await this.parts.shareGroups.commitStarts().catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'share group start offsets not committed at close'));
     await this.parts.monitor.stop();
+    this.parts.health.close();
     this.parts.groups.close();
     await this.parts.membership?.close();
     await this.parts.placement?.close(); // gives the job leases up, before the log ends the pool it shares

@@ -1,10 +1,12 @@
 /**
  * The cluster as `onelog cluster describe` and `GET /cluster` show it (docs/cluster.md): the live brokers with what
- * each leads and coordinates, and the leases held now. The embedded default is one broker leading every partition
- * and coordinating every group, with no lease.
+ * each leads and coordinates, and the leases held now; and the leaders and coordinator `topics describe` and `groups
+ * describe` name. The embedded default is one broker leading every partition and coordinating every group, with no lease.
  */
 import type { HeldLease, Placement } from '../cluster/placement.js';
 import type { ClusterBroker, ClusterDescription, ClusterDrainStart, ClusterLease } from '../protocol/cluster.js';
+import type { GroupCoordinatorBroker } from '../protocol/groups.js';
+import type { PartitionLeader } from '../protocol/topics.js';
 import { MAX_CLUSTER_LEASES } from '../protocol/cluster.js';
 import { OnelogError } from '../protocol/errors.js';
 import { checkInteger } from '../protocol/validate.js';
@@ -72,4 +74,43 @@ export async function drainBroker({ routing, placement }: Pick<ClusterViewSource
 
 function asClusterLease(l: HeldLease): ClusterLease {
   return { kind: l.kind, name: l.name, holderBrokerId: l.brokerId, epoch: l.epoch, expiresAt: l.expiresAt };
+}
+
+/** The URL each live broker advertised, by broker id; null on the embedded default. */
+async function liveUrls(routing: ClusterRouting): Promise<Map<number, string> | null> {
+  const live = await routing.liveBrokers();
+  return live === null ? null : new Map(live.map((b) => [b.brokerId, b.url]));
+}
+
+/**
+ * The leader of each of `partitions` of `topic`: in cluster mode the holder of its partition lease, with its epoch and
+ * the URL it advertised (null while it is not live), null for a partition nobody holds; on the embedded default this
+ * broker (no id, no epoch) at the URL it was advertised at.
+ * @throws OnelogError `STORAGE_ERROR` when the leases or the registry cannot be read
+ */
+export async function describeLeaders(
+  routing: ClusterRouting, placement: Placement | null, topic: string, partitions: readonly number[],
+): Promise<Map<number, PartitionLeader | null>> {
+  const urls = await liveUrls(routing);
+  if (urls === null || placement === null) {
+    const self: PartitionLeader = { brokerId: null, url: routing.advertised?.url ?? null, epoch: null };
+    return new Map(partitions.map((p) => [p, self]));
+  }
+  const leases = new Map((await placement.topicLeases(topic)).map((l) => [Number(l.name.slice(l.name.lastIndexOf('/') + 1)), l]));
+  return new Map(partitions.map((p) => {
+    const lease = leases.get(p);
+    return [p, lease === undefined ? null : { brokerId: lease.brokerId, url: urls.get(lease.brokerId) ?? null, epoch: lease.epoch }];
+  }));
+}
+
+/**
+ * The broker coordinating `groupId`: in cluster mode the holder of its group lease and the URL it advertised (null
+ * while it is not live), null while nobody holds it; on the embedded default this broker.
+ * @throws OnelogError `STORAGE_ERROR` when the lease or the registry cannot be read
+ */
+export async function describeCoordinator(routing: ClusterRouting, groupId: string): Promise<GroupCoordinatorBroker | null> {
+  const urls = await liveUrls(routing);
+  if (urls === null) return { brokerId: null, url: routing.advertised?.url ?? null };
+  const holder = await routing.groupCoordinator(groupId);
+  return holder === null ? null : { brokerId: holder, url: urls.get(holder) ?? null };
 }

@@ -25,6 +25,8 @@ import { DeadLetters } from '../delivery/dead-letters.js';
 import { Retries } from '../delivery/retries.js';
 import { ChangeFeed } from '../monitoring/change-feed.js';
 import { BrokerMetrics } from '../monitoring/metrics.js';
+import { ClusterMetrics } from '../monitoring/cluster-metrics.js';
+import { redactUrl } from '../protocol/urls.js';
 import { Monitor } from '../monitoring/monitor.js';
 import type { OffsetStore } from '../offsets/offset-store.js';
 import { OnelogError } from '../protocol/errors.js';
@@ -41,10 +43,13 @@ import type { Appended, Logs } from '../log/logs.js';
 import type { ObjectLogJob } from '../log/objects/cluster-logs.js';
 import { defaultMaxOpenFiles } from '../log/segments/open-files-limit.js';
 import { BackgroundTasks } from './background-tasks.js';
+import { DependencyChecks } from './health.js';
+import type { DependencyProbe } from './health.js';
 import { dataDirId, lockDataDir } from './data-dir-lock.js';
 import type { BrokerOptions } from './options.js';
 import { ProducePath } from './produce-path.js';
 import { checkStoreEngines, describeOffsetStore, openCatalog, openObjectLogs, openOffsetStore } from './store-engines.js';
+import type { ObjectLogs } from './store-engines.js';
 import { finishTopicDeletions, TopicAdmin } from './topic-admin.js';
 
 /** Every part of an open broker, built by {@link openBroker}; none is replaced afterwards. */
@@ -85,6 +90,8 @@ export interface BrokerParts {
   readonly topics: TopicAdmin;
   /** Prometheus metrics (`GET /metrics`, docs/monitoring.md). */
   readonly metrics: BrokerMetrics;
+  /** The dependencies' health (`GET /health`): probed every few seconds, changes logged. */
+  readonly health: DependencyChecks;
   /** Appends produced records and batches; issues producer ids. */
   readonly producing: ProducePath;
   /** Retention, compaction, session and lock expiry, idle files, the object log's upkeep: started by {@link openBroker}. */
@@ -136,9 +143,20 @@ async function openLocked(
   opened.push(() => catalog.close());
   const topicList = await catalog.topics.list();
   const local = options.log === undefined ? await openLocalLogs(options, catalog, topicList, files, cleaner, clock, logger) : null;
-  const { logs, membership, placement, jobs } = local === null
-    ? await openObjectLogs(options, catalog, clock, logger, { intervalMs: options.compactionIntervalMs, cleaner })
-    : { logs: local, membership: null, placement: null, jobs: [] };
+  // Cluster mode's metrics exist before its log opens: its object store and sequencer report to them.
+  const cluster = local === null ? new ClusterMetrics() : null;
+  const { logs, membership, placement, jobs, probes } = local === null
+    ? await openObjectLogs(options, catalog, clock, logger, { intervalMs: options.compactionIntervalMs, cleaner }, {
+      objectStore: cluster!.objectStoreRequest,
+      committed: (seconds) => {
+        cluster!.committed(seconds);
+        if (seconds * 1000 >= SLOW_COMMIT_MS) {
+          logger.warn({ ms: Math.round(seconds * 1000) }, 'a commit (PostgreSQL) took over a second: produces wait for it; is a lock held on ' +
+            'the partitions table, or is PostgreSQL overloaded? (GET /health, pg_locks)');
+        }
+      },
+    })
+    : { logs: local, membership: null, placement: null, jobs: [], probes: null };
   opened.push(() => logs.close());
   if (membership !== null) opened.push(() => membership.close());
   if (placement !== null) opened.push(() => placement.close());
@@ -177,6 +195,20 @@ async function openLocked(
   const subscriptions = new Subscriptions(catalog, clock);
   const deadLetters = new DeadLetters(logs, catalog, clock, logger, monitor.alerts);
   const metrics = new BrokerMetrics({ catalog, logs, monitor, deadLetterDepth: (sub) => deadLetters.depth(sub) }, options.metrics);
+  const health = new DependencyChecks(dependencyProbes(options, catalog, offsets, probes), logger, options.health);
+  opened.push(() => health.close());
+  if (cluster !== null) {
+    metrics.watchCluster(cluster);
+    cluster.watch({
+      liveBrokers: async () => (await membership!.liveBrokers()).length,
+      heldLeases: async () => {
+        const held = { partition: 0, group: 0, job: 0 };
+        for (const lease of await placement!.heldLeases()) if (lease.brokerId === membership!.brokerId) held[lease.kind]++;
+        return held;
+      },
+      dependencies: () => health.up(),
+    });
+  }
   // Every append this broker makes, a client's or a record it moved itself: counted, its groups woken, the console told.
   const appended: Appended = (topic, records, bytes) => {
     metrics.produced(topic, records, bytes);
@@ -234,8 +266,36 @@ async function openLocked(
   monitor.start();
   return Object.freeze({
     options, clock, logger, unlock, outbound, files, catalog, logs, offsets, membership, placement, monitor, changes, groups, deadLetters, retries, shareGroups,
-    acls, users, audit, topics, metrics, producing, background,
+    acls, users, audit, topics, metrics, health, producing, background,
   });
+}
+
+/** A commit slower than this is logged at warn, ms. */
+const SLOW_COMMIT_MS = 1000;
+
+/**
+ * What `GET /health` probes: in cluster mode PostgreSQL as a commit needs it (a read of the partitions table under a
+ * lock timeout), the offset store's server, the bucket; a PostgreSQL catalog without the object log by a read of the
+ * topics; on the embedded default the offset store and catalog are files
+ * of this process, with nothing to probe (a failed write stops the broker's writes: docs/guarantees.md).
+ */
+function dependencyProbes(options: BrokerOptions, catalogStore: Catalog, offsets: OffsetStore, cluster: ObjectLogs['probes'] | null): DependencyProbe[] {
+  const catalog: DependencyProbe = cluster !== null
+    ? { name: 'catalog', engine: redactUrl(options.catalog!), probe: `SELECT 1 FROM ${cluster.partitionsTable} (lock_timeout)`, check: cluster.postgres }
+    : options.catalog !== undefined
+      ? { name: 'catalog', engine: redactUrl(options.catalog), probe: 'a read of the topics', check: async () => void (await catalogStore.topics.list()) }
+      : { name: 'catalog', engine: 'sqlite', probe: 'none', check: null };
+  const probeOffsets = offsets.probe?.bind(offsets);
+  return [
+    catalog,
+    {
+      name: 'offsets', engine: options.offsets === undefined ? 'lmdb' : options.offsets === 'postgres' ? 'postgres (the catalog\'s)' : redactUrl(options.offsets),
+      probe: probeOffsets === undefined ? 'none' : options.offsets?.startsWith('redis') ? 'PING' : 'SELECT 1', check: probeOffsets === undefined ? null : () => probeOffsets(),
+    },
+    cluster !== null
+      ? { name: 'log', engine: options.log!.replace(/\?.*$/, ''), probe: 'ListObjectsV2 MaxKeys=1', check: () => cluster.objectStore() }
+      : { name: 'log', engine: 'segment files', probe: 'none', check: null },
+  ];
 }
 
 /**

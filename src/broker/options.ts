@@ -1,6 +1,7 @@
 /**
  * The options of the embedded broker ({@link BrokerOptions}), as `Broker.open` and `onelog serve` take them.
  */
+import type { DependencyChecksOptions } from './health.js';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import type { WebhookOptions } from '../delivery/webhook.js';
@@ -60,6 +61,8 @@ export interface BrokerOptions extends StoreEngines {
   monitoring?: MonitorOptions;
   /** Bounds of the per-partition metric series. @default see MetricsOptions */
   metrics?: MetricsOptions;
+  /** How the dependencies are probed for `GET /health` (timeout, interval). @default see DependencyChecksOptions */
+  health?: DependencyChecksOptions;
   /** Answer clients not on loopback while no user exists (protected mode off; `serve --insecure`). @default false */
   insecure?: boolean;
   /**

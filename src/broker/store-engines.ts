@@ -19,7 +19,7 @@ import type { Logs } from '../log/logs.js';
 import type { LogCleaner } from '../log/compaction.js';
 import { parseS3Url } from '../log/objects/s3-location.js';
 import type { S3Location } from '../log/objects/s3-location.js';
-import type { ObjectStore } from '../log/objects/object-store.js';
+import type { ObjectStore, ObjectStoreObserver } from '../log/objects/object-store.js';
 import type { ClusterMembership } from '../cluster/membership.js';
 import type { ClusterPlacement } from '../cluster/cluster-placement.js';
 import type { ObjectLogJob } from '../log/objects/cluster-logs.js';
@@ -117,6 +117,16 @@ export interface ObjectLogs {
   placement: ClusterPlacement;
   /** The log's upkeep (merging, sweeping, compacting objects), which the broker runs under the jobs' leases. */
   jobs: ObjectLogJob[];
+  /** The health probes (`GET /health`): PostgreSQL as commits need it (`PostgresSequencer.probe`), the bucket (`S3ObjectStore.probe`). */
+  probes: { postgres: (timeoutMs: number) => Promise<void>; objectStore: () => Promise<void>; partitionsTable: string };
+}
+
+/** Who is told of the object log's requests (the broker's cluster metrics). */
+export interface ObjectLogObservers {
+  /** Each object storage request (`S3ObjectStore`'s `observe`). */
+  objectStore?: ObjectStoreObserver;
+  /** Each commit transaction that committed, seconds (`PostgresSequencer`'s `onCommit`). */
+  committed?: (seconds: number) => void;
 }
 
 /** How the log in object storage is compacted (the broker's settings of compaction). */
@@ -134,7 +144,7 @@ export interface ObjectLogCompaction {
  * @throws OnelogError `INVALID_CONFIG`; `STORAGE_ERROR` if PostgreSQL cannot be reached
  */
 export async function openObjectLogs(
-  engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger, compaction: ObjectLogCompaction = {},
+  engines: StoreEngines, catalog: Catalog, clock: Clock, logger: Logger, compaction: ObjectLogCompaction = {}, observers: ObjectLogObservers = {},
 ): Promise<ObjectLogs> {
   const [
     { openPool }, { PostgresSequencer }, { S3ObjectStore }, { ObjectLogStore }, { ClusterLogs }, { NamedLeases }, { BrokerRegistry }, { GroupLeases },
@@ -151,14 +161,14 @@ export async function openObjectLogs(
   // longer than its leases, so the other brokers can take its partitions over once they expire.
   const location = parseS3Url(engines.log!);
   await claimObjectLog(catalog, location);
-  const objects = new S3ObjectStore(location);
+  const objects = new S3ObjectStore(location, 1000, observers.objectStore);
   await checkBucket(objects, engines.log!).catch((err: unknown) => {
     objects.close();
     throw err;
   });
   const pool = openPool(url, 8, { idleInTransactionMs: engines.leaseMs ?? 10_000 });
   try {
-    const sequencer = await PostgresSequencer.open({ pool, brokerId, leaseMs: engines.leaseMs, listenUrl: url });
+    const sequencer = await PostgresSequencer.open({ pool, brokerId, leaseMs: engines.leaseMs, listenUrl: url, onCommit: observers.committed });
     const store = await ObjectLogStore.open({ sequencer, objects, flushWindowMs: engines.flushWindowMs });
     logger.info({ log: engines.log, brokerId, flushWindowMs: engines.flushWindowMs ?? 50, leaseMs: engines.leaseMs ?? 10_000 }, 'log in object storage');
     const leases = await NamedLeases.open({ pool, brokerId });
@@ -167,7 +177,7 @@ export async function openObjectLogs(
     const logs = await ClusterLogs.open({
       store, sequencer, objects, catalog, pool, clock, logger, compactionIntervalMs: compaction.intervalMs, cleaner: compaction.cleaner,
     });
-    const placement = new ClusterPlacement({ leases, leaders: (topics) => sequencer.leaders(topics), partitionLeases: () => sequencer.partitionLeases(), logger });
+    const placement = new ClusterPlacement({ leases, leaders: (topics) => sequencer.leaders(topics), partitionLeases: (topic) => sequencer.partitionLeases(topic), logger });
     // Capacity follows the brokers: each pass (every third of a lease, as renewals) hands partitions over to even out.
     const balancer = new LeaseBalancer({
       brokerId, logger, intervalMs: Math.max(1, Math.floor(sequencer.leaseMs / 3)),
@@ -179,7 +189,10 @@ export async function openObjectLogs(
         await Promise.all([groups.setDraining(draining), placement.setDraining(draining)]);
       },
     });
-    return { logs, membership: new ClusterMembership(registry, groups, logger, balancer), placement, jobs: logs.backgroundJobs() };
+    return {
+      logs, membership: new ClusterMembership(registry, groups, logger, balancer), placement, jobs: logs.backgroundJobs(),
+      probes: { postgres: (timeoutMs) => sequencer.probe(timeoutMs), objectStore: () => objects.probe(), partitionsTable: sequencer.partitionsTable },
+    };
   } catch (err) {
     objects.close();
     await pool.end().catch(() => {});

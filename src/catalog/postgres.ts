@@ -15,6 +15,7 @@ import { silentLogger } from '../common/logger.js';
 import type { Logger } from '../common/logger.js';
 import { listen, openPool, postgresFailure } from '../common/postgres.js';
 import type { PostgresListener } from '../common/postgres.js';
+import { OnelogError } from '../protocol/errors.js';
 import { Catalog } from './catalog.js';
 import type { CatalogChanges } from './changes.js';
 import { wrappedDialect } from './fenced-dialect.js';
@@ -75,10 +76,23 @@ function catalogChanges(options: PostgresCatalogOptions, schema: string): Catalo
 }
 
 /**
+ * The refusal of a connection whose `search_path` names no schema that exists (PostgreSQL's `current_schema()` is
+ * then null): the catalog would have nowhere to create its tables.
+ */
+function noSchema(searchPath: string): OnelogError {
+  const names = searchPath.split(',').map((n) => n.trim()).filter((n) => n !== '' && n !== '"$user"');
+  const first = names[0] ?? 'onelog';
+  return new OnelogError('INVALID_CONFIG', `--catalog: the schema ${names.length === 1 ? `${first} named by search_path does not exist` :
+    `named by search_path (${searchPath || 'empty'}) does not exist`}: create it first (psql: CREATE SCHEMA ${first};), or name an existing ` +
+    'one in the URL (?options=-csearch_path%3DSCHEMA; docs/cluster.md)', { option: 'catalog', searchPath });
+}
+
+/**
  * Connects to the database and applies pending migrations; the catalog owns its pool (closed by
  * {@link Catalog.close}). Later, a statement that fails for the server or the network answers `STORAGE_ERROR`
  * (retriable); one the server refuses for the request (a constraint) passes as it is, for the catalog's checks.
- * @throws OnelogError `STORAGE_ERROR` naming --catalog if the server cannot be reached, refuses the connection
+ * @throws OnelogError `INVALID_CONFIG` when no schema named by the connection's `search_path` exists (saying to create
+ *   it); `STORAGE_ERROR` naming --catalog if the server cannot be reached, refuses the connection
  *   (no such database or role), a migration fails or the catalog's channel cannot be LISTENed to
  */
 export async function openPostgresCatalog(options: PostgresCatalogOptions): Promise<Catalog> {
@@ -86,8 +100,9 @@ export async function openPostgresCatalog(options: PostgresCatalogOptions): Prom
   try {
     // Kysely looks for its migration tables in every schema unless told which: another schema's would be taken
     // for the catalog's (two catalogs, or another Kysely application, in one database).
-    const { rows: [row] } = await pool.query<{ schema: string | null }>('SELECT current_schema() AS schema');
-    if (!row?.schema) throw new Error('the connection has no current schema: set search_path (e.g. ?options=-c search_path=onelog)');
+    const { rows: [row] } = await pool.query<{ schema: string | null; search_path: string }>(
+      'SELECT current_schema() AS schema, current_setting(\'search_path\') AS search_path');
+    if (!row?.schema) throw noSchema(row?.search_path ?? '');
     // A failure of the server or the network answers STORAGE_ERROR (retriable) naming the catalog, not INTERNAL_ERROR.
     const dialect = wrappedDialect(new PostgresDialect({ pool }), (connection) => ({
       async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {

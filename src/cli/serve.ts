@@ -29,6 +29,7 @@ interface ServeOptions {
   cleanerDedupeBufferBytes?: number;
   alertCheckIntervalMs: number;
   kafkaPort?: number;
+  kafkaAdvertisedAddress?: string;
   kafkaMaxBufferedBytes?: number;
   autoCreateTopics?: boolean;
   defaultPartitions?: number;
@@ -100,6 +101,9 @@ export function registerServe(program: Command): void {
       'and other addresses that are not globally reachable, and this machine\'s own addresses (refused by default; docs/security.md)')
     .option('--webhook-deny-private', 'refuse webhooks to internal destinations: the default, kept for compatibility (not with --webhook-allow-private)')
     .option('--kafka-port <n>', 'also serve the Kafka protocol on this port, on --host (docs/kafka.md; 0 = any free port)', parseInteger('--kafka-port', 0, 65_535))
+    .option('--kafka-advertised-address <host:port>', 'the HOST:PORT Kafka clients are told to connect to (Metadata, FindCoordinator), ' +
+      'as Kafka\'s advertised.listeners; needed behind --host 0.0.0.0, a proxy or NAT (with --kafka-port; default: --host and the Kafka ' +
+      'listener\'s port)')
     .option('--kafka-max-buffered-bytes <n>', 'bytes the Kafka listener holds of requests received and not yet handled, over all ' +
       'connections, before it stops reading until answers free some (as Kafka\'s queued.max.request.bytes; default 268435456, 256 MiB)',
     parseInteger('--kafka-max-buffered-bytes', 1024))
@@ -121,6 +125,7 @@ Refused starts (exit code 1; the broker closed, the data directory's lock releas
   the catalog says committed: STORAGE_ERROR; --allow-missing-offsets starts with those groups' partitions paused
   --webhook-allow-private with --webhook-deny-private: INVALID_CONFIG
   --auto-create-topics without --kafka-port, --default-partitions without --auto-create-topics: INVALID_CONFIG
+  --kafka-advertised-address without --kafka-port, or not HOST:PORT (an IPv6 host in brackets): INVALID_CONFIG
 
 Refused webhooks (unless --webhook-allow-private): a push endpoint or alert sink naming localhost or an address that
 is not globally reachable (127.0.0.0/8, ::1, 10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fe80::/10,
@@ -151,6 +156,7 @@ async function serve(options: ServeOptions): Promise<void> {
   if (options.autoCreateTopics && options.kafkaPort === undefined) {
     throw new OnelogError('INVALID_CONFIG', '--auto-create-topics creates the topics Kafka clients name: give --kafka-port too, or leave it out', { option: 'auto-create-topics' });
   }
+  const kafkaAdvertised = options.kafkaAdvertisedAddress === undefined ? null : checkKafkaAdvertisedAddress(options.kafkaAdvertisedAddress, options.kafkaPort);
   if (options.defaultPartitions !== undefined && !options.autoCreateTopics) {
     throw new OnelogError('INVALID_CONFIG', '--default-partitions is the partition count of topics --auto-create-topics creates: give that too, or leave it out', { option: 'default-partitions' });
   }
@@ -221,16 +227,23 @@ async function serve(options: ServeOptions): Promise<void> {
   // A listener that cannot open ends serve: the broker closes (releasing the data directory's lock) and the error names the port.
   let address: string;
   let kafka: Awaited<ReturnType<typeof KafkaListener.start>> | null = null;
+  let kafkaAddress: string | null = null;
   try {
     address = await listening(app.listen({ port: options.port, host: options.host }), { listener: 'the HTTP API', flag: '--port', host: options.host, port: options.port });
     kafka = options.kafkaPort === undefined ? null : await listening(KafkaListener.start(broker, {
-      host: options.host, port: options.kafkaPort, logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
+      host: options.host, port: options.kafkaPort, ...(kafkaAdvertised ? { advertisedHost: kafkaAdvertised.host, advertisedPort: kafkaAdvertised.port } : {}),
+      logger: logger.child({ component: 'kafka' }), users: broker.users, acls: broker.acls, audit: broker.audit, ...(tls ? { tls } : {}),
       maxConnections: limits.maxConnections, maxInFlightPerConnection: limits.maxInFlightPerConnection, quotas,
       ...(options.kafkaMaxBufferedBytes === undefined ? {} : { maxBufferedBytes: options.kafkaMaxBufferedBytes }),
       autoCreateTopics: options.autoCreateTopics ? { partitions: options.defaultPartitions ?? 1 } : null,
     }), { listener: 'the Kafka listener', flag: '--kafka-port', host: options.host, port: options.kafkaPort });
     if (kafka) broker.metrics.watchKafka(kafka);
-    await broker.advertise({ url: options.advertisedUrl ?? address, kafkaAddress: kafka ? `${options.host}:${kafka.port}` : null });
+    kafkaAddress = kafka === null ? null : options.kafkaAdvertisedAddress ?? `${options.host}:${kafka.port}`;
+    if (kafka !== null && options.kafkaAdvertisedAddress === undefined && (options.host === '0.0.0.0' || options.host === '::')) {
+      logger.warn({ kafka: kafkaAddress }, `Kafka clients will be told to connect to ${kafkaAddress}, which they cannot reach: ` +
+        'give --kafka-advertised-address HOST:PORT (docs/kafka.md)');
+    }
+    await broker.advertise({ url: options.advertisedUrl ?? address, kafkaAddress });
   } catch (err) {
     await kafka?.close();
     await app.close();
@@ -243,7 +256,7 @@ async function serve(options: ServeOptions): Promise<void> {
     log: options.log === undefined ? 'segment files' : options.log,
     ...(options.brokerId === undefined ? {} : { brokerId: options.brokerId }),
   };
-  logger.info({ url: address, dataDir: options.dataDir, ...engines, ...(kafka ? { kafka: `${options.host}:${kafka.port}` } : {}) }, 'onelog is listening');
+  logger.info({ url: address, dataDir: options.dataDir, ...engines, ...(kafka ? { kafka: `${options.host}:${kafka.port}`, kafkaAdvertised: kafkaAddress } : {}) }, 'onelog is listening');
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -286,6 +299,28 @@ async function listening<T>(opening: Promise<T>, where: { listener: string; flag
       `Stop what holds it or give another ${where.flag} (0 = any free port); the broker was closed`,
     { option: where.flag.slice(2), host: where.host, port: where.port, errno });
   }
+}
+
+/**
+ * Checks `--kafka-advertised-address`: `HOST:PORT` (an IPv6 host in brackets, `[::1]:9092`), port 1 to 65535, as Kafka's
+ * advertised.listeners names an address. The host is not resolved: it is what clients will resolve.
+ * @returns the host (without brackets) and port
+ * @throws OnelogError `INVALID_CONFIG` without `--kafka-port`, or for anything else than HOST:PORT
+ */
+function checkKafkaAdvertisedAddress(address: string, kafkaPort: number | undefined): { host: string; port: number } {
+  if (kafkaPort === undefined) {
+    throw new OnelogError('INVALID_CONFIG', '--kafka-advertised-address is the address of the Kafka listener: give --kafka-port too, or leave it out',
+      { option: 'kafka-advertised-address' });
+  }
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(address);
+  const port = m ? Number(m[2]) : 0;
+  if (m === null || port < 1 || port > 65_535 || m[1] === '0.0.0.0' || m[1] === '[::]') {
+    throw new OnelogError('INVALID_CONFIG', `--kafka-advertised-address is the HOST:PORT Kafka clients connect to (e.g. broker1.example.com:9092, ` +
+      `10.0.0.5:9092 or [2001:db8::5]:9092; port 1 to 65535, not a wildcard address), got ${JSON.stringify(address)}`,
+    { option: 'kafka-advertised-address' });
+  }
+  const host = m[1]!;
+  return { host: host.startsWith('[') ? host.slice(1, -1) : host, port };
 }
 
 /** Whether `--host` is a loopback address (or localhost). */

@@ -12,9 +12,13 @@ const collect = (v: string, acc: string[]) => [...acc, v];
 function printTopic(d: TopicDescription): void {
   const settings = TOPIC_SETTINGS.map((s) => `${s.kafkaName}=${String(d.config[s.name])}`);
   console.log(`topic ${d.topic}: ${settings.join(' ')}`);
+  // A describe names each partition's leader (broker id, URL, lease epoch; `-` on the embedded default, `none` for a
+  // partition nobody leads); an alter's answer does not.
+  const leaders = d.partitions.some((p) => p.leader !== undefined);
   printTable(
-    ['PARTITION', 'LOG-START-OFFSET', 'HIGH-WATERMARK', 'RECORDS'],
-    d.partitions.map((p) => [p.partition, p.logStartOffset, p.highWatermark, p.highWatermark - p.logStartOffset]),
+    ['PARTITION', 'LOG-START-OFFSET', 'HIGH-WATERMARK', 'RECORDS', ...(leaders ? ['LEADER', 'LEADER-URL', 'LEADER-EPOCH'] : [])],
+    d.partitions.map((p) => [p.partition, p.logStartOffset, p.highWatermark, p.highWatermark - p.logStartOffset, ...(!leaders ? [] : p.leader
+      ? [p.leader.brokerId ?? '-', p.leader.url ?? '-', p.leader.epoch ?? '-'] : ['none', '-', '-'])]),
   );
 }
 

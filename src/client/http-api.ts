@@ -317,6 +317,7 @@ export class HttpApi implements OnelogApi {
     return (await this.call<{ topics: TopicSummary[] }>('GET', '/topics')).topics;
   }
 
+  /** The route answers each partition's leader whatever `options.leaders` says. */
   describeTopic(topic: string, options: DescribeTopicOptions = {}): Promise<TopicDescription> {
     return this.call('GET', `/topics/${encodeURIComponent(topic)}${options.groups ? '?groups=true' : ''}`);
   }

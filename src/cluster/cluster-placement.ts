@@ -15,7 +15,7 @@ export interface ClusterPlacementOptions {
   /** Who holds each partition's lease now (the log's sequencer: `Sequencer.leaders`). */
   leaders: Placement['partitionLeaders'];
   /** Every partition lease held now (the log's sequencer: `Sequencer.partitionLeases`). */
-  partitionLeases: () => Promise<Array<{ topic: string; partition: number; brokerId: number; epoch: number; expiresAt: number }>>;
+  partitionLeases: (topic?: string) => Promise<Array<{ topic: string; partition: number; brokerId: number; epoch: number; expiresAt: number }>>;
   logger: Logger;
 }
 
@@ -29,6 +29,12 @@ export class ClusterPlacement implements Placement {
 
   partitionLeaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>> {
     return this.options.leaders(topics);
+  }
+
+  /** @see Placement.topicLeases */
+  async topicLeases(topic: string): Promise<HeldLease[]> {
+    return (await this.options.partitionLeases(topic))
+      .map((p) => ({ kind: 'partition' as const, name: `${p.topic}/${p.partition}`, brokerId: p.brokerId, epoch: p.epoch, expiresAt: p.expiresAt }));
   }
 
   /** Jobs, then groups, then partitions, each by name. */

@@ -42,6 +42,12 @@ export interface Placement {
    */
   heldLeases(): Promise<HeldLease[]>;
   /**
+   * The partition leases of `topic` held now (not expired), by partition: each partition's sequencer and the epoch it
+   * writes under, for `onelog topics describe`. Partitions nobody holds are left out.
+   * @throws OnelogError `STORAGE_ERROR`
+   */
+  topicLeases(topic: string): Promise<HeldLease[]>;
+  /**
    * The gate of a job one broker of the cluster at a time runs on schedule (retention: `job:retention`, alert
    * evaluation: `job:alerts`, the object log's upkeep: `job:merge`, `job:sweep`, `job:compact`), under the job's
    * lease in PostgreSQL.

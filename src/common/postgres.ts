@@ -79,9 +79,25 @@ export function checkTablePrefix(prefix: string): string {
   return prefix;
 }
 
-/** `err` as the error its caller sees: a typed error or a refused argument as it is, else `STORAGE_ERROR` naming `what`. */
+/** Failures of PostgreSQL this process has seen, in every pool ({@link postgresFailures}). */
+let failures = 0;
+
+/**
+ * How many PostgreSQL failures this process has turned into `STORAGE_ERROR` (by {@link postgresFailure}: a statement,
+ * a transaction or a connection the server or the network failed, in any engine's pool) since it started: the
+ * broker's `onelog_postgres_errors_total`. One process serves one broker (`onelog serve`).
+ */
+export function postgresFailures(): number {
+  return failures;
+}
+
+/**
+ * `err` as the error its caller sees: a typed error or a refused argument as it is, else `STORAGE_ERROR` naming `what`
+ * (counted in {@link postgresFailures}).
+ */
 export function postgresFailure(err: unknown, what: string): Error {
   if (err instanceof OnelogError || err instanceof RangeError) return err;
+  failures++;
   const message = err instanceof Error ? err.message : String(err);
   return new OnelogError('STORAGE_ERROR', `${what} (PostgreSQL) failed: ${message}`, { store: 'postgres', action: what });
 }

@@ -15,6 +15,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Catalog } from '../catalog/catalog.js';
 import type { SubscriptionRecord } from '../catalog/subscriptions.js';
 import type { Logs } from '../log/logs.js';
+import type { ClusterMetrics } from './cluster-metrics.js';
 import { LagTotals } from './group-lag-totals.js';
 import type { Monitor } from './monitor.js';
 
@@ -80,6 +81,7 @@ export class BrokerMetrics {
   private readonly shareAcknowledgements: Counter<'group' | 'topic' | 'kind'>;
   private readonly activeAlerts: Gauge<'kind'>;
   private readonly omitted: Gauge<'series'>;
+  private readonly readFailed: Gauge<'part'>;
   /** The Kafka listener served, once {@link watchKafka} was called. */
   private kafka: KafkaListenerLoad | null = null;
 
@@ -142,6 +144,8 @@ export class BrokerMetrics {
     this.shareAcknowledgements = groupCounter('onelog_share_acknowledgements_total', 'Outcomes share group members reported and the broker took, by kind: accept, release, reject or renew');
     this.activeAlerts = gauge('onelog_alerts_active', 'Unresolved alerts, by kind', ['kind'] as const);
     this.omitted = gauge('onelog_metrics_series_omitted', 'Per-partition series left out of this scrape by the cardinality bounds', ['series'] as const);
+    this.readFailed = gauge('onelog_metrics_read_failed', 'Whether a part of this scrape could not be read (1: a store failed, e.g. the object ' +
+      'store in cluster mode; its series are absent or partial) or was (0): part="logs", "groups", "share_groups"', ['part'] as const);
     const kafka = () => this.kafka;
     new Gauge({
       name: 'onelog_kafka_buffered_bytes', help: 'Bytes the Kafka listener received and has not yet handled, over every connection (0 without a Kafka listener)',
@@ -189,6 +193,11 @@ export class BrokerMetrics {
     for (const counter of [this.producedRecords, this.producedBytes, this.fetchedRecords, this.fetchedBytes]) counter.remove({ topic });
   }
 
+  /** Adds cluster mode's series (cluster-metrics.ts: brokers, leases, object storage, commits, PostgreSQL, dependencies). */
+  watchCluster(cluster: ClusterMetrics): void {
+    cluster.register(this.registry);
+  }
+
   /** Reports `listener`'s receive buffers at each scrape (`onelog_kafka_buffered_bytes`, `onelog_kafka_connections_paused`). */
   watchKafka(listener: KafkaListenerLoad): void {
     this.kafka = listener;
@@ -199,12 +208,16 @@ export class BrokerMetrics {
     return this.registry.contentType;
   }
 
-  /** Reads the state of logs and groups, and answers every metric in Prometheus's text format. */
+  /**
+   * Reads the state of logs and groups, and answers every metric in Prometheus's text format. A part that cannot be
+   * read (a store failing) leaves its series out and sets `onelog_metrics_read_failed{part}`: the others, the cluster's
+   * and the process's among them, are answered still.
+   */
   async scrape(): Promise<string> {
     for (const g of this.gauges) g.reset();
-    await this.readLogs();
-    await this.readGroups();
-    await this.readShareGroups();
+    for (const [part, read] of [['logs', () => this.readLogs()], ['groups', () => this.readGroups()], ['share_groups', () => this.readShareGroups()]] as const) {
+      this.readFailed.set({ part }, await read().then(() => 0, () => 1));
+    }
     for (const alert of this.sources.monitor.alerts.active()) this.activeAlerts.inc({ kind: alert.kind });
     return this.registry.metrics();
   }

@@ -113,6 +113,12 @@ export interface OffsetStore {
    */
   deleteTopic(topic: string): Promise<number>;
   /**
+   * Checks that the store's server answers (the broker's `/health`): Redis's PING, PostgreSQL's `SELECT 1`. Absent on
+   * the embedded default's LMDB, a file of this process. It does not bound its own time: the caller does.
+   * @throws OnelogError `STORAGE_ERROR` when the server fails
+   */
+  probe?(): Promise<void>;
+  /**
    * Closes the store once the calls in flight have settled (what they wrote is kept). A call after close
    * is refused with `BROKER_CLOSED`; closing twice is harmless.
    */

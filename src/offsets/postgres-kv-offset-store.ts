@@ -214,6 +214,11 @@ export class PostgresKvOffsetStore implements OffsetStore {
     return (result as { rowCount: number | null }).rowCount ?? 0;
   }
 
+  /** @see OffsetStore.probe */
+  async probe(): Promise<void> {
+    await this.select('health probe', 'SELECT 1', []);
+  }
+
   /** Waits for the calls in flight, then ends the pool if the store opened it (a pool given stays open). */
   async close(): Promise<void> {
     if (!(await this.gate.close())) return;

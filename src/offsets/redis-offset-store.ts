@@ -277,6 +277,11 @@ export class RedisOffsetStore implements OffsetStore {
     ));
   }
 
+  /** @see OffsetStore.probe */
+  async probe(): Promise<void> {
+    await this.call('health probe', () => this.redis.ping());
+  }
+
   async close(): Promise<void> {
     if (!(await this.gate.close())) return;
     await this.redis.quit().catch(() => this.redis.disconnect());

@@ -137,8 +137,24 @@ export interface GroupPartition extends PartitionState, PartitionHealth {
 }
 
 /** A group: its members, its subscriptions with their partitions, its lag totals over them, its history. */
+/**
+ * The broker coordinating a group (Kafka's group coordinator): in cluster mode the holder of its lease `group:<groupId>`
+ * (docs/cluster.md); on the embedded default the one broker.
+ */
+export interface GroupCoordinatorBroker {
+  /** Its `--broker-id`; null on the embedded default. */
+  brokerId: number | null;
+  /** The URL of its HTTP API, as it advertised it; null if it is not live in the registry (or, embedded, not served over HTTP). */
+  url: string | null;
+}
+
 export interface GroupDescription extends GroupLagTotals {
   groupId: string;
+  /**
+   * Who coordinates the group now: set by the broker's `describeGroup` (and so `GET /groups/:groupId` and `onelog groups
+   * describe`); null in cluster mode while nobody holds its lease (the next broker to serve one of its requests takes it).
+   */
+  coordinator?: GroupCoordinatorBroker | null;
   /** ms since the epoch */
   createdAt: number;
   state: GroupState;

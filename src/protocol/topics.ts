@@ -20,10 +20,26 @@ export interface AlterTopicRequest {
   config: Partial<TopicConfig>;
 }
 
+/**
+ * The broker a partition's produces go to (Kafka's partition leader): in cluster mode the holder of its partition
+ * lease, its sequencer (docs/cluster.md); on the embedded default the one broker.
+ */
+export interface PartitionLeader {
+  /** Its `--broker-id`; null on the embedded default. */
+  brokerId: number | null;
+  /** The URL of its HTTP API, as it advertised it; null if it is not live in the registry (or, embedded, not served over HTTP). */
+  url: string | null;
+  /** The lease's epoch (the fencing token its commits carry, raised at every change of holder); null on the embedded default. */
+  epoch: number | null;
+}
+
 export interface TopicDescription {
   topic: string;
-  /** Each partition, with the bytes of its log on disk. */
-  partitions: Array<PartitionState & { sizeBytes: number }>;
+  /**
+   * Each partition, with the bytes of its log on disk; with `describeTopic(topic, { leaders: true })` (always over HTTP)
+   * its `leader`: null in cluster mode while nobody holds its lease (the next broker to produce to it takes it).
+   */
+  partitions: Array<PartitionState & { sizeBytes: number; leader?: PartitionLeader | null }>;
   config: TopicConfig;
   /** ms since the epoch */
   createdAt: number;
@@ -34,6 +50,12 @@ export interface TopicDescription {
 export interface DescribeTopicOptions {
   /** Add each subscribed group's partitions (`onelog topics describe T --groups`). @default false */
   groups?: boolean;
+  /**
+   * Add each partition's leader (`onelog topics describe`; `GET /topics/:topic` always does): in cluster mode a read of
+   * the topic's partition leases and of the broker registry in PostgreSQL, so the Kafka listener's own describes leave
+   * it out. @default false
+   */
+  leaders?: boolean;
 }
 
 export interface TopicSummary {

@@ -34,6 +34,7 @@ import { registerEventRoutes } from './routes/events.js';
 import type { EventStreamOptions } from './routes/events.js';
 import { registerOverviewRoutes } from './routes/overview.js';
 import type { ChangeSource } from '../protocol/changes.js';
+import type { HealthReport } from '../protocol/health.js';
 import { authenticateUpgrade, registerAccessControl, registerQuotas } from './access.js';
 import { LOOPBACK_ADMIN } from '../security/principal.js';
 import type { Access } from './access.js';
@@ -155,7 +156,12 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   app.addHook('onResponse', async (request) => {
     request.raw.socket?.setTimeout?.(limits.idleTimeoutMs);
   });
-  app.get('/health', async () => ({ status: 'ok' }));
+  // Without dependency checks (an OnelogApi that is not a Broker) the process answering is all /health says.
+  app.get('/health', async (_request, reply) => {
+    if (!isHealthSource(api)) return { status: 'ok' };
+    const report = await api.health();
+    return reply.code(report.status === 'ok' ? 200 : 503).send(report);
+  });
 
   registerTopicRoutes(app, api);
   registerRecordRoutes(app, api);
@@ -237,6 +243,10 @@ function depthOf(value: unknown): number {
     for (const child of Object.values(v)) stack.push([child, depth + 1]);
   }
   return deepest;
+}
+
+function isHealthSource(api: OnelogApi): api is OnelogApi & { health(): Promise<HealthReport> } {
+  return typeof (api as { health?: unknown }).health === 'function';
 }
 
 function isChangeSource(api: OnelogApi): api is OnelogApi & ChangeSource {

@@ -256,9 +256,10 @@ export class MemorySequencer implements Sequencer {
     return out;
   }
 
-  async partitionLeases(): Promise<PartitionLease[]> {
+  async partitionLeases(topic?: string): Promise<PartitionLease[]> {
     const now = this.tables.clock.now();
-    return [...this.tables.partitions.values()].filter((r) => r.leaderBrokerId !== null && r.leaseExpiresAt! > now).sort(byTopicPartition)
+    return [...this.tables.partitions.values()].filter((r) => r.leaderBrokerId !== null && r.leaseExpiresAt! > now && (topic === undefined || r.topic === topic))
+      .sort(byTopicPartition)
       .map((r) => ({ topic: r.topic, partition: r.partition, brokerId: r.leaderBrokerId!, epoch: r.leaderEpoch, expiresAt: r.leaseExpiresAt! }));
   }
 

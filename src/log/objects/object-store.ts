@@ -12,6 +12,9 @@ import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObject
 import { OnelogError } from '../../protocol/errors.js';
 import type { S3Location } from './s3-location.js';
 
+/** A {@link S3ObjectStore.probe} request still unanswered this long is abandoned, ms (the caller has given up on it before). */
+const PROBE_ABORT_MS = 10_000;
+
 /** One listed object. */
 export interface ObjectInfo {
   key: string;
@@ -36,19 +39,37 @@ export interface ObjectStore {
   close(): void;
 }
 
+/**
+ * Told of each request an {@link S3ObjectStore} made: its action (`put`, `get`, `list` (a page), `delete` (up to 1,000
+ * keys)), how long it took, seconds (the SDK's retries included), and whether it failed (a missing object is no
+ * failure).
+ */
+export type ObjectStoreObserver = (action: 'put' | 'get' | 'list' | 'delete', seconds: number, failed: boolean) => void;
+
 export class S3ObjectStore implements ObjectStore {
   private readonly client: S3Client;
+  /** {@link probe}'s: one attempt a request. */
+  private readonly probeClient: S3Client;
 
-  /** @param listPageKeys keys a list request asks for at most (S3's MaxKeys), 1 to 1000. @default 1000 */
-  constructor(private readonly location: S3Location, private readonly listPageKeys = 1000) {
-    this.client = new S3Client({
+  /**
+   * @param listPageKeys keys a list request asks for at most (S3's MaxKeys), 1 to 1000. @default 1000
+   * @param observe told of each request (the broker's object store metrics). @default none
+   */
+  constructor(private readonly location: S3Location, private readonly listPageKeys = 1000, private readonly observe?: ObjectStoreObserver) {
+    this.client = S3ObjectStore.client(location, 3);
+    this.probeClient = S3ObjectStore.client(location, 1);
+  }
+
+  /** An SDK client of `location` that tries each request `maxAttempts` times. */
+  private static client(location: S3Location, maxAttempts: number): S3Client {
+    return new S3Client({
       region: location.region,
       ...(location.endpoint === undefined ? {} : { endpoint: location.endpoint, forcePathStyle: true }),
       // Checksums only where an operation requires them: several S3-compatible servers refuse (or corrupt)
       // bodies sent with the SDK's default flexible checksums (aws-chunked trailers).
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      maxAttempts: 3,
+      maxAttempts,
     });
   }
 
@@ -58,12 +79,23 @@ export class S3ObjectStore implements ObjectStore {
     })));
   }
 
+  /**
+   * Checks that the bucket answers (the broker's `/health`): one ListObjectsV2 of at most one key, tried once (no SDK
+   * retry, so a server that refuses connections fails at once). It does not bound its own time: the caller does.
+   * @throws OnelogError `STORAGE_ERROR` when the server fails or refuses the bucket
+   */
+  async probe(): Promise<void> {
+    await this.call('list', 'the bucket (health probe)', () => this.probeClient.send(new ListObjectsV2Command({
+      Bucket: this.location.bucket, Prefix: this.location.prefix, MaxKeys: 1,
+    }), { abortSignal: AbortSignal.timeout(PROBE_ABORT_MS) }));
+  }
+
   async get(key: string, range?: { position: number; length: number }): Promise<Buffer> {
     const answer = await this.call('get', key, () => this.client.send(new GetObjectCommand({
       Bucket: this.location.bucket, Key: this.location.prefix + key,
       ...(range === undefined ? {} : { Range: `bytes=${range.position}-${range.position + range.length - 1}` }),
     })));
-    const bytes = Buffer.from(await this.call('get', key, () => answer.Body!.transformToByteArray()));
+    const bytes = Buffer.from(await this.call('get', key, () => answer.Body!.transformToByteArray(), false));
     if (range !== undefined && bytes.length !== range.length) {
       throw new OnelogError('STORAGE_ERROR', `object store: ${key} answered ${bytes.length} bytes for a range of ${range.length}`, { store: 's3', key, ...range });
     }
@@ -103,13 +135,20 @@ export class S3ObjectStore implements ObjectStore {
 
   close(): void {
     this.client.destroy();
+    this.probeClient.destroy();
   }
 
-  private async call<T>(action: string, key: string, work: () => Promise<T>): Promise<T> {
+  /** Runs one request, told to {@link observe} unless `observed` is false (a GET's body, read after its request was told). */
+  private async call<T>(action: 'put' | 'get' | 'list' | 'delete', key: string, work: () => Promise<T>, observed = true): Promise<T> {
+    const began = performance.now();
     try {
-      return await work();
+      const result = await work();
+      if (observed) this.observe?.(action, (performance.now() - began) / 1000, false);
+      return result;
     } catch (err) {
-      if (err instanceof S3ServiceException && err.name === 'NoSuchKey') {
+      const missing = err instanceof S3ServiceException && err.name === 'NoSuchKey';
+      this.observe?.(action, (performance.now() - began) / 1000, !missing);
+      if (missing) {
         throw new OnelogError('NOT_FOUND', `object store: no object ${key} in bucket ${this.location.bucket}`, { store: 's3', key });
       }
       const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);

@@ -34,11 +34,20 @@ export interface SequencerOptions {
   listenUrl?: string;
   /** Prefix of the tables' names: lower-case letters, digits and `_`. @default 'onelog_' */
   tablePrefix?: string;
+  /**
+   * Called after each commit transaction that committed, with how long it took, seconds (from BEGIN's connection to
+   * COMMIT's answer): the broker's `onelog_sequencer_commit_duration_seconds`. @default none
+   */
+  onCommit?: (seconds: number) => void;
 }
 
 
 export class PostgresSequencer implements Sequencer {
   private readonly partitions: string;
+  /** The name of the partitions table (leases, high watermarks), which every commit updates. */
+  get partitionsTable(): string {
+    return this.partitions;
+  }
   private readonly index: string;
   private readonly objects: string;
   private readonly producers: string;
@@ -51,6 +60,7 @@ export class PostgresSequencer implements Sequencer {
      */
     readonly channel: string,
     private readonly listenUrl: string | undefined,
+    private readonly onCommit: ((seconds: number) => void) | undefined,
   ) {
     this.partitions = `${prefix}partitions`;
     this.index = `${prefix}log_index`;
@@ -73,7 +83,7 @@ export class PostgresSequencer implements Sequencer {
     }
     const { rows: [row] } = await query<{ schema: string }>(options.pool, 'sequencer: schema', 'SELECT current_schema() AS schema', []);
     const channel = `${prefix}log_${createHash('sha1').update(row!.schema).digest('hex').slice(0, 12)}`;
-    const s = new PostgresSequencer(options.pool, options.brokerId, leaseMs, options.maxObjectAgeMs ?? 300_000, prefix, channel, options.listenUrl);
+    const s = new PostgresSequencer(options.pool, options.brokerId, leaseMs, options.maxObjectAgeMs ?? 300_000, prefix, channel, options.listenUrl, options.onCommit);
     await createTables(options.pool, `sequencer ${prefix}`, [
       `CREATE TABLE IF NOT EXISTS ${s.partitions} (
         topic text COLLATE "C" NOT NULL, partition integer NOT NULL,
@@ -184,6 +194,7 @@ export class PostgresSequencer implements Sequencer {
     }
     const order = chunks.map((_, i) => i).sort((a, b) => byTopicPartition(chunks[a]!, chunks[b]!));
     const results: ChunkResult[] = new Array<ChunkResult>(chunks.length);
+    const began = performance.now();
     await inTransaction(this.pool, 'sequencer: commit', async (client) => {
       const accepted: Array<ObjectChunk & { baseOffset: number }> = [];
       for (const i of order) {
@@ -216,6 +227,7 @@ export class PostgresSequencer implements Sequencer {
       const payload = accepted.map((c) => `${c.partition}:${c.baseOffset + c.offsets}:${c.topic}`).join('\n');
       await client.query(`SELECT pg_notify($1, $2)`, [this.channel, payload]);
     });
+    this.onCommit?.((performance.now() - began) / 1000);
     return results;
   }
 
@@ -441,11 +453,43 @@ export class PostgresSequencer implements Sequencer {
     return out;
   }
 
+  /**
+   * Checks that a commit could run now, for the broker's `/health`: reads a row of the partitions table in a
+   * transaction whose lock wait is bounded by `timeoutMs` (PostgreSQL's `lock_timeout`; its `statement_timeout` 250 ms
+   * more), so a lock that would stall every commit (`LOCK TABLE`, a migration's `ALTER TABLE`, `VACUUM
+   * FULL`) fails it within `timeoutMs` instead of waiting with the commits.
+   * @throws OnelogError `STORAGE_ERROR` naming the table, with `waitedMs`, when the lock wait or the statement timed out;
+   *   `STORAGE_ERROR` of PostgreSQL's failure
+   */
+  async probe(timeoutMs: number): Promise<void> {
+    const ms = Math.max(1, Math.round(timeoutMs));
+    await inTransaction(this.pool, 'sequencer: health probe', async (client) => {
+      await client.query(`SET LOCAL lock_timeout = ${ms}`);
+      // A little longer than the lock wait, so that a lock is named as such.
+      await client.query(`SET LOCAL statement_timeout = ${ms + 250}`);
+      try {
+        await client.query(`SELECT 1 FROM ${this.partitions} LIMIT 1`);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === '55P03') {
+          throw new OnelogError('STORAGE_ERROR', `PostgreSQL: a lock on ${this.partitions} was waited for ${ms} ms: commits (produces) are blocked ` +
+            '(see pg_locks and pg_stat_activity for the session holding it)', { store: 'postgres', table: this.partitions, waitedMs: ms });
+        }
+        if (code === '57014') {
+          throw new OnelogError('STORAGE_ERROR', `PostgreSQL: a read of ${this.partitions} took over ${ms + 250} ms (statement_timeout): the server is ` +
+            'overloaded or blocked', { store: 'postgres', table: this.partitions, waitedMs: ms + 250 });
+        }
+        throw err;
+      }
+    });
+  }
+
   /** @see Sequencer.partitionLeases @throws OnelogError `STORAGE_ERROR` */
-  async partitionLeases(): Promise<PartitionLease[]> {
+  async partitionLeases(topic?: string): Promise<PartitionLease[]> {
     const { rows } = await this.query<{ topic: string; partition: number; leader_broker_id: number; leader_epoch: string; expires_ms: string }>(
       'partition leases', `SELECT topic, partition, leader_broker_id, leader_epoch, (extract(epoch from lease_expires_at) * 1000)::bigint AS expires_ms
-        FROM ${this.partitions} WHERE leader_broker_id IS NOT NULL AND lease_expires_at > clock_timestamp() ORDER BY topic, partition`, []);
+        FROM ${this.partitions} WHERE leader_broker_id IS NOT NULL AND lease_expires_at > clock_timestamp()
+        ${topic === undefined ? '' : 'AND topic = $1'} ORDER BY topic, partition`, topic === undefined ? [] : [topic]);
     return rows.map((r) => ({ topic: r.topic, partition: r.partition, brokerId: r.leader_broker_id, epoch: Number(r.leader_epoch), expiresAt: Number(r.expires_ms) }));
   }
 

@@ -220,8 +220,11 @@ export interface Sequencer {
    * holds are left out), by topic, then partition.
    */
   leaders(topics: readonly string[]): Promise<Map<string, Map<number, number>>>;
-  /** Every partition lease held now (not expired), in (topic, partition) order: what `onelog cluster describe` shows. */
-  partitionLeases(): Promise<PartitionLease[]>;
+  /**
+   * Every partition lease held now (not expired), in (topic, partition) order: what `onelog cluster describe` shows;
+   * with `topic`, only that topic's (`onelog topics describe`).
+   */
+  partitionLeases(topic?: string): Promise<PartitionLease[]>;
   /**
    * Hears every broker's commits: `committed` is called with each partition's new high watermark.
    * @throws OnelogError `STORAGE_ERROR` if it cannot start hearing

@@ -22,7 +22,7 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
   app.get<{ Params: { topic: string }; Querystring: { groups?: string } }>(
     '/topics/:topic',
     { schema: { querystring: { type: 'object', additionalProperties: false, properties: { groups: { type: 'string', enum: ['true', 'false'] } } } } },
-    async (request) => api.describeTopic(request.params.topic, { groups: request.query.groups === 'true' }),
+    async (request) => api.describeTopic(request.params.topic, { groups: request.query.groups === 'true', leaders: true }),
   );
 
   app.delete<{ Params: { topic: string } }>('/topics/:topic', async (request) => api.deleteTopic(request.params.topic));
