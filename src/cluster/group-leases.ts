@@ -140,7 +140,12 @@ export class GroupLeases implements GroupPlacement {
         return undefined;
       });
       if (lease === undefined || this.held.get(groupId) !== held) continue;
-      if (lease === null || lease.epoch !== held.epoch) this.lose(groupId, 'its lease was lost');
+      if (lease === null || lease.epoch !== held.epoch) {
+        // Paused or cut off past the lease (GC, SIGSTOP): another broker may have coordinated the group meanwhile.
+        this.options.logger.warn({ groupId, epoch: held.epoch, newEpoch: lease?.epoch ?? null },
+          'the group\'s lease was lost while this broker was not renewing it (paused or cut off past the lease); it no longer coordinates the group');
+        this.lose(groupId, 'its lease was lost');
+      }
       else held.validUntil = sentAt + this.leaseMs;
     }
   }
