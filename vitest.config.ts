@@ -90,6 +90,7 @@ const SYSTEM = [
   'test/integration/kcat.test.ts',
   'test/chaos/chaos.test.ts',
   'test/cluster/cluster-chaos.test.ts',
+  'test/cluster/cluster-faults.test.ts',
   'test/integration/package.test.ts',
 ];
 
