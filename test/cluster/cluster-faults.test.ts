@@ -16,6 +16,7 @@
  * longest gap, per partition, between two consecutive acknowledgements or consumptions across it) is logged, and
  * held to the lease plus a margin. Every phase waits for what it needs to see, within {@link PHASE_MS}.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import { Producer } from '../../src/client/producer.js';
@@ -76,14 +77,14 @@ const rotate = <T>(list: readonly T[], i: number): T[] => [...list.slice(i), ...
 
 /**
  * The longest gap, ms, between two consecutive times of `times` (ascending) across `[from, to]`: from the last time
- * before `from` (or `from`) to the first after it, and so on up to `to`.
+ * at or before `from` (or `from`, if none) to the first after it, and so on up to `to`.
  */
 function stallMs(times: readonly number[], from: number, to: number): number {
   let last = from;
   let longest = 0;
   for (const t of times) {
     if (t <= from) {
-      last = Math.max(from - LEASE_MS, t);
+      last = t;
       continue;
     }
     if (t > to) break;
@@ -229,9 +230,9 @@ describe('a cluster of three brokers through a coordinator kill, a paused leader
       log(`1. coordinator killed: broker ${newCoordinator.id} coordinates; joins per member since ${JSON.stringify(joinsAfter.map((j) => j.map((x) => x.memberId)))}; ` +
         `longest consumption stall ${(killStall / 1000).toFixed(1)} s`);
       // One join per member: the group's members are exactly the three members' current ids.
-      expect(joinsAfter.map((j) => j.length)).toEqual([1, 1, 1]);
-      expect(newCoordinator.description.members.map((m) => m.memberId).sort()).toEqual(consumers.map((c) => c.consumer.memberId).sort());
-      expect(killStall).toBeLessThan(LEASE_MS + MARGIN_MS);
+      expect.soft(joinsAfter.map((j) => j.length)).toEqual([1, 1, 1]);
+      expect.soft(newCoordinator.description.members.map((m) => m.memberId).sort()).toEqual(consumers.map((c) => c.consumer.memberId).sort());
+      expect.soft(killStall).toBeLessThan(LEASE_MS + MARGIN_MS);
 
       // 2. SIGSTOP of the other broker (leader of three partitions, not the coordinator) for five leases.
       const stopped = brokers.find((b) => b.id !== 1 && b.id !== newCoordinator.id)!;
@@ -240,19 +241,24 @@ describe('a cluster of three brokers through a coordinator kill, a paused leader
       const stopAt = performance.now();
       stopped.server.proc.kill('SIGSTOP');
       stopped.stopped = true;
-      await waitFor(`${STOP_MS} ms stopped, every partition flowing without broker ${stopped.id}`,
-        () => performance.now() - stopAt >= STOP_MS && flowingSince(stopAt + LEASE_MS + MARGIN_MS), PHASE_MS, 100);
-      const pauseStall = stalls(stopAt, performance.now(), ackTimes, stoppedPartitions);
+      // The fault lasts its length, whatever the clients do meanwhile.
+      await sleep(STOP_MS);
       const warningsBefore = stopped.warnings.length;
+      const contAt = performance.now();
       stopped.server.proc.kill('SIGCONT');
       stopped.stopped = false;
-      log(`2. broker ${stopped.id} stopped ${((performance.now() - stopAt) / 1000).toFixed(1)} s: longest produce stall of its partitions ` +
+      await waitFor('every partition flowing after the resumption', () => flowingSince(contAt), PHASE_MS, 100);
+      const pauseStall = stalls(stopAt, performance.now(), ackTimes, stoppedPartitions);
+      log(`2. broker ${stopped.id} stopped ${((contAt - stopAt) / 1000).toFixed(1)} s: longest produce stall of its partitions ` +
         `${stoppedPartitions.join(',')} ${(pauseStall / 1000).toFixed(1)} s`);
-      expect(pauseStall).toBeLessThan(LEASE_MS + MARGIN_MS);
+      // Its partitions were produced to during the pause, at the broker that took their leases.
+      expect.soft(stoppedPartitions.filter((p) => !ackTimes[p]!.some((t) => t > stopAt && t < contAt))).toEqual([]);
+      expect.soft(pauseStall).toBeLessThan(LEASE_MS + MARGIN_MS);
       // Resumed, it finds its partitions' leases taken at a new epoch, and says so.
       const leaseWarning = await waitFor(`broker ${stopped.id} warning that its leases were taken`, () =>
-        stopped.warnings.slice(warningsBefore).find((w) => /lease/.test(String(w.msg)) && /taken|lost/.test(String(w.msg))), PHASE_MS, 100);
+        stopped.warnings.slice(warningsBefore).find((w) => /lease/.test(String(w.msg)) && /taken|lost/.test(String(w.msg))), 5000, 100).catch(() => null);
       log(`   resumed, it logged: ${JSON.stringify(leaseWarning).slice(0, 400)}`);
+      expect.soft(leaseWarning).toMatchObject({ level: 40, partition: expect.any(Number) as unknown, epoch: expect.any(Number) as unknown });
 
       // 3. SIGTERM of the broker leading every partition and coordinating the group, mid-produce.
       const lead = await waitFor('one broker leading every partition', async () => {
@@ -270,8 +276,8 @@ describe('a cluster of three brokers through a coordinator kill, a paused leader
       const termConsumeStall = stalls(termAt, performance.now(), consumeTimes, all);
       log(`3. broker ${leader.id} stopped cleanly (exit ${exitCode}): longest produce stall ${(termProduceStall / 1000).toFixed(1)} s, ` +
         `consumption ${(termConsumeStall / 1000).toFixed(1)} s; failed sends ${failures.length}`);
-      expect(exitCode).toBe(0);
-      expect(termProduceStall).toBeLessThan(LEASE_MS + MARGIN_MS);
+      expect.soft(exitCode).toBe(0);
+      expect.soft(termProduceStall).toBeLessThan(LEASE_MS + MARGIN_MS);
 
       // The end: the producers stop; every acknowledged record is consumed and stored once.
       producing = false;
