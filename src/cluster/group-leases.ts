@@ -48,7 +48,8 @@ export class GroupLeases implements GroupPlacement {
   /** Takes in flight, one per group, so concurrent requests share one round trip. */
   private readonly taking = new Map<string, Promise<number>>();
   private readonly listeners: Array<(groupId: string) => void> = [];
-  private readonly leaseMs: number;
+  /** How long a group lease lasts past its last renewal, ms (as partition leases: `serve --lease-ms`). */
+  readonly leaseMs: number;
   private readonly idleMs: number;
   private readonly marginMs: number;
   private timer: NodeJS.Timeout | null = null;

@@ -68,9 +68,10 @@ export interface ObjectLogOptions {
   /** Index rows one read looks up at most. @default 16 */
   indexRowsPerRead?: number;
   /**
-   * Called when a flush finds the lease of a partition this broker held lost: taken by another broker, or taken anew
-   * by this one at a new epoch after it expired (the broker was paused or cut off past it; its commits under the old
-   * epoch are refused). `newEpoch` is this broker's new epoch, null when another broker holds the partition.
+   * Called when a flush finds the lease of a partition this broker held lost: taken by another broker (its commit
+   * refused, or the lease not renewed), or taken anew by this one at a new epoch after it expired (the broker was
+   * paused or cut off past it; its commits under the old epoch are refused). `newEpoch` is this broker's new epoch,
+   * null when another broker holds the partition.
    * @default none
    */
   onLeaseLost?: (lost: { topic: string; partition: number; epoch: number; newEpoch: number | null }) => void;
@@ -212,6 +213,10 @@ export class ObjectLogStore {
       const result = results[i]!;
       const key = partitionKey(entry.topic, entry.partition);
       if ('error' in result) {
+        const lease = leased.get(key)!;
+        if (result.error.code === 'NOT_LEADER_OR_FOLLOWER' && this.leases.get(key) === lease) {
+          this.options.onLeaseLost({ topic: entry.topic, partition: entry.partition, epoch: lease.epoch, newEpoch: null });
+        }
         this.leases.delete(key);
         this.producers.delete(key);
         for (const w of [...entry.written, ...entry.retries.map((r) => r.waiting)]) w.resolve({ error: result.error });
