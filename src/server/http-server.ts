@@ -125,8 +125,10 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
     return503OnClosing: false,
   });
   let closing = false;
-  app.addHook('onRequest', async () => {
+  app.addHook('onRequest', async (_request, reply) => {
     if (closing) {
+      // The connection ends with the answer: a closing server waits for its connections, and the client reconnects elsewhere.
+      void reply.header('connection', 'close');
       throw new OnelogError('BROKER_CLOSED', 'the broker is shutting down; nothing of the request was done: send it to another broker');
     }
   });

@@ -122,8 +122,8 @@ describe('HTTP API', () => {
 
   it('answers a request that reaches it while it closes BROKER_CLOSED (retriable), not a bare 503', async () => {
     const address = await app.listen({ port: 0, host: '127.0.0.1' });
-    // The first request is held in its handler while the server begins to close; the second, pipelined on the same
-    // kept-alive connection, is read only then (as a produce on a client's kept-alive connection during a SIGTERM).
+    // The first request is held in its handler while the server begins to close; the second is sent on the same
+    // kept-alive connection once the first is answered (as a produce on a client's kept-alive connection during a SIGTERM).
     let release: () => void = () => {};
     let reached: () => void = () => {};
     const inHandler = new Promise<void>((resolve) => (reached = resolve));
@@ -136,18 +136,25 @@ describe('HTTP API', () => {
     const { port } = new URL(address);
     const socket = net.connect(Number(port), '127.0.0.1');
     let text = '';
-    socket.on('data', (d: Buffer) => (text += d.toString()));
+    let firstAnswered: () => void = () => {};
+    const answered = new Promise<void>((resolve) => (firstAnswered = resolve));
+    socket.on('data', (d: Buffer) => {
+      text += d.toString();
+      if (text.includes('"partitions":2}]}')) firstAnswered();
+    });
     const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-    const body = JSON.stringify({ records: [{ value: 'x', partition: 0 }] });
-    socket.write('GET /topics HTTP/1.1\r\nHost: x\r\n\r\n' +
-      `POST /topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.write('GET /topics HTTP/1.1\r\nHost: x\r\n\r\n');
     await inHandler;
     const closing = app.close();
     // The server stops listening once its preClose hooks ran: the closing state is set by then.
     while (app.server.listening) await new Promise((resolve) => setImmediate(resolve));
     release();
-    await closing;
+    await answered;
+    const body = JSON.stringify({ records: [{ value: 'x', partition: 0 }] });
+    socket.write(`POST /topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // Answered, the connection ends (so the closing server is not held by it).
     await ended;
+    await closing;
     const answers = text.split(/(?=HTTP\/1\.1 )/);
     expect(answers.map((a) => a.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 503']);
     expect(JSON.parse(answers[1]!.slice(answers[1]!.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'BROKER_CLOSED' });
