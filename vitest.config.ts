@@ -66,6 +66,7 @@ const UNIT = [
   'test/log/log-cleaner.test.ts',
   'test/log/log-manager.fuzz.test.ts',
   'test/log/log-manager.test.ts',
+  'test/member/member-session.test.ts',
   'test/log/logs-contract.test.ts',
   'test/log/offset-index.test.ts',
   'test/log/offset-map.test.ts',
@@ -90,6 +91,7 @@ const SYSTEM = [
   'test/integration/kcat.test.ts',
   'test/chaos/chaos.test.ts',
   'test/cluster/cluster-chaos.test.ts',
+  'test/cluster/cluster-faults.test.ts',
   'test/integration/package.test.ts',
 ];
 

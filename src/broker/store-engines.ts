@@ -169,7 +169,13 @@ export async function openObjectLogs(
   const pool = openPool(url, 8, { idleInTransactionMs: engines.leaseMs ?? 10_000 });
   try {
     const sequencer = await PostgresSequencer.open({ pool, brokerId, leaseMs: engines.leaseMs, listenUrl: url, onCommit: observers.committed });
-    const store = await ObjectLogStore.open({ sequencer, objects, flushWindowMs: engines.flushWindowMs });
+    const store = await ObjectLogStore.open({
+      sequencer, objects, flushWindowMs: engines.flushWindowMs,
+      // A broker paused or cut off past its leases learns it at its next flush: said at warn, as Kafka logs a fenced leader.
+      onLeaseLost: (lost) => logger.warn(lost, lost.newEpoch === null
+        ? 'the partition\'s lease was taken by another broker while this one was not renewing it (paused or cut off past the lease); its produces go there'
+        : 'the partition\'s lease expired while this one was not renewing it (paused or cut off past the lease), and was taken anew at a new epoch'),
+    });
     logger.info({ log: engines.log, brokerId, flushWindowMs: engines.flushWindowMs ?? 50, leaseMs: engines.leaseMs ?? 10_000 }, 'log in object storage');
     const leases = await NamedLeases.open({ pool, brokerId });
     const registry = await BrokerRegistry.open({ pool, brokerId });

@@ -9,6 +9,7 @@ import { OnelogError } from '../protocol/errors.js';
 import { redactUrl } from '../protocol/urls.js';
 import { DEFAULT_SERVER_LIMITS } from '../security/limits.js';
 import { MAX_PARTITIONS } from '../protocol/validate.js';
+import { DEFAULT_LEASE_MS } from '../protocol/cluster.js';
 import { action, parseInteger } from './common.js';
 import { parseServerUrls } from '../client/http-api.js';
 
@@ -222,7 +223,7 @@ async function serve(options: ServeOptions): Promise<void> {
       'create a user (onelog users create NAME) to require tokens');
   }
   const app = createHttpServer(broker, { logger: logger.child({ component: 'http' }), metrics: broker.metrics, access: { users: broker.users, acls: broker.acls }, audit: broker.audit,
-    ...(tls ? { tls } : {}), limits, quotas,
+    ...(tls ? { tls } : {}), limits, quotas, ...(options.log === undefined ? {} : { leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS }),
   });
   // A listener that cannot open ends serve: the broker closes (releasing the data directory's lock) and the error names the port.
   let address: string;

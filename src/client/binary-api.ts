@@ -210,7 +210,7 @@ export class BinaryApi extends HttpApi {
   }
 
   /**
-   * Sends one frame on `ws` and waits for its answer, at most {@link requestTimeoutMs} beyond `waitMs`: a broker that
+   * Sends one frame on `ws` and waits for its answer, at most {@link answerTimeoutMs} beyond `waitMs`: a broker that
    * does not answer (paused, cut off) has its socket closed, failing what waits on it with `NETWORK_ERROR`, and the
    * next requests go to the next URL.
    */
@@ -218,15 +218,16 @@ export class BinaryApi extends HttpApi {
     ws: WebSocket, base: string, route: string | undefined, kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], waitMs: number,
   ): Promise<DataFrame> {
     const requestId = this.nextRequestId++ % 0xffff_ffff || this.nextRequestId++;
+    const answerMs = this.answerTimeoutMs;
     return new Promise<DataFrame>((resolve, reject) => {
-      const timer = this.requestTimeoutMs === 0 ? undefined : setTimeout(() => {
+      const timer = answerMs === Infinity ? undefined : setTimeout(() => {
         this.pending.delete(requestId);
-        reject(new OnelogError('NETWORK_ERROR', `the data path at ${ws.url} did not answer within ${this.requestTimeoutMs + waitMs} ms ` +
+        reject(new OnelogError('NETWORK_ERROR', `the data path at ${ws.url} did not answer within ${answerMs + waitMs} ms ` +
           `(requestTimeoutMs): ${kind === FRAME_KIND.FETCH ? 'it' : 'the request may or may not have been carried out; it'} is paused, ` +
           'overloaded or cut off', { url: ws.url }));
         this.lost(base, route);
         ws.terminate();
-      }, this.requestTimeoutMs + waitMs);
+      }, answerMs + waitMs);
       const settle = { resolve: (frame: DataFrame) => (clearTimeout(timer), resolve(frame)), reject: (err: Error) => (clearTimeout(timer), reject(err)) };
       this.pending.set(requestId, { ws, ...settle });
       const frame = encodeFrame(kind, requestId, json, payload, ioBuffers.take);
@@ -255,7 +256,7 @@ export class BinaryApi extends HttpApi {
       // keeps a browser script's frames from poisoning proxy caches; a Node client is not such a script.
       const ws = new WebSocket(url, {
         headers: this.connection.headers, ...this.connection.tls, generateMask: (mask) => void mask.fill(0),
-        ...(this.requestTimeoutMs === 0 ? {} : { handshakeTimeout: this.requestTimeoutMs }), // a paused broker: on to the next URL
+        ...(this.answerTimeoutMs === Infinity ? {} : { handshakeTimeout: this.answerTimeoutMs }), // a paused broker: on to the next URL
       });
       const fail = (message: string) => {
         if (failed) return; // an error, then its close

@@ -18,6 +18,7 @@
  */
 import type { OnelogApi } from '../protocol/api.js';
 import type { ClusterDescription, ClusterDrainStart } from '../protocol/cluster.js';
+import { LEASE_MS_HEADER } from '../protocol/cluster.js';
 import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { FetchRequest, FetchResult } from '../protocol/fetch.js';
@@ -96,10 +97,18 @@ export interface HttpApiOptions extends ConnectionOptions {
    * `NETWORK_ERROR` (its outcome unknown). It is also how long a request refused because another broker's lease has
    * not yet expired (`NOT_LEADER_OR_FOLLOWER`, `NOT_COORDINATOR`: a lost broker's) is retried, with backoff (100 ms
    * doubling to 1 s). 0 = no limit. A compaction or reset asked to wait has none.
+   *
+   * In cluster mode it is bounded by the cluster's lease: once a broker's answer named the lease length (the
+   * `x-onelog-lease-ms` header, `serve --lease-ms`), a request waits for one broker's answer at most that lease plus
+   * {@link LEASE_ANSWER_MARGIN_MS} (beyond a fetch's `maxWaitMs`), so a paused broker holds a client about a lease, not
+   * the whole pause: by then its partitions and groups can be taken by another broker, where the retry goes (issue 38).
    * @default 30000
    */
   requestTimeoutMs?: number;
 }
+
+/** How long past the cluster's lease a request waits for a broker's answer, ms (see {@link HttpApiOptions.requestTimeoutMs}). */
+export const LEASE_ANSWER_MARGIN_MS = 1000;
 
 /** A request's state across its attempts: refusals followed, and until when it may be retried. */
 export interface RequestAttempts {
@@ -123,6 +132,8 @@ export class HttpApi implements OnelogApi {
   private readonly connections: HttpConnections;
   /** @see HttpApiOptions.requestTimeoutMs */
   readonly requestTimeoutMs: number;
+  /** The cluster's lease length, ms, as the last answer that named it said; null until one did (or on the embedded default). */
+  private leaseMs: number | null = null;
 
   /**
    * @param url server address, `http://127.0.0.1:7070` or `https://...` (docs/security.md); several, separated by
@@ -137,6 +148,21 @@ export class HttpApi implements OnelogApi {
     this.urls = parseServerUrls(url);
     this.connection = connectionOf(options);
     this.connections = new HttpConnections(this.connection.tls);
+  }
+
+  /**
+   * How long a request waits for one broker's answer beyond a fetch's `maxWaitMs`, ms: {@link requestTimeoutMs}, at most
+   * the cluster's lease plus {@link LEASE_ANSWER_MARGIN_MS} once a broker named it; Infinity for no limit.
+   */
+  get answerTimeoutMs(): number {
+    const requestMs = this.requestTimeoutMs === 0 ? Infinity : this.requestTimeoutMs;
+    return this.leaseMs === null ? requestMs : Math.min(requestMs, this.leaseMs + LEASE_ANSWER_MARGIN_MS);
+  }
+
+  /** Notes the lease length an answer names ({@link LEASE_MS_HEADER}); an answer without one changes nothing. */
+  private noteLease(answer: HttpAnswer): void {
+    const named = Number(answer.headers[LEASE_MS_HEADER]);
+    if (Number.isSafeInteger(named) && named > 0) this.leaseMs = named;
   }
 
   /** The server address this API talks to now. */
@@ -260,7 +286,7 @@ export class HttpApi implements OnelogApi {
       const base = this.baseFor(route);
       const url = `${base}${path}`;
       const last = attempt >= this.urls.length;
-      const timeoutMs = this.requestTimeoutMs === 0 ? Infinity : this.requestTimeoutMs + waitMs;
+      const timeoutMs = this.answerTimeoutMs + waitMs;
       let response: HttpAnswer;
       try {
         response = await this.connections.request(url, {
@@ -279,13 +305,15 @@ export class HttpApi implements OnelogApi {
         }
         const others = this.urls.length > 1 ? ` (servers: ${this.urls.map(redactUrl).join(', ')})` : '';
         if (err.code === 'TIMEOUT') {
-          throw new OnelogError('NETWORK_ERROR', `the onelog server at ${redactUrl(base)} did not answer within ${timeoutMs} ms (requestTimeoutMs): ` +
+          throw new OnelogError('NETWORK_ERROR', `the onelog server at ${redactUrl(base)} did not answer within ${timeoutMs} ms (requestTimeoutMs` +
+            `${this.leaseMs === null ? '' : `, at most the cluster's lease + ${LEASE_ANSWER_MARGIN_MS} ms`}): ` +
             `${method === 'GET' ? 'it' : 'the request may or may not have been carried out; it'} is paused, overloaded or cut off${others}`, { url: redactUrl(url) });
         }
         const named = base === this.url ? '' : ` (named by a broker as where ${route?.startsWith('group:') ? 'the group\'s coordinator' : 'the partition\'s leader'} ` +
           'answers: check that broker\'s --advertised-url)';
         throw new OnelogError('NETWORK_ERROR', `cannot reach the onelog server at ${redactUrl(base)}${named}: ${networkFailure(err, base)}${others}`, { url: redactUrl(url) });
       }
+      this.noteLease(response);
       if (response.status === 204) return undefined as T;
       const { text } = response;
       let parsed: unknown;

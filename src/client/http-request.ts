@@ -7,9 +7,10 @@ import http from 'node:http';
 import https from 'node:https';
 import type { ClientTls } from './connection.js';
 
-/** An answer: its status and its body as UTF-8 text ('' when empty). */
+/** An answer: its status, its headers (names in lower case) and its body as UTF-8 text ('' when empty). */
 export interface HttpAnswer {
   status: number;
+  headers: http.IncomingHttpHeaders;
   text: string;
 }
 
@@ -68,7 +69,7 @@ export class HttpConnections {
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           timers.forEach(clearTimeout);
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') });
         });
         res.on('error', fail);
       });

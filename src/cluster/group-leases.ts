@@ -48,7 +48,8 @@ export class GroupLeases implements GroupPlacement {
   /** Takes in flight, one per group, so concurrent requests share one round trip. */
   private readonly taking = new Map<string, Promise<number>>();
   private readonly listeners: Array<(groupId: string) => void> = [];
-  private readonly leaseMs: number;
+  /** How long a group lease lasts past its last renewal, ms (as partition leases: `serve --lease-ms`). */
+  readonly leaseMs: number;
   private readonly idleMs: number;
   private readonly marginMs: number;
   private timer: NodeJS.Timeout | null = null;
@@ -176,7 +177,12 @@ export class GroupLeases implements GroupPlacement {
         return undefined;
       });
       if (lease === undefined || this.held.get(groupId) !== held) continue;
-      if (lease === null || lease.epoch !== held.epoch) this.lose(groupId, 'its lease was lost');
+      if (lease === null || lease.epoch !== held.epoch) {
+        // Paused or cut off past the lease (GC, SIGSTOP): another broker may have coordinated the group meanwhile.
+        this.options.logger.warn({ groupId, epoch: held.epoch, newEpoch: lease?.epoch ?? null },
+          'the group\'s lease was lost while this broker was not renewing it (paused or cut off past the lease); it no longer coordinates the group');
+        this.lose(groupId, 'its lease was lost');
+      }
       else held.validUntil = sentAt + this.leaseMs;
     }
   }

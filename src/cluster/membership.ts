@@ -48,7 +48,11 @@ export class ClusterMembership {
     this.registered = true;
     this.logger.info({ brokerId: this.brokerId, ...addresses }, 'registered in the cluster');
     this.balancer.start();
+    let lastBeatAt = performance.now();
     this.timer ??= setInterval(() => {
+      const now = performance.now();
+      this.notePause(now - lastBeatAt - this.heartbeatIntervalMs);
+      lastBeatAt = now;
       this.registry.heartbeat().catch((err: unknown) => {
         this.logger.error({ brokerId: this.brokerId, err: (err as Error).message }, 'cluster heartbeat failed');
         if ((err as OnelogError).code !== 'ALREADY_EXISTS' || this.replaced) return;
@@ -58,6 +62,18 @@ export class ClusterMembership {
       });
     }, this.heartbeatIntervalMs);
     this.timer.unref();
+  }
+
+  /**
+   * Says at warn that this broker did nothing for `stalledMs` (a heartbeat that came that late: the process was paused,
+   * SIGSTOP or a long GC, or starved), when that is past the lease: its partitions' and groups' leases may have been
+   * taken by other brokers at new epochs meanwhile (its commits under the old ones are refused, and a flush or a group
+   * lease renewal that finds one taken says which, docs/cluster.md).
+   */
+  private notePause(stalledMs: number): void {
+    if (stalledMs <= this.groups.leaseMs) return;
+    this.logger.warn({ brokerId: this.brokerId, stalledMs: Math.round(stalledMs), leaseMs: this.groups.leaseMs },
+      'this broker was paused past its leases: other brokers may have taken its partitions\' and groups\' leases at new epochs');
   }
 
   /**

@@ -420,7 +420,7 @@ export class Consumer<Tx = undefined> {
       session.contact();
       return fetched;
     } catch (err) {
-      if (!session.noteFencing(err)) await this.retryLater(session, err);
+      if (!session.noteFencing(err, request.memberId)) await this.retryLater(session, err);
       return null;
     }
   }
@@ -516,13 +516,14 @@ export class Consumer<Tx = undefined> {
    */
   private async nackRecords(session: MemberSession, h: HeldPartition, records: Array<{ offset: number; reason: string }>): Promise<boolean> {
     for (;;) {
+      const sentAs = session.memberId;
       try {
         await this.api.nackBatch({
-          groupId: this.options.groupId, topic: h.topic, partition: h.partition, records, memberId: session.memberId, generationId: session.generationId,
+          groupId: this.options.groupId, topic: h.topic, partition: h.partition, records, memberId: sentAs, generationId: session.generationId,
         });
         return true;
       } catch (err) {
-        if (session.noteFencing(err)) return false;
+        if (session.noteFencing(err, sentAs)) return false;
         session.checkContact(this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
         await this.retryLater(session, err);
       }
@@ -637,17 +638,21 @@ export class Consumer<Tx = undefined> {
   ): Promise<boolean> {
     const byTopic = new Map<string, Array<{ partition: number; offset: number }>>();
     for (const o of offsets.values()) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset }]);
+    let sentAs = session.memberId;
     try {
       for (const [topic, list] of byTopic) {
-        await session.serial(() => this.api.commitOffsets({
-          groupId: this.options.groupId, topic, memberId: session.memberId, generationId: session.generationId, offsets: list,
-        }));
+        await session.serial(() => {
+          sentAs = session.memberId;
+          return this.api.commitOffsets({
+            groupId: this.options.groupId, topic, memberId: sentAs, generationId: session.generationId, offsets: list,
+          });
+        });
       }
       session.contact();
       this.commitPending = null;
       return true;
     } catch (err) {
-      const fenced = session.noteFencing(err);
+      const fenced = session.noteFencing(err, sentAs);
       if (!fenced && !session.noteFailure(err)) throw err;
       if (!fenced) this.commitPending = err as OnelogError;
       if (rethrow) throw err;

@@ -4,6 +4,12 @@
  * handler does not cost the membership), tracks the assignment the coordinator answers, and sends commits
  * and heartbeats one at a time, so a commit always carries the generation of the last answer.
  *
+ * One join at a time: every caller of {@link MemberSession.start} while a join is in flight shares it, and a fencing
+ * answer (`UNKNOWN_MEMBER_ID`, ...) to a request sent as an earlier member id, or while the join is in flight, is
+ * stale and starts nothing (after a coordinator's loss the member's fetch and its heartbeat both hear
+ * `UNKNOWN_MEMBER_ID` from the new coordinator: acting on both joined twice, and the first member id held its
+ * partitions unread until its session timed out; issue 38).
+ *
  * Revocation (incremental rebalance): when an answer leaves out a partition the member holds, the
  * partition is marked `revoked`; the consumer stops it after the record in hand, commits what it
  * processed, then {@link release}s it, and the next heartbeat tells the coordinator it let go.
@@ -54,6 +60,8 @@ export class MemberSession {
   private lastFailure: OnelogError | null = null;
   /** Retriable failures since the broker last answered (the backoff before the next try grows with them). */
   failures = 0;
+  /** The join in flight, shared by every caller of {@link start}; null when none is. */
+  private joining: Promise<void> | null = null;
 
   constructor(
     private readonly api: Pick<OnelogApi, 'joinGroup' | 'heartbeat' | 'leaveGroup'>,
@@ -61,8 +69,24 @@ export class MemberSession {
     private readonly hooks: SessionHooks,
   ) {}
 
-  /** Joins the group (again, after fencing: as a new member, holding nothing) and starts heartbeating. */
-  async start(): Promise<void> {
+  /**
+   * Joins the group (again, after fencing: as a new member, holding nothing) and starts heartbeating. A call while a
+   * join is in flight gets that join's outcome: a member has one join in flight at a time, whoever asks for it.
+   * @throws what the join throws (e.g. `NETWORK_ERROR`, `NOT_COORDINATOR` after the client's retries)
+   */
+  start(): Promise<void> {
+    this.joining ??= this.joinOnce().finally(() => {
+      this.joining = null;
+    });
+    return this.joining;
+  }
+
+  /** Whether a join is in flight. */
+  get isJoining(): boolean {
+    return this.joining !== null;
+  }
+
+  private async joinOnce(): Promise<void> {
     this.stopTimer();
     this.held.clear();
     this.fenced = null;
@@ -82,7 +106,8 @@ export class MemberSession {
   /** Sends a heartbeat (queued) reporting what the member holds; applies the answer. */
   heartbeat(): Promise<void> {
     return this.serial(async () => {
-      if (this.fenced || !this.memberId) return;
+      if (this.fenced || !this.memberId || this.joining) return;
+      const sentAs = this.memberId;
       const owned = [...this.held.values()].map((p) => ({ topic: p.topic, partition: p.partition }));
       try {
         await this.apply(await this.api.heartbeat({
@@ -90,7 +115,7 @@ export class MemberSession {
         }));
         this.contact();
       } catch (err) {
-        if (!this.noteFencing(err)) this.noteFailure(err);
+        if (!this.noteFencing(err, sentAs)) this.noteFailure(err);
         throw err;
       }
     });
@@ -124,10 +149,17 @@ export class MemberSession {
     if (this.lastFailure && Date.now() - this.lastContactAt > sessionTimeoutMs) throw this.lastFailure;
   }
 
-  /** Records a fencing error (the member must rejoin); other errors pass. */
-  noteFencing(err: unknown): boolean {
+  /**
+   * Records a fencing error (the member must rejoin); other errors pass. A fencing error is stale, and ignored, when
+   * the request was sent as another member id than the session's now (`sentAs`: it rejoined since) or while a join
+   * is in flight: the join under way already answers it.
+   * @param sentAs the member id the failed request carried; default: the session's now
+   * @returns whether `err` is a fencing error (stale or not)
+   */
+  noteFencing(err: unknown, sentAs: string = this.memberId): boolean {
     const code = (err as { code?: string }).code;
     if (code === 'UNKNOWN_MEMBER_ID' || code === 'ILLEGAL_GENERATION' || code === 'NOT_ASSIGNED') {
+      if (this.joining !== null || sentAs !== this.memberId) return true;
       this.fenced = err as Error;
       this.stopTimer();
       this.wakeUp();

@@ -4,6 +4,17 @@
  * Pure types.
  */
 
+/**
+ * The HTTP answer header in which a cluster broker names the cluster's lease length, ms (`serve --lease-ms`): how long
+ * a lost or paused broker's partitions and groups wait before another broker takes them. The clients bound how long
+ * they wait for one broker's answer by it (`HttpApiOptions.requestTimeoutMs`, docs/cluster.md). Absent on the
+ * embedded default.
+ */
+export const LEASE_MS_HEADER = 'x-onelog-lease-ms';
+
+/** A cluster's lease length when `serve --lease-ms` is not given, ms. */
+export const DEFAULT_LEASE_MS = 10_000;
+
 /** Where the cluster's state lives: one process on a data directory, or brokers sharing PostgreSQL and object storage. */
 export type ClusterMode = 'embedded' | 'cluster';
 

@@ -35,6 +35,7 @@ import type { EventStreamOptions } from './routes/events.js';
 import { registerOverviewRoutes } from './routes/overview.js';
 import type { ChangeSource } from '../protocol/changes.js';
 import type { HealthReport } from '../protocol/health.js';
+import { LEASE_MS_HEADER } from '../protocol/cluster.js';
 import { authenticateUpgrade, registerAccessControl, registerQuotas } from './access.js';
 import { LOOPBACK_ADMIN } from '../security/principal.js';
 import type { Access } from './access.js';
@@ -76,6 +77,12 @@ export interface HttpServerOptions {
    * @default see {@link EventStreamOptions}
    */
   events?: EventStreamOptions;
+  /**
+   * Cluster mode's lease length, ms (`serve --lease-ms`): every answer carries it in the `x-onelog-lease-ms` header,
+   * from which the clients bound how long they wait for this broker before trying another (a broker paused or cut
+   * off past its leases has lost them to another; docs/cluster.md). @default none: no header (the embedded default)
+   */
+  leaseMs?: number;
 }
 
 /** Fastify's per-request lines (`incoming request`, `request completed`) at debug instead of info; errors as fastify logs them. */
@@ -113,7 +120,25 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
       void reply.status(e.httpStatus).send(e.toJSON());
     },
     clientErrorHandler: answerClientError,
+    // A request that reaches a closing server (on a kept-alive connection) is answered by the onRequest hook below, in
+    // onelog's terms: fastify's own answer (503 `Service Unavailable`, no code) reached the clients as INTERNAL_ERROR,
+    // which they do not retry (issue 38).
+    return503OnClosing: false,
   });
+  let closing = false;
+  app.addHook('onRequest', async (_request, reply) => {
+    if (closing) {
+      // The connection ends with the answer: a closing server waits for its connections, and the client reconnects elsewhere.
+      void reply.header('connection', 'close');
+      throw new OnelogError('BROKER_CLOSED', 'the broker is shutting down; nothing of the request was done: send it to another broker');
+    }
+  });
+  if (options.leaseMs !== undefined) {
+    const leaseMs = String(options.leaseMs);
+    app.addHook('onRequest', async (_request, reply) => {
+      void reply.header(LEASE_MS_HEADER, leaseMs);
+    });
+  }
 
   app.setErrorHandler(async (err: FastifyError | OnelogError, request, reply) => {
     const e = toOnelogError(err);
@@ -194,6 +219,7 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   }));
   // preClose: before the server waits for its connections, which an open WebSocket or event stream would hold forever.
   app.addHook('preClose', async () => {
+    closing = true;
     events?.close();
     data?.close();
     await push.close();

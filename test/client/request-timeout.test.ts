@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Broker } from '../../src/broker/broker.js';
 import { BinaryApi, HttpApi } from '../../src/client/index.js';
+import { LEASE_ANSWER_MARGIN_MS } from '../../src/client/http-api.js';
 import { createHttpServer } from '../../src/server/http-server.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -61,6 +62,28 @@ describe('a server that never answers', () => {
       expect(api.url).toBe(good);
     } finally {
       api.close();
+    }
+  });
+
+  it('waits for a broker at most the lease plus 1 s once a cluster broker named the lease, not requestTimeoutMs', async () => {
+    const leased = createHttpServer(broker, { leaseMs: 300 });
+    await leased.listen({ port: 0, host: '127.0.0.1' });
+    const leasedUrl = `http://127.0.0.1:${(leased.server.address() as AddressInfo).port}`;
+    // The default requestTimeoutMs (30 s): before any answer named a lease, that is the bound.
+    const api = new HttpApi(`${leasedUrl},${hung}`);
+    try {
+      expect(api.answerTimeoutMs).toBe(30_000);
+      expect((await api.listTopics()).map((t) => t.topic)).toEqual(['t']);
+      expect(api.answerTimeoutMs).toBe(300 + LEASE_ANSWER_MARGIN_MS);
+      // The broker that named it goes away; the next one never answers (paused): given up after 1.3 s.
+      await leased.close();
+      const began = performance.now();
+      const failed = await api.listTopics().catch((err: unknown) => err);
+      expect(failed).toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringMatching(/did not answer within 1300 ms/) });
+      expect(performance.now() - began).toBeLessThan(10_000);
+    } finally {
+      api.close();
+      await leased.close();
     }
   });
 

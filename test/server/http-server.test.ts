@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Broker } from '../../src/broker/broker.js';
@@ -117,6 +118,59 @@ describe('HTTP API', () => {
     expect(g.subscriptions[0]!.partitions[0]!.committedOffset).toBe(1);
     await expect(onelog.admin().describeTopic('missing')).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC' });
     await expect(new Onelog({ url: 'http://127.0.0.1:1' }).admin().listTopics()).rejects.toBeInstanceOf(OnelogError);
+  });
+
+  it('answers a request that reaches it while it closes BROKER_CLOSED (retriable), not a bare 503', async () => {
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    // The first request is held in its handler while the server begins to close; the second is sent on the same
+    // kept-alive connection once the first is answered (as a produce on a client's kept-alive connection during a SIGTERM).
+    let release: () => void = () => {};
+    let reached: () => void = () => {};
+    const inHandler = new Promise<void>((resolve) => (reached = resolve));
+    const listTopics = broker.listTopics.bind(broker);
+    vi.spyOn(broker, 'listTopics').mockImplementationOnce(async () => {
+      reached();
+      await new Promise<void>((resolve) => (release = resolve));
+      return listTopics();
+    });
+    const { port } = new URL(address);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let text = '';
+    let firstAnswered: () => void = () => {};
+    const answered = new Promise<void>((resolve) => (firstAnswered = resolve));
+    socket.on('data', (d: Buffer) => {
+      text += d.toString();
+      if (text.includes('"partitions":2}]}')) firstAnswered();
+    });
+    const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.write('GET /topics HTTP/1.1\r\nHost: x\r\n\r\n');
+    await inHandler;
+    const closing = app.close();
+    // The server stops listening once its preClose hooks ran: the closing state is set by then.
+    while (app.server.listening) await new Promise((resolve) => setImmediate(resolve));
+    release();
+    await answered;
+    const body = JSON.stringify({ records: [{ value: 'x', partition: 0 }] });
+    socket.write(`POST /topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // Answered, the connection ends (so the closing server is not held by it).
+    await ended;
+    await closing;
+    const answers = text.split(/(?=HTTP\/1\.1 )/);
+    expect(answers.map((a) => a.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 503']);
+    expect(JSON.parse(answers[1]!.slice(answers[1]!.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'BROKER_CLOSED' });
+    expect(OnelogError.fromJSON({ code: 'BROKER_CLOSED', message: '' }).retriable).toBe(true);
+    expect((await broker.fetch({ topic: 't', partitions: [{ partition: 0, offset: 0 }] })).partitions[0]!.records).toEqual([]);
+  });
+
+  it('names the cluster\'s lease in every answer when given one (cluster mode), and in none otherwise', async () => {
+    expect((await app.inject({ method: 'GET', url: '/topics' })).headers['x-onelog-lease-ms']).toBeUndefined();
+    const leased = createHttpServer(broker, { leaseMs: 2500 });
+    try {
+      expect((await leased.inject({ method: 'GET', url: '/topics' })).headers['x-onelog-lease-ms']).toBe('2500');
+      expect((await leased.inject({ method: 'GET', url: '/topics/missing' })).headers['x-onelog-lease-ms']).toBe('2500');
+    } finally {
+      await leased.close();
+    }
   });
 
   it('runs a member through join, fenced commit, heartbeat, leave and group delete over HTTP', async () => {

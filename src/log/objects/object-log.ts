@@ -67,6 +67,14 @@ export interface ObjectLogOptions {
   blockCacheBytes?: number;
   /** Index rows one read looks up at most. @default 16 */
   indexRowsPerRead?: number;
+  /**
+   * Called when a flush finds the lease of a partition this broker held lost: taken by another broker (its commit
+   * refused, or the lease not renewed), or taken anew by this one at a new epoch after it expired (the broker was
+   * paused or cut off past it; its commits under the old epoch are refused). `newEpoch` is this broker's new epoch,
+   * null when another broker holds the partition.
+   * @default none
+   */
+  onLeaseLost?: (lost: { topic: string; partition: number; epoch: number; newEpoch: number | null }) => void;
 }
 
 /** Counters of the store's work since it opened (the cost in PUTs and transactions, docs/cluster.md). */
@@ -123,7 +131,7 @@ export class ObjectLogStore {
     const resolved = {
       sequencer: options.sequencer, objects: options.objects, flushWindowMs: options.flushWindowMs ?? 50,
       flushBytes: options.flushBytes ?? 8 * 1024 * 1024, blockCacheBytes: options.blockCacheBytes ?? 64 * 1024 * 1024,
-      indexRowsPerRead: options.indexRowsPerRead ?? 16,
+      indexRowsPerRead: options.indexRowsPerRead ?? 16, onLeaseLost: options.onLeaseLost ?? (() => {}),
     };
     if (!Number.isInteger(resolved.flushWindowMs) || resolved.flushWindowMs < 0 || resolved.flushWindowMs > 10_000) {
       throw new OnelogError('INVALID_CONFIG', `flush window must be an integer from 0 to 10000 ms, got ${resolved.flushWindowMs}`, { flushWindowMs: resolved.flushWindowMs });
@@ -209,6 +217,10 @@ export class ObjectLogStore {
       const result = results[i]!;
       const key = partitionKey(entry.topic, entry.partition);
       if ('error' in result) {
+        const lease = leased.get(key)!;
+        if (result.error.code === 'NOT_LEADER_OR_FOLLOWER' && this.leases.get(key) === lease) {
+          this.options.onLeaseLost({ topic: entry.topic, partition: entry.partition, epoch: lease.epoch, newEpoch: null });
+        }
         this.leases.delete(key);
         this.producers.delete(key);
         for (const w of [...entry.written, ...entry.retries.map((r) => r.waiting)]) w.resolve({ error: result.error });
@@ -257,7 +269,17 @@ export class ObjectLogStore {
       const held = this.leases.get(key);
       return !this.leaving.has(key) && (held === undefined ? !this.draining : held.expiresAt < soon);
     });
-    for (const lease of await this.options.sequencer.acquire(wanted)) this.leases.set(partitionKey(lease.topic, lease.partition), lease);
+    const acquired = new Map((await this.options.sequencer.acquire(wanted)).map((lease) => [partitionKey(lease.topic, lease.partition), lease]));
+    for (const e of wanted) {
+      const key = partitionKey(e.topic, e.partition);
+      const previous = this.leases.get(key);
+      const lease = acquired.get(key);
+      if (previous !== undefined && lease?.epoch !== previous.epoch) {
+        this.options.onLeaseLost({ topic: e.topic, partition: e.partition, epoch: previous.epoch, newEpoch: lease?.epoch ?? null });
+      }
+      if (lease === undefined) this.leases.delete(key);
+      else this.leases.set(key, lease);
+    }
     const out = new Map<string, Lease>();
     for (const e of taken) {
       const key = partitionKey(e.topic, e.partition);
