@@ -14,6 +14,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import { Session } from 'node:inspector/promises';
 import path from 'node:path';
 import { AckPolicy, connect as natsConnect } from 'nats';
 import { Onelog } from '../src/client/index.js';
@@ -21,6 +22,7 @@ import type { FlushPolicy } from '../src/protocol/topic-config.js';
 import { startServer } from '../test/helpers/processes.js';
 import type { ConsumerSpec } from './latency/consumer-process.js';
 import { printObserved } from './latency/observed.js';
+import { printProfiles } from './latency/profiles.js';
 import type { Latency, PeerWorkload } from './peers/common.js';
 import { formatLatency, loadAverage, machineLine } from './peers/common.js';
 import { AsyncPublisher, createStream, JETSTREAM_DURABILITY, jetstreamAnswers, jetstreamLatencyConsumer, NATS_SERVER } from './peers/jetstream.js';
@@ -50,6 +52,11 @@ export interface LatencyModesOptions {
    * (bench/latency/observe.mjs), printed at the end with what overlapped each row's slowest records.
    */
   observe?: string;
+  /**
+   * A directory for CPU profiles (`.cpuprofile`, Chrome DevTools' format: its flame chart) of the broker, each
+   * consumer process and the harness, summarised at the end by self time (bench/latency/profiles.ts).
+   */
+  cpuProfiles?: string;
 }
 
 /** One measured row. */
@@ -103,7 +110,9 @@ export async function latencyModes(o: LatencyModesOptions): Promise<void> {
     console.log(`  ${row.rate}/s, ${row.partitions} p, ${row.system}, ${row.delivery}, ${row.layout}: ${typeof l === 'string' ? `failed: ${l}` : formatLatency(l)}`);
   };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'onelog-bench-latency-'));
-  const server = await startServer(dataDir);
+  const cpuProf = o.cpuProfiles === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfiles}`];
+  const profiler = o.cpuProfiles === undefined ? null : await startProfiler(o.cpuProfiles);
+  const server = await startServer(dataDir, { nodeArgs: cpuProf });
   const persistence = redisDown === null ? await readPersistence() : null;
   // An interrupted run still puts Redis's settings back.
   const onSignal = () => void (persistence ? restorePersistence(persistence) : Promise.resolve()).finally(() => process.exit(130));
@@ -131,7 +140,7 @@ export async function latencyModes(o: LatencyModesOptions): Promise<void> {
               const target: LatencyTarget = {
                 send: (values) => producer.send({ topic, messages: values.map((value) => ({ value })) }),
                 startConsumer: layout === 'separate'
-                  ? consumerProcess({ system: 'onelog', url: server.url, topic, groupId: topic, delivery })
+                  ? consumerProcess({ system: 'onelog', url: server.url, topic, groupId: topic, delivery }, cpuProf)
                   : latencyConsumer(onelog, topic, { groupId: topic, maxRecords: BATCH, maxWaitMs: 20 }, delivery),
               };
               const latency = await measureLatency(target, workload, 'tick').catch((err: unknown) => (err as Error).message);
@@ -148,6 +157,7 @@ export async function latencyModes(o: LatencyModesOptions): Promise<void> {
     onelog.close();
   } finally {
     await server.stop('SIGTERM');
+    await profiler?.();
     fs.rmSync(dataDir, { recursive: true, force: true });
     if (persistence !== null) await restorePersistence(persistence);
     process.off('SIGINT', onSignal);
@@ -162,6 +172,21 @@ export async function latencyModes(o: LatencyModesOptions): Promise<void> {
     fs.writeFileSync(path.join(o.observe, 'rows.json'), JSON.stringify(observed));
     printObserved(o.observe); // the harness's own file is written at its exit: \`npx tsx bench/latency/observed.ts DIR\` then
   }
+  if (o.cpuProfiles !== undefined) printProfiles(o.cpuProfiles);
+}
+
+/** Starts the CPU profiler in this process (the harness); the function it resolves with writes its profile into `dir`. */
+async function startProfiler(dir: string): Promise<() => Promise<void>> {
+  fs.mkdirSync(dir, { recursive: true });
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    fs.writeFileSync(path.join(dir, `harness-${process.pid}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  };
 }
 
 function workloadAt(rate: number, o: LatencyModesOptions): PeerWorkload {
@@ -255,9 +280,9 @@ function printTargets(rows: Row[]): void {
 }
 
 /** A consumer in a child process (bench/latency/consumer-process.ts) whose receipts arrive over IPC. */
-function consumerProcess(spec: ConsumerSpec): LatencyTarget['startConsumer'] {
+function consumerProcess(spec: ConsumerSpec, nodeArgs: string[] = []): LatencyTarget['startConsumer'] {
   return async (onValue) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(spec)], {
+    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', CHILD, JSON.stringify(spec)], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -21,7 +21,9 @@
  * `--latency-partitions 1,16` (default 1), the consumer in a process of its own or beside the producer
  * (`--latency-layouts separate,same`, default separate), `--no-latency-peers` for onelog alone (`--latency-seconds`,
  * `--latency-warmup-seconds`); then issue 37's targets per point. `--latency-observe DIR` records GC pauses, event-loop
- * delay and stalls in every process of the run and prints what overlapped each row's slowest records.
+ * delay and stalls in every process of the run and prints what overlapped each row's slowest records;
+ * `--latency-cpu-prof DIR` writes a CPU profile of every process (open one in Chrome DevTools for its flame chart) and
+ * prints each one's heaviest functions.
  *
  * `--only cluster` (not in the default run): the log store of cluster mode on s3rver and PostgreSQL with
  * `--cluster-brokers 1,2,3` brokers, `--cluster-producers N` (per broker, default 8), `--cluster-seconds S`
@@ -92,6 +94,7 @@ const { values } = parseArgs({
     'latency-layouts': { type: 'string', default: 'separate' },
     'latency-peers': { type: 'boolean', default: true },
     'latency-observe': { type: 'string' },
+    'latency-cpu-prof': { type: 'string' },
     'sweep-rates': { type: 'string', default: '1000,10000,50000,100000' },
     'sweep-partitions': { type: 'string', default: '1,16,100' },
     'sweep-producers': { type: 'string', default: '1,4' },
@@ -153,6 +156,7 @@ if (only === 'latency-modes') {
     layouts: layouts as Layout[],
     peers: values['latency-peers'],
     observe: values['latency-observe'],
+    cpuProfiles: values['latency-cpu-prof'],
   });
 }
 if (only === 'scale' || only?.startsWith('scale-')) {

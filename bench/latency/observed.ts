@@ -44,7 +44,7 @@ export function printObserved(dir: string): void {
   const rowsFile = path.join(dir, 'rows.json');
   if (!fs.existsSync(rowsFile)) return;
   for (const row of JSON.parse(fs.readFileSync(rowsFile, 'utf8')) as ObservedRow[]) {
-    console.log(`\n${row.name}: the 5 slowest records and what overlapped them (pid: GC kind/stall, ms)`);
+    console.log(`\n${row.name}: the 5 slowest moments and what overlapped them (pid: GC kind/stall, ms)`);
     for (const [at, ms] of row.worst.slice(0, 5)) {
       const overlapping = processes.flatMap((p) => [
         ...p.gcs.filter(([start, d]) => start < at + ms && start + d > at && d >= 1).map(([, d, kind]) => `${p.pid}: GC ${GC_KINDS[kind] ?? kind} ${fixed(d)}`),

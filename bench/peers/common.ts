@@ -64,7 +64,7 @@ export interface Latency {
   sending: string;
   /** The measured run's start and end, epoch ms: to find what other processes did meanwhile (bench/latency/observed.ts). */
   window: [number, number];
-  /** The slowest records, slowest first: [scheduled send time in epoch ms, latency ms]. */
+  /** The slowest moments (the slowest record of each 50 ms), slowest first: [scheduled send time in epoch ms, latency ms]. */
   worst: [number, number][];
 }
 

@@ -47,11 +47,18 @@ export function now(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
 
-/** Slowest records kept per run, with when they were scheduled. */
+/** Slowest moments kept per run, with when they were scheduled. */
 const WORST = 20;
+/** Records scheduled this close (ms) count as one moment: a stall delays every record sent during it. */
+const MOMENT_MS = 50;
 
-/** Puts [scheduled, µs] in its place in `worst` (slowest first), keeping {@link WORST}. */
+/** Notes the record scheduled at `scheduled` (µs late) in `worst`: the slowest record of each moment, slowest first. */
 function noteWorst(worst: [number, number][], scheduled: number, us: number): void {
+  const same = worst.findIndex(([at]) => Math.abs(at - scheduled) < MOMENT_MS);
+  if (same >= 0) {
+    if (worst[same]![1] >= us) return;
+    worst.splice(same, 1);
+  }
   let i = worst.length;
   while (i > 0 && worst[i - 1]![1] < us) i--;
   worst.splice(i, 0, [scheduled, us]);
@@ -85,7 +92,7 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
   let measureFrom = Infinity;
   let received = 0;
   let probed = false;
-  /** [scheduled ms on {@link now}'s clock, µs], slowest first. */
+  /** [scheduled ms on {@link now}'s clock, µs], the slowest record of each moment, slowest first. */
   const worst: [number, number][] = [];
 
   const stopConsumer = await target.startConsumer((value, receivedAt = now()) => {
@@ -98,7 +105,7 @@ export async function measureLatency(target: LatencyTarget, w: PeerWorkload, sen
     if (scheduled < measureFrom) return;
     const us = Math.max(1, Math.round((receivedAt - scheduled) * 1000));
     latency.recordValue(us);
-    if (worst.length < WORST || us > worst[worst.length - 1]![1]) noteWorst(worst, scheduled, us);
+    noteWorst(worst, scheduled, us);
   });
   try {
     // The consumer is live once it receives a probe; only then does the schedule start.

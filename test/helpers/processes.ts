@@ -25,13 +25,15 @@ export interface ServerOptions {
   umask?: string;
   /** More `serve` flags. */
   args?: string[];
+  /** Node's own flags before the script, e.g. `--cpu-prof` (which NODE_OPTIONS does not take). */
+  nodeArgs?: string[];
   /** Called with every log line the server prints (parsed JSON). */
   onLog?: (entry: Record<string, unknown>) => void;
 }
 
 /** Starts `onelog serve --data-dir DIR --port 0` and resolves once it logs its address. */
 export function startServer(dataDir: string, options: ServerOptions = {}): Promise<ServerProcess> {
-  const argv = [BIN, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])];
+  const argv = [...(options.nodeArgs ?? []), BIN, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])];
   const shell = [
     ...(options.openFilesLimit === undefined ? [] : [`ulimit -n ${options.openFilesLimit}`]),
     ...(options.umask === undefined ? [] : [`umask ${options.umask}`]),
