@@ -6,8 +6,8 @@
  *
  * - `'after-processing'` (default, at-least-once): after the handlers of a fetched batch resolved. The commit
  *   goes out beside the next fetch, and the next batch is handled once it is answered: a crash redelivers at
- *   most the batch in hand (the records processed since the last commit); a handler that throws never has
- *   its record committed.
+ *   most the batch in hand (the records processed since the last commit); with `overlapCommits`, while it is
+ *   answered, and a crash redelivers at most two batches. A handler that throws never has its record committed.
  * - `'before-processing'` (at-most-once): a fetched batch is committed before its first handler runs. A
  *   crash drops the records of that batch not yet processed (at most `maxRecords`).
  * - with an `offsetStore` (exactly-once effect): each handler runs inside a transaction of the user's
@@ -45,6 +45,14 @@ export interface ConsumerOptions<Tx = undefined> {
   commitMode?: CommitMode;
   /** Commit each fetched batch as `commitMode` says; false: only {@link Consumer.commit} commits. @default true */
   autoCommit?: boolean;
+  /**
+   * In `'after-processing'` mode, handle the next batch while the last batch's commit is answered, as Kafka's
+   * `commitAsync` does: a slow commit (the offset store syncs each one; a busy disk can hold it tens of ms) then
+   * delays no record, and a crash redelivers at most the two batches last handed to the handlers. Commits still go
+   * out one at a time, in order: a batch's commit is sent once the one before it was answered. false: the next batch
+   * is handled only once the commit is answered, so a crash redelivers at most the batch in hand. @default false
+   */
+  overlapCommits?: boolean;
   /** Keeps offsets in the user's database, committed in the handler's transaction (exactly-once effect). */
   offsetStore?: ExternalOffsetStore<Tx>;
   /** Removed from the group after this long without a heartbeat, ms. @default 45000 (Kafka's session.timeout.ms); 1000 to 3600000 */
@@ -138,7 +146,8 @@ export class Consumer<Tx = undefined> {
   private commitPending: OnelogError | null = null;
   /**
    * The last batch's commit while it is in flight: the next fetch goes out beside it, and the next batch is
-   * handled only once it is answered, so a crash still redelivers at most the batch in hand.
+   * handled only once it is answered (unless {@link ConsumerOptions.overlapCommits}), so a crash still redelivers
+   * at most the batch in hand.
    */
   private commitInFlight: Promise<{ ok: boolean } | { error: unknown }> | null = null;
   /** Fetches sent ahead and not yet answered (settled promises that never reject). */
@@ -306,8 +315,9 @@ export class Consumer<Tx = undefined> {
           // The broker reads the next batch while the commit before this one is answered and this one handled.
           if (!moved && busy.get(topic)) ahead = this.fetchAhead(session, fetched.partitions, topic, rotation, busy);
         }
-        // A fenced member handles nothing more: it rejoins first.
-        if (!(await this.settleCommit()) && session.fenced) continue;
+        // A fenced member handles nothing more: it rejoins first. With overlapCommits the commit is settled before the
+        // next one is sent instead (sendCommit), and a fencing it answers is seen there.
+        if (this.options.overlapCommits ? session.fenced : !(await this.settleCommit()) && session.fenced) continue;
         if (!fetched) continue;
         if (moved) await session.heartbeat().catch(() => {});
         await this.handleBatch(session, topic, fetched.partitions, handlers, report);
@@ -479,7 +489,7 @@ export class Consumer<Tx = undefined> {
     if (this.nacks.busy) {
       await this.nacks.endBatch(progress, autoCommit ? (p) => this.commitOffsets(session, p) : null, failure !== undefined);
     } else if (!beforeProcessing && (autoCommit || this.options.offsetStore)) {
-      this.sendCommit(session, progress);
+      await this.sendCommit(session, progress);
     }
     if (failure !== undefined) {
       await this.settleCommit();
@@ -487,9 +497,14 @@ export class Consumer<Tx = undefined> {
     }
   }
 
-  /** Sends a batch's commit without waiting for it; {@link settleCommit} waits. */
-  private sendCommit(session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>): void {
+  /**
+   * Sends a batch's commit without waiting for it ({@link settleCommit} waits), once the commit before it was
+   * answered: one commit in flight, so they land in order. A fenced member sends none (it rejoins).
+   * @throws the earlier commit's error when the broker refused it otherwise than by fencing
+   */
+  private async sendCommit(session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>): Promise<void> {
     if (offsets.size === 0) return;
+    if (!(await this.settleCommit()) && session.fenced) return;
     this.commitInFlight = this.commitOffsets(session, offsets).then((ok) => ({ ok }), (error: unknown) => ({ error }));
   }
 

@@ -213,6 +213,58 @@ describe('Consumer (at-least-once)', () => {
   });
 });
 
+describe('Consumer with overlapCommits', () => {
+  // One partition of 8 records read 4 at a time; the first batch's commit is held until released. The order of what
+  // happened says whether the second batch was handled while that commit was in flight.
+  async function run(overlapCommits: boolean): Promise<{ events: string[]; committedAfter: number | null }> {
+    await broker.createTopic({ topic: 'one', partitions: 1 });
+    await onelog.producer().send({ topic: 'one', messages: Array.from({ length: 8 }, (_, i) => ({ value: `v${i}` })) });
+    const events: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const commit = broker.commitOffsets.bind(broker);
+    vi.spyOn(broker, 'commitOffsets').mockImplementation(async (request) => {
+      const offset = request.offsets[0]!.offset;
+      events.push(`commit ${offset} sent`);
+      if (offset === 4) await held;
+      await commit(request);
+      events.push(`commit ${offset} answered`);
+    });
+    const fetch = broker.fetch.bind(broker);
+    vi.spyOn(broker, 'fetch').mockImplementation(async (request) => {
+      const answer = await fetch(request);
+      // Released a macrotask after the next batch is in hand: an implementation that does not wait handles it first.
+      if (overlapCommits ? false : request.ahead === true && answer.partitions[0]!.records.length > 0) setImmediate(release);
+      return answer;
+    });
+    const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxRecords: 4, maxWaitMs: 0, overlapCommits });
+    consumer.subscribe({ topic: 'one' });
+    await consumer.run({
+      eachMessage: ({ message }) => {
+        events.push(`handled ${message.offset}`);
+        if (overlapCommits && message.offset === 7) release(); // the whole second batch was handled while held
+        if (message.offset === 7) void consumer.stop();
+      },
+    });
+    const described = await broker.describeGroup('g');
+    return { events, committedAfter: described.subscriptions[0]!.partitions[0]!.committedOffset };
+  }
+
+  it('handles the next batch only once the batch\'s commit is answered, by default', async () => {
+    const { events, committedAfter } = await run(false);
+    expect(events.indexOf('commit 4 answered')).toBeLessThan(events.indexOf('handled 4'));
+    expect(committedAfter).toBe(8);
+  });
+
+  it('handles the next batch while the batch\'s commit is answered, and sends the next commit only once it was', async () => {
+    const { events, committedAfter } = await run(true);
+    expect(events.indexOf('handled 7')).toBeLessThan(events.indexOf('commit 4 answered'));
+    // One commit in flight at a time: they land in order.
+    expect(events.filter((e) => e.startsWith('commit'))).toEqual(['commit 4 sent', 'commit 4 answered', 'commit 8 sent', 'commit 8 answered']);
+    expect(committedAfter).toBe(8);
+  });
+});
+
 describe('Consumer with a retry policy', () => {
   beforeEach(async () => {
     await broker.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', retry: { delaysMs: [60_000], maxAttempts: 2 } });
