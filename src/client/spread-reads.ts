@@ -102,7 +102,8 @@ export class SpreadReads {
       if (!byUrl.has(url)) byUrl.set(url, []);
       byUrl.get(url)!.push(p);
     }
-    const urls = [...byUrl.keys()].sort((a, b) => (a === undefined ? -1 : b === undefined ? 1 : 0));
+    // The coordinator's part first (built so: sort() puts an undefined key last whatever its comparator says).
+    const urls = [...(byUrl.has(undefined) ? [undefined] : []), ...[...byUrl.keys()].filter((url) => url !== undefined)];
     return urls.map((url) => ({ url, request: { ...request, partitions: byUrl.get(url)! } }));
   }
 
