@@ -5,9 +5,11 @@
  * coordinator only until it names the partition's leader (`readFrom`), then to the leaders. Each broker's
  * `onelog_fetch_requests_total` shows member fetches served without the group (`served="any"`) at more than one
  * broker; every acknowledged record is consumed, the commits land at the high watermarks, and after a member leaves
- * the others take its partitions and consume what is produced next.
+ * the others take its partitions and consume what is produced next. Before it, the broker side on two in-process
+ * brokers: what the coordinator names, what another broker serves without the group, and what stays at the coordinator.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Broker } from '../../src/broker/broker.js';
 import { Consumer, HttpApi, Onelog } from '../../src/client/index.js';
 import type { ClusterDescription } from '../../src/protocol/cluster.js';
 import { waitFor } from '../helpers/children.js';
@@ -15,6 +17,7 @@ import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
+import { testCluster } from '../helpers/cluster.js';
 import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -38,6 +41,68 @@ async function memberFetches(url: string): Promise<{ coordinator: number; any: n
   const count = (served: string) => Number(new RegExp(`^onelog_fetch_requests_total\\{member="true",served="${served}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
   return { coordinator: count('coordinator'), any: count('any') };
 }
+
+const rec = (value: string, partition: number) => ({ key: null, value: Buffer.from(value), partition });
+const refusal = (p: Promise<unknown>) => p.then(() => null, (err: unknown) => err);
+
+describe('a member\'s reads at the partition\'s leader: the broker side', () => {
+  it('the coordinator names the leader; another broker serves the member\'s readAnywhere fetch without the group; the rest stays at the coordinator', async () => {
+    const c = await testCluster(s3, 'spread_reads_side');
+    const a = await Broker.open(c.options(1));
+    const b = await Broker.open(c.options(2));
+    try {
+      await a.advertise({ url: 'http://127.0.0.1:7181' });
+      await b.advertise({ url: 'http://127.0.0.1:7182' });
+      await a.createTopic({ topic: 't', partitions: 2 });
+      // a leads partition 0, b partition 1 (each takes the lease of the partition it is first to produce to).
+      await a.produce({ topic: 't', records: [rec('a0', 0), rec('a1', 0)] });
+      await b.produce({ topic: 't', records: [rec('b0', 1), rec('b1', 1), rec('b2', 1)] });
+      await a.subscribe({ groupId: 'g', topic: 't', startPolicy: 'earliest', onOutOfRange: 'pause' });
+      const m = await a.joinGroup({ groupId: 'g', topics: ['t'] });
+      const member = { topic: 't', groupId: 'g', memberId: m.memberId, generationId: m.generationId };
+      const first = await a.fetch({ ...member, partitions: [{ partition: 0, offset: 0 }, { partition: 1, offset: 0 }] });
+      expect(first.partitions.map((p) => [p.partition, p.records.length, p.readFrom])).toEqual([
+        [0, 2, undefined], // led by the coordinator: read there
+        [1, 3, { brokerId: 2, url: 'http://127.0.0.1:7182' }],
+      ]);
+      // At b, as Kafka's fetch: no membership checked (a member id b never heard of is served), nothing of the group answered.
+      const atLeader = await b.fetch({ ...member, memberId: 'someone-else', readAnywhere: true, partitions: [{ partition: 1, offset: 1 }] });
+      expect(atLeader.partitions.map((p) => [p.partition, p.records.map((r) => r.value!.toString())])).toEqual([[1, ['b1', 'b2']]]);
+      expect(atLeader.generationId).toBeUndefined();
+      // Without readAnywhere a member's fetch is still the coordinator's.
+      expect(await refusal(b.fetch({ ...member, partitions: [{ partition: 1, offset: 0 }] }))).toMatchObject({ code: 'NOT_COORDINATOR', context: { coordinatorBrokerId: 1 } });
+      // The coordinator serves a readAnywhere fetch as any member's: fenced.
+      expect(await refusal(a.fetch({ ...member, memberId: 'someone-else', readAnywhere: true, partitions: [{ partition: 1, offset: 0 }] })))
+        .toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
+
+      // Out of range at b: answered as the hard error naming the group, nothing applied; the coordinator applies the policy.
+      await a.commitOffsets({ ...member, offsets: [{ partition: 1, offset: 0 }] });
+      await b.deleteRecords({ topic: 't', partition: 1, beforeOffset: 2 });
+      const fallen = await b.fetch({ ...member, readAnywhere: true, partitions: [{ partition: 1, offset: 0 }] });
+      expect(fallen.partitions[0]!.error).toMatchObject({ code: 'OFFSET_OUT_OF_RANGE', groupId: 'g', committedOffset: 0, logStartOffset: 2, recordsLost: 2 });
+      const paused = () => a.describeGroup('g').then((d) => d.subscriptions[0]!.partitions.find((p) => p.partition === 1)!.paused);
+      expect(await paused()).toBeNull();
+      const decided = await a.fetch({ ...member, partitions: [{ partition: 1, offset: 0 }] });
+      expect(decided.partitions[0]!.error?.code).toBe('OFFSET_OUT_OF_RANGE');
+      expect(decided.partitions[0]!.readFrom).toBeUndefined();
+      expect(await paused()).toMatchObject({ code: 'OFFSET_OUT_OF_RANGE' });
+      expect((await a.committedOffsets('g')).find((o) => o.partition === 1)!.offset).toBe(0); // never a silent jump
+
+      // A subscription counting deliveries keeps its members' reads at the coordinator: none named, b refuses.
+      await a.subscribe({ groupId: 'h', topic: 't', startPolicy: 'earliest', maxDeliveries: 3 });
+      const h = await a.joinGroup({ groupId: 'h', topics: ['t'] });
+      const counted = { topic: 't', groupId: 'h', memberId: h.memberId, generationId: h.generationId };
+      const fromCoordinator = await a.fetch({ ...counted, partitions: [{ partition: 0, offset: 0 }, { partition: 1, offset: 2 }] });
+      expect(fromCoordinator.partitions.map((p) => p.readFrom)).toEqual([undefined, undefined]);
+      expect(await refusal(b.fetch({ ...counted, readAnywhere: true, partitions: [{ partition: 1, offset: 2 }] })))
+        .toMatchObject({ code: 'NOT_COORDINATOR', context: { coordinatorBrokerId: 1 } });
+    } finally {
+      await a.close();
+      await b.close();
+      await c.dispose();
+    }
+  });
+});
 
 describe('a group\'s reads spread over the brokers', () => {
   it('members fetch from the partitions\' leaders; every record is consumed, commits land, a member leaving still rebalances', async () => {
