@@ -19,6 +19,8 @@ import type { MemberAssignment } from '../protocol/groups.js';
 export const READ_HINT_MS = 10_000;
 /** Most hints kept; past it the expired ones go, then the oldest. */
 const MAX_HINTS = 100_000;
+/** Most members whose last assignment is kept (a member that ended without leaving is forgotten, oldest first, past it). */
+const MAX_MEMBERS = 10_000;
 
 /** Sends a fetch: to the broker at `readFrom` (with `readAnywhere`), or, without it, as the API routes a group's fetch (its coordinator). */
 export type SendFetch = (request: FetchRequest, readFrom?: string) => Promise<FetchResult>;
@@ -71,7 +73,9 @@ export class SpreadReads {
     const key = `${answer.groupId}\0${answer.memberId}`;
     const now = answer.assignment.map((a) => `${a.topic}/${a.partition}`).sort().join(',');
     if (this.assignments.get(key) === now) return;
+    this.assignments.delete(key); // re-inserted last: the oldest go first past MAX_MEMBERS
     this.assignments.set(key, now);
+    if (this.assignments.size > MAX_MEMBERS) this.assignments.delete(this.assignments.keys().next().value!);
     this.forgetMember(answer.groupId, answer.memberId, false);
   }
 

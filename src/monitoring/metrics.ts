@@ -98,7 +98,7 @@ export class BrokerMetrics {
     this.fetchedBytes = counter('onelog_fetched_bytes_total', 'Bytes of record batches answered to fetches, by topic');
     this.fetchRequests = new Counter({
       name: 'onelog_fetch_requests_total', registers, labelNames: ['member', 'served'] as const,
-      help: 'Pull fetches served (JSON and binary paths), by whether a group member sent it (member: true, false) and how it was served '
+      help: 'Pull fetches served (JSON, binary and Kafka paths), by whether a group member sent it (member: true, false) and how it was served '
         + '(served: coordinator, a member\'s fetch checked by its group\'s coordinator; any, served by the broker asked without the group)',
     });
     this.httpRequestDuration = new Histogram({
