@@ -15,6 +15,7 @@ const UNIT = [
   'test/client/consumer.test.ts',
   'test/client/producer.test.ts',
   'test/client/share-consumer.test.ts',
+  'test/client/spread-reads.test.ts',
   'test/coordinator/assignors.test.ts',
   'test/coordinator/delivery-counts.test.ts',
   'test/coordinator/share-groups.test.ts',

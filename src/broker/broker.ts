@@ -82,7 +82,7 @@ export class Broker implements OnelogApi, BinaryDataApi, ChangeSource {
 
   private constructor(private readonly parts: BrokerParts) {
     ({ users: this.users, acls: this.acls, audit: this.audit, metrics: this.metrics } = parts);
-    this.routing = new ClusterRouting(parts.logs, parts.membership, parts.placement);
+    this.routing = new ClusterRouting(parts.logs, parts.membership, parts.placement, parts.clock);
     this.fetchPath = new FetchPath(parts.logs, this.routing, parts.groups, parts.retries, parts.shareGroups, parts.metrics);
     this.recordBrowser = new RecordBrowser(parts.logs);
     this.webhooks = new WebhookDispatcher(this, parts.logger, { ...parts.options.webhooks, outbound: parts.outbound });

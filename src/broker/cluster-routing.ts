@@ -7,13 +7,23 @@
 import type { BrokerInfo } from '../cluster/brokers.js';
 import type { ClusterMembership } from '../cluster/membership.js';
 import type { Placement } from '../cluster/placement.js';
+import type { Clock } from '../common/clock.js';
+import type { ReadBroker } from '../protocol/fetch.js';
 import { OnelogError } from '../protocol/errors.js';
 import type { Logs } from '../log/logs.js';
 
+/** How long {@link ClusterRouting.readBrokers} reuses what it read of a topic's leaders and the live brokers, ms. */
+const READ_BROKERS_TTL_MS = 1000;
+
 export class ClusterRouting {
   private addresses: { url: string; kafkaAddress: string | null } | null = null;
+  /** Per topic, its partitions' read brokers as last read, and when (clock ms). */
+  private readonly readBrokersRead = new Map<string, { at: number; brokers: Promise<Map<number, ReadBroker>> }>();
 
-  constructor(private readonly logs: Logs, private readonly membership: ClusterMembership | null, private readonly placement: Placement | null) {}
+  constructor(
+    private readonly logs: Logs, private readonly membership: ClusterMembership | null, private readonly placement: Placement | null,
+    private readonly clock: Clock,
+  ) {}
 
   /**
    * Resolves once `topic` is up to date with what other brokers did (see {@link Logs.refresh}): its layout, and the
@@ -96,6 +106,34 @@ export class ClusterRouting {
    */
   async drain(brokerId: number): Promise<boolean | null> {
     return this.membership === null ? null : this.membership.drain(brokerId);
+  }
+
+  /**
+   * The brokers a group member may read `topic`'s partitions from besides its coordinator (docs/cluster.md, "The read
+   * path"), by partition: each partition's leader (as Kafka's Metadata names it) when it is live, not draining and not
+   * this broker; a partition nobody leads, or led here, has none. Read from PostgreSQL at most once a second per topic
+   * (a leader moved since is still a broker that serves the read: any broker serves any fetch); empty on the embedded
+   * default and when the read fails (the member then reads from its coordinator, as before).
+   */
+  async readBrokers(topic: string): Promise<Map<number, ReadBroker>> {
+    if (this.membership === null || this.placement === null) return new Map();
+    const now = this.clock.now();
+    const cached = this.readBrokersRead.get(topic);
+    if (cached !== undefined && now - cached.at < READ_BROKERS_TTL_MS) return cached.brokers;
+    const { membership, placement } = this;
+    const brokers = (async () => {
+      const [leaders, live] = await Promise.all([placement.partitionLeaders([topic]), membership.liveBrokers()]);
+      const urls = new Map(live.filter((b) => !b.draining && b.brokerId !== membership.brokerId).map((b) => [b.brokerId, b.url]));
+      const byPartition = new Map<number, ReadBroker>();
+      for (const [partition, brokerId] of leaders.get(topic) ?? []) {
+        const url = urls.get(brokerId);
+        if (url !== undefined) byPartition.set(partition, { brokerId, url });
+      }
+      return byPartition;
+    })().catch(() => new Map<number, ReadBroker>());
+    this.readBrokersRead.set(topic, { at: now, brokers });
+    if (this.readBrokersRead.size > 10_000) this.readBrokersRead.delete(this.readBrokersRead.keys().next().value!);
+    return brokers;
   }
 
   /** The holder of the group's lease `group:<groupId>`, or null (nobody, or the embedded default). @throws OnelogError `STORAGE_ERROR` */

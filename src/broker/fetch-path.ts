@@ -38,8 +38,12 @@ export class FetchPath {
    * Reads partitions of a topic from given offsets (long-poll up to `maxWaitMs`). A partition whose offset is
    * outside its log answers with `OFFSET_OUT_OF_RANGE` as a value, naming the group when one is given. A
    * member's fetch is fenced (see {@link GroupCoordinator.checkFetch}), and an offset below the log start
-   * applies the subscription's out-of-range policy (pause, or jump via `nextOffset`).
-   * @throws OnelogError `INVALID_REQUEST`, `INVALID_OFFSET`; `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED` for a member's fetch
+   * applies the subscription's out-of-range policy (pause, or jump via `nextOffset`); in cluster mode its answer
+   * names where the member may read each partition next (`readFrom`). A member's `readAnywhere` fetch reaching a
+   * broker that does not coordinate its group is served as a fetch naming only the group, when the group's reads of
+   * the topic may spread (docs/cluster.md, "The read path"), else refused `NOT_COORDINATOR` as a member's.
+   * @throws OnelogError `INVALID_REQUEST`, `INVALID_OFFSET`; `UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `NOT_ASSIGNED`,
+   *   `NOT_COORDINATOR` for a member's fetch
    */
   async fetch(request: FetchRequest): Promise<FetchResult> {
     const result = await this.groupFetch(request, fetchPartitions, (parts) => parts);
@@ -71,7 +75,7 @@ export class FetchPath {
    * A group's fetch of a topic with retry tiers (or of a tier) reads through {@link Retries.fetch}, whose
    * decoded records `fromRecords` shapes as `read` would have.
    */
-  private async groupFetch<P extends Pick<FetchedPartition, 'partition' | 'error' | 'nextOffset' | 'logStartOffset' | 'highWatermark'>>(
+  private async groupFetch<P extends Pick<FetchedPartition, 'partition' | 'error' | 'nextOffset' | 'logStartOffset' | 'highWatermark' | 'readFrom'>>(
     request: FetchRequest,
     read: (targets: FetchTarget[], limits: FetchLimits) => Promise<P[]>,
     fromRecords: (partitions: FetchedPartition[]) => P[],
@@ -86,10 +90,15 @@ export class FetchPath {
     }
     checkMember(request);
     await this.routing.current(topic, request.partitions.map((p) => p.partition));
-    if (memberId !== undefined) await this.groups.claim(groupId!); // cluster mode: the group's coordinator serves it
-    const membership = memberId === undefined ? undefined : this.groups.checkFetch({ ...request, memberId });
+    // A member's fetch sent where its coordinator named (`readAnywhere`) is served here as Kafka's fetch is, carrying
+    // no membership, when nothing of it needs the coordinator; else, and at the coordinator, as a member's.
+    const anywhere = memberId !== undefined && request.readAnywhere === true && !this.groups.coordinates(groupId!) &&
+      await this.groups.readsSpread(groupId!, topic);
+    const member = anywhere ? undefined : memberId;
+    if (member !== undefined) await this.groups.claim(groupId!); // cluster mode: the group's coordinator serves it
+    const membership = member === undefined ? undefined : this.groups.checkFetch({ ...request, memberId: member });
     // A member's suspect records (ones a member ended holding) are handed out one at a time.
-    const caps = memberId === undefined ? [] : this.groups.fetchCaps({ ...request, groupId: groupId!, memberId });
+    const caps = member === undefined ? [] : this.groups.fetchCaps({ ...request, groupId: groupId!, memberId: member });
     const targets = request.partitions.map((p, i) => ({
       log: this.logs.get(topic, p.partition),
       offset: checkInteger(p.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 'INVALID_OFFSET'),
@@ -100,12 +109,14 @@ export class FetchPath {
       maxBytes: checkInteger(request.maxBytes ?? FETCH_DEFAULTS.maxBytes, 'maxBytes', 1),
       maxWaitMs: checkInteger(request.maxWaitMs ?? FETCH_DEFAULTS.maxWaitMs, 'maxWaitMs', 0, MAX_WAIT_MS),
     };
+    this.metrics.fetchServed(memberId !== undefined, member === undefined ? 'any' : 'coordinator');
     const partitions = groupId !== undefined && this.retries.filters(groupId, topic)
       ? fromRecords(await this.retries.fetch(groupId, topic, targets, limits))
       : await read(targets, limits);
-    if (memberId !== undefined) {
-      this.groups.handedOut({ ...request, groupId: groupId!, memberId }, partitions);
+    if (member !== undefined) {
+      this.groups.handedOut({ ...request, groupId: groupId!, memberId: member }, partitions);
       if (request.ahead !== true) await this.groups.afterFetch({ ...request, groupId: groupId! }, partitions);
+      await this.nameReadBrokers(groupId!, topic, caps, partitions);
       return { topic, partitions, ...membership };
     }
     if (groupId !== undefined) {
@@ -119,6 +130,24 @@ export class FetchPath {
       });
     }
     return { topic, partitions };
+  }
+
+  /**
+   * Names, in a member's fetch answered by its coordinator (cluster mode), the broker the member may read each
+   * partition from next ({@link FetchedPartition.readFrom}: its leader, see {@link ClusterRouting.readBrokers}), where
+   * nothing of the read needs the coordinator: the partition answered no error and is in no suspect range (no cap),
+   * and the group's reads of the topic may spread ({@link GroupCoordinator.readsSpread}).
+   */
+  private async nameReadBrokers(
+    groupId: string, topic: string, caps: ReadonlyArray<0 | 1 | undefined>, partitions: Array<Pick<FetchedPartition, 'partition' | 'error' | 'readFrom'>>,
+  ): Promise<void> {
+    if (this.routing.brokerId === null) return;
+    const brokers = await this.routing.readBrokers(topic);
+    if (brokers.size === 0 || !(await this.groups.readsSpread(groupId, topic))) return;
+    partitions.forEach((p, i) => {
+      const broker = brokers.get(p.partition);
+      if (broker !== undefined && p.error === undefined && caps[i] === undefined) p.readFrom = broker;
+    });
   }
 
   /**

@@ -22,7 +22,7 @@ import { planProduce } from '../protocol/produce-plan.js';
 import { takeRecords } from '../protocol/batch-reads.js';
 import { encodeBatch } from '../protocol/record-batch.js';
 import type { StoredRecord } from '../protocol/types.js';
-import { HttpApi, MAX_REDIRECTS, routeOf } from './http-api.js';
+import { HttpApi, MAX_REDIRECTS, READ_ROUTE, routeOf } from './http-api.js';
 
 /** Records per produced batch are cut at about this many bytes. */
 const BATCH_BYTES = 1024 * 1024;
@@ -132,10 +132,17 @@ export class BinaryApi extends HttpApi {
 
   /**
    * Fetches stored batches in a binary frame and decodes them here; `maxRecords` is applied here (the
-   * partition's `nextOffset` then points at the first record left out).
+   * partition's `nextOffset` then points at the first record left out). A group member's partitions go where
+   * {@link HttpApi.fetch} sends them (its coordinator, or the broker it named to read each from).
    */
   override async fetch(request: FetchRequest): Promise<FetchResult> {
-    const answer = await this.request(FRAME_KIND.FETCH, request, Buffer.alloc(0), FRAME_KIND.FETCHED);
+    return this.spreadReads.fetch(request, (r, readFrom) => this.fetchBatchesAt(r, readFrom));
+  }
+
+  /** One binary fetch: on the data socket to `readFrom` when given, else where {@link routeOf} sends it. */
+  private async fetchBatchesAt(request: FetchRequest, readFrom?: string): Promise<FetchResult> {
+    const route = readFrom === undefined ? routeOf('', request) : `${READ_ROUTE}${readFrom}`;
+    const answer = await this.request(FRAME_KIND.FETCH, request, Buffer.alloc(0), FRAME_KIND.FETCHED, route);
     const json = answer.json as FetchedJson;
     let pos = 0;
     let recordsLeft = request.maxRecords ?? 500;
@@ -189,10 +196,12 @@ export class BinaryApi extends HttpApi {
   /**
    * Sends one frame and waits for its answer, on the socket of the broker its route names ({@link routeOf}: a
    * group's coordinator for a group's fetch or commit, a topic's leader for a produce; followed as {@link HttpApi}
-   * follows them), else of the URL in use.
+   * follows them), else of the URL in use; `route` says otherwise (`read:URL`: that broker's socket only).
    */
-  private async request(kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], expected: FrameKind): Promise<DataFrame> {
-    const route = kind === FRAME_KIND.PRODUCE ? `produce:${(json as { topic: string }).topic}` : routeOf('', json);
+  private async request(
+    kind: FrameKind, json: unknown, payload: Buffer | readonly Buffer[], expected: FrameKind,
+    route = kind === FRAME_KIND.PRODUCE ? `produce:${(json as { topic: string }).topic}` : routeOf('', json),
+  ): Promise<DataFrame> {
     const state = this.attempts();
     const waitMs = kind === FRAME_KIND.FETCH || kind === FRAME_KIND.SHARE_FETCH ? (json as { maxWaitMs?: number }).maxWaitMs ?? 0 : 0;
     for (;;) {

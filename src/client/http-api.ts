@@ -22,6 +22,7 @@ import { LEASE_MS_HEADER } from '../protocol/cluster.js';
 import type { Overview, OverviewRequest } from '../protocol/overview.js';
 import type { DeadLetterList, DeadLetterListRequest, PurgeRequest, PurgeResult, RedriveRequest, RedriveResult } from '../protocol/dead-letters.js';
 import type { FetchRequest, FetchResult } from '../protocol/fetch.js';
+import { SpreadReads } from './spread-reads.js';
 import type { GroupDescription, GroupSummary, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberAssignment } from '../protocol/groups.js';
 import type {
   AcknowledgeAlertRequest, AlertListRequest, AlertSink, GroupAlert, GroupHistory, HistoryRange, TopicHistory,
@@ -134,6 +135,8 @@ export class HttpApi implements OnelogApi {
   readonly requestTimeoutMs: number;
   /** The cluster's lease length, ms, as the last answer that named it said; null until one did (or on the embedded default). */
   private leaseMs: number | null = null;
+  /** Where a group member reads each partition besides its coordinator (cluster mode; {@link SpreadReads}). */
+  protected readonly spreadReads = new SpreadReads();
 
   /**
    * @param url server address, `http://127.0.0.1:7070` or `https://...` (docs/security.md); several, separated by
@@ -182,6 +185,7 @@ export class HttpApi implements OnelogApi {
 
   /** The URL a request of `route` ({@link routeOf}) goes to: the broker last named for it, else {@link url}. */
   protected baseFor(route: string | undefined): string {
+    if (route?.startsWith(READ_ROUTE)) return route.slice(READ_ROUTE.length);
     return (route === undefined ? undefined : this.routes.get(route)) ?? this.url;
   }
 
@@ -191,6 +195,7 @@ export class HttpApi implements OnelogApi {
    * @returns whether there is another URL to go to
    */
   protected lost(base: string, route: string | undefined): boolean {
+    if (route?.startsWith(READ_ROUTE)) return false; // a member's read at a broker named: its caller goes to the coordinator
     if (route !== undefined && this.routes.get(route) === base) {
       this.routes.delete(route);
       if (base !== this.url) return true;
@@ -265,7 +270,7 @@ export class HttpApi implements OnelogApi {
    * paused has not expired yet), again after a backoff until the request's deadline.
    */
   protected async refusedAgain(route: string | undefined, error: OnelogError, base: string, state: RequestAttempts): Promise<boolean> {
-    if (route === undefined || error.code !== (route.startsWith('group:') ? 'NOT_COORDINATOR' : 'NOT_LEADER_OR_FOLLOWER')) return false;
+    if (route === undefined || route.startsWith(READ_ROUTE) || error.code !== (route.startsWith('group:') ? 'NOT_COORDINATOR' : 'NOT_LEADER_OR_FOLLOWER')) return false;
     if (error.context.stored !== undefined) return false;
     this.follow(route, error, base);
     if (++state.redirects <= MAX_REDIRECTS) return true;
@@ -278,9 +283,9 @@ export class HttpApi implements OnelogApi {
    * Sends a request to the URL its route names (else the one in use), failing over and following refusals as the
    * file's comment says.
    * @param waitMs how long the server may take beyond {@link requestTimeoutMs} (a long-poll's maxWaitMs); Infinity: no limit
+   * @param route where it goes ({@link routeOf}; `read:URL`: to that broker only, never failing over or following a refusal)
    */
-  private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, waitMs = 0): Promise<T> {
-    const route = routeOf(path, body);
+  private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, waitMs = 0, route = routeOf(path, body)): Promise<T> {
     const state = this.attempts();
     for (let attempt = 1; ; attempt++) {
       const base = this.baseFor(route);
@@ -444,11 +449,22 @@ export class HttpApi implements OnelogApi {
     });
   }
 
+  /**
+   * Reads partitions from offsets. A group member's fetch goes to its coordinator, and in cluster mode each partition
+   * the coordinator named another broker for (`readFrom`) to that broker ({@link SpreadReads}), the answers merged.
+   * @throws OnelogError as the broker answers (`NOT_COORDINATOR` followed as the file's comment says)
+   */
   async fetch(request: FetchRequest): Promise<FetchResult> {
+    return this.spreadReads.fetch(request, (r, readFrom) => this.fetchJsonAt(r, readFrom));
+  }
+
+  /** One fetch over HTTP/JSON: to `readFrom` when given, else where {@link routeOf} sends it. */
+  private async fetchJsonAt(request: FetchRequest, readFrom?: string): Promise<FetchResult> {
     const { topic, ...body } = request;
     type JsonPartition = Omit<FetchResult['partitions'][number], 'records'> & { records: JsonRecord[] };
+    const path = `/topics/${encodeURIComponent(topic)}/fetch`;
     const result = await this.call<{ topic: string; partitions: JsonPartition[] }>(
-      'POST', `/topics/${encodeURIComponent(topic)}/fetch`, { ...body, encoding: 'base64' }, request.maxWaitMs ?? 0,
+      'POST', path, { ...body, encoding: 'base64' }, request.maxWaitMs ?? 0, readFrom === undefined ? routeOf(path, body) : `${READ_ROUTE}${readFrom}`,
     );
     return {
       ...result,
@@ -488,18 +504,23 @@ export class HttpApi implements OnelogApi {
     return this.call('POST', `/groups/${encodeURIComponent(groupId)}/offsets/reset`, body, request.execute === true ? Infinity : 0);
   }
 
-  joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
+  async joinGroup(request: JoinGroupRequest): Promise<MemberAssignment> {
     const { groupId, ...body } = request;
-    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/members`, body);
+    const answer = await this.call<MemberAssignment>('POST', `/groups/${encodeURIComponent(groupId)}/members`, body);
+    this.spreadReads.assigned(answer);
+    return answer;
   }
 
-  heartbeat(request: HeartbeatRequest): Promise<MemberAssignment> {
+  async heartbeat(request: HeartbeatRequest): Promise<MemberAssignment> {
     const { groupId, memberId, ...body } = request;
-    return this.call('POST', `/groups/${encodeURIComponent(groupId)}/members/${encodeURIComponent(memberId)}/heartbeat`, body);
+    const answer = await this.call<MemberAssignment>('POST', `/groups/${encodeURIComponent(groupId)}/members/${encodeURIComponent(memberId)}/heartbeat`, body);
+    this.spreadReads.assigned(answer);
+    return answer;
   }
 
-  leaveGroup(request: LeaveGroupRequest): Promise<void> {
-    return this.call('DELETE', `/groups/${encodeURIComponent(request.groupId)}/members/${encodeURIComponent(request.memberId)}`);
+  async leaveGroup(request: LeaveGroupRequest): Promise<void> {
+    this.spreadReads.forgetMember(request.groupId, request.memberId);
+    await this.call('DELETE', `/groups/${encodeURIComponent(request.groupId)}/members/${encodeURIComponent(request.memberId)}`);
   }
 
   deleteGroup(groupId: string): Promise<void> {
@@ -603,6 +624,9 @@ export class HttpApi implements OnelogApi {
 function historyQuery(range: HistoryRange): string {
   return range.hours === undefined ? '' : `?hours=${encodeURIComponent(range.hours)}`;
 }
+
+/** The route of a group member's read sent to the broker its coordinator named ({@link SpreadReads}): `read:URL`. */
+export const READ_ROUTE = 'read:';
 
 /**
  * Which broker a request is for, in cluster mode: `group:ID` for a group's (`/groups/ID/...`, or a fetch naming its

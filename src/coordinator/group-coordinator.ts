@@ -527,6 +527,27 @@ export class GroupCoordinator {
   }
 
   /**
+   * Whether this broker coordinates the group now, as far as it knows without asking the placement: always on the
+   * embedded default; in cluster mode when it holds the group at a lease epoch (it claimed it, and has not heard of
+   * its loss since).
+   */
+  coordinates(groupId: string): boolean {
+    return this.placement === undefined || this.epochs.has(groupId);
+  }
+
+  /**
+   * Whether a member's reads of `topic` may be served by any broker, not only by this coordinator (docs/cluster.md,
+   * "The read path"): the subscription counts no deliveries (no retry policy, no `maxDeliveries`: a member's end then
+   * marks nothing suspect, so what it was handed need not be known here, see {@link DeliveryCounts}), and the topic
+   * neither is a retry tier nor has any (such a read skips the records the group moved, and waits for due times).
+   * @throws OnelogError `STORAGE_ERROR` when the subscription cannot be read
+   */
+  async readsSpread(groupId: string, topic: string): Promise<boolean> {
+    if (this.retryTopics.tierOf(groupId, topic) !== undefined || this.retryTopics.tiersOf(groupId, topic).length > 0) return false;
+    return deliveryBound(await this.subscriptions.find(groupId, topic)) === null;
+  }
+
+  /**
    * The most records a member's fetch may be handed from each of its partitions: where the partition is in its
    * suspect range (records a member ended holding, see {@link DeliveryCounts}), 1, or 0 while the member holds one it
    * has not committed (a fetch sent ahead), so that it never holds two; elsewhere no cap.

@@ -67,6 +67,7 @@ export class BrokerMetrics {
   private readonly producedBytes: Counter<'topic'>;
   private readonly fetchedRecords: Counter<'topic'>;
   private readonly fetchedBytes: Counter<'topic'>;
+  private readonly fetchRequests: Counter<'member' | 'served'>;
   readonly httpRequestDuration: Histogram<'method' | 'route' | 'status_code'>;
   private readonly gauges: Array<Gauge<string>> = [];
   private readonly options: Required<MetricsOptions>;
@@ -95,6 +96,11 @@ export class BrokerMetrics {
     this.producedBytes = counter('onelog_produced_bytes_total', 'Bytes of record batches appended, by topic');
     this.fetchedRecords = counter('onelog_fetched_records_total', 'Records answered to fetches (pull, push and webhooks), by topic');
     this.fetchedBytes = counter('onelog_fetched_bytes_total', 'Bytes of record batches answered to fetches, by topic');
+    this.fetchRequests = new Counter({
+      name: 'onelog_fetch_requests_total', registers, labelNames: ['member', 'served'] as const,
+      help: 'Pull fetches served (JSON, binary and Kafka paths), by whether a group member sent it (member: true, false) and how it was served '
+        + '(served: coordinator, a member\'s fetch checked by its group\'s coordinator; any, served by the broker asked without the group)',
+    });
     this.httpRequestDuration = new Histogram({
       name: 'onelog_http_request_duration_seconds', help: 'HTTP request durations, by route (the route pattern, not the path)',
       labelNames: ['method', 'route', 'status_code'] as const, buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
@@ -175,6 +181,15 @@ export class BrokerMetrics {
     this.fetchedRecords.inc({ topic }, records);
     this.fetchedBytes.inc({ topic }, bytes);
     this.sources.monitor.rates.fetched(topic, records, bytes);
+  }
+
+  /**
+   * Counts a pull fetch served: `member`, whether a group member sent it; `served`, `'coordinator'` when its group's
+   * coordinator checked it (a member's fetch), `'any'` when the broker asked served it without the group (a fetch
+   * naming no member, or a member's `readAnywhere` fetch: docs/cluster.md, "The read path").
+   */
+  fetchServed(member: boolean, served: 'coordinator' | 'any'): void {
+    this.fetchRequests.inc({ member: String(member), served });
   }
 
   /** Counts a share group's acquisition: its first deliveries and its redeliveries. */

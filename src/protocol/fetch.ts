@@ -30,6 +30,30 @@ export interface FetchRequest {
    * jump and its commit), which the member's next fetch applies once the batch's commit went out. @default false
    */
   ahead?: boolean;
+  /**
+   * A member's fetch of partitions its coordinator named another broker to read from ({@link FetchedPartition.readFrom}),
+   * sent there: as Kafka's fetch, which carries no group membership, that broker serves it without the member check,
+   * the delivery counts or the out-of-range policy, which live at the group's coordinator (`memberId` and
+   * `generationId` are then only named in its logs and metrics). An offset outside the log is answered as the
+   * partition's `OFFSET_OUT_OF_RANGE` error naming the group, nothing applied: the client fetches the partition again
+   * from the coordinator, which applies the subscription's `onOutOfRange`. A broker that finds the group's reads must
+   * stay at its coordinator (a subscription with a retry policy or `maxDeliveries`) answers `NOT_COORDINATOR` naming
+   * it; the group's coordinator itself serves such a fetch as any member's. Cluster mode only: the embedded default,
+   * which names no other broker, serves it as any member's fetch. @default false
+   */
+  readAnywhere?: boolean;
+}
+
+/**
+ * A broker a member may fetch a partition from instead of its group's coordinator (cluster mode): the partition's
+ * leader, as Kafka's Metadata names it, so a group's reads spread over the brokers leading its partitions (as a Kafka
+ * consumer fetches from each partition's leader, or from KIP-392's preferred read replica, which the fetch answer names).
+ */
+export interface ReadBroker {
+  /** The broker's `--broker-id`. */
+  brokerId: number;
+  /** The HTTP address it advertised (`--advertised-url`). */
+  url: string;
 }
 
 export interface FetchedPartition extends PartitionState {
@@ -40,6 +64,15 @@ export interface FetchedPartition extends PartitionState {
    */
   nextOffset: number;
   error?: PartitionError;
+  /**
+   * A member's fetch answered by its coordinator in cluster mode: the broker the member may send its next fetches of
+   * this partition to (with `readAnywhere`), until its assignment or generation changes, the answer there holds an
+   * error, or 10 s pass (then it asks the coordinator again). Named only where nothing of the read needs the
+   * coordinator: the subscription counts no deliveries (no retry policy, no `maxDeliveries`), the partition is in no
+   * suspect range, the answer holds no error, and the partition's leader is another live broker. Absent: fetch it
+   * from the coordinator.
+   */
+  readFrom?: ReadBroker;
 }
 
 export interface FetchResult {

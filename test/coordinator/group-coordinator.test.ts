@@ -704,6 +704,20 @@ describe('group coordinator', () => {
       expect(await asyncCodeOf(broker.describeGroup('g'))).toBe('UNKNOWN_GROUP');
     });
   });
+
+  describe('reads spread (cluster mode only)', () => {
+    it('the embedded default names no other broker to read from, and serves a readAnywhere fetch as any member\'s: fenced', async () => {
+      await topic('t', 2, 3);
+      const m = await join('g', ['t']);
+      const answer = await fetch(m, 't', { 0: 0, 1: 0 });
+      expect(answer.partitions.map((p) => [p.records.length, p.readFrom])).toEqual([[3, undefined], [3, undefined]]);
+      const anywhere = (memberId: string) => broker.fetch({
+        topic: 't', groupId: 'g', memberId, generationId: m.generationId, readAnywhere: true, partitions: [{ partition: 0, offset: 1 }],
+      });
+      expect((await anywhere(m.memberId)).partitions[0]!.records.map((r) => r.value!.toString())).toEqual(['p0-1', 'p0-2']);
+      expect(await asyncCodeOf(anywhere('someone-else'))).toBe('UNKNOWN_MEMBER_ID');
+    });
+  });
 });
 
 /* ---------- the property through the broker ---------- */

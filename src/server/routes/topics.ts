@@ -96,7 +96,7 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
     Params: { topic: string };
     Body: {
       groupId?: string; memberId?: string; generationId?: number; partitions: Array<{ partition: number; offset: number }>; maxRecords?: number;
-      maxBytes?: number; maxWaitMs?: number; ahead?: boolean; encoding?: BytesEncoding;
+      maxBytes?: number; maxWaitMs?: number; ahead?: boolean; readAnywhere?: boolean; encoding?: BytesEncoding;
     };
   }>(
     '/topics/:topic/fetch',
@@ -109,7 +109,7 @@ export function registerTopicRoutes(app: FastifyInstance, api: OnelogApi): void 
           properties: {
             groupId: { type: 'string' }, memberId: { type: 'string' }, generationId: { type: 'integer' },
             partitions: partitionOffsets, maxRecords: { type: 'integer', minimum: 1 },
-            maxBytes: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt, ahead: { type: 'boolean' }, encoding: encodingSchema,
+            maxBytes: { type: 'integer', minimum: 1 }, maxWaitMs: nonNegInt, ahead: { type: 'boolean' }, readAnywhere: { type: 'boolean' }, encoding: encodingSchema,
           },
         },
       },
