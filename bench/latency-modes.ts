@@ -2,7 +2,8 @@
  * `npm run bench -- --only latency-modes`: end-to-end latency beside the peers, in one run. At each rate of
  * `--latency-rates` (default `--latency-rate`, 10,000 records/s of 100 B) and each partition count of
  * `--latency-partitions` (default 1): onelog, for each flush policy, with a pull consumer (group member on the binary
- * data path, commit beside each fetch) and a WebSocket push member (credit 1,000 records); then Redis Streams
+ * data path, commit beside each fetch; once handling the next batch only after the commit is answered, the default,
+ * once with `overlapCommits`) and a WebSocket push member (credit 1,000 records); then Redis Streams
  * (appendfsync everysec, XADD pipelined per tick, XREADGROUP BLOCK, XACK per batch) and NATS JetStream (file storage,
  * async publishes many in flight, `consume()` acknowledging each message), each driven as bench/peers/ drives it.
  * The producer is the harness; the consumer runs in a process of its own (`--latency-layouts separate`, the default;
@@ -71,7 +72,12 @@ interface Row {
 }
 
 const POLICIES: FlushPolicy[] = ['interval', 'always'];
-const DELIVERIES = ['pull', 'push'] as const;
+/** How the onelog consumer gets records: a pull member (default commits, or overlapping its commits), or a push member. */
+const DELIVERIES = [
+  { name: 'pull', delivery: 'pull', overlapCommits: false },
+  { name: 'pull, overlapCommits', delivery: 'pull', overlapCommits: true },
+  { name: 'push', delivery: 'push', overlapCommits: false },
+] as const;
 const CHILD = path.resolve(import.meta.dirname, 'latency/consumer-process.ts');
 const OBSERVE = path.resolve(import.meta.dirname, 'latency/observe.mjs');
 /** Records per fetch / pull / XREADGROUP COUNT, and onelog's push credit. */
@@ -84,7 +90,7 @@ export async function latencyModes(o: LatencyModesOptions): Promise<void> {
   console.log(`setup: child \`onelog serve\` on loopback; records of 100 B at ${o.rates.map((r) => r.toLocaleString('en-US')).join(', ')} records/s ` +
     `on ${o.partitions.join(', ')} partition(s), ${o.seconds} s measured after ${o.warmupSeconds} s of warm-up per row; the records due in each ~1 ms ` +
     `tick sent as one request (onelog: binary data path; Redis: one XADD pipeline; JetStream: async publishes); pull: a consumer group member ` +
-    `(maxRecords ${BATCH}, maxWaitMs 20, commit beside each fetch); push: a WebSocket push member (credit ${BATCH} records); Redis: XREADGROUP ` +
+    `(maxRecords ${BATCH}, maxWaitMs 20, commit beside each fetch; overlapCommits: the next batch handled while it is answered); push: a WebSocket push member (credit ${BATCH} records); Redis: XREADGROUP ` +
     `COUNT ${BATCH} BLOCK 100, XACK per batch; JetStream: durable pull consumer, consume() with ${BATCH} pulled ahead, ack per message; ` +
     `consumer ${o.layouts.map((l) => (l === 'same' ? 'beside the producer' : 'in its own process (receipts over IPC, timed where received)')).join(' and ')}`);
   console.log(machineLine());
@@ -133,18 +139,18 @@ export async function latencyModes(o: LatencyModesOptions): Promise<void> {
       for (const partitions of o.partitions) {
         const workload = workloadAt(rate, o);
         for (const policy of POLICIES) {
-          for (const delivery of DELIVERIES) {
+          for (const { name, delivery, overlapCommits } of DELIVERIES) {
             for (const layout of o.layouts) {
               const topic = `latency-${run++}`;
               await onelog.admin().createTopic({ topic, partitions, config: { flushPolicy: policy } });
               const target: LatencyTarget = {
                 send: (values) => producer.send({ topic, messages: values.map((value) => ({ value })) }),
                 startConsumer: layout === 'separate'
-                  ? consumerProcess({ system: 'onelog', url: server.url, topic, groupId: topic, delivery }, cpuProf)
-                  : latencyConsumer(onelog, topic, { groupId: topic, maxRecords: BATCH, maxWaitMs: 20 }, delivery),
+                  ? consumerProcess({ system: 'onelog', url: server.url, topic, groupId: topic, delivery, overlapCommits }, cpuProf)
+                  : latencyConsumer(onelog, topic, { groupId: topic, maxRecords: BATCH, maxWaitMs: 20, overlapCommits }, delivery),
               };
               const latency = await measureLatency(target, workload, 'tick').catch((err: unknown) => (err as Error).message);
-              record({ rate, partitions, system: `onelog ${policy}`, delivery, layout, latency });
+              record({ rate, partitions, system: `onelog ${policy}`, delivery: name, layout, latency });
             }
           }
         }

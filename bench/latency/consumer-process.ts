@@ -15,7 +15,7 @@ import { redisLatencyConsumer } from '../peers/redis-streams.js';
 
 /** Which consumer the process runs, and where it reads. */
 export type ConsumerSpec =
-  | { system: 'onelog'; url: string; topic: string; groupId: string; delivery: 'pull' | 'push' }
+  | { system: 'onelog'; url: string; topic: string; groupId: string; delivery: 'pull' | 'push'; overlapCommits?: boolean }
   | { system: 'redis'; key: string; group: string; count: number }
   | { system: 'jetstream'; stream: string; durable: string; maxMessages: number };
 
@@ -28,7 +28,7 @@ function startConsumer(spec: ConsumerSpec): { start: LatencyTarget['startConsume
   switch (spec.system) {
     case 'onelog': {
       const onelog = new Onelog({ url: spec.url, binary: true });
-      const options = { groupId: spec.groupId, maxRecords: ONELOG_MAX_RECORDS, maxWaitMs: ONELOG_MAX_WAIT_MS };
+      const options = { groupId: spec.groupId, maxRecords: ONELOG_MAX_RECORDS, maxWaitMs: ONELOG_MAX_WAIT_MS, overlapCommits: spec.overlapCommits };
       return { start: latencyConsumer(onelog, spec.topic, options, spec.delivery), close: () => onelog.close() };
     }
     case 'redis':
