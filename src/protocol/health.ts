@@ -12,15 +12,18 @@ export type DependencyName = 'catalog' | 'offsets' | 'log';
  */
 export type DependencyStatus = 'ok' | 'down' | 'blocked';
 
-/** One dependency as `/health` reports it. */
+/**
+ * One dependency as `/health` reports it. On a broker with users, a request without a valid token gets `status` and
+ * `since` only: the engine's address, the probe and its error are for signed-in callers.
+ */
 export interface DependencyHealth {
   status: DependencyStatus;
   /** What it is, credentials cut: `sqlite`, `lmdb`, `segment files`, `postgres://***@host:5432/db`, `redis://host:6379`, `s3://bucket/prefix`. */
-  engine: string;
+  engine?: string;
   /** What was checked: e.g. `SELECT 1 FROM onelog_partitions (lock_timeout 2000 ms)`, `PING`, `ListObjectsV2 MaxKeys=1`; `none` for a local file. */
-  probe: string;
+  probe?: string;
   /** How long the last probe took, ms (the timeout when it did not answer). */
-  latencyMs: number;
+  latencyMs?: number;
   /** Why it is not ok: the probe's error; absent when ok. */
   error?: string;
   /** Since when it has been in this status, ms since the epoch. */

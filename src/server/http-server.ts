@@ -181,11 +181,14 @@ export function createHttpServer(api: OnelogApi, options: HttpServerOptions = {}
   app.addHook('onResponse', async (request) => {
     request.raw.socket?.setTimeout?.(limits.idleTimeoutMs);
   });
-  // Without dependency checks (an OnelogApi that is not a Broker) the process answering is all /health says.
-  app.get('/health', async (_request, reply) => {
+  // Without dependency checks (an OnelogApi that is not a Broker) the process answering is all /health says. The route
+  // needs no token: with access control, a request without a valid one learns only which dependency is down, not the
+  // engines' addresses and errors.
+  app.get('/health', async (request, reply) => {
     if (!isHealthSource(api)) return { status: 'ok' };
     const report = await api.health();
-    return reply.code(report.status === 'ok' ? 200 : 503).send(report);
+    const detailed = options.access === undefined || signedIn(options.access, request.headers.authorization, request.socket.remoteAddress);
+    return reply.code(report.status === 'ok' ? 200 : 503).send(detailed ? report : statusesOnly(report));
   });
 
   registerTopicRoutes(app, api);
@@ -315,4 +318,20 @@ function toOnelogError(err: FastifyError | OnelogError): OnelogError {
     return new OnelogError('INVALID_REQUEST', `malformed request: ${err.message}`);
   }
   return resourceExhausted(err, 'the request') ?? new OnelogError('INTERNAL_ERROR', err.message);
+}
+
+/** Whether `authorization` names a user of `access` (a public route authenticates nobody on its own). */
+function signedIn(access: Access, authorization: string | undefined, address: string | undefined): boolean {
+  try {
+    access.users.authenticate(authorization, address);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A health report with each dependency's status only: what a caller without a token may see. */
+function statusesOnly(report: HealthReport): HealthReport {
+  const dependencies = Object.fromEntries(Object.entries(report.dependencies).map(([name, d]) => [name, { status: d.status, since: d.since }]));
+  return { ...report, dependencies };
 }

@@ -105,6 +105,15 @@ describe('users and tokens', () => {
     const spaced = await fetch(`${url}/topics`, { headers: { authorization: `Bearer   ${admin.token}  ` } });
     expect(spaced.status).toBe(200);
 
+    // /health needs no token; without one it names each dependency's status only, not where it is or its errors.
+    const health = async (headers: Record<string, string> = {}) => (await fetch(`${url}/health`, { headers })).json() as Promise<{
+      status: string; dependencies: Record<string, Record<string, unknown>>;
+    }>;
+    const bare = await health();
+    expect(bare.status).toBe('ok');
+    expect(Object.values(bare.dependencies).map((d) => Object.keys(d).sort())).toEqual([['since', 'status'], ['since', 'status'], ['since', 'status']]);
+    expect(Object.values((await health({ authorization: `Bearer ${admin.token}` })).dependencies).map((d) => d.engine)).toEqual(['sqlite', 'lmdb', 'segment files']);
+
     // Push streams and the data socket: the same check at the upgrade, with the same error body.
     for (const pathname of ['/data', '/groups/g/stream']) {
       expect(await upgrade(url, pathname)).toEqual({ status: 401, code: 'UNAUTHENTICATED' });
