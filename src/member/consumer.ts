@@ -7,7 +7,8 @@
  * - `'after-processing'` (default, at-least-once): after the handlers of a fetched batch resolved. The commit
  *   goes out beside the next fetch, and the next batch is handled once it is answered: a crash redelivers at
  *   most the batch in hand (the records processed since the last commit); with `overlapCommits`, while it is
- *   answered, and a crash redelivers at most two batches. A handler that throws never has its record committed.
+ *   answered, and a crash redelivers what was handled since the last answered commit. A handler that throws never
+ *   has its record committed.
  * - `'before-processing'` (at-most-once): a fetched batch is committed before its first handler runs. A
  *   crash drops the records of that batch not yet processed (at most `maxRecords`).
  * - with an `offsetStore` (exactly-once effect): each handler runs inside a transaction of the user's
@@ -34,6 +35,9 @@ import { MemberSession } from './member-session.js';
 import { NackPipeline } from './nack-pipeline.js';
 import type { HeldPartition } from './member-session.js';
 
+/** A commit's offsets: the next offset to read per `topic/partition`. */
+type CommitOffsets = Map<string, { topic: string; partition: number; offset: number }>;
+
 /** Consumer settings; units in the names. */
 export interface ConsumerOptions<Tx = undefined> {
   groupId: string;
@@ -46,11 +50,12 @@ export interface ConsumerOptions<Tx = undefined> {
   /** Commit each fetched batch as `commitMode` says; false: only {@link Consumer.commit} commits. @default true */
   autoCommit?: boolean;
   /**
-   * In `'after-processing'` mode, handle the next batch while the last batch's commit is answered, as Kafka's
-   * `commitAsync` does: a slow commit (the offset store syncs each one; a busy disk can hold it tens of ms) then
-   * delays no record, and a crash redelivers at most the two batches last handed to the handlers. Commits still go
-   * out one at a time, in order: a batch's commit is sent once the one before it was answered. false: the next batch
-   * is handled only once the commit is answered, so a crash redelivers at most the batch in hand. @default false
+   * In `'after-processing'` mode, go on handling batches while a commit is answered, as Kafka's `commitAsync` does: a
+   * slow commit (the offset store syncs each one; a busy disk can hold it tens of ms) then delays no record. Commits
+   * still go out one at a time, in order: the progress of batches handled meanwhile is merged and sent once the commit
+   * in flight is answered. A crash redelivers what was handled since the last answered commit: the batches handled
+   * while one commit was in flight, and the one in hand. false: the next batch is handled only once the commit is
+   * answered, so a crash redelivers at most the batch in hand. @default false
    */
   overlapCommits?: boolean;
   /** Keeps offsets in the user's database, committed in the handler's transaction (exactly-once effect). */
@@ -150,6 +155,8 @@ export class Consumer<Tx = undefined> {
    * at most the batch in hand.
    */
   private commitInFlight: Promise<{ ok: boolean } | { error: unknown }> | null = null;
+  /** With {@link ConsumerOptions.overlapCommits}: the progress of batches handled while a commit was in flight, sent once it is answered. */
+  private commitsWaiting: CommitOffsets | null = null;
   /** Fetches sent ahead and not yet answered (settled promises that never reject). */
   private readonly fetchesAhead = new Set<Promise<void>>();
   private readonly options: ConsumerOptions<Tx>;
@@ -272,6 +279,7 @@ export class Consumer<Tx = undefined> {
     this.session = session;
     this.nacks = new NackPipeline((h, records) => this.nackRecords(session, h, records));
     this.commitPending = null;
+    this.commitsWaiting = null;
     const sessionTimeoutMs = this.options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS;
     let rotation = 0;
     /** Topics whose last fetch had records (true) or none (false); a topic not fetched yet may have some. */
@@ -481,7 +489,7 @@ export class Consumer<Tx = undefined> {
       }));
       await this.commitOffsets(session, handed).catch(() => {});
     }
-    const progress = new Map<string, { topic: string; partition: number; offset: number }>();
+    const progress: CommitOffsets = new Map();
     for (const p of partitions) {
       const h = held(p);
       if (h && h.position > started.get(p.partition)!) progress.set(`${topic}/${p.partition}`, { topic, partition: p.partition, offset: h.position });
@@ -499,27 +507,46 @@ export class Consumer<Tx = undefined> {
 
   /**
    * Sends a batch's commit without waiting for it ({@link settleCommit} waits), once the commit before it was
-   * answered: one commit in flight, so they land in order. A fenced member sends none (it rejoins).
+   * answered: one commit in flight, so they land in order. With {@link ConsumerOptions.overlapCommits} a commit sent
+   * while one is in flight waits behind it, merged with what waits there already, and goes out once it is answered.
+   * A fenced member sends none (it rejoins).
    * @throws the earlier commit's error when the broker refused it otherwise than by fencing
    */
-  private async sendCommit(session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>): Promise<void> {
+  private async sendCommit(session: MemberSession, offsets: CommitOffsets): Promise<void> {
     if (offsets.size === 0) return;
+    if (this.options.overlapCommits && this.commitInFlight !== null) {
+      this.commitsWaiting = new Map([...this.commitsWaiting ?? [], ...offsets]);
+      return;
+    }
     if (!(await this.settleCommit()) && session.fenced) return;
-    this.commitInFlight = this.commitOffsets(session, offsets).then((ok) => ({ ok }), (error: unknown) => ({ error }));
+    this.startCommit(session, offsets);
+  }
+
+  /** Sends `offsets`, with what waited behind the commit before; once it got through, what waited behind it. */
+  private startCommit(session: MemberSession, offsets: CommitOffsets): void {
+    const merged = new Map([...this.commitsWaiting ?? [], ...offsets]);
+    this.commitsWaiting = null;
+    this.commitInFlight = this.commitOffsets(session, merged).then((ok) => {
+      if (session.fenced) this.commitsWaiting = null; // dropped with what it has not committed: it rejoins
+      if (ok && this.commitsWaiting !== null) this.startCommit(session, new Map());
+      return { ok };
+    }, (error: unknown) => ({ error }));
   }
 
   /**
-   * Waits for the commit in flight, if any.
-   * @returns whether it got through (false: fenced, or the broker unreachable; the next commit carries its progress)
-   * @throws the commit's error when the broker refused it otherwise
+   * Waits for the commit in flight, if any, and for those sent behind it.
+   * @returns whether they got through (false: fenced, or the broker unreachable; the next commit carries their progress)
+   * @throws a commit's error when the broker refused it otherwise
    */
   private async settleCommit(): Promise<boolean> {
-    const sent = this.commitInFlight;
-    if (sent === null) return true;
-    this.commitInFlight = null;
-    const outcome = await sent;
-    if ('error' in outcome) throw outcome.error;
-    return outcome.ok;
+    for (;;) {
+      const sent = this.commitInFlight;
+      if (sent === null) return true;
+      const outcome = await sent;
+      if (this.commitInFlight === sent) this.commitInFlight = null; // else one was sent behind it: wait for that too
+      if ('error' in outcome) throw outcome.error;
+      if (!outcome.ok) return false;
+    }
   }
 
   /**
@@ -649,7 +676,7 @@ export class Consumer<Tx = undefined> {
    * progress (offsets are absolute). With `rethrow`, as for {@link commit}, the error is thrown after that.
    */
   private async commitOffsets(
-    session: MemberSession, offsets: Map<string, { topic: string; partition: number; offset: number }>, rethrow = false,
+    session: MemberSession, offsets: CommitOffsets, rethrow = false,
   ): Promise<boolean> {
     const byTopic = new Map<string, Array<{ partition: number; offset: number }>>();
     for (const o of offsets.values()) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset }]);

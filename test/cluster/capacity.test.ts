@@ -13,7 +13,7 @@ import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
+import { serveCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 /** Partition and group leases, ms (`serve --lease-ms`): a balance pass runs every third of it. */
@@ -30,14 +30,11 @@ afterAll(async () => {
 
 describe('capacity follows the brokers', () => {
   it('spreads leadership to joining brokers, drains one, and loses no acknowledged record', async () => {
-    const schema = await pgSchema('capacity');
-    const redis = redisPrefix();
-    const logUrl = `s3://${s3.bucket}/${uniqueName('log')}?endpoint=${encodeURIComponent(s3.endpoint)}`;
+    const { schema, redis, serveArgs } = await serveCluster(s3, 'capacity');
     const servers: ServerProcess[] = [];
     const start = async (id: number) => {
       const server = await startServer(tmpDir(), {
-        args: ['--catalog', schema.url, '--offsets', `${REDIS_URL}?keyPrefix=${redis.prefix}`, '--log', logUrl, '--broker-id', String(id),
-          '--lease-ms', String(LEASE_MS), '--flush-window-ms', '20'],
+        args: [...serveArgs(id), '--lease-ms', String(LEASE_MS)],
       });
       servers.push(server);
       return server.url;

@@ -33,7 +33,8 @@ import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
+import { REDIS_URL, uniqueName } from '../helpers/services.js';
+import { serveCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 /** Partition and group leases, ms (`serve --lease-ms`). */
@@ -92,21 +93,18 @@ describe('a cluster of three brokers through a SIGKILL and a SIGSTOP past the le
     const began = Date.now();
     const log = (line: string) => console.log(`[cluster-chaos +${((Date.now() - began) / 1000).toFixed(1)}s] ${line}`);
     const apiAt = (url: string) => new HttpApi(url, { requestTimeoutMs: REQUEST_TIMEOUT_MS });
-    const schema = await pgSchema('cluster_chaos');
-    const redis = redisPrefix();
+    const { schema, redis, serveArgs } = await serveCluster(s3, 'cluster_chaos');
     const pool = schema.pool(2);
     const offsets = await RedisOffsetStore.open({ url: REDIS_URL, keyPrefix: redis.prefix });
     /** Each broker's PostgreSQL sessions carry `${appName}-${brokerId}` (pg_stat_activity). */
     const appName = uniqueName('chaos').slice(-40);
-    const logUrl = `s3://${s3.bucket}/${uniqueName('log')}?endpoint=${encodeURIComponent(s3.endpoint)}`;
     const history = new History();
     const brokers: ClusterBroker[] = [];
     const workloads: Workload[] = [];
     const startBroker = async (id: number) => {
       const warnings: string[] = [];
       const server = await startServer(tmpDir(), {
-        args: ['--catalog', `${schema.url}&application_name=${appName}-${id}`, '--offsets', `${REDIS_URL}?keyPrefix=${redis.prefix}`, '--log', logUrl, '--broker-id', String(id),
-          '--lease-ms', String(LEASE_MS), '--flush-window-ms', '20'],
+        args: [...serveArgs(id, `${schema.url}&application_name=${appName}-${id}`), '--lease-ms', String(LEASE_MS)],
         onLog: (entry) => {
           const line = JSON.stringify(entry);
           // Refusals naming another broker are answers, not trouble.

@@ -27,7 +27,7 @@ import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
+import { serveCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 /** Partition and group leases, ms (`serve --lease-ms`). */
@@ -98,16 +98,13 @@ describe('a cluster of three brokers through a coordinator kill, a paused leader
   it('keeps one member id per member, stalls about a lease, and fails no send', async () => {
     const began = performance.now();
     const log = (line: string) => console.log(`[cluster-faults +${((performance.now() - began) / 1000).toFixed(1)}s] ${line}`);
-    const schema = await pgSchema('cluster_faults');
-    const redis = redisPrefix();
+    const { schema, redis, serveArgs } = await serveCluster(s3, 'cluster_faults');
     const pool = schema.pool(2);
-    const logUrl = `s3://${s3.bucket}/${uniqueName('log')}?endpoint=${encodeURIComponent(s3.endpoint)}`;
     const brokers: ClusterBroker[] = [];
     const startBroker = async (id: number) => {
       const warnings: Array<Record<string, unknown>> = [];
       const server = await startServer(tmpDir(), {
-        args: ['--catalog', schema.url, '--offsets', `${REDIS_URL}?keyPrefix=${redis.prefix}`, '--log', logUrl, '--broker-id', String(id),
-          '--lease-ms', String(LEASE_MS), '--flush-window-ms', '20'],
+        args: [...serveArgs(id), '--lease-ms', String(LEASE_MS)],
         onLog: (entry) => {
           if (typeof entry.level === 'number' && entry.level >= 40) warnings.push(entry);
         },

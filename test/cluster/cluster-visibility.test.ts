@@ -24,7 +24,8 @@ import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { PG_URL, pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
+import { PG_URL, uniqueName } from '../helpers/services.js';
+import { serveCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 let s3: S3Server;
@@ -62,9 +63,7 @@ interface Metadata {
 
 describe('seeing the cluster: three onelog serve processes', () => {
   it('names leaders and coordinators, exports cluster metrics, advertises the Kafka address given, and says which dependency is down', async () => {
-    const schema = await pgSchema('visibility');
-    const redis = redisPrefix();
-    const logUrl = `s3://${s3.bucket}/${uniqueName('log')}?endpoint=${encodeURIComponent(s3.endpoint)}`;
+    const { schema, redis, serveArgs } = await serveCluster(s3, 'visibility');
     const brokers: ServerProcess[] = [];
     const logs: Array<Array<Record<string, unknown>>> = [[], [], []];
     const locker = schema.pool(1);
@@ -77,8 +76,7 @@ describe('seeing the cluster: three onelog serve processes', () => {
             '--kafka-port', String(kafkaPort), '--kafka-advertised-address', `localhost:${kafkaPort}`]
           : ['--kafka-port', '0'];
         brokers.push(await startServer(tmpDir(), {
-          args: ['--catalog', schema.url, '--offsets', `${REDIS_URL}?keyPrefix=${redis.prefix}`, '--log', logUrl, '--broker-id', String(id),
-            '--flush-window-ms', '20', ...own],
+          args: [...serveArgs(id), ...own],
           onLog: (entry) => logs[id - 1]!.push(entry),
         }));
       }

@@ -17,8 +17,7 @@ import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
 import { startS3 } from '../helpers/s3.js';
 import type { S3Server } from '../helpers/s3.js';
-import { testCluster } from '../helpers/cluster.js';
-import { pgSchema, REDIS_URL, redisPrefix, uniqueName } from '../helpers/services.js';
+import { serveCluster, testCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 /** Partition and group leases, ms (`serve --lease-ms`): a balance pass runs every third of it. */
@@ -106,16 +105,13 @@ describe('a member\'s reads at the partition\'s leader: the broker side', () => 
 
 describe('a group\'s reads spread over the brokers', () => {
   it('members fetch from the partitions\' leaders; every record is consumed, commits land, a member leaving still rebalances', async () => {
-    const schema = await pgSchema('spread_reads');
-    const redis = redisPrefix();
-    const logUrl = `s3://${s3.bucket}/${uniqueName('log')}?endpoint=${encodeURIComponent(s3.endpoint)}`;
+    const { schema, redis, serveArgs } = await serveCluster(s3, 'spread_reads');
     const servers: ServerProcess[] = [];
     const consumers: Consumer[] = [];
     const apis: HttpApi[] = [];
     const start = async (id: number) => {
       const server = await startServer(tmpDir(), {
-        args: ['--catalog', schema.url, '--offsets', `${REDIS_URL}?keyPrefix=${redis.prefix}`, '--log', logUrl, '--broker-id', String(id),
-          '--lease-ms', String(LEASE_MS), '--flush-window-ms', '20'],
+        args: [...serveArgs(id), '--lease-ms', String(LEASE_MS)],
       });
       servers.push(server);
       return server.url;

@@ -44,6 +44,29 @@ export async function testCluster(s3: S3Server, kind = 'cluster'): Promise<TestC
   };
 }
 
+/** The stores of a cluster of `onelog serve` processes: a PostgreSQL schema, a Redis key prefix, a prefix in an s3rver bucket. */
+export interface ServeCluster {
+  schema: Awaited<ReturnType<typeof pgSchema>>;
+  redis: ReturnType<typeof redisPrefix>;
+  /** `--log`'s URL. */
+  logUrl: string;
+  /** The `serve` flags of broker `brokerId` on these stores (a flush window of 20 ms), `catalogUrl` for `--catalog`. */
+  serveArgs(brokerId: number, catalogUrl?: string): string[];
+}
+
+/** Fresh stores for a cluster of `onelog serve` processes (the caller drops `schema` and `redis` at the end). */
+export async function serveCluster(s3: S3Server, kind: string): Promise<ServeCluster> {
+  const schema = await pgSchema(kind);
+  const redis = redisPrefix();
+  const logUrl = `s3://${s3.bucket}/${uniqueName('log')}?endpoint=${encodeURIComponent(s3.endpoint)}`;
+  return {
+    schema, redis, logUrl,
+    serveArgs: (brokerId, catalogUrl = schema.url) => [
+      '--catalog', catalogUrl, '--offsets', `${REDIS_URL}?keyPrefix=${redis.prefix}`, '--log', logUrl, '--broker-id', String(brokerId), '--flush-window-ms', '20',
+    ],
+  };
+}
+
 /** Brokers of one test cluster, each behind its HTTP server on a loopback port and advertised at it. */
 export interface ServedBrokers {
   brokers: Broker[];
