@@ -157,6 +157,8 @@ export class Consumer<Tx = undefined> {
   private commitInFlight: Promise<{ ok: boolean } | { error: unknown }> | null = null;
   /** With {@link ConsumerOptions.overlapCommits}: the progress of batches handled while a commit was in flight, sent once it is answered. */
   private commitsWaiting: CommitOffsets | null = null;
+  /** Whether {@link commitInFlight} is not answered yet (a commit sent now waits behind it, with overlapCommits). */
+  private commitUnanswered = false;
   /** Fetches sent ahead and not yet answered (settled promises that never reject). */
   private readonly fetchesAhead = new Set<Promise<void>>();
   private readonly options: ConsumerOptions<Tx>;
@@ -514,7 +516,7 @@ export class Consumer<Tx = undefined> {
    */
   private async sendCommit(session: MemberSession, offsets: CommitOffsets): Promise<void> {
     if (offsets.size === 0) return;
-    if (this.options.overlapCommits && this.commitInFlight !== null) {
+    if (this.options.overlapCommits && this.commitUnanswered) {
       this.commitsWaiting = new Map([...this.commitsWaiting ?? [], ...offsets]);
       return;
     }
@@ -526,11 +528,17 @@ export class Consumer<Tx = undefined> {
   private startCommit(session: MemberSession, offsets: CommitOffsets): void {
     const merged = new Map([...this.commitsWaiting ?? [], ...offsets]);
     this.commitsWaiting = null;
+    this.commitUnanswered = true;
     this.commitInFlight = this.commitOffsets(session, merged).then((ok) => {
+      this.commitUnanswered = false;
+      // A commit that did not get through (the broker unreachable) leaves what waits for the next one to carry.
       if (session.fenced) this.commitsWaiting = null; // dropped with what it has not committed: it rejoins
       if (ok && this.commitsWaiting !== null) this.startCommit(session, new Map());
       return { ok };
-    }, (error: unknown) => ({ error }));
+    }, (error: unknown) => {
+      this.commitUnanswered = false;
+      return { error };
+    });
   }
 
   /**

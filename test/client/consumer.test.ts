@@ -4,6 +4,7 @@ import { Broker } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/common/clock.js';
 import { LmdbOffsetStore } from '../../src/offsets/lmdb-offset-store.js';
 import { Onelog } from '../../src/client/index.js';
+import { OnelogError } from '../../src/protocol/errors.js';
 import { headerText, RETRY_HEADERS } from '../../src/protocol/retry-policy.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -262,6 +263,23 @@ describe('Consumer with overlapCommits', () => {
     // One commit in flight at a time, in order: the progress of the batches handled meanwhile goes out as one.
     expect(events.filter((e) => e.startsWith('commit'))).toEqual(['commit 4 sent', 'commit 4 answered', 'commit 12 sent', 'commit 12 answered']);
     expect(committedAfter).toBe(12);
+  });
+  it('carries the progress of a commit that did not get through (the broker unreachable) in the next one', async () => {
+    await broker.createTopic({ topic: 'one', partitions: 1 });
+    await onelog.producer().send({ topic: 'one', messages: Array.from({ length: 12 }, (_, i) => ({ value: `v${i}` })) });
+    const sent: number[] = [];
+    const commit = broker.commitOffsets.bind(broker);
+    vi.spyOn(broker, 'commitOffsets').mockImplementation(async (request) => {
+      sent.push(request.offsets[0]!.offset);
+      if (sent.length === 1) throw new OnelogError('BROKER_CLOSED', 'the broker is closing');
+      await commit(request);
+    });
+    const consumer = onelog.consumer({ groupId: 'g', startPolicy: 'earliest', maxRecords: 4, maxWaitMs: 0, overlapCommits: true });
+    consumer.subscribe({ topic: 'one' });
+    await consumer.run({ eachMessage: ({ message }) => (message.offset === 11 ? void consumer.stop() : undefined) });
+    expect(sent[0]).toBe(4);
+    expect(sent.at(-1)).toBe(12);
+    expect((await broker.describeGroup('g')).subscriptions[0]!.partitions[0]!.committedOffset).toBe(12);
   });
 });
 
