@@ -223,12 +223,13 @@ export function registerGroups(program: Command): void {
 function printDescription(d: GroupDescription): void {
   if (d.shareMembers) console.log(`share group ${d.groupId}: ${d.shareMembers.length} members`);
   else console.log(`group ${d.groupId}: state ${d.state}, generation ${d.generationId}, assignor ${d.assignor ?? '-'}, ${d.members.length} members`);
+  // The group's totals lead, right under its name; then who coordinates it.
+  console.log(`lag ${d.totalLag} in all${d.maxLag ? `, most ${d.maxLag.lag} at ${d.maxLag.topic}/${d.maxLag.partition}` : ''}` +
+    `${d.maxTimeLag ? `, time lag at most ${duration(d.maxTimeLag.timeLagMs)} at ${d.maxTimeLag.topic}/${d.maxTimeLag.partition}` : ''}`);
   if (d.coordinator !== undefined) {
     console.log(d.coordinator === null ? 'coordinator: none (the next broker to serve one of its requests takes its lease)'
       : `coordinator: ${d.coordinator.brokerId === null ? 'this broker' : `broker ${d.coordinator.brokerId}`} ${d.coordinator.url ?? '(not live)'}`);
   }
-  console.log(`lag ${d.totalLag} in all${d.maxLag ? `, most ${d.maxLag.lag} at ${d.maxLag.topic}/${d.maxLag.partition}` : ''}` +
-    `${d.maxTimeLag ? `, time lag at most ${duration(d.maxTimeLag.timeLagMs)} at ${d.maxTimeLag.topic}/${d.maxTimeLag.partition}` : ''}`);
   if (d.members.length > 0) {
     console.log();
     printTable(['MEMBER', 'CLIENT', 'COMMIT-MODE', 'GENERATION', 'PARTITIONS'], d.members.map((m) => [
