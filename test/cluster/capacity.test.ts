@@ -5,14 +5,13 @@
  * its group to the others and produces go on; every acknowledged record is then read back, at brokers that do not
  * lead the partition too (the drained one leads nothing), at the offset it was acknowledged at.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import type { ClusterDescription } from '../../src/protocol/cluster.js';
 import { waitFor } from '../helpers/children.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
-import { startS3 } from '../helpers/s3.js';
-import type { S3Server } from '../helpers/s3.js';
+import { s3ForFile } from '../helpers/s3-suite.js';
 import { serveCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -20,17 +19,11 @@ import { tmpDir } from '../helpers/tmp.js';
 const LEASE_MS = 3000;
 const PARTITIONS = 6;
 
-let s3: S3Server;
-beforeAll(async () => {
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = s3ForFile();
 
 describe('capacity follows the brokers', () => {
   it('spreads leadership to joining brokers, drains one, and loses no acknowledged record', async () => {
-    const { schema, redis, serveArgs } = await serveCluster(s3, 'capacity');
+    const { schema, redis, serveArgs } = await serveCluster(s3(), 'capacity');
     const servers: ServerProcess[] = [];
     const start = async (id: number) => {
       const server = await startServer(tmpDir(), {

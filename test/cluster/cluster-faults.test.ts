@@ -17,7 +17,7 @@
  * held to the lease plus a margin. Every phase waits for what it needs to see, within {@link PHASE_MS}.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import { Producer } from '../../src/client/producer.js';
 import { Consumer } from '../../src/member/consumer.js';
@@ -25,8 +25,7 @@ import type { GroupDescription, JoinGroupRequest, MemberAssignment } from '../..
 import { waitFor } from '../helpers/children.js';
 import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
-import { startS3 } from '../helpers/s3.js';
-import type { S3Server } from '../helpers/s3.js';
+import { s3ForFile } from '../helpers/s3-suite.js';
 import { serveCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -47,13 +46,7 @@ const TOPIC = 'faults';
 const PARTITIONS = 6;
 const GROUP = 'cluster-faults';
 
-let s3: S3Server;
-beforeAll(async () => {
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = s3ForFile();
 
 /** A broker process of the cluster, and its warnings (pino level >= 40). */
 interface ClusterBroker {
@@ -101,7 +94,7 @@ describe('a cluster of three brokers through a coordinator kill, a paused leader
   it('keeps one member id per member, stalls about a lease, and fails no send', async () => {
     const began = performance.now();
     const log = (line: string) => console.log(`[cluster-faults +${((performance.now() - began) / 1000).toFixed(1)}s] ${line}`);
-    const { schema, redis, serveArgs } = await serveCluster(s3, 'cluster_faults');
+    const { schema, redis, serveArgs } = await serveCluster(s3(), 'cluster_faults');
     const pool = schema.pool(2);
     const brokers: ClusterBroker[] = [];
     const startBroker = async (id: number) => {

@@ -11,7 +11,7 @@
  * does not exist are refused with what to do.
  */
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/client/http-api.js';
 import { metadataRequest, metadataResponse } from '../../src/kafka/messages/metadata.js';
 import type { ClusterDescription } from '../../src/protocol/cluster.js';
@@ -22,19 +22,12 @@ import { waitFor } from '../helpers/children.js';
 import { call } from '../helpers/kafka-wire.js';
 import { runCli, startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
-import { startS3 } from '../helpers/s3.js';
-import type { S3Server } from '../helpers/s3.js';
+import { s3ForFile } from '../helpers/s3-suite.js';
 import { PG_URL, uniqueName } from '../helpers/services.js';
 import { serveCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
-let s3: S3Server;
-beforeAll(async () => {
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = s3ForFile();
 
 /** A TCP port free now on loopback (the kernel's pick, released for the broker to take). */
 async function freePort(): Promise<number> {
@@ -63,7 +56,7 @@ interface Metadata {
 
 describe('seeing the cluster: three onelog serve processes', () => {
   it('names leaders and coordinators, exports cluster metrics, advertises the Kafka address given, and says which dependency is down', async () => {
-    const { schema, redis, serveArgs } = await serveCluster(s3, 'visibility');
+    const { schema, redis, serveArgs } = await serveCluster(s3(), 'visibility');
     const brokers: ServerProcess[] = [];
     const logs: Array<Array<Record<string, unknown>>> = [[], [], []];
     const locker = schema.pool(1);
@@ -165,7 +158,7 @@ describe('seeing the cluster: three onelog serve processes', () => {
       await logged(0, 'the warning of the slow commit', (e) => e.level === 40 && /a commit \(PostgreSQL\) took over a second/.test(String(e.msg)));
 
       // The object store stopped: /health names the log, the probe's failure counts as an object store error.
-      await s3.close();
+      await s3().close();
       const down = await health(urls[1]!);
       expect(down.code).toBe(503);
       expect(down.body.down).toEqual(['log']);

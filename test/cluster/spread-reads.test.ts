@@ -8,15 +8,14 @@
  * the others take its partitions and consume what is produced next. Before it, the broker side on two in-process
  * brokers: what the coordinator names, what another broker serves without the group, and what stays at the coordinator.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Broker } from '../../src/broker/broker.js';
 import { Consumer, HttpApi, Onelog } from '../../src/client/index.js';
 import type { ClusterDescription } from '../../src/protocol/cluster.js';
 import { waitFor } from '../helpers/children.js';
 import { startServer } from '../helpers/processes.js';
 import type { ServerProcess } from '../helpers/processes.js';
-import { startS3 } from '../helpers/s3.js';
-import type { S3Server } from '../helpers/s3.js';
+import { s3ForFile } from '../helpers/s3-suite.js';
 import { serveCluster, testCluster } from '../helpers/cluster.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -26,13 +25,7 @@ const PARTITIONS = 6;
 /** Records produced to each partition, per round. */
 const PER_PARTITION = 40;
 
-let s3: S3Server;
-beforeAll(async () => {
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = s3ForFile();
 
 /** A broker's member fetches, as its /metrics counts them: served by the coordinator, and by the broker asked. */
 async function memberFetches(url: string): Promise<{ coordinator: number; any: number }> {
@@ -46,7 +39,7 @@ const refusal = (p: Promise<unknown>) => p.then(() => null, (err: unknown) => er
 
 describe('a member\'s reads at the partition\'s leader: the broker side', () => {
   it('the coordinator names the leader; another broker serves the member\'s readAnywhere fetch without the group; the rest stays at the coordinator', async () => {
-    const c = await testCluster(s3, 'spread_reads_side');
+    const c = await testCluster(s3(), 'spread_reads_side');
     const a = await Broker.open(c.options(1));
     const b = await Broker.open(c.options(2));
     try {
@@ -105,7 +98,7 @@ describe('a member\'s reads at the partition\'s leader: the broker side', () => 
 
 describe('a group\'s reads spread over the brokers', () => {
   it('members fetch from the partitions\' leaders; every record is consumed, commits land, a member leaving still rebalances', async () => {
-    const { schema, redis, serveArgs } = await serveCluster(s3, 'spread_reads');
+    const { schema, redis, serveArgs } = await serveCluster(s3(), 'spread_reads');
     const servers: ServerProcess[] = [];
     const consumers: Consumer[] = [];
     const apis: HttpApi[] = [];
