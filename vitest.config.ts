@@ -68,6 +68,7 @@ const UNIT = [
   'test/log/log-manager.fuzz.test.ts',
   'test/log/log-manager.test.ts',
   'test/member/member-session.test.ts',
+  'test/offsets/commit-journal.test.ts',
   'test/log/logs-contract.test.ts',
   'test/log/offset-index.test.ts',
   'test/log/offset-map.test.ts',

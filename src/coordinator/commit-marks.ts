@@ -7,6 +7,11 @@
  * subscription unmarked until its next commit, which marks it). Every commit of a group's offsets goes through
  * {@link CommitMarks.commit}. Retry tier topics are not marked: a tier is read from its earliest record, so a tier whose
  * offsets were lost delivers its retries again and skips none.
+ *
+ * A commit of a topic with `flush.policy=always` resolves once the offset store synced it (the records it moves past
+ * were synced before they were acknowledged), and so does a commit that marks its subscription: a power loss must not
+ * take an offset whose mark it leaves (the next start would take the store for lost). Any other commit resolves once
+ * it survives a crash of the broker's process (`CommitOptions.sync`).
  */
 import type { Catalog } from '../catalog/catalog.js';
 import type { Clock } from '../common/clock.js';
@@ -17,8 +22,10 @@ export class CommitMarks {
   /** The topics of each group whose subscription is known to be marked. */
   private readonly marked = new Map<string, Set<string>>();
 
+  /** @param synced whether a topic's commits are synced before they resolve (its `flush.policy` is `always`) */
   constructor(
     private readonly catalog: Catalog, private readonly offsets: OffsetStore, private readonly clock: Clock, private readonly retryTopics: RetryTopics,
+    private readonly synced: (topic: string) => boolean,
   ) {}
 
   /** Reads the marks (one query). */
@@ -33,8 +40,9 @@ export class CommitMarks {
    * @throws what the offset store's commit throws (nothing is marked then)
    */
   async commit(groupId: string, topic: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void> {
-    await this.offsets.commit(groupId, offsets, now, fence);
-    if (offsets.length === 0 || this.marked.get(groupId)?.has(topic) || this.retryTopics.tierOf(groupId, topic)) return;
+    const marks = offsets.length > 0 && !this.marked.get(groupId)?.has(topic) && !this.retryTopics.tierOf(groupId, topic);
+    await this.offsets.commit(groupId, offsets, now, fence, { sync: marks || this.synced(topic) });
+    if (!marks) return;
     await this.catalog.subscriptions.markCommitted(groupId, topic, this.clock.now());
     this.add(groupId, topic);
   }

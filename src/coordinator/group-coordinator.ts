@@ -107,7 +107,8 @@ export class GroupCoordinator {
     private readonly placement?: GroupPlacement,
   ) {
     subscriptions.onTiersChanged((sub, previous) => this.tiersChanged(sub, previous));
-    this.marks = new CommitMarks(catalog, offsets, clock, this.subscriptions.retryTopics);
+    this.marks = new CommitMarks(catalog, offsets, clock, this.subscriptions.retryTopics,
+      (topic) => this.logs.has(topic) && this.logs.config(topic).flushPolicy === 'always');
     this.positions = new Positions(catalog, offsets, clock, monitor, this.marks);
     this.deliveryCounts = new DeliveryCounts(offsets, {
       deliveryLimit: async (groupId, topic) => {

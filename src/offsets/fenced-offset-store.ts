@@ -6,7 +6,7 @@
  */
 import { OnelogError } from '../protocol/errors.js';
 import type { WriteFence } from '../common/write-fence.js';
-import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type { CommitOptions, CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
 
 /** A failure of the store: anything but a typed error or a refused argument (RangeError, TypeError). */
 function isStoreFailure(err: unknown): boolean {
@@ -29,8 +29,8 @@ export class FencedOffsetStore implements OffsetStore {
   }
 
   /** As {@link OffsetStore.commit}. @throws as {@link WriteFence.guard}; `RESOURCE_EXHAUSTED` for a full disk */
-  commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void> {
-    return this.write('commit', () => this.store.commit(groupId, offsets, now, fence));
+  commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence, options?: CommitOptions): Promise<void> {
+    return this.write('commit', () => this.store.commit(groupId, offsets, now, fence, options));
   }
 
   recordState(groupId: string, topic: string, partition: number): Promise<RecordState | undefined> {

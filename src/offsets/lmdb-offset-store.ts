@@ -1,7 +1,10 @@
 /**
  * The embedded offset store on LMDB (`lmdb` package): a memory-mapped B+tree, so a lookup is a read of
- * mapped pages and a commit of many offsets is one write transaction. Commits are synced to disk before they
- * resolve (LMDB's default durability; lmdb-js joins the writes queued while a transaction is written in the next synced one).
+ * mapped pages and a commit of many offsets is one write transaction. A commit resolves once it is written to the
+ * commit journal (commit-journal.ts: one `write()`, so it survives kill -9) and LMDB writes it in the background;
+ * with `sync` (a topic with `flush.policy=always`) it resolves once LMDB's transaction is synced (lmdb-js joins the
+ * writes queued while a transaction is written in the next synced one). Until LMDB holds a journaled commit, reads
+ * answer it from memory. Every other write (generations, record states, deletions) resolves once synced.
  *
  * Keys are binary and sort by group, then topic, then partition:
  * `utf8(groupId) 0x00 utf8(topic) 0x00 uint32be(partition)`, so a group's offsets are one key range.
@@ -16,8 +19,12 @@ import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import { OnelogError } from '../protocol/errors.js';
 import { FILE_MODE, makeDir } from '../common/file-modes.js';
+import { CommitJournal } from './commit-journal.js';
+import type { CommitJournalOptions } from './commit-journal.js';
 import { checkRecordEntries, CloseGate, staleGeneration } from './offset-store.js';
-import type { CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore } from './offset-store.js';
+import type {
+  CommitOptions, CommittedOffset, RecordEntries, RecordState, GenerationFence, GroupOffset, OffsetCommit, OffsetStore,
+} from './offset-store.js';
 
 /** The sub-database of the binary value format 1. */
 const DB_NAME = 'committed-offsets-v1';
@@ -27,6 +34,10 @@ const GENERATIONS_DB_NAME = 'group-generations';
 const RECORD_STATES_DB_NAME = 'record-states';
 /** A record state's entries: the partition's key (as the record state's) followed by the offset, 8 bytes big-endian. */
 const RECORD_ENTRIES_DB_NAME = 'record-entries';
+/** The sub-database of the commit journal's mark: key {@link APPLIED_KEY}, value float64le(sequence number). */
+const JOURNAL_DB_NAME = 'commit-journal';
+/** The last journal record LMDB holds (written in the same transaction as the record's puts). */
+const APPLIED_KEY = Buffer.from('applied');
 /** The sub-database of the older MessagePack values, migrated on open. */
 const LEGACY_DB_NAME = 'committed-offsets';
 
@@ -179,16 +190,53 @@ function migrateLegacy(root: RootDatabase, db: Database<Buffer, Buffer>): void {
 
 const ignore = (): void => {};
 
+/** A journal sequence number as the mark's value. */
+function seqValue(seq: number): Buffer {
+  const value = Buffer.allocUnsafe(8);
+  value.writeDoubleLE(seq, 0);
+  return value;
+}
+
 /** `EIO` for 5, ...: the errno name of a number LMDB reports, or the number as text. */
 function errnoName(errno: number): string {
   return Object.entries(os.constants.errno).find(([, n]) => n === errno)?.[0] ?? String(errno);
+}
+
+/** A journaled commit's offset that LMDB may not hold yet, as reads answer it. */
+interface PendingOffset {
+  groupId: string;
+  topic: string;
+  partition: number;
+  /** The journal record it came in. */
+  seq: number;
+  value: CommittedOffset;
+}
+
+/** The key of {@link LmdbOffsetStore}'s pending offsets. */
+function pendingKey(groupId: string, topic: string, partition: number): string {
+  return `${groupId}\u0000${topic}\u0000${partition}`;
+}
+
+/** Options of {@link LmdbOffsetStore.open}. */
+export interface LmdbOffsetStoreOptions {
+  /** The commit journal's options. */
+  journal?: CommitJournalOptions;
 }
 
 export class LmdbOffsetStore implements OffsetStore {
   private readonly keys = new KeyBuilder();
   /** Set by a failed write (see {@link close}). */
   private failed = false;
+  /** The failure of a commit's background LMDB write: every later write throws it (the journal keeps the commits). */
+  private failure: Error | undefined;
   private readonly gate = new CloseGate('LMDB');
+  /** Journaled commits' offsets by {@link pendingKey}, until LMDB's transaction holding them is committed. */
+  private readonly pending = new Map<string, PendingOffset>();
+  /**
+   * Each group's fence as this process knows it: read from LMDB once, then moved at each {@link advanceGeneration}
+   * call, so a commit is checked at its call against every fence called before it (this process is LMDB's only writer).
+   */
+  private readonly fences = new Map<string, number>();
 
   private constructor(
     private readonly root: RootDatabase,
@@ -196,13 +244,18 @@ export class LmdbOffsetStore implements OffsetStore {
     private readonly generations: Database<Buffer, Buffer>,
     private readonly recordStates: Database<Buffer, Buffer>,
     private readonly recordEntriesDb: Database<Buffer, Buffer>,
+    private readonly journalDb: Database<Buffer, Buffer>,
+    private readonly journal: CommitJournal,
+    /** The last journal record's sequence number. */
+    private seq: number,
   ) {}
 
   /**
-   * Opens (or creates) the store in directory `path`.
-   * @param path a directory; LMDB keeps `data.mdb` and `lock.mdb` in it
+   * Opens (or creates) the store in directory `path`, first writing to LMDB (one synced transaction) the journaled
+   * commits it does not hold (those acknowledged before a crash).
+   * @param path a directory; LMDB keeps `data.mdb` and `lock.mdb` in it, the commit journal its `journal-*` files
    */
-  static open(path: string): LmdbOffsetStore {
+  static open(path: string, storeOptions: LmdbOffsetStoreOptions = {}): LmdbOffsetStore {
     // eventTurnBatching off: with it, lmdb-js wraps each event turn's writes in a batch of its own whose promise
     // no caller holds, so a failed commit (an I/O error) rejects it unhandled and ends the process. Commits
     // queued while one is written still share the next transaction, at the same throughput.
@@ -217,45 +270,86 @@ export class LmdbOffsetStore implements OffsetStore {
     const generations = root.openDB<Buffer, Buffer>({ name: GENERATIONS_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     const recordStates = root.openDB<Buffer, Buffer>({ name: RECORD_STATES_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     const recordEntries = root.openDB<Buffer, Buffer>({ name: RECORD_ENTRIES_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
+    const journalDb = root.openDB<Buffer, Buffer>({ name: JOURNAL_DB_NAME, keyEncoding: 'binary', encoding: 'binary', strictAsyncOrder: true });
     migrateLegacy(root, db);
-    return new LmdbOffsetStore(root, db, generations, recordStates, recordEntries);
+    const { records, start } = CommitJournal.read(path);
+    const mark = journalDb.getBinary(APPLIED_KEY);
+    const applied = mark === undefined ? 0 : mark.readDoubleLE(0);
+    let last = applied;
+    const missing = records.filter((r) => r.seq > applied);
+    for (const r of records) last = Math.max(last, r.seq);
+    if (missing.length > 0) {
+      root.transactionSync(() => {
+        for (const r of missing) for (const put of r.puts) db.putSync(put.key, put.value);
+        journalDb.putSync(APPLIED_KEY, seqValue(last));
+      });
+    }
+    return new LmdbOffsetStore(root, db, generations, recordStates, recordEntries, journalDb, start(last + 1, storeOptions.journal), last);
   }
 
   async get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined> {
     this.gate.check();
+    const pending = this.pending.size === 0 ? undefined : this.pending.get(pendingKey(groupId, topic, partition));
+    if (pending !== undefined) return { ...pending.value };
     // getBinaryFast returns a view of a buffer the next read reuses: decoded at once.
     const bytes = this.db.getBinaryFast(this.keys.full(groupId, topic, partition));
     return bytes === undefined ? undefined : decodeValue(bytes);
   }
 
-  async commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void> {
+  /**
+   * As {@link OffsetStore.commit}: checked (fence included) and journaled at the call, written to LMDB after.
+   * @throws RangeError for a bad partition or an oversized key, value or metadata; OnelogError `ILLEGAL_GENERATION`;
+   *   the journal's write error (ENOSPC, EIO); the error of an earlier commit's LMDB write, once one failed
+   */
+  async commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence, options: CommitOptions = {}): Promise<void> {
     if (offsets.length === 0) return;
+    this.gate.check();
+    if (this.failure !== undefined) throw this.failure;
     const maxTopicLength = checkCommit(groupId, offsets);
-    const values = encodeValues(offsets, now);
-    const keys = this.keys;
-    const db = this.db;
     if (fence !== undefined) {
-      // Inside the write transaction the stored generation cannot change between the check and the puts.
-      const stored = await this.written(() => db.transaction(() => {
-        const { fence: stored } = this.storedGenerations(groupId);
-        if (stored > fence.generationId) return stored;
-        keys.group(groupId, maxTopicLength);
-        for (let i = 0; i < offsets.length; i++) db.put(keys.key(offsets[i]!.topic, offsets[i]!.partition), values[i]!).catch(ignore);
-        return -1;
-      }));
-      if (stored >= 0) throw staleGeneration(groupId, fence, stored);
-      return;
+      const stored = this.fenceOf(groupId);
+      if (stored > fence.generationId) throw staleGeneration(groupId, fence, stored);
     }
-    // One block of queued puts: lmdb-js writes them in one transaction (with whatever else was queued meanwhile)
-    // on its write thread and resolves once that transaction is committed and synced. Each put's own
-    // promise fails with the batch's: handled here, the batch's failure is the one reported.
-    await this.written(() => db.batch(() => {
+    const values = encodeValues(offsets, now);
+    const { keys, journal, db } = this;
+    keys.group(groupId, maxTopicLength);
+    try {
+      for (let i = 0; i < offsets.length; i++) journal.add(keys.key(offsets[i]!.topic, offsets[i]!.partition), values[i]!);
+    } catch (err) {
+      journal.discard();
+      throw err;
+    }
+    const seq = this.seq + 1;
+    journal.append(seq);
+    this.seq = seq;
+    const pendingKeys = offsets.map((o) => {
+      const key = pendingKey(groupId, o.topic, o.partition);
+      this.pending.set(key, { groupId, topic: o.topic, partition: o.partition, seq, value: { offset: o.offset, metadata: o.metadata ?? '', commitTimestamp: now } });
+      return key;
+    });
+    // One block of queued puts with the journal's mark: lmdb-js writes them in one transaction (with whatever else was
+    // queued meanwhile) on its write thread and resolves once that transaction is committed and synced. Each put's
+    // own promise fails with the batch's: handled here, the batch's failure is the one reported.
+    const mark = seqValue(seq);
+    const written = this.written(() => db.batch(() => {
       keys.group(groupId, maxTopicLength);
-      for (let i = 0; i < offsets.length; i++) {
-        const o = offsets[i]!;
-        db.put(keys.key(o.topic, o.partition), values[i]!).catch(ignore);
-      }
-    }));
+      for (let i = 0; i < offsets.length; i++) db.put(keys.key(offsets[i]!.topic, offsets[i]!.partition), values[i]!).catch(ignore);
+      this.journalDb.put(APPLIED_KEY, mark).catch(ignore);
+    })).then(() => {
+      journal.applied(seq);
+      for (const key of pendingKeys) if (this.pending.get(key)?.seq === seq) this.pending.delete(key);
+    });
+    written.catch((err: unknown) => {
+      this.failure ??= err as Error;
+    });
+    if (options.sync) await written;
+  }
+
+  /** The group's fence ({@link fences}). */
+  private fenceOf(groupId: string): number {
+    let fence = this.fences.get(groupId);
+    if (fence === undefined) this.fences.set(groupId, fence = this.storedGenerations(groupId).fence);
+    return fence;
   }
 
   async generation(groupId: string): Promise<number> {
@@ -264,6 +358,7 @@ export class LmdbOffsetStore implements OffsetStore {
   }
 
   async advanceGeneration(groupId: string, generationId: number, options: { fence?: boolean } = {}): Promise<number> {
+    if (options.fence) this.fences.set(groupId, Math.max(this.fenceOf(groupId), generationId));
     return this.written(() => this.generations.transaction(() => {
       const stored = this.storedGenerations(groupId);
       const highest = Math.max(stored.highest, generationId);
@@ -294,7 +389,24 @@ export class LmdbOffsetStore implements OffsetStore {
       const topic = rest.subarray(0, rest.length - 5).toString('utf8');
       out.push({ topic, partition: rest.readUInt32BE(rest.length - 4), ...decodeValue(value) });
     }
-    return out;
+    return this.pending.size === 0 ? out : this.withPending(groupId, out);
+  }
+
+  /** `stored` (a group's offsets LMDB holds, in key order) with the group's pending offsets over them, in key order. */
+  private withPending(groupId: string, stored: GroupOffset[]): GroupOffset[] {
+    const at = new Map(stored.map((o, i) => [pendingKey(groupId, o.topic, o.partition), i]));
+    let added = false;
+    for (const [key, p] of this.pending) {
+      if (p.groupId !== groupId) continue;
+      const i = at.get(key);
+      if (i === undefined) added = true;
+      const offset = { topic: p.topic, partition: p.partition, ...p.value };
+      if (i === undefined) stored.push(offset);
+      else stored[i] = offset;
+    }
+    // Key order: the topic's UTF-8 bytes, then the partition.
+    if (added) stored.sort((a, b) => Buffer.compare(Buffer.from(a.topic), Buffer.from(b.topic)) || a.partition - b.partition);
+    return stored;
   }
 
   async recordState(groupId: string, topic: string, partition: number): Promise<RecordState | undefined> {
@@ -344,6 +456,8 @@ export class LmdbOffsetStore implements OffsetStore {
   }
 
   async deleteGroup(groupId: string): Promise<void> {
+    // The group's pending offsets go now: their puts were queued before the deletion, which removes them after.
+    for (const [key, p] of this.pending) if (p.groupId === groupId) this.pending.delete(key);
     // A transaction callback runs inside the write transaction, so it sees (and removes) every earlier commit.
     await this.written(() => this.db.transaction(() => {
       for (const db of [this.db, this.recordStates, this.recordEntriesDb]) for (const key of db.getKeys(groupRange(groupId))) db.remove(key).catch(ignore);
@@ -359,6 +473,7 @@ export class LmdbOffsetStore implements OffsetStore {
       const start = end - name.length;
       return start >= 1 && key[start - 1] === 0 && name.compare(key, start, end) === 0;
     };
+    for (const [key, p] of this.pending) if (p.topic === topic) this.pending.delete(key);
     let removed = 0;
     await this.written(() => this.db.transaction(() => {
       for (const key of this.db.getKeys()) {
@@ -373,11 +488,13 @@ export class LmdbOffsetStore implements OffsetStore {
   }
 
   /**
-   * Closes the store once the calls in flight have settled. After a failed write it does not wait for the
-   * environment: lmdb-js's close would wait for that transaction's flush, which never comes.
+   * Closes the store once the calls in flight have settled, with the commit journal (whose files are removed when
+   * LMDB holds every commit). After a failed write it does not wait for the environment: lmdb-js's close would wait
+   * for that transaction's flush, which never comes; the journal then stays for the next open to replay.
    */
   async close(): Promise<void> {
     if (!(await this.gate.close())) return;
+    this.journal.close(!this.failed);
     if (this.failed) {
       this.root.close().catch(ignore);
       return;
@@ -388,10 +505,12 @@ export class LmdbOffsetStore implements OffsetStore {
   /**
    * Waits for an LMDB write. lmdb-js rejects a failed transaction with a generic "Commit failed" whose
    * `commitError` promise carries the cause (an I/O error, errno in `code`); that promise is handled here (left
-   * unhandled it would end the process) and its cause thrown instead.
+   * unhandled it would end the process) and its cause thrown instead. Once a commit's background write failed, every
+   * later write throws that failure without writing.
    * @throws Error naming the cause, with `code` the system's errno name where LMDB gave a number (5 is EIO)
    */
   private async written<T>(write: () => Promise<T>): Promise<T> {
+    if (this.failure !== undefined) throw this.failure;
     try {
       return await this.gate.run(write);
     } catch (err) {

@@ -57,6 +57,18 @@ export interface RecordEntries {
   remove?: readonly number[];
 }
 
+/** How a commit is acknowledged ({@link OffsetStore.commit}). */
+export interface CommitOptions {
+  /**
+   * Resolve only once the commit is synced to disk, so that it survives a power loss (the group coordinator asks it
+   * for a topic with `flush.policy=always`). Without it an engine may resolve once the commit survives a crash of the
+   * broker's process: the embedded LMDB store journals it (commit-journal.ts) and syncs it with its next
+   * transaction. Engines whose every write is as durable as their server makes it (Redis, PostgreSQL) ignore it.
+   * @default false
+   */
+  sync?: boolean;
+}
+
 /** A stored offset with its key. */
 export interface GroupOffset extends CommittedOffset {
   topic: string;
@@ -73,10 +85,10 @@ export interface OffsetStore {
   get(groupId: string, topic: string, partition: number): Promise<CommittedOffset | undefined>;
   /**
    * Stores several offsets atomically (one write transaction) and durably: when the promise resolves the
-   * commit survives a crash.
+   * commit survives a crash of the broker's process, and with {@link CommitOptions.sync} a power loss too.
    * @param now commit timestamp, ms since the epoch
    */
-  commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence): Promise<void>;
+  commit(groupId: string, offsets: readonly OffsetCommit[], now: number, fence?: GenerationFence, options?: CommitOptions): Promise<void>;
   /**
    * The highest generation of the group recorded so far ({@link advanceGeneration}), 0 when none: a coordinator
    * that takes a group over numbers its generations above it.

@@ -58,6 +58,7 @@ describe('the modes of the data directory', () => {
       expect(names, name).toContain(name);
     }
     for (const ext of ['.log', '.index', '.timeindex']) expect(names.filter((n) => n.endsWith(ext)).length, ext).toBeGreaterThan(2);
+    expect(running.checked.map((c) => path.basename(c)).filter((n) => n.startsWith('journal-')), 'the commit journal').toHaveLength(1);
   });
 
   it('a data directory left open to others by an earlier version is narrowed to 0700 at start', async () => {

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { open } from 'lmdb';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { CommitJournal } from '../../src/offsets/commit-journal.js';
 import { LmdbOffsetStore } from '../../src/offsets/lmdb-offset-store.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { offsetStoreContract } from './offset-store.contract.js';
@@ -20,6 +21,15 @@ function key(groupId: string, topic: string, partition: number): Buffer {
   return Buffer.concat([Buffer.from(groupId), Buffer.from([0]), Buffer.from(topic), Buffer.from([0]), tail]);
 }
 
+/** A stored value of format 1 without metadata. */
+function rawValue(offset: number, commitTimestamp: number): Buffer {
+  const value = Buffer.alloc(17);
+  value[0] = 1;
+  value.writeDoubleLE(offset, 1);
+  value.writeDoubleLE(commitTimestamp, 9);
+  return value;
+}
+
 /** Every raw entry of one sub-database, read with lmdb directly (the store closed). */
 function rawEntries(dir: string, name: string): Array<{ key: Buffer; value: Buffer }> {
   const root = open({ path: dir, name: undefined });
@@ -30,6 +40,28 @@ function rawEntries(dir: string, name: string): Array<{ key: Buffer; value: Buff
     void root.close();
   }
 }
+
+/**
+ * Runs `body` (the text of an async function of `store`, an LmdbOffsetStore over `dir`) in a child process that
+ * SIGKILLs itself in the same event turn as `body` ends: LMDB's write thread has not started on anything queued in
+ * that turn (lmdb-js starts it from a setImmediate).
+ */
+async function killedAfter(dir: string, body: string): Promise<void> {
+  const storeModule = path.resolve(import.meta.dirname, '../../src/offsets/lmdb-offset-store.ts');
+  const script = `
+    const { LmdbOffsetStore } = await import(${JSON.stringify(storeModule)});
+    const store = LmdbOffsetStore.open(${JSON.stringify(dir)});
+    await (async (store) => { ${body} })(store);
+    process.kill(process.pid, 'SIGKILL');`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: path.resolve(import.meta.dirname, '../..'), stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
+  expect(signal).toBe('SIGKILL');
+}
+
+/** The commit journal's files in `dir`. */
+const journalFiles = (dir: string) => fs.readdirSync(dir).filter((f) => f.startsWith('journal-'));
 
 describe('LmdbOffsetStore', () => {
   it('keeps its data in the directory it is given', async () => {
@@ -94,6 +126,95 @@ describe('LmdbOffsetStore', () => {
     await store.commit('g', [{ topic: 'a'.repeat(1900), partition: 1, offset: 3 }, { topic: 'é'.repeat(900), partition: 2, offset: 4 }], 0);
     expect((await store.list('g')).map((o) => o.offset)).toEqual([3, 4]);
     await store.close();
+  });
+
+  it('a commit acknowledged before LMDB wrote it is kept by the journal through a SIGKILL, and replayed once', async () => {
+    const dir = tmpDir('onelog-lmdb-');
+    await killedAfter(dir, `
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 3 }], 1, { generationId: 0 }, { sync: true });
+      await store.commit('g', [{ topic: 't', partition: 0, offset: 7, metadata: 'm' }, { topic: 'u', partition: 1, offset: 9 }], 2);
+      // Read back from memory before LMDB holds it.
+      const got = await store.get('g', 't', 0);
+      if (got.offset !== 7) throw new Error('pending commit not read back: ' + JSON.stringify(got));`);
+    // LMDB alone has the synced commit: the other is only in the journal.
+    expect(rawEntries(dir, 'committed-offsets-v1').map((e) => e.value.readDoubleLE(1))).toEqual([3]);
+    expect(journalFiles(dir)).toHaveLength(1);
+    const store = LmdbOffsetStore.open(dir);
+    expect(await store.list('g')).toEqual([
+      { topic: 't', partition: 0, offset: 7, metadata: 'm', commitTimestamp: 2 },
+      { topic: 'u', partition: 1, offset: 9, metadata: '', commitTimestamp: 2 },
+    ]);
+    await store.commit('g', [{ topic: 't', partition: 0, offset: 8 }], 3);
+    await store.close();
+    // Replayed into LMDB at the open and the journal removed at the clean close: opening again changes nothing.
+    expect(journalFiles(dir)).toEqual([]);
+    const again = LmdbOffsetStore.open(dir);
+    expect((await again.list('g')).map((o) => o.offset)).toEqual([8, 9]);
+    await again.close();
+  });
+
+  it('a commit with sync resolves once LMDB holds it: it survives a SIGKILL without the journal', async () => {
+    const dir = tmpDir('onelog-lmdb-');
+    await killedAfter(dir, `await store.commit('g', [{ topic: 't', partition: 0, offset: 5 }], 1, undefined, { sync: true });`);
+    for (const f of journalFiles(dir)) fs.rmSync(path.join(dir, f));
+    const store = LmdbOffsetStore.open(dir);
+    expect(await store.get('g', 't', 0)).toEqual({ offset: 5, metadata: '', commitTimestamp: 1 });
+    await store.close();
+  });
+
+  it('replays only the journal records LMDB does not hold: a deleted group\'s commit is not brought back', async () => {
+    const dir = tmpDir('onelog-lmdb-');
+    const store = LmdbOffsetStore.open(dir);
+    await store.commit('g', [{ topic: 't', partition: 0, offset: 5 }], 1, undefined, { sync: true });
+    await store.deleteGroup('g');
+    // What a crash would have left: the journal as it stands now (a clean close removes it).
+    const kept = journalFiles(dir).map((f) => [f, fs.readFileSync(path.join(dir, f))] as const);
+    await store.close();
+    for (const [f, bytes] of kept) fs.writeFileSync(path.join(dir, f), bytes);
+    // And a record LMDB never got, after it.
+    const { records, start } = CommitJournal.read(dir);
+    expect(records.map((r) => r.seq)).toEqual([1]);
+    const journal = start(1);
+    for (const r of records) {
+      for (const put of r.puts) journal.add(put.key, put.value);
+      journal.append(r.seq);
+    }
+    journal.add(key('h', 't', 2), rawValue(11, 4));
+    journal.append(2);
+    journal.close(false);
+
+    const again = LmdbOffsetStore.open(dir);
+    expect(await again.list('g')).toEqual([]);
+    expect(await again.list('h')).toEqual([{ topic: 't', partition: 2, offset: 11, metadata: '', commitTimestamp: 4 }]);
+    // Numbering goes on after the replayed record.
+    await again.commit('h', [{ topic: 't', partition: 2, offset: 12 }], 5);
+    expect(journalFiles(dir)).toEqual(['journal-0000000000000003']);
+    await again.close();
+  });
+
+  it('a background LMDB write that fails is reported by the next write, and the journal keeps the commit it held', async () => {
+    const dir = tmpDir('onelog-lmdb-');
+    const store = LmdbOffsetStore.open(dir);
+    await store.commit('g', [{ topic: 't', partition: 0, offset: 1 }], 1);
+    // lmdb-js's failure: a generic error whose commitError carries the cause (errno 5).
+    const db = (store as unknown as { db: { batch: (f: () => void) => Promise<boolean> } }).db;
+    const batch = vi.spyOn(db, 'batch').mockImplementationOnce(() => {
+      const cause = Object.assign(new Error('Input/output error'), { code: 5 });
+      return Promise.reject(Object.assign(new Error('Commit failed (see commitError for details)'), { commitError: Promise.reject(cause) }));
+    });
+    await store.commit('g', [{ topic: 't', partition: 0, offset: 2 }], 2); // acknowledged: journaled
+    expect(await store.get('g', 't', 0)).toMatchObject({ offset: 2 });
+    // A synced write queued after it: the failure is known once it is through.
+    expect(await store.advanceGeneration('g', 1)).toBe(1);
+    await expect(store.commit('g', [{ topic: 't', partition: 0, offset: 3 }], 3)).rejects.toMatchObject({
+      message: 'LMDB write failed: Input/output error', code: 'EIO',
+    });
+    batch.mockRestore();
+    await store.close();
+    expect(journalFiles(dir)).toHaveLength(1);
+    const again = LmdbOffsetStore.open(dir);
+    expect(await again.get('g', 't', 0)).toEqual({ offset: 2, metadata: '', commitTimestamp: 2 });
+    await again.close();
   });
 
   it('every commit acknowledged before a SIGKILL is there after reopening', async () => {
