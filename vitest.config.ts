@@ -52,6 +52,7 @@ const UNIT = [
   'test/protocol/errors.test.ts',
   'test/protocol/murmur2.test.ts',
   'test/protocol/partitioner.test.ts',
+  'test/protocol/push-frames.test.ts',
   'test/protocol/record-batch.test.ts',
   'test/protocol/topic-config.test.ts',
   'test/security/kafka-memory.test.ts',

@@ -5,7 +5,9 @@
  * than the window and the backlog stays in the log. After each frame's records are handled it acknowledges
  * the last one (the broker commits its offset + 1: at-least-once); with `commitMode: 'before-processing'`
  * the broker commits before sending (at-most-once). A handler that throws nacks its record when the
- * subscription has a retry policy (docs/retries.md). Protocol: docs/delivery.md.
+ * subscription has a retry policy (docs/retries.md). Records come in binary frames (one RecordBatch v2 each,
+ * src/protocol/push-frames.ts: no JSON or base64 per record); from a broker that sends JSON frames, as JSON.
+ * Protocol: docs/delivery.md.
  */
 import WebSocket from 'ws';
 import type { RawData } from 'ws';
@@ -13,9 +15,10 @@ import type { NackResult } from '../protocol/nacks.js';
 import type { TopicPartition } from '../protocol/partitions.js';
 import { OnelogError } from '../protocol/errors.js';
 import { jsonToRecord } from '../protocol/json-records.js';
+import { decodePushRecords } from '../protocol/push-frames.js';
 import { deliveryInfo } from '../protocol/retry-policy.js';
 import type { JsonRecord } from '../protocol/json-records.js';
-import type { CommitMode, StartPolicy } from '../protocol/types.js';
+import type { CommitMode, StartPolicy, StoredRecord } from '../protocol/types.js';
 import type { ConsumedMessage, RunOptions } from '../member/consumer.js';
 import { connectionOf } from './connection.js';
 import type { Connection } from './connection.js';
@@ -37,11 +40,11 @@ export interface PushConsumerOptions {
   clientId?: string;
 }
 
+/** A records frame, decoded from either form. */
 interface RecordsFrame {
-  type: 'records';
   topic: string;
   partition: number;
-  records: JsonRecord[];
+  records: StoredRecord[];
 }
 
 export class PushConsumer {
@@ -139,7 +142,7 @@ export class PushConsumer {
       };
       ws.on('open', () => {
         send({
-          type: 'subscribe', topics: this.topics, clientId: this.options.clientId ?? 'push-consumer',
+          type: 'subscribe', topics: this.topics, clientId: this.options.clientId ?? 'push-consumer', frames: 'binary',
           ...(this.options.commitMode ? { commitMode: this.options.commitMode } : {}),
           ...(this.options.startPolicy ? { startPolicy: this.options.startPolicy } : {}),
           ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
@@ -147,14 +150,29 @@ export class PushConsumer {
         });
         send({ type: 'credit', records: creditRecords, bytes: creditBytes });
       });
-      ws.on('message', (data: RawData) => {
-        const frame = JSON.parse(data.toString()) as RecordsFrame | { type: 'partition-error' | 'assigned' | 'error'; [k: string]: unknown };
-        if (frame.type === 'records') {
-          // Frames are handled one after another, in arrival order (the order of each partition).
-          queue = queue.then(() => this.handle(frame as RecordsFrame, handlers, send)).catch((err: unknown) => {
+      // Frames are handled one after another, in arrival order (the order of each partition).
+      const enqueue = (frame: RecordsFrame) => {
+        queue = queue.then(() => this.handle(frame, handlers, send)).catch((err: unknown) => {
+          failure ??= err;
+          ws.close(1000, 'handler failed');
+        });
+      };
+      ws.on('message', (data: RawData, isBinary: boolean) => {
+        if (isBinary) {
+          try {
+            enqueue(decodePushRecords(data as Buffer));
+          } catch (err) {
             failure ??= err;
-            ws.close(1000, 'handler failed');
-          });
+            ws.close(1000, 'bad frame');
+          }
+          return;
+        }
+        const frame = JSON.parse(data.toString()) as
+          | { type: 'records'; topic: string; partition: number; records: JsonRecord[] }
+          | { type: 'partition-error' | 'assigned' | 'error' | 'nacked'; [k: string]: unknown };
+        if (frame.type === 'records') {
+          const { topic, partition, records } = frame as { topic: string; partition: number; records: JsonRecord[] };
+          enqueue({ topic, partition, records: records.map((r) => jsonToRecord(r, 'base64')) });
         } else if (frame.type === 'partition-error') {
           const error = OnelogError.fromJSON(frame.error as { code?: unknown; message?: unknown });
           const where = { topic: String(frame.topic), partition: Number(frame.partition) };
@@ -190,9 +208,8 @@ export class PushConsumer {
     let last: ConsumedMessage | undefined;
     this.handling = true;
     try {
-      for (const json of frame.records) {
+      for (const record of frame.records) {
         if (this.stopping) break;
-        const record = jsonToRecord(json, 'base64');
         const message: ConsumedMessage = {
           ...record, topic: frame.topic, partition: frame.partition,
           ...deliveryInfo(record, frame.topic, frame.partition, !this.topics.includes(frame.topic)),

@@ -8,8 +8,8 @@
  * (after-processing); with `before-processing` the broker commits each frame's records as it sends them
  * (at-most-once). No record is committed that was not handed to the socket (docs/delivery.md).
  *
- * Transport-agnostic: `send` carries frames (JSON text) to the member; the WebSocket face is
- * `src/server/push-socket.ts`.
+ * Transport-agnostic: `send` carries frames to the member (JSON text; a records frame binary when the member asked
+ * for `frames: 'binary'`, src/protocol/push-frames.ts); the WebSocket face is `src/server/push-socket.ts`.
  */
 import { Consumer } from '../member/consumer.js';
 import type { ConsumedMessage } from '../member/consumer.js';
@@ -17,6 +17,8 @@ import type { OnelogApi } from '../protocol/api.js';
 import type { NackResult } from '../protocol/nacks.js';
 import { OnelogError } from '../protocol/errors.js';
 import { recordToJson } from '../protocol/json-records.js';
+import { encodePushRecords } from '../protocol/push-frames.js';
+import type { StoredRecord } from '../protocol/types.js';
 import type { CommitMode, StartPolicy } from '../protocol/types.js';
 
 /** What a member asks for when it opens a push stream. */
@@ -32,9 +34,18 @@ export interface PushSubscribe {
   clientId?: string;
   /** Send an `assigned` frame each time the member is granted partitions (docs/delivery.md). @default false */
   assignments?: boolean;
+  /**
+   * How records frames are sent: `json` (text, bytes base64) or `binary` (one RecordBatch v2 per frame,
+   * src/protocol/push-frames.ts); every other frame is JSON text. @default 'json'
+   */
+  frames?: PushFrames;
 }
 
-/** Frames the broker sends. Bytes are base64. */
+/** How a push stream sends its records frames ({@link PushSubscribe.frames}). */
+export type PushFrames = 'json' | 'binary';
+export const PUSH_FRAMES: readonly PushFrames[] = ['json', 'binary'];
+
+/** Frames the broker sends as JSON text. Bytes are base64. */
 export type PushFrame =
   | { type: 'records'; topic: string; partition: number; records: ReturnType<typeof recordToJson>[] }
   | { type: 'partition-error'; topic: string; partition: number; error: Record<string, unknown> }
@@ -70,7 +81,8 @@ export class PushSession {
   private readonly lastSent = new Map<string, number>();
   private unackedRecords = 0;
   private sentRecords = 0;
-  private frame: { topic: string; partition: number; records: ReturnType<typeof recordToJson>[]; bytes: number } | null = null;
+  /** The frame being gathered: the records as the member's consumer decoded them (views of what it fetched). */
+  private frame: { topic: string; partition: number; records: StoredRecord[]; bytes: number } | null = null;
   private creditWaiter: (() => void) | null = null;
   /** Frames being delivered, in order. */
   private sending: Promise<void> = Promise.resolve();
@@ -78,14 +90,14 @@ export class PushSession {
 
   /**
    * Joins the group and starts pushing as credit arrives.
-   * @param send delivers one frame to the member (JSON text)
+   * @param send delivers one frame to the member (JSON text, or a binary records frame)
    * @param end closes the transport after a fatal error (the membership ended: e.g. an unknown topic)
    * @param isOpen whether the transport still carries frames to the member (false once it started closing)
    */
   constructor(
     api: OnelogApi,
     private readonly subscribe: PushSubscribe,
-    private readonly send: (frame: string) => void,
+    private readonly send: (frame: string | Buffer) => void,
     private readonly end: (code: string) => void = () => {},
     private readonly isOpen: () => boolean = () => true,
   ) {
@@ -219,7 +231,7 @@ export class PushSession {
     }
     if (this.frame && (this.frame.topic !== message.topic || this.frame.partition !== message.partition)) this.flush();
     this.frame ??= { topic: message.topic, partition: message.partition, records: [], bytes: 0 };
-    this.frame.records.push(recordToJson(message, 'base64'));
+    this.frame.records.push(message);
     this.frame.bytes += bytes;
     this.creditRecords--;
     this.creditBytes -= bytes;
@@ -246,7 +258,7 @@ export class PushSession {
    * if the member is still there; a member that left meanwhile gets the commit moved back to the frame's first
    * record, so no record is committed that was not handed to the socket.
    */
-  private async deliver(frame: { topic: string; partition: number; records: ReturnType<typeof recordToJson>[] }): Promise<void> {
+  private async deliver(frame: { topic: string; partition: number; records: StoredRecord[] }): Promise<void> {
     if (this.subscribe.commitMode === 'before-processing') {
       const first = frame.records[0]!.offset;
       const last = frame.records[frame.records.length - 1]!.offset;
@@ -259,7 +271,8 @@ export class PushSession {
     }
     if (this.closed) return;
     this.sentRecords += frame.records.length;
-    this.emit({ type: 'records', topic: frame.topic, partition: frame.partition, records: frame.records });
+    if (this.subscribe.frames === 'binary') this.send(encodePushRecords(frame.topic, frame.partition, frame.records));
+    else this.emit({ type: 'records', topic: frame.topic, partition: frame.partition, records: frame.records.map((r) => recordToJson(r, 'base64')) });
   }
 
   private emit(frame: PushFrame): void {

@@ -21,8 +21,8 @@ import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
 import { guarded } from '../common/guard.js';
 import { refuseBadHandshakes } from './socket-answers.js';
-import { PushSession } from '../delivery/push-session.js';
-import type { PushStats, PushSubscribe } from '../delivery/push-session.js';
+import { PUSH_FRAMES, PushSession } from '../delivery/push-session.js';
+import type { PushFrames, PushStats, PushSubscribe } from '../delivery/push-session.js';
 import type { OnelogApi } from '../protocol/api.js';
 import { OnelogError } from '../protocol/errors.js';
 import { authorize } from '../security/permissions.js';
@@ -83,7 +83,7 @@ export function pushSockets(api: OnelogApi, { acls, audit, users, limits, logger
         if (acls) authorize(acls, principal, checked.key, checked.parts);
         if (!entry.session) {
           if (frame.type !== 'subscribe') throw new OnelogError('INVALID_REQUEST', 'the first frame must be { "type": "subscribe", "topics": [...] }');
-          entry.session = new PushSession(api, subscribeRequest(groupId, frame), (text) => ws.send(text), (code) => ws.close(1008, code),
+          entry.session = new PushSession(api, subscribeRequest(groupId, frame), (data) => ws.send(data), (code) => ws.close(1008, code),
             () => ws.readyState === ws.OPEN);
           return;
         }
@@ -163,5 +163,14 @@ function subscribeRequest(groupId: string, frame: Record<string, unknown>): Push
     ...(frame.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: Number(frame.sessionTimeoutMs) } : {}),
     ...(frame.clientId !== undefined ? { clientId: String(frame.clientId) } : {}),
     ...(frame.assignments === true ? { assignments: true } : {}),
+    ...(frame.frames !== undefined ? { frames: pushFrames(frame.frames) } : {}),
   };
+}
+
+/** @throws OnelogError `INVALID_REQUEST` for a `frames` that is not one of {@link PUSH_FRAMES} */
+function pushFrames(frames: unknown): PushFrames {
+  if (!PUSH_FRAMES.includes(frames as PushFrames)) {
+    throw new OnelogError('INVALID_REQUEST', `subscribe's "frames" must be one of ${PUSH_FRAMES.join(', ')}, got ${JSON.stringify(frames)}`);
+  }
+  return frames as PushFrames;
 }

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { Broker } from '../../src/broker/broker.js';
 import { Onelog } from '../../src/client/index.js';
+import { decodePushRecords } from '../../src/protocol/push-frames.js';
 import { createHttpServer } from '../../src/server/http-server.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -134,6 +135,33 @@ describe('WebSocket push', () => {
     const closed = new Promise<number>((resolve) => bad.once('close', (code) => resolve(code)));
     bad.send(JSON.stringify({ type: 'subscribe', topics: ['nope'] }));
     expect(await closed).toBe(1008);
+  });
+
+  it('sends records frames as binary RecordBatch frames when the subscribe asks for them, other frames as JSON; refuses another "frames"', async () => {
+    await broker.createTopic({ topic: 't', partitions: 1 });
+    const sent = [
+      { key: Buffer.from('a'), value: Buffer.from('{"title":"Főoldal"}'), headers: [{ key: 'h', value: Buffer.from([0, 255]) }], timestamp: 1442018817000 },
+      { key: null, value: null, headers: [], timestamp: 1442018818000 },
+    ];
+    await broker.produce({ topic: 't', records: sent });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/groups/binary/stream`);
+    const frames: Array<{ binary: boolean; data: Buffer }> = [];
+    ws.on('message', (data: Buffer, binary: boolean) => frames.push({ binary, data }));
+    await new Promise((resolve) => ws.once('open', resolve));
+    ws.send(JSON.stringify({ type: 'subscribe', topics: ['t'], startPolicy: 'earliest', assignments: true, frames: 'binary' }));
+    ws.send(JSON.stringify({ type: 'credit', records: 10, bytes: 1 << 20 }));
+    await waitFor('the records', () => frames.some((f) => f.binary));
+    const assigned = frames.find((f) => !f.binary)!;
+    expect(JSON.parse(assigned.data.toString())).toEqual({ type: 'assigned', partitions: [{ topic: 't', partition: 0 }] });
+    const records = frames.filter((f) => f.binary).flatMap((f) => decodePushRecords(f.data).records);
+    expect(records).toEqual(sent.map((r, offset) => ({ offset, ...r })));
+    ws.close();
+
+    const refused = new WebSocket(`${url.replace('http', 'ws')}/groups/binary/stream`);
+    const answer = new Promise<string>((resolve) => refused.once('message', (data: Buffer) => resolve(data.toString())));
+    await new Promise((resolve) => refused.once('open', resolve));
+    refused.send(JSON.stringify({ type: 'subscribe', topics: ['t'], frames: 'protobuf' }));
+    expect(JSON.parse(await answer)).toMatchObject({ type: 'error', code: 'INVALID_REQUEST', message: expect.stringContaining('one of json, binary') });
   });
 
   it('refuses a first frame that is not a subscribe, naming what is expected', async () => {

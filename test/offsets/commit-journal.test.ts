@@ -70,7 +70,7 @@ describe('CommitJournal', () => {
         const cut = cutAt % (bytes.length + 1);
         const damaged = Buffer.from(bytes.subarray(0, cut));
         const flip = flipAt === null || cut === 0 ? undefined : flipAt % cut;
-        if (flip !== undefined) damaged[flip] ^= 0x40;
+        if (flip !== undefined) damaged[flip] = damaged[flip]! ^ 0x40;
         fs.writeFileSync(file, damaged);
         // Whole records before the cut and before the changed byte are read; none after.
         const intact = ends.filter((end) => end <= cut && (flip === undefined || end <= flip)).length;
