@@ -16,9 +16,9 @@ import type { TopicPartition } from '../protocol/partitions.js';
 import { OnelogError } from '../protocol/errors.js';
 import { jsonToRecord } from '../protocol/json-records.js';
 import { decodePushRecords } from '../protocol/push-frames.js';
-import { deliveryInfo } from '../protocol/retry-policy.js';
 import type { JsonRecord } from '../protocol/json-records.js';
 import type { CommitMode, StartPolicy, StoredRecord } from '../protocol/types.js';
+import { consumedMessage } from '../member/consumer.js';
 import type { ConsumedMessage, RunOptions } from '../member/consumer.js';
 import { connectionOf } from './connection.js';
 import type { Connection } from './connection.js';
@@ -210,10 +210,7 @@ export class PushConsumer {
     try {
       for (const record of frame.records) {
         if (this.stopping) break;
-        const message: ConsumedMessage = {
-          ...record, topic: frame.topic, partition: frame.partition,
-          ...deliveryInfo(record, frame.topic, frame.partition, !this.topics.includes(frame.topic)),
-        };
+        const message = consumedMessage(record, frame.topic, frame.partition, !this.topics.includes(frame.topic));
         try {
           const done = handlers.eachMessage({ topic: frame.topic, partition: frame.partition, message, tx: undefined });
           if (done) await done;

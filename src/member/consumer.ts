@@ -96,6 +96,20 @@ export interface ConsumedMessage extends StoredRecord, DeliveryInfo {
   partition: number;
 }
 
+/**
+ * The message a handler is given for `record` of `topic`/`partition`, with its delivery facts ({@link deliveryInfo}:
+ * `fromTier` for a retry tier's record). Written out, not spread: an object built by spreading is slower for every
+ * later use (JSON.stringify 5x), and a push consumer's spread messages lived long enough to be promoted (4x the
+ * young-generation GC time).
+ */
+export function consumedMessage(record: StoredRecord, topic: string, partition: number, fromTier: boolean): ConsumedMessage {
+  const { attempt, original } = deliveryInfo(record, topic, partition, fromTier);
+  return {
+    offset: record.offset, timestamp: record.timestamp, key: record.key, value: record.value, headers: record.headers,
+    topic, partition, attempt, original,
+  };
+}
+
 /** What a handler receives. */
 export interface EachMessagePayload<Tx = undefined> {
   topic: string;
@@ -593,12 +607,7 @@ export class Consumer<Tx = undefined> {
       if (!committedAhead && (session.fenced || this.stopping || h.revoked)) return;
       if (record.offset < h.position) continue;
       // A topic the member did not subscribe to is a retry tier of one it did.
-      const { attempt, original } = deliveryInfo(record, h.topic, h.partition, fromTier);
-      // Written out, not spread: an object built by spreading is slower for every later use (JSON.stringify 5x).
-      const message: ConsumedMessage = {
-        offset: record.offset, timestamp: record.timestamp, key: record.key, value: record.value, headers: record.headers,
-        topic: h.topic, partition: h.partition, attempt, original,
-      };
+      const message = consumedMessage(record, h.topic, h.partition, fromTier);
       this.inHandler = true;
       try {
         if (!(await this.handle(session, h, message, handlers))) return;
