@@ -38,6 +38,11 @@ const DEFAULTS = {
 export class Subscriptions {
   /** `groupId \0 topic` -> subscription. */
   private readonly cache = new Map<string, SubscriptionRecord>();
+  /**
+   * The records {@link get} returned (with every default of this process filled in): another get that wants nothing
+   * of a cached one of them returns it as it is, without comparing it field by field (each commit and fetch asks).
+   */
+  private readonly current = new WeakSet<SubscriptionRecord>();
   /** The retry tier topics of every subscription (members consume them with their topic). */
   readonly retryTopics = new RetryTopics();
 
@@ -68,7 +73,9 @@ export class Subscriptions {
    */
   async get(groupId: string, topic: string, wanted: SubscriptionPolicies = {}): Promise<SubscriptionRecord> {
     const key = `${groupId}\0${topic}`;
-    const existing = this.cache.get(key) ?? (await this.catalog.subscriptions.get(groupId, topic));
+    const cached = this.cache.get(key);
+    if (cached !== undefined && this.current.has(cached) && Object.keys(wanted).length === 0) return cached;
+    const existing = cached ?? (await this.catalog.subscriptions.get(groupId, topic));
     const type = existing?.type ?? (await this.typeOf(groupId)) ?? wanted.type ?? 'consumer';
     checkType(groupId, type, wanted);
     const next = {
@@ -98,6 +105,7 @@ export class Subscriptions {
     const same = existing && (Object.keys(next) as Array<keyof typeof next>).every((k) => JSON.stringify(existing[k]) === JSON.stringify(next[k]));
     const record = same ? existing : await this.catalog.subscriptions.upsert({ groupId, topic, ...next, createdAt: this.clock.now() });
     this.cache.set(key, record);
+    this.current.add(record);
     if (record.retryTiers !== (existing?.retryTiers ?? 0)) {
       const previous = this.retryTopics.tiersOf(groupId, topic);
       this.retryTopics.set(record);
