@@ -99,7 +99,8 @@ export async function latencyModes(o: LatencyModesOptions): Promise<void> {
   const natsDown = o.peers ? await jetstreamAnswers() : 'not asked for';
   if (redisDown) console.log(`Redis: no rows (${redisDown})`);
   if (natsDown) console.log(`JetStream: no rows (${natsDown})`);
-  console.log(`durability: onelog interval: written to the OS before the acknowledgement, fsync every flush.ms; always: fsync before it; ` +
+  console.log(`durability: onelog interval: written to the OS before the acknowledgement, fsync every flush.ms, a commit journaled (one write) ` +
+    `before its answer and synced by LMDB just after; always: fsync before the acknowledgement, a commit answered once LMDB synced it; ` +
     `Redis everysec: AOF written before the reply, fsync about once a second; JetStream: ${JETSTREAM_DURABILITY}`);
 
   if (o.observe !== undefined) {

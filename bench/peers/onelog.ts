@@ -67,8 +67,8 @@ function cpuNote(cpuUs: number | null): string {
 
 export function onelogDurability(policy: FlushPolicy): string {
   return policy === 'always'
-    ? 'flush.policy=always: a produce is acknowledged after fdatasync of the segment; commits synced (LMDB)'
-    : 'flush.policy=interval: acknowledged once written, fdatasync within flush.ms=50 ms; commits synced (LMDB)';
+    ? 'flush.policy=always: a produce is acknowledged after fdatasync of the segment; commits after LMDB\'s synced transaction'
+    : 'flush.policy=interval: acknowledged once written, fdatasync within flush.ms=50 ms; commits once journaled (one write), synced by LMDB just after';
 }
 
 export async function onelogBenchmark(w: PeerWorkload, policy: FlushPolicy, sending: LatencySending, client = onelogClient): Promise<PeerResult> {
