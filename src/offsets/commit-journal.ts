@@ -14,7 +14,7 @@
  * once LMDB holds all its records ({@link CommitJournal.applied}); all are removed at a clean close.
  *
  * A record, little-endian: `uint32 payload bytes, uint32 CRC-32C of (seq, payload), float64 seq, payload`; the payload
- * is the commit's puts, each `uint16 key bytes, key, uint16 value bytes, value`. Sequence numbers strictly increase
+ * is the commit's puts, each `uint16 key bytes, key, uint32 value bytes, value`. Sequence numbers strictly increase
  * across files. A record that does not check (a write torn by the crash) ends its file's replay.
  */
 import fs from 'node:fs';
@@ -24,8 +24,8 @@ import { crc32c } from '../protocol/crc32c.js';
 
 /** Length, CRC, sequence number. */
 const HEADER_BYTES = 16;
-/** Key and value lengths are uint16. */
-const MAX_PART_BYTES = 0xffff;
+/** Key lengths are uint16 (LMDB's keys are at most 1,978 bytes); value lengths uint32. */
+const MAX_KEY_BYTES = 0xffff;
 const FILE_NAME = /^journal-(\d{16})$/;
 
 /** One put of a journal record: an LMDB key and its value, as the store writes them. */
@@ -67,9 +67,9 @@ function readFile(file: string): JournalRecord[] {
       const keyBytes = buf.readUInt16LE(p);
       const key = Buffer.from(buf.subarray(p + 2, p + 2 + keyBytes));
       p += 2 + keyBytes;
-      const valueBytes = buf.readUInt16LE(p);
-      puts.push({ key, value: Buffer.from(buf.subarray(p + 2, p + 2 + valueBytes)) });
-      p += 2 + valueBytes;
+      const valueBytes = buf.readUInt32LE(p);
+      puts.push({ key, value: Buffer.from(buf.subarray(p + 4, p + 4 + valueBytes)) });
+      p += 4 + valueBytes;
     }
     records.push({ seq, puts });
     at = end;
@@ -120,13 +120,11 @@ export class CommitJournal {
 
   /**
    * Adds one put to the record being built (the first since the last {@link append} begins it).
-   * @throws RangeError for a key or value over 65,535 bytes (nothing of the record is written then: call {@link discard})
+   * @throws RangeError for a key over 65,535 bytes (nothing of the record is written then: call {@link discard})
    */
   add(key: Buffer, value: Buffer): void {
-    if (key.length > MAX_PART_BYTES || value.length > MAX_PART_BYTES) {
-      throw new RangeError(`offset store: a journal entry's key (${key.length} bytes) or value (${value.length} bytes) is over ${MAX_PART_BYTES} bytes`);
-    }
-    const need = this.building + 4 + key.length + value.length;
+    if (key.length > MAX_KEY_BYTES) throw new RangeError(`offset store: a journal entry's key is ${key.length} bytes, over ${MAX_KEY_BYTES}`);
+    const need = this.building + 6 + key.length + value.length;
     if (need > this.scratch.length) {
       const bigger = Buffer.allocUnsafeSlow(Math.max(need, 2 * this.scratch.length));
       this.scratch.copy(bigger, 0, 0, this.building);
@@ -136,9 +134,9 @@ export class CommitJournal {
     buf.writeUInt16LE(key.length, this.building);
     key.copy(buf, this.building + 2);
     this.building += 2 + key.length;
-    buf.writeUInt16LE(value.length, this.building);
-    value.copy(buf, this.building + 2);
-    this.building += 2 + value.length;
+    buf.writeUInt32LE(value.length, this.building);
+    value.copy(buf, this.building + 4);
+    this.building += 4 + value.length;
   }
 
   /** Drops the record being built. */

@@ -66,7 +66,7 @@ describe('CommitJournal', () => {
         // Where each record ends in the file.
         const ends: number[] = [];
         let at = 0;
-        for (const r of records) ends.push(at += 16 + r.puts.reduce((n, p) => n + 4 + p.key.length + p.value.length, 0));
+        for (const r of records) ends.push(at += 16 + r.puts.reduce((n, p) => n + 6 + p.key.length + p.value.length, 0));
         const cut = cutAt % (bytes.length + 1);
         const damaged = Buffer.from(bytes.subarray(0, cut));
         const flip = flipAt === null || cut === 0 ? undefined : flipAt % cut;
@@ -79,15 +79,16 @@ describe('CommitJournal', () => {
     ), { numRuns: 300 });
   });
 
-  it('refuses a key or value over 65,535 bytes before writing anything of the record', () => {
+  it('keeps values over 64 KiB (a long commit metadata), and refuses a key over 65,535 bytes before writing anything of the record', () => {
     const dir = tmpDir('onelog-journal-');
     const journal = write(dir, [{ seq: 1, puts: [put('a', '1')] }]);
     journal.add(Buffer.from('b'), Buffer.from('2'));
-    expect(() => journal.add(Buffer.from('c'), Buffer.alloc(65_536))).toThrow(/over 65535 bytes/);
+    expect(() => journal.add(Buffer.alloc(65_536), Buffer.from('3'))).toThrow(/over 65535/);
     journal.discard();
-    journal.add(Buffer.from('d'), Buffer.from('4'));
+    const long = { key: Buffer.from('d'), value: Buffer.alloc(100_000, 'm') };
+    journal.add(long.key, long.value);
     journal.append(2);
     journal.close(false);
-    expect(CommitJournal.read(dir).records).toEqual([{ seq: 1, puts: [put('a', '1')] }, { seq: 2, puts: [put('d', '4')] }]);
+    expect(CommitJournal.read(dir).records).toEqual([{ seq: 1, puts: [put('a', '1')] }, { seq: 2, puts: [long] }]);
   });
 });

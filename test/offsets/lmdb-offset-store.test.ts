@@ -153,6 +153,15 @@ describe('LmdbOffsetStore', () => {
     await again.close();
   });
 
+  it('keeps a commit metadata of 100 KB, journaled and replayed (no limit beyond LMDB\'s own)', async () => {
+    const dir = tmpDir('onelog-lmdb-');
+    const metadata = 'ü'.repeat(50_000);
+    await killedAfter(dir, `await store.commit('g', [{ topic: 't', partition: 0, offset: 1, metadata: ${JSON.stringify(metadata)} }], 1);`);
+    const store = LmdbOffsetStore.open(dir);
+    expect(await store.get('g', 't', 0)).toEqual({ offset: 1, metadata, commitTimestamp: 1 });
+    await store.close();
+  });
+
   it('a commit with sync resolves once LMDB holds it: it survives a SIGKILL without the journal', async () => {
     const dir = tmpDir('onelog-lmdb-');
     await killedAfter(dir, `await store.commit('g', [{ topic: 't', partition: 0, offset: 5 }], 1, undefined, { sync: true });`);
