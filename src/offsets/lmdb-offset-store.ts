@@ -237,6 +237,8 @@ export class LmdbOffsetStore implements OffsetStore {
    * call, so a commit is checked at its call against every fence called before it (this process is LMDB's only writer).
    */
   private readonly fences = new Map<string, number>();
+  /** The setImmediate this turn's journaled commits answer in ({@link turnEnd}). */
+  private nextTurn: Promise<void> | undefined;
 
   private constructor(
     private readonly root: RootDatabase,
@@ -342,7 +344,20 @@ export class LmdbOffsetStore implements OffsetStore {
     written.catch((err: unknown) => {
       this.failure ??= err as Error;
     });
-    if (options.sync) await written;
+    await (options.sync ? written : this.turnEnd());
+  }
+
+  /**
+   * Resolves in the next event-loop turn (one setImmediate shared by every commit of this turn): a journaled commit
+   * answers there, not in the same turn, so a caller that commits in a loop (an in-process consumer working through a
+   * backlog) still lets timers and I/O run (log flushes, heartbeats, LMDB's own completions), as waiting for LMDB's
+   * synced transaction made it. Without it such a loop never yields.
+   */
+  private turnEnd(): Promise<void> {
+    return this.nextTurn ??= new Promise<void>((resolve) => setImmediate(() => {
+      this.nextTurn = undefined;
+      resolve();
+    }));
   }
 
   /** The group's fence ({@link fences}). */
